@@ -1,0 +1,61 @@
+package io.butterfly.common.hash;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/** SHA-256 helpers; hex is lowercase throughout Butterfly. */
+public final class Sha256 {
+
+    private static final HexFormat HEX = HexFormat.of();
+
+    private Sha256() {
+    }
+
+    public static MessageDigest newDigest() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK always has SHA-256", e);
+        }
+    }
+
+    public static byte[] digest(byte[] data) {
+        return newDigest().digest(data);
+    }
+
+    public static byte[] digest(ByteBuffer data) {
+        MessageDigest d = newDigest();
+        d.update(data.duplicate());
+        return d.digest();
+    }
+
+    public static String hex(byte[] data) {
+        return HEX.formatHex(digest(data));
+    }
+
+    public static String toHex(byte[] digest) {
+        return HEX.formatHex(digest);
+    }
+
+    public static byte[] fromHex(String hex) {
+        return HEX.parseHex(hex);
+    }
+
+    public static String hexOfFile(Path file) throws IOException {
+        MessageDigest d = newDigest();
+        byte[] buf = new byte[1 << 20];
+        try (InputStream in = Files.newInputStream(file)) {
+            int n;
+            while ((n = in.read(buf)) > 0) {
+                d.update(buf, 0, n);
+            }
+        }
+        return HEX.formatHex(d.digest());
+    }
+}

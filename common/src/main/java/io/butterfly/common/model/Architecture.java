@@ -1,0 +1,28 @@
+package io.butterfly.common.model;
+
+import java.util.Locale;
+
+/** Model families Butterfly executes (DESIGN.md §2). */
+public enum Architecture {
+    /** Llama family: RMSNorm, rotary embeddings, grouped-query attention, SiLU-gated MLP (also Qwen2/Mistral). */
+    LLAMA,
+    /** GPT-2: LayerNorm, learned positions, Conv1D weight layout, GELU (tanh). */
+    GPT2;
+
+    /** Maps a Hugging Face {@code model_type} to an architecture. */
+    public static Architecture fromModelType(String modelType) {
+        return switch (modelType.toLowerCase(Locale.ROOT)) {
+            case "llama", "qwen2", "mistral" -> LLAMA;
+            case "gpt2" -> GPT2;
+            default -> throw new IllegalArgumentException("unsupported model_type '" + modelType + "'");
+        };
+    }
+
+    public String id() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    public static Architecture fromId(String id) {
+        return valueOf(id.toUpperCase(Locale.ROOT));
+    }
+}

@@ -1,0 +1,169 @@
+package io.butterfly.common.model;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The hyper-parameters of a model, read from (and written as) a Hugging Face {@code config.json}.
+ *
+ * @param architecture     model family
+ * @param numLayers        transformer blocks
+ * @param hiddenSize       model width
+ * @param numHeads         attention (query) heads
+ * @param numKvHeads       key/value heads (grouped-query attention; equals numHeads for GPT-2)
+ * @param intermediateSize MLP width
+ * @param vocabSize        vocabulary size
+ * @param maxPositions     longest sequence (positions) supported
+ * @param normEps          RMSNorm / LayerNorm epsilon
+ * @param ropeTheta        rotary base (Llama only)
+ * @param tieWordEmbeddings whether the LM head reuses the token embedding matrix
+ * @param bosTokenId       beginning-of-sequence token, or -1
+ * @param eosTokenId       end-of-sequence token, or -1
+ */
+public record ModelConfig(
+        Architecture architecture,
+        int numLayers,
+        int hiddenSize,
+        int numHeads,
+        int numKvHeads,
+        int intermediateSize,
+        int vocabSize,
+        int maxPositions,
+        double normEps,
+        double ropeTheta,
+        boolean tieWordEmbeddings,
+        int bosTokenId,
+        int eosTokenId) {
+
+    private static final ObjectMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+
+    public ModelConfig {
+        if (numLayers <= 0 || hiddenSize <= 0 || numHeads <= 0 || numKvHeads <= 0 || vocabSize <= 0) {
+            throw new IllegalArgumentException("layers, hidden size, heads, kv heads and vocab must be positive");
+        }
+        if (hiddenSize % numHeads != 0) {
+            throw new IllegalArgumentException("hidden size " + hiddenSize + " is not divisible by heads " + numHeads);
+        }
+        if (numHeads % numKvHeads != 0) {
+            throw new IllegalArgumentException("heads " + numHeads + " are not divisible by kv heads " + numKvHeads);
+        }
+    }
+
+    public int headDim() {
+        return hiddenSize / numHeads;
+    }
+
+    public int kvDim() {
+        return numKvHeads * headDim();
+    }
+
+    public static ModelConfig read(Path configJson) throws IOException {
+        return parse(Files.readAllBytes(configJson));
+    }
+
+    public static ModelConfig parse(byte[] json) {
+        JsonNode n = JSON.readTree(json);
+        Architecture arch = Architecture.fromModelType(text(n, "model_type", "llama"));
+        if (arch == Architecture.GPT2) {
+            int hidden = n.path("n_embd").asInt();
+            JsonNode inner = n.get("n_inner");
+            return new ModelConfig(arch,
+                    n.path("n_layer").asInt(), hidden, n.path("n_head").asInt(), n.path("n_head").asInt(),
+                    inner == null || inner.isNull() ? 4 * hidden : inner.asInt(),
+                    n.path("vocab_size").asInt(), n.path("n_positions").asInt(1024),
+                    n.path("layer_norm_epsilon").asDouble(1e-5), 0,
+                    n.path("tie_word_embeddings").asBoolean(true),
+                    tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"));
+        }
+        int heads = n.path("num_attention_heads").asInt();
+        return new ModelConfig(arch,
+                n.path("num_hidden_layers").asInt(), n.path("hidden_size").asInt(), heads,
+                n.path("num_key_value_heads").asInt(heads), n.path("intermediate_size").asInt(),
+                n.path("vocab_size").asInt(), n.path("max_position_embeddings").asInt(2048),
+                n.path("rms_norm_eps").asDouble(1e-6), n.path("rope_theta").asDouble(10000.0),
+                n.path("tie_word_embeddings").asBoolean(false),
+                tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"));
+    }
+
+    /** Hugging Face {@code config.json} contents for this configuration. */
+    public Map<String, Object> toHuggingFace() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (architecture == Architecture.GPT2) {
+            m.put("architectures", List.of("GPT2LMHeadModel"));
+            m.put("model_type", "gpt2");
+            m.put("n_embd", hiddenSize);
+            m.put("n_layer", numLayers);
+            m.put("n_head", numHeads);
+            m.put("n_inner", intermediateSize);
+            m.put("n_positions", maxPositions);
+            m.put("vocab_size", vocabSize);
+            m.put("layer_norm_epsilon", normEps);
+            m.put("activation_function", "gelu_new");
+        } else {
+            m.put("architectures", List.of("LlamaForCausalLM"));
+            m.put("model_type", "llama");
+            m.put("hidden_size", hiddenSize);
+            m.put("num_hidden_layers", numLayers);
+            m.put("num_attention_heads", numHeads);
+            m.put("num_key_value_heads", numKvHeads);
+            m.put("intermediate_size", intermediateSize);
+            m.put("max_position_embeddings", maxPositions);
+            m.put("vocab_size", vocabSize);
+            m.put("rms_norm_eps", normEps);
+            m.put("rope_theta", ropeTheta);
+            m.put("hidden_act", "silu");
+        }
+        m.put("tie_word_embeddings", tieWordEmbeddings);
+        if (bosTokenId >= 0) {
+            m.put("bos_token_id", bosTokenId);
+        }
+        if (eosTokenId >= 0) {
+            m.put("eos_token_id", eosTokenId);
+        }
+        m.put("torch_dtype", "float32");
+        return m;
+    }
+
+    public void write(Path configJson) throws IOException {
+        Files.write(configJson, JSON.writeValueAsBytes(toHuggingFace()));
+    }
+
+    /** Parameter count, counting a tied LM head once. */
+    public long parameterCount() {
+        long h = hiddenSize;
+        long embed = (long) vocabSize * h + (architecture == Architecture.GPT2 ? (long) maxPositions * h : 0);
+        long head = tieWordEmbeddings ? 0 : (long) vocabSize * h;
+        long perLayer;
+        if (architecture == Architecture.GPT2) {
+            perLayer = 4 * h                           // two LayerNorms
+                    + h * 3 * h + 3 * h                // c_attn
+                    + h * h + h                        // attn c_proj
+                    + h * intermediateSize + intermediateSize   // c_fc
+                    + (long) intermediateSize * h + h;  // mlp c_proj
+            return embed + numLayers * perLayer + 2 * h + head;
+        }
+        perLayer = 2 * h + h * h + 2 * h * kvDim() + h * h + 3 * h * (long) intermediateSize;
+        return embed + numLayers * perLayer + h + head;
+    }
+
+    private static String text(JsonNode n, String field, String fallback) {
+        JsonNode v = n.get(field);
+        return v == null || v.isNull() ? fallback : v.asString();
+    }
+
+    private static int tokenId(JsonNode n, String field) {
+        JsonNode v = n.get(field);
+        if (v == null || v.isNull()) {
+            return -1;
+        }
+        return v.isArray() ? v.get(0).asInt() : v.asInt();
+    }
+}

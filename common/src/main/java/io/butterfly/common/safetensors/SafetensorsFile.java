@@ -1,0 +1,192 @@
+package io.butterfly.common.safetensors;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Read access to a safetensors file: the header (JSON, read with Jackson) and each tensor's bytes.
+ *
+ * <p>Loading tensors into the engine goes through DJL's own safetensors decoder; this class serves
+ * what DJL cannot: repackaging byte ranges into per-layer shards without an engine, and widening
+ * BF16 (which aborts DJL 0.35.1) to float32 (DESIGN.md §2). The header is validated before use:
+ * every range lies inside the file, matches its dtype and shape, and ranges do not overlap.
+ */
+public final class SafetensorsFile implements AutoCloseable {
+
+    /** Headers beyond this are refused (the format's reference implementation uses 100 MB). */
+    static final long MAX_HEADER_BYTES = 100L * 1024 * 1024;
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final Path path;
+    private final FileChannel channel;
+    private final long dataStart;
+    private final Map<String, TensorInfo> tensors;
+    private final Map<String, String> metadata;
+
+    private SafetensorsFile(Path path, FileChannel channel, long dataStart,
+                            Map<String, TensorInfo> tensors, Map<String, String> metadata) {
+        this.path = path;
+        this.channel = channel;
+        this.dataStart = dataStart;
+        this.tensors = tensors;
+        this.metadata = metadata;
+    }
+
+    public static SafetensorsFile open(Path path) throws IOException {
+        FileChannel channel = FileChannel.open(path, StandardOpenOption.READ);
+        try {
+            return read(path, channel);
+        } catch (IOException | RuntimeException e) {
+            channel.close();
+            throw e;
+        }
+    }
+
+    private static SafetensorsFile read(Path path, FileChannel channel) throws IOException {
+        long fileSize = channel.size();
+        if (fileSize < 8) {
+            throw new InvalidSafetensorsException(path + ": shorter than the 8-byte header length");
+        }
+        ByteBuffer lenBuf = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+        readFully(channel, lenBuf, 0);
+        long headerLen = lenBuf.flip().getLong();
+        if (headerLen <= 0 || headerLen > MAX_HEADER_BYTES || 8 + headerLen > fileSize) {
+            throw new InvalidSafetensorsException(path + ": header length " + headerLen + " is invalid for a file of " + fileSize + " bytes");
+        }
+        ByteBuffer header = ByteBuffer.allocate((int) headerLen);
+        readFully(channel, header, 8);
+        JsonNode root;
+        try {
+            root = JSON.readTree(new String(header.array(), StandardCharsets.UTF_8));
+        } catch (RuntimeException e) {
+            throw new InvalidSafetensorsException(path + ": header is not valid JSON: " + e.getMessage());
+        }
+        if (root == null || !root.isObject()) {
+            throw new InvalidSafetensorsException(path + ": header is not a JSON object");
+        }
+        long dataStart = 8 + headerLen;
+        long dataSize = fileSize - dataStart;
+        Map<String, TensorInfo> tensors = new LinkedHashMap<>();
+        Map<String, String> metadata = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonNode> e : root.properties()) {
+            if (e.getKey().equals("__metadata__")) {
+                e.getValue().properties().forEach(m -> metadata.put(m.getKey(), m.getValue().asString()));
+                continue;
+            }
+            tensors.put(e.getKey(), tensorInfo(path, e.getKey(), e.getValue(), dataSize));
+        }
+        checkNoOverlap(path, tensors.values());
+        return new SafetensorsFile(path, channel, dataStart, Collections.unmodifiableMap(tensors),
+                Collections.unmodifiableMap(metadata));
+    }
+
+    private static TensorInfo tensorInfo(Path path, String name, JsonNode n, long dataSize) {
+        JsonNode offsets = n.get("data_offsets");
+        JsonNode shapeNode = n.get("shape");
+        JsonNode dtypeNode = n.get("dtype");
+        if (offsets == null || !offsets.isArray() || offsets.size() != 2 || shapeNode == null
+                || !shapeNode.isArray() || dtypeNode == null || !dtypeNode.isString()) {
+            throw new InvalidSafetensorsException(path + ": tensor '" + name + "' needs dtype, shape and data_offsets");
+        }
+        long[] shape = new long[shapeNode.size()];
+        for (int i = 0; i < shape.length; i++) {
+            shape[i] = shapeNode.get(i).asLong(-1);
+            if (shape[i] < 0) {
+                throw new InvalidSafetensorsException(path + ": tensor '" + name + "' has a negative dimension");
+            }
+        }
+        TensorInfo info;
+        try {
+            info = new TensorInfo(name, dtypeNode.asString(), shape, offsets.get(0).asLong(-1), offsets.get(1).asLong(-1));
+            long expected = Math.multiplyExact(info.numElements(), (long) TensorInfo.elementSize(info.dtype()));
+            if (info.begin() < 0 || info.end() < info.begin() || info.end() > dataSize || info.byteLength() != expected) {
+                throw new InvalidSafetensorsException(path + ": tensor '" + name + "' has data_offsets [" + info.begin()
+                        + ", " + info.end() + ") that do not fit " + info + " in a data section of " + dataSize + " bytes");
+            }
+        } catch (ArithmeticException | IllegalArgumentException e) {
+            if (e instanceof InvalidSafetensorsException ise) {
+                throw ise;
+            }
+            throw new InvalidSafetensorsException(path + ": tensor '" + name + "': " + e.getMessage());
+        }
+        return info;
+    }
+
+    private static void checkNoOverlap(Path path, java.util.Collection<TensorInfo> infos) {
+        List<TensorInfo> sorted = new ArrayList<>(infos);
+        sorted.sort(Comparator.comparingLong(TensorInfo::begin));
+        for (int i = 1; i < sorted.size(); i++) {
+            if (sorted.get(i).begin() < sorted.get(i - 1).end()) {
+                throw new InvalidSafetensorsException(path + ": tensors '" + sorted.get(i - 1).name() + "' and '"
+                        + sorted.get(i).name() + "' overlap");
+            }
+        }
+    }
+
+    private static void readFully(FileChannel channel, ByteBuffer buf, long position) throws IOException {
+        long pos = position;
+        while (buf.hasRemaining()) {
+            int n = channel.read(buf, pos);
+            if (n < 0) {
+                throw new InvalidSafetensorsException("unexpected end of file at byte " + pos);
+            }
+            pos += n;
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** Tensors in header order. */
+    public Map<String, TensorInfo> tensors() {
+        return tensors;
+    }
+
+    public Map<String, String> metadata() {
+        return metadata;
+    }
+
+    public TensorInfo info(String name) {
+        TensorInfo info = tensors.get(name);
+        if (info == null) {
+            throw new IllegalArgumentException(path + " has no tensor '" + name + "'");
+        }
+        return info;
+    }
+
+    /** The tensor's stored bytes (little-endian), as a heap buffer. */
+    public ByteBuffer rawBytes(String name) throws IOException {
+        TensorInfo info = info(name);
+        if (info.byteLength() > Integer.MAX_VALUE) {
+            throw new IOException(name + " is larger than 2 GiB");
+        }
+        ByteBuffer buf = ByteBuffer.allocate((int) info.byteLength()).order(ByteOrder.LITTLE_ENDIAN);
+        readFully(channel, buf, dataStart + info.begin());
+        return buf.flip();
+    }
+
+    /** The tensor as float32, widening F16 and BF16 exactly. */
+    public float[] readFloats(String name) throws IOException {
+        TensorInfo info = info(name);
+        return FloatWidening.toFloat32(info.dtype(), rawBytes(name));
+    }
+
+    @Override
+    public void close() throws IOException {
+        channel.close();
+    }
+}

@@ -1,0 +1,85 @@
+package io.butterfly.common.safetensors;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Writes safetensors files (header via Jackson, then the tensors' bytes in order). Used by the model
+ * generator and the registry's per-layer repackaging; DJL's decoder reads the result (tested).
+ */
+public final class SafetensorsWriter {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    /** A tensor to write: dtype string, shape and little-endian bytes. */
+    public record Entry(String name, String dtype, long[] shape, ByteBuffer data) {
+
+        public static Entry float32(String name, long[] shape, float[] values) {
+            ByteBuffer b = ByteBuffer.allocate(values.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+            b.asFloatBuffer().put(values);
+            return new Entry(name, "F32", shape, b);
+        }
+    }
+
+    private SafetensorsWriter() {
+    }
+
+    public static void write(Path file, List<Entry> entries, Map<String, String> metadata) throws IOException {
+        Map<String, Object> header = new LinkedHashMap<>();
+        if (metadata != null && !metadata.isEmpty()) {
+            header.put("__metadata__", metadata);
+        }
+        long offset = 0;
+        for (Entry e : entries) {
+            long len = e.data().remaining();
+            long[] shape = e.shape();
+            List<Long> dims = new ArrayList<>(shape.length);
+            for (long d : shape) {
+                dims.add(d);
+            }
+            long expected = TensorInfo.elementSize(e.dtype());
+            for (long d : shape) {
+                expected *= d;
+            }
+            if (expected != len) {
+                throw new IllegalArgumentException(e.name() + ": " + len + " bytes do not match " + e.dtype() + dims);
+            }
+            header.put(e.name(), Map.of("dtype", e.dtype(), "shape", dims, "data_offsets", List.of(offset, offset + len)));
+            offset += len;
+        }
+        byte[] json = JSON.writeValueAsString(header).getBytes(StandardCharsets.UTF_8);
+        // Pad the header with spaces so the data section starts 8-byte aligned, as the reference writer does.
+        int padded = (json.length + 7) / 8 * 8;
+        byte[] headerBytes = new byte[padded];
+        System.arraycopy(json, 0, headerBytes, 0, json.length);
+        for (int i = json.length; i < padded; i++) {
+            headerBytes[i] = ' ';
+        }
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        try (OutputStream out = Files.newOutputStream(tmp)) {
+            ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(padded);
+            out.write(len.array());
+            out.write(headerBytes);
+            byte[] chunk = new byte[1 << 16];
+            for (Entry e : entries) {
+                ByteBuffer d = e.data().duplicate();
+                while (d.hasRemaining()) {
+                    int n = Math.min(chunk.length, d.remaining());
+                    d.get(chunk, 0, n);
+                    out.write(chunk, 0, n);
+                }
+            }
+        }
+        Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+}
