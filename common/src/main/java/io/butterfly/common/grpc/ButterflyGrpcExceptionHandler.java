@@ -1,0 +1,38 @@
+package io.butterfly.common.grpc;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.GrpcErrors;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
+import io.grpc.StatusException;
+import io.grpc.StatusRuntimeException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.grpc.server.exception.GrpcExceptionHandler;
+
+/**
+ * The one gRPC exception handler of every Butterfly service (DESIGN.md §5): domain errors keep their
+ * code and status; bad arguments become INVALID_ARGUMENT; anything else INTERNAL without internals.
+ */
+public class ButterflyGrpcExceptionHandler implements GrpcExceptionHandler {
+
+    private static final Logger log = LoggerFactory.getLogger(ButterflyGrpcExceptionHandler.class);
+
+    @Override
+    public StatusException handleException(Throwable t) {
+        ButterflyException e;
+        if (t instanceof ButterflyException be) {
+            e = be;
+        } else if (t instanceof StatusRuntimeException sre) {
+            return new StatusException(sre.getStatus(), sre.getTrailers());
+        } else if (t instanceof IllegalArgumentException) {
+            e = new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT, t.getMessage());
+        } else {
+            log.error("unexpected error in a gRPC call", t);
+            e = new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.INTERNAL,
+                    "internal error: " + t.getClass().getSimpleName());
+        }
+        StatusRuntimeException sre = GrpcErrors.toStatus(e);
+        return new StatusException(sre.getStatus(), sre.getTrailers());
+    }
+}

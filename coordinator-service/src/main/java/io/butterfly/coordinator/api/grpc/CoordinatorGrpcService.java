@@ -1,0 +1,64 @@
+package io.butterfly.coordinator.api.grpc;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.cluster.PartitionState;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.Liveness;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
+import io.butterfly.proto.coordinator.v1.HeartbeatRequest;
+import io.butterfly.proto.coordinator.v1.HeartbeatResponse;
+import io.butterfly.proto.coordinator.v1.LoadReport;
+import io.butterfly.proto.coordinator.v1.LoadReportAck;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.time.Clock;
+import org.springframework.stereotype.Service;
+
+/** Workers' reports to the coordinator: load progress/completion and heartbeats. */
+@Service
+public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorServiceImplBase {
+
+    private final ControlLog control;
+    private final Liveness liveness;
+    private final Clock clock;
+
+    public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock) {
+        this.control = control;
+        this.liveness = liveness;
+        this.clock = clock;
+    }
+
+    @Override
+    public void reportLoad(LoadReport r, StreamObserver<LoadReportAck> response) {
+        if (r.getNodeId().isBlank()) {
+            throw new IllegalArgumentException("node_id is required");
+        }
+        liveness.heartbeat(r.getNodeId(), clock.instant());
+        long now = clock.millis();
+        ClusterCommand command = switch (r.getPhase()) {
+            case READY -> new ClusterCommand.LoadCompleted(r.getNodeId(), r.getEpoch(), r.getPartitionChecksum(), now);
+            case FAILED -> new ClusterCommand.LoadFailed(r.getNodeId(), r.getEpoch(), r.getErrorCode().name(),
+                    r.getErrorMessage(), now);
+            case DOWNLOADING, VALIDATING, LOADED, WARMING -> new ClusterCommand.LoadProgressed(r.getNodeId(), r.getEpoch(),
+                    PartitionState.valueOf(r.getPhase().name()), r.getProgress(), r.getCurrentFile(), now);
+            default -> throw new IllegalArgumentException("phase is required");
+        };
+        try {
+            control.submit(command);
+        } catch (IllegalTransitionException e) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, e.getMessage());
+        }
+        response.onNext(LoadReportAck.getDefaultInstance());
+        response.onCompleted();
+    }
+
+    @Override
+    public void heartbeat(HeartbeatRequest request, StreamObserver<HeartbeatResponse> response) {
+        liveness.heartbeat(request.getNodeId(), clock.instant());
+        response.onNext(HeartbeatResponse.newBuilder().setEpoch(control.state().epoch()).build());
+        response.onCompleted();
+    }
+}

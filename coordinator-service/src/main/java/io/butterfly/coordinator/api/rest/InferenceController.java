@@ -1,0 +1,85 @@
+package io.butterfly.coordinator.api.rest;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.GenerationResult;
+import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.inference.sampling.TokenLogprob;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.http.MediaType;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/** {@code POST /api/v1/inference}: one generation, answered when it completes. */
+@RestController
+@RequestMapping("/api/v1/inference")
+public class InferenceController {
+
+    private final InferenceService inference;
+
+    public InferenceController(InferenceService inference) {
+        this.inference = inference;
+    }
+
+    /** The JSON body; snake_case as in the API. */
+    public record Body(String prompt,
+                       @JsonProperty("token_ids") List<Long> tokenIds,
+                       @JsonProperty("max_tokens") Integer maxTokens,
+                       Double temperature,
+                       @JsonProperty("top_p") Double topP,
+                       Long seed,
+                       Integer logprobs,
+                       @JsonProperty("ignore_eos") Boolean ignoreEos) {
+    }
+
+    @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
+    public Map<String, Object> infer(@RequestBody Body body) {
+        GenerationRequest request = new GenerationRequest(body.prompt(), body.tokenIds(), body.maxTokens(),
+                body.temperature(), body.topP(), body.seed(), body.logprobs(), body.ignoreEos());
+        return toJson(inference.generate(request), body.logprobs() != null && body.logprobs() > 0);
+    }
+
+    static Map<String, Object> toJson(GenerationResult r, boolean withLogprobs) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("task_id", r.taskId());
+        out.put("model_id", r.modelId());
+        out.put("prompt_token_ids", r.promptTokenIds());
+        out.put("token_ids", r.tokenIds());
+        out.put("text", r.text());
+        out.put("finish_reason", r.finishReason());
+        out.put("token_logprobs", r.tokenLogprobs());
+        if (withLogprobs) {
+            out.put("logprobs", r.topLogprobs().stream().map(InferenceController::step).toList());
+        }
+        out.put("usage", Map.of(
+                "prompt_tokens", r.promptTokenIds().size(),
+                "completion_tokens", r.tokenIds().size(),
+                "total_tokens", r.promptTokenIds().size() + r.tokenIds().size()));
+        Map<String, Object> timings = new LinkedHashMap<>();
+        timings.put("time_to_first_token_ms", round(r.timeToFirstTokenMs()));
+        timings.put("decode_tokens_per_second", round(r.decodeTokensPerSecond()));
+        timings.put("total_ms", round(r.totalMs()));
+        Map<String, Object> stages = new LinkedHashMap<>();
+        r.stageComputeMs().forEach((k, v) -> stages.put(k, round(v)));
+        timings.put("stage_compute_ms", stages);
+        out.put("timings", timings);
+        return out;
+    }
+
+    private static List<Map<String, Object>> step(List<TokenLogprob> top) {
+        return top.stream().map(t -> {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("token_id", t.tokenId());
+            m.put("logprob", t.logprob());
+            return m;
+        }).toList();
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 1000.0) / 1000.0;
+    }
+}

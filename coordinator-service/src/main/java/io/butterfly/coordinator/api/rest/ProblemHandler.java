@@ -1,0 +1,73 @@
+package io.butterfly.coordinator.api.rest;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.coordinator.cluster.NotReadyException;
+import io.butterfly.coordinator.inference.InvalidRequestException;
+import io.butterfly.coordinator.inference.NotServingException;
+import java.util.NoSuchElementException;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.context.request.WebRequest;
+import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
+
+/** RFC 9457 problem details for every REST error (DESIGN.md §5); the field is named, no stack traces. */
+@RestControllerAdvice
+public class ProblemHandler extends ResponseEntityExceptionHandler {
+
+    @ExceptionHandler(InvalidRequestException.class)
+    ProblemDetail invalid(InvalidRequestException e) {
+        HttpStatus status = e.tooLarge() ? HttpStatus.CONTENT_TOO_LARGE : HttpStatus.BAD_REQUEST;
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
+        p.setTitle(e.tooLarge() ? "Request too large" : "Invalid request");
+        p.setProperty("field", e.field());
+        return p;
+    }
+
+    @ExceptionHandler({NotServingException.class, NotReadyException.class})
+    ProblemDetail notReady(RuntimeException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
+        p.setTitle("Cluster not ready");
+        return p;
+    }
+
+    @ExceptionHandler(NoSuchElementException.class)
+    ProblemDetail notFound(NoSuchElementException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, e.getMessage());
+        p.setTitle("Not found");
+        return p;
+    }
+
+    /** A failure inside the cluster (a worker unreachable, a stage refusing a step). */
+    @ExceptionHandler(ButterflyException.class)
+    ProblemDetail cluster(ButterflyException e) {
+        HttpStatus status = switch (e.status()) {
+            case UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED -> HttpStatus.SERVICE_UNAVAILABLE;
+            case RESOURCE_EXHAUSTED -> HttpStatus.TOO_MANY_REQUESTS;
+            case INVALID_ARGUMENT -> HttpStatus.BAD_REQUEST;
+            default -> HttpStatus.INTERNAL_SERVER_ERROR;
+        };
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
+        p.setTitle("Cluster error");
+        p.setProperty("error_code", e.code().name());
+        return p;
+    }
+
+    /** Malformed JSON or a value of the wrong type: name the field when Jackson knows it. */
+    @Override
+    protected ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex, HttpHeaders headers,
+                                                                  HttpStatusCode status, WebRequest request) {
+        String field = JsonFieldPath.of(ex);
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
+                field == null ? "request body is not valid JSON" : "field '" + field + "' has an invalid value");
+        p.setTitle("Malformed request");
+        p.setProperty("field", field == null ? "body" : field);
+        return ResponseEntity.badRequest().contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON).body(p);
+    }
+
+}

@@ -1,0 +1,149 @@
+package io.butterfly.coordinator.api.rest;
+
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.cluster.WorkerState;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.Liveness;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.stream.IntStream;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/** State inspection endpoints (state-machines.md §7.1). */
+@RestController
+@RequestMapping("/api/v1")
+public class SystemStateController {
+
+    private final ControlLog control;
+    private final Liveness liveness;
+    private final CoordinatorProperties props;
+
+    public SystemStateController(ControlLog control, Liveness liveness, CoordinatorProperties props) {
+        this.control = control;
+        this.liveness = liveness;
+        this.props = props;
+    }
+
+    @GetMapping("/system/state")
+    public Map<String, Object> systemState() {
+        ClusterState s = control.state();
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("system_state", s.system().name());
+        out.put("epoch", s.epoch());
+        out.put("coordinator", props.nodeId());
+        out.put("model_id", s.modelId());
+        out.put("merkle_root", s.merkleRoot());
+        out.put("status_message", s.statusMessage());
+        out.put("nodes", nodes());
+        out.put("quorum", quorum(s));
+        out.put("pipeline", s.pipeline());
+        out.put("last_applied_index", s.lastAppliedIndex());
+        return out;
+    }
+
+    @GetMapping("/nodes")
+    public List<Map<String, Object>> nodes() {
+        ClusterState s = control.state();
+        List<Map<String, Object>> out = new ArrayList<>();
+        Map<String, Object> self = new LinkedHashMap<>();
+        self.put("id", props.nodeId());
+        self.put("role", "coordinator");
+        self.put("state", "LEADER");
+        out.add(self);
+        s.nodes().values().forEach(n -> out.add(node(n)));
+        return out;
+    }
+
+    @GetMapping("/nodes/{id}/state")
+    public Map<String, Object> nodeState(@PathVariable("id") String id) {
+        NodeRecord n = control.state().nodes().get(id);
+        if (n == null) {
+            throw new NoSuchElementException("no node '" + id + "'");
+        }
+        return node(n);
+    }
+
+    @GetMapping("/tasks")
+    public List<Map<String, Object>> tasks() {
+        return control.state().tasks().values().stream().map(SystemStateController::task).toList();
+    }
+
+    @GetMapping("/tasks/{id}/state")
+    public Map<String, Object> taskState(@PathVariable("id") String id) {
+        TaskRecord t = control.state().tasks().get(id);
+        if (t == null) {
+            throw new NoSuchElementException("no task '" + id + "'");
+        }
+        return task(t);
+    }
+
+    @GetMapping("/epochs/current")
+    public Map<String, Object> epoch() {
+        ClusterState s = control.state();
+        return Map.of("epoch", s.epoch(), "system_state", s.system().name(), "last_applied_index", s.lastAppliedIndex());
+    }
+
+    @GetMapping("/health")
+    public Map<String, Object> health() {
+        ClusterState s = control.state();
+        boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
+        return Map.of("status", serving ? "UP" : s.system() == SystemState.DEGRADED ? "DEGRADED" : "NOT_READY",
+                "system_state", s.system().name(), "quorum", quorum(s));
+    }
+
+    private Map<String, Object> node(NodeRecord n) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("id", n.info().nodeId());
+        m.put("role", n.info().role());
+        m.put("state", n.state().name());
+        m.put("address", n.info().host() + ":" + n.info().grpcPort());
+        m.put("layers", n.layerStart() == null ? List.of()
+                : IntStream.range(n.layerStart(), n.layerEnd()).boxed().toList());
+        m.put("layer_range", n.layerStart() == null ? null : List.of(n.layerStart(), n.layerEnd()));
+        m.put("has_embedding", n.hasEmbedding());
+        m.put("has_head", n.hasHead());
+        m.put("partition_state", n.partition().name());
+        m.put("progress", n.loadProgress());
+        m.put("current_file", n.currentFile());
+        m.put("partition_checksum", n.partitionChecksum());
+        Instant hb = liveness.lastHeartbeat(n.info().nodeId());
+        m.put("last_heartbeat", hb == null ? null : hb.toString());
+        m.put("capabilities", Map.of("cpu_cores", n.info().cpuCores(), "memory_bytes", n.info().memoryBytes(),
+                "measured_gflops", Math.round(n.info().throughput() * 10) / 10.0, "device", n.info().device()));
+        if (n.failureCode() != null) {
+            m.put("error", Map.of("code", n.failureCode(), "message", n.failureMessage()));
+        }
+        return m;
+    }
+
+    private static Map<String, Object> task(TaskRecord t) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("task_id", t.taskId());
+        m.put("state", t.state().name());
+        m.put("prompt_tokens", t.promptTokens());
+        m.put("generated_tokens", t.generatedTokens());
+        m.put("finish_reason", t.finishReason());
+        m.put("created_at", Instant.ofEpochMilli(t.createdAtMs()).toString());
+        m.put("updated_at", Instant.ofEpochMilli(t.updatedAtMs()).toString());
+        m.put("error", t.error());
+        return m;
+    }
+
+    private static Map<String, Object> quorum(ClusterState s) {
+        long operational = s.nodes().values().stream().filter(n -> n.state() != WorkerState.FAILED
+                && n.state() != WorkerState.SUSPECT).count();
+        long suspected = s.nodes().values().stream().filter(n -> n.state() == WorkerState.SUSPECT).count();
+        return Map.of("required", s.expectedWorkers(), "operational", operational, "suspected", suspected);
+    }
+}

@@ -1,0 +1,194 @@
+package io.butterfly.coordinator.bootstrap;
+
+import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.ModelCatalog;
+import io.butterfly.coordinator.inference.ServedModel;
+import io.butterfly.coordinator.planning.PartitionPlan;
+import io.butterfly.coordinator.planning.PartitionPlanner;
+import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.planning.WorkerCapacity;
+import io.butterfly.proto.common.v1.LayerRange;
+import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
+import io.butterfly.proto.discovery.v1.ListMembersRequest;
+import io.butterfly.proto.discovery.v1.Member;
+import io.butterfly.proto.discovery.v1.NodeRole;
+import io.butterfly.proto.worker.v1.AssignPartitionRequest;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import jakarta.annotation.PreDestroy;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.context.event.EventListener;
+import org.springframework.stereotype.Component;
+
+/**
+ * Drives the cluster from UNINITIALIZED to READY (initialization-and-bootstrap.md): fetch the
+ * model's manifest, wait for the expected workers to join, plan contiguous layer ranges weighted by
+ * measured capacity, assign them (fenced by epoch) and let the load reports complete the picture.
+ */
+@Component
+public class BootstrapOrchestrator {
+
+    private static final Logger log = LoggerFactory.getLogger(BootstrapOrchestrator.class);
+    private static final long POLL_MILLIS = 200;
+
+    private final CoordinatorProperties props;
+    private final ControlLog control;
+    private final ModelCatalog catalog;
+    private final PartitionPlanner planner;
+    private final WorkerChannels workers;
+    private final Clock clock;
+    private final ManagedChannel discovery;
+    private volatile Thread thread;
+
+    public BootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
+                                 PartitionPlanner planner, WorkerChannels workers, Clock clock) {
+        this.props = props;
+        this.control = control;
+        this.catalog = catalog;
+        this.planner = planner;
+        this.workers = workers;
+        this.clock = clock;
+        this.discovery = GrpcChannels.open(props.discoveryHost(), props.discoveryPort());
+    }
+
+    @EventListener(ApplicationReadyEvent.class)
+    public void start() {
+        thread = new Thread(this::run, "bootstrap");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void run() {
+        try {
+            control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
+            ServedModel model = fetchModel();
+            List<Member> members = awaitWorkers();
+            assign(model, members);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private ServedModel fetchModel() throws InterruptedException {
+        while (true) {
+            try {
+                ServedModel model = catalog.load();
+                log.info("serving model {} ({} layers, merkle root {})", model.manifest().getModelId(),
+                        model.manifest().getNumLayers(), model.manifest().getMerkleRoot());
+                return model;
+            } catch (StatusRuntimeException e) {
+                log.info("waiting for the registry to serve model '{}': {}", props.modelId(), e.getStatus());
+            } catch (Exception e) {
+                log.warn("fetching model '{}' failed: {}", props.modelId(), e.toString());
+            }
+            Thread.sleep(1000);
+        }
+    }
+
+    /** Polls discovery until the expected number of workers has joined, recording each join. */
+    private List<Member> awaitWorkers() throws InterruptedException {
+        long lastLog = 0;
+        while (true) {
+            List<Member> found;
+            try {
+                found = DiscoveryServiceGrpc.newBlockingStub(discovery).withDeadlineAfter(2, TimeUnit.SECONDS)
+                        .listMembers(ListMembersRequest.newBuilder().setRole(NodeRole.WORKER).build())
+                        .getMembersList();
+            } catch (StatusRuntimeException e) {
+                found = List.of();
+                log.debug("discovery not reachable yet: {}", e.getStatus());
+            }
+            ClusterState state = control.state();
+            for (Member m : found) {
+                if (!state.nodes().containsKey(m.getNodeId())) {
+                    control.submit(new ClusterCommand.NodeJoined(toNodeInfo(m), clock.millis()));
+                }
+            }
+            if (found.size() >= props.expectedWorkers()) {
+                return found.stream().sorted((a, b) -> a.getNodeId().compareTo(b.getNodeId()))
+                        .limit(props.expectedWorkers()).toList();
+            }
+            if (clock.millis() - lastLog > 5000) {
+                lastLog = clock.millis();
+                log.info("waiting for workers: {}/{} joined", found.size(), props.expectedWorkers());
+            }
+            Thread.sleep(POLL_MILLIS);
+        }
+    }
+
+    private void assign(ServedModel model, List<Member> members) throws InterruptedException {
+        List<WorkerCapacity> capacities = members.stream()
+                .map(m -> new WorkerCapacity(m.getNodeId(), Math.max(m.getCapabilities().getMeasuredGflops(), 1e-3),
+                        m.getCapabilities().getMemoryBytes()))
+                .toList();
+        PartitionPlan plan = planner.plan(model.manifest().getNumLayers(), capacities);
+        long epoch = control.state().epoch() + 1;
+        control.submit(new ClusterCommand.PartitionsAssigned(epoch, plan.stages(), clock.millis()));
+        Map<String, Member> byId = new java.util.HashMap<>();
+        members.forEach(m -> byId.put(m.getNodeId(), m));
+        for (StageAssignment stage : plan.stages()) {
+            Member m = byId.get(stage.nodeId());
+            log.info("assigning layers [{}, {}) of {} to {} (epoch {})", stage.layerStart(), stage.layerEnd(),
+                    model.manifest().getModelId(), stage.nodeId(), epoch);
+            AssignPartitionRequest request = AssignPartitionRequest.newBuilder()
+                    .setModelId(model.manifest().getModelId())
+                    .setLayers(LayerRange.newBuilder().setStart(stage.layerStart()).setEnd(stage.layerEnd()))
+                    .setHasEmbedding(stage.hasEmbedding())
+                    .setHasHead(stage.hasHead())
+                    .setEpoch(epoch)
+                    .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost()).setGrpcPort(props.registryPort()))
+                    .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
+                            .setGrpcPort(workers.coordinatorGrpcPort()))
+                    .build();
+            assignWithRetry(m, request);
+        }
+    }
+
+    private void assignWithRetry(Member m, AssignPartitionRequest request) throws InterruptedException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                WorkerServiceGrpc.newBlockingStub(workers.channel(m.getNodeId(), m.getHost(), m.getGrpcPort()))
+                        .withDeadlineAfter(10, TimeUnit.SECONDS)
+                        .assignPartition(request);
+                return;
+            } catch (StatusRuntimeException e) {
+                if (attempt >= 10) {
+                    control.submit(new ClusterCommand.LoadFailed(m.getNodeId(), request.getEpoch(), "TIMEOUT",
+                            "assignment not accepted after " + attempt + " attempts: " + e.getStatus(), clock.millis()));
+                    return;
+                }
+                Thread.sleep(Math.min(200L << attempt, 5000));
+            }
+        }
+    }
+
+    static NodeInfo toNodeInfo(Member m) {
+        return new NodeInfo(m.getNodeId(), "worker", m.getHost(), m.getGrpcPort(), m.getHttpPort(),
+                m.getCapabilities().getCpuCores(), m.getCapabilities().getMemoryBytes(),
+                m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice());
+    }
+
+    @PreDestroy
+    void stop() {
+        Thread t = thread;
+        if (t != null) {
+            t.interrupt();
+        }
+        GrpcChannels.close(discovery);
+    }
+}

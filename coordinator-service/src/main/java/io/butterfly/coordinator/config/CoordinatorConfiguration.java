@@ -1,0 +1,41 @@
+package io.butterfly.coordinator.config;
+
+import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.planning.CapacityWeightedPlanner;
+import io.butterfly.coordinator.planning.PartitionPlanner;
+import java.time.Clock;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+@Configuration
+public class CoordinatorConfiguration {
+
+    @Bean
+    Clock clock() {
+        return Clock.systemUTC();
+    }
+
+    @Bean
+    PartitionPlanner partitionPlanner() {
+        return new CapacityWeightedPlanner();
+    }
+
+    @Bean
+    ButterflyGrpcExceptionHandler grpcExceptionHandler() {
+        return new ButterflyGrpcExceptionHandler();
+    }
+
+    /** Readiness of a coordinator = the system is READY or DEGRADED (DESIGN.md §1). */
+    @Bean
+    HealthIndicator clusterHealthIndicator(ControlLog control) {
+        return () -> {
+            SystemState s = control.state().system();
+            boolean serving = s == SystemState.READY || s == SystemState.COMPUTING || s == SystemState.DEGRADED;
+            return (serving ? Health.up() : Health.outOfService()).withDetail("system_state", s.name()).build();
+        };
+    }
+}

@@ -1,0 +1,39 @@
+package io.butterfly.coordinator.config;
+
+import java.nio.file.Path;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * Coordinator settings; the defaults run the embedded one-machine cluster.
+ *
+ * @param nodeId          this coordinator's id
+ * @param advertiseHost   address workers use to reach this coordinator
+ * @param clusterName     cluster name used with discovery
+ * @param modelId         the model to serve (as the registry knows it)
+ * @param expectedWorkers bootstrap waits for this many workers before planning
+ * @param discoveryHost   discovery-service host
+ * @param discoveryPort   discovery-service gRPC port
+ * @param registryHost    model-registry-service host
+ * @param registryPort    model-registry-service gRPC port
+ * @param dataDir         where the coordinator keeps the tokenizer and config it fetched
+ * @param maxNewTokens    upper bound for a request's max_tokens
+ * @param maxPromptTokens upper bound for a prompt's length in tokens
+ * @param stepTimeoutSeconds deadline of one pipeline step
+ */
+@ConfigurationProperties("butterfly.coordinator")
+public record CoordinatorProperties(
+        @DefaultValue("coordinator-0") String nodeId,
+        @DefaultValue("127.0.0.1") String advertiseHost,
+        @DefaultValue("butterfly") String clusterName,
+        @DefaultValue("demo") String modelId,
+        @DefaultValue("3") int expectedWorkers,
+        @DefaultValue("127.0.0.1") String discoveryHost,
+        @DefaultValue("9082") int discoveryPort,
+        @DefaultValue("127.0.0.1") String registryHost,
+        @DefaultValue("9081") int registryPort,
+        @DefaultValue(".butterfly/coordinator-data") Path dataDir,
+        @DefaultValue("1024") int maxNewTokens,
+        @DefaultValue("4096") int maxPromptTokens,
+        @DefaultValue("120") long stepTimeoutSeconds) {
+}

@@ -1,0 +1,20 @@
+package io.butterfly.coordinator.inference;
+
+import java.util.List;
+
+/**
+ * An inference request as the client sent it (before validation); absent fields are null.
+ *
+ * @param prompt      text to tokenize, or null
+ * @param tokenIds    token ids used exactly as given, or null
+ * @param maxTokens   tokens to generate
+ * @param temperature 0 = greedy
+ * @param topP        nucleus mass
+ * @param seed        sampling seed
+ * @param logprobs    top-k log-probabilities per step (0..20)
+ * @param ignoreEos   keep generating past the end-of-sequence token (benchmarks)
+ */
+public record GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature,
+                                Double topP, Long seed, Integer logprobs,
+                                Boolean ignoreEos) {
+}

@@ -1,0 +1,190 @@
+package io.butterfly.coordinator.inference;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.GrpcErrors;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.coordinator.bootstrap.WorkerChannels;
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.sampling.Sampler;
+import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import io.butterfly.coordinator.inference.sampling.TokenChoice;
+import io.butterfly.coordinator.inference.sampling.TokenLogprob;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.ForwardResponse;
+import io.butterfly.proto.worker.v1.ReleaseRequest;
+import io.butterfly.proto.worker.v1.SequenceSlice;
+import io.butterfly.proto.worker.v1.StageTiming;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+
+/**
+ * Runs a generation through the pipeline: one prefill step with the whole prompt, then one step per
+ * token. Each step enters the first stage, flows worker to worker and returns the last stage's
+ * logits; the coordinator samples (seeded, so a replayed step picks the same token).
+ */
+@Service
+public class InferenceService {
+
+    private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
+
+    private final CoordinatorProperties props;
+    private final ControlLog control;
+    private final ModelCatalog catalog;
+    private final WorkerChannels channels;
+    private final Clock clock;
+
+    public InferenceService(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
+                            WorkerChannels channels, Clock clock) {
+        this.props = props;
+        this.control = control;
+        this.catalog = catalog;
+        this.channels = channels;
+        this.clock = clock;
+    }
+
+    public GenerationResult generate(GenerationRequest request) {
+        RequestValidator.checkInputChoice(request);
+        ServedModel model = catalog.served();
+        ClusterState state = control.state();
+        if (model == null || state.merkleRoot() == null) {
+            throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
+        }
+        List<Long> prompt = request.tokenIds() != null
+                ? RequestValidator.checkTokenIds(request.tokenIds(), model.config().vocabSize())
+                : tokenize(model, request.prompt());
+        RequestValidator.checkPromptLength(prompt.size(), props.maxPromptTokens());
+        int maxTokens = RequestValidator.maxTokens(request, prompt.size(), props.maxNewTokens(), model.config().maxPositions());
+        SamplingParams sampling = RequestValidator.sampling(request);
+
+        String taskId = UUID.randomUUID().toString();
+        control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), clock.millis()));
+        List<Endpoint> pipeline = pipeline(control.state());
+        try {
+            GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling,
+                    Boolean.TRUE.equals(request.ignoreEos()));
+            control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds().size(), result.finishReason(), clock.millis()));
+            return result;
+        } catch (RuntimeException e) {
+            control.submit(new ClusterCommand.TaskFailed(taskId, e.getMessage() == null ? e.toString() : e.getMessage(), clock.millis()));
+            throw e;
+        } finally {
+            release(taskId, pipeline);
+        }
+    }
+
+    private GenerationResult run(String taskId, ServedModel model, List<Endpoint> pipeline, List<Long> prompt,
+                                 int maxTokens, SamplingParams sampling, boolean ignoreEos) {
+        Sampler sampler = new Sampler(sampling);
+        long epoch = control.state().epoch();
+        int eos = model.config().eosTokenId();
+        List<Long> generated = new ArrayList<>();
+        List<Double> chosenLogprobs = new ArrayList<>();
+        List<List<TokenLogprob>> top = new ArrayList<>();
+        Map<String, Double> stageMs = new LinkedHashMap<>();
+        long start = System.nanoTime();
+        long firstToken = 0;
+        long[] input = prompt.stream().mapToLong(Long::longValue).toArray();
+        int position = 0;
+        String finish = "length";
+        for (int step = 0; step < maxTokens; step++) {
+            ForwardResponse response = step(taskId, step, epoch, pipeline, position, input);
+            for (StageTiming t : response.getTimingsList()) {
+                stageMs.merge(t.getNodeId(), t.getComputeNanos() / 1e6, Double::sum);
+            }
+            float[] logits = TensorCodec.toFloats(response.getLogits(), 2, "logits");
+            if (response.getLogits().getShape(0) != 1 || logits.length != model.config().vocabSize()) {
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
+                        "last stage returned logits of shape " + response.getLogits().getShapeList());
+            }
+            TokenChoice choice = sampler.choose(logits, step);
+            if (step == 0) {
+                firstToken = System.nanoTime();
+            }
+            generated.add((long) choice.tokenId());
+            chosenLogprobs.add(choice.logprob());
+            top.add(choice.topLogprobs());
+            position += input.length;
+            input = new long[]{choice.tokenId()};
+            if (choice.tokenId() == eos && !ignoreEos) {
+                finish = "stop";
+                break;
+            }
+        }
+        long end = System.nanoTime();
+        double ttftMs = (firstToken - start) / 1e6;
+        double decodeSeconds = (end - firstToken) / 1e9;
+        double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
+        String text = model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
+        return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, text, finish,
+                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs);
+    }
+
+    private ForwardResponse step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens) {
+        ForwardRequest request = ForwardRequest.newBuilder()
+                .setTaskId(taskId)
+                .setStep(step)
+                .setEpoch(epoch)
+                .addSequences(SequenceSlice.newBuilder().setSequenceId(taskId).setPosition(position).setNumTokens(tokens.length))
+                .setInput(TensorCodec.int64(tokens, tokens.length))
+                .addAllDownstream(pipeline.subList(1, pipeline.size()))
+                .build();
+        Endpoint first = pipeline.get(0);
+        try {
+            return WorkerServiceGrpc.newBlockingStub(channels.channel(first.getNodeId(), first.getHost(), first.getGrpcPort()))
+                    .withDeadlineAfter(props.stepTimeoutSeconds(), TimeUnit.SECONDS)
+                    .forward(request);
+        } catch (StatusRuntimeException e) {
+            throw GrpcErrors.fromRemote(e, "pipeline step " + step);
+        }
+    }
+
+    private void release(String taskId, List<Endpoint> pipeline) {
+        Endpoint first = pipeline.get(0);
+        try {
+            WorkerServiceGrpc.newBlockingStub(channels.channel(first.getNodeId(), first.getHost(), first.getGrpcPort()))
+                    .withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .release(ReleaseRequest.newBuilder().addSequenceIds(taskId)
+                            .addAllDownstream(pipeline.subList(1, pipeline.size())).build());
+        } catch (StatusRuntimeException e) {
+            log.warn("releasing task {} failed: {}", taskId, e.getStatus());
+        }
+    }
+
+    private static List<Endpoint> pipeline(ClusterState state) {
+        List<Endpoint> out = new ArrayList<>();
+        for (String id : state.pipeline()) {
+            NodeRecord n = state.nodes().get(id);
+            out.add(Endpoint.newBuilder().setNodeId(id).setHost(n.info().host()).setGrpcPort(n.info().grpcPort()).build());
+        }
+        if (out.isEmpty()) {
+            throw new NotServingException("no pipeline is assigned");
+        }
+        return out;
+    }
+
+    private static List<Long> tokenize(ServedModel model, String prompt) {
+        long[] ids = model.tokenizer().encode(prompt).getIds();
+        if (ids.length == 0) {
+            throw new InvalidRequestException("prompt", "prompt tokenizes to no tokens");
+        }
+        return Arrays.stream(ids).boxed().toList();
+    }
+}

@@ -1,0 +1,71 @@
+package io.butterfly.coordinator.inference;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.transfer.ShardDownloader;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.proto.registry.v1.FileKind;
+import io.butterfly.proto.registry.v1.GetManifestRequest;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.grpc.ManagedChannel;
+import jakarta.annotation.PreDestroy;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.springframework.stereotype.Component;
+
+/**
+ * Fetches, from the model registry, what the coordinator itself needs of the served model: the
+ * manifest (for planning), config.json and tokenizer.json (verified like any other shard).
+ */
+@Component
+public class ModelCatalog {
+
+    private final CoordinatorProperties props;
+    private final ManagedChannel channel;
+    private volatile ServedModel served;
+
+    public ModelCatalog(CoordinatorProperties props) {
+        this.props = props;
+        this.channel = GrpcChannels.open(props.registryHost(), props.registryPort());
+    }
+
+    public ModelRegistryGrpc.ModelRegistryBlockingStub registry() {
+        return ModelRegistryGrpc.newBlockingStub(channel);
+    }
+
+    public ServedModel load() throws IOException {
+        ModelManifest manifest = registry().withDeadlineAfter(10, TimeUnit.SECONDS)
+                .getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build());
+        List<String> wanted = manifest.getFilesList().stream()
+                .filter(f -> f.getKind() == FileKind.CONFIG || f.getKind() == FileKind.TOKENIZER)
+                .map(WeightFile::getName)
+                .toList();
+        Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
+        new ShardDownloader(registry()).download(manifest, wanted, dir, (file, done, total) -> { });
+        ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+        // Prompts are tokenized exactly as the tokenizer file says (its own special-token rules).
+        HuggingFaceTokenizer tokenizer = HuggingFaceTokenizer.newInstance(dir.resolve("tokenizer.json"),
+                Map.of("addSpecialTokens", "true", "truncation", "false", "padding", "false"));
+        served = new ServedModel(manifest, config, tokenizer);
+        return served;
+    }
+
+    /** The served model, once bootstrap fetched it. */
+    public ServedModel served() {
+        return served;
+    }
+
+    @PreDestroy
+    void close() {
+        GrpcChannels.close(channel);
+        if (served != null) {
+            served.tokenizer().close();
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package io.butterfly.coordinator.inference;
+
+import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import java.util.List;
+
+/** Checks a request against the served model and limits; each failure names the offending field. */
+public final class RequestValidator {
+
+    public static final int DEFAULT_MAX_TOKENS = 16;
+    public static final int MAX_LOGPROBS = 20;
+
+    private RequestValidator() {
+    }
+
+    /** Token ids given by the client: used exactly, nothing prepended. */
+    public static List<Long> checkTokenIds(List<Long> ids, int vocabSize) {
+        if (ids.isEmpty()) {
+            throw new InvalidRequestException("token_ids", "token_ids must not be empty");
+        }
+        for (int i = 0; i < ids.size(); i++) {
+            Long id = ids.get(i);
+            if (id == null || id < 0 || id >= vocabSize) {
+                throw new InvalidRequestException("token_ids[" + i + "]",
+                        "token id " + id + " is outside the vocabulary [0, " + vocabSize + ")");
+            }
+        }
+        return ids;
+    }
+
+    /** Exactly one of prompt and token_ids. */
+    public static void checkInputChoice(GenerationRequest r) {
+        if (r.prompt() != null && r.tokenIds() != null) {
+            throw new InvalidRequestException("prompt", "give either prompt or token_ids, not both");
+        }
+        if (r.prompt() == null && r.tokenIds() == null) {
+            throw new InvalidRequestException("prompt", "one of prompt or token_ids is required");
+        }
+        if (r.prompt() != null && r.prompt().isBlank()) {
+            throw new InvalidRequestException("prompt", "prompt must not be empty");
+        }
+    }
+
+    public static int maxTokens(GenerationRequest r, int promptLength, int limit, int maxPositions) {
+        int n = r.maxTokens() == null ? DEFAULT_MAX_TOKENS : r.maxTokens();
+        if (n <= 0) {
+            throw new InvalidRequestException("max_tokens", "max_tokens must be positive, got " + n);
+        }
+        if (n > limit) {
+            throw new InvalidRequestException("max_tokens", "max_tokens " + n + " exceeds the limit of " + limit);
+        }
+        if (promptLength + n > maxPositions) {
+            throw new InvalidRequestException("max_tokens", "prompt (" + promptLength + " tokens) plus max_tokens ("
+                    + n + ") exceeds the model's " + maxPositions + " positions");
+        }
+        return n;
+    }
+
+    public static void checkPromptLength(int promptLength, int limit) {
+        if (promptLength > limit) {
+            throw new InvalidRequestException("prompt", "prompt has " + promptLength + " tokens, more than the limit of "
+                    + limit, true);
+        }
+    }
+
+    public static SamplingParams sampling(GenerationRequest r) {
+        double temperature = r.temperature() == null ? 0.0 : r.temperature();
+        if (!(temperature >= 0 && temperature <= 100)) {
+            throw new InvalidRequestException("temperature", "temperature must be in [0, 100], got " + r.temperature());
+        }
+        double topP = r.topP() == null ? 1.0 : r.topP();
+        if (!(topP > 0 && topP <= 1)) {
+            throw new InvalidRequestException("top_p", "top_p must be in (0, 1], got " + r.topP());
+        }
+        int logprobs = r.logprobs() == null ? 0 : r.logprobs();
+        if (logprobs < 0 || logprobs > MAX_LOGPROBS) {
+            throw new InvalidRequestException("logprobs", "logprobs must be in [0, " + MAX_LOGPROBS + "], got " + logprobs);
+        }
+        long seed = r.seed() == null ? 0L : r.seed();
+        return new SamplingParams(temperature, topP, seed, logprobs);
+    }
+}

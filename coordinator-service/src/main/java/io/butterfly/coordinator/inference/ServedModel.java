@@ -1,0 +1,9 @@
+package io.butterfly.coordinator.inference;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.proto.registry.v1.ModelManifest;
+
+/** The model being served: its signed-off manifest, hyper-parameters and tokenizer. */
+public record ServedModel(ModelManifest manifest, ModelConfig config, HuggingFaceTokenizer tokenizer) {
+}

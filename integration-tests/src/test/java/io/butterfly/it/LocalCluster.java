@@ -1,0 +1,201 @@
+package io.butterfly.it;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Starts the real services as separate JVM processes on loopback (free ports), the way
+ * {@code ./butterfly up} does, and stops them afterwards.
+ */
+final class LocalCluster implements AutoCloseable {
+
+    static final JsonMapper JSON = JsonMapper.builder().build();
+    static final Path ROOT = Path.of("").toAbsolutePath().getParent();
+
+    private final Path workDir;
+    private final List<Process> processes = new ArrayList<>();
+    private final List<Path> logs = new ArrayList<>();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    final int discoveryGrpc = freePort();
+    final int registryGrpc = freePort();
+    final int registryHttp = freePort();
+    final int coordinatorHttp = freePort();
+    final int coordinatorGrpc = freePort();
+
+    LocalCluster(Path workDir) {
+        this.workDir = workDir;
+    }
+
+    Path registryStore() {
+        return workDir.resolve("registry");
+    }
+
+    void startDiscovery() {
+        start("discovery", "discovery-service", "256m", freePort(), discoveryGrpc);
+    }
+
+    void startRegistry(Path modelDir) {
+        start("registry", "model-registry-service", "768m", registryHttp, registryGrpc,
+                "--butterfly.registry.store-dir=" + registryStore(),
+                "--butterfly.registry.import-dirs=" + modelDir);
+    }
+
+    void startWorker(int i) {
+        start("worker-" + i, "worker-service", "768m", freePort(), freePort(),
+                "--butterfly.worker.node-id=worker-" + i,
+                "--butterfly.worker.data-dir=" + workDir.resolve("worker-" + i),
+                "--butterfly.worker.discovery-port=" + discoveryGrpc);
+    }
+
+    void startCoordinator(String modelId, int expectedWorkers) {
+        start("coordinator", "coordinator-service", "512m", coordinatorHttp, coordinatorGrpc,
+                "--butterfly.coordinator.model-id=" + modelId,
+                "--butterfly.coordinator.expected-workers=" + expectedWorkers,
+                "--butterfly.coordinator.discovery-port=" + discoveryGrpc,
+                "--butterfly.coordinator.registry-port=" + registryGrpc,
+                "--butterfly.coordinator.data-dir=" + workDir.resolve("coordinator"));
+    }
+
+    /** Discovery, registry, workers and coordinator, all at once: each retries until its peers are up. */
+    void startAll(Path modelDir, int workers) {
+        startDiscovery();
+        startRegistry(modelDir);
+        for (int i = 0; i < workers; i++) {
+            startWorker(i);
+        }
+        startCoordinator(modelDir.getFileName().toString(), workers);
+    }
+
+    private void start(String name, String module, String heap, int httpPort, int grpcPort, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(javaBin(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dai.djl.offline=true", "-Xmx" + heap, "-jar", execJar(module).toString(),
+                "--server.port=" + httpPort, "--spring.grpc.server.port=" + grpcPort));
+        cmd.addAll(List.of(args));
+        Path log = workDir.resolve(name + ".log");
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().put("DJL_CACHE_DIR", ROOT.resolve(".butterfly/djl-cache").toString());
+        pb.environment().put("OMP_WAIT_POLICY", "PASSIVE");
+        try {
+            processes.add(pb.start());
+            logs.add(log);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    String coordinatorUrl() {
+        return "http://127.0.0.1:" + coordinatorHttp;
+    }
+
+    /** Polls {@code /api/v1/system/state} until the predicate holds. */
+    JsonNode awaitState(Predicate<JsonNode> done, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        JsonNode last = null;
+        while (System.nanoTime() < deadline) {
+            for (Process p : processes) {
+                if (!p.isAlive()) {
+                    throw new IllegalStateException("a service exited early:\n" + tails());
+                }
+            }
+            try {
+                last = get("/api/v1/system/state").json();
+                if (done.test(last)) {
+                    return last;
+                }
+            } catch (IOException e) {
+                // not up yet
+            }
+            Thread.sleep(300);
+        }
+        throw new IllegalStateException("timed out; last state " + last + "\n" + tails());
+    }
+
+    record Reply(int status, String contentType, String body) {
+        JsonNode json() {
+            return JSON.readTree(body);
+        }
+    }
+
+    Reply get(String path) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(URI.create(coordinatorUrl() + path)).timeout(Duration.ofSeconds(10)).GET().build());
+    }
+
+    Reply post(String path, String json) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(URI.create(coordinatorUrl() + path)).timeout(Duration.ofMinutes(5))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json)).build());
+    }
+
+    Reply getAbsolute(String url) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).GET().build());
+    }
+
+    private Reply send(HttpRequest request) throws IOException, InterruptedException {
+        HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+        return new Reply(r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
+    }
+
+    String tails() {
+        StringBuilder sb = new StringBuilder();
+        for (Path log : logs) {
+            try {
+                List<String> lines = Files.readAllLines(log);
+                sb.append("==== ").append(log.getFileName()).append('\n');
+                lines.subList(Math.max(0, lines.size() - 25), lines.size()).forEach(l -> sb.append(l).append('\n'));
+            } catch (IOException e) {
+                sb.append("(no log ").append(log).append(")\n");
+            }
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public void close() {
+        processes.forEach(Process::destroy);
+        for (Process p : processes) {
+            try {
+                if (!p.waitFor(15, TimeUnit.SECONDS)) {
+                    p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                p.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    static Path execJar(String module) {
+        try (var files = Files.list(ROOT.resolve(module).resolve("target"))) {
+            return files.filter(p -> p.getFileName().toString().endsWith("-exec.jar")).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("no exec jar for " + module + "; run the build first"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static String javaBin() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

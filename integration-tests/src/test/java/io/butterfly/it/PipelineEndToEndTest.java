@@ -1,0 +1,166 @@
+package io.butterfly.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * The whole path across real processes: discovery, registry, three workers and the coordinator on
+ * loopback; bootstrap to READY, inference equal to a single-process run, state, and bad input.
+ */
+class PipelineEndToEndTest {
+
+    static final ModelConfig LLAMA = new ModelConfig(Architecture.LLAMA, 6, 64, 4, 2, 160, 512, 256,
+            1e-5, 10000.0, false, 1, 2);
+
+    @TempDir
+    static Path work;
+    static Path model;
+    static LocalCluster cluster;
+
+    @BeforeAll
+    static void startCluster() throws Exception {
+        model = work.resolve("tiny-llama");
+        ModelGenerator.generate(LLAMA, 7, model);
+        cluster = new LocalCluster(work);
+        cluster.startAll(model, 3);
+        cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
+    }
+
+    @AfterAll
+    static void stopCluster() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    @Test
+    void stateShowsTheReadyPipeline() throws Exception {
+        JsonNode s = cluster.get("/api/v1/system/state").json();
+        assertThat(s.path("system_state").asString()).isEqualTo("READY");
+        assertThat(s.path("model_id").asString()).isEqualTo("tiny-llama");
+        assertThat(s.path("merkle_root").asString()).matches("[0-9a-f]{64}");
+        assertThat(s.path("epoch").asLong()).isPositive();
+        assertThat(s.path("quorum").path("operational").asInt()).isEqualTo(3);
+        BitSet layers = new BitSet();
+        int workers = 0;
+        for (JsonNode n : s.path("nodes")) {
+            if (!"worker".equals(n.path("role").asString())) {
+                continue;
+            }
+            workers++;
+            assertThat(n.path("state").asString()).isEqualTo("READY");
+            assertThat(n.path("progress").asDouble()).isEqualTo(1.0);
+            assertThat(n.path("partition_checksum").asString()).matches("[0-9a-f]{64}");
+            for (JsonNode l : n.path("layers")) {
+                assertThat(layers.get(l.asInt())).as("layer %s assigned twice", l).isFalse();
+                layers.set(l.asInt());
+            }
+        }
+        assertThat(workers).isEqualTo(3);
+        assertThat(layers.cardinality()).isEqualTo(LLAMA.numLayers());
+        assertThat(layers.nextClearBit(0)).isEqualTo(LLAMA.numLayers());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"0.0, 1.0, 0", "0.9, 0.95, 42"})
+    void distributedGenerationEqualsSingleProcessBitForBit(double temperature, double topP, long seed) throws Exception {
+        long[] prompt = {1, 17, 230, 5, 99, 311};
+        int maxTokens = 12;
+        LocalCluster.Reply r = cluster.post("/api/v1/inference", """
+                {"token_ids": [1, 17, 230, 5, 99, 311], "max_tokens": %d, "temperature": %s, "top_p": %s, "seed": %d, "logprobs": 5}
+                """.formatted(maxTokens, temperature, topP, seed));
+        assertThat(r.status()).as(r.body()).isEqualTo(200);
+        JsonNode body = r.json();
+        SingleProcessReference.Generation expected = SingleProcessReference.generate(model, prompt, maxTokens,
+                new SamplingParams(temperature, topP, seed, 5));
+        assertThat(longs(body.path("token_ids"))).isEqualTo(expected.tokens());
+        assertThat(doubles(body.path("token_logprobs"))).isEqualTo(expected.logprobs());
+        List<List<Double>> top = new ArrayList<>();
+        for (JsonNode step : body.path("logprobs")) {
+            List<Double> row = new ArrayList<>();
+            step.forEach(e -> row.add(e.path("logprob").asDouble()));
+            top.add(row);
+        }
+        assertThat(top).isEqualTo(expected.topLogprobs());
+        assertThat(longs(body.path("prompt_token_ids"))).containsExactly(1L, 17L, 230L, 5L, 99L, 311L);
+        assertThat(body.path("usage").path("completion_tokens").asInt()).isEqualTo(expected.tokens().size());
+    }
+
+    @Test
+    void promptIsTokenizedAndAnswered() throws Exception {
+        LocalCluster.Reply r = cluster.post("/api/v1/inference", "{\"prompt\": \"Hello, butterfly\", \"max_tokens\": 5}");
+        assertThat(r.status()).as(r.body()).isEqualTo(200);
+        JsonNode body = r.json();
+        assertThat(body.path("prompt_token_ids").size()).isPositive();
+        assertThat(body.path("token_ids").size()).isBetween(1, 5);
+        assertThat(body.path("text").isString()).isTrue();
+        assertThat(body.path("finish_reason").asString()).isIn("stop", "length");
+        assertThat(body.path("timings").path("time_to_first_token_ms").asDouble()).isPositive();
+        String taskId = body.path("task_id").asString();
+        JsonNode task = cluster.get("/api/v1/tasks/" + taskId + "/state").json();
+        assertThat(task.path("state").asString()).isEqualTo("COMPLETED");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            {"prompt": ""}                                     | prompt
+            {"prompt": "hi", "token_ids": [1, 2]}              | prompt
+            {"max_tokens": 3}                                  | prompt
+            {"prompt": "hi", "max_tokens": 0}                  | max_tokens
+            {"prompt": "hi", "max_tokens": -4}                 | max_tokens
+            {"prompt": "hi", "max_tokens": 100000}             | max_tokens
+            {"token_ids": [1, 2, 512]}                         | token_ids[2]
+            {"token_ids": []}                                  | token_ids
+            {"prompt": "hi", "temperature": -1}                | temperature
+            {"prompt": "hi", "top_p": 0}                       | top_p
+            {"prompt": "hi", "logprobs": 21}                   | logprobs
+            {"prompt": "hi", "max_tokens": "many"}             | max_tokens
+            {"prompt": "hi",                                   | body
+            """)
+    void badInputIsA400ProblemNamingTheField(String json, String field) throws Exception {
+        LocalCluster.Reply r = cluster.post("/api/v1/inference", json);
+        assertThat(r.status()).as(r.body()).isEqualTo(400);
+        assertThat(r.contentType()).startsWith("application/problem+json");
+        JsonNode problem = r.json();
+        assertThat(problem.path("field").asString()).isEqualTo(field);
+        assertThat(problem.path("detail").asString()).isNotBlank();
+        assertThat(r.body()).doesNotContain("Exception").doesNotContain("\tat ");
+        // The cluster is still serving after bad input.
+        assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isIn("READY", "COMPUTING");
+    }
+
+    @Test
+    void unknownTaskIs404Problem() throws Exception {
+        LocalCluster.Reply r = cluster.get("/api/v1/tasks/no-such-task/state");
+        assertThat(r.status()).isEqualTo(404);
+        assertThat(r.contentType()).startsWith("application/problem+json");
+    }
+
+    private static List<Long> longs(JsonNode array) {
+        List<Long> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asLong()));
+        return out;
+    }
+
+    private static List<Double> doubles(JsonNode array) {
+        List<Double> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asDouble()));
+        return out;
+    }
+}

@@ -1,0 +1,55 @@
+package io.butterfly.it;
+
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.inference.sampling.Sampler;
+import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import io.butterfly.coordinator.inference.sampling.TokenChoice;
+import io.butterfly.worker.execution.DjlPartitionExecutor;
+import io.butterfly.worker.execution.ExecutorOptions;
+import io.butterfly.worker.execution.PartitionSpec;
+import io.butterfly.worker.execution.SequenceChunk;
+import io.butterfly.worker.execution.StageInput;
+import io.butterfly.worker.execution.StageResult;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/** The whole model in this one process: the baseline a distributed run must equal bit for bit. */
+final class SingleProcessReference {
+
+    record Generation(List<Long> tokens, List<Double> logprobs, List<List<Double>> topLogprobs) {
+    }
+
+    static Generation generate(Path modelDir, long[] prompt, int maxTokens, SamplingParams params) throws Exception {
+        ModelConfig config = ModelConfig.read(modelDir.resolve("config.json"));
+        PartitionSpec spec = new PartitionSpec(config, 0, config.numLayers(), true, true);
+        Sampler sampler = new Sampler(params);
+        List<Long> tokens = new ArrayList<>();
+        List<Double> logprobs = new ArrayList<>();
+        List<List<Double>> top = new ArrayList<>();
+        try (DjlPartitionExecutor exec = DjlPartitionExecutor.load(spec, List.of(modelDir.resolve("model.safetensors")),
+                new ExecutorOptions("cpu", 0))) {
+            long[] input = prompt;
+            int position = 0;
+            for (int step = 0; step < maxTokens; step++) {
+                StageResult r = exec.forward(List.of(new SequenceChunk("ref", position, input.length)), new StageInput.Tokens(input));
+                float[] logits = new float[config.vocabSize()];
+                r.littleEndianFloats().duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(logits);
+                TokenChoice c = sampler.choose(logits, step);
+                tokens.add((long) c.tokenId());
+                logprobs.add(c.logprob());
+                top.add(c.topLogprobs().stream().map(t -> t.logprob()).toList());
+                position += input.length;
+                input = new long[]{c.tokenId()};
+                if (c.tokenId() == config.eosTokenId()) {
+                    break;
+                }
+            }
+        }
+        return new Generation(tokens, logprobs, top);
+    }
+
+    private SingleProcessReference() {
+    }
+}

@@ -1,0 +1,102 @@
+package io.butterfly.worker.api.rest;
+
+import io.butterfly.worker.cluster.ClusterMembership;
+import io.butterfly.worker.cluster.CoordinatorLink;
+import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.partition.PartitionManager;
+import io.butterfly.worker.partition.PartitionStatus;
+import io.butterfly.worker.pipeline.PipelineStage;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/** Worker inspection endpoints (state-machines.md §7.1). */
+@RestController
+@RequestMapping("/api/v1/worker")
+public class WorkerStateController {
+
+    private final WorkerProperties props;
+    private final PartitionManager partitions;
+    private final ClusterMembership membership;
+    private final CoordinatorLink coordinator;
+    private final PipelineStage stage;
+
+    public WorkerStateController(WorkerProperties props, PartitionManager partitions, ClusterMembership membership,
+                                 CoordinatorLink coordinator, PipelineStage stage) {
+        this.props = props;
+        this.partitions = partitions;
+        this.membership = membership;
+        this.coordinator = coordinator;
+        this.stage = stage;
+    }
+
+    @GetMapping("/state")
+    public Map<String, Object> state() {
+        PartitionStatus s = partitions.status();
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("node_id", props.nodeId());
+        out.put("state", workerState(s));
+        out.put("joined", membership.joined());
+        if (membership.joinError() != null) {
+            out.put("join_error", membership.joinError());
+        }
+        out.put("epoch", s.epoch());
+        out.put("partition", partition(s));
+        return out;
+    }
+
+    @GetMapping("/partitions")
+    public List<Map<String, Object>> partitions() {
+        PartitionStatus s = partitions.status();
+        return s.modelId() == null ? List.of() : List.of(partition(s));
+    }
+
+    @GetMapping("/connections")
+    public List<Map<String, Object>> connections() {
+        if (coordinator.coordinator() == null) {
+            return List.of();
+        }
+        Map<String, Object> c = new LinkedHashMap<>();
+        c.put("peer", coordinator.coordinator().getNodeId());
+        c.put("address", coordinator.coordinator().getHost() + ":" + coordinator.coordinator().getGrpcPort());
+        c.put("last_heartbeat_ack", coordinator.lastHeartbeatAck() == null ? null : coordinator.lastHeartbeatAck().toString());
+        return List.of(c);
+    }
+
+    @GetMapping("/metrics")
+    public Map<String, Object> metrics() {
+        long steps = stage.stepsExecuted();
+        return Map.of("steps_executed", steps,
+                "compute_seconds_total", stage.computeNanosTotal() / 1e9,
+                "mean_step_ms", steps == 0 ? 0.0 : stage.computeNanosTotal() / 1e6 / steps);
+    }
+
+    private static String workerState(PartitionStatus s) {
+        return switch (s.phase()) {
+            case READY -> "READY";
+            case FAILED -> "FAILED";
+            default -> "JOINED";
+        };
+    }
+
+    private static Map<String, Object> partition(PartitionStatus s) {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("model_id", s.modelId());
+        p.put("layers", s.modelId() == null ? List.of() : List.of(s.layerStart(), s.layerEnd()));
+        p.put("has_embedding", s.hasEmbedding());
+        p.put("has_head", s.hasHead());
+        p.put("state", s.phase().name());
+        p.put("progress", s.progress());
+        p.put("bytes_done", s.bytesDone());
+        p.put("bytes_total", s.bytesTotal());
+        p.put("current_file", s.currentFile());
+        p.put("partition_checksum", s.partitionChecksum());
+        p.put("load_ms", s.loadMillis());
+        p.put("warmup_ms", s.warmupMillis());
+        p.put("error", s.error());
+        return p;
+    }
+}

@@ -1,0 +1,61 @@
+package io.butterfly.worker.capability;
+
+import ai.djl.Device;
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.butterfly.proto.common.v1.GpuInfo;
+import io.butterfly.proto.common.v1.NodeCapabilities;
+import java.lang.management.ManagementFactory;
+
+/**
+ * Detects what this worker can do (initialization-and-bootstrap.md §2.3): cores, memory, GPUs and a
+ * measured float32 matmul throughput, which the planner uses to weight layer ranges.
+ */
+public final class CapabilityDetector {
+
+    private CapabilityDetector() {
+    }
+
+    public static NodeCapabilities detect(Device device) {
+        NodeCapabilities.Builder caps = NodeCapabilities.newBuilder()
+                .setCpuCores(Runtime.getRuntime().availableProcessors())
+                .setMemoryBytes(physicalMemory())
+                .setMaxModelBytes(Runtime.getRuntime().maxMemory() + physicalMemory() / 2)
+                .setDevice(device.toString());
+        int gpus = Engine.getInstance().getGpuCount();
+        for (int i = 0; i < gpus; i++) {
+            caps.addGpus(GpuInfo.newBuilder().setIndex(i).setName("cuda:" + i));
+        }
+        caps.setMeasuredGflops(measureGflops(device));
+        return caps.build();
+    }
+
+    /** A short square-matmul benchmark (~0.1 s) on the worker's device. */
+    static double measureGflops(Device device) {
+        int n = 256;
+        try (NDManager m = NDManager.newBaseManager(device)) {
+            NDArray a = m.randomUniform(-1, 1, new Shape(n, n), DataType.FLOAT32);
+            NDArray b = m.randomUniform(-1, 1, new Shape(n, n), DataType.FLOAT32);
+            a.matMul(b).close();
+            int reps = 0;
+            long start = System.nanoTime();
+            long elapsed;
+            do {
+                a.matMul(b).toFloatArray();
+                reps++;
+                elapsed = System.nanoTime() - start;
+            } while (elapsed < 100_000_000L && reps < 10_000);
+            return 2.0 * n * n * n * reps / elapsed;
+        }
+    }
+
+    private static long physicalMemory() {
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+            return os.getTotalMemorySize();
+        }
+        return Runtime.getRuntime().maxMemory();
+    }
+}

@@ -1,0 +1,158 @@
+package io.butterfly.worker.cli;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The launcher's client side: waits for READY (with per-worker load progress), shows the state and
+ * runs a generation against the coordinator's REST API.
+ */
+public final class ButterflyCli {
+
+    private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final PrintStream out;
+
+    ButterflyCli(PrintStream out) {
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        System.exit(new ButterflyCli(System.out).run(args));
+    }
+
+    int run(String[] args) throws Exception {
+        if (args.length == 0) {
+            System.err.println("usage: ButterflyCli wait-ready|status|generate [--url URL] ...");
+            return 2;
+        }
+        Args a = Args.parse(args, 1);
+        String url = a.option("url", "http://127.0.0.1:8080");
+        return switch (args[0]) {
+            case "wait-ready" -> waitReady(url, Long.parseLong(a.option("timeout", "600")));
+            case "status" -> status(url);
+            case "generate" -> generate(url, a);
+            default -> {
+                System.err.println("unknown command " + args[0]);
+                yield 2;
+            }
+        };
+    }
+
+    int waitReady(String url, long timeoutSeconds) throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutSeconds * 1_000_000_000L;
+        Map<String, String> shown = new LinkedHashMap<>();
+        while (System.nanoTime() < deadline) {
+            JsonNode state;
+            try {
+                state = get(url + "/api/v1/system/state");
+            } catch (IOException e) {
+                Thread.sleep(500);
+                continue;
+            }
+            for (JsonNode n : state.path("nodes")) {
+                if (!"worker".equals(n.path("role").asString())) {
+                    continue;
+                }
+                String line = progressLine(n);
+                String id = n.path("id").asString();
+                if (!line.equals(shown.get(id))) {
+                    shown.put(id, line);
+                    out.println(line);
+                }
+                if (n.has("error")) {
+                    out.println("worker " + id + " failed: " + n.path("error").path("code").asString() + ": "
+                            + n.path("error").path("message").asString());
+                    return 1;
+                }
+            }
+            if ("READY".equals(state.path("system_state").asString())) {
+                out.printf("READY: model %s on %d worker(s), epoch %d, merkle root %s%n",
+                        state.path("model_id").asString(), state.path("pipeline").size(),
+                        state.path("epoch").asLong(), state.path("merkle_root").asString());
+                return 0;
+            }
+            Thread.sleep(300);
+        }
+        out.println("timed out waiting for READY");
+        return 1;
+    }
+
+    private static String progressLine(JsonNode n) {
+        double p = n.path("progress").asDouble();
+        int width = 20;
+        int filled = (int) Math.round(p * width);
+        String bar = "#".repeat(filled) + ".".repeat(width - filled);
+        JsonNode range = n.path("layer_range");
+        String layers = range.isArray() ? "layers [" + range.get(0).asInt() + ", " + range.get(1).asInt() + ")" : "unassigned";
+        return String.format("  %-10s %-18s [%s] %3d%% %s", n.path("id").asString(), layers, bar, Math.round(p * 100),
+                n.path("partition_state").asString());
+    }
+
+    int status(String url) throws IOException {
+        out.println(JSON.writeValueAsString(get(url + "/api/v1/system/state")));
+        return 0;
+    }
+
+    int generate(String url, Args a) throws IOException, InterruptedException {
+        if (a.positional().isEmpty()) {
+            System.err.println("usage: generate TEXT [--max-tokens N] [--temperature T] [--seed S] [--logprobs K] [--json]");
+            return 2;
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("prompt", String.join(" ", a.positional()));
+        body.put("max_tokens", Integer.parseInt(a.option("max-tokens", "32")));
+        body.put("temperature", Double.parseDouble(a.option("temperature", "0")));
+        body.put("seed", Long.parseLong(a.option("seed", "0")));
+        if (a.has("top-p")) {
+            body.put("top_p", Double.parseDouble(a.option("top-p", "1")));
+        }
+        if (a.has("logprobs")) {
+            body.put("logprobs", Integer.parseInt(a.option("logprobs", "0")));
+        }
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(url + "/api/v1/inference"))
+                .header("Content-Type", "application/json")
+                .timeout(Duration.ofMinutes(10))
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body)))
+                .build(), HttpResponse.BodyHandlers.ofString());
+        JsonNode r = JSON.readTree(response.body());
+        if (response.statusCode() != 200) {
+            System.err.println("HTTP " + response.statusCode() + ": " + JSON.writeValueAsString(r));
+            return 1;
+        }
+        if (a.has("json")) {
+            out.println(JSON.writeValueAsString(r));
+            return 0;
+        }
+        out.println("prompt:  " + body.get("prompt"));
+        out.println("answer:  " + r.path("text").asString());
+        out.println("tokens:  " + r.path("token_ids"));
+        JsonNode t = r.path("timings");
+        out.printf("%d prompt + %d generated tokens, finish_reason=%s, time to first token %.1f ms, decode %.1f tokens/s%n",
+                r.path("usage").path("prompt_tokens").asInt(), r.path("usage").path("completion_tokens").asInt(),
+                r.path("finish_reason").asString(), t.path("time_to_first_token_ms").asDouble(),
+                t.path("decode_tokens_per_second").asDouble());
+        return 0;
+    }
+
+    JsonNode get(String url) throws IOException {
+        try {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return JSON.readTree(r.body());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException(e);
+        }
+    }
+}

@@ -1,0 +1,31 @@
+package io.butterfly.worker.config;
+
+import java.nio.file.Path;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * Worker settings; the defaults run one worker on one machine.
+ *
+ * @param nodeId          stable id in the cluster
+ * @param advertiseHost   address other nodes use to reach this worker
+ * @param dataDir         downloaded shards live under here
+ * @param device          "cpu", "gpu:N" or "auto"
+ * @param threads         intra-op threads for the engine (0 = engine default)
+ * @param clusterName     cluster to join
+ * @param discoveryHost   discovery-service host
+ * @param discoveryPort   discovery-service gRPC port
+ * @param heartbeatMillis period of heartbeats to the coordinator
+ */
+@ConfigurationProperties("butterfly.worker")
+public record WorkerProperties(
+        @DefaultValue("worker-0") String nodeId,
+        @DefaultValue("127.0.0.1") String advertiseHost,
+        @DefaultValue(".butterfly/worker-data") Path dataDir,
+        @DefaultValue("cpu") String device,
+        @DefaultValue("0") int threads,
+        @DefaultValue("butterfly") String clusterName,
+        @DefaultValue("127.0.0.1") String discoveryHost,
+        @DefaultValue("9082") int discoveryPort,
+        @DefaultValue("1000") long heartbeatMillis) {
+}

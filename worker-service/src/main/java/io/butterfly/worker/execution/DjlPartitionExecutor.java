@@ -1,0 +1,253 @@
+package io.butterfly.worker.execution;
+
+import ai.djl.Device;
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Runs a partition of a Llama-family or GPT-2 model with DJL on the PyTorch engine, in float32.
+ *
+ * <p>Loading reads only the tensors the partition needs from the given files (see {@link WeightStore}).
+ * Device: "cpu", "gpu:N", or "auto" (GPU 0 if the engine reports one). Threads: {@code threads > 0} sets
+ * libtorch's process-wide intra-op pool (see {@link EngineSetup}).
+ *
+ * <p>Memory: weights live in one sub-manager, each sequence's KV cache in its own sub-manager (freed by
+ * {@link #release}), and every temporary of a step is registered in an {@link NDScope} closed when the
+ * step ends, so native memory stays flat over any number of steps. Calls are serialized (synchronized):
+ * the engine's intra-op threads already use the cores.
+ */
+public final class DjlPartitionExecutor implements PartitionExecutor {
+
+    private final PartitionSpec spec;
+    private final NDManager root;
+    private final NDManager cacheManager;
+    private final StageModel model;
+    private final long weightBytes;
+    private final Map<String, SequenceCache> caches = new HashMap<>();
+    private boolean closed;
+
+    private DjlPartitionExecutor(PartitionSpec spec, NDManager root, NDManager cacheManager, StageModel model, long weightBytes) {
+        this.spec = spec;
+        this.weightBytes = weightBytes;
+        this.root = root;
+        this.cacheManager = cacheManager;
+        this.model = model;
+    }
+
+    /**
+     * Loads the tensors this partition needs from the given safetensors files (any split of the
+     * checkpoint that holds them, with their Hugging Face names).
+     */
+    public static DjlPartitionExecutor load(PartitionSpec spec, List<Path> safetensorsFiles, ExecutorOptions options)
+            throws IOException {
+        Objects.requireNonNull(spec, "spec");
+        Objects.requireNonNull(options, "options");
+        Engine engine = EngineSetup.start(options.threads());
+        Device device = EngineSetup.device(options.device(), engine);
+        NDManager root = NDManager.newBaseManager(device, EngineSetup.ENGINE);
+        try {
+            NDManager weights = root.newSubManager();
+            StageModel model;
+            long bytes;
+            try (WeightStore store = WeightStore.open(safetensorsFiles, weights)) {
+                model = spec.config().architecture() == Architecture.GPT2
+                        ? Gpt2Stage.load(spec, store, weights)
+                        : LlamaStage.load(spec, store, weights);
+                bytes = store.bytesLoaded();
+            }
+            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, bytes);
+        } catch (IOException | RuntimeException e) {
+            root.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public PartitionSpec spec() {
+        return spec;
+    }
+
+    /** Float32 bytes of the weights this partition loaded (a tied head counted once). */
+    public long weightBytes() {
+        return weightBytes;
+    }
+
+    /** The device the partition runs on. */
+    public Device device() {
+        return root.getDevice();
+    }
+
+    @SuppressWarnings("try") // the scope only frees temporaries on close
+    @Override
+    public synchronized StageResult forward(List<SequenceChunk> batch, StageInput input) {
+        if (closed) {
+            throw new IllegalStateException("executor is closed");
+        }
+        int totalTokens = validate(batch, input);
+        List<String> created = new ArrayList<>();
+        List<StepBatch.Slice> slices = new ArrayList<>(batch.size());
+        try {
+            int offset = 0;
+            for (SequenceChunk chunk : batch) {
+                SequenceCache cache = caches.get(chunk.sequenceId());
+                if (cache == null) {
+                    ModelConfig c = spec.config();
+                    cache = new SequenceCache(cacheManager, spec.numLayers(), c.numKvHeads(), c.headDim(), c.maxPositions());
+                    caches.put(chunk.sequenceId(), cache);
+                    created.add(chunk.sequenceId());
+                }
+                cache.ensureCapacity(chunk.position() + chunk.numTokens());
+                slices.add(new StepBatch.Slice(chunk, cache, offset));
+                offset += chunk.numTokens();
+            }
+            StageResult result;
+            try (NDScope ignored = new NDScope()) {
+                StepBatch step = new StepBatch(root, slices, totalTokens);
+                NDArray x = input instanceof StageInput.Tokens tokens
+                        ? model.embed(root.create(tokens.ids()), step)
+                        : hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens);
+                x = model.layers(x, step);
+                result = spec.hasHead()
+                        ? toResult(model.head(step.lastRows(x)), true)
+                        : toResult(x, false);
+            }
+            for (StepBatch.Slice s : slices) {
+                s.cache().advance(s.numTokens());
+            }
+            return result;
+        } catch (RuntimeException e) {
+            created.forEach(this::release);
+            throw e;
+        }
+    }
+
+    /** Checks the batch against the caches and the input against the batch; returns the token count. */
+    private int validate(List<SequenceChunk> batch, StageInput input) {
+        if (batch == null || batch.isEmpty()) {
+            throw new IllegalArgumentException("the batch has no sequences");
+        }
+        Objects.requireNonNull(input, "input");
+        ModelConfig c = spec.config();
+        Set<String> seen = new HashSet<>();
+        long total = 0;
+        for (SequenceChunk chunk : batch) {
+            if (!seen.add(chunk.sequenceId())) {
+                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' appears twice in the batch");
+            }
+            SequenceCache cache = caches.get(chunk.sequenceId());
+            int cached = cache == null ? 0 : cache.length();
+            if (chunk.position() != cached) {
+                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' starts at position "
+                        + chunk.position() + " but " + cached + " positions are cached on layers ["
+                        + spec.layerStart() + ", " + spec.layerEnd() + ")");
+            }
+            if ((long) chunk.position() + chunk.numTokens() > c.maxPositions()) {
+                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' would reach position "
+                        + ((long) chunk.position() + chunk.numTokens()) + " beyond the model's " + c.maxPositions());
+            }
+            total += chunk.numTokens();
+        }
+        if (total > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("batch of " + total + " tokens is too large");
+        }
+        if (spec.hasEmbedding()) {
+            if (!(input instanceof StageInput.Tokens tokens)) {
+                throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + ") hold the embedding and take token ids, not hidden states");
+            }
+            if (tokens.ids().length != total) {
+                throw new IllegalArgumentException(tokens.ids().length + " token ids for a batch of " + total + " tokens");
+            }
+            for (long id : tokens.ids()) {
+                if (id < 0 || id >= c.vocabSize()) {
+                    throw new IllegalArgumentException("token id " + id + " is outside the vocabulary [0, " + c.vocabSize() + ")");
+                }
+            }
+        } else {
+            if (!(input instanceof StageInput.Hidden hidden)) {
+                throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + ") take hidden states from the previous stage, not token ids");
+            }
+            long expected = total * c.hiddenSize() * Float.BYTES;
+            if (hidden.littleEndianFloats().remaining() != expected) {
+                throw new IllegalArgumentException("hidden states of " + hidden.littleEndianFloats().remaining()
+                        + " bytes do not match [" + total + ", " + c.hiddenSize() + "] float32 (" + expected + " bytes)");
+            }
+        }
+        return (int) total;
+    }
+
+    private NDArray hiddenStates(ByteBuffer littleEndian, int totalTokens) {
+        Shape shape = new Shape(totalTokens, spec.config().hiddenSize());
+        ByteBuffer bytes = littleEndian.slice().order(ByteOrder.LITTLE_ENDIAN);
+        if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
+            float[] values = new float[bytes.remaining() / Float.BYTES];
+            bytes.asFloatBuffer().get(values);
+            return root.create(values, shape);
+        }
+        // A heap buffer is copied by the engine; a direct one is read in place during this step only.
+        return root.create(bytes, shape, DataType.FLOAT32);
+    }
+
+    private static StageResult toResult(NDArray values, boolean logits) {
+        ByteBuffer nativeBytes = values.toByteBuffer().order(ByteOrder.nativeOrder());
+        ByteBuffer out = ByteBuffer.allocate(nativeBytes.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+        FloatBuffer dst = out.asFloatBuffer();
+        dst.put(nativeBytes.asFloatBuffer());
+        return new StageResult(out, values.getShape().getShape(), logits);
+    }
+
+    @Override
+    public synchronized void release(String sequenceId) {
+        SequenceCache cache = caches.remove(sequenceId);
+        if (cache != null) {
+            cache.close();
+        }
+    }
+
+    @Override
+    public synchronized int cachedSequences() {
+        return caches.size();
+    }
+
+    /** Positions cached for a sequence on this stage, 0 if unknown. */
+    public synchronized int cachedLength(String sequenceId) {
+        SequenceCache cache = caches.get(sequenceId);
+        return cache == null ? 0 : cache.length();
+    }
+
+    /** Native arrays currently held (weights, caches and anything a step failed to free); for leak checks. */
+    synchronized int liveArrays() {
+        return root.getManagedArrays().size();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        caches.values().forEach(SequenceCache::close);
+        caches.clear();
+        model.close();
+        root.close();
+    }
+}

@@ -1,0 +1,115 @@
+package io.butterfly.worker.execution;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.Shape;
+
+/**
+ * One sequence's keys and values for this stage's layers. Keys are kept transposed,
+ * {@code [kvHeads, headDim, capacity]}, values {@code [kvHeads, capacity, headDim]}. New positions are
+ * written in place, so a decode step copies one position per layer instead of the whole cache (as a
+ * concatenating cache would).
+ *
+ * <p>Attention multiplies by the whole, contiguous arrays and masks positions past the sequence (never
+ * written, zero) with -inf: torch's batched matmul on a sliced view costs several times more per call
+ * than the few masked columns. Capacity therefore grows by a quarter (in multiples of {@value #GROWTH}
+ * positions): at most a quarter of the attention work is masked, and growth copies stay geometric.
+ */
+final class SequenceCache implements AutoCloseable {
+
+    static final int GROWTH = 64;
+
+    private final NDManager manager;
+    private final NDArray[] keys;
+    private final NDArray[] values;
+    private final int kvHeads;
+    private final int headDim;
+    private final int maxPositions;
+    private int capacity;
+    private int length;
+
+    SequenceCache(NDManager parent, int layers, int kvHeads, int headDim, int maxPositions) {
+        this.manager = parent.newSubManager();
+        this.keys = new NDArray[layers];
+        this.values = new NDArray[layers];
+        this.kvHeads = kvHeads;
+        this.headDim = headDim;
+        this.maxPositions = maxPositions;
+    }
+
+    int length() {
+        return length;
+    }
+
+    int capacity() {
+        return capacity;
+    }
+
+    /** Makes room for {@code positions} cached positions; the new arrays outlive the caller's scope. */
+    void ensureCapacity(int positions) {
+        if (positions <= capacity || keys.length == 0) {
+            return;
+        }
+        long wanted = Math.max(positions, (long) capacity + capacity / 4);
+        int newCapacity = (int) Math.min(maxPositions, (wanted + GROWTH - 1) / GROWTH * GROWTH);
+        for (int layer = 0; layer < keys.length; layer++) {
+            keys[layer] = grow(keys[layer], new Shape(kvHeads, headDim, newCapacity), keyRange(0, length));
+            values[layer] = grow(values[layer], new Shape(kvHeads, newCapacity, headDim), valueRange(0, length));
+        }
+        capacity = newCapacity;
+    }
+
+    @SuppressWarnings("try") // the scope only frees temporaries on close
+    private NDArray grow(NDArray old, Shape shape, NDIndex filled) {
+        NDArray fresh = manager.zeros(shape);
+        NDScope.unregister(fresh);
+        if (old != null) {
+            if (length > 0) {
+                try (NDScope ignored = new NDScope()) {
+                    fresh.set(filled, old.get(filled));
+                }
+            }
+            old.close();
+        }
+        return fresh;
+    }
+
+    /**
+     * Writes keys {@code [kvHeads, headDim, n]} (transposed) and values {@code [kvHeads, n, headDim]} at
+     * positions {@code [position, position + n)}.
+     */
+    void write(int layer, int position, NDArray transposedKeys, NDArray newValues) {
+        int n = (int) newValues.getShape().get(1);
+        keys[layer].set(keyRange(position, position + n), transposedKeys);
+        values[layer].set(valueRange(position, position + n), newValues);
+    }
+
+    /** A layer's keys, {@code [kvHeads, headDim, capacity]}. */
+    NDArray transposedKeys(int layer) {
+        return keys[layer];
+    }
+
+    /** A layer's values, {@code [kvHeads, capacity, headDim]}. */
+    NDArray values(int layer) {
+        return values[layer];
+    }
+
+    void advance(int tokens) {
+        length += tokens;
+    }
+
+    private static NDIndex keyRange(int from, int to) {
+        return new NDIndex().addAllDim(2).addSliceDim(from, to);
+    }
+
+    private static NDIndex valueRange(int from, int to) {
+        return new NDIndex().addAllDim().addSliceDim(from, to);
+    }
+
+    @Override
+    public void close() {
+        manager.close();
+    }
+}

@@ -1,0 +1,227 @@
+package io.butterfly.worker.partition;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.hash.MerkleTree;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.transfer.ShardDownloader;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.coordinator.v1.LoadPhase;
+import io.butterfly.proto.coordinator.v1.LoadReport;
+import io.butterfly.proto.registry.v1.GetManifestRequest;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.proto.worker.v1.AssignPartitionRequest;
+import io.butterfly.worker.cluster.CoordinatorLink;
+import io.butterfly.worker.cluster.PeerChannels;
+import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.execution.DjlPartitionExecutor;
+import io.butterfly.worker.execution.ExecutorOptions;
+import io.butterfly.worker.execution.PartitionExecutor;
+import io.butterfly.worker.execution.PartitionSpec;
+import io.butterfly.worker.execution.SequenceChunk;
+import io.butterfly.worker.execution.StageInput;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import jakarta.annotation.PreDestroy;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+
+/**
+ * Owns this worker's partition: accepts assignments (fenced by epoch), fetches exactly the shards
+ * the layer range needs, verifies them, loads them into the engine, warms up and reports each phase.
+ */
+@Service
+public class PartitionManager {
+
+    private static final Logger log = LoggerFactory.getLogger(PartitionManager.class);
+    private static final long PROGRESS_REPORT_NANOS = 250_000_000L;
+
+    private final WorkerProperties props;
+    private final PeerChannels channels;
+    private final CoordinatorLink coordinator;
+    private final ExecutorService loader = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "partition-loader");
+        t.setDaemon(true);
+        return t;
+    });
+    private volatile PartitionStatus status = PartitionStatus.unassigned();
+    private volatile PartitionExecutor executor;
+    private long highestEpoch;
+    private AssignPartitionRequest current;
+
+    public PartitionManager(WorkerProperties props, PeerChannels channels, CoordinatorLink coordinator) {
+        this.props = props;
+        this.channels = channels;
+        this.coordinator = coordinator;
+    }
+
+    /** Accepts an assignment and loads it in the background; an older epoch is refused (fencing). */
+    public synchronized void assign(AssignPartitionRequest request) {
+        if (request.getEpoch() < highestEpoch) {
+            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.FAILED_PRECONDITION,
+                    "assignment epoch " + request.getEpoch() + " is older than epoch " + highestEpoch + " already seen");
+        }
+        if (request.getModelId().isBlank()) {
+            throw new IllegalArgumentException("model_id is required");
+        }
+        int start = request.getLayers().getStart();
+        int end = request.getLayers().getEnd();
+        if (start < 0 || end <= start) {
+            throw new IllegalArgumentException("layers must be a non-empty range [start, end), got [" + start + ", " + end + ")");
+        }
+        if (request.equals(current) && status.phase() != LoadPhase.FAILED) {
+            return; // a retried assignment: already loading or loaded
+        }
+        highestEpoch = request.getEpoch();
+        current = request;
+        coordinator.attach(request.getCoordinator(), request.getEpoch());
+        status = new PartitionStatus(request.getModelId(), request.getEpoch(), start, end, request.getHasEmbedding(),
+                request.getHasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
+        loader.execute(() -> load(request));
+    }
+
+    private void load(AssignPartitionRequest request) {
+        long started = System.nanoTime();
+        try {
+            ModelRegistryGrpc.ModelRegistryBlockingStub registry = ModelRegistryGrpc.newBlockingStub(
+                    channels.get(request.getRegistry().getHost(), request.getRegistry().getGrpcPort()));
+            ModelManifest manifest = registry.withDeadlineAfter(30, TimeUnit.SECONDS)
+                    .getManifest(GetManifestRequest.newBuilder().setModelId(request.getModelId()).build());
+            List<WeightFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
+                    request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
+            Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
+            long[] lastReport = {0};
+            List<Path> paths = new ShardDownloader(registry).download(manifest,
+                    files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
+                        status = status.withProgress(file, done, total);
+                        long now = System.nanoTime();
+                        if (now - lastReport[0] > PROGRESS_REPORT_NANOS) {
+                            lastReport[0] = now;
+                            report(LoadPhase.DOWNLOADING);
+                        }
+                    });
+            transition(LoadPhase.VALIDATING);
+            // The downloader verified every file against the manifest; the partition checksum binds them.
+            String checksum = MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList());
+            ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+            PartitionSpec spec = new PartitionSpec(config, request.getLayers().getStart(), request.getLayers().getEnd(),
+                    request.getHasEmbedding(), request.getHasHead());
+            if (spec.layerEnd() > config.numLayers()) {
+                throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + ") exceed the model's " + config.numLayers() + " layers");
+            }
+            List<Path> weights = new ArrayList<>();
+            for (Path p : paths) {
+                if (p.getFileName().toString().endsWith(".safetensors")) {
+                    weights.add(p);
+                }
+            }
+            PartitionExecutor loaded = DjlPartitionExecutor.load(spec, weights,
+                    new ExecutorOptions(props.device(), props.threads()));
+            transition(LoadPhase.LOADED);
+            transition(LoadPhase.WARMING);
+            double warmupMs = warmUp(loaded, spec);
+            PartitionExecutor previous = executor;
+            executor = loaded;
+            if (previous != null) {
+                previous.close();
+            }
+            long loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            status = status.ready(checksum, loadMs, warmupMs);
+            log.info("partition {} layers [{}, {}) ready in {} ms (warm-up {} ms), checksum {}", manifest.getModelId(),
+                    spec.layerStart(), spec.layerEnd(), loadMs, String.format("%.1f", warmupMs), checksum);
+            coordinator.report(LoadReport.newBuilder()
+                    .setModelId(request.getModelId()).setEpoch(request.getEpoch()).setPhase(LoadPhase.READY)
+                    .setProgress(1.0).setBytesDone(status.bytesTotal()).setBytesTotal(status.bytesTotal())
+                    .setPartitionChecksum(checksum).setLoadMillis(loadMs).setWarmupMillis(warmupMs)
+                    .setMemoryBytes(status.bytesTotal())
+                    .build());
+        } catch (ButterflyException e) {
+            fail(request, e.code(), e.getMessage());
+        } catch (StatusRuntimeException e) {
+            ButterflyException be = io.butterfly.common.error.GrpcErrors.fromRemote(e, "registry");
+            fail(request, be.code(), be.getMessage());
+        } catch (IllegalArgumentException e) {
+            fail(request, ErrorCode.INVALID_MANIFEST, e.getMessage());
+        } catch (Exception e) {
+            log.error("partition load failed", e);
+            fail(request, ErrorCode.INTERNAL_ERROR, e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
+    }
+
+    /** Runs a short sequence through the partition so kernels and allocators are warm before READY. */
+    private static double warmUp(PartitionExecutor exec, PartitionSpec spec) {
+        long t0 = System.nanoTime();
+        String seq = "warmup";
+        int n = 4;
+        StageInput input;
+        if (spec.hasEmbedding()) {
+            input = new StageInput.Tokens(new long[]{0, 1, 2, 3});
+        } else {
+            ByteBuffer zeros = ByteBuffer.allocate(n * spec.config().hiddenSize() * 4).order(ByteOrder.LITTLE_ENDIAN);
+            input = new StageInput.Hidden(zeros);
+        }
+        exec.forward(List.of(new SequenceChunk(seq, 0, n)), input);
+        exec.release(seq);
+        return (System.nanoTime() - t0) / 1e6;
+    }
+
+    private void transition(LoadPhase phase) {
+        status = status.withPhase(phase);
+        report(phase);
+    }
+
+    private void report(LoadPhase phase) {
+        PartitionStatus s = status;
+        LoadReport.Builder r = LoadReport.newBuilder().setModelId(s.modelId()).setEpoch(s.epoch()).setPhase(phase)
+                .setProgress(s.progress()).setBytesDone(s.bytesDone()).setBytesTotal(s.bytesTotal());
+        if (s.currentFile() != null) {
+            r.setCurrentFile(s.currentFile());
+        }
+        coordinator.report(r.build());
+    }
+
+    private void fail(AssignPartitionRequest request, ErrorCode code, String message) {
+        log.error("partition load failed: {}: {}", code, message);
+        status = status.failed(code + ": " + message);
+        coordinator.report(LoadReport.newBuilder().setModelId(request.getModelId()).setEpoch(request.getEpoch())
+                .setPhase(LoadPhase.FAILED).setErrorCode(code).setErrorMessage(message).build());
+    }
+
+    public PartitionStatus status() {
+        return status;
+    }
+
+    /** The loaded executor; absent until the partition is READY. */
+    public PartitionExecutor executor() {
+        PartitionExecutor e = executor;
+        if (e == null || status.phase() != LoadPhase.READY) {
+            throw new ButterflyException(ErrorCode.VALIDATION_FAILED, Status.Code.FAILED_PRECONDITION,
+                    "no partition is ready on this worker (phase " + status.phase() + ")");
+        }
+        return e;
+    }
+
+    public synchronized long highestEpoch() {
+        return highestEpoch;
+    }
+
+    @PreDestroy
+    void close() {
+        loader.shutdownNow();
+        PartitionExecutor e = executor;
+        if (e != null) {
+            e.close();
+        }
+    }
+}

@@ -1,0 +1,48 @@
+package io.butterfly.worker.partition;
+
+import io.butterfly.proto.coordinator.v1.LoadPhase;
+
+/**
+ * What this worker holds right now, as reported to the coordinator and on {@code /api/v1/worker/*}.
+ *
+ * @param modelId           assigned model, or null before an assignment
+ * @param epoch             epoch of the assignment
+ * @param layerStart        first layer (inclusive)
+ * @param layerEnd          last layer (exclusive)
+ * @param phase             load phase (partition state machine, state-machines.md §2.5)
+ * @param progress          0..1 of the bytes to fetch
+ * @param bytesDone         bytes fetched and verified
+ * @param bytesTotal        bytes to fetch
+ * @param currentFile       file being fetched
+ * @param partitionChecksum Merkle root over this partition's file checksums, once verified
+ * @param error             why loading failed
+ */
+public record PartitionStatus(String modelId, long epoch, int layerStart, int layerEnd, boolean hasEmbedding,
+                              boolean hasHead, LoadPhase phase, double progress, long bytesDone, long bytesTotal,
+                              String currentFile, String partitionChecksum, long loadMillis, double warmupMillis,
+                              String error) {
+
+    public static PartitionStatus unassigned() {
+        return new PartitionStatus(null, 0, 0, 0, false, false, LoadPhase.LOAD_PHASE_UNSPECIFIED, 0, 0, 0, null, null, 0, 0, null);
+    }
+
+    PartitionStatus withPhase(LoadPhase p) {
+        return new PartitionStatus(modelId, epoch, layerStart, layerEnd, hasEmbedding, hasHead, p, progress, bytesDone,
+                bytesTotal, currentFile, partitionChecksum, loadMillis, warmupMillis, error);
+    }
+
+    PartitionStatus withProgress(String file, long done, long total) {
+        return new PartitionStatus(modelId, epoch, layerStart, layerEnd, hasEmbedding, hasHead, phase,
+                total == 0 ? 1.0 : (double) done / total, done, total, file, partitionChecksum, loadMillis, warmupMillis, error);
+    }
+
+    PartitionStatus ready(String checksum, long loadMs, double warmupMs) {
+        return new PartitionStatus(modelId, epoch, layerStart, layerEnd, hasEmbedding, hasHead, LoadPhase.READY, 1.0,
+                bytesTotal, bytesTotal, null, checksum, loadMs, warmupMs, null);
+    }
+
+    PartitionStatus failed(String message) {
+        return new PartitionStatus(modelId, epoch, layerStart, layerEnd, hasEmbedding, hasHead, LoadPhase.FAILED, progress,
+                bytesDone, bytesTotal, currentFile, partitionChecksum, loadMillis, warmupMillis, message);
+    }
+}

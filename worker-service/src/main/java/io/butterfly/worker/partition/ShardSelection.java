@@ -1,0 +1,63 @@
+package io.butterfly.worker.partition;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.registry.v1.FileKind;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.grpc.Status;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+
+/** Which manifest files a layer range needs: config, its layers, and embedding/head at the ends. */
+public final class ShardSelection {
+
+    private ShardSelection() {
+    }
+
+    /** The needed files in manifest order; a layer the manifest lacks is WEIGHT_FILE_NOT_FOUND. */
+    public static List<WeightFile> select(ModelManifest manifest, int start, int end, boolean embedding, boolean head) {
+        if (end > manifest.getNumLayers()) {
+            throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.FAILED_PRECONDITION,
+                    "layers [" + start + ", " + end + ") exceed the model's " + manifest.getNumLayers() + " layers");
+        }
+        List<WeightFile> out = new ArrayList<>();
+        BitSet covered = new BitSet();
+        boolean sawEmbedding = false;
+        boolean sawHead = false;
+        for (WeightFile f : manifest.getFilesList()) {
+            boolean take = switch (f.getKind()) {
+                case CONFIG -> true;
+                case EMBEDDING -> embedding;
+                case HEAD -> head;
+                case LAYER -> f.getLayerStart() < end && f.getLayerEnd() > start;
+                default -> false;
+            };
+            if (take) {
+                out.add(f);
+                if (f.getKind() == FileKind.LAYER) {
+                    covered.set(Math.max(start, f.getLayerStart()), Math.min(end, f.getLayerEnd()));
+                }
+                sawEmbedding |= f.getKind() == FileKind.EMBEDDING;
+                sawHead |= f.getKind() == FileKind.HEAD;
+            }
+        }
+        int missing = covered.nextClearBit(start);
+        if (missing < end) {
+            throw notFound("layer " + missing);
+        }
+        if (embedding && !sawEmbedding) {
+            throw notFound("the embedding shard");
+        }
+        if (head && !sawHead) {
+            throw notFound("the head shard");
+        }
+        return out;
+    }
+
+    private static ButterflyException notFound(String what) {
+        return new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.FAILED_PRECONDITION,
+                "manifest has no file for " + what);
+    }
+}

@@ -1,0 +1,172 @@
+package io.butterfly.worker.pipeline;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.proto.common.v1.DType;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.ForwardResponse;
+import io.butterfly.proto.worker.v1.ReleaseRequest;
+import io.butterfly.proto.worker.v1.SequenceSlice;
+import io.butterfly.proto.worker.v1.StageTiming;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.butterfly.worker.cluster.PeerChannels;
+import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.execution.PartitionExecutor;
+import io.butterfly.worker.execution.PartitionSpec;
+import io.butterfly.worker.execution.SequenceChunk;
+import io.butterfly.worker.execution.StageInput;
+import io.butterfly.worker.execution.StageResult;
+import io.butterfly.worker.partition.PartitionManager;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+
+/**
+ * This worker's place in the pipeline: checks a step's input, runs the local layers, and hands the
+ * activations to the next stage; the last stage returns logits, which travel back up the chain.
+ */
+@Service
+public class PipelineStage {
+
+    private static final Logger log = LoggerFactory.getLogger(PipelineStage.class);
+    private static final long NEXT_STAGE_DEADLINE_SECONDS = 300;
+
+    private final PartitionManager partitions;
+    private final PeerChannels channels;
+    private final WorkerProperties props;
+    /** The engine runs one step at a time; KV caches are per sequence. */
+    private final Object engineLock = new Object();
+    private volatile long stepsExecuted;
+    private volatile long computeNanosTotal;
+
+    public PipelineStage(PartitionManager partitions, PeerChannels channels, WorkerProperties props) {
+        this.partitions = partitions;
+        this.channels = channels;
+        this.props = props;
+    }
+
+    public ForwardResponse forward(ForwardRequest request) {
+        PartitionExecutor executor = partitions.executor();
+        long epoch = partitions.status().epoch();
+        if (request.getEpoch() != epoch) {
+            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.ABORTED,
+                    "step carries epoch " + request.getEpoch() + " but this worker's partition is of epoch " + epoch);
+        }
+        PartitionSpec spec = executor.spec();
+        List<SequenceChunk> batch = batch(request);
+        int totalTokens = batch.stream().mapToInt(SequenceChunk::numTokens).sum();
+        StageInput input = input(request, spec, totalTokens);
+
+        long t0 = System.nanoTime();
+        StageResult result;
+        synchronized (engineLock) {
+            result = executor.forward(batch, input);
+        }
+        long computeNanos = System.nanoTime() - t0;
+        stepsExecuted++;
+        computeNanosTotal += computeNanos;
+        StageTiming timing = StageTiming.newBuilder().setNodeId(props.nodeId()).setComputeNanos(computeNanos).build();
+
+        if (result.logits()) {
+            if (request.getDownstreamCount() > 0) {
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
+                        "this worker holds the LM head (last stage) but the step names " + request.getDownstreamCount() + " more stage(s)");
+            }
+            return ForwardResponse.newBuilder()
+                    .setLogits(TensorCodec.float32(result.littleEndianFloats(), result.shape()))
+                    .addTimings(timing)
+                    .build();
+        }
+        if (request.getDownstreamCount() == 0) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
+                    "layers [" + spec.layerStart() + ", " + spec.layerEnd() + ") are not the last stage but the step names no next stage");
+        }
+        Endpoint next = request.getDownstream(0);
+        ForwardRequest nextRequest = request.toBuilder()
+                .setInput(TensorCodec.float32(result.littleEndianFloats(), result.shape()))
+                .clearDownstream()
+                .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount()))
+                .build();
+        ForwardResponse downstream = stub(next).withDeadlineAfter(NEXT_STAGE_DEADLINE_SECONDS, TimeUnit.SECONDS)
+                .forward(nextRequest);
+        return ForwardResponse.newBuilder()
+                .setLogits(downstream.getLogits())
+                .addTimings(timing)
+                .addAllTimings(downstream.getTimingsList())
+                .build();
+    }
+
+    /** Frees the sequences here and asks the next stage to do the same (best effort). */
+    public void release(ReleaseRequest request) {
+        PartitionExecutor executor = partitions.executor();
+        synchronized (engineLock) {
+            request.getSequenceIdsList().forEach(executor::release);
+        }
+        if (request.getDownstreamCount() > 0) {
+            Endpoint next = request.getDownstream(0);
+            try {
+                stub(next).withDeadlineAfter(10, TimeUnit.SECONDS).release(request.toBuilder().clearDownstream()
+                        .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount())).build());
+            } catch (StatusRuntimeException e) {
+                log.warn("release on {} failed: {}", next.getNodeId(), e.getStatus());
+            }
+        }
+    }
+
+    private static List<SequenceChunk> batch(ForwardRequest request) {
+        if (request.getSequencesCount() == 0) {
+            throw new IllegalArgumentException("sequences must not be empty");
+        }
+        List<SequenceChunk> batch = new ArrayList<>(request.getSequencesCount());
+        for (SequenceSlice s : request.getSequencesList()) {
+            if (s.getSequenceId().isBlank() || s.getNumTokens() <= 0 || s.getPosition() < 0) {
+                throw new IllegalArgumentException("sequence '" + s.getSequenceId() + "' needs an id, num_tokens > 0 and position >= 0");
+            }
+            batch.add(new SequenceChunk(s.getSequenceId(), s.getPosition(), s.getNumTokens()));
+        }
+        return batch;
+    }
+
+    private static StageInput input(ForwardRequest request, PartitionSpec spec, int totalTokens) {
+        if (spec.hasEmbedding()) {
+            long[] ids = TensorCodec.toLongs(request.getInput(), 1, "input token ids");
+            if (ids.length != totalTokens) {
+                throw new IllegalArgumentException(ids.length + " token ids for " + totalTokens + " tokens in the batch");
+            }
+            int vocab = spec.config().vocabSize();
+            for (long id : ids) {
+                if (id < 0 || id >= vocab) {
+                    throw new IllegalArgumentException("token id " + id + " is outside the vocabulary [0, " + vocab + ")");
+                }
+            }
+            return new StageInput.Tokens(ids);
+        }
+        var data = TensorCodec.verify(request.getInput(), DType.FLOAT32, 2, "input hidden states");
+        long rows = request.getInput().getShape(0);
+        long cols = request.getInput().getShape(1);
+        if (rows != totalTokens || cols != spec.config().hiddenSize()) {
+            throw new IllegalArgumentException("hidden states of shape [" + rows + ", " + cols + "] do not match ["
+                    + totalTokens + ", " + spec.config().hiddenSize() + "]");
+        }
+        return new StageInput.Hidden(data);
+    }
+
+    private WorkerServiceGrpc.WorkerServiceBlockingStub stub(Endpoint e) {
+        return WorkerServiceGrpc.newBlockingStub(channels.get(e.getHost(), e.getGrpcPort()));
+    }
+
+    public long stepsExecuted() {
+        return stepsExecuted;
+    }
+
+    public long computeNanosTotal() {
+        return computeNanosTotal;
+    }
+}
