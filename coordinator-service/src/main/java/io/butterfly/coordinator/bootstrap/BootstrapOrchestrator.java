@@ -77,6 +77,8 @@ public class BootstrapOrchestrator {
         try {
             control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
             ServedModel model = fetchModel();
+            control.submit(new ClusterCommand.ModelResolved(model.manifest().getModelId(),
+                    model.manifest().getMerkleRoot(), clock.millis()));
             List<Member> members = awaitWorkers();
             assign(model, members);
         } catch (InterruptedException e) {

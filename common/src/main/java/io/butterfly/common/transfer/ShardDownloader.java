@@ -1,0 +1,204 @@
+package io.butterfly.common.transfer;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.GrpcErrors;
+import io.butterfly.common.hash.Sha256;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.registry.v1.FetchFileRequest;
+import io.butterfly.proto.registry.v1.FileChunk;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.grpc.Context;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Fetches a model's files from the registry ({@code FetchFile}) into a local directory: every chunk
+ * is verified against its SHA-256, bytes land in {@code <name>.part} (an interrupted download resumes
+ * from the part's length), and the whole file is checked against the manifest's size and checksum
+ * before an atomic rename to its final name. A file already present with the right checksum is not
+ * fetched again; a file that fails verification is deleted, never left in place.
+ */
+public final class ShardDownloader {
+
+    private static final Logger log = LoggerFactory.getLogger(ShardDownloader.class);
+
+    /** Default chunk size asked of the registry (it caps it). */
+    public static final int DEFAULT_CHUNK_SIZE = 1 << 20;
+    /** Default deadline for one file's stream. */
+    public static final Duration DEFAULT_FILE_DEADLINE = Duration.ofMinutes(10);
+
+    /** Progress of one file: bytes on disk so far out of the file's size. */
+    @FunctionalInterface
+    public interface ProgressListener {
+        void onProgress(String file, long bytesDone, long bytesTotal);
+    }
+
+    private final ModelRegistryGrpc.ModelRegistryBlockingStub registry;
+    private final Duration fileDeadline;
+    private final int chunkSize;
+
+    public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry) {
+        this(registry, DEFAULT_FILE_DEADLINE, DEFAULT_CHUNK_SIZE);
+    }
+
+    public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry, Duration fileDeadline, int chunkSize) {
+        this.registry = Objects.requireNonNull(registry, "registry");
+        this.fileDeadline = Objects.requireNonNull(fileDeadline, "fileDeadline");
+        if (chunkSize <= 0) {
+            throw new IllegalArgumentException("chunkSize must be positive: " + chunkSize);
+        }
+        this.chunkSize = chunkSize;
+    }
+
+    /**
+     * Downloads (or reuses) the named files of {@code manifest} into {@code dir}.
+     *
+     * @return the local paths, in the order asked
+     */
+    public List<Path> download(ModelManifest manifest, List<String> fileNames, Path dir, ProgressListener progress)
+            throws IOException {
+        ProgressListener listener = progress == null ? (f, d, t) -> { } : progress;
+        Files.createDirectories(dir);
+        List<Path> paths = new ArrayList<>(fileNames.size());
+        for (String name : fileNames) {
+            WeightFile file = find(manifest, name);
+            paths.add(fetch(manifest.getModelId(), file, dir, listener));
+        }
+        return paths;
+    }
+
+    private static WeightFile find(ModelManifest manifest, String name) {
+        for (WeightFile f : manifest.getFilesList()) {
+            if (f.getName().equals(name)) {
+                return f;
+            }
+        }
+        throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.NOT_FOUND,
+                "file " + name + " is not in the manifest of model " + manifest.getModelId(),
+                Map.of("file", name, "model_id", manifest.getModelId()), null);
+    }
+
+    private Path fetch(String modelId, WeightFile file, Path dir, ProgressListener listener) throws IOException {
+        String name = file.getName();
+        if (name.isEmpty() || name.contains("/") || name.contains("\\") || name.equals(".") || name.equals("..")) {
+            throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.INVALID_ARGUMENT,
+                    "manifest of model " + modelId + " names an unsafe file: '" + name + "'");
+        }
+        String expected = file.getChecksum().toLowerCase(java.util.Locale.ROOT);
+        long size = file.getSizeBytes();
+        Path target = dir.resolve(name);
+        Path part = dir.resolve(name + ".part");
+
+        if (Files.isRegularFile(target)) {
+            if (Files.size(target) == size && Sha256.hexOfFile(target).equals(expected)) {
+                log.debug("{} already present and verified", target);
+                listener.onProgress(name, size, size);
+                return target;
+            }
+            log.info("{} present but does not match the manifest; fetching it again", target);
+            Files.delete(target);
+        }
+
+        boolean resumed = Files.exists(part) && Files.size(part) > 0;
+        if (Files.exists(part) && Files.size(part) > size) {
+            Files.delete(part);
+            resumed = false;
+        }
+        stream(modelId, name, size, part, listener);
+        String actual = Sha256.hexOfFile(part);
+        long actualSize = Files.size(part);
+        if (resumed && (!actual.equals(expected) || actualSize != size)) {
+            // The kept prefix may be what is wrong: start over once from byte zero.
+            log.warn("{} failed verification after resuming; fetching it from the start", name);
+            Files.deleteIfExists(part);
+            stream(modelId, name, size, part, listener);
+            actual = Sha256.hexOfFile(part);
+            actualSize = Files.size(part);
+        }
+        if (!actual.equals(expected) || actualSize != size) {
+            Files.deleteIfExists(part);
+            throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                    "checksum mismatch for " + name + " of model " + modelId + ": expected sha256 " + expected
+                            + " (" + size + " bytes), got " + actual + " (" + actualSize + " bytes)",
+                    Map.of("file", name, "expected", expected, "actual", actual), null);
+        }
+        Files.move(part, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        listener.onProgress(name, size, size);
+        return target;
+    }
+
+    /** Appends the rest of the file (from the part's length) to {@code part}, verifying every chunk. */
+    private void stream(String modelId, String name, long size, Path part, ProgressListener listener) throws IOException {
+        long offset = Files.exists(part) ? Files.size(part) : 0;
+        listener.onProgress(name, offset, size);
+        if (offset == size && size > 0) {
+            return;
+        }
+        FetchFileRequest request = FetchFileRequest.newBuilder()
+                .setModelId(modelId)
+                .setFileName(name)
+                .setOffset(offset)
+                .setChunkSize(chunkSize)
+                .build();
+        Context.CancellableContext ctx = Context.current().withCancellation();
+        Context previous = ctx.attach();
+        try (OutputStream out = Files.newOutputStream(part, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.APPEND)) {
+            Iterator<FileChunk> chunks = registry
+                    .withDeadlineAfter(fileDeadline.toMillis(), TimeUnit.MILLISECONDS)
+                    .fetchFile(request);
+            long position = offset;
+            boolean last = false;
+            while (!last && chunks.hasNext()) {
+                FileChunk chunk = chunks.next();
+                if (chunk.getOffset() != position) {
+                    throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                            "chunk of " + name + " at offset " + chunk.getOffset() + " where " + position + " was expected");
+                }
+                byte[] data = chunk.getData().toByteArray();
+                String chunkHash = Sha256.hex(data);
+                if (!chunkHash.equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT))) {
+                    throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                            "chunk of " + name + " at offset " + position + " does not match its checksum: expected "
+                                    + chunk.getSha256() + ", got " + chunkHash,
+                            Map.of("file", name, "offset", Long.toString(position)), null);
+                }
+                if (position + data.length > size) {
+                    throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                            name + " is longer than the manifest's " + size + " bytes");
+                }
+                out.write(data);
+                position += data.length;
+                last = chunk.getLast();
+                listener.onProgress(name, position, size);
+            }
+            if (position != size) {
+                throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                        "stream of " + name + " ended at " + position + " of " + size + " bytes");
+            }
+        } catch (StatusRuntimeException e) {
+            throw GrpcErrors.fromRemote(e, "fetching " + name + " of model " + modelId);
+        } finally {
+            ctx.detach(previous);
+            ctx.cancel(null);
+        }
+    }
+
+}

@@ -1,0 +1,98 @@
+package io.butterfly.coordinator.cluster;
+
+import io.butterfly.coordinator.planning.StageAssignment;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Everything that changes the cluster state, as log entries. Each variant carries the time it was
+ * issued ({@code atMs}, Unix epoch milliseconds) so replaying the log yields the same state.
+ */
+public sealed interface ClusterCommand {
+
+    long atMs();
+
+    /** Starts cluster formation for one model with the expected number of workers. */
+    record Bootstrap(String modelId, int expectedWorkers, long atMs) implements ClusterCommand {
+        public Bootstrap {
+            Objects.requireNonNull(modelId, "modelId");
+            if (expectedWorkers < 1) {
+                throw new IllegalArgumentException("expectedWorkers must be at least 1, was " + expectedWorkers);
+            }
+        }
+    }
+
+    /** The coordinator fetched and verified the model manifest; the merkle root pins the weights served. */
+    record ModelResolved(String modelId, String merkleRoot, long atMs) implements ClusterCommand {
+        public ModelResolved {
+            Objects.requireNonNull(modelId, "modelId");
+            Objects.requireNonNull(merkleRoot, "merkleRoot");
+        }
+    }
+
+    /** A worker passed admission (discovery) and is recorded as a cluster member. */
+    record NodeJoined(NodeInfo info, long atMs) implements ClusterCommand {
+        public NodeJoined {
+            Objects.requireNonNull(info, "info");
+        }
+    }
+
+    /** A new plan: the stages in pipeline order, fenced by an epoch greater than the current one. */
+    record PartitionsAssigned(long epoch, List<StageAssignment> stages, long atMs) implements ClusterCommand {
+        public PartitionsAssigned {
+            stages = List.copyOf(stages);
+        }
+    }
+
+    /** A worker's load progress in one of the load phases (DOWNLOADING ... WARMING). */
+    record LoadProgressed(String nodeId, long epoch, PartitionState phase, double progress, String currentFile,
+                          long atMs) implements ClusterCommand {
+        public LoadProgressed {
+            Objects.requireNonNull(nodeId, "nodeId");
+            Objects.requireNonNull(phase, "phase");
+        }
+    }
+
+    /** A worker's partition is loaded, verified and warm. */
+    record LoadCompleted(String nodeId, long epoch, String partitionChecksum, long atMs) implements ClusterCommand {
+        public LoadCompleted {
+            Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
+
+    /** A worker could not load its partition (or never accepted the assignment). */
+    record LoadFailed(String nodeId, long epoch, String errorCode, String errorMessage, long atMs)
+            implements ClusterCommand {
+        public LoadFailed {
+            Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
+
+    /** An inference task entered the pipeline. */
+    record TaskSubmitted(String taskId, int promptTokens, long atMs) implements ClusterCommand {
+        public TaskSubmitted {
+            Objects.requireNonNull(taskId, "taskId");
+        }
+    }
+
+    /** A task's result is committed (the log entry is the commit). */
+    record TaskFinished(String taskId, int generatedTokens, String finishReason, long atMs) implements ClusterCommand {
+        public TaskFinished {
+            Objects.requireNonNull(taskId, "taskId");
+        }
+    }
+
+    record TaskFailed(String taskId, String error, long atMs) implements ClusterCommand {
+        public TaskFailed {
+            Objects.requireNonNull(taskId, "taskId");
+        }
+    }
+
+    /** Stops accepting work; in-flight tasks may still finish. */
+    record Shutdown(String reason, long atMs) implements ClusterCommand {
+    }
+
+    /** Cleanup after shutdown is done; the system is terminated. */
+    record CleanupCompleted(long atMs) implements ClusterCommand {
+    }
+}

@@ -1,0 +1,277 @@
+package io.butterfly.coordinator.cluster;
+
+import io.butterfly.coordinator.planning.StageAssignment;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The pure transition function {@code apply(state, command, index) -> state}. Deterministic (no clock,
+ * no randomness, no I/O) so that every Raft replica applying the same log reaches the same state.
+ * A refused command throws {@link IllegalTransitionException}; since states are immutable the caller's
+ * state is untouched.
+ */
+public final class ClusterReducer {
+
+    /** Finished tasks kept for inspection; older ones are dropped so the state stays bounded. */
+    static final int MAX_FINISHED_TASKS = 1000;
+
+    private static final Set<SystemState> MEMBERSHIP_OPEN = EnumSet.of(SystemState.BOOTSTRAPPING, SystemState.READY,
+            SystemState.COMPUTING, SystemState.DEGRADED);
+    /** No reassignment while tasks run: their stages would vanish under them. */
+    private static final Set<SystemState> ASSIGNABLE = EnumSet.of(SystemState.BOOTSTRAPPING, SystemState.READY,
+            SystemState.DEGRADED);
+
+    private ClusterReducer() {
+    }
+
+    public static ClusterState apply(ClusterState state, ClusterCommand command, long index) {
+        if (index <= state.lastAppliedIndex()) {
+            throw new IllegalArgumentException("log index " + index + " is not after " + state.lastAppliedIndex());
+        }
+        if (state.system() == SystemState.TERMINATED) {
+            throw new IllegalTransitionException("the system is TERMINATED; " + name(command) + " is refused");
+        }
+        return dispatch(state, command).withIndex(index);
+    }
+
+    // if/instanceof rather than a pattern switch: the build targets JDK 17.
+    private static ClusterState dispatch(ClusterState s, ClusterCommand c) {
+        if (c instanceof ClusterCommand.Bootstrap b) {
+            return bootstrap(s, b);
+        } else if (c instanceof ClusterCommand.ModelResolved m) {
+            return modelResolved(s, m);
+        } else if (c instanceof ClusterCommand.NodeJoined j) {
+            return nodeJoined(s, j);
+        } else if (c instanceof ClusterCommand.PartitionsAssigned a) {
+            return partitionsAssigned(s, a);
+        } else if (c instanceof ClusterCommand.LoadProgressed p) {
+            return loadProgressed(s, p);
+        } else if (c instanceof ClusterCommand.LoadCompleted l) {
+            return loadCompleted(s, l);
+        } else if (c instanceof ClusterCommand.LoadFailed f) {
+            return loadFailed(s, f);
+        } else if (c instanceof ClusterCommand.TaskSubmitted t) {
+            return taskSubmitted(s, t);
+        } else if (c instanceof ClusterCommand.TaskFinished t) {
+            return taskEnded(s, t.taskId(), task(s, t.taskId()).completed(t.generatedTokens(), t.finishReason(), t.atMs()));
+        } else if (c instanceof ClusterCommand.TaskFailed t) {
+            return taskEnded(s, t.taskId(), task(s, t.taskId()).failed(t.error(), t.atMs()));
+        } else if (c instanceof ClusterCommand.Shutdown d) {
+            return move(s, SystemState.SHUTDOWN, "shutting down: " + d.reason(), c);
+        } else if (c instanceof ClusterCommand.CleanupCompleted d) {
+            return cleanupCompleted(s, d);
+        }
+        throw new IllegalArgumentException("unknown command " + c);
+    }
+
+    private static ClusterState bootstrap(ClusterState s, ClusterCommand.Bootstrap c) {
+        // Re-bootstrapping a running system is forbidden (§1.4), even one still bootstrapping.
+        if (s.system() != SystemState.UNINITIALIZED) {
+            throw new IllegalTransitionException("cannot bootstrap a system that is " + s.system());
+        }
+        return move(s, SystemState.BOOTSTRAPPING,
+                "waiting for " + c.expectedWorkers() + " workers to join", c)
+                .withModel(c.modelId(), null, c.expectedWorkers());
+    }
+
+    private static ClusterState modelResolved(ClusterState s, ClusterCommand.ModelResolved c) {
+        if (s.system() != SystemState.BOOTSTRAPPING) {
+            if (c.merkleRoot().equals(s.merkleRoot()) && c.modelId().equals(s.modelId())) {
+                return s; // a repeated report of the model already served
+            }
+            throw new IllegalTransitionException("cannot change the served model while " + s.system());
+        }
+        return maybeReady(s.withModel(c.modelId(), c.merkleRoot(), s.expectedWorkers()), c);
+    }
+
+    private static ClusterState nodeJoined(ClusterState s, ClusterCommand.NodeJoined c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        String id = c.info().nodeId();
+        if (s.nodes().containsKey(id)) {
+            throw new IllegalTransitionException("node '" + id + "' has already joined");
+        }
+        ClusterState next = s.withNode(NodeRecord.joined(c.info(), c.atMs()));
+        if (next.system() == SystemState.BOOTSTRAPPING && next.pipeline().isEmpty()) {
+            next = next.withSystem(SystemState.BOOTSTRAPPING,
+                    "waiting for workers: " + next.nodes().size() + "/" + next.expectedWorkers() + " joined");
+        }
+        return next;
+    }
+
+    private static ClusterState partitionsAssigned(ClusterState s, ClusterCommand.PartitionsAssigned c) {
+        requireIn(s, ASSIGNABLE, c);
+        if (c.epoch() <= s.epoch()) {
+            throw new IllegalTransitionException("epoch " + c.epoch() + " is not after the current epoch " + s.epoch());
+        }
+        if (c.stages().isEmpty()) {
+            throw new IllegalTransitionException("an assignment needs at least one stage");
+        }
+        Map<String, StageAssignment> byNode = new LinkedHashMap<>();
+        for (StageAssignment stage : c.stages()) {
+            if (!s.nodes().containsKey(stage.nodeId())) {
+                throw new IllegalTransitionException("stage assigned to unknown node '" + stage.nodeId() + "'");
+            }
+            if (byNode.put(stage.nodeId(), stage) != null) {
+                throw new IllegalTransitionException("node '" + stage.nodeId() + "' appears in two stages");
+            }
+        }
+        Map<String, NodeRecord> nodes = new LinkedHashMap<>();
+        for (NodeRecord n : s.nodes().values()) {
+            StageAssignment stage = byNode.get(n.nodeId());
+            NodeRecord updated = stage != null
+                    ? n.assign(stage.layerStart(), stage.layerEnd(), stage.hasEmbedding(), stage.hasHead(), c.atMs())
+                    : n.assigned() ? n.unassign(c.atMs()) : n;
+            nodes.put(n.nodeId(), updated);
+        }
+        ClusterState next = s.withAssignment(c.epoch(), List.copyOf(byNode.keySet()), nodes);
+        String message = "loading partitions on " + byNode.size() + " workers (epoch " + c.epoch() + ")";
+        // A reassignment while serving means partitions are not loaded yet: reduced capacity, not READY.
+        return move(next, s.system() == SystemState.READY ? SystemState.DEGRADED : s.system(), message, c);
+    }
+
+    private static ClusterState loadProgressed(ClusterState s, ClusterCommand.LoadProgressed c) {
+        NodeRecord n = assignedNode(s, c.nodeId(), c.epoch(), c);
+        if (!c.phase().isLoadPhase()) {
+            throw new IllegalTransitionException(c.phase() + " is not a load phase");
+        }
+        advance(n, c.phase());
+        double progress = Double.isNaN(c.progress()) ? 0.0 : Math.max(0.0, Math.min(1.0, c.progress()));
+        return s.withNode(n.progressed(c.phase(), progress, c.currentFile(), c.atMs()));
+    }
+
+    private static ClusterState loadCompleted(ClusterState s, ClusterCommand.LoadCompleted c) {
+        NodeRecord n = assignedNode(s, c.nodeId(), c.epoch(), c);
+        advance(n, PartitionState.READY);
+        return maybeReady(s.withNode(n.loaded(c.partitionChecksum(), c.atMs())), c);
+    }
+
+    private static ClusterState loadFailed(ClusterState s, ClusterCommand.LoadFailed c) {
+        NodeRecord n = assignedNode(s, c.nodeId(), c.epoch(), c);
+        ClusterState next = s.withNode(n.failed(c.errorCode(), c.errorMessage(), c.atMs()));
+        String message = "node '" + c.nodeId() + "' failed to load its partition: " + c.errorCode()
+                + (c.errorMessage() == null || c.errorMessage().isEmpty() ? "" : " (" + c.errorMessage() + ")");
+        boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
+        return move(next, serving ? SystemState.DEGRADED : s.system(), message, c);
+    }
+
+    private static ClusterState taskSubmitted(ClusterState s, ClusterCommand.TaskSubmitted c) {
+        if (!s.system().acceptsWork()) {
+            throw new NotReadyException("the cluster is " + s.system() + ", not READY: " + s.statusMessage());
+        }
+        if (s.tasks().containsKey(c.taskId())) {
+            throw new IllegalTransitionException("task '" + c.taskId() + "' already exists");
+        }
+        Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
+        tasks.put(c.taskId(), TaskRecord.executing(c.taskId(), c.promptTokens(), c.atMs()));
+        // Several tasks may run at once (workers batch sequences), so COMPUTING also accepts work.
+        return move(s.withTasks(tasks), SystemState.COMPUTING, servingMessage(s), c);
+    }
+
+    /**
+     * Records a task's outcome. When the last in-flight task ends, COMPUTING passes through COMMITTING
+     * back to READY in this one command: the log entry itself is the commit (§1.4 forbids skipping it).
+     */
+    private static ClusterState taskEnded(ClusterState s, String taskId, TaskRecord ended) {
+        Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
+        tasks.put(taskId, ended);
+        prune(tasks);
+        ClusterState next = s.withTasks(tasks);
+        if (next.inFlightTasks() > 0) {
+            return next;
+        }
+        if (next.system() == SystemState.COMPUTING) {
+            ClusterState committing = move(next, SystemState.COMMITTING, "committing task " + taskId, null);
+            return move(committing, SystemState.READY, servingMessage(next), null);
+        }
+        return next.system() == SystemState.DEGRADED ? maybeReady(next, null) : next;
+    }
+
+    private static ClusterState cleanupCompleted(ClusterState s, ClusterCommand.CleanupCompleted c) {
+        Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
+        tasks.replaceAll((id, t) -> t.state().terminal() ? t : t.failed("cancelled by shutdown", c.atMs()));
+        return move(s, SystemState.TERMINATED, "terminated", c).withTasks(tasks);
+    }
+
+    /** READY once the model is pinned, every stage is loaded and nothing is left over from recovery. */
+    private static ClusterState maybeReady(ClusterState s, ClusterCommand c) {
+        boolean waiting = s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.DEGRADED;
+        if (!waiting || s.pipeline().isEmpty()) {
+            return s;
+        }
+        if (s.merkleRoot() != null && s.pipelineReady() && s.inFlightTasks() == 0) {
+            return move(s, SystemState.READY, servingMessage(s), c);
+        }
+        long ready = s.pipeline().stream().filter(id -> s.nodes().get(id).partition() == PartitionState.READY).count();
+        String message = s.merkleRoot() == null ? "waiting for the model manifest"
+                : "loading partitions: " + ready + "/" + s.pipeline().size() + " stages ready (epoch " + s.epoch() + ")";
+        return s.withSystem(s.system(), message);
+    }
+
+    private static NodeRecord assignedNode(ClusterState s, String nodeId, long epoch, ClusterCommand c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        if (epoch != s.epoch()) {
+            throw new IllegalTransitionException("stale report from '" + nodeId + "': epoch " + epoch
+                    + ", current epoch " + s.epoch());
+        }
+        NodeRecord n = s.nodes().get(nodeId);
+        if (n == null || !s.pipeline().contains(nodeId)) {
+            throw new IllegalTransitionException("node '" + nodeId + "' has no partition in epoch " + epoch);
+        }
+        return n;
+    }
+
+    private static void advance(NodeRecord n, PartitionState next) {
+        if (!n.partition().canAdvanceTo(next)) {
+            throw new IllegalTransitionException("partition of '" + n.nodeId() + "' cannot go from "
+                    + n.partition() + " to " + next);
+        }
+    }
+
+    private static TaskRecord task(ClusterState s, String taskId) {
+        TaskRecord t = s.tasks().get(taskId);
+        if (t == null) {
+            throw new IllegalTransitionException("no task '" + taskId + "'");
+        }
+        if (t.state().terminal()) {
+            throw new IllegalTransitionException("task '" + taskId + "' already ended " + t.state());
+        }
+        return t;
+    }
+
+    /** Drops the oldest finished tasks beyond the cap; running tasks are never dropped. */
+    private static void prune(Map<String, TaskRecord> tasks) {
+        long finished = tasks.values().stream().filter(t -> t.state().terminal()).count();
+        var it = tasks.values().iterator();
+        while (finished > MAX_FINISHED_TASKS && it.hasNext()) {
+            if (it.next().state().terminal()) {
+                it.remove();
+                finished--;
+            }
+        }
+    }
+
+    private static void requireIn(ClusterState s, Set<SystemState> allowed, ClusterCommand c) {
+        if (!allowed.contains(s.system())) {
+            throw new IllegalTransitionException(name(c) + " is not allowed while the system is " + s.system());
+        }
+    }
+
+    private static ClusterState move(ClusterState s, SystemState next, String message, ClusterCommand c) {
+        if (!s.system().canTransitionTo(next)) {
+            throw new IllegalTransitionException("system cannot go from " + s.system() + " to " + next
+                    + (c == null ? "" : " on " + name(c)));
+        }
+        return s.withSystem(next, message);
+    }
+
+    private static String servingMessage(ClusterState s) {
+        return "serving model " + s.modelId() + " on " + s.pipeline().size() + " stages (epoch " + s.epoch() + ")";
+    }
+
+    private static String name(ClusterCommand c) {
+        return c.getClass().getSimpleName();
+    }
+}

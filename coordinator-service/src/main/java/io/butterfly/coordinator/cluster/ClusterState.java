@@ -1,0 +1,77 @@
+package io.butterfly.coordinator.cluster;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The replicated cluster state: an immutable value produced only by {@link ClusterReducer}. Maps keep
+ * insertion order (join order, submission order) so every replica lists them identically.
+ *
+ * @param epoch            fencing token of the current assignment; never decreases
+ * @param pipeline         node ids of the current plan in stage order
+ * @param lastAppliedIndex log index of the last applied command
+ */
+public record ClusterState(SystemState system, long epoch, String modelId, String merkleRoot, int expectedWorkers,
+                           String statusMessage, Map<String, NodeRecord> nodes, List<String> pipeline,
+                           Map<String, TaskRecord> tasks, long lastAppliedIndex) {
+
+    public ClusterState {
+        nodes = Collections.unmodifiableMap(new LinkedHashMap<>(nodes));
+        pipeline = List.copyOf(pipeline);
+        tasks = Collections.unmodifiableMap(new LinkedHashMap<>(tasks));
+    }
+
+    public static ClusterState initial() {
+        return new ClusterState(SystemState.UNINITIALIZED, 0, null, null, 0, "waiting for bootstrap",
+                Map.of(), List.of(), Map.of(), 0);
+    }
+
+    ClusterState withSystem(SystemState next, String message) {
+        return new ClusterState(next, epoch, modelId, merkleRoot, expectedWorkers, message, nodes, pipeline, tasks,
+                lastAppliedIndex);
+    }
+
+    ClusterState withModel(String model, String root, int workers) {
+        return new ClusterState(system, epoch, model, root, workers, statusMessage, nodes, pipeline, tasks,
+                lastAppliedIndex);
+    }
+
+    ClusterState withNodes(Map<String, NodeRecord> next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, next, pipeline,
+                tasks, lastAppliedIndex);
+    }
+
+    ClusterState withNode(NodeRecord node) {
+        Map<String, NodeRecord> next = new LinkedHashMap<>(nodes);
+        next.put(node.nodeId(), node);
+        return withNodes(next);
+    }
+
+    ClusterState withAssignment(long nextEpoch, List<String> nextPipeline, Map<String, NodeRecord> nextNodes) {
+        return new ClusterState(system, nextEpoch, modelId, merkleRoot, expectedWorkers, statusMessage, nextNodes,
+                nextPipeline, tasks, lastAppliedIndex);
+    }
+
+    ClusterState withTasks(Map<String, TaskRecord> next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                next, lastAppliedIndex);
+    }
+
+    ClusterState withIndex(long index) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, index);
+    }
+
+    /** Whether every stage of the current plan reported its partition READY. */
+    public boolean pipelineReady() {
+        return !pipeline.isEmpty() && pipeline.stream()
+                .allMatch(id -> nodes.get(id).partition() == PartitionState.READY);
+    }
+
+    /** Number of tasks still executing. */
+    public long inFlightTasks() {
+        return tasks.values().stream().filter(t -> !t.state().terminal()).count();
+    }
+}

@@ -1,0 +1,13 @@
+package io.butterfly.coordinator.cluster;
+
+/**
+ * New work refused because the system is not serving (not READY or COMPUTING). A subtype of
+ * {@link IllegalTransitionException} so the reducer has one rejection contract, while the REST layer
+ * can still answer it with 409 rather than a server error.
+ */
+public class NotReadyException extends IllegalTransitionException {
+
+    public NotReadyException(String message) {
+        super(message);
+    }
+}

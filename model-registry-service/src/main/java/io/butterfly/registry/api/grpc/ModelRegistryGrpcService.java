@@ -1,0 +1,148 @@
+package io.butterfly.registry.api.grpc;
+
+import com.google.protobuf.UnsafeByteOperations;
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.hash.Sha256;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.registry.v1.FetchFileRequest;
+import io.butterfly.proto.registry.v1.FileChunk;
+import io.butterfly.proto.registry.v1.GetManifestRequest;
+import io.butterfly.proto.registry.v1.ListModelsRequest;
+import io.butterfly.proto.registry.v1.ListModelsResponse;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.butterfly.registry.catalog.ModelCatalog;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.stereotype.Service;
+
+/**
+ * gRPC edge of the registry: manifests and chunked file transfer. Each chunk carries its SHA-256; the
+ * client verifies chunks and the whole file against the manifest and refuses what does not match.
+ */
+@Service
+public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImplBase {
+
+    private static final Logger log = LoggerFactory.getLogger(ModelRegistryGrpcService.class);
+
+    private final ModelCatalog catalog;
+    private final int maxChunkBytes;
+
+    @Autowired
+    public ModelRegistryGrpcService(ModelCatalog catalog, io.butterfly.registry.config.RegistryProperties props) {
+        this(catalog, props.maxChunkBytes());
+    }
+
+    public ModelRegistryGrpcService(ModelCatalog catalog, int maxChunkBytes) {
+        this.catalog = catalog;
+        this.maxChunkBytes = maxChunkBytes;
+    }
+
+    @Override
+    public void listModels(ListModelsRequest request, StreamObserver<ListModelsResponse> response) {
+        ListModelsResponse.Builder out = ListModelsResponse.newBuilder();
+        catalog.list().forEach(m -> out.addModels(ManifestMapper.toProto(m)));
+        response.onNext(out.build());
+        response.onCompleted();
+    }
+
+    @Override
+    public void getManifest(GetManifestRequest request, StreamObserver<ModelManifest> response) {
+        response.onNext(ManifestMapper.toProto(catalog.get(request.getModelId())));
+        response.onCompleted();
+    }
+
+    @Override
+    public void fetchFile(FetchFileRequest request, StreamObserver<FileChunk> response) {
+        ModelCatalog.StoredFile stored = catalog.file(request.getModelId(), request.getFileName());
+        String name = stored.file().name();
+        long size = stored.file().sizeBytes();
+        long offset = request.getOffset();
+        if (offset < 0 || offset > size) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT,
+                    "offset " + offset + " is outside " + name + " (" + size + " bytes)",
+                    Map.of("field", "offset", "file", name), null);
+        }
+        int chunkSize = request.getChunkSize() <= 0 ? maxChunkBytes : Math.min(request.getChunkSize(), maxChunkBytes);
+        ServerCallStreamObserver<FileChunk> call = response instanceof ServerCallStreamObserver<FileChunk> s ? s : null;
+        // Hash what is served when serving from the start, to log files that changed on disk since import.
+        MessageDigest whole = offset == 0 ? Sha256.newDigest() : null;
+        try (FileChannel ch = FileChannel.open(stored.path(), StandardOpenOption.READ)) {
+            if (ch.size() != size) {
+                log.warn("{} of {} is {} bytes on disk, the manifest says {}", name, request.getModelId(), ch.size(), size);
+            }
+            long position = offset;
+            do {
+                if (!awaitReady(call)) {
+                    return;
+                }
+                int n = (int) Math.min(chunkSize, size - position);
+                ByteBuffer buf = ByteBuffer.allocate(n);
+                while (buf.hasRemaining()) {
+                    if (ch.read(buf, position + buf.position()) < 0) {
+                        throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                                name + " of " + request.getModelId() + " is shorter on disk than its manifest size " + size,
+                                Map.of("file", name), null);
+                    }
+                }
+                byte[] data = buf.array();
+                if (whole != null) {
+                    whole.update(data);
+                }
+                boolean last = position + n >= size;
+                response.onNext(FileChunk.newBuilder()
+                        .setFileName(name)
+                        .setOffset(position)
+                        .setData(UnsafeByteOperations.unsafeWrap(data))
+                        .setSha256(Sha256.hex(data))
+                        .setFileSize(size)
+                        .setLast(last)
+                        .build());
+                position += n;
+            } while (position < size);
+        } catch (NoSuchFileException e) {
+            throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.NOT_FOUND,
+                    name + " of " + request.getModelId() + " is missing from the store", Map.of("file", name), e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        if (whole != null) {
+            String actual = Sha256.toHex(whole.digest());
+            if (!actual.equals(stored.file().checksum())) {
+                log.error("served {} of {} but its bytes no longer match the manifest: expected sha256 {}, got {}"
+                        + " (the client will refuse it)", name, request.getModelId(), stored.file().checksum(), actual);
+            }
+        }
+        response.onCompleted();
+    }
+
+    /** Waits for the transport to take more (flow control); false when the client went away. */
+    private static boolean awaitReady(ServerCallStreamObserver<?> call) {
+        if (call == null) {
+            return true;
+        }
+        long parkNanos = TimeUnit.MICROSECONDS.toNanos(50);
+        while (!call.isReady()) {
+            if (call.isCancelled()) {
+                return false;
+            }
+            LockSupport.parkNanos(parkNanos);
+            parkNanos = Math.min(parkNanos * 2, TimeUnit.MILLISECONDS.toNanos(20));
+        }
+        return !call.isCancelled();
+    }
+}

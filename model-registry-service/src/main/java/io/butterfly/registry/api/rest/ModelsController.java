@@ -1,0 +1,76 @@
+package io.butterfly.registry.api.rest;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import io.butterfly.registry.catalog.Manifest;
+import io.butterfly.registry.catalog.ModelCatalog;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/** {@code /api/v1/models}: list, read and import models. */
+@RestController
+@RequestMapping("/api/v1/models")
+public class ModelsController {
+
+    private final ModelCatalog catalog;
+
+    public ModelsController(ModelCatalog catalog) {
+        this.catalog = catalog;
+    }
+
+    /** Body of an import: a Hugging Face model directory on the registry's file system. */
+    public record ImportRequest(@JsonProperty("path") String path, @JsonProperty("model_id") String modelId) {
+    }
+
+    @GetMapping
+    public List<Manifest> list() {
+        return catalog.list();
+    }
+
+    @GetMapping("/{id}")
+    public Manifest get(@PathVariable("id") String id) {
+        return catalog.get(id);
+    }
+
+    @PostMapping
+    public ResponseEntity<Manifest> importModel(@RequestBody(required = false) ImportRequest request) throws IOException {
+        if (request == null || request.path() == null || request.path().isBlank()) {
+            throw new BadRequestException("path", "path is required: the model directory to import");
+        }
+        Path dir;
+        try {
+            dir = Path.of(request.path());
+        } catch (InvalidPathException e) {
+            throw new BadRequestException("path", "path '" + request.path() + "' is not a valid path");
+        }
+        if (!dir.isAbsolute()) {
+            throw new BadRequestException("path", "path '" + request.path() + "' must be absolute");
+        }
+        Manifest m = catalog.importModel(dir, request.modelId());
+        return ResponseEntity.created(URI.create("/api/v1/models/" + m.modelId())).body(m);
+    }
+
+    /** A bad field in a request body. */
+    static final class BadRequestException extends RuntimeException {
+        final String field;
+
+        BadRequestException(String field, String message) {
+            super(message);
+            this.field = field;
+        }
+
+        Map<String, String> context() {
+            return Map.of("field", field);
+        }
+    }
+}

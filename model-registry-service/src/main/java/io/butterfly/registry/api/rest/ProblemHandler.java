@@ -1,0 +1,60 @@
+package io.butterfly.registry.api.rest;
+
+import io.butterfly.common.error.ButterflyException;
+import java.net.URI;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+
+/** RFC 9457 problem responses for the registry's REST API (DESIGN.md §5); never a stack trace. */
+@RestControllerAdvice(assignableTypes = ModelsController.class)
+public class ProblemHandler {
+
+    private static final Logger log = LoggerFactory.getLogger(ProblemHandler.class);
+
+    @ExceptionHandler(ButterflyException.class)
+    ResponseEntity<ProblemDetail> butterfly(ButterflyException e) {
+        HttpStatus status = switch (e.code()) {
+            case MANIFEST_NOT_FOUND, WEIGHT_FILE_NOT_FOUND -> HttpStatus.NOT_FOUND;
+            case INVALID_MANIFEST, INVALID_MESSAGE -> HttpStatus.BAD_REQUEST;
+            default -> HttpStatus.INTERNAL_SERVER_ERROR;
+        };
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
+        p.setTitle(status.getReasonPhrase());
+        p.setProperty("code", e.code().name());
+        String field = e.context().get("field");
+        if (field != null) {
+            p.setProperty("field", field);
+        }
+        return problem(p);
+    }
+
+    @ExceptionHandler(ModelsController.BadRequestException.class)
+    ResponseEntity<ProblemDetail> badRequest(ModelsController.BadRequestException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST, e.getMessage());
+        p.setTitle("Bad Request");
+        p.setProperty("code", "INVALID_MESSAGE");
+        p.setProperty("field", e.field);
+        return problem(p);
+    }
+
+    @ExceptionHandler(java.io.IOException.class)
+    ResponseEntity<ProblemDetail> io(java.io.IOException e) {
+        log.error("import failed", e);
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.INTERNAL_SERVER_ERROR,
+                "the registry could not read or write model files: " + e.getClass().getSimpleName());
+        p.setTitle("Internal Server Error");
+        p.setProperty("code", "INTERNAL_ERROR");
+        return problem(p);
+    }
+
+    private static ResponseEntity<ProblemDetail> problem(ProblemDetail p) {
+        p.setType(URI.create("about:blank"));
+        return ResponseEntity.status(p.getStatus()).contentType(MediaType.APPLICATION_PROBLEM_JSON).body(p);
+    }
+}

@@ -1,0 +1,10 @@
+package io.butterfly.registry.catalog;
+
+/** What a stored file holds (mirrors the proto's FileKind; mapped at the edges). */
+public enum FileKind {
+    CONFIG,
+    TOKENIZER,
+    EMBEDDING,
+    LAYER,
+    HEAD
+}

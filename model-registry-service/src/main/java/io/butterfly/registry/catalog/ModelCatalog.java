@@ -1,0 +1,106 @@
+package io.butterfly.registry.catalog;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.registry.store.ModelStore;
+import io.grpc.Status;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The models the registry serves: imports (idempotent: an unchanged source reuses the stored shards)
+ * and lookups. Imports are serialized; lookups are lock-free.
+ */
+public class ModelCatalog {
+
+    private static final Logger log = LoggerFactory.getLogger(ModelCatalog.class);
+
+    private final ModelStore store;
+    private final ModelImporter importer;
+    private final Map<String, Manifest> manifests = new ConcurrentHashMap<>();
+    private final Object importLock = new Object();
+
+    public ModelCatalog(ModelStore store, ModelImporter importer) {
+        this.store = store;
+        this.importer = importer;
+    }
+
+    /** A served file: its manifest entry and where its bytes are. */
+    public record StoredFile(Manifest manifest, ManifestFile file, Path path) {
+    }
+
+    /** Serves every complete model already in the store (after a restart, before any re-import). */
+    public void loadStored() throws IOException {
+        for (String id : store.storedModelIds()) {
+            store.load(id).ifPresent(m -> {
+                manifests.put(id, m);
+                log.info("serving stored model {} ({} files, merkle root {})", id, m.files().size(), m.merkleRoot());
+            });
+        }
+    }
+
+    /**
+     * Imports a Hugging Face model directory; the model id defaults to the directory's name. When the
+     * store already holds an import of the same unchanged source, that one is served as it is.
+     */
+    public Manifest importModel(Path sourceDir, String modelId) throws IOException {
+        Path source = sourceDir.toAbsolutePath().normalize();
+        String id = modelId == null || modelId.isBlank()
+                ? (source.getFileName() == null ? "" : source.getFileName().toString())
+                : modelId;
+        if (!ModelStore.isValidModelId(id)) {
+            throw ModelImporter.invalid(modelId == null || modelId.isBlank() ? "path" : "model_id",
+                    "'" + id + "' is not a valid model id (letters, digits, '.', '_', '-')");
+        }
+        synchronized (importLock) {
+            String fingerprint = ModelImporter.fingerprint(source);
+            Optional<Manifest> current = store.loadIfCurrent(id, fingerprint);
+            if (current.isPresent()) {
+                manifests.put(id, current.get());
+                log.info("model {} is unchanged since its import; serving the stored shards", id);
+                return current.get();
+            }
+            long started = System.nanoTime();
+            Path staging = store.newStagingDir(id);
+            try {
+                Manifest m = importer.importModel(id, source, staging);
+                store.commit(staging, m, fingerprint);
+                manifests.put(id, m);
+                log.info("imported {} from {}: {} files, {} bytes, {} parameters, merkle root {} in {} ms", id, source,
+                        m.files().size(), m.totalBytes(), m.parameterCount(), m.merkleRoot(),
+                        (System.nanoTime() - started) / 1_000_000);
+                return m;
+            } finally {
+                ModelStore.deleteRecursively(staging);
+            }
+        }
+    }
+
+    public List<Manifest> list() {
+        return manifests.values().stream().sorted(Comparator.comparing(Manifest::modelId)).toList();
+    }
+
+    public Optional<Manifest> find(String modelId) {
+        return modelId == null ? Optional.empty() : Optional.ofNullable(manifests.get(modelId));
+    }
+
+    public Manifest get(String modelId) {
+        return find(modelId).orElseThrow(() -> new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, Status.Code.NOT_FOUND,
+                "no model '" + modelId + "' in the registry", Map.of("model_id", String.valueOf(modelId)), null));
+    }
+
+    public StoredFile file(String modelId, String fileName) {
+        Manifest m = get(modelId);
+        ManifestFile f = m.file(fileName).orElseThrow(() -> new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND,
+                Status.Code.NOT_FOUND, "model '" + modelId + "' has no file '" + fileName + "'",
+                Map.of("model_id", modelId, "file", String.valueOf(fileName)), null));
+        return new StoredFile(m, f, store.file(modelId, f.name()));
+    }
+}

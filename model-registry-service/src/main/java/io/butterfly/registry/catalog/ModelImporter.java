@@ -1,0 +1,231 @@
+package io.butterfly.registry.catalog;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.hash.MerkleTree;
+import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.common.safetensors.SafetensorsWriter;
+import io.butterfly.common.safetensors.TensorInfo;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.MessageDigest;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * Repackages a Hugging Face model directory ({@code config.json}, one or more {@code *.safetensors},
+ * {@code tokenizer.json}) into per-stage shards and builds their manifest. Tensor bytes and dtypes
+ * are copied unchanged. Layout of the output directory:
+ * <ul>
+ *   <li>{@code config.json}, {@code tokenizer.json}: copied verbatim;</li>
+ *   <li>{@code embed.safetensors}: token (and, for GPT-2, position) embeddings;</li>
+ *   <li>{@code layer-00000.safetensors} ...: one transformer block each;</li>
+ *   <li>{@code head.safetensors}: final norm and LM head; with tied embeddings (no {@code lm_head.weight})
+ *       it also holds a copy of the token embedding under its original name, which the last stage projects with.</li>
+ * </ul>
+ */
+public final class ModelImporter {
+
+    /** Bumped when the output layout changes, so stored models are re-imported. */
+    public static final String LAYOUT_VERSION = "1";
+
+    public static final String CONFIG_FILE = "config.json";
+    public static final String TOKENIZER_FILE = "tokenizer.json";
+    public static final String EMBED_FILE = "embed.safetensors";
+    public static final String HEAD_FILE = "head.safetensors";
+
+    private static final Pattern LAYER = Pattern.compile("(?:^|\\.)(?:layers|h)\\.(\\d+)\\.");
+    private static final Pattern TOKEN_EMBEDDING = Pattern.compile("(?:^|\\.)(?:embed_tokens|wte)\\.weight$");
+    private static final Pattern POSITION_EMBEDDING = Pattern.compile("(?:^|\\.)wpe\\.weight$");
+    private static final Pattern LM_HEAD = Pattern.compile("(?:^|\\.)lm_head\\.weight$");
+
+    private final Clock clock;
+
+    public ModelImporter(Clock clock) {
+        this.clock = clock;
+    }
+
+    public static String layerFileName(int layer) {
+        return String.format("layer-%05d.safetensors", layer);
+    }
+
+    /** The source files an import reads, in a stable order. Fails naming {@code path} when the directory is unusable. */
+    public static List<Path> sourceFiles(Path sourceDir) throws IOException {
+        if (!Files.isDirectory(sourceDir)) {
+            throw invalid("path", sourceDir + " is not a directory");
+        }
+        for (String required : List.of(CONFIG_FILE, TOKENIZER_FILE)) {
+            if (!Files.isRegularFile(sourceDir.resolve(required))) {
+                throw invalid("path", sourceDir + " has no " + required);
+            }
+        }
+        List<Path> weights;
+        try (Stream<Path> s = Files.list(sourceDir)) {
+            weights = s.filter(p -> p.getFileName().toString().endsWith(".safetensors") && Files.isRegularFile(p))
+                    .sorted()
+                    .toList();
+        }
+        if (weights.isEmpty()) {
+            throw invalid("path", sourceDir + " has no *.safetensors file");
+        }
+        List<Path> all = new ArrayList<>();
+        all.add(sourceDir.resolve(CONFIG_FILE));
+        all.add(sourceDir.resolve(TOKENIZER_FILE));
+        all.addAll(weights);
+        return all;
+    }
+
+    /**
+     * A fingerprint of the source (names, sizes, modification times) and of this importer's layout:
+     * a stored import with the same fingerprint need not be redone.
+     */
+    public static String fingerprint(Path sourceDir) throws IOException {
+        MessageDigest d = Sha256.newDigest();
+        d.update(("layout " + LAYOUT_VERSION + "\n").getBytes(StandardCharsets.UTF_8));
+        for (Path p : sourceFiles(sourceDir)) {
+            String line = p.getFileName() + " " + Files.size(p) + " " + Files.getLastModifiedTime(p).toMillis() + "\n";
+            d.update(line.getBytes(StandardCharsets.UTF_8));
+        }
+        return Sha256.toHex(d.digest());
+    }
+
+    /** Imports {@code sourceDir} as {@code modelId} into the (empty or absent) directory {@code outDir}. */
+    public Manifest importModel(String modelId, Path sourceDir, Path outDir) throws IOException {
+        List<Path> sources = sourceFiles(sourceDir);
+        ModelConfig config;
+        try {
+            config = ModelConfig.read(sourceDir.resolve(CONFIG_FILE));
+        } catch (RuntimeException e) {
+            throw invalid("path", sourceDir.resolve(CONFIG_FILE) + " is not a usable model config: " + e.getMessage());
+        }
+        Files.createDirectories(outDir);
+
+        List<SafetensorsFile> opened = new ArrayList<>();
+        try {
+            // Every tensor of the model, by name, with the file it lives in.
+            Map<String, SafetensorsFile> owner = new LinkedHashMap<>();
+            for (Path p : sources.subList(2, sources.size())) {
+                SafetensorsFile f;
+                try {
+                    f = SafetensorsFile.open(p);
+                } catch (RuntimeException e) {
+                    throw invalid("path", p + " is not a valid safetensors file: " + e.getMessage());
+                }
+                opened.add(f);
+                for (String name : f.tensors().keySet()) {
+                    if (owner.putIfAbsent(name, f) != null) {
+                        throw invalid("path", "tensor " + name + " appears in more than one file of " + sourceDir);
+                    }
+                }
+            }
+
+            List<String> embed = new ArrayList<>();
+            TreeMap<Integer, List<String>> layers = new TreeMap<>();
+            List<String> head = new ArrayList<>();
+            String tokenEmbedding = null;
+            boolean hasLmHead = false;
+            long parameters = 0;
+            Map<String, Long> dtypeElements = new HashMap<>();
+            for (Map.Entry<String, SafetensorsFile> e : owner.entrySet()) {
+                String name = e.getKey();
+                TensorInfo info = e.getValue().info(name);
+                parameters += info.numElements();
+                dtypeElements.merge(info.dtype(), info.numElements(), Long::sum);
+                Matcher m = LAYER.matcher(name);
+                if (m.find()) {
+                    int layer = Integer.parseInt(m.group(1));
+                    if (layer >= config.numLayers()) {
+                        throw invalid("path", "tensor " + name + " belongs to layer " + layer + " but the config has "
+                                + config.numLayers() + " layers");
+                    }
+                    layers.computeIfAbsent(layer, k -> new ArrayList<>()).add(name);
+                } else if (TOKEN_EMBEDDING.matcher(name).find()) {
+                    embed.add(name);
+                    tokenEmbedding = name;
+                } else if (POSITION_EMBEDDING.matcher(name).find()) {
+                    embed.add(name);
+                } else {
+                    if (LM_HEAD.matcher(name).find()) {
+                        hasLmHead = true;
+                    }
+                    head.add(name);
+                }
+            }
+            for (int i = 0; i < config.numLayers(); i++) {
+                if (!layers.containsKey(i)) {
+                    throw invalid("path", sourceDir + " has no tensors for layer " + i + " of " + config.numLayers());
+                }
+            }
+            if (tokenEmbedding == null) {
+                throw invalid("path", sourceDir + " has no token embedding (embed_tokens.weight or wte.weight)");
+            }
+            if (!hasLmHead) {
+                // Tied embeddings: the last stage projects with the token embedding, so the head carries a copy.
+                head.add(tokenEmbedding);
+            }
+
+            List<ManifestFile> files = new ArrayList<>();
+            files.add(copy(sourceDir.resolve(CONFIG_FILE), outDir.resolve(CONFIG_FILE), FileKind.CONFIG));
+            files.add(copy(sourceDir.resolve(TOKENIZER_FILE), outDir.resolve(TOKENIZER_FILE), FileKind.TOKENIZER));
+            files.add(shard(owner, embed, outDir.resolve(EMBED_FILE), FileKind.EMBEDDING, null, modelId));
+            for (Map.Entry<Integer, List<String>> l : layers.entrySet()) {
+                files.add(shard(owner, l.getValue(), outDir.resolve(layerFileName(l.getKey())), FileKind.LAYER, l.getKey(), modelId));
+            }
+            files.add(shard(owner, head, outDir.resolve(HEAD_FILE), FileKind.HEAD, null, modelId));
+
+            String merkleRoot = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
+            String dtype = dtypeElements.entrySet().stream()
+                    .max(Map.Entry.comparingByValue())
+                    .map(Map.Entry::getKey)
+                    .orElse("F32");
+            return new Manifest(modelId, config.architecture().id(), merkleRoot.substring(0, 12), config.numLayers(),
+                    parameters, config.hiddenSize(), config.vocabSize(), dtype, files, merkleRoot, clock.millis());
+        } finally {
+            for (SafetensorsFile f : opened) {
+                f.close();
+            }
+        }
+    }
+
+    private static ManifestFile copy(Path from, Path to, FileKind kind) throws IOException {
+        Files.copy(from, to, StandardCopyOption.REPLACE_EXISTING);
+        return describe(to, kind, null, "json");
+    }
+
+    private static ManifestFile shard(Map<String, SafetensorsFile> owner, List<String> names, Path out, FileKind kind,
+                                      Integer layer, String modelId) throws IOException {
+        List<SafetensorsWriter.Entry> entries = new ArrayList<>(names.size());
+        for (String name : names) {
+            SafetensorsFile f = owner.get(name);
+            TensorInfo t = f.info(name);
+            entries.add(new SafetensorsWriter.Entry(name, t.dtype(), t.shape(), f.rawBytes(name)));
+        }
+        // No metadata: the shards read exactly like the worker's reference splitting.
+        SafetensorsWriter.write(out, entries, Map.of());
+        return describe(out, kind, layer, "safetensors");
+    }
+
+    private static ManifestFile describe(Path file, FileKind kind, Integer layer, String format) throws IOException {
+        return new ManifestFile(file.getFileName().toString(), Files.size(file), "sha256", Sha256.hexOfFile(file), kind,
+                layer, layer == null ? null : layer + 1, format);
+    }
+
+    static ButterflyException invalid(String field, String message) {
+        return new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.INVALID_ARGUMENT, message,
+                Map.of("field", field), null);
+    }
+}

@@ -1,0 +1,31 @@
+package io.butterfly.registry.config;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * Registry settings.
+ *
+ * @param storeDir      where imported models live ({@code <store>/<modelId>/})
+ * @param importDirs    Hugging Face model directories imported at start-up (model id = directory name)
+ * @param maxChunkBytes largest FetchFile chunk served (clients may ask for less)
+ */
+@ConfigurationProperties("butterfly.registry")
+public record RegistryProperties(
+        @DefaultValue(".butterfly/registry") Path storeDir,
+        @DefaultValue List<Path> importDirs,
+        @DefaultValue("1048576") int maxChunkBytes) {
+
+    /** Keeps a chunk and its envelope below gRPC's default 4 MiB inbound limit on clients. */
+    public static final int CHUNK_LIMIT = 4 * 1024 * 1024 - 64 * 1024;
+
+    public RegistryProperties {
+        importDirs = importDirs == null ? List.of() : List.copyOf(importDirs);
+        if (maxChunkBytes <= 0 || maxChunkBytes > CHUNK_LIMIT) {
+            throw new IllegalArgumentException("butterfly.registry.max-chunk-bytes must be in (0, " + CHUNK_LIMIT + "]: "
+                    + maxChunkBytes);
+        }
+    }
+}

@@ -1,0 +1,179 @@
+package io.butterfly.registry.store;
+
+import io.butterfly.registry.catalog.Manifest;
+import io.butterfly.registry.catalog.ManifestFile;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The on-disk store: {@code <store>/<modelId>/} holds a model's shards, its {@code manifest.json} and
+ * the fingerprint of the source it was imported from ({@code source.fingerprint}). A model directory
+ * is replaced as a whole: an import writes into a staging directory that is swapped in when complete.
+ */
+public class ModelStore {
+
+    public static final String MANIFEST_FILE = "manifest.json";
+    public static final String FINGERPRINT_FILE = "source.fingerprint";
+    private static final Pattern MODEL_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+    private static final Logger log = LoggerFactory.getLogger(ModelStore.class);
+    private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+
+    private final Path root;
+
+    public ModelStore(Path root) throws IOException {
+        this.root = root.toAbsolutePath().normalize();
+        Files.createDirectories(this.root);
+    }
+
+    public Path root() {
+        return root;
+    }
+
+    public static boolean isValidModelId(String modelId) {
+        return modelId != null && MODEL_ID.matcher(modelId).matches();
+    }
+
+    public Path modelDir(String modelId) {
+        if (!isValidModelId(modelId)) {
+            throw new IllegalArgumentException("invalid model id '" + modelId + "'");
+        }
+        return root.resolve(modelId);
+    }
+
+    /** A stored file of a model; the name must be one the manifest lists (checked by the caller). */
+    public Path file(String modelId, String fileName) {
+        Path p = modelDir(modelId).resolve(fileName).normalize();
+        if (!p.getParent().equals(modelDir(modelId))) {
+            throw new IllegalArgumentException("invalid file name '" + fileName + "'");
+        }
+        return p;
+    }
+
+    /** A fresh staging directory for an import of {@code modelId}. */
+    public Path newStagingDir(String modelId) throws IOException {
+        modelDir(modelId);
+        return Files.createTempDirectory(root, "." + modelId + ".importing-");
+    }
+
+    /** Writes manifest and fingerprint into the staging directory and swaps it in place of the model's directory. */
+    public void commit(Path staging, Manifest manifest, String fingerprint) throws IOException {
+        Files.writeString(staging.resolve(FINGERPRINT_FILE), fingerprint, StandardCharsets.UTF_8);
+        Path tmp = staging.resolve(MANIFEST_FILE + ".tmp");
+        Files.write(tmp, JSON.writeValueAsBytes(manifest));
+        Files.move(tmp, staging.resolve(MANIFEST_FILE), StandardCopyOption.ATOMIC_MOVE);
+        Path target = modelDir(manifest.modelId());
+        Path old = null;
+        if (Files.exists(target)) {
+            old = Files.createTempDirectory(root, "." + manifest.modelId() + ".old-");
+            Files.delete(old);
+            move(target, old);
+        }
+        move(staging, target);
+        if (old != null) {
+            deleteRecursively(old);
+        }
+    }
+
+    /** The stored manifest if it was imported from a source with this fingerprint and its files are all there. */
+    public Optional<Manifest> loadIfCurrent(String modelId, String fingerprint) {
+        Path dir = modelDir(modelId);
+        try {
+            if (!Files.isRegularFile(dir.resolve(FINGERPRINT_FILE))
+                    || !fingerprint.equals(Files.readString(dir.resolve(FINGERPRINT_FILE), StandardCharsets.UTF_8).trim())) {
+                return Optional.empty();
+            }
+            return load(modelId);
+        } catch (IOException e) {
+            log.warn("cannot read the stored import of {}: {}", modelId, e.toString());
+            return Optional.empty();
+        }
+    }
+
+    /** The stored manifest of a model, if present and complete (every file there with its size). */
+    public Optional<Manifest> load(String modelId) {
+        Path dir = modelDir(modelId);
+        try {
+            Manifest m = JSON.readValue(Files.readAllBytes(dir.resolve(MANIFEST_FILE)), Manifest.class);
+            if (!modelId.equals(m.modelId())) {
+                return Optional.empty();
+            }
+            for (ManifestFile f : m.files()) {
+                Path p = dir.resolve(f.name());
+                if (!Files.isRegularFile(p) || Files.size(p) != f.sizeBytes()) {
+                    log.warn("stored model {} is incomplete: {} is missing or has the wrong size", modelId, f.name());
+                    return Optional.empty();
+                }
+            }
+            return Optional.of(m);
+        } catch (NoSuchFileException e) {
+            return Optional.empty();
+        } catch (IOException | JacksonException e) {
+            log.warn("cannot read the stored manifest of {}: {}", modelId, e.toString());
+            return Optional.empty();
+        }
+    }
+
+    /** Every stored model id (directories with a manifest). */
+    public List<String> storedModelIds() throws IOException {
+        List<String> ids = new ArrayList<>();
+        try (DirectoryStream<Path> s = Files.newDirectoryStream(root)) {
+            for (Path p : s) {
+                String name = p.getFileName().toString();
+                if (isValidModelId(name) && Files.isRegularFile(p.resolve(MANIFEST_FILE))) {
+                    ids.add(name);
+                }
+            }
+        }
+        ids.sort(null);
+        return ids;
+    }
+
+    public static void deleteRecursively(Path dir) {
+        if (dir == null || !Files.exists(dir)) {
+            return;
+        }
+        try {
+            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    Files.delete(file);
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
+                    Files.delete(d);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            log.warn("could not delete {}: {}", dir, e.toString());
+        }
+    }
+
+    private static void move(Path from, Path to) throws IOException {
+        try {
+            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(from, to);
+        }
+    }
+}

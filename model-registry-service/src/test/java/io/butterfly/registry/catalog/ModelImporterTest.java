@@ -1,0 +1,183 @@
+package io.butterfly.registry.catalog;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.hash.MerkleTree;
+import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.common.safetensors.SafetensorsWriter;
+import io.butterfly.common.safetensors.TensorInfo;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.registry.TinyModels;
+import io.butterfly.registry.store.ModelStore;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ModelImporterTest {
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    void llamaWithItsOwnHeadIsSplitIntoOneShardPerStage() throws Exception {
+        ModelConfig config = TinyModels.llama(false);
+        List<SafetensorsWriter.Entry> source = TinyModels.write(tmp.resolve("src/llama-tiny"), config, "F32", 1, 7);
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+
+        Manifest m = catalog.importModel(tmp.resolve("src/llama-tiny"), null);
+
+        assertThat(m.modelId()).isEqualTo("llama-tiny");
+        assertThat(m.architecture()).isEqualTo("llama");
+        assertThat(m.numLayers()).isEqualTo(3);
+        assertThat(m.hiddenSize()).isEqualTo(16);
+        assertThat(m.vocabSize()).isEqualTo(64);
+        assertThat(m.dtype()).isEqualTo("F32");
+        assertThat(m.parameterCount()).isEqualTo(config.parameterCount());
+        assertThat(m.files()).extracting(ManifestFile::name).containsExactly("config.json", "tokenizer.json",
+                "embed.safetensors", "layer-00000.safetensors", "layer-00001.safetensors", "layer-00002.safetensors",
+                "head.safetensors");
+        assertThat(m.files()).extracting(ManifestFile::kind).containsExactly(FileKind.CONFIG, FileKind.TOKENIZER,
+                FileKind.EMBEDDING, FileKind.LAYER, FileKind.LAYER, FileKind.LAYER, FileKind.HEAD);
+        for (int i = 0; i < 3; i++) {
+            ManifestFile f = m.files().get(3 + i);
+            assertThat(f.layerStart()).isEqualTo(i);
+            assertThat(f.layerEnd()).isEqualTo(i + 1);
+            assertThat(f.format()).isEqualTo("safetensors");
+        }
+        assertThat(m.files().get(0).format()).isEqualTo("json");
+
+        Path dir = tmp.resolve("store/llama-tiny");
+        assertChecksumsAndMerkleRoot(m, dir);
+        Map<String, List<String>> where = tensorsByShard(m, dir, source);
+        assertThat(where.get("model.embed_tokens.weight")).containsExactly("embed.safetensors");
+        assertThat(where.get("lm_head.weight")).containsExactly("head.safetensors");
+        assertThat(where.get("model.norm.weight")).containsExactly("head.safetensors");
+        assertThat(where.get("model.layers.2.mlp.down_proj.weight")).containsExactly("layer-00002.safetensors");
+        where.forEach((name, shards) -> assertThat(shards).as(name).hasSize(1));
+        assertThat(Files.readString(dir.resolve("config.json")))
+                .isEqualTo(Files.readString(tmp.resolve("src/llama-tiny/config.json")));
+    }
+
+    @Test
+    void tiedGpt2InSeveralFilesKeepsNamesAndDtypeAndCopiesTheEmbeddingIntoTheHead() throws Exception {
+        ModelConfig config = TinyModels.gpt2();
+        List<SafetensorsWriter.Entry> source = TinyModels.write(tmp.resolve("src/gpt2-tiny"), config, "F16", 3, 11);
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+
+        Manifest m = catalog.importModel(tmp.resolve("src/gpt2-tiny"), "gpt2-renamed");
+
+        assertThat(m.modelId()).isEqualTo("gpt2-renamed");
+        assertThat(m.architecture()).isEqualTo("gpt2");
+        assertThat(m.dtype()).isEqualTo("F16");
+        assertThat(m.parameterCount()).as("tied embedding counted once").isEqualTo(config.parameterCount());
+        Path dir = tmp.resolve("store/gpt2-renamed");
+        assertChecksumsAndMerkleRoot(m, dir);
+        Map<String, List<String>> where = tensorsByShard(m, dir, source);
+        assertThat(where.get("transformer.wte.weight")).containsExactly("embed.safetensors", "head.safetensors");
+        assertThat(where.get("transformer.wpe.weight")).containsExactly("embed.safetensors");
+        assertThat(where.get("transformer.ln_f.bias")).containsExactly("head.safetensors");
+        assertThat(where.get("transformer.h.1.attn.c_attn.weight")).containsExactly("layer-00001.safetensors");
+        where.forEach((name, shards) -> {
+            if (!name.equals("transformer.wte.weight")) {
+                assertThat(shards).as(name).hasSize(1);
+            }
+        });
+    }
+
+    @Test
+    void importIsIdempotentAndRedoneWhenTheSourceChanges() throws Exception {
+        TinyModels.write(tmp.resolve("src/m"), TinyModels.llama(true), "F32", 1, 3);
+        ModelStore store = new ModelStore(tmp.resolve("store"));
+        Manifest first = new ModelCatalog(store, new ModelImporter(Clock.systemUTC())).importModel(tmp.resolve("src/m"), null);
+        Path head = tmp.resolve("store/m/head.safetensors");
+        FileTime written = Files.getLastModifiedTime(head);
+
+        // A "restart": a new catalog over the same store serves the stored import without redoing it.
+        ModelCatalog restarted = new ModelCatalog(store, new ModelImporter(Clock.systemUTC()));
+        restarted.loadStored();
+        assertThat(restarted.get("m")).isEqualTo(first);
+        Manifest again = restarted.importModel(tmp.resolve("src/m"), null);
+        assertThat(again).isEqualTo(first);
+        assertThat(Files.getLastModifiedTime(head)).isEqualTo(written);
+
+        // Tied Llama: the head carries the embedding copy.
+        try (SafetensorsFile f = SafetensorsFile.open(head)) {
+            assertThat(f.tensors()).containsKeys("model.norm.weight", "model.embed_tokens.weight");
+        }
+
+        Path weights = tmp.resolve("src/m/model.safetensors");
+        Files.setLastModifiedTime(weights, FileTime.fromMillis(Files.getLastModifiedTime(weights).toMillis() + 5_000));
+        Manifest redone = restarted.importModel(tmp.resolve("src/m"), null);
+        assertThat(redone.createdAtMs()).isGreaterThanOrEqualTo(first.createdAtMs());
+        assertThat(redone.merkleRoot()).isEqualTo(first.merkleRoot());
+        try (var s = Files.list(tmp.resolve("store"))) {
+            assertThat(s.map(p -> p.getFileName().toString()).toList()).containsExactly("m");
+        }
+    }
+
+    @Test
+    void aDirectoryThatIsNotAModelIsRefusedNamingThePath() throws Exception {
+        Files.createDirectories(tmp.resolve("empty"));
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+        assertThatThrownBy(() -> catalog.importModel(tmp.resolve("empty"), null))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                    assertThat(e.context()).containsEntry("field", "path");
+                });
+        assertThatThrownBy(() -> catalog.importModel(tmp.resolve("missing"), null))
+                .isInstanceOf(ButterflyException.class);
+        assertThatThrownBy(() -> catalog.get("nope"))
+                .isInstanceOfSatisfying(ButterflyException.class,
+                        e -> assertThat(e.code()).isEqualTo(ErrorCode.MANIFEST_NOT_FOUND));
+    }
+
+    private static void assertChecksumsAndMerkleRoot(Manifest m, Path dir) throws Exception {
+        List<String> sums = new ArrayList<>();
+        for (ManifestFile f : m.files()) {
+            Path p = dir.resolve(f.name());
+            assertThat(f.sizeBytes()).as(f.name()).isEqualTo(Files.size(p));
+            assertThat(f.checksum()).as(f.name()).isEqualTo(Sha256.hexOfFile(p)).matches("[0-9a-f]{64}");
+            assertThat(f.checksumAlgorithm()).isEqualTo("sha256");
+            sums.add(f.checksum());
+        }
+        assertThat(m.merkleRoot()).isEqualTo(MerkleTree.rootHex(sums));
+    }
+
+    /** Which shards hold each source tensor; asserts bytes, dtype and shape are unchanged. */
+    private static Map<String, List<String>> tensorsByShard(Manifest m, Path dir, List<SafetensorsWriter.Entry> source)
+            throws Exception {
+        Map<String, SafetensorsWriter.Entry> byName = new HashMap<>();
+        source.forEach(e -> byName.put(e.name(), e));
+        Map<String, List<String>> where = new HashMap<>();
+        for (ManifestFile f : m.files()) {
+            if (!f.format().equals("safetensors")) {
+                continue;
+            }
+            try (SafetensorsFile sf = SafetensorsFile.open(dir.resolve(f.name()))) {
+                for (TensorInfo t : sf.tensors().values()) {
+                    SafetensorsWriter.Entry e = byName.get(t.name());
+                    assertThat(e).as(t.name()).isNotNull();
+                    assertThat(t.dtype()).isEqualTo(e.dtype());
+                    assertThat(t.shape()).isEqualTo(e.shape());
+                    ByteBuffer expected = e.data().duplicate().rewind();
+                    assertThat(sf.rawBytes(t.name())).isEqualTo(expected);
+                    where.computeIfAbsent(t.name(), k -> new ArrayList<>()).add(f.name());
+                }
+            }
+        }
+        assertThat(where.keySet()).containsExactlyInAnyOrderElementsOf(byName.keySet());
+        return where;
+    }
+}
