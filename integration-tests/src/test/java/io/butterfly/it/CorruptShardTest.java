@@ -25,7 +25,7 @@ class CorruptShardTest {
 
     @Test
     void corruptedShardIsRefusedAndTheStateSaysWhy() throws Exception {
-        ModelConfig config = new ModelConfig(Architecture.LLAMA, 3, 32, 4, 2, 64, 256, 64, 1e-5, 10000, false, 1, 2);
+        ModelConfig config = new ModelConfig(Architecture.LLAMA, 3, 32, 4, 2, 64, 320, 64, 1e-5, 10000, false, 1, 2);
         Path model = work.resolve("tampered");
         ModelGenerator.generate(config, 3, model);
         try (LocalCluster cluster = new LocalCluster(work)) {

@@ -22,7 +22,7 @@ class WorkerCountEquivalenceTest {
     Path work;
 
     @ParameterizedTest(name = "{0} on {1} worker(s)")
-    @CsvSource({"GPT2, 1", "GPT2, 2", "LLAMA, 4"})
+    @CsvSource({"GPT2, 1", "GPT2, 2", "GPT2, 3", "GPT2, 4", "LLAMA, 1", "LLAMA, 3", "LLAMA, 4"})
     void generationEqualsSingleProcess(Architecture arch, int workers) throws Exception {
         ModelConfig config = arch == Architecture.GPT2
                 ? new ModelConfig(arch, 4, 64, 4, 4, 256, 300, 128, 1e-5, 0, true, 0, 0)

@@ -50,7 +50,8 @@ final class WeightStore implements AutoCloseable {
                 store.files.add(f);
                 for (String name : f.tensors().keySet()) {
                     SafetensorsFile previous = store.byName.putIfAbsent(name, f);
-                    if (previous != null) {
+                    // A tied head ships its own copy of the embedding: identical copies are one tensor.
+                    if (previous != null && !sameTensor(previous, f, name)) {
                         throw new IllegalArgumentException("tensor '" + name + "' is in both " + previous.path() + " and " + p);
                     }
                 }
@@ -170,5 +171,12 @@ final class WeightStore implements AutoCloseable {
         if (first != null) {
             throw first;
         }
+    }
+
+    private static boolean sameTensor(SafetensorsFile a, SafetensorsFile b, String name) throws IOException {
+        var ta = a.tensors().get(name);
+        var tb = b.tensors().get(name);
+        return ta.dtype().equals(tb.dtype()) && java.util.Arrays.equals(ta.shape(), tb.shape())
+                && a.rawBytes(name).equals(b.rawBytes(name));
     }
 }

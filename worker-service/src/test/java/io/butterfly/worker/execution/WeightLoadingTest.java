@@ -80,4 +80,31 @@ class WeightLoadingTest {
         assertThatThrownBy(() -> DjlPartitionExecutor.load(spec, files, new ExecutorOptions("gpu:64", 0)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("GPU");
     }
+    @Test
+    void anIdenticalCopyOfATensorInTwoFilesIsOneTensorButADifferentOneIsRefused() throws Exception {
+        ModelConfig tied = TestModels.llamaTied();
+        Path tiedModel = TestModels.write(tied, TestModels.Options.plain().withAttentionBias(), 5, dir.resolve("tied"));
+        Path other = TestModels.write(tied, TestModels.Options.plain().withAttentionBias(), 6, dir.resolve("tied-other"));
+        Path tiedShards = dir.resolve("tied-shards");
+        TestModels.writeShards(tiedModel, tiedShards);
+        io.butterfly.common.safetensors.SafetensorsWriter.Entry embedding;
+        try (var f = io.butterfly.common.safetensors.SafetensorsFile.open(tiedShards.resolve("embed.safetensors"))) {
+            var t = f.tensors().get("model.embed_tokens.weight");
+            embedding = new io.butterfly.common.safetensors.SafetensorsWriter.Entry(t.name(), t.dtype(), t.shape(),
+                    f.rawBytes(t.name()));
+        }
+        // The registry's head shard of a tied model carries a copy of the embedding.
+        Path copy = dir.resolve("embedding-copy.safetensors");
+        io.butterfly.common.safetensors.SafetensorsWriter.write(copy, List.of(embedding), java.util.Map.of());
+        PartitionSpec whole = PartitionSpec.whole(tied);
+        List<Path> files = new java.util.ArrayList<>(TestModels.shardsFor(whole, tiedShards));
+        files.add(copy);
+        try (DjlPartitionExecutor exec = DjlPartitionExecutor.load(whole, files, ExecutorOptions.cpu())) {
+            assertThat(exec.spec()).isEqualTo(whole);
+        }
+        List<Path> conflicting = new java.util.ArrayList<>(TestModels.shardsFor(whole, tiedShards));
+        conflicting.add(other.resolve("model.safetensors"));
+        assertThatThrownBy(() -> DjlPartitionExecutor.load(whole, conflicting, ExecutorOptions.cpu()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is in both");
+    }
 }
