@@ -32,6 +32,7 @@ public final class BenchCommand {
         Args args = Args.parse(raw, 0);
         Path launcher = Path.of(args.option("launcher", "./butterfly"));
         Path state = Path.of(args.option("state", ".butterfly"));
+        String coordinator = args.option("coordinator", "http://127.0.0.1:8080");
         int workers = Integer.parseInt(args.option("workers", "3"));
         int tokens = Integer.parseInt(args.option("tokens", "64"));
         int repeats = Integer.parseInt(args.option("repeats", "3"));
@@ -52,15 +53,15 @@ public final class BenchCommand {
         }
         System.out.printf("plain in-process DJL loop:  %8.2f tokens/s%n", plain);
 
-        double one = cluster(launcher, model, 1, prompt, tokens, repeats);
+        double one = cluster(launcher, coordinator, model, 1, prompt, tokens, repeats);
         System.out.printf("cluster, 1 worker:          %8.2f tokens/s  (%.2fx the plain loop)%n", one, one / plain);
-        double many = cluster(launcher, model, workers, prompt, tokens, repeats);
+        double many = cluster(launcher, coordinator, model, workers, prompt, tokens, repeats);
         System.out.printf("cluster, %d workers:         %8.2f tokens/s  (%.2fx one worker)%n", workers, many, many / one);
         System.out.printf("ratio=%.2f%n", many / one);
     }
 
     /** Starts a cluster with {@code workers} worker processes, measures decode tokens/s, stops it. */
-    static double cluster(Path launcher, Path model, int workers, long[] prompt, int tokens, int repeats) throws Exception {
+    static double cluster(Path launcher, String coordinator, Path model, int workers, long[] prompt, int tokens, int repeats) throws Exception {
         run(launcher, "up", "--workers", String.valueOf(workers), "--model", model.toString());
         try {
             HttpClient http = HttpClient.newHttpClient();
@@ -69,7 +70,7 @@ public final class BenchCommand {
                     + ", \"temperature\": 0, \"ignore_eos\": true}";
             List<Double> rates = new ArrayList<>();
             for (int i = 0; i <= repeats; i++) {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8080/api/v1/inference"))
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(coordinator + "/api/v1/inference"))
                         .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
                         .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
                 if (r.statusCode() != 200) {

@@ -1,0 +1,97 @@
+package io.butterfly.common.crypto;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.GeneralSecurityException;
+import java.security.KeyPair;
+import java.security.PrivateKey;
+import java.security.PublicKey;
+
+/**
+ * A node's (or publisher's) long-lived Ed25519 key pair, generated on first start and kept in its
+ * data directory as {@code identity.key} (PKCS#8, owner-only) and {@code identity.pub} (raw key, hex).
+ */
+public final class NodeIdentity {
+
+    static final String PRIVATE_FILE = "identity.key";
+    static final String PUBLIC_FILE = "identity.pub";
+
+    private final PrivateKey privateKey;
+    private final byte[] publicKey;
+
+    private NodeIdentity(PrivateKey privateKey, byte[] publicKey) {
+        this.privateKey = privateKey;
+        this.publicKey = publicKey;
+    }
+
+    /** Loads the identity kept in {@code directory}, creating it there on first use. */
+    public static NodeIdentity loadOrCreate(Path directory) {
+        try {
+            Files.createDirectories(directory);
+            Path key = directory.resolve(PRIVATE_FILE);
+            if (Files.exists(key)) {
+                return load(directory);
+            }
+            KeyPair pair = Ed25519.generate();
+            Path tmp = Files.createTempFile(directory, PRIVATE_FILE, ".tmp");
+            restrictToOwner(tmp);
+            Files.write(tmp, pair.getPrivate().getEncoded());
+            Files.move(tmp, key, StandardCopyOption.ATOMIC_MOVE);
+            byte[] raw = Ed25519.raw(pair.getPublic());
+            Files.writeString(directory.resolve(PUBLIC_FILE), Ed25519.hex(raw) + "\n");
+            return new NodeIdentity(pair.getPrivate(), raw);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot keep the node identity in " + directory, e);
+        }
+    }
+
+    /** A fresh identity held only in memory (tests, one-off tools). */
+    public static NodeIdentity ephemeral() {
+        KeyPair pair = Ed25519.generate();
+        return new NodeIdentity(pair.getPrivate(), Ed25519.raw(pair.getPublic()));
+    }
+
+    private static NodeIdentity load(Path directory) throws IOException {
+        try {
+            PrivateKey key = Ed25519.privateKey(Files.readAllBytes(directory.resolve(PRIVATE_FILE)));
+            byte[] raw = Ed25519.fromHex(Files.readString(directory.resolve(PUBLIC_FILE)));
+            NodeIdentity identity = new NodeIdentity(key, raw);
+            byte[] probe = "identity-check".getBytes();
+            if (!Ed25519.verify(raw, probe, identity.sign(probe))) {
+                throw new IOException("identity.pub does not belong to identity.key in " + directory);
+            }
+            return identity;
+        } catch (GeneralSecurityException | IllegalArgumentException e) {
+            throw new IOException("corrupt node identity in " + directory + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void restrictToOwner(Path file) throws IOException {
+        try {
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+        } catch (UnsupportedOperationException ignored) {
+            // not a POSIX file system: rely on the directory's permissions
+        }
+    }
+
+    public byte[] sign(byte[] message) {
+        return Ed25519.sign(privateKey, message);
+    }
+
+    /** The raw 32-byte public key. */
+    public byte[] publicKey() {
+        return publicKey.clone();
+    }
+
+    public String publicKeyHex() {
+        return Ed25519.hex(publicKey);
+    }
+
+    public PublicKey jdkPublicKey() {
+        return Ed25519.publicKey(publicKey);
+    }
+}
