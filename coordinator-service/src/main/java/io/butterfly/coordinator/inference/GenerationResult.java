@@ -19,9 +19,12 @@ import java.util.Map;
  * @param decodeTokensPerSecond decode throughput after the first token
  * @param totalMs         wall time
  * @param stageComputeMs  compute time per pipeline stage, summed over steps
+ * @param pipelineMs      wall time of the pipeline round trips seen by the coordinator (compute + transport)
+ * @param samplingMs      time the coordinator spent decoding logits and sampling
  */
 public record GenerationResult(String taskId, String modelId, List<Long> promptTokenIds, List<Long> tokenIds,
                                String text, String finishReason, List<Double> tokenLogprobs,
                                List<List<TokenLogprob>> topLogprobs, double timeToFirstTokenMs,
-                               double decodeTokensPerSecond, double totalMs, Map<String, Double> stageComputeMs) {
+                               double decodeTokensPerSecond, double totalMs, Map<String, Double> stageComputeMs,
+                               double pipelineMs, double samplingMs) {
 }

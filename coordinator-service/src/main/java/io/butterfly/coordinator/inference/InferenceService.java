@@ -104,8 +104,13 @@ public class InferenceService {
         long[] input = prompt.stream().mapToLong(Long::longValue).toArray();
         int position = 0;
         String finish = "length";
+        long pipelineNanos = 0;
+        long samplingNanos = 0;
         for (int step = 0; step < maxTokens; step++) {
+            long t0 = System.nanoTime();
             ForwardResponse response = step(taskId, step, epoch, pipeline, position, input);
+            long t1 = System.nanoTime();
+            pipelineNanos += t1 - t0;
             for (StageTiming t : response.getTimingsList()) {
                 stageMs.merge(t.getNodeId(), t.getComputeNanos() / 1e6, Double::sum);
             }
@@ -115,6 +120,7 @@ public class InferenceService {
                         "last stage returned logits of shape " + response.getLogits().getShapeList());
             }
             TokenChoice choice = sampler.choose(logits, step);
+            samplingNanos += System.nanoTime() - t1;
             if (step == 0) {
                 firstToken = System.nanoTime();
             }
@@ -134,7 +140,8 @@ public class InferenceService {
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
         String text = model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
         return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, text, finish,
-                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs);
+                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs,
+                pipelineNanos / 1e6, samplingNanos / 1e6);
     }
 
     private ForwardResponse step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens) {

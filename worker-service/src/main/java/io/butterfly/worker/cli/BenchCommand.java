@@ -36,6 +36,8 @@ public final class BenchCommand {
         int workers = Integer.parseInt(args.option("workers", "3"));
         int tokens = Integer.parseInt(args.option("tokens", "64"));
         int repeats = Integer.parseInt(args.option("repeats", "3"));
+        // Requests before measuring: the JIT compiles the per-step path (gRPC, codec, DJL calls) on the way.
+        int warmup = Integer.parseInt(args.option("warmup", "4"));
         Path model = args.has("model") ? Path.of(args.option("model", "")) : state.resolve("models/bench-100m");
         if (!Files.exists(model.resolve("model.safetensors"))) {
             System.out.println("generating the benchmark model (~100M parameters) in " + model);
@@ -43,25 +45,23 @@ public final class BenchCommand {
         }
         ModelConfig config = ModelConfig.read(model.resolve("config.json"));
         long[] prompt = LongStream.range(0, PROMPT_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
-        System.out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens, best of %d%n",
+        System.out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens, %d warm-up runs, best of %d%n",
                 model.getFileName(), config.architecture().id(), config.numLayers(), config.hiddenSize(),
-                config.parameterCount(), PROMPT_TOKENS, tokens, repeats);
+                config.parameterCount(), PROMPT_TOKENS, tokens, warmup, repeats);
 
-        double plain = 0;
-        for (int i = 0; i < repeats; i++) {
-            plain = Math.max(plain, PlainDjlLoop.decodeTokensPerSecond(model, prompt, tokens));
-        }
+        double plain = PlainDjlLoop.decodeTokensPerSecond(model, prompt, tokens, warmup, repeats);
         System.out.printf("plain in-process DJL loop:  %8.2f tokens/s%n", plain);
 
-        double one = cluster(launcher, coordinator, model, 1, prompt, tokens, repeats);
+        double one = cluster(launcher, coordinator, model, 1, prompt, tokens, warmup, repeats);
         System.out.printf("cluster, 1 worker:          %8.2f tokens/s  (%.2fx the plain loop)%n", one, one / plain);
-        double many = cluster(launcher, coordinator, model, workers, prompt, tokens, repeats);
+        double many = cluster(launcher, coordinator, model, workers, prompt, tokens, warmup, repeats);
         System.out.printf("cluster, %d workers:         %8.2f tokens/s  (%.2fx one worker)%n", workers, many, many / one);
         System.out.printf("ratio=%.2f%n", many / one);
     }
 
     /** Starts a cluster with {@code workers} worker processes, measures decode tokens/s, stops it. */
-    static double cluster(Path launcher, String coordinator, Path model, int workers, long[] prompt, int tokens, int repeats) throws Exception {
+    static double cluster(Path launcher, String coordinator, Path model, int workers, long[] prompt, int tokens,
+                          int warmup, int repeats) throws Exception {
         run(launcher, "up", "--workers", String.valueOf(workers), "--model", model.toString());
         try {
             HttpClient http = HttpClient.newHttpClient();
@@ -69,7 +69,7 @@ public final class BenchCommand {
                     .collect(Collectors.joining(", ", "[", "]")) + ", \"max_tokens\": " + tokens
                     + ", \"temperature\": 0, \"ignore_eos\": true}";
             List<Double> rates = new ArrayList<>();
-            for (int i = 0; i <= repeats; i++) {
+            for (int i = 0; i < warmup + repeats; i++) {
                 HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(coordinator + "/api/v1/inference"))
                         .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
                         .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
@@ -77,7 +77,7 @@ public final class BenchCommand {
                     throw new IllegalStateException("inference failed: HTTP " + r.statusCode() + " " + r.body());
                 }
                 JsonNode json = JSON.readTree(r.body());
-                if (i > 0) { // the first request warms the pipeline
+                if (i >= warmup) {
                     rates.add(json.path("timings").path("decode_tokens_per_second").asDouble());
                 }
             }

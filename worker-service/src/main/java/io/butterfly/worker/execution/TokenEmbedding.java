@@ -2,6 +2,7 @@ package io.butterfly.worker.execution;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.SparseFormat;
 
 /**
  * Token embedding lookup. With a tied head on the same stage the table is the head's
@@ -31,7 +32,8 @@ final class TokenEmbedding {
     /** Token ids {@code [N]} to contiguous {@code [N, hidden]}. */
     NDArray lookup(NDArray tokenIds) {
         if (!columns) {
-            return table.get(tokenIds);
+            // The engine's embedding op: a row gather, about twice as fast as advanced indexing.
+            return tokenIds.getNDArrayInternal().embedding(tokenIds, table, SparseFormat.DENSE).singletonOrThrow();
         }
         // Contiguous rows as a row gather gives: reductions over a strided layout may round differently,
         // and a stage must compute the same bits whichever layout its input came in.
