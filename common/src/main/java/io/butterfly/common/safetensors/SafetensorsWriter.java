@@ -11,11 +11,16 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Writes safetensors files (header via Jackson, then the tensors' bytes in order). Used by the model
  * generator and the registry's per-layer repackaging; DJL's decoder reads the result (tested).
+ *
+ * <p>The bytes are a pure function of the entries: header keys in a fixed order (tensors as given,
+ * fields dtype/shape/data_offsets, metadata sorted), so re-importing a model reproduces every shard's
+ * SHA-256 and the manifest's Merkle root.
  */
 public final class SafetensorsWriter {
 
@@ -37,7 +42,7 @@ public final class SafetensorsWriter {
     public static void write(Path file, List<Entry> entries, Map<String, String> metadata) throws IOException {
         Map<String, Object> header = new LinkedHashMap<>();
         if (metadata != null && !metadata.isEmpty()) {
-            header.put("__metadata__", metadata);
+            header.put("__metadata__", new TreeMap<>(metadata));
         }
         long offset = 0;
         for (Entry e : entries) {
@@ -54,7 +59,11 @@ public final class SafetensorsWriter {
             if (expected != len) {
                 throw new IllegalArgumentException(e.name() + ": " + len + " bytes do not match " + e.dtype() + dims);
             }
-            header.put(e.name(), Map.of("dtype", e.dtype(), "shape", dims, "data_offsets", List.of(offset, offset + len)));
+            Map<String, Object> info = new LinkedHashMap<>();
+            info.put("dtype", e.dtype());
+            info.put("shape", dims);
+            info.put("data_offsets", List.of(offset, offset + len));
+            header.put(e.name(), info);
             offset += len;
         }
         byte[] json = JSON.writeValueAsString(header).getBytes(StandardCharsets.UTF_8);

@@ -1,6 +1,7 @@
 package io.butterfly.worker.cli;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.worker.execution.ExecutorOptions;
 import io.butterfly.worker.execution.PlainDjlLoop;
 import java.io.IOException;
 import java.net.URI;
@@ -19,9 +20,12 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * {@code ./butterfly bench}: decode tokens/s of one model (a) in a plain in-process DJL loop, (b) in
- * a cluster with one worker and (c) split over N worker processes, all measured in the same run.
- * The last line is {@code ratio=X.XX} = (c) / (b).
+ * {@code ./butterfly bench}: decode tokens/s of one model (a) in a plain in-process DJL loop, (b) in a
+ * cluster with one worker and (c) split over N worker processes, all measured in the same run.
+ *
+ * <p>Both clusters run at the same time (each under its own state directory and port offset) and the
+ * three are measured in interleaved rounds, so a burst of load from elsewhere on the machine hits all
+ * three alike; each figure is the median over the rounds. The last line is {@code ratio=X.XX} = (c) / (b).
  */
 public final class BenchCommand {
 
@@ -32,68 +36,120 @@ public final class BenchCommand {
         Args args = Args.parse(raw, 0);
         Path launcher = Path.of(args.option("launcher", "./butterfly"));
         Path state = Path.of(args.option("state", ".butterfly"));
-        String coordinator = args.option("coordinator", "http://127.0.0.1:8080");
+        int portOffset = Integer.parseInt(args.option("port-offset", "0"));
         int workers = Integer.parseInt(args.option("workers", "3"));
         int tokens = Integer.parseInt(args.option("tokens", "64"));
-        int repeats = Integer.parseInt(args.option("repeats", "3"));
-        // Requests before measuring: the JIT compiles the per-step path (gRPC, codec, DJL calls) on the way.
-        int warmup = Integer.parseInt(args.option("warmup", "4"));
+        int rounds = Integer.parseInt(args.option("rounds", "5"));
+        // Unmeasured runs first: the JIT compiles the per-step path (gRPC, codec, DJL calls) on the way.
+        int warmup = Integer.parseInt(args.option("warmup", "3"));
         Path model = args.has("model") ? Path.of(args.option("model", "")) : state.resolve("models/bench-100m");
         if (!Files.exists(model.resolve("model.safetensors"))) {
             System.out.println("generating the benchmark model (~100M parameters) in " + model);
             io.butterfly.common.model.generate.GenerateModelCommand.main(new String[]{"--preset", "bench-100m", "--out", model.toString()});
         }
+        model = model.toAbsolutePath();
         ModelConfig config = ModelConfig.read(model.resolve("config.json"));
         long[] prompt = LongStream.range(0, PROMPT_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
-        System.out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens, %d warm-up runs, best of %d%n",
+        System.out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens;"
+                        + " %d warm-up runs, median of %d interleaved rounds%n",
                 model.getFileName(), config.architecture().id(), config.numLayers(), config.hiddenSize(),
-                config.parameterCount(), PROMPT_TOKENS, tokens, warmup, repeats);
+                config.parameterCount(), PROMPT_TOKENS, tokens, warmup, rounds);
 
-        double plain = PlainDjlLoop.decodeTokensPerSecond(model, prompt, tokens, warmup, repeats);
-        System.out.printf("plain in-process DJL loop:  %8.2f tokens/s%n", plain);
-
-        double one = cluster(launcher, coordinator, model, 1, prompt, tokens, warmup, repeats);
-        System.out.printf("cluster, 1 worker:          %8.2f tokens/s  (%.2fx the plain loop)%n", one, one / plain);
-        double many = cluster(launcher, coordinator, model, workers, prompt, tokens, warmup, repeats);
-        System.out.printf("cluster, %d workers:         %8.2f tokens/s  (%.2fx one worker)%n", workers, many, many / one);
-        System.out.printf("ratio=%.2f%n", many / one);
-    }
-
-    /** Starts a cluster with {@code workers} worker processes, measures decode tokens/s, stops it. */
-    static double cluster(Path launcher, String coordinator, Path model, int workers, long[] prompt, int tokens,
-                          int warmup, int repeats) throws Exception {
-        run(launcher, "up", "--workers", String.valueOf(workers), "--model", model.toString());
-        try {
-            HttpClient http = HttpClient.newHttpClient();
-            String body = "{\"token_ids\": " + Arrays.stream(prompt).mapToObj(Long::toString)
-                    .collect(Collectors.joining(", ", "[", "]")) + ", \"max_tokens\": " + tokens
-                    + ", \"temperature\": 0, \"ignore_eos\": true}";
-            List<Double> rates = new ArrayList<>();
-            for (int i = 0; i < warmup + repeats; i++) {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(coordinator + "/api/v1/inference"))
-                        .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
-                        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
-                if (r.statusCode() != 200) {
-                    throw new IllegalStateException("inference failed: HTTP " + r.statusCode() + " " + r.body());
-                }
-                JsonNode json = JSON.readTree(r.body());
-                if (i >= warmup) {
-                    rates.add(json.path("timings").path("decode_tokens_per_second").asDouble());
-                }
+        // Port offsets 700 and 800 keep the two clusters apart from each other and from a cluster on offset 0.
+        Cluster one = new Cluster(launcher, state.resolve("bench/one-worker"), portOffset + 700, 1);
+        Cluster many = new Cluster(launcher, state.resolve("bench/" + workers + "-workers"), portOffset + 800, workers);
+        try (PlainDjlLoop plainLoop = PlainDjlLoop.load(model, new ExecutorOptions("auto", 0))) {
+            one.start(model);
+            many.start(model);
+            String body = requestBody(prompt, tokens);
+            for (int i = 0; i < warmup; i++) {
+                plainLoop.generate(prompt, tokens);
+                one.decodeTokensPerSecond(body);
+                many.decodeTokensPerSecond(body);
             }
-            return rates.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+            double[] plain = new double[rounds];
+            double[] single = new double[rounds];
+            double[] split = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                plain[r] = plainLoop.generate(prompt, tokens).decodeTokensPerSecond();
+                single[r] = one.decodeTokensPerSecond(body);
+                split[r] = many.decodeTokensPerSecond(body);
+                System.out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%n",
+                        r + 1, plain[r], single[r], workers, split[r]);
+            }
+            double p = median(plain);
+            double s = median(single);
+            double m = median(split);
+            System.out.printf("plain in-process DJL loop:  %8.2f tokens/s%n", p);
+            System.out.printf("cluster, 1 worker:          %8.2f tokens/s  (%.2fx the plain loop)%n", s, s / p);
+            System.out.printf("cluster, %d workers:         %8.2f tokens/s  (%.2fx one worker)%n", workers, m, m / s);
+            System.out.printf("ratio=%.2f%n", m / s);
         } finally {
-            run(launcher, "down");
+            many.stop();
+            one.stop();
         }
     }
 
-    private static void run(Path launcher, String... args) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(launcher.toString());
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).inheritIO().start();
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed");
+    private static String requestBody(long[] prompt, int tokens) {
+        return "{\"token_ids\": " + Arrays.stream(prompt).mapToObj(Long::toString)
+                .collect(Collectors.joining(", ", "[", "]")) + ", \"max_tokens\": " + tokens
+                + ", \"temperature\": 0, \"ignore_eos\": true}";
+    }
+
+    static double median(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+
+    /** A cluster started through the launcher under its own state directory and port offset. */
+    private static final class Cluster {
+        private final Path launcher;
+        private final Path home;
+        private final int portOffset;
+        private final int workers;
+        private final HttpClient http = HttpClient.newHttpClient();
+
+        Cluster(Path launcher, Path home, int portOffset, int workers) {
+            this.launcher = launcher;
+            this.home = home;
+            this.portOffset = portOffset;
+            this.workers = workers;
+        }
+
+        void start(Path model) throws IOException, InterruptedException {
+            run("up", "--workers", String.valueOf(workers), "--model", model.toString());
+        }
+
+        void stop() throws IOException, InterruptedException {
+            run("down");
+        }
+
+        double decodeTokensPerSecond(String body) throws IOException, InterruptedException {
+            URI uri = URI.create("http://127.0.0.1:" + (8080 + portOffset) + "/api/v1/inference");
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri)
+                    .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200) {
+                throw new IllegalStateException("inference on " + workers + " worker(s) failed: HTTP " + r.statusCode() + " " + r.body());
+            }
+            JsonNode json = JSON.readTree(r.body());
+            return json.path("timings").path("decode_tokens_per_second").asDouble();
+        }
+
+        private void run(String... args) throws IOException, InterruptedException {
+            List<String> cmd = new ArrayList<>();
+            cmd.add(launcher.toString());
+            cmd.addAll(List.of(args));
+            ProcessBuilder pb = new ProcessBuilder(cmd).inheritIO();
+            pb.environment().put("BUTTERFLY_HOME", home.toString());
+            pb.environment().put("BUTTERFLY_PORT_OFFSET", String.valueOf(portOffset));
+            pb.environment().remove("BUTTERFLY_COORDINATOR_PORT");
+            Process p = pb.start();
+            if (p.waitFor() != 0) {
+                throw new IllegalStateException(String.join(" ", cmd) + " failed (BUTTERFLY_HOME=" + home + ")");
+            }
         }
     }
 

@@ -85,21 +85,6 @@ public final class PlainDjlLoop implements AutoCloseable {
     }
 
     /** Loads the model, warms up, and measures greedy decode tokens/s for {@code tokens} new tokens. */
-    /** Best decode tokens/s of {@code repeats} runs after {@code warmup} unmeasured ones, in one loaded model. */
-    public static double decodeTokensPerSecond(Path modelDir, long[] prompt, int tokens, int warmup, int repeats)
-            throws IOException {
-        try (PlainDjlLoop loop = load(modelDir, new ExecutorOptions("auto", 0))) {
-            for (int i = 0; i < warmup; i++) {
-                loop.generate(prompt, tokens);
-            }
-            double best = 0;
-            for (int i = 0; i < Math.max(1, repeats); i++) {
-                best = Math.max(best, loop.generate(prompt, tokens).decodeTokensPerSecond());
-            }
-            return best;
-        }
-    }
-
     public ModelConfig config() {
         return config;
     }
