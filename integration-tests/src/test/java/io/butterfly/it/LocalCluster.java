@@ -11,7 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import tools.jackson.databind.JsonNode;
@@ -29,6 +31,8 @@ final class LocalCluster implements AutoCloseable {
     private final Path workDir;
     private final List<Process> processes = new ArrayList<>();
     private final List<Path> logs = new ArrayList<>();
+    private final Map<String, Process> byName = new HashMap<>();
+    private final Map<String, List<String>> commands = new HashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     final int discoveryGrpc = freePort();
     final int registryGrpc = freePort();
@@ -58,7 +62,8 @@ final class LocalCluster implements AutoCloseable {
         start("worker-" + i, "worker-service", "768m", freePort(), freePort(),
                 "--butterfly.worker.node-id=worker-" + i,
                 "--butterfly.worker.data-dir=" + workDir.resolve("worker-" + i),
-                "--butterfly.worker.discovery-port=" + discoveryGrpc);
+                "--butterfly.worker.discovery-port=" + discoveryGrpc,
+                "--butterfly.worker.coordinator-port=" + coordinatorGrpc);
     }
 
     void startCoordinator(String modelId, int expectedWorkers) {
@@ -85,16 +90,43 @@ final class LocalCluster implements AutoCloseable {
                 "-Dai.djl.offline=true", "-Xmx" + heap, "-jar", execJar(module).toString(),
                 "--server.port=" + httpPort, "--spring.grpc.server.port=" + grpcPort));
         cmd.addAll(List.of(args));
+        commands.put(name, cmd);
+        launch(name, cmd, false);
+    }
+
+    private void launch(String name, List<String> cmd, boolean append) {
         Path log = workDir.resolve(name + ".log");
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(append ? ProcessBuilder.Redirect.appendTo(log.toFile()) : ProcessBuilder.Redirect.to(log.toFile()));
         pb.environment().put("DJL_CACHE_DIR", ROOT.resolve(".butterfly/djl-cache").toString());
         pb.environment().put("OMP_WAIT_POLICY", "PASSIVE");
         try {
-            processes.add(pb.start());
-            logs.add(log);
+            Process p = pb.start();
+            processes.add(p);
+            byName.put(name, p);
+            if (!logs.contains(log)) {
+                logs.add(log);
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /** The running process of a service ("worker-1", "coordinator", ...). */
+    Process process(String name) {
+        return byName.get(name);
+    }
+
+    /** SIGKILLs a service; it no longer counts as exited early. */
+    void kill(String name) throws InterruptedException {
+        Process p = byName.remove(name);
+        processes.remove(p);
+        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** Starts a killed service again with the same command line (same ports and id), appending to its log. */
+    void restart(String name) {
+        launch(name, commands.get(name), true);
     }
 
     String coordinatorUrl() {

@@ -95,4 +95,49 @@ public sealed interface ClusterCommand {
     /** Cleanup after shutdown is done; the system is terminated. */
     record CleanupCompleted(long atMs) implements ClusterCommand {
     }
+
+    // Failure detection (phi accrual). Liveness is observed continuously, but the verdicts are
+    // decisions, so they are log entries like any other.
+
+    /**
+     * The detector suspects a JOINED or READY node.
+     *
+     * @param lastHeartbeatMs arrival time of the node's last heartbeat (0 if none was ever seen)
+     * @param phi             suspicion level when the decision was taken
+     * @param cause           what triggered it (silence, a closed heartbeat stream)
+     */
+    record NodeSuspected(String nodeId, long lastHeartbeatMs, double phi, String cause, long atMs)
+            implements ClusterCommand {
+        public NodeSuspected {
+            Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
+
+    /** A SUSPECT node's heartbeats came back in time: it returns to the state it was suspected in. */
+    record NodeSuspicionCleared(String nodeId, long lastHeartbeatMs, long atMs) implements ClusterCommand {
+        public NodeSuspicionCleared {
+            Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
+
+    /** A SUSPECT node crossed the failure threshold (or did not reconnect in time): it is FAILED. */
+    record NodeFailed(String nodeId, long lastHeartbeatMs, double phi, String cause, long atMs)
+            implements ClusterCommand {
+        public NodeFailed {
+            Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
+
+    /**
+     * A node the detector had declared FAILED heartbeats again.
+     *
+     * @param partitionIntact whether the node still holds its current-epoch partition loaded (it was only
+     *                        unreachable); false after a restart
+     */
+    record NodeRecovered(String nodeId, boolean partitionIntact, long lastHeartbeatMs, long atMs)
+            implements ClusterCommand {
+        public NodeRecovered {
+            Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
 }

@@ -63,6 +63,14 @@ public final class ClusterReducer {
             return move(s, SystemState.SHUTDOWN, "shutting down: " + d.reason(), c);
         } else if (c instanceof ClusterCommand.CleanupCompleted d) {
             return cleanupCompleted(s, d);
+        } else if (c instanceof ClusterCommand.NodeSuspected n) {
+            return nodeSuspected(s, n);
+        } else if (c instanceof ClusterCommand.NodeSuspicionCleared n) {
+            return suspicionCleared(s, n);
+        } else if (c instanceof ClusterCommand.NodeFailed n) {
+            return nodeFailed(s, n);
+        } else if (c instanceof ClusterCommand.NodeRecovered n) {
+            return nodeRecovered(s, n);
         }
         throw new IllegalArgumentException("unknown command " + c);
     }
@@ -195,6 +203,67 @@ public final class ClusterReducer {
         return move(s, SystemState.TERMINATED, "terminated", c).withTasks(tasks);
     }
 
+    // --- failure detection -------------------------------------------------------------------------
+
+    private static ClusterState nodeSuspected(ClusterState s, ClusterCommand.NodeSuspected c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        NodeRecord n = node(s, c.nodeId());
+        if (n.state() != WorkerState.JOINED && n.state() != WorkerState.READY) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' cannot become SUSPECT from " + n.state());
+        }
+        return s.withNode(n.suspected(c.lastHeartbeatMs(), c.phi(), c.cause(), c.atMs()));
+    }
+
+    private static ClusterState suspicionCleared(ClusterState s, ClusterCommand.NodeSuspicionCleared c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        NodeRecord n = node(s, c.nodeId());
+        if (n.state() != WorkerState.SUSPECT) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' is " + n.state() + ", not SUSPECT");
+        }
+        return s.withNode(n.suspicionCleared(c.lastHeartbeatMs(), c.atMs()));
+    }
+
+    /** A failed pipeline stage leaves the model unservable: READY/COMPUTING become DEGRADED. */
+    private static ClusterState nodeFailed(ClusterState s, ClusterCommand.NodeFailed c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        NodeRecord n = node(s, c.nodeId());
+        if (n.state() != WorkerState.SUSPECT) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' must be SUSPECT before FAILED, is "
+                    + n.state());
+        }
+        ClusterState next = s.withNode(n.detectedFailed(c.lastHeartbeatMs(), c.phi(), c.cause(), c.atMs()));
+        boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
+        if (!serving || !s.pipeline().contains(c.nodeId())) {
+            return next;
+        }
+        return move(next, SystemState.DEGRADED, "node '" + c.nodeId() + "' FAILED (" + c.cause()
+                + "); its stage is unavailable", c);
+    }
+
+    private static ClusterState nodeRecovered(ClusterState s, ClusterCommand.NodeRecovered c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        NodeRecord n = node(s, c.nodeId());
+        if (n.state() != WorkerState.FAILED || !n.health().failedByDetector()) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' was not declared FAILED by the detector");
+        }
+        NodeRecord back = n.recovered(c.partitionIntact(), c.lastHeartbeatMs(), c.atMs());
+        ClusterState next = s.withNode(back);
+        if (next.system() == SystemState.DEGRADED && back.partition() != PartitionState.READY
+                && s.pipeline().contains(c.nodeId())) {
+            return next.withSystem(SystemState.DEGRADED, "node '" + c.nodeId()
+                    + "' is back but lost its partition; its stage must be reloaded (epoch " + s.epoch() + ")");
+        }
+        return maybeReady(next, c);
+    }
+
+    private static NodeRecord node(ClusterState s, String nodeId) {
+        NodeRecord n = s.nodes().get(nodeId);
+        if (n == null) {
+            throw new IllegalTransitionException("no node '" + nodeId + "'");
+        }
+        return n;
+    }
+
     /** READY once the model is pinned, every stage is loaded and nothing is left over from recovery. */
     private static ClusterState maybeReady(ClusterState s, ClusterCommand c) {
         boolean waiting = s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.DEGRADED;
@@ -219,6 +288,10 @@ public final class ClusterReducer {
         NodeRecord n = s.nodes().get(nodeId);
         if (n == null || !s.pipeline().contains(nodeId)) {
             throw new IllegalTransitionException("node '" + nodeId + "' has no partition in epoch " + epoch);
+        }
+        if (n.state() == WorkerState.FAILED && n.health().failedByDetector()) {
+            // Its reports count again once its heartbeats have brought it back (NodeRecovered).
+            throw new IllegalTransitionException("node '" + nodeId + "' is FAILED; reports are refused until it recovers");
         }
         return n;
     }

@@ -64,10 +64,11 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
                 tasks, index);
     }
 
-    /** Whether every stage of the current plan reported its partition READY. */
+    /** Whether every stage of the current plan reported its partition READY and none is FAILED. */
     public boolean pipelineReady() {
         return !pipeline.isEmpty() && pipeline.stream()
-                .allMatch(id -> nodes.get(id).partition() == PartitionState.READY);
+                .allMatch(id -> nodes.get(id).partition() == PartitionState.READY
+                        && nodes.get(id).state() != WorkerState.FAILED);
     }
 
     /** Number of tasks still executing. */

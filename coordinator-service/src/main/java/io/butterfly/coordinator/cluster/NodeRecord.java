@@ -7,11 +7,15 @@ package io.butterfly.coordinator.cluster;
 public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, Integer layerEnd,
                          boolean hasEmbedding, boolean hasHead, PartitionState partition, double loadProgress,
                          String currentFile, String partitionChecksum, String failureCode, String failureMessage,
-                         long updatedAtMs) {
+                         long updatedAtMs, NodeHealth health) {
+
+    public NodeRecord {
+        health = health == null ? NodeHealth.NONE : health;
+    }
 
     static NodeRecord joined(NodeInfo info, long atMs) {
         return new NodeRecord(info, WorkerState.JOINED, null, null, false, false, PartitionState.UNLOADED, 0.0,
-                null, null, null, null, atMs);
+                null, null, null, null, atMs, NodeHealth.NONE);
     }
 
     String nodeId() {
@@ -25,26 +29,60 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
     /** A fresh assignment: earlier load progress and failures belong to the old epoch. */
     NodeRecord assign(int start, int end, boolean embedding, boolean head, long atMs) {
         return new NodeRecord(info, WorkerState.JOINED, start, end, embedding, head, PartitionState.UNLOADED, 0.0,
-                null, null, null, null, atMs);
+                null, null, null, null, atMs, health);
     }
 
     NodeRecord unassign(long atMs) {
         return new NodeRecord(info, state == WorkerState.FAILED ? state : WorkerState.JOINED, null, null, false, false,
-                PartitionState.UNLOADED, 0.0, null, null, failureCode, failureMessage, atMs);
+                PartitionState.UNLOADED, 0.0, null, null, failureCode, failureMessage, atMs, health);
     }
 
     NodeRecord progressed(PartitionState phase, double progress, String file, long atMs) {
         return new NodeRecord(info, WorkerState.JOINED, layerStart, layerEnd, hasEmbedding, hasHead, phase, progress,
-                file, null, null, null, atMs);
+                file, null, null, null, atMs, health);
     }
 
     NodeRecord loaded(String checksum, long atMs) {
         return new NodeRecord(info, WorkerState.READY, layerStart, layerEnd, hasEmbedding, hasHead,
-                PartitionState.READY, 1.0, null, checksum, null, null, atMs);
+                PartitionState.READY, 1.0, null, checksum, null, null, atMs, health);
     }
 
     NodeRecord failed(String code, String message, long atMs) {
         return new NodeRecord(info, WorkerState.FAILED, layerStart, layerEnd, hasEmbedding, hasHead,
-                PartitionState.FAILED, loadProgress, currentFile, null, code, message == null ? "" : message, atMs);
+                PartitionState.FAILED, loadProgress, currentFile, null, code, message == null ? "" : message, atMs,
+                health);
+    }
+
+    // Failure-detector transitions (state-machines.md §2.2: JOINED/READY -> SUSPECT -> FAILED).
+
+    NodeRecord suspected(long lastHeartbeatMs, double phi, String cause, long atMs) {
+        return withLiveness(WorkerState.SUSPECT, partition, health.suspected(state, lastHeartbeatMs, phi, cause, atMs),
+                atMs);
+    }
+
+    NodeRecord suspicionCleared(long lastHeartbeatMs, long atMs) {
+        WorkerState back = health.resumeState() == null ? WorkerState.JOINED : health.resumeState();
+        return withLiveness(back, partition, health.cleared(lastHeartbeatMs), atMs);
+    }
+
+    NodeRecord detectedFailed(long lastHeartbeatMs, double phi, String cause, long atMs) {
+        return withLiveness(WorkerState.FAILED, partition, health.failed(lastHeartbeatMs, phi, cause, atMs), atMs);
+    }
+
+    /**
+     * Back after FAILED. A node that kept its loaded partition (it was only unreachable) resumes READY;
+     * one that lost it (a restart) is JOINED with its layer range still assigned but UNLOADED, so the
+     * state says honestly that the stage must be loaded again.
+     */
+    NodeRecord recovered(boolean partitionIntact, long lastHeartbeatMs, long atMs) {
+        boolean ready = partitionIntact && partition == PartitionState.READY;
+        return new NodeRecord(info, ready ? WorkerState.READY : WorkerState.JOINED, layerStart, layerEnd, hasEmbedding,
+                hasHead, ready ? PartitionState.READY : PartitionState.UNLOADED, ready ? 1.0 : 0.0, null,
+                ready ? partitionChecksum : null, null, null, atMs, health.recovered(lastHeartbeatMs, atMs));
+    }
+
+    private NodeRecord withLiveness(WorkerState next, PartitionState part, NodeHealth nextHealth, long atMs) {
+        return new NodeRecord(info, next, layerStart, layerEnd, hasEmbedding, hasHead, part, loadProgress,
+                currentFile, partitionChecksum, failureCode, failureMessage, atMs, nextHealth);
     }
 }

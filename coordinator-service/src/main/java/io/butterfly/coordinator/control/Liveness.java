@@ -1,21 +1,61 @@
 package io.butterfly.coordinator.control;
 
+import io.butterfly.coordinator.config.LivenessProperties;
+import io.butterfly.coordinator.liveness.DetectorSettings;
+import io.butterfly.coordinator.liveness.HeartbeatTracker;
+import io.butterfly.coordinator.liveness.NodeObservation;
+import java.time.Clock;
 import java.time.Instant;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.springframework.stereotype.Component;
 
-/** Last heartbeat per node. Liveness is observed, not decided, so it stays out of the control log. */
+/**
+ * Heartbeats and heartbeat streams per node, fed to a phi-accrual detector. Liveness is observed
+ * here; verdicts (SUSPECT, FAILED, back) are decided by {@link LivenessMonitor} and go through the
+ * control log.
+ */
 @Component
 public class Liveness {
 
-    private final Map<String, Instant> lastHeartbeat = new ConcurrentHashMap<>();
+    private final HeartbeatTracker tracker;
+    private final Clock clock;
+    private final AtomicLong streamIds = new AtomicLong();
 
-    public void heartbeat(String nodeId, Instant at) {
-        lastHeartbeat.put(nodeId, at);
+    public Liveness(LivenessProperties props, Clock clock) {
+        this.tracker = new HeartbeatTracker(props.detectorSettings());
+        this.clock = clock;
+    }
+
+    /** A heartbeat from {@code nodeId}; {@code loadedEpoch} is the epoch of the partition it holds READY. */
+    public void heartbeat(String nodeId, long loadedEpoch) {
+        tracker.heartbeat(nodeId, clock.millis(), loadedEpoch);
+    }
+
+    /** Registers a new heartbeat stream and returns its id (for {@link #streamClosed}). */
+    public long streamOpened(String nodeId) {
+        long id = streamIds.incrementAndGet();
+        tracker.streamOpened(nodeId, id);
+        return id;
+    }
+
+    public void streamClosed(String nodeId, long streamId) {
+        tracker.streamClosed(nodeId, streamId, clock.millis());
+    }
+
+    public NodeObservation observe(String nodeId) {
+        return tracker.observe(nodeId, clock.millis());
+    }
+
+    public NodeObservation observe(String nodeId, long nowMs) {
+        return tracker.observe(nodeId, nowMs);
     }
 
     public Instant lastHeartbeat(String nodeId) {
-        return lastHeartbeat.get(nodeId);
+        long at = tracker.observe(nodeId, clock.millis()).lastHeartbeatMs();
+        return at < 0 ? null : Instant.ofEpochMilli(at);
+    }
+
+    public DetectorSettings settings() {
+        return tracker.settings();
     }
 }

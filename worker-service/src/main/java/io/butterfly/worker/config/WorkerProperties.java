@@ -15,7 +15,10 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param clusterName     cluster to join
  * @param discoveryHost   discovery-service host
  * @param discoveryPort   discovery-service gRPC port
- * @param heartbeatMillis period of heartbeats to the coordinator
+ * @param heartbeatMillis period of heartbeats to the coordinator (state-machines.md §2.2: every 100 ms)
+ * @param coordinatorHost coordinator host, used with {@code coordinatorPort}
+ * @param coordinatorPort coordinator gRPC port to heartbeat to from start-up; 0 = only once an assignment
+ *                        names the coordinator (a restarted worker needs it to be seen coming back)
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -27,5 +30,7 @@ public record WorkerProperties(
         @DefaultValue("butterfly") String clusterName,
         @DefaultValue("127.0.0.1") String discoveryHost,
         @DefaultValue("9082") int discoveryPort,
-        @DefaultValue("1000") long heartbeatMillis) {
+        @DefaultValue("100") long heartbeatMillis,
+        @DefaultValue("127.0.0.1") String coordinatorHost,
+        @DefaultValue("0") int coordinatorPort) {
 }

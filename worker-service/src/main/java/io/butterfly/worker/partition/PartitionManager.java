@@ -85,6 +85,7 @@ public class PartitionManager {
         highestEpoch = request.getEpoch();
         current = request;
         coordinator.attach(request.getCoordinator(), request.getEpoch());
+        coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
         status = new PartitionStatus(request.getModelId(), request.getEpoch(), start, end, request.getHasEmbedding(),
                 request.getHasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
         loader.execute(() -> load(request));
@@ -138,6 +139,7 @@ public class PartitionManager {
             }
             long loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
             status = status.ready(checksum, loadMs, warmupMs);
+            coordinator.partitionReady(request.getEpoch());
             log.info("partition {} layers [{}, {}) ready in {} ms (warm-up {} ms), checksum {}", manifest.getModelId(),
                     spec.layerStart(), spec.layerEnd(), loadMs, String.format("%.1f", warmupMs), checksum);
             coordinator.report(LoadReport.newBuilder()

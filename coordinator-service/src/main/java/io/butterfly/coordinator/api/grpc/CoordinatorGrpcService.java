@@ -8,6 +8,8 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
+import io.butterfly.proto.coordinator.v1.HeartbeatAck;
+import io.butterfly.proto.coordinator.v1.HeartbeatPing;
 import io.butterfly.proto.coordinator.v1.HeartbeatRequest;
 import io.butterfly.proto.coordinator.v1.HeartbeatResponse;
 import io.butterfly.proto.coordinator.v1.LoadReport;
@@ -36,7 +38,6 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         if (r.getNodeId().isBlank()) {
             throw new IllegalArgumentException("node_id is required");
         }
-        liveness.heartbeat(r.getNodeId(), clock.instant());
         long now = clock.millis();
         ClusterCommand command = switch (r.getPhase()) {
             case READY -> new ClusterCommand.LoadCompleted(r.getNodeId(), r.getEpoch(), r.getPartitionChecksum(), now);
@@ -57,8 +58,57 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
 
     @Override
     public void heartbeat(HeartbeatRequest request, StreamObserver<HeartbeatResponse> response) {
-        liveness.heartbeat(request.getNodeId(), clock.instant());
+        liveness.heartbeat(request.getNodeId(), 0);
         response.onNext(HeartbeatResponse.newBuilder().setEpoch(control.state().epoch()).build());
         response.onCompleted();
+    }
+
+    /**
+     * The long-lived heartbeat stream: every ping feeds the detector and is acked with the current
+     * epoch. The stream's end (error or completion) is reported too, since a closed connection is the
+     * fastest evidence of a crashed worker.
+     */
+    @Override
+    public StreamObserver<HeartbeatPing> heartbeatStream(StreamObserver<HeartbeatAck> acks) {
+        return new StreamObserver<>() {
+            private String nodeId;
+            private long streamId;
+
+            @Override
+            public void onNext(HeartbeatPing ping) {
+                if (ping.getNodeId().isBlank()) {
+                    acks.onError(Status.INVALID_ARGUMENT.withDescription("node_id is required").asRuntimeException());
+                    return;
+                }
+                if (nodeId == null) {
+                    nodeId = ping.getNodeId();
+                    streamId = liveness.streamOpened(nodeId);
+                } else if (!nodeId.equals(ping.getNodeId())) {
+                    acks.onError(Status.INVALID_ARGUMENT.withDescription("one heartbeat stream per node: got '"
+                            + ping.getNodeId() + "' on the stream of '" + nodeId + "'").asRuntimeException());
+                    return;
+                }
+                liveness.heartbeat(nodeId, ping.getLoadedEpoch());
+                acks.onNext(HeartbeatAck.newBuilder().setEpoch(control.state().epoch())
+                        .setSequence(ping.getSequence()).build());
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                closed();
+            }
+
+            @Override
+            public void onCompleted() {
+                closed();
+                acks.onCompleted();
+            }
+
+            private void closed() {
+                if (nodeId != null) {
+                    liveness.streamClosed(nodeId, streamId);
+                }
+            }
+        };
     }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.rest;
 
 import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.NodeHealth;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.TaskRecord;
@@ -8,6 +9,7 @@ import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
+import io.butterfly.coordinator.liveness.NodeObservation;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -117,14 +119,28 @@ public class SystemStateController {
         m.put("progress", n.loadProgress());
         m.put("current_file", n.currentFile());
         m.put("partition_checksum", n.partitionChecksum());
-        Instant hb = liveness.lastHeartbeat(n.info().nodeId());
-        m.put("last_heartbeat", hb == null ? null : hb.toString());
+        NodeObservation o = liveness.observe(n.info().nodeId());
+        m.put("last_heartbeat", o.everHeard() ? Instant.ofEpochMilli(o.lastHeartbeatMs()).toString() : null);
+        m.put("phi", Math.round(o.phi() * 1000) / 1000.0);
+        m.put("heartbeat_stream", o.connected() ? "OPEN" : o.everHeard() ? "CLOSED" : "NONE");
+        NodeHealth h = n.health();
+        m.put("suspected_at", instant(h.suspectedAtMs()));
+        m.put("failed_at", instant(h.failedAtMs()));
+        m.put("recovered_at", instant(h.recoveredAtMs()));
+        // The last heartbeat the detector had seen when it took its last verdict: failed_at minus this is
+        // how long the node was silent before being declared FAILED.
+        m.put("last_heartbeat_at_verdict", instant(h.lastHeartbeatMs()));
+        m.put("failure_cause", h.cause());
         m.put("capabilities", Map.of("cpu_cores", n.info().cpuCores(), "memory_bytes", n.info().memoryBytes(),
                 "measured_gflops", Math.round(n.info().throughput() * 10) / 10.0, "device", n.info().device()));
         if (n.failureCode() != null) {
             m.put("error", Map.of("code", n.failureCode(), "message", n.failureMessage()));
         }
         return m;
+    }
+
+    private static String instant(long epochMs) {
+        return epochMs <= 0 ? null : Instant.ofEpochMilli(epochMs).toString();
     }
 
     private static Map<String, Object> task(TaskRecord t) {
@@ -144,6 +160,8 @@ public class SystemStateController {
         long operational = s.nodes().values().stream().filter(n -> n.state() != WorkerState.FAILED
                 && n.state() != WorkerState.SUSPECT).count();
         long suspected = s.nodes().values().stream().filter(n -> n.state() == WorkerState.SUSPECT).count();
-        return Map.of("required", s.expectedWorkers(), "operational", operational, "suspected", suspected);
+        long failed = s.nodes().values().stream().filter(n -> n.state() == WorkerState.FAILED).count();
+        return Map.of("required", s.expectedWorkers(), "operational", operational, "suspected", suspected,
+                "failed", failed);
     }
 }

@@ -1,0 +1,105 @@
+package io.butterfly.coordinator.bootstrap;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.cluster.PartitionState;
+import io.butterfly.coordinator.cluster.WorkerState;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.LivenessMonitor;
+import io.butterfly.proto.common.v1.LayerRange;
+import io.butterfly.proto.worker.v1.AssignPartitionRequest;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import jakarta.annotation.PreDestroy;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+
+/**
+ * When a worker that was declared FAILED comes back without its partition (it was restarted), sends it
+ * the assignment it already has in the current epoch again, so it reloads its stage and the system can
+ * leave DEGRADED. This is the minimal same-node recovery; moving a stage to another node is not done
+ * here.
+ */
+@Component
+public class StageReloader {
+
+    private static final Logger log = LoggerFactory.getLogger(StageReloader.class);
+    private static final int MAX_ATTEMPTS = 30;
+
+    private final ControlLog control;
+    private final CoordinatorProperties props;
+    private final WorkerChannels workers;
+    private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "stage-reloader");
+        t.setDaemon(true);
+        return t;
+    });
+
+    public StageReloader(ControlLog control, CoordinatorProperties props, WorkerChannels workers,
+                         LivenessMonitor monitor) {
+        this.control = control;
+        this.props = props;
+        this.workers = workers;
+        monitor.onVerdict(this::onVerdict);
+    }
+
+    private void onVerdict(ClusterCommand c) {
+        if (c instanceof ClusterCommand.NodeRecovered r && !r.partitionIntact()) {
+            executor.execute(() -> reload(r.nodeId()));
+        }
+    }
+
+    private void reload(String nodeId) {
+        for (int attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+            ClusterState s = control.state();
+            NodeRecord n = s.nodes().get(nodeId);
+            if (n == null || n.layerStart() == null || !s.pipeline().contains(nodeId)
+                    || n.state() != WorkerState.JOINED || n.partition() != PartitionState.UNLOADED) {
+                return; // reassigned, failed again or already loading: nothing (more) to do
+            }
+            AssignPartitionRequest request = AssignPartitionRequest.newBuilder()
+                    .setModelId(s.modelId())
+                    .setLayers(LayerRange.newBuilder().setStart(n.layerStart()).setEnd(n.layerEnd()))
+                    .setHasEmbedding(n.hasEmbedding())
+                    .setHasHead(n.hasHead())
+                    .setEpoch(s.epoch())
+                    .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost())
+                            .setGrpcPort(props.registryPort()))
+                    .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
+                            .setGrpcPort(workers.coordinatorGrpcPort()))
+                    .build();
+            ManagedChannel channel = workers.channel(nodeId, n.info().host(), n.info().grpcPort());
+            // The channel backed off while the worker was down; it is back now (it heartbeats).
+            channel.resetConnectBackoff();
+            try {
+                WorkerServiceGrpc.newBlockingStub(channel)
+                        .withDeadlineAfter(10, TimeUnit.SECONDS)
+                        .assignPartition(request);
+                log.info("reloading layers [{}, {}) on {} after it came back (epoch {})", n.layerStart(),
+                        n.layerEnd(), nodeId, s.epoch());
+                return;
+            } catch (StatusRuntimeException e) {
+                log.info("reload on {} not accepted yet (attempt {}): {}", nodeId, attempt, e.getStatus());
+            }
+            try {
+                Thread.sleep(Math.min(250L * attempt, 2_000));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    @PreDestroy
+    void stop() {
+        executor.shutdownNow();
+    }
+}

@@ -1,0 +1,41 @@
+package io.butterfly.coordinator.cluster;
+
+/**
+ * What the failure detector decided about a node, as committed to the log. Times are Unix epoch
+ * milliseconds taken from the commands (0 = never), so a benchmark can compute detection time as
+ * {@code failedAtMs} minus the moment it killed the node.
+ *
+ * @param resumeState     the state a SUSPECT node returns to when its heartbeats come back
+ * @param lastHeartbeatMs last heartbeat seen when the node was suspected, failed or recovered
+ * @param suspectedAtMs   when the node was last marked SUSPECT
+ * @param failedAtMs      when the node was last marked FAILED by the detector (load failures do not set it)
+ * @param recoveredAtMs   when the node last came back after FAILED
+ * @param phi             phi at the last suspicion or failure
+ * @param cause           why the node was last suspected or failed
+ */
+public record NodeHealth(WorkerState resumeState, long lastHeartbeatMs, long suspectedAtMs, long failedAtMs,
+                         long recoveredAtMs, double phi, String cause) {
+
+    public static final NodeHealth NONE = new NodeHealth(null, 0, 0, 0, 0, 0.0, null);
+
+    /** Whether the node is FAILED because it went silent (rather than because its load failed). */
+    public boolean failedByDetector() {
+        return failedAtMs > 0 && recoveredAtMs < failedAtMs;
+    }
+
+    NodeHealth suspected(WorkerState from, long lastHeartbeat, double atPhi, String why, long atMs) {
+        return new NodeHealth(from, lastHeartbeat, atMs, failedAtMs, recoveredAtMs, atPhi, why);
+    }
+
+    NodeHealth cleared(long lastHeartbeat) {
+        return new NodeHealth(null, lastHeartbeat, suspectedAtMs, failedAtMs, recoveredAtMs, phi, cause);
+    }
+
+    NodeHealth failed(long lastHeartbeat, double atPhi, String why, long atMs) {
+        return new NodeHealth(resumeState, lastHeartbeat, suspectedAtMs, atMs, recoveredAtMs, atPhi, why);
+    }
+
+    NodeHealth recovered(long lastHeartbeat, long atMs) {
+        return new NodeHealth(null, lastHeartbeat, suspectedAtMs, failedAtMs, atMs, phi, cause);
+    }
+}

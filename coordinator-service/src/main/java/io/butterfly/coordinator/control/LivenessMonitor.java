@@ -1,0 +1,97 @@
+package io.butterfly.coordinator.control;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.config.LivenessProperties;
+import io.butterfly.coordinator.liveness.LivenessPolicy;
+import jakarta.annotation.PostConstruct;
+import jakarta.annotation.PreDestroy;
+import java.time.Clock;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+
+/**
+ * Leader-side failure monitor: every few tens of milliseconds it evaluates phi for every node and
+ * submits the verdicts to the control log. It runs on its own thread so nothing else scheduled in the
+ * coordinator can delay detection. Listeners hear about committed verdicts (e.g. to reload a stage on
+ * a node that came back without its partition).
+ */
+@Component
+public class LivenessMonitor {
+
+    private static final Logger log = LoggerFactory.getLogger(LivenessMonitor.class);
+
+    private final ControlLog control;
+    private final Liveness liveness;
+    private final LivenessPolicy policy;
+    private final Clock clock;
+    private final long intervalMs;
+    private final long maxLocalPauseMs;
+    private long lastTickMs = -1; // monitor thread only
+    private long quietUntilMs = -1;
+    private final List<Consumer<ClusterCommand>> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "liveness-monitor");
+        t.setDaemon(true);
+        return t;
+    });
+
+    public LivenessMonitor(ControlLog control, Liveness liveness, LivenessProperties props, Clock clock) {
+        this.control = control;
+        this.liveness = liveness;
+        this.policy = new LivenessPolicy(props.detectorSettings());
+        this.clock = clock;
+        this.intervalMs = Math.max(1, props.monitorInterval().toMillis());
+        this.maxLocalPauseMs = props.maxLocalPause().toMillis();
+    }
+
+    @PostConstruct
+    void start() {
+        timer.scheduleWithFixedDelay(this::tick, intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Called with each verdict after the control log accepted it. */
+    public void onVerdict(Consumer<ClusterCommand> listener) {
+        listeners.add(listener);
+    }
+
+    void tick() {
+        try {
+            long now = clock.millis();
+            long late = lastTickMs < 0 ? 0 : now - lastTickMs - intervalMs;
+            lastTickMs = now;
+            if (late > maxLocalPauseMs) {
+                // We were paused ourselves: silence measured across our own pause is not evidence, and the
+                // heartbeats that arrived meanwhile may still be unread. Give them time to be processed.
+                log.info("liveness monitor ran {} ms late (local pause); no verdicts for {} ms", late, maxLocalPauseMs);
+                quietUntilMs = now + maxLocalPauseMs;
+            }
+            if (now < quietUntilMs) {
+                return;
+            }
+            for (ClusterCommand c : policy.evaluate(control.state(), id -> liveness.observe(id, now), now)) {
+                try {
+                    control.submit(c);
+                } catch (IllegalTransitionException e) {
+                    log.debug("verdict {} refused: {}", c, e.getMessage());
+                    continue;
+                }
+                log.info("liveness: {}", c);
+                listeners.forEach(l -> l.accept(c));
+            }
+        } catch (RuntimeException e) {
+            log.warn("liveness monitor tick failed", e);
+        }
+    }
+
+    @PreDestroy
+    void stop() {
+        timer.shutdownNow();
+    }
+}
