@@ -40,8 +40,9 @@ public final class BenchCommand {
         int workers = Integer.parseInt(args.option("workers", "3"));
         int tokens = Integer.parseInt(args.option("tokens", "64"));
         int rounds = Integer.parseInt(args.option("rounds", "5"));
-        // Unmeasured runs first: the JIT compiles the per-step path (gRPC, codec, DJL calls) on the way.
-        int warmup = Integer.parseInt(args.option("warmup", "3"));
+        // Unmeasured interleaved runs first, for at least this long: the per-step path (gRPC, protobuf, codec,
+        // DJL calls) runs a few dozen times a second, so the JIT needs about a thousand steps to compile it.
+        int warmupSeconds = Integer.parseInt(args.option("warmup-seconds", "60"));
         Path model = args.has("model") ? Path.of(args.option("model", "")) : state.resolve("models/bench-100m");
         if (!Files.exists(model.resolve("model.safetensors"))) {
             System.out.println("generating the benchmark model (~100M parameters) in " + model);
@@ -51,9 +52,9 @@ public final class BenchCommand {
         ModelConfig config = ModelConfig.read(model.resolve("config.json"));
         long[] prompt = LongStream.range(0, PROMPT_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
         System.out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens;"
-                        + " %d warm-up runs, median of %d interleaved rounds%n",
+                        + " >= %d s of warm-up, median of %d interleaved rounds%n",
                 model.getFileName(), config.architecture().id(), config.numLayers(), config.hiddenSize(),
-                config.parameterCount(), PROMPT_TOKENS, tokens, warmup, rounds);
+                config.parameterCount(), PROMPT_TOKENS, tokens, warmupSeconds, rounds);
 
         // Port offsets 700 and 800 keep the two clusters apart from each other and from a cluster on offset 0.
         Cluster one = new Cluster(launcher, state.resolve("bench/one-worker"), portOffset + 700, 1);
@@ -62,11 +63,15 @@ public final class BenchCommand {
             one.start(model);
             many.start(model);
             String body = requestBody(prompt, tokens);
-            for (int i = 0; i < warmup; i++) {
+            long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+            int warmupRounds = 0;
+            while (warmupRounds < 2 || System.nanoTime() < warmupEnd) {
                 plainLoop.generate(prompt, tokens);
                 one.decodeTokensPerSecond(body);
                 many.decodeTokensPerSecond(body);
+                warmupRounds++;
             }
+            System.out.printf("warm-up: %d rounds%n", warmupRounds);
             double[] plain = new double[rounds];
             double[] single = new double[rounds];
             double[] split = new double[rounds];
