@@ -1,6 +1,7 @@
 package io.butterfly.worker.config;
 
 import java.nio.file.Path;
+import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -16,6 +17,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param discoveryHost   discovery-service host
  * @param discoveryPort   discovery-service gRPC port
  * @param heartbeatMillis period of heartbeats to the coordinator
+ * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -27,5 +29,6 @@ public record WorkerProperties(
         @DefaultValue("butterfly") String clusterName,
         @DefaultValue("127.0.0.1") String discoveryHost,
         @DefaultValue("9082") int discoveryPort,
-        @DefaultValue("1000") long heartbeatMillis) {
+        @DefaultValue("1000") long heartbeatMillis,
+        @DefaultValue List<String> trustedPublisherKeys) {
 }
