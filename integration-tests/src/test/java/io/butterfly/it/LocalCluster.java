@@ -1,5 +1,6 @@
 package io.butterfly.it;
 
+import io.butterfly.common.crypto.NodeIdentity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
@@ -30,6 +31,7 @@ final class LocalCluster implements AutoCloseable {
 
     private final Path workDir;
     private final List<Process> processes = new ArrayList<>();
+    private String publisherKey;
     private final List<Path> logs = new ArrayList<>();
     private final Map<String, Process> byName = new HashMap<>();
     private final Map<String, List<String>> commands = new HashMap<>();
@@ -52,7 +54,19 @@ final class LocalCluster implements AutoCloseable {
         start("discovery", "discovery-service", "256m", freePort(), discoveryGrpc);
     }
 
+    /**
+     * The registry's publisher key, created here (in the registry's store, where the registry loads it)
+     * before the registry starts, so workers and coordinator can be told to trust it without waiting.
+     */
+    synchronized String publisherKey() {
+        if (publisherKey == null) {
+            publisherKey = NodeIdentity.loadOrCreate(registryStore().resolve("publisher")).publicKeyHex();
+        }
+        return publisherKey;
+    }
+
     void startRegistry(Path modelDir) {
+        publisherKey();
         start("registry", "model-registry-service", "768m", registryHttp, registryGrpc,
                 "--butterfly.registry.store-dir=" + registryStore(),
                 "--butterfly.registry.import-dirs=" + modelDir);
@@ -63,7 +77,8 @@ final class LocalCluster implements AutoCloseable {
                 "--butterfly.worker.node-id=worker-" + i,
                 "--butterfly.worker.data-dir=" + workDir.resolve("worker-" + i),
                 "--butterfly.worker.discovery-port=" + discoveryGrpc,
-                "--butterfly.worker.coordinator-port=" + coordinatorGrpc);
+                "--butterfly.worker.coordinator-port=" + coordinatorGrpc,
+                "--butterfly.worker.trusted-publisher-keys=" + publisherKey());
     }
 
     void startCoordinator(String modelId, int expectedWorkers) {
@@ -72,7 +87,8 @@ final class LocalCluster implements AutoCloseable {
                 "--butterfly.coordinator.expected-workers=" + expectedWorkers,
                 "--butterfly.coordinator.discovery-port=" + discoveryGrpc,
                 "--butterfly.coordinator.registry-port=" + registryGrpc,
-                "--butterfly.coordinator.data-dir=" + workDir.resolve("coordinator"));
+                "--butterfly.coordinator.data-dir=" + workDir.resolve("coordinator"),
+                "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey());
     }
 
     /** Discovery, registry, workers and coordinator, all at once: each retries until its peers are up. */

@@ -50,15 +50,36 @@ public final class ShardDownloader {
         void onProgress(String file, long bytesDone, long bytesTotal);
     }
 
+    /**
+     * How failed streams are retried; each retry resumes after the last verified chunk (the part file
+     * holds only verified bytes), after an exponential backoff with full jitter.
+     *
+     * @param maxRefetches        retries after corrupted data (DATA_LOSS) before failing with CHECKSUM_MISMATCH
+     * @param maxTransientRetries retries after the registry was unreachable or slow (e.g. restarting)
+     * @param initialBackoff      backoff before the first retry; doubles per retry
+     * @param maxBackoff          cap of the backoff
+     */
+    public record RetryPolicy(int maxRefetches, int maxTransientRetries, Duration initialBackoff, Duration maxBackoff) {
+        public static final RetryPolicy DEFAULT = new RetryPolicy(2, 8, Duration.ofMillis(200), Duration.ofSeconds(5));
+    }
+
     private final ModelRegistryGrpc.ModelRegistryBlockingStub registry;
     private final Duration fileDeadline;
     private final int chunkSize;
+    private final RetryPolicy retry;
+    private final java.util.concurrent.atomic.AtomicLong bytesFetched = new java.util.concurrent.atomic.AtomicLong();
 
     public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry) {
         this(registry, DEFAULT_FILE_DEADLINE, DEFAULT_CHUNK_SIZE);
     }
 
     public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry, Duration fileDeadline, int chunkSize) {
+        this(registry, fileDeadline, chunkSize, RetryPolicy.DEFAULT);
+    }
+
+    public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry, Duration fileDeadline, int chunkSize,
+                           RetryPolicy retry) {
+        this.retry = Objects.requireNonNull(retry, "retry");
         this.registry = Objects.requireNonNull(registry, "registry");
         this.fileDeadline = Objects.requireNonNull(fileDeadline, "fileDeadline");
         if (chunkSize <= 0) {
@@ -82,6 +103,47 @@ public final class ShardDownloader {
             paths.add(fetch(manifest.getModelId(), file, dir, listener));
         }
         return paths;
+    }
+
+    /** Bytes received from the registry (and verified per chunk) by this downloader so far. */
+    public long bytesFetched() {
+        return bytesFetched.get();
+    }
+
+    /** {@link #stream} with retries: corrupted data up to maxRefetches times, transient failures up to maxTransientRetries. */
+    private void streamWithRetries(String modelId, String name, long size, Path part, ProgressListener listener)
+            throws IOException {
+        int refetches = 0;
+        int transientRetries = 0;
+        while (true) {
+            try {
+                stream(modelId, name, size, part, listener);
+                return;
+            } catch (ButterflyException e) {
+                Status.Code st = e.status();
+                boolean corrupt = st == Status.Code.DATA_LOSS;
+                boolean transientFailure = st == Status.Code.UNAVAILABLE || st == Status.Code.DEADLINE_EXCEEDED
+                        || st == Status.Code.ABORTED || st == Status.Code.RESOURCE_EXHAUSTED;
+                int attempt;
+                if (corrupt && refetches < retry.maxRefetches()) {
+                    attempt = ++refetches;
+                } else if (transientFailure && transientRetries < retry.maxTransientRetries()) {
+                    attempt = ++transientRetries;
+                } else {
+                    throw e;
+                }
+                long cap = Math.min(retry.maxBackoff().toMillis(), retry.initialBackoff().toMillis() << Math.min(attempt - 1, 20));
+                long sleep = java.util.concurrent.ThreadLocalRandom.current().nextLong(cap / 2, cap + 1);
+                log.warn("fetching {} of {} failed ({}: {}); retry {} from byte {} in {} ms", name, modelId, e.code(),
+                        e.getMessage(), attempt, Files.exists(part) ? Files.size(part) : 0, sleep);
+                try {
+                    Thread.sleep(sleep);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
     }
 
     private static WeightFile find(ModelManifest manifest, String name) {
@@ -121,14 +183,14 @@ public final class ShardDownloader {
             Files.delete(part);
             resumed = false;
         }
-        stream(modelId, name, size, part, listener);
+        streamWithRetries(modelId, name, size, part, listener);
         String actual = Sha256.hexOfFile(part);
         long actualSize = Files.size(part);
         if (resumed && (!actual.equals(expected) || actualSize != size)) {
             // The kept prefix may be what is wrong: start over once from byte zero.
             log.warn("{} failed verification after resuming; fetching it from the start", name);
             Files.deleteIfExists(part);
-            stream(modelId, name, size, part, listener);
+            streamWithRetries(modelId, name, size, part, listener);
             actual = Sha256.hexOfFile(part);
             actualSize = Files.size(part);
         }
@@ -185,6 +247,7 @@ public final class ShardDownloader {
                             name + " is longer than the manifest's " + size + " bytes");
                 }
                 out.write(data);
+                bytesFetched.addAndGet(data.length);
                 position += data.length;
                 last = chunk.getLast();
                 listener.onProgress(name, position, size);

@@ -93,6 +93,9 @@ public class BootstrapOrchestrator {
                 log.info("serving model {} ({} layers, merkle root {})", model.manifest().getModelId(),
                         model.manifest().getNumLayers(), model.manifest().getMerkleRoot());
                 return model;
+            } catch (io.butterfly.common.error.ButterflyException e) {
+                // An untrusted or forged manifest is never used; keep asking in case the registry is re-keyed.
+                log.error("refusing the manifest of model '{}': {}: {}", props.modelId(), e.code(), e.getMessage());
             } catch (StatusRuntimeException e) {
                 log.info("waiting for the registry to serve model '{}': {}", props.modelId(), e.getStatus());
             } catch (Exception e) {

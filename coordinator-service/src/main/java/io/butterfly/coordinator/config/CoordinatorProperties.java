@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.config;
 
 import java.nio.file.Path;
+import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -20,6 +21,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxNewTokens    upper bound for a request's max_tokens
  * @param maxPromptTokens upper bound for a prompt's length in tokens
  * @param stepTimeoutSeconds deadline of one pipeline step
+ * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  */
 @ConfigurationProperties("butterfly.coordinator")
 public record CoordinatorProperties(
@@ -35,5 +37,6 @@ public record CoordinatorProperties(
         @DefaultValue(".butterfly/coordinator-data") Path dataDir,
         @DefaultValue("1024") int maxNewTokens,
         @DefaultValue("4096") int maxPromptTokens,
-        @DefaultValue("120") long stepTimeoutSeconds) {
+        @DefaultValue("120") long stepTimeoutSeconds,
+        @DefaultValue List<String> trustedPublisherKeys) {
 }

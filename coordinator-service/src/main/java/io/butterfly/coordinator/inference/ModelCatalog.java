@@ -2,6 +2,7 @@ package io.butterfly.coordinator.inference;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.config.CoordinatorProperties;
@@ -28,10 +29,12 @@ public class ModelCatalog {
 
     private final CoordinatorProperties props;
     private final ManagedChannel channel;
+    private final ManifestVerifier verifier;
     private volatile ServedModel served;
 
     public ModelCatalog(CoordinatorProperties props) {
         this.props = props;
+        this.verifier = new ManifestVerifier(props.trustedPublisherKeys());
         this.channel = GrpcChannels.open(props.registryHost(), props.registryPort());
     }
 
@@ -39,9 +42,10 @@ public class ModelCatalog {
         return ModelRegistryGrpc.newBlockingStub(channel);
     }
 
+    /** Fetches and verifies (trusted publisher, signature, Merkle root) the manifest before using it. */
     public ServedModel load() throws IOException {
-        ModelManifest manifest = registry().withDeadlineAfter(10, TimeUnit.SECONDS)
-                .getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build());
+        ModelManifest manifest = verifier.verify(registry().withDeadlineAfter(10, TimeUnit.SECONDS)
+                .getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build()));
         List<String> wanted = manifest.getFilesList().stream()
                 .filter(f -> f.getKind() == FileKind.CONFIG || f.getKind() == FileKind.TOKENIZER)
                 .map(WeightFile::getName)

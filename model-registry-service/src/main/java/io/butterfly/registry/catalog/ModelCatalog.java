@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,9 +28,18 @@ public class ModelCatalog {
     private final Map<String, Manifest> manifests = new ConcurrentHashMap<>();
     private final Object importLock = new Object();
 
+    private final UnaryOperator<Manifest> signer;
+
+    /** A catalog serving unsigned manifests (tests of import and transfer only). */
     public ModelCatalog(ModelStore store, ModelImporter importer) {
+        this(store, importer, UnaryOperator.identity());
+    }
+
+    /** @param signer signs each manifest before it is served (the registry's publisher key) */
+    public ModelCatalog(ModelStore store, ModelImporter importer, UnaryOperator<Manifest> signer) {
         this.store = store;
         this.importer = importer;
+        this.signer = signer;
     }
 
     /** A served file: its manifest entry and where its bytes are. */
@@ -40,7 +50,7 @@ public class ModelCatalog {
     public void loadStored() throws IOException {
         for (String id : store.storedModelIds()) {
             store.load(id).ifPresent(m -> {
-                manifests.put(id, m);
+                manifests.put(id, signer.apply(m));
                 log.info("serving stored model {} ({} files, merkle root {})", id, m.files().size(), m.merkleRoot());
             });
         }
@@ -63,14 +73,15 @@ public class ModelCatalog {
             String fingerprint = ModelImporter.fingerprint(source);
             Optional<Manifest> current = store.loadIfCurrent(id, fingerprint);
             if (current.isPresent()) {
-                manifests.put(id, current.get());
+                Manifest signed = signer.apply(current.get());
+                manifests.put(id, signed);
                 log.info("model {} is unchanged since its import; serving the stored shards", id);
-                return current.get();
+                return signed;
             }
             long started = System.nanoTime();
             Path staging = store.newStagingDir(id);
             try {
-                Manifest m = importer.importModel(id, source, staging);
+                Manifest m = signer.apply(importer.importModel(id, source, staging));
                 store.commit(staging, m, fingerprint);
                 manifests.put(id, m);
                 log.info("imported {} from {}: {} files, {} bytes, {} parameters, merkle root {} in {} ms", id, source,
@@ -81,6 +92,11 @@ public class ModelCatalog {
                 ModelStore.deleteRecursively(staging);
             }
         }
+    }
+
+    /** Block hashes of the served files, recorded when they were stored. */
+    public io.butterfly.registry.store.BlockIndex blockIndex(Manifest manifest) {
+        return store.blockIndex(manifest);
     }
 
     public List<Manifest> list() {

@@ -193,7 +193,7 @@ public final class ModelImporter {
                     .map(Map.Entry::getKey)
                     .orElse("F32");
             return new Manifest(modelId, config.architecture().id(), merkleRoot.substring(0, 12), config.numLayers(),
-                    parameters, config.hiddenSize(), config.vocabSize(), dtype, files, merkleRoot, clock.millis());
+                    parameters, config.hiddenSize(), config.vocabSize(), dtype, files, merkleRoot, clock.millis(), null, null);
         } finally {
             for (SafetensorsFile f : opened) {
                 f.close();

@@ -4,6 +4,10 @@ import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.catalog.ModelImporter;
 import io.butterfly.registry.store.ModelStore;
+import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.common.manifest.ManifestVerifier;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.registry.api.grpc.ManifestMapper;
 import java.io.IOException;
 import java.time.Clock;
 import org.springframework.context.annotation.Bean;
@@ -24,7 +28,12 @@ public class RegistryConfiguration {
 
     @Bean
     ModelCatalog modelCatalog(ModelStore store, Clock clock) throws IOException {
-        ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock));
+        // The publisher key lives in the store so that a restarted registry signs with the same key.
+        NodeIdentity publisher = NodeIdentity.loadOrCreate(store.root().resolve("publisher"));
+        ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> {
+            ModelManifest signed = ManifestVerifier.sign(ManifestMapper.toProto(m), publisher);
+            return m.signed(signed.getPublisherKey(), signed.getSignature());
+        });
         catalog.loadStored();
         return catalog;
     }

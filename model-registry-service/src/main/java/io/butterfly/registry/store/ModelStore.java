@@ -3,6 +3,7 @@ package io.butterfly.registry.store;
 import io.butterfly.registry.catalog.Manifest;
 import io.butterfly.registry.catalog.ManifestFile;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
@@ -14,7 +15,9 @@ import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -31,12 +34,14 @@ import tools.jackson.databind.json.JsonMapper;
 public class ModelStore {
 
     public static final String MANIFEST_FILE = "manifest.json";
+    public static final String BLOCK_INDEX_FILE = "blocks.json";
     public static final String FINGERPRINT_FILE = "source.fingerprint";
     private static final Pattern MODEL_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
     private static final Logger log = LoggerFactory.getLogger(ModelStore.class);
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
     private final Path root;
+    private final Map<String, BlockIndex> blockIndexes = new java.util.concurrent.ConcurrentHashMap<>();
 
     public ModelStore(Path root) throws IOException {
         this.root = root.toAbsolutePath().normalize();
@@ -75,6 +80,7 @@ public class ModelStore {
 
     /** Writes manifest and fingerprint into the staging directory and swaps it in place of the model's directory. */
     public void commit(Path staging, Manifest manifest, String fingerprint) throws IOException {
+        writeBlockIndex(staging, manifest);
         Files.writeString(staging.resolve(FINGERPRINT_FILE), fingerprint, StandardCharsets.UTF_8);
         Path tmp = staging.resolve(MANIFEST_FILE + ".tmp");
         Files.write(tmp, JSON.writeValueAsBytes(manifest));
@@ -87,9 +93,43 @@ public class ModelStore {
             move(target, old);
         }
         move(staging, target);
+        blockIndexes.remove(manifest.modelId());
         if (old != null) {
             deleteRecursively(old);
         }
+    }
+
+    /**
+     * The block hashes of a stored model, from its {@value #BLOCK_INDEX_FILE}. A store written before
+     * block indexes existed gets one now, from the bytes as they are (logged: tampering that happened
+     * before this moment is then only caught by the client's whole-file check).
+     */
+    public BlockIndex blockIndex(Manifest manifest) {
+        return blockIndexes.computeIfAbsent(manifest.modelId(), id -> {
+            Path dir = modelDir(id);
+            try {
+                Path f = dir.resolve(BLOCK_INDEX_FILE);
+                if (Files.isRegularFile(f)) {
+                    return JSON.readValue(Files.readAllBytes(f), BlockIndex.class);
+                }
+                log.warn("stored model {} has no block index; indexing its current bytes", id);
+                return writeBlockIndex(dir, manifest);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+    }
+
+    private static BlockIndex writeBlockIndex(Path dir, Manifest manifest) throws IOException {
+        Map<String, List<String>> files = new LinkedHashMap<>();
+        for (ManifestFile f : manifest.files()) {
+            files.put(f.name(), BlockIndex.hashBlocks(dir.resolve(f.name()), BlockIndex.DEFAULT_BLOCK_BYTES));
+        }
+        BlockIndex index = new BlockIndex(BlockIndex.DEFAULT_BLOCK_BYTES, files);
+        Path tmp = dir.resolve(BLOCK_INDEX_FILE + ".tmp");
+        Files.write(tmp, JSON.writeValueAsBytes(index));
+        Files.move(tmp, dir.resolve(BLOCK_INDEX_FILE), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        return index;
     }
 
     /** The stored manifest if it was imported from a source with this fingerprint and its files are all there. */

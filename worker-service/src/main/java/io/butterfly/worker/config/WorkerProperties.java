@@ -1,6 +1,7 @@
 package io.butterfly.worker.config;
 
 import java.nio.file.Path;
+import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -19,6 +20,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param coordinatorHost coordinator host, used with {@code coordinatorPort}
  * @param coordinatorPort coordinator gRPC port to heartbeat to from start-up; 0 = only once an assignment
  *                        names the coordinator (a restarted worker needs it to be seen coming back)
+ * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -32,5 +34,6 @@ public record WorkerProperties(
         @DefaultValue("9082") int discoveryPort,
         @DefaultValue("100") long heartbeatMillis,
         @DefaultValue("127.0.0.1") String coordinatorHost,
-        @DefaultValue("0") int coordinatorPort) {
+        @DefaultValue("0") int coordinatorPort,
+        @DefaultValue List<String> trustedPublisherKeys) {
 }

@@ -1,6 +1,7 @@
 package io.butterfly.worker.partition;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.ShardDownloader;
@@ -49,6 +50,7 @@ public class PartitionManager {
     private final WorkerProperties props;
     private final PeerChannels channels;
     private final CoordinatorLink coordinator;
+    private final ManifestVerifier verifier;
     private final ExecutorService loader = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "partition-loader");
         t.setDaemon(true);
@@ -60,6 +62,7 @@ public class PartitionManager {
     private AssignPartitionRequest current;
 
     public PartitionManager(WorkerProperties props, PeerChannels channels, CoordinatorLink coordinator) {
+        this.verifier = new ManifestVerifier(props.trustedPublisherKeys());
         this.props = props;
         this.channels = channels;
         this.coordinator = coordinator;
@@ -96,8 +99,8 @@ public class PartitionManager {
         try {
             ModelRegistryGrpc.ModelRegistryBlockingStub registry = ModelRegistryGrpc.newBlockingStub(
                     channels.get(request.getRegistry().getHost(), request.getRegistry().getGrpcPort()));
-            ModelManifest manifest = registry.withDeadlineAfter(30, TimeUnit.SECONDS)
-                    .getManifest(GetManifestRequest.newBuilder().setModelId(request.getModelId()).build());
+            ModelManifest manifest = verifier.verify(registry.withDeadlineAfter(30, TimeUnit.SECONDS)
+                    .getManifest(GetManifestRequest.newBuilder().setModelId(request.getModelId()).build()));
             List<WeightFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
             Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());

@@ -24,6 +24,12 @@ public final class ManifestMapper {
                 .setDtype(m.dtype())
                 .setMerkleRoot(m.merkleRoot())
                 .setCreatedAtMs(m.createdAtMs());
+        if (m.publisherKey() != null) {
+            b.setPublisherKey(m.publisherKey());
+        }
+        if (m.signature() != null) {
+            b.setSignature(m.signature());
+        }
         for (ManifestFile f : m.files()) {
             b.addFiles(toProto(f));
         }

@@ -12,6 +12,7 @@ import io.butterfly.proto.registry.v1.ListModelsResponse;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.registry.catalog.ModelCatalog;
+import io.butterfly.registry.store.BlockIndex;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -22,6 +23,8 @@ import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -85,35 +88,57 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
             if (ch.size() != size) {
                 log.warn("{} of {} is {} bytes on disk, the manifest says {}", name, request.getModelId(), ch.size(), size);
             }
+            // Read whole blocks and check each against its hash recorded at import before any of it is sent.
+            BlockIndex index = catalog.blockIndex(stored.manifest());
+            List<String> blockHashes = index.files().get(name);
+            int blockBytes = index.blockBytes();
             long position = offset;
-            do {
-                if (!awaitReady(call)) {
-                    return;
-                }
-                int n = (int) Math.min(chunkSize, size - position);
-                ByteBuffer buf = ByteBuffer.allocate(n);
+            while (position < size) {
+                int block = (int) (position / blockBytes);
+                long blockStart = (long) block * blockBytes;
+                int blockLen = (int) Math.min(blockBytes, size - blockStart);
+                ByteBuffer buf = ByteBuffer.allocate(blockLen);
                 while (buf.hasRemaining()) {
-                    if (ch.read(buf, position + buf.position()) < 0) {
+                    if (ch.read(buf, blockStart + buf.position()) < 0) {
                         throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                                 name + " of " + request.getModelId() + " is shorter on disk than its manifest size " + size,
                                 Map.of("file", name), null);
                     }
                 }
-                byte[] data = buf.array();
-                if (whole != null) {
-                    whole.update(data);
+                byte[] blockData = buf.array();
+                String actualBlock = Sha256.hex(blockData);
+                String expectedBlock = blockHashes == null || block >= blockHashes.size() ? "" : blockHashes.get(block);
+                if (!actualBlock.equals(expectedBlock)) {
+                    log.error("refusing to serve {} of {}: block {} changed on disk since import", name,
+                            request.getModelId(), block);
+                    throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                            "registry store corrupted: " + name + " of " + request.getModelId() + " block " + block
+                                    + " (bytes " + blockStart + ".." + (blockStart + blockLen) + ") has sha256 "
+                                    + actualBlock + " but its import recorded " + expectedBlock + "; not served",
+                            Map.of("file", name, "expected", expectedBlock, "actual", actualBlock), null);
                 }
-                boolean last = position + n >= size;
-                response.onNext(FileChunk.newBuilder()
-                        .setFileName(name)
-                        .setOffset(position)
-                        .setData(UnsafeByteOperations.unsafeWrap(data))
-                        .setSha256(Sha256.hex(data))
-                        .setFileSize(size)
-                        .setLast(last)
-                        .build());
-                position += n;
-            } while (position < size);
+                long blockEnd = blockStart + blockLen;
+                while (position < blockEnd) {
+                    if (!awaitReady(call)) {
+                        return;
+                    }
+                    int from = (int) (position - blockStart);
+                    int n = (int) Math.min(chunkSize, blockEnd - position);
+                    byte[] data = from == 0 && n == blockLen ? blockData : Arrays.copyOfRange(blockData, from, from + n);
+                    if (whole != null) {
+                        whole.update(data);
+                    }
+                    response.onNext(FileChunk.newBuilder()
+                            .setFileName(name)
+                            .setOffset(position)
+                            .setData(UnsafeByteOperations.unsafeWrap(data))
+                            .setSha256(Sha256.hex(data))
+                            .setFileSize(size)
+                            .setLast(position + n >= size)
+                            .build());
+                    position += n;
+                }
+            }
         } catch (NoSuchFileException e) {
             throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.NOT_FOUND,
                     name + " of " + request.getModelId() + " is missing from the store", Map.of("file", name), e);

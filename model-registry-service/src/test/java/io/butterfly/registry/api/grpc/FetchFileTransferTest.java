@@ -10,6 +10,7 @@ import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
+import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
@@ -143,10 +144,22 @@ class FetchFileTransferTest {
                     assertThat(e.code()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
                     assertThat(e.getMessage()).contains(name);
                     assertThat(e.getMessage().split("[0-9a-f]{64}", -1).length - 1).isGreaterThanOrEqualTo(2);
-                    assertThat(e.getMessage()).contains(manifest.getFiles(4).getChecksum());
+                    // Refused by the registry itself (block hash recorded at import), not forwarded.
+                    assertThat(e.getMessage()).contains("registry store corrupted");
                 });
+        // Not a byte of the corrupted block reaches the client: the stream fails before its first chunk.
+        List<FileChunk> received = new java.util.ArrayList<>();
+        assertThatThrownBy(() -> stub.fetchFile(FetchFileRequest.newBuilder().setModelId("tiny").setFileName(name)
+                .build()).forEachRemaining(received::add))
+                .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+                    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.DATA_LOSS);
+                    assertThat(GrpcErrors.codeOf(e)).contains(ErrorCode.CHECKSUM_MISMATCH);
+                });
+        assertThat(received).isEmpty();
         assertThat(dest.resolve(name)).doesNotExist();
-        assertThat(dest.resolve(name + ".part")).doesNotExist();
+        // A resume point may stay, but it holds no byte of the refused block.
+        Path part = dest.resolve(name + ".part");
+        assertThat(Files.exists(part) ? Files.size(part) : 0L).isZero();
         assertThat(dest.resolve("config.json")).exists();
     }
 
@@ -169,6 +182,103 @@ class FetchFileTransferTest {
                         e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT));
         assertThat(stub.listModels(io.butterfly.proto.registry.v1.ListModelsRequest.getDefaultInstance()).getModelsList())
                 .extracting(ModelManifest::getModelId).containsExactly("tiny");
+    }
+
+    @Test
+    void aChunkCorruptedInTransitIsRefusedAndNeverWritten() throws Exception {
+        assertCorruptedInTransit(Integer.MAX_VALUE);
+    }
+
+    @Test
+    void aChunkCorruptedOnceInTransitIsFetchedAgainResumingAfterTheLastVerifiedChunk() throws Exception {
+        assertCorruptedInTransit(1);
+    }
+
+    /** Downloads through a server flipping a bit in the third chunk of its first {@code corruptStreams} streams. */
+    private void assertCorruptedInTransit(int corruptStreams) throws Exception {
+        String name = "layer-00001.safetensors";
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+        catalog.loadStored();
+        String serverName = InProcessServerBuilder.generateName();
+        Server flipping = InProcessServerBuilder.forName(serverName)
+                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
+                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()),
+                        flipThirdChunk(new java.util.concurrent.atomic.AtomicInteger(corruptStreams))))
+                .build().start();
+        ManagedChannel ch = InProcessChannelBuilder.forName(serverName).build();
+        Path dest = tmp.resolve("dest-transit");
+        byte[] original = Files.readAllBytes(tmp.resolve("store/tiny").resolve(name));
+        ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(ch), Duration.ofMinutes(1),
+                ShardDownloader.DEFAULT_CHUNK_SIZE,
+                new ShardDownloader.RetryPolicy(2, 2, Duration.ofMillis(10), Duration.ofMillis(50)));
+        try {
+            if (corruptStreams > 2) {
+                assertThatThrownBy(() -> downloader.download(manifest, List.of(name), dest, null))
+                        .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                            assertThat(e.code()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
+                            assertThat(e.getMessage()).contains(name);
+                            assertThat(e.getMessage().split("[0-9a-f]{64}", -1).length - 1).isGreaterThanOrEqualTo(2);
+                        });
+                assertThat(dest.resolve(name)).doesNotExist();
+                // Only verified chunks stay, as the resume point: never a flipped byte.
+                Path part = dest.resolve(name + ".part");
+                byte[] kept = Files.exists(part) ? Files.readAllBytes(part) : new byte[0];
+                assertThat(kept.length).isLessThan(original.length);
+                assertThat(kept).isEqualTo(java.util.Arrays.copyOf(original, kept.length));
+            } else {
+                Path p = downloader.download(manifest, List.of(name), dest, null).get(0);
+                assertThat(Files.readAllBytes(p)).isEqualTo(original);
+                // Resumed after the two verified chunks: no byte was fetched twice.
+                assertThat(downloader.bytesFetched()).isEqualTo(original.length);
+            }
+        } finally {
+            ch.shutdownNow();
+            flipping.shutdownNow();
+        }
+    }
+
+    @Test
+    void aTruncatedStoredFileIsRefusedNamingIt() throws Exception {
+        String name = "layer-00000.safetensors";
+        Path stored = tmp.resolve("store/tiny").resolve(name);
+        try (RandomAccessFile raf = new RandomAccessFile(stored.toFile(), "rw")) {
+            raf.setLength(raf.length() - 100);
+        }
+        Path dest = tmp.resolve("dest-truncated");
+        assertThatThrownBy(() -> new ShardDownloader(stub).download(manifest, List.of(name), dest, null))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.code()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
+                    assertThat(e.getMessage()).contains(name).contains("shorter on disk");
+                });
+        assertThat(dest.resolve(name)).doesNotExist();
+        Path part = dest.resolve(name + ".part");
+        assertThat(Files.exists(part) ? Files.size(part) : 0L).isZero();
+    }
+
+    /** Flips one bit in the data of the third chunk of the first streams, leaving its declared hash. */
+    private static ServerInterceptor flipThirdChunk(java.util.concurrent.atomic.AtomicInteger corruptStreams) {
+        return new ServerInterceptor() {
+            @Override
+            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                                ServerCallHandler<Q, R> next) {
+                boolean corrupt = corruptStreams.getAndDecrement() > 0;
+                ServerCall<Q, R> flipping = new io.grpc.ForwardingServerCall.SimpleForwardingServerCall<>(call) {
+                    private int sent;
+
+                    @Override
+                    @SuppressWarnings("unchecked")
+                    public void sendMessage(R message) {
+                        if (corrupt && message instanceof FileChunk c && sent++ == 2) {
+                            byte[] data = c.getData().toByteArray();
+                            data[data.length / 2] ^= 0x01;
+                            message = (R) c.toBuilder().setData(com.google.protobuf.ByteString.copyFrom(data)).build();
+                        }
+                        super.sendMessage(message);
+                    }
+                };
+                return next.startCall(flipping, headers);
+            }
+        };
     }
 
     private ServerInterceptor recordFetches() {

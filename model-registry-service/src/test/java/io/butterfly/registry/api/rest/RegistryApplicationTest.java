@@ -47,6 +47,12 @@ class RegistryApplicationTest {
     @Autowired
     MockMvc mvc;
 
+    /** The key the registry created in its store and signs with. */
+    private static String publisherKey() {
+        return io.butterfly.common.crypto.NodeIdentity.loadOrCreate(
+                WORK.resolve("store/publisher")).publicKeyHex();
+    }
+
     @Test
     void importsAtStartUpAndServesManifestsAndProblems() throws Exception {
         long deadline = System.nanoTime() + 30_000_000_000L;
@@ -58,6 +64,8 @@ class RegistryApplicationTest {
                 .andExpect(status().isOk())
                 .andExpect(jsonPath("$.model_id").value("app-tiny"))
                 .andExpect(jsonPath("$.merkle_root").isString())
+                .andExpect(jsonPath("$.signature").value(org.hamcrest.Matchers.matchesPattern("[0-9a-f]{128}")))
+                .andExpect(jsonPath("$.publisher_key").value(publisherKey()))
                 .andExpect(jsonPath("$.num_layers").value(3))
                 .andExpect(jsonPath("$.files[3].name").value("layer-00000.safetensors"))
                 .andExpect(jsonPath("$.files[3].layer_start").value(0))
