@@ -59,7 +59,7 @@ class EpochMonotonicTest {
         assertEquals(epoch, state.epoch());
     }
 
-    private static ClusterCommand randomCommand(Random rnd, ClusterState s, long at) {
+    static ClusterCommand randomCommand(Random rnd, ClusterState s, long at) {
         String node = NODES.get(rnd.nextInt(NODES.size()));
         // Mostly the current epoch, sometimes stale or future, to exercise fencing.
         long epoch = Math.max(0, s.epoch() + rnd.nextInt(3) - 1);
