@@ -1,6 +1,8 @@
 package io.butterfly.coordinator.cluster;
 
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.StateMachines;
+import io.butterfly.coordinator.statemachine.SystemDeviations;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -333,11 +335,23 @@ public final class ClusterReducer {
     }
 
     private static ClusterState move(ClusterState s, SystemState next, String message, ClusterCommand c) {
-        if (!s.system().canTransitionTo(next)) {
-            throw new IllegalTransitionException("system cannot go from " + s.system() + " to " + next
-                    + (c == null ? "" : " on " + name(c)));
-        }
+        checkSystemTransition(s.system(), next, c);
         return s.withSystem(next, message);
+    }
+
+    /**
+     * The one guard for system-state changes: the spec's table (statemachine.StateMachines.SYSTEM) or a documented
+     * deviation (statemachine.SystemDeviations); staying put is not a transition. Refused -> state unchanged.
+     */
+    private static void checkSystemTransition(SystemState from, SystemState to, ClusterCommand c) {
+        if ((from == to && from != SystemState.TERMINATED) || SystemDeviations.reason(from, to) != null) {
+            return;
+        }
+        try {
+            StateMachines.SYSTEM.check(from, to);
+        } catch (io.butterfly.coordinator.statemachine.IllegalTransitionException e) {
+            throw new IllegalTransitionException(e.getMessage() + (c == null ? "" : " on " + name(c)));
+        }
     }
 
     private static String servingMessage(ClusterState s) {

@@ -3,6 +3,10 @@ package io.butterfly.coordinator.control;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.TransitionHistory;
+import io.butterfly.coordinator.statemachine.TransitionRecord;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
@@ -19,17 +23,29 @@ public class ControlLog {
 
     private ClusterState state = ClusterState.initial();
     private long lastIndex;
+    private final TransitionHistory history = new TransitionHistory(1000);
 
     /** Applies a command; a rejected command (illegal transition) leaves the state and index untouched. */
     public synchronized ClusterState submit(ClusterCommand command) {
-        ClusterState next = ClusterReducer.apply(state, command, lastIndex + 1);
+        ClusterState next;
+        try {
+            next = ClusterReducer.apply(state, command, lastIndex + 1);
+        } catch (IllegalTransitionException e) {
+            TransitionLogging.rejected(log, state, command, e);
+            throw e;
+        }
         lastIndex++;
-        if (next.system() != state.system()) {
-            log.info("system {} -> {} (index {}, trigger {})", state.system(), next.system(), lastIndex,
-                    command.getClass().getSimpleName());
+        for (TransitionRecord r : TransitionLogging.diff(state, next, command, lastIndex, System.currentTimeMillis())) {
+            TransitionLogging.applied(log, r);
+            history.add(r);
         }
         state = next;
         return next;
+    }
+
+    /** The newest {@code limit} applied transitions, newest first (§7.2). */
+    public List<TransitionRecord> transitions(int limit) {
+        return history.latest(limit);
     }
 
     public synchronized ClusterState state() {

@@ -59,12 +59,12 @@ class EpochMonotonicTest {
         assertEquals(epoch, state.epoch());
     }
 
-    private static ClusterCommand randomCommand(Random rnd, ClusterState s, long at) {
+    static ClusterCommand randomCommand(Random rnd, ClusterState s, long at) {
         String node = NODES.get(rnd.nextInt(NODES.size()));
         // Mostly the current epoch, sometimes stale or future, to exercise fencing.
         long epoch = Math.max(0, s.epoch() + rnd.nextInt(3) - 1);
         String task = "t" + rnd.nextInt(8);
-        return switch (rnd.nextInt(14)) {
+        return switch (rnd.nextInt(18)) {
             case 0 -> new ClusterCommand.Bootstrap("m", 1 + rnd.nextInt(4), at);
             case 1 -> new ClusterCommand.ModelResolved("m", rnd.nextBoolean() ? "root" : "root2", at);
             case 2, 3 -> new ClusterCommand.NodeJoined(Fixtures.info(node), at);
@@ -76,6 +76,10 @@ class EpochMonotonicTest {
             case 9, 10 -> new ClusterCommand.TaskSubmitted(task + "-" + at, 3, at);
             case 11 -> new ClusterCommand.TaskFinished(anyTask(rnd, s, task), 2, "stop", at);
             case 12 -> new ClusterCommand.TaskFailed(anyTask(rnd, s, task), "boom", at);
+            case 13 -> new ClusterCommand.NodeSuspected(node, at - 1, 5 + rnd.nextDouble() * 5, "phi", at);
+            case 14 -> new ClusterCommand.NodeSuspicionCleared(node, at, at);
+            case 15 -> new ClusterCommand.NodeFailed(node, at - 1, 10 + rnd.nextDouble() * 5, "phi", at);
+            case 16 -> new ClusterCommand.NodeRecovered(node, rnd.nextBoolean(), at, at);
             // Shutdown is left to the end of the run: once TERMINATED, everything else is refused.
             default -> new ClusterCommand.CleanupCompleted(at);
         };

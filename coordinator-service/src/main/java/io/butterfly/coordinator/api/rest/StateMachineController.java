@@ -1,0 +1,54 @@
+package io.butterfly.coordinator.api.rest;
+
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.statemachine.StateMachines;
+import io.butterfly.coordinator.statemachine.TransitionTable;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+
+/** Transition history (§7.2) and the Mermaid diagrams generated from the transition tables (§7.3). */
+@RestController
+@RequestMapping("/api/v1/system")
+public class StateMachineController {
+
+    static final int MAX_LIMIT = 1000;
+
+    private final ControlLog control;
+
+    public StateMachineController(ControlLog control) {
+        this.control = control;
+    }
+
+    @GetMapping("/transitions")
+    public ResponseEntity<?> transitions(@RequestParam(name = "limit", defaultValue = "100") int limit) {
+        if (limit < 1 || limit > MAX_LIMIT) {
+            ProblemDetail problem = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
+                    "limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
+            problem.setProperty("field", "limit");
+            return ResponseEntity.badRequest().contentType(MediaType.APPLICATION_PROBLEM_JSON).body(problem);
+        }
+        return ResponseEntity.ok(Map.of("transitions", control.transitions(limit)));
+    }
+
+    /** One machine's diagram ({@code ?machine=worker}) or, by default, the system machine's. */
+    @GetMapping("/diagram")
+    public ResponseEntity<String> diagram(@RequestParam(name = "machine", defaultValue = "system") String machine) {
+        for (TransitionTable<?> table : StateMachines.ALL) {
+            if (table.machine().equals(machine)) {
+                return ResponseEntity.ok().contentType(MediaType.parseMediaType("text/vnd.mermaid"))
+                        .body(table.mermaid());
+            }
+        }
+        String known = StateMachines.ALL.stream().map(TransitionTable::machine).collect(Collectors.joining(", "));
+        return ResponseEntity.badRequest().contentType(MediaType.TEXT_PLAIN)
+                .body("unknown machine '" + machine + "'; one of " + known + "\n");
+    }
+}

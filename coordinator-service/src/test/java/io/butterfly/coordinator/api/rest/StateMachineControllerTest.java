@@ -1,0 +1,53 @@
+package io.butterfly.coordinator.api.rest;
+
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.startsWith;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.get;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.content;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.jsonPath;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.control.ControlLog;
+import org.junit.jupiter.api.Test;
+import org.springframework.test.web.servlet.MockMvc;
+import org.springframework.test.web.servlet.setup.MockMvcBuilders;
+
+class StateMachineControllerTest {
+
+    private final ControlLog control = new ControlLog();
+    private final MockMvc mvc = MockMvcBuilders.standaloneSetup(new StateMachineController(control)).build();
+
+    @Test
+    void diagramIsMermaidGeneratedFromTheTable() throws Exception {
+        mvc.perform(get("/api/v1/system/diagram"))
+                .andExpect(status().isOk())
+                .andExpect(content().contentTypeCompatibleWith("text/vnd.mermaid"))
+                .andExpect(content().string(startsWith("stateDiagram-v2\n")))
+                .andExpect(content().string(containsString("UNINITIALIZED --> BOOTSTRAPPING : bootstrap()")))
+                .andExpect(content().string(containsString("COMMITTING --> READY : result_committed()")));
+        mvc.perform(get("/api/v1/system/diagram").param("machine", "worker"))
+                .andExpect(status().isOk())
+                .andExpect(content().string(containsString("SUSPECT --> FAILED : confirm_failure()")));
+        mvc.perform(get("/api/v1/system/diagram").param("machine", "nope")).andExpect(status().isBadRequest());
+    }
+
+    @Test
+    void transitionsListAppliedTransitionsNewestFirst() throws Exception {
+        control.submit(new ClusterCommand.Bootstrap("m", 1, 10));
+        control.submit(new ClusterCommand.Shutdown("bye", 20));
+        mvc.perform(get("/api/v1/system/transitions").param("limit", "1"))
+                .andExpect(status().isOk())
+                .andExpect(jsonPath("$.transitions.length()").value(1))
+                .andExpect(jsonPath("$.transitions[0].machine").value("system"))
+                .andExpect(jsonPath("$.transitions[0].from").value("BOOTSTRAPPING"))
+                .andExpect(jsonPath("$.transitions[0].to").value("SHUTDOWN"))
+                .andExpect(jsonPath("$.transitions[0].trigger").value("Shutdown"));
+        mvc.perform(get("/api/v1/system/transitions"))
+                .andExpect(jsonPath("$.transitions.length()").value(2))
+                .andExpect(jsonPath("$.transitions[1].to").value("BOOTSTRAPPING"));
+        mvc.perform(get("/api/v1/system/transitions").param("limit", "0"))
+                .andExpect(status().isBadRequest())
+                .andExpect(jsonPath("$.field").value("limit"));
+    }
+}
