@@ -48,6 +48,11 @@ public final class Sha256 {
     }
 
     public static String hexOfFile(Path file) throws IOException {
+        return HEX.formatHex(digestOfFile(file).digest());
+    }
+
+    /** A digest that has consumed the file's bytes (more may be added before {@code digest()}). */
+    public static MessageDigest digestOfFile(Path file) throws IOException {
         MessageDigest d = newDigest();
         byte[] buf = new byte[1 << 20];
         try (InputStream in = Files.newInputStream(file)) {
@@ -56,6 +61,6 @@ public final class Sha256 {
                 d.update(buf, 0, n);
             }
         }
-        return HEX.formatHex(d.digest());
+        return d;
     }
 }

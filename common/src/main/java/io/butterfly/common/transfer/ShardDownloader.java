@@ -9,11 +9,13 @@ import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.security.MessageDigest;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -22,8 +24,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,7 +51,13 @@ public final class ShardDownloader {
     /** Default deadline for one file's stream. */
     public static final Duration DEFAULT_FILE_DEADLINE = Duration.ofMinutes(10);
 
-    /** Progress of one file: bytes on disk so far out of the file's size. */
+    /** Files fetched at the same time by default: hashing one while the next arrives keeps two cores busy. */
+    public static final int DEFAULT_PARALLEL_FILES = 2;
+
+    /**
+     * Progress of a download: verified bytes on disk so far out of the total size of all files asked,
+     * and the file that just advanced. Called from the fetching threads, one call at a time.
+     */
     @FunctionalInterface
     public interface ProgressListener {
         void onProgress(String file, long bytesDone, long bytesTotal);
@@ -67,6 +80,8 @@ public final class ShardDownloader {
     private final Duration fileDeadline;
     private final int chunkSize;
     private final RetryPolicy retry;
+    private final int parallelFiles;
+    private CircuitBreaker breaker;
     private final java.util.concurrent.atomic.AtomicLong bytesFetched = new java.util.concurrent.atomic.AtomicLong();
 
     public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry) {
@@ -79,6 +94,15 @@ public final class ShardDownloader {
 
     public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry, Duration fileDeadline, int chunkSize,
                            RetryPolicy retry) {
+        this(registry, fileDeadline, chunkSize, retry, DEFAULT_PARALLEL_FILES);
+    }
+
+    public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry, Duration fileDeadline, int chunkSize,
+                           RetryPolicy retry, int parallelFiles) {
+        if (parallelFiles <= 0) {
+            throw new IllegalArgumentException("parallelFiles must be positive: " + parallelFiles);
+        }
+        this.parallelFiles = parallelFiles;
         this.retry = Objects.requireNonNull(retry, "retry");
         this.registry = Objects.requireNonNull(registry, "registry");
         this.fileDeadline = Objects.requireNonNull(fileDeadline, "fileDeadline");
@@ -97,12 +121,79 @@ public final class ShardDownloader {
             throws IOException {
         ProgressListener listener = progress == null ? (f, d, t) -> { } : progress;
         Files.createDirectories(dir);
-        List<Path> paths = new ArrayList<>(fileNames.size());
-        for (String name : fileNames) {
-            WeightFile file = find(manifest, name);
-            paths.add(fetch(manifest.getModelId(), file, dir, listener));
+        List<WeightFile> files = fileNames.stream().map(name -> find(manifest, name)).toList();
+        ProgressListener overall = new OverallProgress(files, listener);
+        int threads = Math.min(parallelFiles, files.size());
+        if (threads <= 1) {
+            List<Path> paths = new ArrayList<>(files.size());
+            for (WeightFile file : files) {
+                paths.add(fetch(manifest.getModelId(), file, dir, overall));
+            }
+            return paths;
         }
-        return paths;
+        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "shard-fetch");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<Path>> pending = new ArrayList<>(files.size());
+            for (WeightFile file : files) {
+                pending.add(pool.submit(() -> fetch(manifest.getModelId(), file, dir, overall)));
+            }
+            List<Path> paths = new ArrayList<>(files.size());
+            for (Future<Path> f : pending) {
+                paths.add(f.get());
+            }
+            return paths;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("download of " + manifest.getModelId() + " interrupted");
+        } catch (ExecutionException e) {
+            // The first failure (in file order) wins; the other fetches are cancelled below.
+            Throwable cause = e.getCause();
+            if (cause instanceof IOException io) {
+                throw io;
+            }
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(cause);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** Sums per-file progress into progress over all files asked. */
+    private static final class OverallProgress implements ProgressListener {
+        private final Map<String, Long> doneByFile = new HashMap<>();
+        private final long total;
+        private final ProgressListener listener;
+
+        OverallProgress(List<WeightFile> files, ProgressListener listener) {
+            this.total = files.stream().mapToLong(WeightFile::getSizeBytes).sum();
+            this.listener = listener;
+        }
+
+        @Override
+        public synchronized void onProgress(String file, long bytesDone, long fileTotal) {
+            doneByFile.put(file, bytesDone);
+            long done = 0;
+            for (long d : doneByFile.values()) {
+                done += d;
+            }
+            listener.onProgress(file, done, total);
+        }
+    }
+
+    /**
+     * Guards every stream with {@code breaker} (shared per registry by the caller): while it is open no
+     * call is made, the downloader waits out its backoff instead, so a registry that is down is not
+     * hammered by every worker's retries.
+     */
+    public ShardDownloader withCircuitBreaker(CircuitBreaker breaker) {
+        this.breaker = Objects.requireNonNull(breaker, "breaker");
+        return this;
     }
 
     /** Bytes received from the registry (and verified per chunk) by this downloader so far. */
@@ -111,38 +202,76 @@ public final class ShardDownloader {
     }
 
     /** {@link #stream} with retries: corrupted data up to maxRefetches times, transient failures up to maxTransientRetries. */
-    private void streamWithRetries(String modelId, String name, long size, Path part, ProgressListener listener)
+    private String streamWithRetries(String modelId, String name, long size, Path part, ProgressListener listener)
             throws IOException {
         int refetches = 0;
         int transientRetries = 0;
         while (true) {
-            try {
-                stream(modelId, name, size, part, listener);
-                return;
-            } catch (ButterflyException e) {
-                Status.Code st = e.status();
-                boolean corrupt = st == Status.Code.DATA_LOSS;
-                boolean transientFailure = st == Status.Code.UNAVAILABLE || st == Status.Code.DEADLINE_EXCEEDED
-                        || st == Status.Code.ABORTED || st == Status.Code.RESOURCE_EXHAUSTED;
-                int attempt;
-                if (corrupt && refetches < retry.maxRefetches()) {
-                    attempt = ++refetches;
-                } else if (transientFailure && transientRetries < retry.maxTransientRetries()) {
-                    attempt = ++transientRetries;
-                } else {
-                    throw e;
-                }
-                long cap = Math.min(retry.maxBackoff().toMillis(), retry.initialBackoff().toMillis() << Math.min(attempt - 1, 20));
-                long sleep = java.util.concurrent.ThreadLocalRandom.current().nextLong(cap / 2, cap + 1);
-                log.warn("fetching {} of {} failed ({}: {}); retry {} from byte {} in {} ms", name, modelId, e.code(),
-                        e.getMessage(), attempt, Files.exists(part) ? Files.size(part) : 0, sleep);
+            ButterflyException failure;
+            boolean retryable;
+            int attempt;
+            if (breaker != null && !breaker.tryAcquirePermission()) {
+                failure = new ButterflyException(ErrorCode.TIMEOUT, Status.Code.UNAVAILABLE,
+                        "the registry's circuit breaker is open after repeated failures; not fetching " + name
+                                + " of model " + modelId + " until it half-opens");
+                retryable = transientRetries < retry.maxTransientRetries();
+                attempt = ++transientRetries;
+            } else {
+                long started = System.nanoTime();
                 try {
-                    Thread.sleep(sleep);
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    throw e;
+                    String digest = stream(modelId, name, size, part, listener);
+                    recordSuccess(started);
+                    return digest;
+                } catch (ButterflyException e) {
+                    failure = e;
+                    Status.Code st = e.status();
+                    boolean corrupt = st == Status.Code.DATA_LOSS;
+                    // A registry stopping mid-stream resets it (CANCELLED) although this side never cancelled.
+                    boolean goneAway = st == Status.Code.CANCELLED && !Thread.currentThread().isInterrupted();
+                    boolean transientFailure = st == Status.Code.UNAVAILABLE || st == Status.Code.DEADLINE_EXCEEDED
+                            || st == Status.Code.ABORTED || st == Status.Code.RESOURCE_EXHAUSTED || goneAway;
+                    if (transientFailure) {
+                        recordFailure(started, e);
+                    } else {
+                        recordSuccess(started); // the registry answered: it is up, the data or request is the problem
+                    }
+                    if (corrupt && refetches < retry.maxRefetches()) {
+                        retryable = true;
+                        attempt = ++refetches;
+                    } else if (transientFailure && transientRetries < retry.maxTransientRetries()) {
+                        retryable = true;
+                        attempt = ++transientRetries;
+                    } else {
+                        retryable = false;
+                        attempt = 0;
+                    }
                 }
             }
+            if (!retryable) {
+                throw failure;
+            }
+            long cap = Math.min(retry.maxBackoff().toMillis(), retry.initialBackoff().toMillis() << Math.min(attempt - 1, 20));
+            long sleep = java.util.concurrent.ThreadLocalRandom.current().nextLong(cap / 2, cap + 1);
+            log.warn("fetching {} of {} failed ({}: {}); retry {} from byte {} in {} ms", name, modelId, failure.code(),
+                    failure.getMessage(), attempt, Files.exists(part) ? Files.size(part) : 0, sleep);
+            try {
+                Thread.sleep(sleep);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw failure;
+            }
+        }
+    }
+
+    private void recordSuccess(long startedNanos) {
+        if (breaker != null) {
+            breaker.onSuccess(System.nanoTime() - startedNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private void recordFailure(long startedNanos, Throwable t) {
+        if (breaker != null) {
+            breaker.onError(System.nanoTime() - startedNanos, TimeUnit.NANOSECONDS, t);
         }
     }
 
@@ -183,15 +312,13 @@ public final class ShardDownloader {
             Files.delete(part);
             resumed = false;
         }
-        streamWithRetries(modelId, name, size, part, listener);
-        String actual = Sha256.hexOfFile(part);
+        String actual = streamWithRetries(modelId, name, size, part, listener);
         long actualSize = Files.size(part);
         if (resumed && (!actual.equals(expected) || actualSize != size)) {
             // The kept prefix may be what is wrong: start over once from byte zero.
             log.warn("{} failed verification after resuming; fetching it from the start", name);
             Files.deleteIfExists(part);
-            streamWithRetries(modelId, name, size, part, listener);
-            actual = Sha256.hexOfFile(part);
+            actual = streamWithRetries(modelId, name, size, part, listener);
             actualSize = Files.size(part);
         }
         if (!actual.equals(expected) || actualSize != size) {
@@ -206,12 +333,17 @@ public final class ShardDownloader {
         return target;
     }
 
-    /** Appends the rest of the file (from the part's length) to {@code part}, verifying every chunk. */
-    private void stream(String modelId, String name, long size, Path part, ProgressListener listener) throws IOException {
+    /**
+     * Appends the rest of the file (from the part's length) to {@code part}, verifying every chunk, and
+     * returns the SHA-256 of the whole part file. The file's digest is updated as chunks are written, so
+     * only a resumed prefix is read back from disk.
+     */
+    private String stream(String modelId, String name, long size, Path part, ProgressListener listener) throws IOException {
         long offset = Files.exists(part) ? Files.size(part) : 0;
+        MessageDigest whole = offset > 0 ? Sha256.digestOfFile(part) : Sha256.newDigest();
         listener.onProgress(name, offset, size);
         if (offset == size && size > 0) {
-            return;
+            return Sha256.toHex(whole.digest());
         }
         FetchFileRequest request = FetchFileRequest.newBuilder()
                 .setModelId(modelId)
@@ -247,6 +379,7 @@ public final class ShardDownloader {
                             name + " is longer than the manifest's " + size + " bytes");
                 }
                 out.write(data);
+                whole.update(data);
                 bytesFetched.addAndGet(data.length);
                 position += data.length;
                 last = chunk.getLast();
@@ -256,6 +389,7 @@ public final class ShardDownloader {
                 throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                         "stream of " + name + " ended at " + position + " of " + size + " bytes");
             }
+            return Sha256.toHex(whole.digest());
         } catch (StatusRuntimeException e) {
             throw GrpcErrors.fromRemote(e, "fetching " + name + " of model " + modelId);
         } finally {

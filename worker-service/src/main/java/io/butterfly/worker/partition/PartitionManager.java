@@ -4,7 +4,10 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.transfer.RegistryCircuitBreaker;
 import io.butterfly.common.transfer.ShardDownloader;
+import io.butterfly.worker.config.RegistryClientProperties;
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.coordinator.v1.LoadPhase;
 import io.butterfly.proto.coordinator.v1.LoadReport;
@@ -56,13 +59,21 @@ public class PartitionManager {
         t.setDaemon(true);
         return t;
     });
+    private final RegistryClientProperties registryProps;
+    private final CircuitBreaker registryBreaker;
     private volatile PartitionStatus status = PartitionStatus.unassigned();
     private volatile PartitionExecutor executor;
     private long highestEpoch;
     private AssignPartitionRequest current;
 
-    public PartitionManager(WorkerProperties props, PeerChannels channels, CoordinatorLink coordinator) {
+    public PartitionManager(WorkerProperties props, RegistryClientProperties registryProps, PeerChannels channels,
+                            CoordinatorLink coordinator) {
         this.verifier = new ManifestVerifier(props.trustedPublisherKeys());
+        this.registryProps = registryProps;
+        // One breaker for the worker's life: a registry that keeps failing is left alone for a while
+        // instead of being hammered by every retry of every file.
+        this.registryBreaker = RegistryCircuitBreaker.create("registry", registryProps.breakerFailuresToOpen(),
+                registryProps.breakerOpenFor());
         this.props = props;
         this.channels = channels;
         this.coordinator = coordinator;
@@ -105,7 +116,9 @@ public class PartitionManager {
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
             Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
             long[] lastReport = {0};
-            List<Path> paths = new ShardDownloader(registry).download(manifest,
+            List<Path> paths = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
+                    ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
+                    .withCircuitBreaker(registryBreaker).download(manifest,
                     files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
                         status = status.withProgress(file, done, total);
                         long now = System.nanoTime();
@@ -114,6 +127,7 @@ public class PartitionManager {
                             report(LoadPhase.DOWNLOADING);
                         }
                     });
+            long downloaded = System.nanoTime();
             transition(LoadPhase.VALIDATING);
             // The downloader verified every file against the manifest; the partition checksum binds them.
             String checksum = MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList());
@@ -132,6 +146,7 @@ public class PartitionManager {
             }
             PartitionExecutor loaded = DjlPartitionExecutor.load(spec, weights,
                     new ExecutorOptions(props.device(), props.threads()));
+            long engineLoaded = System.nanoTime();
             transition(LoadPhase.LOADED);
             transition(LoadPhase.WARMING);
             double warmupMs = warmUp(loaded, spec);
@@ -143,8 +158,10 @@ public class PartitionManager {
             long loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
             status = status.ready(checksum, loadMs, warmupMs);
             coordinator.partitionReady(request.getEpoch());
-            log.info("partition {} layers [{}, {}) ready in {} ms (warm-up {} ms), checksum {}", manifest.getModelId(),
-                    spec.layerStart(), spec.layerEnd(), loadMs, String.format("%.1f", warmupMs), checksum);
+            log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms, engine load {} ms, warm-up {} ms),"
+                            + " checksum {}", manifest.getModelId(), spec.layerStart(), spec.layerEnd(), loadMs,
+                    TimeUnit.NANOSECONDS.toMillis(downloaded - started), TimeUnit.NANOSECONDS.toMillis(engineLoaded - downloaded),
+                    String.format("%.1f", warmupMs), checksum);
             coordinator.report(LoadReport.newBuilder()
                     .setModelId(request.getModelId()).setEpoch(request.getEpoch()).setPhase(LoadPhase.READY)
                     .setProgress(1.0).setBytesDone(status.bytesTotal()).setBytesTotal(status.bytesTotal())

@@ -98,6 +98,12 @@ class FetchFileTransferTest {
         }
         assertThat(fetches).hasSize(names.size());
         assertThat(progress).isNotEmpty().allSatisfy(p -> assertThat(p[0]).isLessThanOrEqualTo(p[1]));
+        // Progress is over all files (fetched in parallel): it never goes back and ends at the sum of their sizes.
+        long allBytes = manifest.getFilesList().stream().mapToLong(WeightFile::getSizeBytes).sum();
+        assertThat(progress.get(progress.size() - 1)).containsExactly(allBytes, allBytes);
+        for (int i = 1; i < progress.size(); i++) {
+            assertThat(progress.get(i)[0]).isGreaterThanOrEqualTo(progress.get(i - 1)[0]);
+        }
         try (Stream<Path> s = Files.list(dest)) {
             assertThat(s.filter(p -> p.toString().endsWith(".part"))).isEmpty();
         }
