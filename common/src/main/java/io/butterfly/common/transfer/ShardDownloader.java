@@ -4,6 +4,7 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.GrpcErrors;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.registry.v1.ChunkCompression;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.ModelManifest;
@@ -80,6 +81,7 @@ public final class ShardDownloader {
     private final Duration fileDeadline;
     private final int chunkSize;
     private final RetryPolicy retry;
+    private boolean compression;
     private final int parallelFiles;
     private CircuitBreaker breaker;
     private final java.util.concurrent.atomic.AtomicLong bytesFetched = new java.util.concurrent.atomic.AtomicLong();
@@ -184,6 +186,12 @@ public final class ShardDownloader {
             }
             listener.onProgress(file, done, total);
         }
+    }
+
+    /** Offers the COMPRESSION feature: the registry may then send zstd chunks (worth it off loopback). */
+    public ShardDownloader withCompression(boolean offer) {
+        this.compression = offer;
+        return this;
     }
 
     /**
@@ -350,6 +358,7 @@ public final class ShardDownloader {
                 .setFileName(name)
                 .setOffset(offset)
                 .setChunkSize(chunkSize)
+                .setFeatures(compression ? ChunkCodec.FEATURE_COMPRESSION : 0)
                 .build();
         Context.CancellableContext ctx = Context.current().withCancellation();
         Context previous = ctx.attach();
@@ -366,7 +375,10 @@ public final class ShardDownloader {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                             "chunk of " + name + " at offset " + chunk.getOffset() + " where " + position + " was expected");
                 }
-                byte[] data = chunk.getData().toByteArray();
+                byte[] data = chunk.getCompression() == ChunkCompression.CHUNK_COMPRESSION_ZSTD
+                        ? ChunkCodec.decompress(chunk.getData().toByteArray(), chunk.getUncompressedSize(),
+                                size - position, name, position)
+                        : chunk.getData().toByteArray();
                 String chunkHash = Sha256.hex(data);
                 if (!chunkHash.equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT))) {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,

@@ -11,12 +11,14 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param storeDir      where imported models live ({@code <store>/<modelId>/})
  * @param importDirs    Hugging Face model directories imported at start-up (model id = directory name)
  * @param maxChunkBytes largest FetchFile chunk served (clients may ask for less)
+ * @param zstdLevel     zstd level for chunks sent to clients that offer COMPRESSION (0 = never compress)
  */
 @ConfigurationProperties("butterfly.registry")
 public record RegistryProperties(
         @DefaultValue(".butterfly/registry") Path storeDir,
         @DefaultValue List<Path> importDirs,
-        @DefaultValue("1048576") int maxChunkBytes) {
+        @DefaultValue("1048576") int maxChunkBytes,
+        @DefaultValue("3") int zstdLevel) {
 
     /** Keeps a chunk and its envelope below gRPC's default 4 MiB inbound limit on clients. */
     public static final int CHUNK_LIMIT = 4 * 1024 * 1024 - 64 * 1024;
@@ -26,6 +28,9 @@ public record RegistryProperties(
         if (maxChunkBytes <= 0 || maxChunkBytes > CHUNK_LIMIT) {
             throw new IllegalArgumentException("butterfly.registry.max-chunk-bytes must be in (0, " + CHUNK_LIMIT + "]: "
                     + maxChunkBytes);
+        }
+        if (zstdLevel < 0 || zstdLevel > 19) {
+            throw new IllegalArgumentException("butterfly.registry.zstd-level must be in [0, 19]: " + zstdLevel);
         }
     }
 }

@@ -118,7 +118,7 @@ public class PartitionManager {
             long[] lastReport = {0};
             List<Path> paths = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
                     ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
-                    .withCircuitBreaker(registryBreaker).download(manifest,
+                    .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression()).download(manifest,
                     files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
                         status = status.withProgress(file, done, total);
                         long now = System.nanoTime();

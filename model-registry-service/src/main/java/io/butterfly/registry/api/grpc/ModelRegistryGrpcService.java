@@ -3,7 +3,9 @@ package io.butterfly.registry.api.grpc;
 import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.transfer.ChunkCodec;
 import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.registry.v1.ChunkCompression;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
@@ -25,6 +27,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
@@ -43,15 +46,21 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
 
     private final ModelCatalog catalog;
     private final int maxChunkBytes;
+    private final int zstdLevel;
 
     @Autowired
     public ModelRegistryGrpcService(ModelCatalog catalog, io.butterfly.registry.config.RegistryProperties props) {
-        this(catalog, props.maxChunkBytes());
+        this(catalog, props.maxChunkBytes(), props.zstdLevel());
     }
 
     public ModelRegistryGrpcService(ModelCatalog catalog, int maxChunkBytes) {
+        this(catalog, maxChunkBytes, 0);
+    }
+
+    public ModelRegistryGrpcService(ModelCatalog catalog, int maxChunkBytes, int zstdLevel) {
         this.catalog = catalog;
         this.maxChunkBytes = maxChunkBytes;
+        this.zstdLevel = zstdLevel;
     }
 
     @Override
@@ -80,6 +89,8 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                     Map.of("field", "offset", "file", name), null);
         }
         int chunkSize = request.getChunkSize() <= 0 ? maxChunkBytes : Math.min(request.getChunkSize(), maxChunkBytes);
+        // Compression only when both sides have the feature (bootstrap-protocol.md §7.2).
+        boolean compress = zstdLevel > 0 && (request.getFeatures() & ChunkCodec.FEATURE_COMPRESSION) != 0;
         ServerCallStreamObserver<FileChunk> call = response instanceof ServerCallStreamObserver<FileChunk> s ? s : null;
         try (FileChannel ch = FileChannel.open(stored.path(), StandardOpenOption.READ)) {
             if (ch.size() != size) {
@@ -123,15 +134,22 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                     int n = (int) Math.min(chunkSize, blockEnd - position);
                     boolean wholeBlock = from == 0 && n == blockLen;
                     byte[] data = wholeBlock ? blockData : Arrays.copyOfRange(blockData, from, from + n);
-                    response.onNext(FileChunk.newBuilder()
+                    FileChunk.Builder chunk = FileChunk.newBuilder()
                             .setFileName(name)
                             .setOffset(position)
-                            .setData(UnsafeByteOperations.unsafeWrap(data))
                             // A chunk that is a whole block reuses the hash just verified (one SHA-256 pass per byte).
                             .setSha256(wholeBlock ? actualBlock : Sha256.hex(data))
                             .setFileSize(size)
-                            .setLast(position + n >= size)
-                            .build());
+                            .setLast(position + n >= size);
+                    Optional<byte[]> packed = compress ? ChunkCodec.compress(data, zstdLevel) : Optional.empty();
+                    if (packed.isPresent()) {
+                        chunk.setData(UnsafeByteOperations.unsafeWrap(packed.get()))
+                                .setCompression(ChunkCompression.CHUNK_COMPRESSION_ZSTD)
+                                .setUncompressedSize(n);
+                    } else {
+                        chunk.setData(UnsafeByteOperations.unsafeWrap(data));
+                    }
+                    response.onNext(chunk.build());
                     position += n;
                 }
             }

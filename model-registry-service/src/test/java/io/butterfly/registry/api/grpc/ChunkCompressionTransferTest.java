@@ -1,0 +1,114 @@
+package io.butterfly.registry.api.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.transfer.ShardDownloader;
+import io.butterfly.proto.registry.v1.ChunkCompression;
+import io.butterfly.proto.registry.v1.FileChunk;
+import io.butterfly.proto.registry.v1.GetManifestRequest;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.registry.TinyModels;
+import io.butterfly.registry.catalog.ModelCatalog;
+import io.butterfly.registry.catalog.ModelImporter;
+import io.butterfly.registry.store.ModelStore;
+import io.grpc.ForwardingServerCall;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.grpc.server.exception.GrpcExceptionHandlerInterceptor;
+
+/** zstd chunks are used only when the client offers the COMPRESSION feature, and files arrive identical. */
+class ChunkCompressionTransferTest {
+
+    @TempDir
+    Path tmp;
+
+    private Server server;
+    private ManagedChannel channel;
+    private ModelRegistryGrpc.ModelRegistryBlockingStub stub;
+    private ModelManifest manifest;
+    private final List<FileChunk> sent = new CopyOnWriteArrayList<>();
+
+    @BeforeEach
+    void start() throws Exception {
+        TinyModels.write(tmp.resolve("src/tiny"), TinyModels.llama(true), "F32", 1, 5);
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+        catalog.importModel(tmp.resolve("src/tiny"), null);
+        String name = InProcessServerBuilder.generateName();
+        server = InProcessServerBuilder.forName(name)
+                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 4096, 3),
+                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), recordSent()))
+                .build().start();
+        channel = InProcessChannelBuilder.forName(name).build();
+        stub = ModelRegistryGrpc.newBlockingStub(channel);
+        manifest = stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build());
+    }
+
+    @AfterEach
+    void stop() {
+        channel.shutdownNow();
+        server.shutdownNow();
+    }
+
+    @Test
+    void offeringCompressionGetsZstdChunksOfCompressibleFilesAndIdenticalBytes() throws Exception {
+        List<String> names = manifest.getFilesList().stream().map(WeightFile::getName).toList();
+        Path dest = tmp.resolve("with");
+        List<Path> paths = new ShardDownloader(stub, Duration.ofSeconds(30), 4096).withCompression(true)
+                .download(manifest, names, dest, null);
+        for (int i = 0; i < names.size(); i++) {
+            assertThat(paths.get(i)).hasSameBinaryContentAs(tmp.resolve("store/tiny").resolve(names.get(i)));
+        }
+        // JSON (config, tokenizer) compresses; random weights mostly do not and go as they are.
+        List<FileChunk> zstd = sent.stream()
+                .filter(c -> c.getCompression() == ChunkCompression.CHUNK_COMPRESSION_ZSTD).toList();
+        assertThat(zstd).isNotEmpty().allSatisfy(c -> assertThat(c.getData().size()).isLessThan(c.getUncompressedSize()));
+        assertThat(zstd).anySatisfy(c -> assertThat(c.getFileName()).endsWith(".json"));
+    }
+
+    @Test
+    void withoutTheFeatureNothingIsCompressed() throws Exception {
+        List<String> names = manifest.getFilesList().stream().map(WeightFile::getName).toList();
+        List<Path> paths = new ShardDownloader(stub, Duration.ofSeconds(30), 4096)
+                .download(manifest, names, tmp.resolve("without"), null);
+        assertThat(paths).hasSize(names.size());
+        assertThat(sent).isNotEmpty()
+                .allSatisfy(c -> assertThat(c.getCompression()).isEqualTo(ChunkCompression.CHUNK_COMPRESSION_NONE));
+    }
+
+    private ServerInterceptor recordSent() {
+        return new ServerInterceptor() {
+            @Override
+            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                              ServerCallHandler<Q, R> next) {
+                return next.startCall(new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
+                    @Override
+                    public void sendMessage(R message) {
+                        if (message instanceof FileChunk chunk) {
+                            sent.add(chunk);
+                        }
+                        super.sendMessage(message);
+                    }
+                }, headers);
+            }
+        };
+    }
+}
