@@ -1,0 +1,128 @@
+package io.butterfly.coordinator.control;
+
+import io.butterfly.coordinator.config.InvariantProperties;
+import io.butterfly.coordinator.invariants.CoordinatorClaims;
+import io.butterfly.coordinator.invariants.Invariant;
+import io.butterfly.coordinator.invariants.InvariantChecker;
+import io.butterfly.coordinator.invariants.InvariantInputs;
+import io.butterfly.coordinator.invariants.Violation;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import jakarta.annotation.PostConstruct;
+import jakarta.annotation.PreDestroy;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.stereotype.Component;
+
+/**
+ * Runs the invariant checker every second (state-machines.md §7.4) on every replica. A violation is reported
+ * once it holds for {@code confirmAfter} consecutive checks, logged at ERROR when it appears and at INFO when it
+ * clears, counted in the {@code butterfly.invariant.violations} gauge and listed by the REST API.
+ */
+@Component
+public class InvariantMonitor {
+
+    private static final Logger log = LoggerFactory.getLogger(InvariantMonitor.class);
+
+    /** A violation that holds: since when, in how many consecutive checks, and what was seen last. */
+    public record Standing(Invariant invariant, String message, Instant since, int checks) {
+    }
+
+    /** The latest verdict: when it was checked and the confirmed violations. */
+    public record Report(Instant checkedAt, List<Standing> violations) {
+    }
+
+    private final ControlLog control;
+    private final Liveness liveness;
+    private final CoordinatorClaims claims;
+    private final InvariantProperties props;
+    private final Clock clock;
+    private final InvariantChecker checker = new InvariantChecker();
+    private final Map<Invariant, Standing> seen = new EnumMap<>(Invariant.class);
+    private volatile Report report = new Report(null, List.of());
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "invariant-checker");
+        t.setDaemon(true);
+        return t;
+    });
+
+    public InvariantMonitor(ControlLog control, Liveness liveness, CoordinatorClaims claims, InvariantProperties props,
+                            Clock clock, ObjectProvider<MeterRegistry> meters) {
+        this.control = control;
+        this.liveness = liveness;
+        this.claims = claims;
+        this.props = props;
+        this.clock = clock;
+        meters.ifAvailable(m -> Gauge.builder("butterfly.invariant.violations", this, x -> x.report.violations().size())
+                .description("invariants of state-machines.md §3.3 currently violated").register(m));
+    }
+
+    @PostConstruct
+    void start() {
+        long ms = Math.max(1, props.interval().toMillis());
+        timer.scheduleWithFixedDelay(this::checkSafely, ms, ms, TimeUnit.MILLISECONDS);
+    }
+
+    @PreDestroy
+    void stop() {
+        timer.shutdownNow();
+    }
+
+    public Report report() {
+        return report;
+    }
+
+    private void checkSafely() {
+        try {
+            check();
+        } catch (RuntimeException e) {
+            log.warn("invariant check failed: {}", e.toString());
+        }
+    }
+
+    /** One check; returns the confirmed violations. */
+    synchronized Report check() {
+        long now = clock.millis();
+        InvariantInputs in = new InvariantInputs(control.state(), claims.claims(),
+                claims.receivesHeartbeats() ? id -> liveness.observe(id, now) : null, now,
+                props.connectionTimeout().toMillis());
+        Map<Invariant, Violation> current = new EnumMap<>(Invariant.class);
+        for (Violation v : checker.check(in)) {
+            current.putIfAbsent(v.invariant(), v);
+        }
+        for (Invariant gone : new ArrayList<>(seen.keySet())) {
+            if (!current.containsKey(gone)) {
+                Standing s = seen.remove(gone);
+                if (s.checks() >= props.confirmAfter()) {
+                    log.info("invariant {} holds again (violated since {})", gone, s.since());
+                }
+            }
+        }
+        Instant at = Instant.ofEpochMilli(now);
+        List<Standing> confirmed = new ArrayList<>();
+        current.forEach((inv, v) -> {
+            Standing before = seen.get(inv);
+            Standing s = before == null ? new Standing(inv, v.message(), at, 1)
+                    : new Standing(inv, v.message(), before.since(), before.checks() + 1);
+            seen.put(inv, s);
+            if (s.checks() == props.confirmAfter()) {
+                log.error("invariant violated: invariant={} since={} detail={}", inv, s.since(), v.message());
+            }
+            if (s.checks() >= props.confirmAfter()) {
+                confirmed.add(s);
+            }
+        });
+        report = new Report(at, List.copyOf(confirmed));
+        return report;
+    }
+}
