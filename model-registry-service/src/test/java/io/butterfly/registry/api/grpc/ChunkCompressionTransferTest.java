@@ -10,22 +10,13 @@ import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
-import io.butterfly.registry.TinyModels;
 import io.butterfly.registry.catalog.ModelCatalog;
-import io.butterfly.registry.catalog.ModelImporter;
-import io.butterfly.registry.store.ModelStore;
-import io.grpc.ForwardingServerCall;
 import io.grpc.ManagedChannel;
-import io.grpc.Metadata;
 import io.grpc.Server;
-import io.grpc.ServerCall;
-import io.grpc.ServerCallHandler;
-import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -49,13 +40,11 @@ class ChunkCompressionTransferTest {
 
     @BeforeEach
     void start() throws Exception {
-        TinyModels.write(tmp.resolve("src/tiny"), TinyModels.llama(true), "F32", 1, 5);
-        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
-        catalog.importModel(tmp.resolve("src/tiny"), null);
+        ModelCatalog catalog = TransferFixtures.importTiny(tmp, 5);
         String name = InProcessServerBuilder.generateName();
         server = InProcessServerBuilder.forName(name)
                 .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 4096, 3),
-                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), recordSent()))
+                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), TransferFixtures.recordResponses(FileChunk.class, sent)))
                 .build().start();
         channel = InProcessChannelBuilder.forName(name).build();
         stub = ModelRegistryGrpc.newBlockingStub(channel);
@@ -92,23 +81,5 @@ class ChunkCompressionTransferTest {
         assertThat(paths).hasSize(names.size());
         assertThat(sent).isNotEmpty()
                 .allSatisfy(c -> assertThat(c.getCompression()).isEqualTo(ChunkCompression.CHUNK_COMPRESSION_NONE));
-    }
-
-    private ServerInterceptor recordSent() {
-        return new ServerInterceptor() {
-            @Override
-            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
-                                                              ServerCallHandler<Q, R> next) {
-                return next.startCall(new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
-                    @Override
-                    public void sendMessage(R message) {
-                        if (message instanceof FileChunk chunk) {
-                            sent.add(chunk);
-                        }
-                        super.sendMessage(message);
-                    }
-                }, headers);
-            }
-        };
     }
 }

@@ -15,11 +15,7 @@ import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
-import io.butterfly.registry.TinyModels;
 import io.butterfly.registry.catalog.ModelCatalog;
-import io.butterfly.registry.catalog.ModelImporter;
-import io.butterfly.registry.store.ModelStore;
-import io.grpc.ForwardingServerCallListener;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Server;
@@ -34,7 +30,6 @@ import io.grpc.inprocess.InProcessServerBuilder;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -60,14 +55,12 @@ class FetchFileTransferTest {
 
     @BeforeEach
     void start() throws Exception {
-        TinyModels.write(tmp.resolve("src/tiny"), TinyModels.llama(true), "F32", 1, 5);
-        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
-        catalog.importModel(tmp.resolve("src/tiny"), null);
+        ModelCatalog catalog = TransferFixtures.importTiny(tmp, 5);
         String name = InProcessServerBuilder.generateName();
         // Small chunks so every shard takes several messages.
         server = InProcessServerBuilder.forName(name)
                 .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
-                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), recordFetches()))
+                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), TransferFixtures.recordRequests(FetchFileRequest.class, fetches)))
                 .build().start();
         channel = InProcessChannelBuilder.forName(name).build();
         stub = ModelRegistryGrpc.newBlockingStub(channel);
@@ -203,7 +196,7 @@ class FetchFileTransferTest {
     /** Downloads through a server flipping a bit in the third chunk of its first {@code corruptStreams} streams. */
     private void assertCorruptedInTransit(int corruptStreams) throws Exception {
         String name = "layer-00001.safetensors";
-        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+        ModelCatalog catalog = TransferFixtures.openStore(tmp);
         catalog.loadStored();
         String serverName = InProcessServerBuilder.generateName();
         Server flipping = InProcessServerBuilder.forName(serverName)
@@ -283,24 +276,6 @@ class FetchFileTransferTest {
                     }
                 };
                 return next.startCall(flipping, headers);
-            }
-        };
-    }
-
-    private ServerInterceptor recordFetches() {
-        return new ServerInterceptor() {
-            @Override
-            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
-                                                                ServerCallHandler<Q, R> next) {
-                return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
-                    @Override
-                    public void onMessage(Q message) {
-                        if (message instanceof FetchFileRequest r) {
-                            fetches.add(r);
-                        }
-                        super.onMessage(message);
-                    }
-                };
             }
         };
     }

@@ -5,13 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.transfer.RegistryCircuitBreaker;
 import io.butterfly.common.transfer.ShardDownloader;
-import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.registry.TinyModels;
 import io.butterfly.registry.catalog.ModelCatalog;
-import io.butterfly.registry.catalog.ModelImporter;
-import io.butterfly.registry.store.ModelStore;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -26,7 +22,6 @@ import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -46,9 +41,7 @@ class RegistryCircuitBreakerTest {
 
     @Test
     void anUnreachableRegistryOpensTheBreakerAndTheDownloadCompletesOnceItIsBack() throws Exception {
-        TinyModels.write(tmp.resolve("src/tiny"), TinyModels.llama(true), "F32", 1, 2);
-        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
-        catalog.importModel(tmp.resolve("src/tiny"), null);
+        ModelCatalog catalog = TransferFixtures.importTiny(tmp, 2);
         ModelManifest manifest = ManifestMapper.toProto(catalog.get("tiny"));
         byte[] original = Files.readAllBytes(tmp.resolve("store/tiny").resolve(FILE));
 

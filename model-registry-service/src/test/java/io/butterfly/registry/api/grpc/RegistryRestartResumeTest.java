@@ -10,10 +10,7 @@ import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.registry.TinyModels;
 import io.butterfly.registry.catalog.ModelCatalog;
-import io.butterfly.registry.catalog.ModelImporter;
-import io.butterfly.registry.store.ModelStore;
 import io.grpc.ForwardingServerCall;
 import io.grpc.ForwardingServerCallListener;
 import io.grpc.Grpc;
@@ -28,7 +25,6 @@ import io.grpc.ServerInterceptors;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -55,9 +51,7 @@ class RegistryRestartResumeTest {
 
     @Test
     void aRegistryRestartMidTransferResumesFromTheLastVerifiedChunk() throws Exception {
-        TinyModels.write(tmp.resolve("src/tiny"), TinyModels.llama(true), "F32", 1, 5);
-        new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()))
-                .importModel(tmp.resolve("src/tiny"), null);
+        TransferFixtures.importTiny(tmp, 5);
         byte[] original = Files.readAllBytes(tmp.resolve("store/tiny").resolve(FILE));
         int stopAfterChunks = original.length / CHUNK / 2;
         assertThat(stopAfterChunks).as("the file spans several chunks").isGreaterThanOrEqualTo(3);
@@ -121,7 +115,7 @@ class RegistryRestartResumeTest {
     /** A registry over the stored models; counts the chunks it sends and signals after {@code signalAfter}. */
     private Server registry(int port, List<FetchFileRequest> fetches, int signalAfter, CountDownLatch signal)
             throws Exception {
-        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+        ModelCatalog catalog = TransferFixtures.openStore(tmp);
         catalog.loadStored();
         AtomicInteger sent = new AtomicInteger();
         ServerInterceptor observe = new ServerInterceptor() {
