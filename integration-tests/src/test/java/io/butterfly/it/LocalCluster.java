@@ -51,7 +51,8 @@ final class LocalCluster implements AutoCloseable {
     }
 
     void startDiscovery() {
-        start("discovery", "discovery-service", "256m", freePort(), discoveryGrpc);
+        start("discovery", "discovery-service", "256m", freePort(), discoveryGrpc,
+                "--butterfly.discovery.data-dir=" + workDir.resolve("discovery"));
     }
 
     /**

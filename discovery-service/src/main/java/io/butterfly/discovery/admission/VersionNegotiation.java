@@ -21,6 +21,10 @@ public final class VersionNegotiation {
         this.ourFeatures = ourFeatures;
     }
 
+    public ProtocolVersion ours() {
+        return ours;
+    }
+
     public static boolean compatible(ProtocolVersion a, ProtocolVersion b) {
         return a.major() == b.major();
     }

@@ -1,22 +1,67 @@
 package io.butterfly.discovery.config;
 
+import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.discovery.admission.AdmissionChain;
+import io.butterfly.discovery.admission.AdmissionPolicy;
+import io.butterfly.discovery.api.grpc.DiscoveryGrpcService;
+import io.butterfly.discovery.api.grpc.PeerAddressInterceptor;
 import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.discovery.membership.ProtocolVersion;
 import java.time.Clock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.grpc.server.GlobalServerInterceptor;
 
 @Configuration
 public class DiscoveryConfiguration {
 
+    private static final Logger log = LoggerFactory.getLogger(DiscoveryConfiguration.class);
+
     @Bean
-    MembershipRegistry membershipRegistry(DiscoveryProperties props) {
-        return new MembershipRegistry(props.clusterName(), props.protocolVersion(), props.maxMembers());
+    MembershipRegistry membershipRegistry() {
+        return new MembershipRegistry();
     }
 
     @Bean
     Clock clock() {
         return Clock.systemUTC();
+    }
+
+    @Bean
+    NodeIdentity discoveryIdentity(DiscoveryProperties props) {
+        NodeIdentity identity = NodeIdentity.loadOrCreate(props.dataDir());
+        log.info("discovery '{}' identity key {}", props.nodeId(), identity.publicKeyHex());
+        return identity;
+    }
+
+    @Bean
+    AdmissionChain admissionChain(DiscoveryProperties props, MembershipRegistry registry, Clock clock) {
+        return new AdmissionChain(policy(props), registry, clock);
+    }
+
+    public static AdmissionPolicy policy(DiscoveryProperties props) {
+        DiscoveryProperties.Admission a = props.admission();
+        if (a.trustOnFirstUse()) {
+            log.warn("trust-on-first-use is on: any node id not in the trust store may join (embedded default; off in prod)");
+        }
+        return new AdmissionPolicy(props.nodeId(), props.clusterName(), ProtocolVersion.parse(props.protocolVersion()),
+                props.features(), props.requiredFeatures(), props.maxMembers(), a.trustedKeys(), a.trustOnFirstUse(),
+                a.replayWindow(), a.joinBurst(), a.joinsPerSecond());
+    }
+
+    @Bean
+    DiscoveryGrpcService discoveryGrpcService(AdmissionChain admission, MembershipRegistry registry,
+                                              NodeIdentity discoveryIdentity, DiscoveryProperties props) {
+        return new DiscoveryGrpcService(admission, registry, discoveryIdentity, props.nodeId(), props.clusterName());
+    }
+
+    @Bean
+    @GlobalServerInterceptor
+    PeerAddressInterceptor peerAddressInterceptor() {
+        return new PeerAddressInterceptor();
     }
 
     @Bean

@@ -1,18 +1,47 @@
 package io.butterfly.discovery.config;
 
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
- * Discovery settings.
+ * Discovery settings; the defaults run the embedded one-machine cluster.
  *
- * @param clusterName     joins naming another cluster are refused
- * @param protocolVersion this node's protocol version (major.minor); majors must match to join
- * @param maxMembers      members beyond this are refused with CLUSTER_FULL
+ * @param nodeId           discovery's own node id (it signs join responses as this)
+ * @param dataDir          where discovery keeps its Ed25519 identity
+ * @param clusterName      joins naming another cluster are refused
+ * @param protocolVersion  this node's protocol version (major.minor); majors must match to join
+ * @param features         protocol feature flags this service supports (bootstrap-protocol.md §7.2 bitmap)
+ * @param requiredFeatures flags a joining node must support
+ * @param maxMembers       members beyond this are refused with CLUSTER_FULL
+ * @param admission        authentication, replay and rate-limit settings
  */
 @ConfigurationProperties("butterfly.discovery")
 public record DiscoveryProperties(
+        @DefaultValue("discovery-0") String nodeId,
+        @DefaultValue(".butterfly/discovery-data") Path dataDir,
         @DefaultValue("butterfly") String clusterName,
         @DefaultValue("1.0") String protocolVersion,
-        @DefaultValue("256") int maxMembers) {
+        @DefaultValue("0") long features,
+        @DefaultValue("0") long requiredFeatures,
+        @DefaultValue("256") int maxMembers,
+        @DefaultValue Admission admission) {
+
+    /**
+     * @param trustOnFirstUse admit node ids missing from the trust store and pin their first key; for the
+     *                        embedded one-machine default only (the {@code prod} profile turns it off)
+     * @param trustedKeys     trust store: node id → hex raw Ed25519 public key
+     * @param replayWindow    accepted clock skew of a message timestamp, both directions (bootstrap-protocol.md §9.2)
+     * @param joinBurst       join attempts one source address may make back to back
+     * @param joinsPerSecond  sustained join attempts per source address
+     */
+    public record Admission(
+            @DefaultValue("true") boolean trustOnFirstUse,
+            @DefaultValue Map<String, String> trustedKeys,
+            @DefaultValue("5m") Duration replayWindow,
+            @DefaultValue("32") int joinBurst,
+            @DefaultValue("4") double joinsPerSecond) {
+    }
 }

@@ -11,15 +11,16 @@ import io.butterfly.proto.common.v1.NodeCapabilities;
 import java.lang.management.ManagementFactory;
 
 /**
- * Detects what this worker can do (initialization-and-bootstrap.md §2.3): cores, memory, GPUs and a
- * measured float32 matmul throughput, which the planner uses to weight layer ranges.
+ * Detects what this worker can do (initialization-and-bootstrap.md §2.3): cores, memory, GPUs, a
+ * measured float32 matmul throughput (which the planner uses to weight layer ranges), measured memory
+ * bandwidth and the storage type behind the data directory.
  */
 public final class CapabilityDetector {
 
     private CapabilityDetector() {
     }
 
-    public static NodeCapabilities detect(Device device) {
+    public static NodeCapabilities detect(Device device, java.nio.file.Path dataDir) {
         NodeCapabilities.Builder caps = NodeCapabilities.newBuilder()
                 .setCpuCores(Runtime.getRuntime().availableProcessors())
                 .setMemoryBytes(physicalMemory())
@@ -30,6 +31,8 @@ public final class CapabilityDetector {
             caps.addGpus(GpuInfo.newBuilder().setIndex(i).setName("cuda:" + i));
         }
         caps.setMeasuredGflops(measureGflops(device));
+        caps.setMemoryBandwidthGbps(MemoryBandwidth.measureGbps(250_000_000L));
+        caps.setStorageType(StorageTypeDetector.detect(dataDir));
         return caps.build();
     }
 

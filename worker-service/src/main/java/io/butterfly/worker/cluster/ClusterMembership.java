@@ -1,23 +1,22 @@
 package io.butterfly.worker.cluster;
 
 import ai.djl.Device;
-import io.butterfly.common.error.GrpcErrors;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.common.discovery.SignedDiscoveryClient;
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.RetryPolicy;
 import io.butterfly.proto.common.v1.NodeCapabilities;
-import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
-import io.butterfly.proto.discovery.v1.JoinRequest;
-import io.butterfly.proto.discovery.v1.LeaveRequest;
+import io.butterfly.proto.discovery.v1.JoinReason;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
 import io.butterfly.worker.capability.CapabilityDetector;
-import io.butterfly.worker.config.WorkerProperties;
 import io.butterfly.worker.capability.Devices;
+import io.butterfly.worker.config.WorkerProperties;
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
-import java.util.EnumSet;
-import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
+import java.nio.file.Files;
+import java.time.Clock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Value;
@@ -26,16 +25,17 @@ import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
- * Joins the cluster through discovery-service once the worker is up: detects capabilities, then
- * retries retryable refusals (bootstrap-protocol.md §8.2) with exponential backoff and jitter.
+ * Joins the cluster through discovery-service once the worker is up: detects capabilities, then runs the
+ * signed join handshake (JOIN_REQUEST/RESPONSE/ACK, bootstrap-protocol.md §3.2) with the node's Ed25519
+ * identity, kept in its data directory. Retryable refusals (§8.2) are retried with exponential backoff
+ * and jitter; afterwards signed heartbeats keep the entry fresh and rejoin if discovery forgot the node.
  */
 @Component
 public class ClusterMembership {
 
     private static final Logger log = LoggerFactory.getLogger(ClusterMembership.class);
-    private static final Set<ErrorCode> RETRYABLE = EnumSet.of(ErrorCode.TIMEOUT, ErrorCode.NO_PEERS_AVAILABLE,
-            ErrorCode.JOIN_RATE_LIMITED, ErrorCode.CLUSTER_FULL);
-    public static final String PROTOCOL_VERSION = "1.0";
+    /** Optional protocol features this worker implements (bootstrap-protocol.md §7.2): none yet. */
+    static final long FEATURES = 0;
 
     private final WorkerProperties props;
     private final PeerChannels channels;
@@ -44,6 +44,8 @@ public class ClusterMembership {
     private volatile NodeCapabilities capabilities;
     private volatile boolean joined;
     private volatile String joinError;
+    private volatile SignedDiscoveryClient client;
+    private volatile Thread worker;
 
     public ClusterMembership(WorkerProperties props, PeerChannels channels,
                              @Value("${spring.grpc.server.port}") int grpcPort,
@@ -56,66 +58,86 @@ public class ClusterMembership {
 
     @EventListener(ApplicationReadyEvent.class)
     public void joinInBackground() {
-        Thread t = new Thread(this::join, "cluster-join");
+        Thread t = new Thread(this::run, "cluster-join");
         t.setDaemon(true);
+        worker = t;
         t.start();
     }
 
-    void join() {
-        Device device = Devices.resolve(props.device());
-        capabilities = CapabilityDetector.detect(device);
-        log.info("capabilities: cores={} memory={}MiB gflops={} device={}", capabilities.getCpuCores(),
-                capabilities.getMemoryBytes() >> 20, String.format("%.1f", capabilities.getMeasuredGflops()), device);
-        JoinRequest request = JoinRequest.newBuilder()
-                .setClusterName(props.clusterName())
-                .setProtocolVersion(PROTOCOL_VERSION)
-                .setMember(Member.newBuilder()
-                        .setNodeId(props.nodeId())
-                        .setRole(NodeRole.WORKER)
-                        .setHost(props.advertiseHost())
-                        .setGrpcPort(grpcPort)
-                        .setHttpPort(httpPort)
-                        .setVersion(getClass().getPackage().getImplementationVersion() == null ? "dev"
-                                : getClass().getPackage().getImplementationVersion())
-                        .setCapabilities(capabilities))
+    private void run() {
+        try {
+            boolean restart = Files.exists(props.dataDir().resolve("identity.key"));
+            NodeIdentity identity = NodeIdentity.loadOrCreate(props.dataDir());
+            log.info("node identity {} ({})", identity.publicKeyHex(), restart ? "kept from an earlier start" : "new");
+            client = new SignedDiscoveryClient(channels.get(props.discoveryHost(), props.discoveryPort()), identity,
+                    props.nodeId(), props.clusterName(), FEATURES, Clock.systemUTC(), new RetryPolicy(200, 5_000));
+            Device device = Devices.resolve(props.device());
+            capabilities = CapabilityDetector.detect(device, props.dataDir());
+            log.info("capabilities: cores={} memory={}MiB gflops={} memory-bandwidth={}GB/s storage={} device={}",
+                    capabilities.getCpuCores(), capabilities.getMemoryBytes() >> 20,
+                    String.format("%.1f", capabilities.getMeasuredGflops()),
+                    String.format("%.1f", capabilities.getMemoryBandwidthGbps()), capabilities.getStorageType(), device);
+            if (!join(restart ? JoinReason.REJOIN_AFTER_RESTART : JoinReason.INITIAL_START)) {
+                return;
+            }
+            while (!Thread.currentThread().isInterrupted()) {
+                Thread.sleep(props.discoveryHeartbeatMillis());
+                heartbeat();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private boolean join(JoinReason reason) throws InterruptedException {
+        Member self = Member.newBuilder()
+                .setRole(NodeRole.WORKER)
+                .setHost(props.advertiseHost())
+                .setGrpcPort(grpcPort)
+                .setHttpPort(httpPort)
+                .setVersion(getClass().getPackage().getImplementationVersion() == null ? "dev"
+                        : getClass().getPackage().getImplementationVersion())
+                .setCapabilities(capabilities)
                 .build();
-        long backoff = 200;
-        for (int attempt = 1; ; attempt++) {
-            try {
-                DiscoveryServiceGrpc.newBlockingStub(channels.get(props.discoveryHost(), props.discoveryPort()))
-                        .withDeadlineAfter(5, TimeUnit.SECONDS)
-                        .join(request);
-                joined = true;
-                joinError = null;
-                log.info("joined cluster '{}' as {} (attempt {})", props.clusterName(), props.nodeId(), attempt);
-                return;
-            } catch (StatusRuntimeException e) {
-                ErrorCode code = GrpcErrors.codeOf(e).orElse(ErrorCode.TIMEOUT);
-                joinError = code + ": " + e.getStatus().getDescription();
-                boolean transport = GrpcErrors.codeOf(e).isEmpty();
-                if (!transport && !RETRYABLE.contains(code)) {
-                    log.error("join refused, not retrying: {}", joinError);
-                    return;
-                }
-                log.info("join attempt {} failed ({}); retrying in {} ms", attempt, joinError, backoff);
+        try {
+            client.join(self, reason, why -> {
+                joinError = why;
+                log.info("join attempt failed ({})", why);
+            });
+            joined = true;
+            joinError = null;
+            log.info("joined cluster '{}' as {} ({})", props.clusterName(), props.nodeId(), reason);
+            return true;
+        } catch (ButterflyException e) {
+            joinError = e.code() + ": " + e.getMessage();
+            log.error("join refused, not retrying: {}", joinError);
+            return false;
+        }
+    }
+
+    private void heartbeat() throws InterruptedException {
+        try {
+            client.heartbeat();
+        } catch (StatusRuntimeException e) {
+            if (e.getStatus().getCode() == Status.Code.NOT_FOUND) {
+                log.warn("discovery no longer lists this node ({}); joining again", e.getStatus().getDescription());
+                joined = false;
+                join(JoinReason.REJOIN_AFTER_FAILURE);
+            } else {
+                log.debug("discovery heartbeat failed: {}", e.getStatus());
             }
-            try {
-                Thread.sleep(backoff + ThreadLocalRandom.current().nextLong(backoff / 2 + 1));
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-            backoff = Math.min(backoff * 2, 5_000);
         }
     }
 
     @PreDestroy
     void leave() {
-        if (joined) {
+        Thread t = worker;
+        if (t != null) {
+            t.interrupt();
+        }
+        if (joined && client != null) {
             try {
-                DiscoveryServiceGrpc.newBlockingStub(channels.get(props.discoveryHost(), props.discoveryPort()))
-                        .withDeadlineAfter(1, TimeUnit.SECONDS)
-                        .leave(LeaveRequest.newBuilder().setNodeId(props.nodeId()).build());
+                client.leave();
             } catch (StatusRuntimeException e) {
                 log.debug("leave failed: {}", e.getStatus());
             }

@@ -21,6 +21,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param coordinatorPort coordinator gRPC port to heartbeat to from start-up; 0 = only once an assignment
  *                        names the coordinator (a restarted worker needs it to be seen coming back)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
+ * @param discoveryHeartbeatMillis period of signed heartbeats to discovery (keeps the membership entry fresh; a
+ *                        NOT_FOUND answer means discovery restarted, and the worker joins again)
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -35,5 +37,6 @@ public record WorkerProperties(
         @DefaultValue("100") long heartbeatMillis,
         @DefaultValue("127.0.0.1") String coordinatorHost,
         @DefaultValue("0") int coordinatorPort,
-        @DefaultValue List<String> trustedPublisherKeys) {
+        @DefaultValue List<String> trustedPublisherKeys,
+        @DefaultValue("5000") long discoveryHeartbeatMillis) {
 }

@@ -1,10 +1,23 @@
 package io.butterfly.discovery.api.grpc;
 
+import com.google.protobuf.ByteString;
+import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.common.envelope.ControlEnvelopes;
+import io.butterfly.discovery.admission.AdmissionChain;
+import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.NodeCapabilities;
+import io.butterfly.proto.common.v1.ProtocolVersion;
+import io.butterfly.proto.common.v1.SignedEnvelope;
+import io.butterfly.proto.discovery.v1.DiscoveryHeartbeat;
+import io.butterfly.proto.discovery.v1.DiscoveryHeartbeatResponse;
 import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
-import io.butterfly.proto.discovery.v1.JoinRequest;
+import io.butterfly.proto.discovery.v1.JoinAck;
+import io.butterfly.proto.discovery.v1.JoinAckResponse;
 import io.butterfly.proto.discovery.v1.JoinResponse;
 import io.butterfly.proto.discovery.v1.LeaveRequest;
 import io.butterfly.proto.discovery.v1.LeaveResponse;
@@ -12,57 +25,96 @@ import io.butterfly.proto.discovery.v1.ListMembersRequest;
 import io.butterfly.proto.discovery.v1.ListMembersResponse;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
+import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
-import java.time.Clock;
 import java.util.Locale;
-import org.springframework.stereotype.Service;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** gRPC edge of discovery: maps protos to the membership domain and back. */
-@Service
+/**
+ * gRPC edge of discovery: hands every signed control message to the {@link AdmissionChain} and maps the
+ * membership domain to protos. Join responses are signed with discovery's own identity.
+ */
 public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceImplBase {
 
-    private final MembershipRegistry registry;
-    private final Clock clock;
+    private static final Logger log = LoggerFactory.getLogger(DiscoveryGrpcService.class);
 
-    public DiscoveryGrpcService(MembershipRegistry registry, Clock clock) {
+    private final AdmissionChain admission;
+    private final MembershipRegistry registry;
+    private final NodeIdentity identity;
+    private final String nodeId;
+    private final String clusterName;
+
+    public DiscoveryGrpcService(AdmissionChain admission, MembershipRegistry registry, NodeIdentity identity,
+                                String nodeId, String clusterName) {
+        this.admission = admission;
         this.registry = registry;
-        this.clock = clock;
+        this.identity = identity;
+        this.nodeId = nodeId;
+        this.clusterName = clusterName;
     }
 
     @Override
-    public void join(JoinRequest request, StreamObserver<JoinResponse> response) {
-        Member m = request.getMember();
-        long now = clock.millis();
-        MemberView admitted = registry.join(request.getClusterName(), request.getProtocolVersion(),
-                new MemberView(m.getNodeId(), roleName(m.getRole()), m.getHost(), m.getGrpcPort(), m.getHttpPort(),
-                        m.getVersion(), now, now, m.getCapabilities()));
-        JoinResponse.Builder out = JoinResponse.newBuilder().setMember(toProto(admitted));
+    public void join(SignedEnvelope request, StreamObserver<SignedEnvelope> response) {
+        AdmissionChain.Admission admitted;
+        try {
+            admitted = admission.admitJoin(request, PeerAddressInterceptor.currentPeerHost());
+        } catch (AdmissionException e) {
+            log.info("join of '{}' from {} refused: {} {}", request.getSender(), PeerAddressInterceptor.currentPeerHost(),
+                    e.code(), e.getMessage());
+            throw e;
+        }
+        log.info("admitted '{}' ({}) at {}:{}", admitted.member().nodeId(), admitted.member().role(),
+                admitted.member().host(), admitted.member().grpcPort());
+        JoinResponse.Builder out = JoinResponse.newBuilder()
+                .setMember(toProto(admitted.member()))
+                .setAgreedVersion(ProtocolVersion.newBuilder().setMajor(admitted.agreement().version().major())
+                        .setMinor(admitted.agreement().version().minor()))
+                .setAgreedFeatures(admitted.agreement().features().bits())
+                .setClusterName(clusterName)
+                .setAckRequired(true)
+                .setDiscoveryPublicKey(ByteString.copyFrom(identity.publicKey()));
         registry.members(null).forEach(v -> out.addMembers(toProto(v)));
-        response.onNext(out.build());
+        response.onNext(ControlEnvelopes.seal(identity, out.getAgreedVersion(), MessageType.JOIN_RESPONSE, nodeId,
+                request.getSender(), out.build(), admission.nowMs()));
         response.onCompleted();
     }
 
     @Override
-    public void leave(LeaveRequest request, StreamObserver<LeaveResponse> response) {
-        registry.leave(request.getNodeId());
+    public void acknowledgeJoin(SignedEnvelope request, StreamObserver<JoinAckResponse> response) {
+        JoinAck ack = admission.openMemberMessage(request, MessageType.JOIN_ACK, JoinAck.parser(), JoinAck::getNodeId);
+        registry.acknowledge(ack.getNodeId(), admission.nowMs());
+        response.onNext(JoinAckResponse.getDefaultInstance());
+        response.onCompleted();
+    }
+
+    @Override
+    public void leave(SignedEnvelope request, StreamObserver<LeaveResponse> response) {
+        LeaveRequest leave = admission.openMemberMessage(request, MessageType.LEAVE_NOTIFICATION, LeaveRequest.parser(),
+                LeaveRequest::getNodeId);
+        registry.leave(leave.getNodeId());
+        log.info("'{}' left", leave.getNodeId());
         response.onNext(LeaveResponse.getDefaultInstance());
         response.onCompleted();
     }
 
     @Override
+    public void heartbeat(SignedEnvelope request, StreamObserver<DiscoveryHeartbeatResponse> response) {
+        DiscoveryHeartbeat beat = admission.openMemberMessage(request, MessageType.HEARTBEAT, DiscoveryHeartbeat.parser(),
+                DiscoveryHeartbeat::getNodeId);
+        MemberView seen = registry.touch(beat.getNodeId(), admission.nowMs()).orElseThrow(() -> new AdmissionException(
+                ErrorCode.INVALID_MESSAGE, Status.Code.NOT_FOUND, "'" + beat.getNodeId() + "' is not a member; join first"));
+        response.onNext(DiscoveryHeartbeatResponse.newBuilder().setLastSeenMs(seen.lastSeenMs()).build());
+        response.onCompleted();
+    }
+
+    @Override
     public void listMembers(ListMembersRequest request, StreamObserver<ListMembersResponse> response) {
-        String role = request.getRole() == NodeRole.NODE_ROLE_UNSPECIFIED ? null : roleName(request.getRole());
+        String role = request.getRole() == NodeRole.NODE_ROLE_UNSPECIFIED ? null : request.getRole().name().toLowerCase(Locale.ROOT);
         ListMembersResponse.Builder out = ListMembersResponse.newBuilder();
         registry.members(role).forEach(v -> out.addMembers(toProto(v)));
         response.onNext(out.build());
         response.onCompleted();
-    }
-
-    static String roleName(NodeRole role) {
-        if (role == NodeRole.NODE_ROLE_UNSPECIFIED || role == NodeRole.UNRECOGNIZED) {
-            throw new IllegalArgumentException("member.role is required");
-        }
-        return role.name().toLowerCase(Locale.ROOT);
     }
 
     static Member toProto(MemberView v) {
@@ -74,7 +126,8 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
                 .setHttpPort(v.httpPort())
                 .setVersion(v.version())
                 .setJoinedAtMs(v.joinedAtMs())
-                .setLastSeenMs(v.lastSeenMs());
+                .setLastSeenMs(v.lastSeenMs())
+                .setPublicKey(ByteString.copyFrom(Ed25519.fromHex(v.publicKeyHex())));
         if (v.capabilities() instanceof NodeCapabilities caps) {
             b.setCapabilities(caps);
         }

@@ -37,11 +37,14 @@ public class MembersController {
         out.put("version", m.version());
         out.put("joined_at", Instant.ofEpochMilli(m.joinedAtMs()).toString());
         out.put("last_seen", Instant.ofEpochMilli(m.lastSeenMs()).toString());
+        out.put("public_key", m.publicKeyHex());
         if (m.capabilities() instanceof NodeCapabilities c) {
             out.put("capabilities", Map.of(
                     "cpu_cores", c.getCpuCores(),
                     "memory_bytes", c.getMemoryBytes(),
                     "measured_gflops", c.getMeasuredGflops(),
+                    "memory_bandwidth_gbps", c.getMemoryBandwidthGbps(),
+                    "storage_type", c.getStorageType().name(),
                     "device", c.getDevice(),
                     "gpus", c.getGpusCount()));
         }

@@ -1,0 +1,113 @@
+package io.butterfly.discovery.admission;
+
+import com.google.protobuf.Parser;
+import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.discovery.membership.AdmissionException;
+import io.butterfly.discovery.membership.MemberView;
+import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.common.v1.MessageType;
+import io.butterfly.proto.common.v1.SignedEnvelope;
+import io.butterfly.proto.discovery.v1.JoinRequest;
+import io.butterfly.proto.discovery.v1.Member;
+import io.butterfly.proto.discovery.v1.NodeRole;
+import io.grpc.Status;
+import java.time.Clock;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Function;
+
+/**
+ * Every control message discovery accepts passes here, and only here.
+ *
+ * <p>Joins run the checks in a fixed order, cheapest and least trusting first: the per-address rate
+ * limit (before any cryptography, so a flood costs little), envelope format, timestamp window, signature,
+ * message-id replay (only authentic messages are remembered), key trust, cluster name, protocol version
+ * and features, capability plausibility, duplicate id and capacity. The first refusal ends the attempt.
+ * An admitted join is recorded and its key pinned atomically with the checks that read the member table.
+ *
+ * <p>Later messages from a member (JOIN_ACK, LEAVE, HEARTBEAT) must be fresh, signed by the key the
+ * member joined with, unseen, and speak only for their sender.
+ */
+public final class AdmissionChain {
+
+    /** An admitted join: the recorded member and the agreed protocol. */
+    public record Admission(MemberView member, VersionNegotiation.Agreement agreement) {
+    }
+
+    private final EnvelopeFormat format;
+    private final JoinRateLimit rateLimit;
+    private final TimestampWindow timestampWindow;
+    private final SignatureCheck signature = new SignatureCheck();
+    private final MessageIdReplayGuard replay;
+    private final KeyTrust trust;
+    private final ProtocolCompatibility protocol;
+    private final List<AdmissionCheck> joinChecks;
+    private final MembershipRegistry registry;
+    private final Clock clock;
+
+    public AdmissionChain(AdmissionPolicy policy, MembershipRegistry registry, Clock clock) {
+        this.format = new EnvelopeFormat(policy.nodeId());
+        this.rateLimit = new JoinRateLimit(policy.joinBurst(), policy.joinsPerSecond());
+        this.timestampWindow = new TimestampWindow(policy.replayWindow());
+        this.replay = new MessageIdReplayGuard(timestampWindow.windowMs());
+        this.trust = new KeyTrust(policy.trustedKeys(), policy.trustOnFirstUse());
+        this.protocol = new ProtocolCompatibility(
+                new VersionNegotiation(policy.protocolVersion(), new ProtocolFeatures(policy.features())), policy.requiredFeatures());
+        this.registry = registry;
+        this.clock = clock;
+        this.joinChecks = List.of(timestampWindow, signature, replay, trust, new ClusterNameCheck(policy.clusterName()),
+                protocol, new CapabilityPlausibility(), new DuplicateNodeId(registry, trust),
+                new ClusterCapacity(registry, policy.maxMembers()));
+    }
+
+    /** Judges a JOIN_REQUEST; returns the admitted member or throws the first refusal. */
+    public Admission admitJoin(SignedEnvelope envelope, String sourceAddress) {
+        long now = clock.millis();
+        rateLimit.check(sourceAddress, now);
+        JoinRequest request = format.open(envelope, MessageType.JOIN_REQUEST, JoinRequest.parser());
+        Member m = request.getMember();
+        if (m.getNodeId().isBlank()) {
+            throw EnvelopeFormat.invalid("member.node_id is required");
+        }
+        if (!m.getNodeId().equals(envelope.getSender())) {
+            throw EnvelopeFormat.invalid("envelope sender '" + envelope.getSender() + "' joins as '" + m.getNodeId() + "'");
+        }
+        if (m.getRole() == NodeRole.NODE_ROLE_UNSPECIFIED || m.getRole() == NodeRole.UNRECOGNIZED) {
+            throw EnvelopeFormat.invalid("member.role is required");
+        }
+        JoinAttempt attempt = new JoinAttempt(envelope, request, sourceAddress, now);
+        synchronized (this) {
+            for (AdmissionCheck check : joinChecks) {
+                check.check(attempt);
+            }
+            String key = Ed25519.hex(request.getPublicKey().toByteArray());
+            MemberView admitted = registry.admit(new MemberView(m.getNodeId(), m.getRole().name().toLowerCase(Locale.ROOT),
+                    m.getHost(), m.getGrpcPort(), m.getHttpPort(), m.getVersion(), now, now, m.getCapabilities(), key, false));
+            trust.pin(m.getNodeId(), key);
+            return new Admission(admitted, protocol.agree(attempt));
+        }
+    }
+
+    /**
+     * Opens a member's later message: fresh, signed by the member's key, not a replay, and about its sender.
+     * A sender that is not a member is NOT_FOUND (after a discovery restart it simply joins again).
+     */
+    public <T> T openMemberMessage(SignedEnvelope envelope, MessageType type, Parser<T> parser, Function<T, String> subject) {
+        long now = clock.millis();
+        T payload = format.open(envelope, type, parser);
+        if (!envelope.getSender().equals(subject.apply(payload))) {
+            throw EnvelopeFormat.invalid("'" + envelope.getSender() + "' cannot send " + type + " for '" + subject.apply(payload) + "'");
+        }
+        timestampWindow.check(envelope, now);
+        MemberView member = registry.member(envelope.getSender()).orElseThrow(() -> new AdmissionException(
+                ErrorCode.INVALID_MESSAGE, Status.Code.NOT_FOUND, "'" + envelope.getSender() + "' is not a member; join first"));
+        signature.verify(envelope, Ed25519.fromHex(member.publicKeyHex()));
+        replay.check(envelope, now);
+        return payload;
+    }
+
+    public long nowMs() {
+        return clock.millis();
+    }
+}

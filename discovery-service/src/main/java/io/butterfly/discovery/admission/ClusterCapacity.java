@@ -1,0 +1,26 @@
+package io.butterfly.discovery.admission;
+
+import io.butterfly.discovery.membership.AdmissionException;
+import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
+
+/** At most {@code maxMembers} members; a member re-joining keeps its slot. ClusterFull is retryable (§8.2). */
+public final class ClusterCapacity implements AdmissionCheck {
+
+    private final MembershipRegistry registry;
+    private final int maxMembers;
+
+    public ClusterCapacity(MembershipRegistry registry, int maxMembers) {
+        this.registry = registry;
+        this.maxMembers = maxMembers;
+    }
+
+    @Override
+    public void check(JoinAttempt attempt) {
+        if (registry.member(attempt.nodeId()).isEmpty() && registry.size() >= maxMembers) {
+            throw new AdmissionException(ErrorCode.CLUSTER_FULL, Status.Code.RESOURCE_EXHAUSTED,
+                    "cluster is full (" + maxMembers + " members)");
+        }
+    }
+}

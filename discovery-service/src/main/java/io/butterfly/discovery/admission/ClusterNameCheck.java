@@ -1,0 +1,24 @@
+package io.butterfly.discovery.admission;
+
+import io.butterfly.discovery.membership.AdmissionException;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
+
+/** A node asking for another cluster is refused (bootstrap-protocol.md §8.1 ClusterNameMismatch; not retryable). */
+public final class ClusterNameCheck implements AdmissionCheck {
+
+    private final String clusterName;
+
+    public ClusterNameCheck(String clusterName) {
+        this.clusterName = clusterName;
+    }
+
+    @Override
+    public void check(JoinAttempt attempt) {
+        String requested = attempt.request().getClusterName();
+        if (!clusterName.equals(requested)) {
+            throw new AdmissionException(ErrorCode.CLUSTER_NAME_MISMATCH, Status.Code.FAILED_PRECONDITION,
+                    "cluster name '" + requested + "' does not match '" + clusterName + "'");
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package io.butterfly.discovery.admission;
+
+import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.discovery.membership.AdmissionException;
+import io.butterfly.discovery.membership.MemberView;
+import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
+import java.util.Optional;
+
+/**
+ * Two processes cannot share a node id (initialization-and-bootstrap.md §9.3 step 3): the same id with
+ * a different key than the current member's, or than the key pinned on first use, is a duplicate. The
+ * same id with the same key is that node restarting, which replaces its entry.
+ */
+public final class DuplicateNodeId implements AdmissionCheck {
+
+    private final MembershipRegistry registry;
+    private final KeyTrust trust;
+
+    public DuplicateNodeId(MembershipRegistry registry, KeyTrust trust) {
+        this.registry = registry;
+        this.trust = trust;
+    }
+
+    @Override
+    public void check(JoinAttempt attempt) {
+        String id = attempt.nodeId();
+        String presented = Ed25519.hex(attempt.request().getPublicKey().toByteArray());
+        Optional<MemberView> existing = registry.member(id);
+        Optional<String> holder = existing.map(MemberView::publicKeyHex).or(() -> trust.pinnedKey(id));
+        if (holder.isPresent() && !holder.get().equals(presented)) {
+            String where = existing.map(m -> " (a member at " + m.host() + ":" + m.grpcPort() + ")").orElse(" (pinned earlier)");
+            throw new AdmissionException(ErrorCode.DUPLICATE_NODE_ID, Status.Code.ALREADY_EXISTS,
+                    "node id '" + id + "' already belongs to another key" + where);
+        }
+    }
+}

@@ -1,0 +1,48 @@
+package io.butterfly.discovery.admission;
+
+import io.butterfly.discovery.membership.AdmissionException;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.common.v1.SignedEnvelope;
+import io.grpc.Status;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Replay protection, second half (bootstrap-protocol.md §9.2): an authentic message id is accepted once.
+ * Ids are kept per sender for as long as {@link TimestampWindow} would still accept their message
+ * (twice the window, for timestamps in the future); older ones are dropped because the window refuses them anyway.
+ * Runs after the signature check so forged traffic cannot fill the table or burn honest ids.
+ */
+public final class MessageIdReplayGuard implements AdmissionCheck {
+
+    private final long retainMs;
+    private final Map<String, Long> seen = new ConcurrentHashMap<>(); // sender/id -> first seen (ms)
+    private long lastSweepMs;
+
+    public MessageIdReplayGuard(long windowMs) {
+        this.retainMs = 2 * windowMs;
+    }
+
+    @Override
+    public void check(JoinAttempt attempt) {
+        check(attempt.envelope(), attempt.nowMs());
+    }
+
+    public void check(SignedEnvelope envelope, long nowMs) {
+        sweep(nowMs);
+        String key = envelope.getSender() + "/" + Long.toUnsignedString(envelope.getMessageId());
+        if (seen.putIfAbsent(key, nowMs) != null) {
+            throw new AdmissionException(ErrorCode.INVALID_MESSAGE, Status.Code.ALREADY_EXISTS,
+                    "message id " + Long.toUnsignedString(envelope.getMessageId()) + " from " + envelope.getSender()
+                            + " was already received: replay refused",
+                    Map.of("check", "message_id_replay"));
+        }
+    }
+
+    private synchronized void sweep(long nowMs) {
+        if (nowMs - lastSweepMs >= 1000) {
+            lastSweepMs = nowMs;
+            seen.values().removeIf(t -> nowMs - t > retainMs);
+        }
+    }
+}

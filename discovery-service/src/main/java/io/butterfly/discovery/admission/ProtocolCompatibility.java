@@ -1,0 +1,43 @@
+package io.butterfly.discovery.admission;
+
+import io.butterfly.discovery.membership.AdmissionException;
+import io.butterfly.discovery.membership.ProtocolVersion;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
+
+/**
+ * Version negotiation and feature flags at join (bootstrap-protocol.md §7): the envelope's major must
+ * match ours, and the joiner must support every feature this cluster requires.
+ */
+public final class ProtocolCompatibility implements AdmissionCheck {
+
+    private final VersionNegotiation negotiation;
+    private final long requiredFeatures;
+
+    public ProtocolCompatibility(VersionNegotiation negotiation, long requiredFeatures) {
+        this.negotiation = negotiation;
+        this.requiredFeatures = requiredFeatures;
+    }
+
+    @Override
+    public void check(JoinAttempt attempt) {
+        agree(attempt);
+    }
+
+    /** The agreed version and common features; refuses an incompatible joiner. */
+    public VersionNegotiation.Agreement agree(JoinAttempt attempt) {
+        io.butterfly.proto.common.v1.ProtocolVersion v = attempt.envelope().getProtocolVersion();
+        ProtocolVersion theirs = new ProtocolVersion(v.getMajor(), v.getMinor());
+        ProtocolFeatures theirFeatures = new ProtocolFeatures(attempt.request().getFeatures());
+        VersionNegotiation.Agreement agreement = negotiation.negotiate(theirs, theirFeatures)
+                .orElseThrow(() -> new AdmissionException(ErrorCode.UNSUPPORTED_VERSION, Status.Code.FAILED_PRECONDITION,
+                        "protocol version " + v.getMajor() + "." + v.getMinor() + "." + v.getPatch()
+                                + " is not supported (this cluster speaks " + negotiation.ours().major() + ".x)"));
+        long missing = requiredFeatures & ~theirFeatures.bits();
+        if (missing != 0) {
+            throw new AdmissionException(ErrorCode.UNSUPPORTED_VERSION, Status.Code.FAILED_PRECONDITION,
+                    String.format("the node lacks required protocol features 0x%x", missing));
+        }
+        return agreement;
+    }
+}

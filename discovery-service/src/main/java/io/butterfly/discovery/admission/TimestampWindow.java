@@ -1,0 +1,41 @@
+package io.butterfly.discovery.admission;
+
+import io.butterfly.discovery.membership.AdmissionException;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.common.v1.SignedEnvelope;
+import io.grpc.Status;
+import java.time.Duration;
+import java.util.Map;
+
+/**
+ * Replay protection, first half (bootstrap-protocol.md §9.2): a message stamped more than the window
+ * away from our clock, in either direction, is refused. This bounds how long message ids must be
+ * remembered ({@link MessageIdReplayGuard}).
+ */
+public final class TimestampWindow implements AdmissionCheck {
+
+    private final long windowMs;
+
+    public TimestampWindow(Duration window) {
+        this.windowMs = window.toMillis();
+    }
+
+    public long windowMs() {
+        return windowMs;
+    }
+
+    @Override
+    public void check(JoinAttempt attempt) {
+        check(attempt.envelope(), attempt.nowMs());
+    }
+
+    public void check(SignedEnvelope envelope, long nowMs) {
+        long skew = envelope.getTimestampMs() - nowMs;
+        if (Math.abs(skew) > windowMs) {
+            throw new AdmissionException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT,
+                    "message timestamp is " + Math.abs(skew) + " ms " + (skew < 0 ? "old" : "in the future")
+                            + " (window ±" + windowMs + " ms): stale or replayed",
+                    Map.of("check", "timestamp_window"));
+        }
+    }
+}
