@@ -9,8 +9,11 @@ import io.butterfly.common.error.GrpcErrors;
 import io.butterfly.common.error.RetryPolicy;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
+import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.SignedEnvelope;
 import io.butterfly.proto.discovery.v1.DiscoveryHeartbeat;
+import io.butterfly.proto.discovery.v1.DiscoveryRequest;
+import io.butterfly.proto.discovery.v1.DiscoveryResponse;
 import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
 import io.butterfly.proto.discovery.v1.JoinAck;
 import io.butterfly.proto.discovery.v1.JoinReason;
@@ -83,30 +86,54 @@ public final class SignedDiscoveryClient {
         return response;
     }
 
-    /** Checks discovery's signature on its answer and pins discovery's key on first use. */
+    /**
+     * DISCOVERY_REQUEST (bootstrap-protocol.md §3.1): which cluster this is, who coordinates, who the peers are.
+     * Throws the server's refusal (rate limit, bad envelope) as a StatusRuntimeException.
+     */
+    public DiscoveryResponse discover(NodeCapabilities capabilities) {
+        DiscoveryRequest request = DiscoveryRequest.newBuilder()
+                .setClusterName(clusterName)
+                .setCapabilities(capabilities)
+                .setPublicKey(ByteString.copyFrom(identity.publicKey()))
+                .build();
+        SignedEnvelope answer = stub(10).discover(seal(MessageType.DISCOVERY_REQUEST, request));
+        DiscoveryResponse response = parse(answer, MessageType.DISCOVERY_RESPONSE, DiscoveryResponse.parser());
+        verifyDiscovery(answer, response.getDiscoveryPublicKey().toByteArray());
+        return response;
+    }
+
+    /** Checks discovery's signature on its join answer and pins discovery's key on first use. */
     private JoinResponse openResponse(SignedEnvelope answer) {
-        if (answer.getMessageType() != MessageType.JOIN_RESPONSE) {
+        JoinResponse response = parse(answer, MessageType.JOIN_RESPONSE, JoinResponse.parser());
+        verifyDiscovery(answer, response.getDiscoveryPublicKey().toByteArray());
+        return response;
+    }
+
+    private static <T> T parse(SignedEnvelope answer, MessageType expected, com.google.protobuf.Parser<T> parser) {
+        if (answer.getMessageType() != expected) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
-                    "discovery answered a join with " + answer.getMessageType());
+                    "discovery answered with " + answer.getMessageType() + " where " + expected + " was expected");
         }
-        JoinResponse response;
         try {
-            response = JoinResponse.parseFrom(answer.getPayload());
+            return parser.parseFrom(answer.getPayload());
         } catch (InvalidProtocolBufferException e) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL, "unreadable join response", java.util.Map.of(), e);
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
+                    "unreadable " + expected, java.util.Map.of(), e);
         }
-        byte[] key = response.getDiscoveryPublicKey().toByteArray();
+    }
+
+    /** The answer is signed by the key it names, and that key is the one discovery used before (pinned). */
+    private void verifyDiscovery(SignedEnvelope answer, byte[] key) {
         byte[] pinned = discoveryKey;
         if (pinned != null && !Arrays.equals(pinned, key)) {
             throw new ButterflyException(ErrorCode.INVALID_SIGNATURE, Status.Code.UNAUTHENTICATED,
-                    "discovery's identity key changed since the first join");
+                    "discovery's identity key changed since it was first seen");
         }
-        if (!ControlEnvelopes.verify(answer, key)) {
+        if (key.length != 32 || !ControlEnvelopes.verify(answer, key)) {
             throw new ButterflyException(ErrorCode.INVALID_SIGNATURE, Status.Code.UNAUTHENTICATED,
-                    "discovery's join response is not validly signed");
+                    "discovery's " + answer.getMessageType() + " is not validly signed");
         }
         discoveryKey = key;
-        return response;
     }
 
     /**

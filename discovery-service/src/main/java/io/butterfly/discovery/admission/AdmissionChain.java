@@ -8,6 +8,7 @@ import io.butterfly.discovery.membership.MembershipRegistry;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.SignedEnvelope;
+import io.butterfly.proto.discovery.v1.DiscoveryRequest;
 import io.butterfly.proto.discovery.v1.JoinRequest;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
@@ -45,8 +46,10 @@ public final class AdmissionChain {
     private final List<AdmissionCheck> joinChecks;
     private final MembershipRegistry registry;
     private final Clock clock;
+    private final AdmissionPolicy policy;
 
     public AdmissionChain(AdmissionPolicy policy, MembershipRegistry registry, Clock clock) {
+        this.policy = policy;
         this.format = new EnvelopeFormat(policy.nodeId());
         this.rateLimit = new JoinRateLimit(policy.joinBurst(), policy.joinsPerSecond());
         this.timestampWindow = new TimestampWindow(policy.replayWindow());
@@ -90,6 +93,24 @@ public final class AdmissionChain {
     }
 
     /**
+     * Opens a DISCOVERY_REQUEST from a node that need not be a member yet: rate-limited like joins, fresh,
+     * signed by the key it carries, not a replay. Nothing is granted by it, so no trust check applies.
+     */
+    public DiscoveryRequest openDiscovery(SignedEnvelope envelope, String sourceAddress) {
+        long now = clock.millis();
+        rateLimit.check(sourceAddress, now);
+        DiscoveryRequest request = format.open(envelope, MessageType.DISCOVERY_REQUEST, DiscoveryRequest.parser());
+        timestampWindow.check(envelope, now);
+        byte[] key = request.getPublicKey().toByteArray();
+        if (key.length != Ed25519.PUBLIC_KEY_BYTES) {
+            throw EnvelopeFormat.invalid("public_key must be a raw 32-byte Ed25519 key, got " + key.length + " bytes");
+        }
+        signature.verify(envelope, key);
+        replay.check(envelope, now);
+        return request;
+    }
+
+    /**
      * Opens a member's later message: fresh, signed by the member's key, not a replay, and about its sender.
      * A sender that is not a member is NOT_FOUND (after a discovery restart it simply joins again).
      */
@@ -105,6 +126,11 @@ public final class AdmissionChain {
         signature.verify(envelope, Ed25519.fromHex(member.publicKeyHex()));
         replay.check(envelope, now);
         return payload;
+    }
+
+    /** What this chain enforces (cluster name, version, features, capacity). */
+    public AdmissionPolicy policy() {
+        return policy;
     }
 
     public long nowMs() {

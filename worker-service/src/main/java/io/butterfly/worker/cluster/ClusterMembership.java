@@ -6,6 +6,7 @@ import io.butterfly.common.discovery.SignedDiscoveryClient;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.RetryPolicy;
 import io.butterfly.proto.common.v1.NodeCapabilities;
+import io.butterfly.proto.discovery.v1.DiscoveryResponse;
 import io.butterfly.proto.discovery.v1.JoinReason;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
@@ -89,6 +90,30 @@ public class ClusterMembership {
         }
     }
 
+    /**
+     * Asks discovery which cluster it serves before joining (bootstrap-protocol.md §3.1). Another cluster is final;
+     * an unreachable discovery is left to the join's own retries.
+     */
+    private boolean discover() {
+        try {
+            DiscoveryResponse seen = client.discover(capabilities);
+            if (!seen.getAccepted()) {
+                joinError = "CLUSTER_NAME_MISMATCH: " + seen.getRejectionReason();
+                log.error("discovery refused: {}; not joining", seen.getRejectionReason());
+                return false;
+            }
+            log.info("discovered cluster '{}': {} member(s), coordinator {}", seen.getClusterConfig().getClusterName(),
+                    seen.getPeerListCount(), seen.getCoordinatorId().isEmpty() ? "(none yet)" : seen.getCoordinatorId());
+        } catch (StatusRuntimeException e) {
+            log.info("discovery request failed ({}); joining anyway", e.getStatus().getCode());
+        } catch (ButterflyException e) {
+            joinError = e.code() + ": " + e.getMessage();
+            log.error("discovery answer refused: {}; not joining", joinError);
+            return false;
+        }
+        return true;
+    }
+
     private boolean join(JoinReason reason) throws InterruptedException {
         Member self = Member.newBuilder()
                 .setRole(NodeRole.WORKER)
@@ -99,6 +124,9 @@ public class ClusterMembership {
                         : getClass().getPackage().getImplementationVersion())
                 .setCapabilities(capabilities)
                 .build();
+        if (!discover()) {
+            return false;
+        }
         try {
             client.join(self, reason, why -> {
                 joinError = why;

@@ -5,6 +5,7 @@ import io.butterfly.common.crypto.Ed25519;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.discovery.admission.AdmissionChain;
+import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipRegistry;
@@ -13,8 +14,11 @@ import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.ProtocolVersion;
 import io.butterfly.proto.common.v1.SignedEnvelope;
+import io.butterfly.proto.discovery.v1.ClusterConfig;
 import io.butterfly.proto.discovery.v1.DiscoveryHeartbeat;
 import io.butterfly.proto.discovery.v1.DiscoveryHeartbeatResponse;
+import io.butterfly.proto.discovery.v1.DiscoveryRequest;
+import io.butterfly.proto.discovery.v1.DiscoveryResponse;
 import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
 import io.butterfly.proto.discovery.v1.JoinAck;
 import io.butterfly.proto.discovery.v1.JoinAckResponse;
@@ -27,6 +31,7 @@ import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import java.util.List;
 import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +57,36 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
         this.identity = identity;
         this.nodeId = nodeId;
         this.clusterName = clusterName;
+    }
+
+    /**
+     * DISCOVERY_REQUEST (bootstrap-protocol.md §3.1): tells a node which cluster it reached, who coordinates and
+     * who the peers are, before it asks to join. A node asking for another cluster learns only that.
+     */
+    @Override
+    public void discover(SignedEnvelope request, StreamObserver<SignedEnvelope> response) {
+        DiscoveryRequest asked = admission.openDiscovery(request, PeerAddressInterceptor.currentPeerHost());
+        AdmissionPolicy policy = admission.policy();
+        ProtocolVersion version = ProtocolVersion.newBuilder().setMajor(policy.protocolVersion().major())
+                .setMinor(policy.protocolVersion().minor()).build();
+        DiscoveryResponse.Builder out = DiscoveryResponse.newBuilder()
+                .setDiscoveryPublicKey(ByteString.copyFrom(identity.publicKey()));
+        if (!clusterName.equals(asked.getClusterName())) {
+            out.setAccepted(false).setRejectionReason("this is cluster '" + clusterName + "', not '"
+                    + asked.getClusterName() + "'");
+        } else {
+            List<MemberView> members = registry.members(null);
+            out.setAccepted(true)
+                    .setClusterConfig(ClusterConfig.newBuilder().setClusterName(clusterName).setProtocolVersion(version)
+                            .setFeatures(policy.features()).setRequiredFeatures(policy.requiredFeatures())
+                            .setMaxMembers(policy.maxMembers()).setMembers(registry.size()));
+            members.stream().filter(m -> "coordinator".equals(m.role())).map(MemberView::nodeId).findFirst()
+                    .ifPresent(out::setCoordinatorId);
+            members.forEach(m -> out.addPeerList(toProto(m)));
+        }
+        response.onNext(ControlEnvelopes.seal(identity, version, MessageType.DISCOVERY_RESPONSE, nodeId,
+                request.getSender(), out.build(), admission.nowMs()));
+        response.onCompleted();
     }
 
     @Override

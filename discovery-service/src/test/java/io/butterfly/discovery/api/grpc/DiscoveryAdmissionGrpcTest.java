@@ -375,4 +375,62 @@ class DiscoveryAdmissionGrpcTest {
                 () -> wrongCluster.join(self, JoinReason.INITIAL_START, r -> { throw new AssertionError("retried: " + r); }));
         assertEquals(ErrorCode.CLUSTER_NAME_MISMATCH, e.code());
     }
+
+    // DISCOVERY_REQUEST (bootstrap-protocol.md §3.1)
+
+    private static SignedEnvelope discoveryRequest(NodeIdentity signer, NodeIdentity claimed, String cluster) {
+        return ControlEnvelopes.seal(signer, MessageType.DISCOVERY_REQUEST, "worker-9",
+                io.butterfly.proto.discovery.v1.DiscoveryRequest.newBuilder().setClusterName(cluster)
+                        .setPublicKey(ByteString.copyFrom(claimed.publicKey())).build(),
+                System.currentTimeMillis());
+    }
+
+    @Test
+    void discoveryShowsTheClusterItsCoordinatorAndPeersBeforeJoining() throws Exception {
+        var stub = start(policy(b -> b));
+        NodeIdentity coordinator = NodeIdentity.ephemeral();
+        JoinRequest asCoordinator = joinRequest("coordinator-0", coordinator).toBuilder()
+                .setMember(joinRequest("coordinator-0", coordinator).getMember().toBuilder().setRole(NodeRole.COORDINATOR))
+                .build();
+        stub.join(seal(coordinator, "coordinator-0", asCoordinator));
+        stub.acknowledgeJoin(ControlEnvelopes.seal(coordinator, MessageType.JOIN_ACK, "coordinator-0",
+                JoinAck.newBuilder().setNodeId("coordinator-0").build(), System.currentTimeMillis()));
+
+        SignedDiscoveryClient newcomer = new SignedDiscoveryClient(channel, NodeIdentity.ephemeral(), "worker-9", CLUSTER,
+                ProtocolFeatures.COMPRESSION, Clock.systemUTC(), new RetryPolicy(10, 100));
+        io.butterfly.proto.discovery.v1.DiscoveryResponse seen = newcomer.discover(capabilities());
+        assertTrue(seen.getAccepted());
+        assertEquals("coordinator-0", seen.getCoordinatorId());
+        assertEquals("coordinator-0", seen.getPeerList(0).getNodeId());
+        assertEquals(CLUSTER, seen.getClusterConfig().getClusterName());
+        assertEquals(16, seen.getClusterConfig().getMaxMembers());
+        assertEquals(1, seen.getClusterConfig().getProtocolVersion().getMajor());
+        // Discovering is not joining: the newcomer is not a member.
+        assertEquals(1, stub.listMembers(ListMembersRequest.getDefaultInstance()).getMembersCount());
+    }
+
+    @Test
+    void discoveryOfAnotherClusterSaysSoAndSharesNothing() throws Exception {
+        var stub = start(policy(b -> b));
+        NodeIdentity id = NodeIdentity.ephemeral();
+        SignedEnvelope answer = stub.discover(discoveryRequest(id, id, "someone-else"));
+        assertEquals(MessageType.DISCOVERY_RESPONSE, answer.getMessageType());
+        var seen = io.butterfly.proto.discovery.v1.DiscoveryResponse.parseFrom(answer.getPayload());
+        assertTrue(ControlEnvelopes.verify(answer, seen.getDiscoveryPublicKey().toByteArray()), "discovery signs its answer");
+        assertTrue(!seen.getAccepted() && seen.getRejectionReason().contains("someone-else")
+                && seen.getRejectionReason().contains(CLUSTER), seen.getRejectionReason());
+        assertEquals(0, seen.getPeerListCount());
+        assertTrue(!seen.hasClusterConfig());
+    }
+
+    @Test
+    void forgedOrReplayedDiscoveryRequestsAreRefused() throws Exception {
+        var stub = start(policy(b -> b));
+        NodeIdentity claimed = NodeIdentity.ephemeral();
+        refusal(() -> stub.discover(discoveryRequest(NodeIdentity.ephemeral(), claimed, CLUSTER)),
+                ErrorCode.INVALID_SIGNATURE, Status.Code.UNAUTHENTICATED);
+        SignedEnvelope honest = discoveryRequest(claimed, claimed, CLUSTER);
+        stub.discover(honest);
+        refusal(() -> stub.discover(honest), ErrorCode.INVALID_MESSAGE, Status.Code.ALREADY_EXISTS);
+    }
 }
