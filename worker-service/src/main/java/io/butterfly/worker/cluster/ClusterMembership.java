@@ -63,7 +63,7 @@ public class ClusterMembership {
 
     void join() {
         Device device = Devices.resolve(props.device());
-        capabilities = CapabilityDetector.detect(device);
+        capabilities = CapabilityDetector.detect(device, props.memoryLimit().toBytes());
         log.info("capabilities: cores={} memory={}MiB gflops={} device={}", capabilities.getCpuCores(),
                 capabilities.getMemoryBytes() >> 20, String.format("%.1f", capabilities.getMeasuredGflops()), device);
         JoinRequest request = JoinRequest.newBuilder()

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 
 /**
  * Worker settings; the defaults run one worker on one machine.
@@ -21,6 +22,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param coordinatorPort coordinator gRPC port to heartbeat to from start-up; 0 = only once an assignment
  *                        names the coordinator (a restarted worker needs it to be seen coming back)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
+ * @param memoryLimit     memory this worker offers for its partition (0 = the machine's physical memory); lets
+ *                        workers sharing one machine declare their share, or show heterogeneous nodes
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -35,5 +38,6 @@ public record WorkerProperties(
         @DefaultValue("100") long heartbeatMillis,
         @DefaultValue("127.0.0.1") String coordinatorHost,
         @DefaultValue("0") int coordinatorPort,
-        @DefaultValue List<String> trustedPublisherKeys) {
+        @DefaultValue List<String> trustedPublisherKeys,
+        @DefaultValue("0B") DataSize memoryLimit) {
 }
