@@ -73,23 +73,30 @@ final class LocalCluster implements AutoCloseable {
                 "--butterfly.registry.import-dirs=" + modelDir);
     }
 
-    void startWorker(int i) {
-        start("worker-" + i, "worker-service", "768m", freePort(), freePort(),
+    /** @param extra further {@code --key=value} arguments (e.g. a memory limit) */
+    void startWorker(int i, String... extra) {
+        List<String> args = new ArrayList<>(List.of(
                 "--butterfly.worker.node-id=worker-" + i,
                 "--butterfly.worker.data-dir=" + workDir.resolve("worker-" + i),
                 "--butterfly.worker.discovery-port=" + discoveryGrpc,
                 "--butterfly.worker.coordinator-port=" + coordinatorGrpc,
-                "--butterfly.worker.trusted-publisher-keys=" + publisherKey());
+                "--butterfly.worker.trusted-publisher-keys=" + publisherKey()));
+        args.addAll(List.of(extra));
+        start("worker-" + i, "worker-service", "768m", freePort(), freePort(), args.toArray(String[]::new));
     }
 
-    void startCoordinator(String modelId, int expectedWorkers) {
-        start("coordinator", "coordinator-service", "512m", coordinatorHttp, coordinatorGrpc,
+    /** @param extra further {@code --key=value} arguments (e.g. the planner) */
+    void startCoordinator(String modelId, int expectedWorkers, String... extra) {
+        List<String> args = new ArrayList<>(List.of(
                 "--butterfly.coordinator.model-id=" + modelId,
                 "--butterfly.coordinator.expected-workers=" + expectedWorkers,
                 "--butterfly.coordinator.discovery-port=" + discoveryGrpc,
                 "--butterfly.coordinator.registry-port=" + registryGrpc,
                 "--butterfly.coordinator.data-dir=" + workDir.resolve("coordinator"),
-                "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey());
+                "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey()));
+        args.addAll(List.of(extra));
+        start("coordinator", "coordinator-service", "512m", coordinatorHttp, coordinatorGrpc,
+                args.toArray(String[]::new));
     }
 
     /** Discovery, registry, workers and coordinator, all at once: each retries until its peers are up. */

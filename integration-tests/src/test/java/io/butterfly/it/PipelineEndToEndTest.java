@@ -73,6 +73,13 @@ class PipelineEndToEndTest {
             }
         }
         assertThat(workers).isEqualTo(3);
+        assertThat(s.path("feasibility").path("feasible").asBoolean()).isTrue();
+        // Cross-validation: the root rebuilt from what the workers loaded is the manifest's.
+        JsonNode v = s.path("weight_validation");
+        assertThat(v.path("status").asString()).isEqualTo("VALID");
+        assertThat(v.path("merkle_root").asString()).isEqualTo(s.path("merkle_root").asString());
+        assertThat(v.path("partition_root").asString()).matches("[0-9a-f]{64}");
+        assertThat(v.path("validated_nodes")).hasSize(3);
         assertThat(layers.cardinality()).isEqualTo(LLAMA.numLayers());
         assertThat(layers.nextClearBit(0)).isEqualTo(LLAMA.numLayers());
     }

@@ -10,9 +10,7 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.ModelCatalog;
 import io.butterfly.coordinator.inference.ServedModel;
 import io.butterfly.coordinator.planning.PartitionPlan;
-import io.butterfly.coordinator.planning.PartitionPlanner;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.coordinator.planning.WorkerCapacity;
 import io.butterfly.proto.common.v1.LayerRange;
 import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
 import io.butterfly.proto.discovery.v1.ListMembersRequest;
@@ -49,18 +47,18 @@ public class BootstrapOrchestrator {
     private final CoordinatorProperties props;
     private final ControlLog control;
     private final ModelCatalog catalog;
-    private final PartitionPlanner planner;
+    private final AssignmentPlanning planning;
     private final WorkerChannels workers;
     private final Clock clock;
     private final ManagedChannel discovery;
     private volatile Thread thread;
 
     public BootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
-                                 PartitionPlanner planner, WorkerChannels workers, Clock clock) {
+                                 AssignmentPlanning planning, WorkerChannels workers, Clock clock) {
         this.props = props;
         this.control = control;
         this.catalog = catalog;
-        this.planner = planner;
+        this.planning = planning;
         this.workers = workers;
         this.clock = clock;
         this.discovery = GrpcChannels.open(props.discoveryHost(), props.discoveryPort());
@@ -79,8 +77,11 @@ public class BootstrapOrchestrator {
             ServedModel model = fetchModel();
             control.submit(new ClusterCommand.ModelResolved(model.manifest().getModelId(),
                     model.manifest().getMerkleRoot(), clock.millis()));
-            List<Member> members = awaitWorkers();
-            assign(model, members);
+            List<Member> members = awaitWorkers(props.expectedWorkers());
+            while (!assign(model, members)) {
+                // InsufficientResources (§7.6): nothing assigned; plan again once more capacity has joined.
+                members = awaitWorkers(members.size() + 1);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -105,8 +106,8 @@ public class BootstrapOrchestrator {
         }
     }
 
-    /** Polls discovery until the expected number of workers has joined, recording each join. */
-    private List<Member> awaitWorkers() throws InterruptedException {
+    /** Polls discovery until {@code wanted} workers have joined (recording each join); the first {@code wanted} by id. */
+    private List<Member> awaitWorkers(int wanted) throws InterruptedException {
         long lastLog = 0;
         while (true) {
             List<Member> found;
@@ -124,24 +125,24 @@ public class BootstrapOrchestrator {
                     control.submit(new ClusterCommand.NodeJoined(toNodeInfo(m), clock.millis()));
                 }
             }
-            if (found.size() >= props.expectedWorkers()) {
+            if (found.size() >= wanted) {
                 return found.stream().sorted((a, b) -> a.getNodeId().compareTo(b.getNodeId()))
-                        .limit(props.expectedWorkers()).toList();
+                        .limit(wanted).toList();
             }
             if (clock.millis() - lastLog > 5000) {
                 lastLog = clock.millis();
-                log.info("waiting for workers: {}/{} joined", found.size(), props.expectedWorkers());
+                log.info("waiting for workers: {}/{} joined", found.size(), wanted);
             }
             Thread.sleep(POLL_MILLIS);
         }
     }
 
-    private void assign(ServedModel model, List<Member> members) throws InterruptedException {
-        List<WorkerCapacity> capacities = members.stream()
-                .map(m -> new WorkerCapacity(m.getNodeId(), Math.max(m.getCapabilities().getMeasuredGflops(), 1e-3),
-                        m.getCapabilities().getMemoryBytes()))
-                .toList();
-        PartitionPlan plan = planner.plan(model.manifest().getNumLayers(), capacities);
+    /** Plans and assigns; false (nothing sent) when the members cannot hold the model (the state says why). */
+    private boolean assign(ServedModel model, List<Member> members) throws InterruptedException {
+        PartitionPlan plan = planning.plan(model, members);
+        if (plan == null) {
+            return false;
+        }
         long epoch = control.state().epoch() + 1;
         control.submit(new ClusterCommand.PartitionsAssigned(epoch, plan.stages(), clock.millis()));
         Map<String, Member> byId = new java.util.HashMap<>();
@@ -162,6 +163,7 @@ public class BootstrapOrchestrator {
                     .build();
             assignWithRetry(m, request);
         }
+        return true;
     }
 
     private void assignWithRetry(Member m, AssignPartitionRequest request) throws InterruptedException {

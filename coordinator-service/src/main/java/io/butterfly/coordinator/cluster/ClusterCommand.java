@@ -140,4 +140,20 @@ public sealed interface ClusterCommand {
             Objects.requireNonNull(nodeId, "nodeId");
         }
     }
+
+    // Model integrity (initialization-and-bootstrap.md §4.5, §5.1).
+
+    /** The feasibility check before an assignment; an infeasible verdict means no assignment follows. */
+    record FeasibilityAssessed(Feasibility feasibility, long atMs) implements ClusterCommand {
+        public FeasibilityAssessed {
+            Objects.requireNonNull(feasibility, "feasibility");
+        }
+    }
+
+    /** The cross-validation of the loaded weights of one epoch; only a VALID result lets the cluster be READY. */
+    record WeightsValidated(WeightValidation validation, long atMs) implements ClusterCommand {
+        public WeightsValidated {
+            Objects.requireNonNull(validation, "validation");
+        }
+    }
 }

@@ -73,6 +73,10 @@ public final class ClusterReducer {
             return nodeFailed(s, n);
         } else if (c instanceof ClusterCommand.NodeRecovered n) {
             return nodeRecovered(s, n);
+        } else if (c instanceof ClusterCommand.FeasibilityAssessed f) {
+            return feasibilityAssessed(s, f);
+        } else if (c instanceof ClusterCommand.WeightsValidated v) {
+            return weightsValidated(s, v);
         }
         throw new IllegalArgumentException("unknown command " + c);
     }
@@ -250,12 +254,44 @@ public final class ClusterReducer {
         }
         NodeRecord back = n.recovered(c.partitionIntact(), c.lastHeartbeatMs(), c.atMs());
         ClusterState next = s.withNode(back);
+        if (back.partition() != PartitionState.READY && s.pipeline().contains(c.nodeId())) {
+            // The reloaded stage's bytes are new: they are cross-validated again before READY.
+            next = next.withChecks(next.checks().with((WeightValidation) null));
+        }
         if (next.system() == SystemState.DEGRADED && back.partition() != PartitionState.READY
                 && s.pipeline().contains(c.nodeId())) {
             return next.withSystem(SystemState.DEGRADED, "node '" + c.nodeId()
                     + "' is back but lost its partition; its stage must be reloaded (epoch " + s.epoch() + ")");
         }
         return maybeReady(next, c);
+    }
+
+    // --- model integrity ----------------------------------------------------------------------------
+
+    /** Recorded whatever the verdict; an infeasible one is the status message (no assignment follows). */
+    private static ClusterState feasibilityAssessed(ClusterState s, ClusterCommand.FeasibilityAssessed c) {
+        requireIn(s, ASSIGNABLE, c);
+        ClusterState next = s.withChecks(s.checks().with(c.feasibility()));
+        String planner = c.feasibility().planner() == null ? "" : " (" + c.feasibility().planner() + " planner)";
+        return next.withSystem(s.system(), (c.feasibility().feasible() ? "planning" + planner + ": " : "")
+                + c.feasibility().reason());
+    }
+
+    private static ClusterState weightsValidated(ClusterState s, ClusterCommand.WeightsValidated c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        WeightValidation v = c.validation();
+        if (v.epoch() != s.epoch()) {
+            throw new IllegalTransitionException("validation of epoch " + v.epoch() + " is stale, current epoch "
+                    + s.epoch());
+        }
+        ClusterState next = s.withChecks(s.checks().with(v));
+        return v.status() == WeightValidation.Status.VALID ? maybeReady(next, c)
+                : next.withSystem(s.system(), validationMessage(v));
+    }
+
+    private static String validationMessage(WeightValidation v) {
+        return "weights failed cross-validation (" + v.status() + ", epoch " + v.epoch() + "): "
+                + (v.problems().isEmpty() ? "nodes " + v.failedNodes() : String.join("; ", v.problems()));
     }
 
     private static NodeRecord node(ClusterState s, String nodeId) {
@@ -272,8 +308,16 @@ public final class ClusterReducer {
         if (!waiting || s.pipeline().isEmpty()) {
             return s;
         }
-        if (s.merkleRoot() != null && s.pipelineReady() && s.inFlightTasks() == 0) {
+        boolean validated = s.checks().weightsValidFor(s.epoch());
+        if (s.merkleRoot() != null && s.pipelineReady() && validated && s.inFlightTasks() == 0) {
             return move(s, SystemState.READY, servingMessage(s), c);
+        }
+        if (s.merkleRoot() != null && s.pipelineReady() && !validated) {
+            // READY only once the loaded weights are cross-validated against the manifest (§6.2 check 4).
+            WeightValidation v = s.checks().validation();
+            return s.withSystem(s.system(), v != null && v.epoch() == s.epoch() ? validationMessage(v)
+                    : "all " + s.pipeline().size() + " stages loaded; cross-validating the weights (epoch "
+                    + s.epoch() + ")");
         }
         long ready = s.pipeline().stream().filter(id -> s.nodes().get(id).partition() == PartitionState.READY).count();
         String message = s.merkleRoot() == null ? "waiting for the model manifest"

@@ -12,12 +12,14 @@ import java.util.Map;
  * @param epoch            fencing token of the current assignment; never decreases
  * @param pipeline         node ids of the current plan in stage order
  * @param lastAppliedIndex log index of the last applied command
+ * @param checks           outcome of the feasibility check and of the weights' cross-validation
  */
 public record ClusterState(SystemState system, long epoch, String modelId, String merkleRoot, int expectedWorkers,
                            String statusMessage, Map<String, NodeRecord> nodes, List<String> pipeline,
-                           Map<String, TaskRecord> tasks, long lastAppliedIndex) {
+                           Map<String, TaskRecord> tasks, long lastAppliedIndex, BootstrapChecks checks) {
 
     public ClusterState {
+        checks = checks == null ? BootstrapChecks.NONE : checks;
         nodes = Collections.unmodifiableMap(new LinkedHashMap<>(nodes));
         pipeline = List.copyOf(pipeline);
         tasks = Collections.unmodifiableMap(new LinkedHashMap<>(tasks));
@@ -25,22 +27,22 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     public static ClusterState initial() {
         return new ClusterState(SystemState.UNINITIALIZED, 0, null, null, 0, "waiting for bootstrap",
-                Map.of(), List.of(), Map.of(), 0);
+                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE);
     }
 
     ClusterState withSystem(SystemState next, String message) {
         return new ClusterState(next, epoch, modelId, merkleRoot, expectedWorkers, message, nodes, pipeline, tasks,
-                lastAppliedIndex);
+                lastAppliedIndex, checks);
     }
 
     ClusterState withModel(String model, String root, int workers) {
         return new ClusterState(system, epoch, model, root, workers, statusMessage, nodes, pipeline, tasks,
-                lastAppliedIndex);
+                lastAppliedIndex, checks);
     }
 
     ClusterState withNodes(Map<String, NodeRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, next, pipeline,
-                tasks, lastAppliedIndex);
+                tasks, lastAppliedIndex, checks);
     }
 
     ClusterState withNode(NodeRecord node) {
@@ -51,17 +53,22 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     ClusterState withAssignment(long nextEpoch, List<String> nextPipeline, Map<String, NodeRecord> nextNodes) {
         return new ClusterState(system, nextEpoch, modelId, merkleRoot, expectedWorkers, statusMessage, nextNodes,
-                nextPipeline, tasks, lastAppliedIndex);
+                nextPipeline, tasks, lastAppliedIndex, checks);
     }
 
     ClusterState withTasks(Map<String, TaskRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                next, lastAppliedIndex);
+                next, lastAppliedIndex, checks);
     }
 
     ClusterState withIndex(long index) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, index);
+                tasks, index, checks);
+    }
+
+    ClusterState withChecks(BootstrapChecks next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, next);
     }
 
     /** Whether every stage of the current plan reported its partition READY and none is FAILED. */

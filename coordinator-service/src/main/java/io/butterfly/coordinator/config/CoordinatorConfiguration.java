@@ -3,7 +3,6 @@ package io.butterfly.coordinator.config;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.planning.CapacityWeightedPlanner;
 import io.butterfly.coordinator.planning.PartitionPlanner;
 import java.time.Clock;
 import org.springframework.boot.health.contributor.Health;
@@ -19,9 +18,10 @@ public class CoordinatorConfiguration {
         return Clock.systemUTC();
     }
 
+    /** {@code butterfly.coordinator.planner}: capacity-weighted (default) or optimal. */
     @Bean
-    PartitionPlanner partitionPlanner() {
-        return new CapacityWeightedPlanner();
+    PartitionPlanner partitionPlanner(PlanningProperties planning) {
+        return planning.planner().create();
     }
 
     @Bean

@@ -3,9 +3,7 @@ package io.butterfly.coordinator.planning;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.stream.IntStream;
 
 /**
@@ -22,15 +20,14 @@ public final class CapacityWeightedPlanner implements PartitionPlanner {
 
     private final long bytesPerLayer;
 
-    /** No memory cap: the split follows throughput alone (the layer size is not known up front). */
+    /** No default layer size: {@link #plan(int, List)} splits by throughput alone. */
     public CapacityWeightedPlanner() {
         this(0);
     }
 
     /**
-     * @param bytesPerLayer approximate weight bytes of one transformer layer; when positive, a worker
-     *                      with known memory never gets more than {@code memoryBytes / bytesPerLayer}
-     *                      layers and its surplus share goes to the others in proportion to throughput
+     * @param bytesPerLayer layer size assumed by {@link #plan(int, List)} (0 = memory is not considered);
+     *                      {@link #plan(ModelFootprint, List)} uses the footprint it is given instead
      */
     public CapacityWeightedPlanner(long bytesPerLayer) {
         if (bytesPerLayer < 0) {
@@ -44,16 +41,14 @@ public final class CapacityWeightedPlanner implements PartitionPlanner {
         if (numLayers <= 0) {
             throw new IllegalArgumentException("numLayers must be positive, got " + numLayers);
         }
-        if (workers == null || workers.isEmpty()) {
-            throw new IllegalArgumentException("at least one worker is needed");
-        }
-        Set<String> ids = new HashSet<>();
-        for (WorkerCapacity w : workers) {
-            if (!ids.add(w.nodeId())) {
-                throw new IllegalArgumentException("worker " + w.nodeId() + " is listed twice");
-            }
-        }
-        int[] counts = layerCounts(numLayers, workers);
+        return plan(ModelFootprint.uniform(numLayers, bytesPerLayer), workers);
+    }
+
+    @Override
+    public PartitionPlan plan(ModelFootprint model, List<WorkerCapacity> workers) {
+        PartitionPlanner.requireValid(model, workers);
+        int numLayers = model.numLayers();
+        int[] counts = layerCounts(model, workers);
         List<StageAssignment> stages = new ArrayList<>();
         int last = IntStream.range(0, counts.length).filter(i -> counts[i] > 0).max().orElseThrow();
         int start = 0;
@@ -61,24 +56,73 @@ public final class CapacityWeightedPlanner implements PartitionPlanner {
             if (counts[i] == 0) {
                 continue;
             }
-            stages.add(new StageAssignment(workers.get(i).nodeId(), start, start + counts[i], start == 0, i == last));
-            start += counts[i];
+            WorkerCapacity w = workers.get(i);
+            int end = start + counts[i];
+            // The caps assume the largest layers; this catches the rare case where the embedding or head
+            // landed on a worker that was not reserved for it (its neighbour got no layers).
+            if (!PartitionPlanner.fits(model, w.memoryBytes(), start, end)) {
+                throw new InfeasiblePlanException("InsufficientResources: layers [" + start + ", " + end + ") need "
+                        + FeasibilityCheck.human(model.stageBytes(start, end)) + ", worker " + w.nodeId() + " has "
+                        + FeasibilityCheck.human(w.memoryBytes()) + " (the optimal planner may still find a split)",
+                        model.stageBytes(start, end), w.memoryBytes());
+            }
+            stages.add(new StageAssignment(w.nodeId(), start, end, start == 0, i == last));
+            start = end;
+        }
+        if (start != numLayers) {
+            throw new IllegalStateException("planned " + start + " of " + numLayers + " layers"); // never: counts sum up
         }
         return new PartitionPlan(stages);
     }
 
-    /** Layers per worker (input order); sums to {@code numLayers}. */
+    /** Layers per worker for a model of {@code numLayers} layers of the planner's default size. */
     int[] layerCounts(int numLayers, List<WorkerCapacity> workers) {
+        return layerCounts(ModelFootprint.uniform(numLayers, bytesPerLayer), workers);
+    }
+
+    /**
+     * How many layers a worker can hold at most: the largest k whose k biggest layers, the stage headroom
+     * and the embedding (first worker) or head (last worker) fit into its memory.
+     */
+    private static int[] caps(ModelFootprint model, List<WorkerCapacity> workers) {
+        int numLayers = model.numLayers();
+        long[] sorted = model.layerBytes().clone();
+        Arrays.sort(sorted);
         int n = workers.size();
         int[] cap = new int[n];
-        long totalCap = 0;
         for (int i = 0; i < n; i++) {
             long mem = workers.get(i).memoryBytes();
-            cap[i] = bytesPerLayer > 0 && mem > 0 ? (int) Math.min(numLayers, mem / bytesPerLayer) : numLayers;
-            totalCap += cap[i];
+            if (mem == 0 || model.weightless()) {
+                cap[i] = numLayers;
+                continue;
+            }
+            long used = model.stageOverheadBytes() + (i == 0 ? model.embeddingBytes() : 0)
+                    + (i == n - 1 ? model.headBytes() : 0);
+            int k = 0;
+            while (k < numLayers && used + sorted[numLayers - 1 - k] <= mem) {
+                used += sorted[numLayers - 1 - k];
+                k++;
+            }
+            cap[i] = k;
+        }
+        return cap;
+    }
+
+    /** Layers per worker (input order); sums to the model's layer count. */
+    int[] layerCounts(ModelFootprint model, List<WorkerCapacity> workers) {
+        int numLayers = model.numLayers();
+        int n = workers.size();
+        int[] cap = caps(model, workers);
+        long totalCap = 0;
+        for (int c : cap) {
+            totalCap += c;
         }
         if (totalCap < numLayers) {
-            throw new IllegalArgumentException("the workers' memory holds only " + totalCap + " of " + numLayers + " layers");
+            long available = workers.stream().mapToLong(WorkerCapacity::memoryBytes).sum();
+            throw new InfeasiblePlanException("InsufficientResources: the workers' memory ("
+                    + FeasibilityCheck.human(available) + ") holds only " + totalCap + " of " + numLayers
+                    + " layers; the model needs " + FeasibilityCheck.human(model.totalBytes(Math.min(n, numLayers))),
+                    model.totalBytes(Math.min(n, numLayers)), available);
         }
         double[] quota = quotas(numLayers, workers, cap);
 

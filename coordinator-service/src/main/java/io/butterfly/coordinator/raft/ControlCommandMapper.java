@@ -110,7 +110,7 @@ public final class ControlCommandMapper {
         } else if (command instanceof ClusterCommand.NodeRecovered c) {
             b.setNodeRecovered(NodeRecoveredCommand.newBuilder().setNodeId(c.nodeId())
                     .setPartitionIntact(c.partitionIntact()).setLastHeartbeatMs(c.lastHeartbeatMs()));
-        } else {
+        } else if (!IntegrityCommandMapper.toProto(command, b)) {
             throw new IllegalArgumentException("no log mapping for " + command.getClass().getName());
         }
         return b.build();
@@ -118,6 +118,10 @@ public final class ControlCommandMapper {
 
     public static ClusterCommand fromProto(ControlCommand proto) {
         long at = proto.getAtMs();
+        ClusterCommand integrity = IntegrityCommandMapper.fromProto(proto);
+        if (integrity != null) {
+            return integrity;
+        }
         switch (proto.getCommandCase()) {
             case BOOTSTRAP: {
                 BootstrapCommand c = proto.getBootstrap();

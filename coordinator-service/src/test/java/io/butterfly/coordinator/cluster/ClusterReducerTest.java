@@ -91,6 +91,9 @@ class ClusterReducerTest {
         assertEquals(SystemState.DEGRADED, f.state().system());
         assertNull(f.state().nodes().get("w1").layerStart());
         f.apply(new ClusterCommand.LoadCompleted("w2", 2, "c", 21));
+        assertEquals(SystemState.DEGRADED, f.state().system()); // epoch 2's weights are not validated yet
+        refused(IllegalTransitionException.class, f, Fixtures.validated(1, 22)); // stale epoch
+        f.apply(Fixtures.validated(2, 22));
         assertEquals(SystemState.READY, f.state().system());
         assertEquals(List.of("w2"), f.state().pipeline());
     }
@@ -120,8 +123,11 @@ class ClusterReducerTest {
         assertEquals("c1", f.state().nodes().get("w1").partitionChecksum());
         assertEquals(WorkerState.READY, f.state().nodes().get("w1").state());
         f.apply(new ClusterCommand.LoadCompleted("w2", 1, "c2", 7));
+        assertEquals(SystemState.BOOTSTRAPPING, f.state().system());
+        assertTrue(f.state().statusMessage().contains("cross-validating"), f.state().statusMessage());
+        f.apply(Fixtures.validated(1, 8));
         assertEquals(SystemState.READY, f.state().system());
-        refused(IllegalTransitionException.class, f, new ClusterCommand.LoadCompleted("w2", 0, "c2", 8));
+        refused(IllegalTransitionException.class, f, new ClusterCommand.LoadCompleted("w2", 0, "c2", 9));
     }
 
     @Test
@@ -130,9 +136,10 @@ class ClusterReducerTest {
                 .apply(new ClusterCommand.Bootstrap("tiny", 1, 1))
                 .apply(new ClusterCommand.NodeJoined(info("w1"), 2))
                 .apply(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 4, true, true)), 3))
-                .apply(new ClusterCommand.LoadCompleted("w1", 1, "c", 4));
+                .apply(new ClusterCommand.LoadCompleted("w1", 1, "c", 4))
+                .apply(Fixtures.validated(1, 5));
         assertEquals(SystemState.BOOTSTRAPPING, f.state().system());
-        f.apply(new ClusterCommand.ModelResolved("tiny", Fixtures.ROOT, 5));
+        f.apply(new ClusterCommand.ModelResolved("tiny", Fixtures.ROOT, 6));
         assertEquals(SystemState.READY, f.state().system());
     }
 

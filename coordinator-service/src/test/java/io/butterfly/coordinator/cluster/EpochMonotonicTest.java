@@ -71,7 +71,15 @@ class EpochMonotonicTest {
             case 4 -> new ClusterCommand.PartitionsAssigned(epoch, stages(rnd), at);
             case 5 -> new ClusterCommand.LoadProgressed(node, epoch,
                     PartitionState.values()[rnd.nextInt(PartitionState.values().length)], rnd.nextDouble(), "f", at);
-            case 6, 7 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", at);
+            case 6 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", at);
+            case 7 -> switch (rnd.nextInt(6)) {
+                case 0, 1, 2 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", at);
+                case 3, 4 -> new ClusterCommand.WeightsValidated(new WeightValidation(epoch,
+                        rnd.nextInt(4) == 0 ? WeightValidation.Status.INVALID : WeightValidation.Status.VALID, "root",
+                        "p", List.of(node), List.of(), List.of(), at), at);
+                default -> new ClusterCommand.FeasibilityAssessed(new Feasibility("optimal", rnd.nextBoolean(), 2, 1,
+                        "InsufficientResources: need 2 B, have 1 B", at), at);
+            };
             case 8 -> new ClusterCommand.LoadFailed(node, epoch, "E", "msg", at);
             case 9, 10 -> new ClusterCommand.TaskSubmitted(task + "-" + at, 3, at);
             case 11 -> new ClusterCommand.TaskFinished(anyTask(rnd, s, task), 2, "stop", at);

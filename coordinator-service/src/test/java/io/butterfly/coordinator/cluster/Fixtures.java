@@ -46,10 +46,17 @@ final class Fixtures {
         return joined().apply(new ClusterCommand.PartitionsAssigned(1, twoStages("w1", "w2"), 5));
     }
 
-    /** READY: both stages loaded. */
+    /** READY: both stages loaded and their weights cross-validated. */
     static Fixtures ready() {
         return assigned()
                 .apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 6))
-                .apply(new ClusterCommand.LoadCompleted("w2", 1, "c2", 7));
+                .apply(new ClusterCommand.LoadCompleted("w2", 1, "c2", 7))
+                .apply(validated(1, 8));
+    }
+
+    /** A VALID cross-validation of {@code epoch} by w1 and w2. */
+    static ClusterCommand.WeightsValidated validated(long epoch, long atMs) {
+        return new ClusterCommand.WeightsValidated(new WeightValidation(epoch, WeightValidation.Status.VALID, ROOT,
+                "partition-root", List.of("w1", "w2"), List.of(), List.of(), atMs), atMs);
     }
 }

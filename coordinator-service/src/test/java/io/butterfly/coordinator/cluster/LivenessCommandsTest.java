@@ -89,6 +89,8 @@ class LivenessCommandsTest {
         // The same-epoch assignment reloaded on it brings the system back.
         restarted.apply(new ClusterCommand.LoadProgressed("w1", 1, PartitionState.DOWNLOADING, 0.5, "f", 9_100))
                 .apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 9_200));
+        assertEquals(SystemState.DEGRADED, restarted.state().system()); // its reloaded weights are not validated yet
+        restarted.apply(Fixtures.validated(1, 9_300));
         assertEquals(SystemState.READY, restarted.state().system());
 
         // Only unreachable: it still holds its partition and the system is READY again at once.

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.InvariantProperties;
 import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.invariants.CoordinatorClaim;
@@ -66,6 +67,9 @@ class InvariantMonitorTest {
                 "cpu"), 3));
         control.submit(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 2, true, true)), 4));
         control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c", 5));
+        control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
+                "partition-root", List.of("w1"), List.of(), List.of(), 6), 6));
+        assertThat(control.state().system()).isEqualTo(io.butterfly.coordinator.cluster.SystemState.READY);
         beats.heartbeat("w1", 1);
         assertThat(monitor.check().violations()).isEmpty();
 

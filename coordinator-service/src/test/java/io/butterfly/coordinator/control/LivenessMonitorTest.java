@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.planning.StageAssignment;
@@ -57,6 +58,8 @@ class LivenessMonitorTest {
                 "cpu"), 3));
         control.submit(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 2, true, true)), 4));
         control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c", 5));
+        control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID,
+                "root", "p", List.of("w1"), List.of(), List.of(), 6), 6));
         monitor.onVerdict(heard::add);
     }
 

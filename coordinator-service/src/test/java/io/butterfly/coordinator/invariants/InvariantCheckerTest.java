@@ -6,6 +6,7 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.liveness.NodeObservation;
 import io.butterfly.coordinator.planning.StageAssignment;
 import java.util.List;
@@ -40,7 +41,13 @@ class InvariantCheckerTest {
         for (StageAssignment a : stages) {
             s = apply(s, new ClusterCommand.LoadCompleted(a.nodeId(), 1, "c-" + a.nodeId(), 6));
         }
-        return s;
+        return apply(s, valid(1));
+    }
+
+    /** The cross-validation that lets the cluster become READY. */
+    private static ClusterCommand.WeightsValidated valid(long epoch) {
+        return new ClusterCommand.WeightsValidated(new WeightValidation(epoch, WeightValidation.Status.VALID, "root",
+                "partition-root", List.of("w1", "w2"), List.of(), List.of(), 7), 7);
     }
 
     private static List<StageAssignment> twoStages() {
@@ -86,7 +93,7 @@ class InvariantCheckerTest {
 
         ClusterState older = new ClusterState(ready.system(), ready.epoch() - 1, ready.modelId(), ready.merkleRoot(),
                 ready.expectedWorkers(), ready.statusMessage(), ready.nodes(), ready.pipeline(), ready.tasks(),
-                ready.lastAppliedIndex());
+                ready.lastAppliedIndex(), ready.checks());
         assertThat(broken(checker.check(new InvariantInputs(older, ONE_LEADER, null, NOW, 2000))))
                 .contains(Invariant.EPOCH_MONOTONICITY);
     }
@@ -140,6 +147,6 @@ class InvariantCheckerTest {
         var nodes = new java.util.LinkedHashMap<>(s.nodes());
         nodes.put(id, changed);
         return new ClusterState(s.system(), s.epoch(), s.modelId(), s.merkleRoot(), s.expectedWorkers(),
-                s.statusMessage(), nodes, s.pipeline(), s.tasks(), s.lastAppliedIndex());
+                s.statusMessage(), nodes, s.pipeline(), s.tasks(), s.lastAppliedIndex(), s.checks());
     }
 }

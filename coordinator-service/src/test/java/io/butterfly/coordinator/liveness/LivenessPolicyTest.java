@@ -10,6 +10,7 @@ import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.planning.StageAssignment;
 import java.util.List;
@@ -38,7 +39,9 @@ class LivenessPolicyTest {
                 new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 2, true, false),
                         new StageAssignment("w2", 2, 4, false, true)), 5),
                 new ClusterCommand.LoadCompleted("w1", 1, "c1", 6),
-                new ClusterCommand.LoadCompleted("w2", 1, "c2", 7));
+                new ClusterCommand.LoadCompleted("w2", 1, "c2", 7),
+                new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root", "p",
+                        List.of("w1", "w2"), List.of(), List.of(), 8), 8));
         long i = 0;
         for (ClusterCommand c : commands) {
             s = ClusterReducer.apply(s, c, ++i);

@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.Feasibility;
 import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.cluster.PartitionState;
 import io.butterfly.coordinator.planning.StageAssignment;
 import java.util.Arrays;
@@ -40,7 +42,14 @@ class ControlCommandMapperTest {
                         rnd.nextBoolean() ? null : "phi above threshold", at),
                 new ClusterCommand.NodeSuspicionCleared("w-" + s, at - 1, at),
                 new ClusterCommand.NodeFailed("w-" + s, at - 900, rnd.nextDouble() * 20, "stream closed", at),
-                new ClusterCommand.NodeRecovered("w-" + s, rnd.nextBoolean(), at - 2, at));
+                new ClusterCommand.NodeRecovered("w-" + s, rnd.nextBoolean(), at - 2, at),
+                new ClusterCommand.FeasibilityAssessed(new Feasibility(rnd.nextBoolean() ? null : "optimal",
+                        rnd.nextBoolean(), rnd.nextLong(1L << 40), rnd.nextLong(1L << 40),
+                        rnd.nextBoolean() ? null : "InsufficientResources: need 2 GiB, have 1 GiB", at), at),
+                new ClusterCommand.WeightsValidated(new WeightValidation(rnd.nextInt(50),
+                        WeightValidation.Status.values()[rnd.nextInt(3)], rnd.nextBoolean() ? null : "ab" + s,
+                        rnd.nextBoolean() ? null : "cd" + s, List.of("w-1"), rnd.nextBoolean() ? List.of() : List.of("w-2"),
+                        List.of("w-2: layer_001.safetensors sha256 differs"), at), at));
     }
 
     @Test

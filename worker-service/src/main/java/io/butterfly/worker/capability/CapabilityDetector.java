@@ -20,10 +20,16 @@ public final class CapabilityDetector {
     private CapabilityDetector() {
     }
 
-    public static NodeCapabilities detect(Device device, java.nio.file.Path dataDir) {
+    /**
+     * @param dataDir     where the worker keeps its data (its storage type is reported)
+     * @param memoryLimit bytes this worker may use (butterfly.worker.memory-limit); 0 = no limit. The
+     *                    reported memory is the smaller of it and the physical memory: the planner never
+     *                    gives the worker more than that.
+     */
+    public static NodeCapabilities detect(Device device, java.nio.file.Path dataDir, long memoryLimit) {
         NodeCapabilities.Builder caps = NodeCapabilities.newBuilder()
                 .setCpuCores(Runtime.getRuntime().availableProcessors())
-                .setMemoryBytes(physicalMemory())
+                .setMemoryBytes(memoryLimit > 0 ? Math.min(memoryLimit, physicalMemory()) : physicalMemory())
                 .setMaxModelBytes(Runtime.getRuntime().maxMemory() + physicalMemory() / 2)
                 .setDevice(device.toString());
         int gpus = Engine.getInstance().getGpuCount();

@@ -76,6 +76,16 @@ public final class ButterflyCli {
                     return 1;
                 }
             }
+            JsonNode feasibility = state.path("feasibility");
+            if (feasibility.isObject() && !feasibility.path("feasible").asBoolean(true)) {
+                out.println("the cluster cannot hold the model: " + feasibility.path("reason").asString());
+                return 1;
+            }
+            JsonNode validation = state.path("weight_validation");
+            if (validation.isObject() && "INVALID".equals(validation.path("status").asString())) {
+                out.println("weights failed cross-validation: " + validation.path("problems"));
+                return 1;
+            }
             if ("READY".equals(state.path("system_state").asString())) {
                 out.printf("READY: model %s on %d worker(s), epoch %d, merkle root %s%n",
                         state.path("model_id").asString(), state.path("pipeline").size(),
@@ -95,8 +105,10 @@ public final class ButterflyCli {
         String bar = "#".repeat(filled) + ".".repeat(width - filled);
         JsonNode range = n.path("layer_range");
         String layers = range.isArray() ? "layers [" + range.get(0).asInt() + ", " + range.get(1).asInt() + ")" : "unassigned";
-        return String.format("  %-10s %-18s [%s] %3d%% %s", n.path("id").asString(), layers, bar, Math.round(p * 100),
-                n.path("partition_state").asString());
+        JsonNode eta = n.path("load").path("estimated_completion_secs");
+        String etaText = eta.isNumber() && eta.asDouble() > 0 ? String.format(" ETA %.0fs", eta.asDouble()) : "";
+        return String.format("  %-10s %-18s [%s] %3d%% %s%s", n.path("id").asString(), layers, bar, Math.round(p * 100),
+                n.path("partition_state").asString(), etaText);
     }
 
     int status(String url) throws IOException {

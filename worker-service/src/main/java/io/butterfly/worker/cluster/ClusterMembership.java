@@ -73,7 +73,7 @@ public class ClusterMembership {
             client = new SignedDiscoveryClient(channels.get(props.discoveryHost(), props.discoveryPort()), identity,
                     props.nodeId(), props.clusterName(), FEATURES, Clock.systemUTC(), new RetryPolicy(200, 5_000));
             Device device = Devices.resolve(props.device());
-            capabilities = CapabilityDetector.detect(device, props.dataDir());
+            capabilities = CapabilityDetector.detect(device, props.dataDir(), props.memoryLimit().toBytes());
             log.info("capabilities: cores={} memory={}MiB gflops={} memory-bandwidth={}GB/s storage={} device={}",
                     capabilities.getCpuCores(), capabilities.getMemoryBytes() >> 20,
                     String.format("%.1f", capabilities.getMeasuredGflops()),

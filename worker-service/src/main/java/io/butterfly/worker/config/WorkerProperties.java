@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 
 /**
  * Worker settings; the defaults run one worker on one machine.
@@ -23,6 +24,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  * @param discoveryHeartbeatMillis period of signed heartbeats to discovery (keeps the membership entry fresh; a
  *                        NOT_FOUND answer means discovery restarted, and the worker joins again)
+ * @param memoryLimit     memory this worker offers for its partition (0 = the machine's physical memory); lets
+ *                        workers sharing one machine declare their share, or show heterogeneous nodes
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -38,5 +41,6 @@ public record WorkerProperties(
         @DefaultValue("127.0.0.1") String coordinatorHost,
         @DefaultValue("0") int coordinatorPort,
         @DefaultValue List<String> trustedPublisherKeys,
-        @DefaultValue("5000") long discoveryHeartbeatMillis) {
+        @DefaultValue("5000") long discoveryHeartbeatMillis,
+        @DefaultValue("0B") DataSize memoryLimit) {
 }

@@ -63,6 +63,8 @@ public class PartitionManager {
     private final CircuitBreaker registryBreaker;
     private volatile PartitionStatus status = PartitionStatus.unassigned();
     private volatile PartitionExecutor executor;
+    private volatile LoadedPartition loaded;
+    private volatile long loadStartedNanos;
     private long highestEpoch;
     private AssignPartitionRequest current;
 
@@ -107,6 +109,7 @@ public class PartitionManager {
 
     private void load(AssignPartitionRequest request) {
         long started = System.nanoTime();
+        loadStartedNanos = started;
         try {
             ModelRegistryGrpc.ModelRegistryBlockingStub registry = ModelRegistryGrpc.newBlockingStub(
                     channels.get(request.getRegistry().getHost(), request.getRegistry().getGrpcPort()));
@@ -120,7 +123,7 @@ public class PartitionManager {
                     ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
                     .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression()).download(manifest,
                     files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
-                        status = status.withProgress(file, done, total);
+                        status = status.withProgress(file, done, total); // over all files of the partition
                         long now = System.nanoTime();
                         if (now - lastReport[0] > PROGRESS_REPORT_NANOS) {
                             lastReport[0] = now;
@@ -152,6 +155,7 @@ public class PartitionManager {
             double warmupMs = warmUp(loaded, spec);
             PartitionExecutor previous = executor;
             executor = loaded;
+            this.loaded = new LoadedPartition(request, files, paths);
             if (previous != null) {
                 previous.close();
             }
@@ -166,7 +170,8 @@ public class PartitionManager {
                     .setModelId(request.getModelId()).setEpoch(request.getEpoch()).setPhase(LoadPhase.READY)
                     .setProgress(1.0).setBytesDone(status.bytesTotal()).setBytesTotal(status.bytesTotal())
                     .setPartitionChecksum(checksum).setLoadMillis(loadMs).setWarmupMillis(warmupMs)
-                    .setMemoryBytes(status.bytesTotal())
+                    .setMemoryBytes(loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : status.bytesTotal())
+                    .setEstimatedCompletionSecs(0).setWarmupStarted(true).setWarmupSuccess(true)
                     .build());
         } catch (ButterflyException e) {
             fail(request, e.code(), e.getMessage());
@@ -206,7 +211,10 @@ public class PartitionManager {
     private void report(LoadPhase phase) {
         PartitionStatus s = status;
         LoadReport.Builder r = LoadReport.newBuilder().setModelId(s.modelId()).setEpoch(s.epoch()).setPhase(phase)
-                .setProgress(s.progress()).setBytesDone(s.bytesDone()).setBytesTotal(s.bytesTotal());
+                .setProgress(s.progress()).setBytesDone(s.bytesDone()).setBytesTotal(s.bytesTotal())
+                .setEstimatedCompletionSecs(LoadEta.seconds(s.bytesDone(), s.bytesTotal(),
+                        System.nanoTime() - loadStartedNanos))
+                .setWarmupStarted(phase == LoadPhase.WARMING);
         if (s.currentFile() != null) {
             r.setCurrentFile(s.currentFile());
         }
@@ -232,6 +240,11 @@ public class PartitionManager {
                     "no partition is ready on this worker (phase " + status.phase() + ")");
         }
         return e;
+    }
+
+    /** The files the engine loaded for the ready partition; null until one is READY. */
+    public LoadedPartition loaded() {
+        return status.phase() == LoadPhase.READY ? loaded : null;
     }
 
     public synchronized long highestEpoch() {

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.coordinator.bootstrap.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.PartitionState;
@@ -26,11 +27,13 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final ControlLog control;
     private final Liveness liveness;
     private final Clock clock;
+    private final LoadTelemetry telemetry;
 
-    public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock) {
+    public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry) {
         this.control = control;
         this.liveness = liveness;
         this.clock = clock;
+        this.telemetry = telemetry;
     }
 
     @Override
@@ -52,6 +55,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         } catch (IllegalTransitionException e) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, e.getMessage());
         }
+        telemetry.record(r);
         response.onNext(LoadReportAck.getDefaultInstance());
         response.onCompleted();
     }

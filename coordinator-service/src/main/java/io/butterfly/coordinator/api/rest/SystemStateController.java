@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.coordinator.bootstrap.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeHealth;
 import io.butterfly.coordinator.cluster.NodeRecord;
@@ -30,11 +31,14 @@ public class SystemStateController {
     private final ControlLog control;
     private final Liveness liveness;
     private final CoordinatorProperties props;
+    private final LoadTelemetry telemetry;
 
-    public SystemStateController(ControlLog control, Liveness liveness, CoordinatorProperties props) {
+    public SystemStateController(ControlLog control, Liveness liveness, CoordinatorProperties props,
+                                 LoadTelemetry telemetry) {
         this.control = control;
         this.liveness = liveness;
         this.props = props;
+        this.telemetry = telemetry;
     }
 
     @GetMapping("/system/state")
@@ -46,6 +50,8 @@ public class SystemStateController {
         out.put("coordinator", props.nodeId());
         out.put("model_id", s.modelId());
         out.put("merkle_root", s.merkleRoot());
+        out.put("feasibility", IntegrityView.feasibility(s.checks()));
+        out.put("weight_validation", IntegrityView.validation(s.checks()));
         out.put("status_message", s.statusMessage());
         out.put("nodes", nodes());
         out.put("quorum", quorum(s));
@@ -119,6 +125,7 @@ public class SystemStateController {
         m.put("progress", n.loadProgress());
         m.put("current_file", n.currentFile());
         m.put("partition_checksum", n.partitionChecksum());
+        m.put("load", telemetry.view(n.info().nodeId()));
         NodeObservation o = liveness.observe(n.info().nodeId());
         m.put("last_heartbeat", o.everHeard() ? Instant.ofEpochMilli(o.lastHeartbeatMs()).toString() : null);
         m.put("phi", Math.round(o.phi() * 1000) / 1000.0);

@@ -7,6 +7,11 @@ import io.butterfly.proto.worker.v1.ForwardResponse;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.ReleaseResponse;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.butterfly.proto.worker.v1.ChecksumReport;
+import io.butterfly.proto.worker.v1.ChecksumRequest;
+import io.butterfly.proto.worker.v1.ValidationAck;
+import io.butterfly.proto.worker.v1.ValidationResult;
+import io.butterfly.worker.partition.PartitionChecksums;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.pipeline.PipelineStage;
 import io.grpc.stub.StreamObserver;
@@ -18,10 +23,24 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
     private final PartitionManager partitions;
     private final PipelineStage stage;
+    private final PartitionChecksums checksums;
 
-    public WorkerGrpcService(PartitionManager partitions, PipelineStage stage) {
+    public WorkerGrpcService(PartitionManager partitions, PipelineStage stage, PartitionChecksums checksums) {
         this.partitions = partitions;
         this.stage = stage;
+        this.checksums = checksums;
+    }
+
+    @Override
+    public void reportChecksums(ChecksumRequest request, StreamObserver<ChecksumReport> response) {
+        response.onNext(checksums.report(request));
+        response.onCompleted();
+    }
+
+    @Override
+    public void applyValidation(ValidationResult request, StreamObserver<ValidationAck> response) {
+        response.onNext(checksums.apply(request));
+        response.onCompleted();
     }
 
     @Override

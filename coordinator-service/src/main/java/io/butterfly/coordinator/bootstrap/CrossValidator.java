@@ -1,0 +1,183 @@
+package io.butterfly.coordinator.bootstrap;
+
+import io.butterfly.common.hash.Sha256;
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.cluster.WeightValidation;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.ModelCatalog;
+import io.butterfly.coordinator.inference.ServedModel;
+import io.butterfly.coordinator.integrity.CrossValidation;
+import io.butterfly.coordinator.integrity.ManifestFile;
+import io.butterfly.coordinator.integrity.PartitionReport;
+import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.proto.registry.v1.FileKind;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.proto.worker.v1.ChecksumReport;
+import io.butterfly.proto.worker.v1.ChecksumRequest;
+import io.butterfly.proto.worker.v1.ValidationResult;
+import io.butterfly.proto.worker.v1.ValidationStatus;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.scheduling.annotation.Scheduled;
+import org.springframework.stereotype.Component;
+
+/**
+ * Runs the cross-validation (bootstrap-protocol.md §6.5) whenever every stage of the current epoch is
+ * loaded but its weights are not validated yet: ChecksumRequest to each stage, the reports checked and
+ * the Merkle root rebuilt ({@link CrossValidation}), the ValidationResult logged (only VALID lets the
+ * cluster become READY) and sent back to the workers. A validation with missing reports is retried; a
+ * disagreeing one is final for that epoch (the state names node and file).
+ */
+@Component
+public class CrossValidator {
+
+    private static final Logger log = LoggerFactory.getLogger(CrossValidator.class);
+    private static final long RETRY_MILLIS = 2_000;
+
+    private final ControlLog control;
+    private final ModelCatalog catalog;
+    private final WorkerChannels workers;
+    private final CoordinatorProperties props;
+    private final Clock clock;
+    private long lastAttemptEpoch = -1;
+    private long lastAttemptAtMs;
+
+    public CrossValidator(ControlLog control, ModelCatalog catalog, WorkerChannels workers,
+                          CoordinatorProperties props, Clock clock) {
+        this.control = control;
+        this.catalog = catalog;
+        this.workers = workers;
+        this.props = props;
+        this.clock = clock;
+    }
+
+    @Scheduled(fixedDelay = 200)
+    void validateWhenLoaded() {
+        ClusterState s = control.state();
+        ServedModel model = catalog.served();
+        boolean waiting = s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.DEGRADED;
+        if (model == null || !waiting || !s.pipelineReady() || s.checks().weightsValidFor(s.epoch())) {
+            return;
+        }
+        WeightValidation previous = s.checks().validation();
+        if (previous != null && previous.epoch() == s.epoch() && previous.status() == WeightValidation.Status.INVALID) {
+            return; // final for this epoch: the loaded bytes will not change by asking again
+        }
+        if (lastAttemptEpoch == s.epoch() && clock.millis() - lastAttemptAtMs < RETRY_MILLIS) {
+            return;
+        }
+        lastAttemptEpoch = s.epoch();
+        lastAttemptAtMs = clock.millis();
+        validate(s, model);
+    }
+
+    private void validate(ClusterState s, ServedModel model) {
+        List<StageAssignment> stages = new ArrayList<>();
+        for (String id : s.pipeline()) {
+            NodeRecord n = s.nodes().get(id);
+            stages.add(new StageAssignment(id, n.layerStart(), n.layerEnd(), n.hasEmbedding(), n.hasHead()));
+        }
+        Map<String, CompletableFuture<ChecksumReport>> pending = new LinkedHashMap<>();
+        for (String id : s.pipeline()) {
+            NodeRecord n = s.nodes().get(id);
+            pending.put(id, CompletableFuture.supplyAsync(() -> WorkerServiceGrpc.newBlockingStub(
+                            workers.channel(id, n.info().host(), n.info().grpcPort()))
+                    .withDeadlineAfter(60, TimeUnit.SECONDS)
+                    .reportChecksums(ChecksumRequest.newBuilder().setEpoch(s.epoch()).build())));
+        }
+        Map<String, PartitionReport> reports = new LinkedHashMap<>();
+        pending.forEach((id, f) -> {
+            try {
+                reports.put(id, toReport(f.join()));
+            } catch (RuntimeException e) {
+                Throwable cause = e.getCause() instanceof StatusRuntimeException sre ? sre : e;
+                log.warn("no checksum report from {} for epoch {}: {}", id, s.epoch(), cause.toString());
+            }
+        });
+        ModelManifest manifest = model.manifest();
+        WeightValidation v = CrossValidation.validate(s.epoch(), manifestFiles(manifest), manifest.getMerkleRoot(),
+                stages, reports, ownFiles(manifest), clock.millis());
+        try {
+            control.submit(new ClusterCommand.WeightsValidated(v, v.atMs()));
+        } catch (IllegalTransitionException e) {
+            log.info("validation of epoch {} not recorded: {}", v.epoch(), e.getMessage());
+            return;
+        }
+        if (v.status() == WeightValidation.Status.VALID) {
+            log.info("weights cross-validated (epoch {}): merkle root {} equals the manifest's, partition root {}",
+                    v.epoch(), v.merkleRoot(), v.partitionRoot());
+        } else {
+            log.error("weights cross-validation {} (epoch {}): {}", v.status(), v.epoch(), v.problems());
+        }
+        broadcast(s, v);
+    }
+
+    /** ValidationResult to every stage (§6.5); a worker that misses it only loses the log line. */
+    private void broadcast(ClusterState s, WeightValidation v) {
+        ValidationResult result = ValidationResult.newBuilder().setEpoch(v.epoch())
+                .setMerkleRoot(v.merkleRoot() == null ? "" : v.merkleRoot())
+                .setPartitionRoot(v.partitionRoot() == null ? "" : v.partitionRoot())
+                .setStatus(ValidationStatus.valueOf(v.status().name()))
+                .setClusterReady(v.status() == WeightValidation.Status.VALID)
+                .addAllValidatedNodes(v.validatedNodes()).addAllFailedNodes(v.failedNodes())
+                .addAllProblems(v.problems()).build();
+        for (String id : s.pipeline()) {
+            NodeRecord n = s.nodes().get(id);
+            try {
+                WorkerServiceGrpc.newBlockingStub(workers.channel(id, n.info().host(), n.info().grpcPort()))
+                        .withDeadlineAfter(5, TimeUnit.SECONDS).applyValidation(result);
+            } catch (StatusRuntimeException e) {
+                log.debug("validation result not delivered to {}: {}", id, e.getStatus());
+            }
+        }
+    }
+
+    private static PartitionReport toReport(ChecksumReport r) {
+        return new PartitionReport(r.getNodeId(), r.getLayerRange().getStart(), r.getLayerRange().getEnd(),
+                r.getWeightHash(), r.getFilesList().stream()
+                .map(f -> new PartitionReport.FileDigest(f.getName(), f.getSha256())).toList());
+    }
+
+    static List<ManifestFile> manifestFiles(ModelManifest manifest) {
+        return manifest.getFilesList().stream().map(f -> new ManifestFile(f.getName(), f.getChecksum(),
+                f.getKind().name(), f.getLayerStart(), f.getLayerEnd())).toList();
+    }
+
+    /** Digests of the coordinator's own copies (config, tokenizer), hashed from its disk like the workers do. */
+    private Map<String, String> ownFiles(ModelManifest manifest) {
+        Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
+        Map<String, String> out = new LinkedHashMap<>();
+        for (WeightFile f : manifest.getFilesList()) {
+            if (f.getKind() != FileKind.TOKENIZER && f.getKind() != FileKind.CONFIG) {
+                continue;
+            }
+            Path p = dir.resolve(f.getName());
+            if (Files.isRegularFile(p)) {
+                try {
+                    out.put(f.getName(), Sha256.hexOfFile(p));
+                } catch (IOException e) {
+                    log.warn("cannot hash {}: {}", p, e.toString());
+                }
+            }
+        }
+        return out;
+    }
+}

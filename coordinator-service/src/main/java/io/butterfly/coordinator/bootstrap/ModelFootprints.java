@@ -1,0 +1,56 @@
+package io.butterfly.coordinator.bootstrap;
+
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.config.PlanningProperties;
+import io.butterfly.coordinator.planning.ModelFootprint;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.WeightFile;
+
+/**
+ * Estimates a model's memory need from its manifest and config (initialization-and-bootstrap.md §5.1):
+ * each shard's size, widened to float32 as the workers hold it (F16/BF16 shards take twice their file
+ * size in memory), plus per layer a float32 KV cache (keys and values) for the configured tokens and
+ * sequences, plus the activation headroom per stage.
+ */
+public final class ModelFootprints {
+
+    private ModelFootprints() {
+    }
+
+    public static ModelFootprint of(ModelManifest manifest, ModelConfig config, PlanningProperties.Planning p) {
+        int layers = manifest.getNumLayers();
+        long widen = widening(manifest.getDtype());
+        long tokens = p.kvCacheTokens() > 0 ? p.kvCacheTokens() : Math.max(1, config.maxPositions());
+        long kvPerLayer = 2L * config.kvDim() * tokens * Math.max(1, p.kvCacheSequences()) * Float.BYTES;
+        long[] layerBytes = new long[layers];
+        long embedding = 0;
+        long head = 0;
+        for (WeightFile f : manifest.getFilesList()) {
+            long bytes = f.getSizeBytes() * widen;
+            switch (f.getKind()) {
+                case EMBEDDING -> embedding += bytes;
+                case HEAD -> head += bytes;
+                case LAYER -> {
+                    // A shard may hold several layers: spread it evenly over them.
+                    int n = Math.max(1, f.getLayerEnd() - f.getLayerStart());
+                    for (int l = f.getLayerStart(); l < f.getLayerEnd() && l < layers; l++) {
+                        layerBytes[l] += bytes / n;
+                    }
+                }
+                default -> { }
+            }
+        }
+        for (int l = 0; l < layers; l++) {
+            layerBytes[l] += kvPerLayer;
+        }
+        return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroom().toBytes());
+    }
+
+    /** How much larger than on disk a tensor is once widened to float32. */
+    static long widening(String dtype) {
+        return switch (dtype == null ? "" : dtype.toUpperCase(java.util.Locale.ROOT)) {
+            case "F16", "BF16", "FLOAT16", "BFLOAT16" -> 2;
+            default -> 1;
+        };
+    }
+}

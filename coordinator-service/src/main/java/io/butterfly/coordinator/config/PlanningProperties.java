@@ -1,0 +1,30 @@
+package io.butterfly.coordinator.config;
+
+import io.butterfly.coordinator.planning.PlannerKind;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * Partition planning settings, under the coordinator's prefix so the planner is chosen with
+ * {@code butterfly.coordinator.planner}. Kept apart from {@link CoordinatorProperties}.
+ *
+ * @param planner  {@code capacity-weighted} (§4.2) or {@code optimal} (dynamic programming, §5.2)
+ * @param planning how the memory need of a stage is estimated
+ */
+@ConfigurationProperties("butterfly.coordinator")
+public record PlanningProperties(
+        @DefaultValue("capacity-weighted") PlannerKind planner,
+        @DefaultValue Planning planning) {
+
+    /**
+     * @param kvCacheTokens      tokens of KV cache reserved per layer (0 = the model's maximum positions)
+     * @param kvCacheSequences   sequences held at once (the KV cache is per sequence)
+     * @param activationHeadroom memory each stage needs beyond weights and KV cache (activations, scratch)
+     */
+    public record Planning(
+            @DefaultValue("0") int kvCacheTokens,
+            @DefaultValue("1") int kvCacheSequences,
+            @DefaultValue("64MB") DataSize activationHeadroom) {
+    }
+}
