@@ -1,22 +1,21 @@
 package io.butterfly.worker.cluster;
 
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
-import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.worker.config.WorkerProperties;
-import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import jakarta.annotation.PostConstruct;
 import jakarta.annotation.PreDestroy;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -24,16 +23,14 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * The worker's line to the coordinator: load reports (in order, retried on transport errors) and
- * heartbeats on one long-lived bidirectional stream. A broken stream is re-opened with exponential
- * backoff and jitter; the backoff resets once the coordinator acks again.
+ * The worker's line to the coordinators: load reports (in order, retried on transport errors, to the
+ * assigning coordinator first and then to the other replicas) and heartbeats on one long-lived stream per
+ * coordinator replica, so a newly elected leader already knows every worker's heartbeat history.
  */
 @Component
 public class CoordinatorLink {
 
     private static final Logger log = LoggerFactory.getLogger(CoordinatorLink.class);
-    private static final long MIN_BACKOFF_MS = 50;
-    private static final long MAX_BACKOFF_MS = 2_000;
 
     private final WorkerProperties props;
     private final PeerChannels channels;
@@ -42,14 +39,11 @@ public class CoordinatorLink {
             r -> daemon(r, "coordinator-heartbeat"));
     private final AtomicLong sequence = new AtomicLong();
     private volatile Endpoint coordinator;
+    private volatile List<Endpoint> replicas = List.of();
     private volatile long epoch;
     private volatile long loadedEpoch;
-    private volatile Instant lastHeartbeatAck;
-    // Written only on the heartbeat thread.
-    private ClientCallStreamObserver<HeartbeatPing> stream;
-    private Endpoint streamTarget;
-    private volatile long backoffMs = MIN_BACKOFF_MS;
-    private long reconnectAtMs;
+    // Heartbeat thread only: one stream per replica address.
+    private final Map<String, HeartbeatStream> streams = new LinkedHashMap<>();
 
     public CoordinatorLink(WorkerProperties props, PeerChannels channels) {
         this.props = props;
@@ -57,6 +51,7 @@ public class CoordinatorLink {
         if (props.coordinatorPort() > 0) {
             coordinator = Endpoint.newBuilder().setNodeId("coordinator").setHost(props.coordinatorHost())
                     .setGrpcPort(props.coordinatorPort()).build();
+            replicas = List.of(coordinator);
         }
     }
 
@@ -66,8 +61,13 @@ public class CoordinatorLink {
         beats.scheduleWithFixedDelay(this::beat, period, period, TimeUnit.MILLISECONDS);
     }
 
-    public void attach(Endpoint coordinator, long epoch) {
+    /** An assignment names its coordinator and (where replicated) every coordinator replica. */
+    public void attach(Endpoint coordinator, List<Endpoint> replicas, long epoch) {
+        List<Endpoint> all = new ArrayList<>();
+        all.add(coordinator);
+        replicas.stream().filter(r -> !sameAddress(r, coordinator)).forEach(all::add);
         this.coordinator = coordinator;
+        this.replicas = List.copyOf(all);
         this.epoch = epoch;
     }
 
@@ -76,18 +76,21 @@ public class CoordinatorLink {
         this.loadedEpoch = epoch;
     }
 
-    /** Queues a report; reports reach the coordinator in the order they were made. */
+    /** Queues a report; reports reach the coordinators in the order they were made. */
     public void report(LoadReport report) {
-        Endpoint target = coordinator;
-        if (target == null) {
+        List<Endpoint> targets = replicas;
+        if (targets.isEmpty()) {
             return;
         }
+        LoadReport mine = report.toBuilder().setNodeId(props.nodeId()).build();
         sender.execute(() -> {
             for (int attempt = 0; attempt < 5; attempt++) {
+                // Any replica takes a report into the replicated control log; the assigning one is tried first.
+                Endpoint target = targets.get(attempt % targets.size());
                 try {
                     CoordinatorServiceGrpc.newBlockingStub(channels.get(target.getHost(), target.getGrpcPort()))
                             .withDeadlineAfter(5, TimeUnit.SECONDS)
-                            .reportLoad(report.toBuilder().setNodeId(props.nodeId()).build());
+                            .reportLoad(mine);
                     return;
                 } catch (StatusRuntimeException e) {
                     log.warn("load report {} to {} failed: {}", report.getPhase(), target.getNodeId(), e.getStatus());
@@ -97,122 +100,85 @@ public class CoordinatorLink {
         });
     }
 
-    /** One heartbeat tick: (re)open the stream if needed, then send a ping. */
+    /** One heartbeat tick: a ping on every replica's stream; streams of replicas no longer named are closed. */
     private void beat() {
         try {
-            Endpoint target = coordinator;
-            if (target == null) {
+            List<Endpoint> targets = replicas;
+            Map<String, Endpoint> wanted = new LinkedHashMap<>();
+            targets.forEach(t -> wanted.put(address(t), t));
+            streams.entrySet().removeIf(e -> {
+                if (!wanted.containsKey(e.getKey())) {
+                    e.getValue().close(false); // the new assignment names other coordinators
+                    return true;
+                }
+                return false;
+            });
+            if (targets.isEmpty()) {
                 return;
             }
-            if (stream != null && !sameAddress(target, streamTarget)) {
-                stream.cancel("coordinator changed", null); // the new assignment names another coordinator
-                stream = null;
-            }
-            if (stream == null) {
-                if (System.currentTimeMillis() < reconnectAtMs) {
-                    return;
-                }
-                stream = open(target);
-                streamTarget = target;
-            }
-            stream.onNext(HeartbeatPing.newBuilder()
+            HeartbeatPing ping = HeartbeatPing.newBuilder()
                     .setNodeId(props.nodeId())
                     .setEpoch(epoch)
                     .setSequence(sequence.incrementAndGet())
                     .setSentAtMs(System.currentTimeMillis())
                     .setLoadedEpoch(loadedEpoch)
-                    .build());
+                    .build();
+            long period = Math.max(1, props.heartbeatMillis());
+            wanted.forEach((addr, target) -> streams
+                    .computeIfAbsent(addr, a -> new HeartbeatStream(target, channels, beats, period))
+                    .send(ping));
         } catch (RuntimeException e) {
-            log.debug("heartbeat failed: {}", e.toString());
-            broken(stream);
+            log.debug("heartbeat tick failed: {}", e.toString());
         }
     }
 
-    private ClientCallStreamObserver<HeartbeatPing> open(Endpoint target) {
-        @SuppressWarnings("unchecked")
-        ClientCallStreamObserver<HeartbeatPing>[] opened = new ClientCallStreamObserver[1];
-        ManagedChannel channel = channels.get(target.getHost(), target.getGrpcPort());
-        channel.resetConnectBackoff(); // our own backoff paces the reconnects
-        CoordinatorServiceGrpc.newStub(channel)
-                .heartbeatStream(new ClientResponseObserver<HeartbeatPing, HeartbeatAck>() {
-                    private ClientCallStreamObserver<HeartbeatPing> self;
-
-                    @Override
-                    public void beforeStart(ClientCallStreamObserver<HeartbeatPing> requests) {
-                        self = requests;
-                        opened[0] = requests;
-                    }
-
-                    @Override
-                    public void onNext(HeartbeatAck ack) {
-                        if (lastHeartbeatAck == null || backoffMs != MIN_BACKOFF_MS) {
-                            log.info("heartbeating to {} at {}:{} every {} ms", target.getNodeId(), target.getHost(),
-                                    target.getGrpcPort(), props.heartbeatMillis());
-                        }
-                        lastHeartbeatAck = Instant.now();
-                        beats.execute(() -> backoffMs = MIN_BACKOFF_MS);
-                    }
-
-                    @Override
-                    public void onError(Throwable t) {
-                        // Loud once, quiet while the coordinator stays unreachable (e.g. still starting).
-                        if (backoffMs == MIN_BACKOFF_MS) {
-                            log.info("heartbeat stream to {} broke: {}", target.getNodeId(), t.toString());
-                        } else {
-                            log.debug("heartbeat stream to {} broke: {}", target.getNodeId(), t.toString());
-                        }
-                        beats.execute(() -> broken(self));
-                    }
-
-                    @Override
-                    public void onCompleted() {
-                        beats.execute(() -> broken(self));
-                    }
-                });
-        log.debug("heartbeat stream to {} at {}:{} opened (every {} ms)", target.getNodeId(), target.getHost(),
-                target.getGrpcPort(), props.heartbeatMillis());
-        return opened[0];
-    }
-
-    /** Forgets a broken stream (if it is still the current one) and schedules the reconnect. */
-    private void broken(ClientCallStreamObserver<HeartbeatPing> which) {
-        if (which == null || which != stream) {
-            return;
-        }
-        stream = null;
-        long jitter = ThreadLocalRandom.current().nextLong(backoffMs / 2 + 1);
-        reconnectAtMs = System.currentTimeMillis() + backoffMs + jitter;
-        backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
-        try {
-            which.cancel("stream broken", null);
-        } catch (RuntimeException ignored) {
-            // already closed
-        }
+    private static String address(Endpoint e) {
+        return e.getHost() + ":" + e.getGrpcPort();
     }
 
     private static boolean sameAddress(Endpoint a, Endpoint b) {
-        return b != null && a.getHost().equals(b.getHost()) && a.getGrpcPort() == b.getGrpcPort();
+        return b != null && address(a).equals(address(b));
     }
 
     public Endpoint coordinator() {
         return coordinator;
     }
 
+    /** The latest ack from any replica. */
     public Instant lastHeartbeatAck() {
-        return lastHeartbeatAck;
+        Instant latest = null;
+        for (HeartbeatStream s : List.copyOf(streamsSnapshot())) {
+            Instant at = s.lastAck();
+            if (at != null && (latest == null || at.isAfter(latest))) {
+                latest = at;
+            }
+        }
+        return latest;
+    }
+
+    /** Each replica's address and its latest ack (null: none yet), for the worker's REST state. */
+    public Map<String, Instant> heartbeatAcks() {
+        Map<String, Instant> out = new LinkedHashMap<>();
+        streamsSnapshot().forEach(s -> out.put(s.target().getNodeId() + "@" + address(s.target()), s.lastAck()));
+        return out;
+    }
+
+    private List<HeartbeatStream> streamsSnapshot() {
+        try {
+            return beats.submit(() -> List.copyOf(streams.values())).get(1, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return List.of();
+        }
     }
 
     @PreDestroy
     void stop() {
-        beats.shutdownNow();
-        ClientCallStreamObserver<HeartbeatPing> s = stream;
-        if (s != null) {
-            try {
-                s.onCompleted();
-            } catch (RuntimeException ignored) {
-                // the channel may already be shut down
-            }
+        try {
+            beats.submit(() -> streams.values().forEach(s -> s.close(true))).get(1, TimeUnit.SECONDS);
+        } catch (Exception ignored) {
+            // shutting down anyway
         }
+        beats.shutdownNow();
     }
 
     private static Thread daemon(Runnable r, String name) {

@@ -100,7 +100,7 @@ public class PartitionManager {
         }
         highestEpoch = request.getEpoch();
         current = request;
-        coordinator.attach(request.getCoordinator(), request.getEpoch());
+        coordinator.attach(request.getCoordinator(), request.getCoordinatorReplicasList(), request.getEpoch());
         coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
         status = new PartitionStatus(request.getModelId(), request.getEpoch(), start, end, request.getHasEmbedding(),
                 request.getHasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);

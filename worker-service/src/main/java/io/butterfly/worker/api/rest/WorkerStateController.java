@@ -54,16 +54,20 @@ public class WorkerStateController {
         return s.modelId() == null ? List.of() : List.of(partition(s));
     }
 
+    /** One connection per coordinator replica this worker heartbeats to. */
     @GetMapping("/connections")
     public List<Map<String, Object>> connections() {
-        if (coordinator.coordinator() == null) {
-            return List.of();
-        }
-        Map<String, Object> c = new LinkedHashMap<>();
-        c.put("peer", coordinator.coordinator().getNodeId());
-        c.put("address", coordinator.coordinator().getHost() + ":" + coordinator.coordinator().getGrpcPort());
-        c.put("last_heartbeat_ack", coordinator.lastHeartbeatAck() == null ? null : coordinator.lastHeartbeatAck().toString());
-        return List.of(c);
+        List<Map<String, Object>> out = new java.util.ArrayList<>();
+        coordinator.heartbeatAcks().forEach((peer, lastAck) -> {
+            Map<String, Object> c = new LinkedHashMap<>();
+            int at = peer.indexOf('@');
+            c.put("peer", peer.substring(0, at));
+            c.put("address", peer.substring(at + 1));
+            c.put("kind", "heartbeat");
+            c.put("last_heartbeat_ack", lastAck == null ? null : lastAck.toString());
+            out.add(c);
+        });
+        return out;
     }
 
     @GetMapping("/metrics")

@@ -1,0 +1,154 @@
+package io.butterfly.worker.cluster;
+
+import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
+import io.butterfly.proto.coordinator.v1.HeartbeatAck;
+import io.butterfly.proto.coordinator.v1.HeartbeatPing;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.grpc.ManagedChannel;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import java.time.Instant;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One long-lived heartbeat stream to one coordinator replica. A broken stream is re-opened with exponential
+ * backoff and jitter; the backoff resets once the replica acks again. All methods except the gRPC callbacks
+ * run on the heartbeat thread ({@code beats}), which the callbacks hand their work to.
+ */
+final class HeartbeatStream {
+
+    private static final Logger log = LoggerFactory.getLogger(HeartbeatStream.class);
+    static final long MIN_BACKOFF_MS = 50;
+    static final long MAX_BACKOFF_MS = 2_000;
+
+    private final Endpoint target;
+    private final PeerChannels channels;
+    private final Executor beats;
+    private final long periodMs;
+    private ClientCallStreamObserver<HeartbeatPing> stream;
+    private volatile long backoffMs = MIN_BACKOFF_MS;
+    private long reconnectAtMs;
+    private volatile Instant lastAck;
+
+    HeartbeatStream(Endpoint target, PeerChannels channels, Executor beats, long periodMs) {
+        this.target = target;
+        this.channels = channels;
+        this.beats = beats;
+        this.periodMs = periodMs;
+    }
+
+    Endpoint target() {
+        return target;
+    }
+
+    Instant lastAck() {
+        return lastAck;
+    }
+
+    /** Sends one ping, (re)opening the stream first if it is down and its backoff has passed. */
+    void send(HeartbeatPing ping) {
+        try {
+            if (stream == null) {
+                if (System.currentTimeMillis() < reconnectAtMs) {
+                    return;
+                }
+                stream = open();
+            }
+            stream.onNext(ping);
+        } catch (RuntimeException e) {
+            log.debug("heartbeat to {} failed: {}", target.getNodeId(), e.toString());
+            broken(stream);
+        }
+    }
+
+    /** Ends the stream cleanly (the replica sees a completed stream, not a crash). */
+    void close(boolean graceful) {
+        ClientCallStreamObserver<HeartbeatPing> s = stream;
+        stream = null;
+        if (s == null) {
+            return;
+        }
+        try {
+            if (graceful) {
+                s.onCompleted();
+            } else {
+                s.cancel("coordinator replica dropped", null);
+            }
+        } catch (RuntimeException ignored) {
+            // the channel may already be shut down
+        }
+    }
+
+    private ClientCallStreamObserver<HeartbeatPing> open() {
+        @SuppressWarnings("unchecked")
+        ClientCallStreamObserver<HeartbeatPing>[] opened = new ClientCallStreamObserver[1];
+        ManagedChannel channel = channels.get(target.getHost(), target.getGrpcPort());
+        channel.resetConnectBackoff(); // our own backoff paces the reconnects
+        CoordinatorServiceGrpc.newStub(channel)
+                .heartbeatStream(new ClientResponseObserver<HeartbeatPing, HeartbeatAck>() {
+                    private ClientCallStreamObserver<HeartbeatPing> self;
+
+                    @Override
+                    public void beforeStart(ClientCallStreamObserver<HeartbeatPing> requests) {
+                        self = requests;
+                        opened[0] = requests;
+                    }
+
+                    @Override
+                    public void onNext(HeartbeatAck ack) {
+                        if (lastAck == null || backoffMs != MIN_BACKOFF_MS) {
+                            log.info("heartbeating to {} at {}:{} every {} ms", target.getNodeId(), target.getHost(),
+                                    target.getGrpcPort(), periodMs);
+                        }
+                        lastAck = Instant.now();
+                        onBeatThread(() -> backoffMs = MIN_BACKOFF_MS);
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        // Loud once, quiet while the replica stays unreachable (e.g. still starting).
+                        if (backoffMs == MIN_BACKOFF_MS) {
+                            log.info("heartbeat stream to {} broke: {}", target.getNodeId(), t.toString());
+                        } else {
+                            log.debug("heartbeat stream to {} broke: {}", target.getNodeId(), t.toString());
+                        }
+                        onBeatThread(() -> broken(self));
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        onBeatThread(() -> broken(self));
+                    }
+                });
+        return opened[0];
+    }
+
+    /** Hands a callback's work to the heartbeat thread; once the worker shuts down there is nothing left to do. */
+    private void onBeatThread(Runnable work) {
+        try {
+            beats.execute(work);
+        } catch (RejectedExecutionException shuttingDown) {
+            // the link is stopping
+        }
+    }
+
+    /** Forgets a broken stream (if it is still the current one) and schedules the reconnect. */
+    private void broken(ClientCallStreamObserver<HeartbeatPing> which) {
+        if (which == null || which != stream) {
+            return;
+        }
+        stream = null;
+        long jitter = ThreadLocalRandom.current().nextLong(backoffMs / 2 + 1);
+        reconnectAtMs = System.currentTimeMillis() + backoffMs + jitter;
+        backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+        try {
+            which.cancel("stream broken", null);
+        } catch (RuntimeException ignored) {
+            // already closed
+        }
+    }
+}

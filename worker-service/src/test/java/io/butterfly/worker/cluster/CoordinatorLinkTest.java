@@ -1,0 +1,139 @@
+package io.butterfly.worker.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
+import io.butterfly.proto.coordinator.v1.HeartbeatAck;
+import io.butterfly.proto.coordinator.v1.HeartbeatPing;
+import io.butterfly.proto.coordinator.v1.LoadReport;
+import io.butterfly.proto.coordinator.v1.LoadReportAck;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.worker.config.WorkerProperties;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.util.unit.DataSize;
+
+/** Heartbeats reach every coordinator replica; reports fall over to another replica when one is down. */
+class CoordinatorLinkTest {
+
+    /** A coordinator replica that only counts what it receives. */
+    static final class FakeReplica extends CoordinatorServiceGrpc.CoordinatorServiceImplBase {
+        final AtomicInteger pings = new AtomicInteger();
+        final AtomicInteger closedStreams = new AtomicInteger();
+        final List<LoadReport> reports = new CopyOnWriteArrayList<>();
+        Server server;
+
+        FakeReplica start() throws Exception {
+            server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).addService(this).build().start();
+            return this;
+        }
+
+        Endpoint endpoint(String id) {
+            return Endpoint.newBuilder().setNodeId(id).setHost("127.0.0.1").setGrpcPort(server.getPort()).build();
+        }
+
+        @Override
+        public StreamObserver<HeartbeatPing> heartbeatStream(StreamObserver<HeartbeatAck> acks) {
+            return new StreamObserver<>() {
+                @Override
+                public void onNext(HeartbeatPing ping) {
+                    pings.incrementAndGet();
+                    acks.onNext(HeartbeatAck.newBuilder().setSequence(ping.getSequence()).build());
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    closedStreams.incrementAndGet();
+                }
+
+                @Override
+                public void onCompleted() {
+                    closedStreams.incrementAndGet();
+                    acks.onCompleted();
+                }
+            };
+        }
+
+        @Override
+        public void reportLoad(LoadReport report, StreamObserver<LoadReportAck> response) {
+            reports.add(report);
+            response.onNext(LoadReportAck.getDefaultInstance());
+            response.onCompleted();
+        }
+    }
+
+    private final PeerChannels channels = new PeerChannels();
+    private final List<FakeReplica> replicas = new CopyOnWriteArrayList<>();
+    private CoordinatorLink link;
+
+    private FakeReplica replica() throws Exception {
+        FakeReplica r = new FakeReplica().start();
+        replicas.add(r);
+        return r;
+    }
+
+    private CoordinatorLink link() {
+        WorkerProperties props = new WorkerProperties("worker-7", "127.0.0.1", Path.of("target/link-test"), "cpu", 0,
+                "butterfly", "127.0.0.1", 1, 50, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0));
+        link = new CoordinatorLink(props, channels);
+        link.startHeartbeats();
+        return link;
+    }
+
+    @AfterEach
+    void stop() throws InterruptedException {
+        if (link != null) {
+            link.stop();
+        }
+        channels.close();
+        for (FakeReplica r : replicas) {
+            r.server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void everyReplicaHearsTheHeartbeatsAndADroppedOneIsLetGo() throws Exception {
+        FakeReplica a = replica();
+        FakeReplica b = replica();
+        CoordinatorLink link = link();
+        link.attach(a.endpoint("coordinator-0"), List.of(a.endpoint("coordinator-0"), b.endpoint("coordinator-1")), 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> a.pings.get() >= 5 && b.pings.get() >= 5);
+        assertThat(link.heartbeatAcks()).containsOnlyKeys("coordinator-0@127.0.0.1:" + a.server.getPort(),
+                "coordinator-1@127.0.0.1:" + b.server.getPort());
+
+        // A new assignment names only b: a's stream is closed and a hears nothing more.
+        link.attach(b.endpoint("coordinator-1"), List.of(), 2);
+        await().atMost(Duration.ofSeconds(10)).until(() -> a.closedStreams.get() == 1);
+        int heardByA = a.pings.get();
+        int heardByB = b.pings.get();
+        await().atMost(Duration.ofSeconds(10)).until(() -> b.pings.get() >= heardByB + 5);
+        assertThat(a.pings.get()).isEqualTo(heardByA);
+    }
+
+    @Test
+    void aReportGoesToTheAssigningReplicaAndFallsOverWhenItIsDown() throws Exception {
+        FakeReplica a = replica();
+        FakeReplica b = replica();
+        CoordinatorLink link = link();
+        link.attach(a.endpoint("coordinator-0"), List.of(b.endpoint("coordinator-1")), 1);
+        link.report(LoadReport.newBuilder().setModelId("m").setEpoch(1).build());
+        await().atMost(Duration.ofSeconds(10)).until(() -> a.reports.size() == 1);
+        assertThat(a.reports.get(0).getNodeId()).isEqualTo("worker-7");
+        assertThat(b.reports).isEmpty();
+
+        a.server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
+        link.report(LoadReport.newBuilder().setModelId("m").setEpoch(1).setProgress(1.0).build());
+        await().atMost(Duration.ofSeconds(15)).until(() -> b.reports.size() == 1);
+    }
+}
