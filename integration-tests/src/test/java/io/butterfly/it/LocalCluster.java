@@ -35,6 +35,7 @@ final class LocalCluster implements AutoCloseable {
     private final List<Path> logs = new ArrayList<>();
     private final Map<String, Process> byName = new HashMap<>();
     private final Map<String, List<String>> commands = new HashMap<>();
+    private final Map<String, Integer> httpPorts = new HashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     final int discoveryGrpc = freePort();
     final int registryGrpc = freePort();
@@ -115,6 +116,7 @@ final class LocalCluster implements AutoCloseable {
                 "--server.port=" + httpPort, "--spring.grpc.server.port=" + grpcPort));
         cmd.addAll(List.of(args));
         commands.put(name, cmd);
+        httpPorts.put(name, httpPort);
         launch(name, cmd, false);
     }
 
@@ -194,6 +196,11 @@ final class LocalCluster implements AutoCloseable {
         return send(HttpRequest.newBuilder(URI.create(coordinatorUrl() + path)).timeout(Duration.ofMinutes(5))
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(json)).build());
+    }
+
+    /** GET on a service's own HTTP port ({@code "worker-0"}, ...). */
+    Reply getFrom(String name, String path) throws IOException, InterruptedException {
+        return getAbsolute("http://127.0.0.1:" + httpPorts.get(name) + path);
     }
 
     Reply getAbsolute(String url) throws IOException, InterruptedException {

@@ -84,6 +84,25 @@ class PipelineEndToEndTest {
         assertThat(layers.nextClearBit(0)).isEqualTo(LLAMA.numLayers());
     }
 
+    @Test
+    void everyInvariantHoldsOnTheReadyCluster() throws Exception {
+        // Checked every second; wait for a check made after READY.
+        JsonNode inv = null;
+        for (int i = 0; i < 50; i++) {
+            inv = cluster.get("/api/v1/system/invariants").json();
+            if (!inv.path("checked_at").isNull()) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        assertThat(inv.path("checked_at").asString()).isNotBlank();
+        assertThat(inv.path("violations")).as(inv.toString()).isEmpty();
+        assertThat(inv.path("holds").asBoolean()).isTrue();
+        JsonNode connections = cluster.getFrom("worker-0", "/api/v1/worker/connections").json();
+        assertThat(connections).hasSize(1);
+        assertThat(connections.get(0).path("last_heartbeat_ack").asString()).isNotBlank();
+    }
+
     @ParameterizedTest
     @CsvSource({"0.0, 1.0, 0", "0.9, 0.95, 42"})
     void distributedGenerationEqualsSingleProcessBitForBit(double temperature, double topP, long seed) throws Exception {
