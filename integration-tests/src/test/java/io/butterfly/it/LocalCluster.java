@@ -53,7 +53,8 @@ final class LocalCluster implements AutoCloseable {
 
     void startDiscovery() {
         start("discovery", "discovery-service", "256m", freePort(), discoveryGrpc,
-                "--butterfly.discovery.data-dir=" + workDir.resolve("discovery"));
+                "--butterfly.discovery.data-dir=" + workDir.resolve("discovery"),
+                "--butterfly.discovery.hazelcast.port=" + freePort()); // its embedded membership store
     }
 
     /**

@@ -4,7 +4,7 @@ import com.google.protobuf.Parser;
 import io.butterfly.common.crypto.Ed25519;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
-import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.SignedEnvelope;
@@ -44,11 +44,11 @@ public final class AdmissionChain {
     private final KeyTrust trust;
     private final ProtocolCompatibility protocol;
     private final List<AdmissionCheck> joinChecks;
-    private final MembershipRegistry registry;
+    private final MembershipStore registry;
     private final Clock clock;
     private final AdmissionPolicy policy;
 
-    public AdmissionChain(AdmissionPolicy policy, MembershipRegistry registry, Clock clock) {
+    public AdmissionChain(AdmissionPolicy policy, MembershipStore registry, Clock clock) {
         this.policy = policy;
         this.format = new EnvelopeFormat(policy.nodeId());
         this.rateLimit = new JoinRateLimit(policy.joinBurst(), policy.joinsPerSecond());

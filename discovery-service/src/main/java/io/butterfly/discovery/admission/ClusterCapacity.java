@@ -1,17 +1,17 @@
 package io.butterfly.discovery.admission;
 
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.grpc.Status;
 
 /** At most {@code maxMembers} members; a member re-joining keeps its slot. ClusterFull is retryable (§8.2). */
 public final class ClusterCapacity implements AdmissionCheck {
 
-    private final MembershipRegistry registry;
+    private final MembershipStore registry;
     private final int maxMembers;
 
-    public ClusterCapacity(MembershipRegistry registry, int maxMembers) {
+    public ClusterCapacity(MembershipStore registry, int maxMembers) {
         this.registry = registry;
         this.maxMembers = maxMembers;
     }

@@ -3,7 +3,7 @@ package io.butterfly.discovery.admission;
 import io.butterfly.common.crypto.Ed25519;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
-import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.grpc.Status;
 import java.util.Optional;
@@ -15,10 +15,10 @@ import java.util.Optional;
  */
 public final class DuplicateNodeId implements AdmissionCheck {
 
-    private final MembershipRegistry registry;
+    private final MembershipStore registry;
     private final KeyTrust trust;
 
-    public DuplicateNodeId(MembershipRegistry registry, KeyTrust trust) {
+    public DuplicateNodeId(MembershipStore registry, KeyTrust trust) {
         this.registry = registry;
         this.trust = trust;
     }

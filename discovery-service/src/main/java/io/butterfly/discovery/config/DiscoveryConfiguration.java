@@ -6,7 +6,7 @@ import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.api.grpc.DiscoveryGrpcService;
 import io.butterfly.discovery.api.grpc.PeerAddressInterceptor;
-import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.discovery.membership.ProtocolVersion;
 import java.time.Clock;
 import org.slf4j.Logger;
@@ -21,11 +21,6 @@ public class DiscoveryConfiguration {
     private static final Logger log = LoggerFactory.getLogger(DiscoveryConfiguration.class);
 
     @Bean
-    MembershipRegistry membershipRegistry() {
-        return new MembershipRegistry();
-    }
-
-    @Bean
     Clock clock() {
         return Clock.systemUTC();
     }
@@ -38,7 +33,7 @@ public class DiscoveryConfiguration {
     }
 
     @Bean
-    AdmissionChain admissionChain(DiscoveryProperties props, MembershipRegistry registry, Clock clock) {
+    AdmissionChain admissionChain(DiscoveryProperties props, MembershipStore registry, Clock clock) {
         return new AdmissionChain(policy(props), registry, clock);
     }
 
@@ -53,7 +48,7 @@ public class DiscoveryConfiguration {
     }
 
     @Bean
-    DiscoveryGrpcService discoveryGrpcService(AdmissionChain admission, MembershipRegistry registry,
+    DiscoveryGrpcService discoveryGrpcService(AdmissionChain admission, MembershipStore registry,
                                               NodeIdentity discoveryIdentity, DiscoveryProperties props) {
         return new DiscoveryGrpcService(admission, registry, discoveryIdentity, props.nodeId(), props.clusterName());
     }

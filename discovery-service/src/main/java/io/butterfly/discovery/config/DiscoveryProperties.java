@@ -2,6 +2,7 @@ package io.butterfly.discovery.config;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -17,6 +18,12 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param requiredFeatures flags a joining node must support
  * @param maxMembers       members beyond this are refused with CLUSTER_FULL
  * @param admission        authentication, replay and rate-limit settings
+ * @param backend          where membership is kept: embedded (Hazelcast, the default), static (seed list) or consul
+ * @param memberTtl        embedded: a member that sends no heartbeat (or join/ack) for this long drops out
+ * @param hazelcast        embedded: the Hazelcast member this replica runs
+ * @param staticMembers    static: seeds as {@code [role/]node-id=host:grpc-port} (initialization-and-bootstrap.md §3.1)
+ * @param staticProbeTimeout  static: TCP connect timeout of a seed's reachability probe
+ * @param staticProbeInterval static: how long a probe result is reused
  */
 @ConfigurationProperties("butterfly.discovery")
 public record DiscoveryProperties(
@@ -27,7 +34,28 @@ public record DiscoveryProperties(
         @DefaultValue("0") long features,
         @DefaultValue("0") long requiredFeatures,
         @DefaultValue("256") int maxMembers,
-        @DefaultValue Admission admission) {
+        @DefaultValue Admission admission,
+        @DefaultValue("embedded") Backend backend,
+        @DefaultValue("30s") Duration memberTtl,
+        @DefaultValue Hazelcast hazelcast,
+        @DefaultValue List<String> staticMembers,
+        @DefaultValue("300ms") Duration staticProbeTimeout,
+        @DefaultValue("2s") Duration staticProbeInterval) {
+
+    /** Membership backends (DESIGN.md §1); see the README's "Membership backends". */
+    public enum Backend { EMBEDDED, STATIC, CONSUL }
+
+    /**
+     * @param port        this replica's Hazelcast port (the launcher passes 5701 + its port offset); no auto-increment,
+     *                    so a replica never wanders onto another cluster's port
+     * @param bindAddress the only address Hazelcast binds and advertises (loopback on one machine)
+     * @param members     TCP-IP join list, {@code host:port}; empty means just this replica
+     */
+    public record Hazelcast(
+            @DefaultValue("5701") int port,
+            @DefaultValue("127.0.0.1") String bindAddress,
+            @DefaultValue List<String> members) {
+    }
 
     /**
      * @param trustOnFirstUse admit node ids missing from the trust store and pin their first key; for the

@@ -14,10 +14,18 @@ package io.butterfly.discovery.membership;
  * @param capabilities opaque capability payload kept for the membership listing
  * @param publicKeyHex the Ed25519 identity key its join was signed with (hex)
  * @param acknowledged the node confirmed the join response (JOIN_ACK); only then is it listed
+ * @param state        how discovery knows it (joined members: JOINING until acknowledged, then ACTIVE)
  */
 public record MemberView(String nodeId, String role, String host, int grpcPort, int httpPort, String version,
                          long joinedAtMs, long lastSeenMs, Object capabilities, String publicKeyHex,
-                         boolean acknowledged) {
+                         boolean acknowledged, MemberState state) {
+
+    /** A member that joined through discovery. */
+    public MemberView(String nodeId, String role, String host, int grpcPort, int httpPort, String version,
+                      long joinedAtMs, long lastSeenMs, Object capabilities, String publicKeyHex, boolean acknowledged) {
+        this(nodeId, role, host, grpcPort, httpPort, version, joinedAtMs, lastSeenMs, capabilities, publicKeyHex,
+                acknowledged, acknowledged ? MemberState.ACTIVE : MemberState.JOINING);
+    }
 
     public MemberView seenAt(long nowMs) {
         return new MemberView(nodeId, role, host, grpcPort, httpPort, version, joinedAtMs, nowMs, capabilities,

@@ -8,51 +8,46 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The embedded membership backend: the member table, in memory. Whether a node may join is decided
- * before (admission chain); this class only records the outcome.
- *
- * <p>A node that joins again with the same key (a restart, maybe on another port) replaces its entry
- * and keeps its first join time; it must acknowledge again before it is listed.
+ * The member table of one discovery replica, in memory (not replicated, no expiry): where the {@code static}
+ * and {@code consul} backends record the joins this replica admitted, and what tests use.
  */
-public class MembershipRegistry {
+public class MembershipRegistry implements MembershipStore {
 
     private final Map<String, MemberView> members = new ConcurrentHashMap<>();
 
-    /** Records an admitted node as a pending (not yet acknowledged) member. */
+    @Override
     public synchronized MemberView admit(MemberView candidate) {
-        MemberView existing = members.get(candidate.nodeId());
-        long joinedAt = existing == null ? candidate.joinedAtMs() : existing.joinedAtMs();
-        MemberView admitted = new MemberView(candidate.nodeId(), candidate.role(), candidate.host(), candidate.grpcPort(),
-                candidate.httpPort(), candidate.version(), joinedAt, candidate.lastSeenMs(), candidate.capabilities(),
-                candidate.publicKeyHex(), false);
+        MemberView admitted = MembershipStore.rejoined(members.get(candidate.nodeId()), candidate);
         members.put(admitted.nodeId(), admitted);
         return admitted;
     }
 
-    /** JOIN_ACK: the member is now part of the listed view. */
+    @Override
     public Optional<MemberView> acknowledge(String nodeId, long nowMs) {
         return Optional.ofNullable(members.computeIfPresent(nodeId, (id, m) -> m.acknowledgedAt(nowMs)));
     }
 
-    /** Heartbeat: refreshes last_seen. */
+    @Override
     public Optional<MemberView> touch(String nodeId, long nowMs) {
         return Optional.ofNullable(members.computeIfPresent(nodeId, (id, m) -> m.seenAt(nowMs)));
     }
 
+    @Override
     public Optional<MemberView> member(String nodeId) {
         return Optional.ofNullable(members.get(nodeId));
     }
 
-    /** Members counted against the cluster's capacity (pending ones included: they hold a slot). */
+    @Override
     public int size() {
         return members.size();
     }
 
+    @Override
     public boolean leave(String nodeId) {
         return members.remove(nodeId) != null;
     }
 
-    /** Acknowledged members sorted by id; {@code role == null} lists every role. */
+    @Override
     public List<MemberView> members(String role) {
         List<MemberView> out = new ArrayList<>();
         for (MemberView m : members.values()) {

@@ -52,6 +52,14 @@ class DiscoveryProdProfileTest {
         return ControlEnvelopes.seal(id, MessageType.JOIN_REQUEST, nodeId, request, System.currentTimeMillis());
     }
 
+    static int freePort() {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     @Test
     void prodProfileAdmitsOnlyTheTrustStoreAndRateLimitsByPeerAddress() {
         NodeIdentity trusted = NodeIdentity.ephemeral();
@@ -61,6 +69,7 @@ class DiscoveryProdProfileTest {
                 .listeners((ApplicationListener<GrpcServerStartedEvent>) e -> grpcPort.set(e.getPort()))
                 .run("--server.port=0", "--spring.grpc.server.port=0", "--spring.grpc.server.address=127.0.0.1",
                         "--butterfly.discovery.data-dir=" + dataDir,
+                        "--butterfly.discovery.hazelcast.port=" + freePort(),
                         "--butterfly.discovery.admission.trusted-keys.worker-0=" + trusted.publicKeyHex(),
                         "--butterfly.discovery.admission.join-burst=3",
                         "--butterfly.discovery.admission.joins-per-second=0.1")) {

@@ -8,7 +8,7 @@ import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
-import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.NodeCapabilities;
@@ -45,12 +45,12 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
     private static final Logger log = LoggerFactory.getLogger(DiscoveryGrpcService.class);
 
     private final AdmissionChain admission;
-    private final MembershipRegistry registry;
+    private final MembershipStore registry;
     private final NodeIdentity identity;
     private final String nodeId;
     private final String clusterName;
 
-    public DiscoveryGrpcService(AdmissionChain admission, MembershipRegistry registry, NodeIdentity identity,
+    public DiscoveryGrpcService(AdmissionChain admission, MembershipStore registry, NodeIdentity identity,
                                 String nodeId, String clusterName) {
         this.admission = admission;
         this.registry = registry;
@@ -109,7 +109,7 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
                 .setClusterName(clusterName)
                 .setAckRequired(true)
                 .setDiscoveryPublicKey(ByteString.copyFrom(identity.publicKey()));
-        registry.members(null).forEach(v -> out.addMembers(toProto(v)));
+        registry.members(null).stream().filter(DiscoveryGrpcService::joined).forEach(v -> out.addMembers(toProto(v)));
         response.onNext(ControlEnvelopes.seal(identity, out.getAgreedVersion(), MessageType.JOIN_RESPONSE, nodeId,
                 request.getSender(), out.build(), admission.nowMs()));
         response.onCompleted();
@@ -147,9 +147,18 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
     public void listMembers(ListMembersRequest request, StreamObserver<ListMembersResponse> response) {
         String role = request.getRole() == NodeRole.NODE_ROLE_UNSPECIFIED ? null : request.getRole().name().toLowerCase(Locale.ROOT);
         ListMembersResponse.Builder out = ListMembersResponse.newBuilder();
-        registry.members(role).forEach(v -> out.addMembers(toProto(v)));
+        registry.members(role).stream().filter(DiscoveryGrpcService::joined).forEach(v -> out.addMembers(toProto(v)));
         response.onNext(out.build());
         response.onCompleted();
+    }
+
+    /**
+     * Nodes list each other only once they joined through discovery: their identity key and capabilities are
+     * signed. Entries a backend knows otherwise (a reachable static seed, a Consul registration) show in the
+     * REST listing only.
+     */
+    static boolean joined(MemberView v) {
+        return v.acknowledged() && v.publicKeyHex() != null;
     }
 
     static Member toProto(MemberView v) {

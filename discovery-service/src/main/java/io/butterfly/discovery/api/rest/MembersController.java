@@ -1,7 +1,7 @@
 package io.butterfly.discovery.api.rest;
 
 import io.butterfly.discovery.membership.MemberView;
-import io.butterfly.discovery.membership.MembershipRegistry;
+import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import java.time.Instant;
 import java.util.LinkedHashMap;
@@ -12,14 +12,17 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
-/** {@code GET /api/v1/members}: the membership view with capabilities. */
+/**
+ * {@code GET /api/v1/members}: the membership view of the configured backend with capabilities and state
+ * (ACTIVE: joined; REACHABLE: a static seed that answers; PASSING / UNHEALTHY: Consul's health checks).
+ */
 @RestController
 @RequestMapping("/api/v1/members")
 public class MembersController {
 
-    private final MembershipRegistry registry;
+    private final MembershipStore registry;
 
-    public MembersController(MembershipRegistry registry) {
+    public MembersController(MembershipStore registry) {
         this.registry = registry;
     }
 
@@ -32,11 +35,12 @@ public class MembersController {
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("node_id", m.nodeId());
         out.put("role", m.role());
+        out.put("state", m.state().name());
         out.put("address", m.host() + ":" + m.grpcPort());
         out.put("http_port", m.httpPort());
         out.put("version", m.version());
-        out.put("joined_at", Instant.ofEpochMilli(m.joinedAtMs()).toString());
-        out.put("last_seen", Instant.ofEpochMilli(m.lastSeenMs()).toString());
+        out.put("joined_at", m.joinedAtMs() == 0 ? null : Instant.ofEpochMilli(m.joinedAtMs()).toString());
+        out.put("last_seen", m.lastSeenMs() == 0 ? null : Instant.ofEpochMilli(m.lastSeenMs()).toString());
         out.put("public_key", m.publicKeyHex());
         if (m.capabilities() instanceof NodeCapabilities c) {
             out.put("capabilities", Map.of(

@@ -1,0 +1,67 @@
+package io.butterfly.discovery.consul;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.butterfly.discovery.DiscoveryApplication;
+import io.butterfly.discovery.hazelcast.HazelcastMembershipStore;
+import io.butterfly.discovery.membership.MemberState;
+import io.butterfly.discovery.membership.MemberView;
+import io.butterfly.discovery.membership.MembershipStore;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.cloud.consul.ConsulClient;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * Runs where there is no Consul: the default profile never creates a Consul client (and uses the embedded
+ * backend); the consul profile starts anyway (fail-fast off) and lists the members that joined this replica.
+ */
+class ConsulProfileWithoutAgentTest {
+
+    @TempDir
+    Path dataDir;
+
+    private static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Test
+    void theDefaultProfileUsesTheEmbeddedBackendAndNoConsul() {
+        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(DiscoveryApplication.class)
+                .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
+                        "--butterfly.discovery.hazelcast.port=" + freePort())) {
+            assertInstanceOf(HazelcastMembershipStore.class, ctx.getBean(MembershipStore.class));
+            assertEquals(0, ctx.getBeanNamesForType(ConsulClient.class).length, "nothing talks to Consul by default");
+        }
+    }
+
+    @Test
+    void theConsulProfileStartsWithoutAnAgentAndListsJoinedMembers() {
+        int noAgent = freePort(); // nothing listens there
+        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(DiscoveryApplication.class)
+                .profiles("consul")
+                .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
+                        "--spring.cloud.consul.port=" + noAgent)) {
+            MembershipStore store = ctx.getBean(MembershipStore.class);
+            assertInstanceOf(ConsulMembershipStore.class, store);
+            assertTrue(store.members(null).isEmpty());
+            store.admit(new MemberView("worker-0", "worker", "127.0.0.1", 9090, 8090, "0.1.0", 1, 1, null, "ab".repeat(32), false));
+            store.acknowledge("worker-0", 2);
+            List<MemberView> listed = store.members("worker");
+            assertEquals(List.of("worker-0"), listed.stream().map(MemberView::nodeId).toList());
+            assertEquals(MemberState.ACTIVE, listed.get(0).state());
+        }
+    }
+}

@@ -1,0 +1,129 @@
+package io.butterfly.discovery.hazelcast;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.hazelcast.core.Hazelcast;
+import com.hazelcast.core.HazelcastInstance;
+import io.butterfly.discovery.api.grpc.NodeCapabilitiesJson;
+import io.butterfly.discovery.config.DiscoveryProperties;
+import io.butterfly.discovery.config.HazelcastConfiguration;
+import io.butterfly.discovery.membership.MemberState;
+import io.butterfly.discovery.membership.MemberView;
+import io.butterfly.proto.common.v1.NodeCapabilities;
+import io.butterfly.proto.common.v1.StorageType;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Two discovery replicas' stores, each on its own embedded Hazelcast member (loopback, configured exactly as the
+ * service configures it): what one replica records, the other lists; a member that goes silent expires.
+ */
+class HazelcastMembershipStoreTest {
+
+    private static final Duration TTL = Duration.ofSeconds(2);
+    private static final NodeCapabilitiesJson CODEC = new NodeCapabilitiesJson();
+    private static HazelcastInstance first;
+    private static HazelcastInstance second;
+
+    @BeforeAll
+    static void twoReplicas() throws IOException {
+        int p1 = freePort();
+        int p2 = freePort();
+        // A unique cluster name: replicas of another test run or a launcher cluster on this machine never merge in.
+        String cluster = "butterfly-test-" + UUID.randomUUID();
+        List<String> members = List.of("127.0.0.1:" + p1, "127.0.0.1:" + p2);
+        first = Hazelcast.newHazelcastInstance(HazelcastConfiguration.hazelcastConfig(cluster, "replica-a",
+                new DiscoveryProperties.Hazelcast(p1, "127.0.0.1", members), TTL));
+        second = Hazelcast.newHazelcastInstance(HazelcastConfiguration.hazelcastConfig(cluster, "replica-b",
+                new DiscoveryProperties.Hazelcast(p2, "127.0.0.1", members), TTL));
+        assertEquals(2, second.getCluster().getMembers().size(), "the two replicas form one Hazelcast cluster");
+    }
+
+    @AfterAll
+    static void stop() {
+        if (second != null) {
+            second.shutdown();
+        }
+        if (first != null) {
+            first.shutdown();
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static MemberView worker(String id, long now) {
+        NodeCapabilities caps = NodeCapabilities.newBuilder().setCpuCores(8).setMemoryBytes(16L << 30).setMeasuredGflops(42.5)
+                .setMemoryBandwidthGbps(20).setStorageType(StorageType.SSD).setDevice("cpu").build();
+        return new MemberView(id, "worker", "127.0.0.1", 9090, 8090, "0.1.0", now, now, caps, "ab".repeat(32), false);
+    }
+
+    @Test
+    void aMemberAdmittedByOneReplicaIsListedByTheOther() {
+        HazelcastMembershipStore a = new HazelcastMembershipStore(first, Duration.ofMinutes(5), CODEC);
+        HazelcastMembershipStore b = new HazelcastMembershipStore(second, Duration.ofMinutes(5), CODEC);
+        long now = System.currentTimeMillis();
+
+        a.admit(worker("worker-shared", now));
+        assertTrue(b.member("worker-shared").isPresent(), "the pending member is visible to the other replica");
+        assertFalse(b.members(null).stream().anyMatch(m -> m.nodeId().equals("worker-shared")), "not listed before JOIN_ACK");
+
+        b.acknowledge("worker-shared", now + 10); // the ack may reach the other replica
+        MemberView listed = a.members("worker").stream().filter(m -> m.nodeId().equals("worker-shared")).findFirst().orElseThrow();
+        assertEquals(MemberState.ACTIVE, listed.state());
+        assertEquals(now + 10, listed.lastSeenMs());
+        assertEquals(worker("x", now).capabilities(), listed.capabilities(), "capabilities survive the JSON round trip");
+        assertEquals("ab".repeat(32), listed.publicKeyHex());
+        assertTrue(a.members("coordinator").stream().noneMatch(m -> m.nodeId().equals("worker-shared")));
+
+        // A rejoin keeps the first join time and is pending again.
+        a.admit(worker("worker-shared", now + 1000));
+        assertEquals(now, b.member("worker-shared").orElseThrow().joinedAtMs());
+        assertFalse(b.member("worker-shared").orElseThrow().acknowledged());
+
+        assertTrue(b.leave("worker-shared"));
+        assertTrue(a.member("worker-shared").isEmpty(), "a leave through one replica is seen by the other");
+        assertFalse(a.leave("worker-shared"));
+    }
+
+    @Test
+    void aMemberThatStopsHeartbeatingDropsOutWhileAHeartbeatingOneStays() throws InterruptedException {
+        HazelcastMembershipStore a = new HazelcastMembershipStore(first, TTL, CODEC);
+        HazelcastMembershipStore b = new HazelcastMembershipStore(second, TTL, CODEC);
+        long start = System.currentTimeMillis();
+        for (String id : List.of("worker-silent", "worker-beating")) {
+            a.admit(worker(id, start));
+            a.acknowledge(id, start);
+        }
+        assertEquals(List.of("worker-beating", "worker-silent"), listedIds(b));
+
+        // Heartbeats through alternating replicas every 0.5 s, for three TTLs.
+        long deadline = start + 3 * TTL.toMillis();
+        int beat = 0;
+        while (System.currentTimeMillis() < deadline) {
+            Thread.sleep(500);
+            long now = System.currentTimeMillis();
+            assertTrue((beat++ % 2 == 0 ? a : b).touch("worker-beating", now).isPresent(), "a heartbeating member is kept");
+        }
+        assertEquals(List.of("worker-beating"), listedIds(a), "the silent member expired");
+        assertEquals(List.of("worker-beating"), listedIds(b));
+        assertTrue(b.touch("worker-silent", System.currentTimeMillis()).isEmpty(),
+                "its late heartbeat finds no entry (NOT_FOUND: the node joins again)");
+        a.leave("worker-beating");
+    }
+
+    private static List<String> listedIds(HazelcastMembershipStore store) {
+        return store.members(null).stream().map(MemberView::nodeId).filter(id -> id.startsWith("worker-")).toList();
+    }
+}

@@ -1,0 +1,90 @@
+package io.butterfly.worker.config;
+
+import io.butterfly.proto.common.v1.NodeCapabilities;
+import io.butterfly.worker.cluster.ClusterMembership;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.cloud.consul.serviceregistry.ConsulRegistration;
+import org.springframework.cloud.consul.serviceregistry.ConsulServiceRegistry;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.event.EventListener;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Under the {@code consul} profile only: the worker registers in Consul as soon as its web server is up, before
+ * it has measured its capabilities; once measured, this adds them to the registration's metadata
+ * ({@code capabilities}, JSON in the proto's field names, so discovery's consul backend reads them) and
+ * registers again, which updates the entry the Consul UI shows.
+ */
+@Configuration(proxyBeanMethods = false)
+@ConditionalOnProperty(name = "spring.cloud.consul.enabled", havingValue = "true")
+public class ConsulCapabilitiesRegistration {
+
+    private static final Logger log = LoggerFactory.getLogger(ConsulCapabilitiesRegistration.class);
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final long WAIT_MILLIS = 10 * 60_000;
+
+    private final ClusterMembership membership;
+    private final ObjectProvider<ConsulRegistration> registration;
+    private final ObjectProvider<ConsulServiceRegistry> registry;
+
+    public ConsulCapabilitiesRegistration(ClusterMembership membership, ObjectProvider<ConsulRegistration> registration,
+                                          ObjectProvider<ConsulServiceRegistry> registry) {
+        this.membership = membership;
+        this.registration = registration;
+        this.registry = registry;
+    }
+
+    @EventListener(ApplicationReadyEvent.class)
+    public void publishOnceMeasured() {
+        ConsulRegistration reg = registration.getIfAvailable();
+        ConsulServiceRegistry consul = registry.getIfAvailable();
+        if (reg == null || consul == null) {
+            return; // registration is off (spring.cloud.consul.discovery.register=false)
+        }
+        Thread t = new Thread(() -> {
+            long deadline = System.currentTimeMillis() + WAIT_MILLIS;
+            try {
+                while (membership.capabilities() == null && System.currentTimeMillis() < deadline) {
+                    Thread.sleep(500); // measured by the join thread, a few seconds after start
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            NodeCapabilities caps = membership.capabilities();
+            if (caps == null) {
+                return;
+            }
+            Map<String, String> meta = new HashMap<>(reg.getService().getMeta() == null ? Map.of() : reg.getService().getMeta());
+            meta.put("capabilities", summary(caps));
+            reg.getService().setMeta(meta);
+            try {
+                consul.register(reg);
+            } catch (RuntimeException e) {
+                log.warn("could not add capabilities to the Consul registration: {}", e.toString());
+            }
+        }, "consul-capabilities");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** The capabilities as compact JSON with the proto's field names (Consul metadata values hold up to 512 chars). */
+    static String summary(NodeCapabilities c) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("cpu_cores", c.getCpuCores());
+        out.put("memory_bytes", Long.toString(c.getMemoryBytes())); // proto JSON writes 64-bit integers as strings
+        out.put("measured_gflops", c.getMeasuredGflops());
+        out.put("memory_bandwidth_gbps", c.getMemoryBandwidthGbps());
+        out.put("storage_type", c.getStorageType().name());
+        out.put("device", c.getDevice());
+        out.put("gpu_count", c.getGpusCount()); // a count only: the full GPU list would not fit
+        return JSON.writeValueAsString(out);
+    }
+}
