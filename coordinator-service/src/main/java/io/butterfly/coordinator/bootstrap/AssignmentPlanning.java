@@ -45,7 +45,7 @@ public class AssignmentPlanning {
     public PartitionPlan plan(ServedModel model, List<Member> members) {
         List<WorkerCapacity> workers = members.stream()
                 .map(m -> new WorkerCapacity(m.getNodeId(), Math.max(m.getCapabilities().getMeasuredGflops(), 1e-3),
-                        m.getCapabilities().getMemoryBytes()))
+                        BootstrapOrchestrator.usableMemory(m.getCapabilities())))
                 .toList();
         ModelFootprint footprint = ModelFootprints.of(model.manifest(), model.config(), props.planning());
         FeasibilityReport report = FeasibilityCheck.check(footprint, workers);

@@ -184,9 +184,15 @@ public class BootstrapOrchestrator {
         }
     }
 
+    /** Memory a worker offers for its partition: its limit where it set one, else all its memory. */
+    static long usableMemory(io.butterfly.proto.common.v1.NodeCapabilities c) {
+        long limit = c.getMemoryLimitBytes();
+        return limit > 0 ? Math.min(limit, c.getMemoryBytes()) : c.getMemoryBytes();
+    }
+
     static NodeInfo toNodeInfo(Member m) {
         return new NodeInfo(m.getNodeId(), "worker", m.getHost(), m.getGrpcPort(), m.getHttpPort(),
-                m.getCapabilities().getCpuCores(), m.getCapabilities().getMemoryBytes(),
+                m.getCapabilities().getCpuCores(), usableMemory(m.getCapabilities()),
                 m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice());
     }
 

@@ -61,6 +61,9 @@ public final class CapabilityPlausibility implements AdmissionCheck {
             gpuMemory += g.getMemoryBytes();
         }
         // Model bytes live in host or device memory; the detector reports heap + half of RAM at most.
+        if (c.getMemoryLimitBytes() < 0 || c.getMemoryLimitBytes() > c.getMemoryBytes()) {
+            return "memory_limit_bytes " + c.getMemoryLimitBytes() + " outside 0..memory_bytes";
+        }
         if (c.getMaxModelBytes() < 0 || c.getMaxModelBytes() > 2 * c.getMemoryBytes() + gpuMemory) {
             return "max_model_bytes " + c.getMaxModelBytes() + " exceeds the reported memory";
         }

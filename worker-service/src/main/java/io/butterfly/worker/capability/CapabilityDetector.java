@@ -22,14 +22,15 @@ public final class CapabilityDetector {
 
     /**
      * @param dataDir     where the worker keeps its data (its storage type is reported)
-     * @param memoryLimit bytes this worker may use (butterfly.worker.memory-limit); 0 = no limit. The
-     *                    reported memory is the smaller of it and the physical memory: the planner never
-     *                    gives the worker more than that.
+     * @param memoryLimit bytes this worker may use (butterfly.worker.memory-limit); 0 = no limit. Reported as
+     *                    memory_limit_bytes next to the physical memory; the planner never gives the worker
+     *                    more than the smaller of the two.
      */
     public static NodeCapabilities detect(Device device, java.nio.file.Path dataDir, long memoryLimit) {
         NodeCapabilities.Builder caps = NodeCapabilities.newBuilder()
                 .setCpuCores(Runtime.getRuntime().availableProcessors())
-                .setMemoryBytes(memoryLimit > 0 ? Math.min(memoryLimit, physicalMemory()) : physicalMemory())
+                .setMemoryBytes(physicalMemory())
+                .setMemoryLimitBytes(memoryLimit > 0 ? Math.min(memoryLimit, physicalMemory()) : 0)
                 .setMaxModelBytes(Runtime.getRuntime().maxMemory() + physicalMemory() / 2)
                 .setDevice(device.toString());
         int gpus = Engine.getInstance().getGpuCount();
