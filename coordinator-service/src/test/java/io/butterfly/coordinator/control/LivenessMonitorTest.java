@@ -17,7 +17,13 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The monitor's ticks with a fake clock: verdicts reach the log and listeners; a late tick takes none. */
 class LivenessMonitorTest {
@@ -45,12 +51,17 @@ class LivenessMonitorTest {
     private final LivenessProperties props = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250));
-    private final ControlLog control = new ControlLog();
     private final Liveness liveness = new Liveness(props, clock);
-    private final LivenessMonitor monitor = new LivenessMonitor(control, liveness, props, clock);
     private final List<ClusterCommand> heard = new ArrayList<>();
+    private ControlReplica replica;
+    private ControlLog control;
+    private LivenessMonitor monitor;
 
-    LivenessMonitorTest() {
+    @BeforeEach
+    void setUp(@TempDir Path raftDir) {
+        replica = TestReplicas.single(raftDir);
+        control = new ControlLog(replica);
+        monitor = new LivenessMonitor(control, liveness, props, clock);
         control.submit(new ClusterCommand.Bootstrap("tiny", 1, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
         control.submit(new ClusterCommand.NodeJoined(new NodeInfo("w1", "worker", "127.0.0.1", 1, 2, 2, 1L << 30, 1,
@@ -58,6 +69,11 @@ class LivenessMonitorTest {
         control.submit(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 2, true, true)), 4));
         control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c", 5));
         monitor.onVerdict(heard::add);
+    }
+
+    @AfterEach
+    void tearDown() {
+        replica.close();
     }
 
     /** Ticks every 25 ms for {@code ms}; w1 beats every 100 ms if {@code beating}. */
