@@ -42,6 +42,8 @@ final class LocalCluster implements AutoCloseable {
     final int registryHttp = freePort();
     final int coordinatorHttp = freePort();
     final int coordinatorGrpc = freePort();
+    /** The coordinator's Raft (control log) port: its own free port, not the default gRPC port + 20. */
+    final int coordinatorRaft = freePort();
 
     LocalCluster(Path workDir) {
         this.workDir = workDir;
@@ -95,6 +97,8 @@ final class LocalCluster implements AutoCloseable {
                 "--butterfly.coordinator.discovery-port=" + discoveryGrpc,
                 "--butterfly.coordinator.registry-port=" + registryGrpc,
                 "--butterfly.coordinator.data-dir=" + workDir.resolve("coordinator"),
+                "--butterfly.coordinator.raft.peer-id=coordinator-0",
+                "--butterfly.coordinator.raft.peers=coordinator-0=127.0.0.1:" + coordinatorRaft,
                 "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey()));
         args.addAll(List.of(extra));
         start("coordinator", "coordinator-service", "512m", coordinatorHttp, coordinatorGrpc,

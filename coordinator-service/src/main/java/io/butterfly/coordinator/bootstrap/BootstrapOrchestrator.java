@@ -64,16 +64,43 @@ public class BootstrapOrchestrator {
         this.discovery = GrpcChannels.open(props.discoveryHost(), props.discoveryPort());
     }
 
+    /** Leader-only work: runs while this replica leads the control log, stops when it loses leadership. */
     @EventListener(ApplicationReadyEvent.class)
     public void start() {
-        thread = new Thread(this::run, "bootstrap");
-        thread.setDaemon(true);
-        thread.start();
+        control.leadership().addListener(l -> onLeadership(l.leading()));
+    }
+
+    private synchronized void onLeadership(boolean leading) {
+        Thread previous = thread;
+        if (leading) {
+            // Leadership regained: the previous run (interrupted when it was lost) ends first; the new one
+            // continues from the replicated state.
+            thread = new Thread(() -> {
+                try {
+                    if (previous != null) {
+                        previous.join();
+                    }
+                } catch (InterruptedException e) {
+                    return;
+                }
+                run();
+            }, "bootstrap");
+            thread.setDaemon(true);
+            thread.start();
+        } else if (previous != null) {
+            previous.interrupt();
+        }
     }
 
     private void run() {
         try {
-            control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
+            // A leader elected mid-bootstrap continues from the replicated state.
+            if (control.state().system() == SystemState.UNINITIALIZED) {
+                control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
+            }
+            if (control.state().epoch() > 0) {
+                return; // partitions are assigned already: LeaderTakeover re-announces them with this term
+            }
             ServedModel model = fetchModel();
             control.submit(new ClusterCommand.ModelResolved(model.manifest().getModelId(),
                     model.manifest().getMerkleRoot(), clock.millis()));
@@ -84,6 +111,8 @@ public class BootstrapOrchestrator {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            log.warn("bootstrap stopped (leadership lost or control log unavailable): {}", e.toString());
         }
     }
 
@@ -157,6 +186,7 @@ public class BootstrapOrchestrator {
                     .setHasEmbedding(stage.hasEmbedding())
                     .setHasHead(stage.hasHead())
                     .setEpoch(epoch)
+                    .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
                     .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost()).setGrpcPort(props.registryPort()))
                     .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
                             .setGrpcPort(workers.coordinatorGrpcPort()))

@@ -71,6 +71,7 @@ public class StageReloader {
                     .setHasEmbedding(n.hasEmbedding())
                     .setHasHead(n.hasHead())
                     .setEpoch(s.epoch())
+                    .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
                     .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost())
                             .setGrpcPort(props.registryPort()))
                     .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())

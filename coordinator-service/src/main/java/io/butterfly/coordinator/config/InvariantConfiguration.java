@@ -1,7 +1,9 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
+import io.butterfly.coordinator.raft.RaftStatus;
 import java.util.List;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -9,18 +11,22 @@ import org.springframework.context.annotation.Configuration;
 @Configuration
 public class InvariantConfiguration {
 
-    /** A single coordinator leads alone in one term and receives every heartbeat. */
+    /**
+     * This replica's own Raft view: whether it leads and in which term. Workers report to and heartbeat the
+     * leader, so only the leader judges liveness-based invariants.
+     */
     @Bean
-    CoordinatorClaims coordinatorClaims(CoordinatorProperties props) {
+    CoordinatorClaims coordinatorClaims(ControlLog control) {
         return new CoordinatorClaims() {
             @Override
             public List<CoordinatorClaim> claims() {
-                return List.of(new CoordinatorClaim(props.nodeId(), true, 1));
+                RaftStatus raft = control.raftStatus();
+                return List.of(new CoordinatorClaim(raft.selfId(), "LEADER".equals(raft.role()), raft.term()));
             }
 
             @Override
             public boolean receivesHeartbeats() {
-                return true;
+                return "LEADER".equals(control.raftStatus().role());
             }
         };
     }

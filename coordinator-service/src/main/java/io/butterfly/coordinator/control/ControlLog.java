@@ -1,9 +1,11 @@
 package io.butterfly.coordinator.control;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.LeadershipEvents;
+import io.butterfly.coordinator.raft.RaftStatus;
 import io.butterfly.coordinator.statemachine.TransitionHistory;
 import io.butterfly.coordinator.statemachine.TransitionRecord;
 import java.util.List;
@@ -12,35 +14,40 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * The single place cluster decisions are applied: each command gets the next log index and goes
- * through the pure reducer. On one replica this is an in-process log; the Raft-replicated version
- * (Apache Ratis) will put the same commands and reducer behind consensus without changing callers.
+ * The single place cluster decisions are applied: each command is committed to the Raft-replicated control
+ * log (Apache Ratis, see raft/) and applied by the pure reducer on every replica. On the embedded default
+ * the group has one replica. Reads are local to this replica.
  */
 @Component
 public class ControlLog {
 
     private static final Logger log = LoggerFactory.getLogger(ControlLog.class);
 
-    private ClusterState state = ClusterState.initial();
-    private long lastIndex;
+    private final ControlReplica replica;
     private final TransitionHistory history = new TransitionHistory(1000);
 
-    /** Applies a command; a rejected command (illegal transition) leaves the state and index untouched. */
-    public synchronized ClusterState submit(ClusterCommand command) {
-        ClusterState next;
+    public ControlLog(ControlReplica replica) {
+        this.replica = replica;
+        // Every replica applies every command, so each one logs and records the transitions it applied.
+        replica.addAppliedListener((before, after, command, index) -> {
+            for (TransitionRecord r : TransitionLogging.diff(before, after, command, index, System.currentTimeMillis())) {
+                TransitionLogging.applied(log, r);
+                history.add(r);
+            }
+        });
+    }
+
+    /**
+     * Commits a command and returns this replica's state once it is applied. A rejected command (illegal
+     * transition) leaves the state untouched on every replica and is thrown here.
+     */
+    public ClusterState submit(ClusterCommand command) {
         try {
-            next = ClusterReducer.apply(state, command, lastIndex + 1);
+            return replica.submit(command);
         } catch (IllegalTransitionException e) {
-            TransitionLogging.rejected(log, state, command, e);
+            TransitionLogging.rejected(log, replica.state(), command, e);
             throw e;
         }
-        lastIndex++;
-        for (TransitionRecord r : TransitionLogging.diff(state, next, command, lastIndex, System.currentTimeMillis())) {
-            TransitionLogging.applied(log, r);
-            history.add(r);
-        }
-        state = next;
-        return next;
     }
 
     /** The newest {@code limit} applied transitions, newest first (§7.2). */
@@ -48,7 +55,16 @@ public class ControlLog {
         return history.latest(limit);
     }
 
-    public synchronized ClusterState state() {
-        return state;
+    public ClusterState state() {
+        return replica.state();
+    }
+
+    /** Leadership of this replica; leader-only work (bootstrap, failure detection) follows it. */
+    public LeadershipEvents leadership() {
+        return replica.leadership();
+    }
+
+    public RaftStatus raftStatus() {
+        return replica.status();
     }
 }

@@ -62,6 +62,10 @@ public class LivenessMonitor {
     }
 
     void tick() {
+        if (!control.leadership().leading()) {
+            lastTickMs = -1; // leader-only work; a follower takes no verdicts
+            return;
+        }
         try {
             long now = clock.millis();
             long late = lastTickMs < 0 ? 0 : now - lastTickMs - intervalMs;

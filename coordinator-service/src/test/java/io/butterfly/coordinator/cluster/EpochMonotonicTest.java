@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
  * the log index advances only on accepted commands, a refused command leaves the state unchanged and
  * only table transitions happen.
  */
-class EpochMonotonicTest {
+public class EpochMonotonicTest {
 
     private static final List<String> NODES = List.of("w1", "w2", "w3", "w4");
 
@@ -59,7 +59,7 @@ class EpochMonotonicTest {
         assertEquals(epoch, state.epoch());
     }
 
-    static ClusterCommand randomCommand(Random rnd, ClusterState s, long at) {
+    public static ClusterCommand randomCommand(Random rnd, ClusterState s, long at) {
         String node = NODES.get(rnd.nextInt(NODES.size()));
         // Mostly the current epoch, sometimes stale or future, to exercise fencing.
         long epoch = Math.max(0, s.epoch() + rnd.nextInt(3) - 1);

@@ -16,7 +16,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.List;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.support.StaticListableBeanFactory;
 
 /** A violation is reported only once it holds for confirm-after checks, and disappears when it clears. */
@@ -42,7 +48,8 @@ class InvariantMonitorTest {
     private final LivenessProperties liveness = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250));
-    private final ControlLog control = new ControlLog();
+    private ControlReplica replica;
+    private ControlLog control;
     private final Liveness beats = new Liveness(liveness, clock);
     private final CoordinatorClaims alone = new CoordinatorClaims() {
         @Override
@@ -55,9 +62,21 @@ class InvariantMonitorTest {
             return true;
         }
     };
-    private final InvariantMonitor monitor = new InvariantMonitor(control, beats, alone,
-            new InvariantProperties(Duration.ofSeconds(1), 2, Duration.ofSeconds(2)), clock,
-            new StaticListableBeanFactory().getBeanProvider(io.micrometer.core.instrument.MeterRegistry.class));
+    private InvariantMonitor monitor;
+
+    @BeforeEach
+    void setUp(@TempDir Path raftDir) {
+        replica = TestReplicas.single(raftDir);
+        control = new ControlLog(replica);
+        monitor = new InvariantMonitor(control, beats, alone,
+                new InvariantProperties(Duration.ofSeconds(1), 2, Duration.ofSeconds(2)), clock,
+                new StaticListableBeanFactory().getBeanProvider(io.micrometer.core.instrument.MeterRegistry.class));
+    }
+
+    @AfterEach
+    void tearDown() {
+        replica.close();
+    }
 
     @Test
     void aSilentReadyNodeIsReportedAfterTwoChecksAndClearedWhenItBeatsAgain() {

@@ -18,7 +18,13 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The monitor's ticks with a fake clock: verdicts reach the log and listeners; a late tick takes none. */
 class LivenessMonitorTest {
@@ -46,12 +52,17 @@ class LivenessMonitorTest {
     private final LivenessProperties props = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250));
-    private final ControlLog control = new ControlLog();
     private final Liveness liveness = new Liveness(props, clock);
-    private final LivenessMonitor monitor = new LivenessMonitor(control, liveness, props, clock);
     private final List<ClusterCommand> heard = new ArrayList<>();
+    private ControlReplica replica;
+    private ControlLog control;
+    private LivenessMonitor monitor;
 
-    LivenessMonitorTest() {
+    @BeforeEach
+    void setUp(@TempDir Path raftDir) {
+        replica = TestReplicas.single(raftDir);
+        control = new ControlLog(replica);
+        monitor = new LivenessMonitor(control, liveness, props, clock);
         control.submit(new ClusterCommand.Bootstrap("tiny", 1, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
         control.submit(new ClusterCommand.NodeJoined(new NodeInfo("w1", "worker", "127.0.0.1", 1, 2, 2, 1L << 30, 1,
@@ -61,6 +72,11 @@ class LivenessMonitorTest {
         control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID,
                 "root", "p", List.of("w1"), List.of(), List.of(), 6), 6));
         monitor.onVerdict(heard::add);
+    }
+
+    @AfterEach
+    void tearDown() {
+        replica.close();
     }
 
     /** Ticks every 25 ms for {@code ms}; w1 beats every 100 ms if {@code beating}. */

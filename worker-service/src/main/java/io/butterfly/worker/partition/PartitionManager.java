@@ -66,6 +66,7 @@ public class PartitionManager {
     private volatile LoadedPartition loaded;
     private volatile long loadStartedNanos;
     private long highestEpoch;
+    private long highestTerm;
     private AssignPartitionRequest current;
 
     public PartitionManager(WorkerProperties props, RegistryClientProperties registryProps, PeerChannels channels,
@@ -81,8 +82,16 @@ public class PartitionManager {
         this.coordinator = coordinator;
     }
 
-    /** Accepts an assignment and loads it in the background; an older epoch is refused (fencing). */
+    /**
+     * Accepts an assignment and loads it in the background. Fencing: an assignment from an older coordinator
+     * Raft term (a deposed leader) or an older epoch is refused.
+     */
     public synchronized void assign(AssignPartitionRequest request) {
+        if (request.getTerm() < highestTerm) {
+            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.FAILED_PRECONDITION,
+                    "assignment from coordinator term " + request.getTerm() + " is older than term " + highestTerm
+                            + " already seen");
+        }
         if (request.getEpoch() < highestEpoch) {
             throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.FAILED_PRECONDITION,
                     "assignment epoch " + request.getEpoch() + " is older than epoch " + highestEpoch + " already seen");
@@ -95,16 +104,28 @@ public class PartitionManager {
         if (start < 0 || end <= start) {
             throw new IllegalArgumentException("layers must be a non-empty range [start, end), got [" + start + ", " + end + ")");
         }
-        if (request.equals(current) && status.phase() != LoadPhase.FAILED) {
-            return; // a retried assignment: already loading or loaded
+        if (sameAssignment(request, current) && status.phase() != LoadPhase.FAILED) {
+            // A retry, or a newly elected coordinator leader re-announcing it: keep the partition, report to
+            // the coordinator it names from now on.
+            highestTerm = request.getTerm();
+            current = request;
+            coordinator.attach(request.getCoordinator(), request.getCoordinatorReplicasList(), request.getEpoch());
+            return;
         }
         highestEpoch = request.getEpoch();
+        highestTerm = request.getTerm();
         current = request;
         coordinator.attach(request.getCoordinator(), request.getCoordinatorReplicasList(), request.getEpoch());
         coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
         status = new PartitionStatus(request.getModelId(), request.getEpoch(), start, end, request.getHasEmbedding(),
                 request.getHasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
         loader.execute(() -> load(request));
+    }
+
+    /** Same partition of the same epoch, whichever coordinator leader (term) sends it. */
+    private static boolean sameAssignment(AssignPartitionRequest a, AssignPartitionRequest b) {
+        return b != null && a.toBuilder().clearTerm().clearCoordinator().clearCoordinatorReplicas().build()
+                .equals(b.toBuilder().clearTerm().clearCoordinator().clearCoordinatorReplicas().build());
     }
 
     private void load(AssignPartitionRequest request) {

@@ -4,6 +4,7 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
+import io.butterfly.coordinator.raft.ControlLogUnavailableException;
 import java.util.NoSuchElementException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
@@ -33,6 +34,14 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     ProblemDetail notReady(RuntimeException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
         p.setTitle("Cluster not ready");
+        return p;
+    }
+
+    /** The control log has no reachable leader or quorum (e.g. during a coordinator election): retry later. */
+    @ExceptionHandler(ControlLogUnavailableException.class)
+    ProblemDetail controlLogUnavailable(ControlLogUnavailableException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage());
+        p.setTitle("Control log unavailable");
         return p;
     }
 

@@ -11,6 +11,7 @@ import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.coordinator.liveness.NodeObservation;
+import io.butterfly.coordinator.raft.RaftStatus;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -57,7 +58,21 @@ public class SystemStateController {
         out.put("quorum", quorum(s));
         out.put("pipeline", s.pipeline());
         out.put("last_applied_index", s.lastAppliedIndex());
+        out.put("raft", raft());
         return out;
+    }
+
+    /** The control log's Raft group as this replica sees it (leader, term, own role, peers). */
+    private Map<String, Object> raft() {
+        RaftStatus r = control.raftStatus();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("leader_id", r.leaderId());
+        m.put("term", r.term());
+        m.put("self_id", r.selfId());
+        m.put("role", r.role());
+        m.put("last_applied_index", r.lastAppliedIndex());
+        m.put("peers", r.peers());
+        return m;
     }
 
     @GetMapping("/nodes")
@@ -67,7 +82,7 @@ public class SystemStateController {
         Map<String, Object> self = new LinkedHashMap<>();
         self.put("id", props.nodeId());
         self.put("role", "coordinator");
-        self.put("state", "LEADER");
+        self.put("state", control.raftStatus().role());
         out.add(self);
         s.nodes().values().forEach(n -> out.add(node(n)));
         return out;

@@ -9,14 +9,33 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.test.web.servlet.MockMvc;
 import org.springframework.test.web.servlet.setup.MockMvcBuilders;
 
 class StateMachineControllerTest {
 
-    private final ControlLog control = new ControlLog();
-    private final MockMvc mvc = MockMvcBuilders.standaloneSetup(new StateMachineController(control)).build();
+    private ControlReplica replica;
+    private ControlLog control;
+    private MockMvc mvc;
+
+    @BeforeEach
+    void setUp(@TempDir Path raftDir) {
+        replica = TestReplicas.single(raftDir);
+        control = new ControlLog(replica);
+        mvc = MockMvcBuilders.standaloneSetup(new StateMachineController(control)).build();
+    }
+
+    @AfterEach
+    void tearDown() {
+        replica.close();
+    }
 
     @Test
     void diagramIsMermaidGeneratedFromTheTable() throws Exception {

@@ -1,0 +1,113 @@
+package io.butterfly.coordinator.bootstrap;
+
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.raft.Leadership;
+import io.butterfly.proto.common.v1.LayerRange;
+import io.butterfly.proto.worker.v1.AssignPartitionRequest;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.StatusRuntimeException;
+import jakarta.annotation.PreDestroy;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.context.event.EventListener;
+import org.springframework.stereotype.Component;
+
+/**
+ * A replica that becomes leader after partitions were assigned (failover, or a restart that recovered the
+ * log) re-sends every pipeline worker its current assignment: same epoch, so the worker keeps its loaded
+ * partition, but the new Raft term, so the worker fences the deposed leader and reports and heartbeats to
+ * this replica from now on (its failure detector then has observations to judge).
+ */
+@Component
+public class LeaderTakeover {
+
+    private static final Logger log = LoggerFactory.getLogger(LeaderTakeover.class);
+    private static final int MAX_ATTEMPTS = 5;
+
+    private final ControlLog control;
+    private final CoordinatorProperties props;
+    private final WorkerChannels workers;
+    private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "leader-takeover");
+        t.setDaemon(true);
+        return t;
+    });
+
+    public LeaderTakeover(ControlLog control, CoordinatorProperties props, WorkerChannels workers) {
+        this.control = control;
+        this.props = props;
+        this.workers = workers;
+    }
+
+    @EventListener(ApplicationReadyEvent.class)
+    public void start() {
+        control.leadership().addListener(l -> {
+            if (l.leading()) {
+                executor.execute(() -> announce(l));
+            }
+        });
+    }
+
+    private void announce(Leadership leadership) {
+        ClusterState s = control.state();
+        if (s.epoch() == 0) {
+            return; // nothing assigned yet: the bootstrap assigns, with this term
+        }
+        log.info("raft: leader in term {} takes over epoch {}: re-announcing the assignments to {}", leadership.term(),
+                s.epoch(), s.pipeline());
+        for (String nodeId : s.pipeline()) {
+            NodeRecord n = s.nodes().get(nodeId);
+            if (n != null && n.layerStart() != null) {
+                send(leadership, s, nodeId, n);
+            }
+        }
+    }
+
+    private void send(Leadership leadership, ClusterState s, String nodeId, NodeRecord n) {
+        AssignPartitionRequest request = AssignPartitionRequest.newBuilder()
+                .setModelId(s.modelId())
+                .setLayers(LayerRange.newBuilder().setStart(n.layerStart()).setEnd(n.layerEnd()))
+                .setHasEmbedding(n.hasEmbedding())
+                .setHasHead(n.hasHead())
+                .setEpoch(s.epoch())
+                .setTerm(leadership.term())
+                .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost())
+                        .setGrpcPort(props.registryPort()))
+                .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
+                        .setGrpcPort(workers.coordinatorGrpcPort()))
+                .build();
+        for (int attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+            if (!control.leadership().leading() || control.leadership().current().term() != leadership.term()) {
+                return; // deposed meanwhile: the next leader announces itself
+            }
+            try {
+                WorkerServiceGrpc.newBlockingStub(workers.channel(nodeId, n.info().host(), n.info().grpcPort()))
+                        .withDeadlineAfter(5, TimeUnit.SECONDS)
+                        .assignPartition(request);
+                return;
+            } catch (StatusRuntimeException e) {
+                // A worker that is down is the failure detector's business; it is reloaded when it recovers.
+                log.info("re-announcing to {} failed (attempt {}): {}", nodeId, attempt, e.getStatus());
+            }
+            try {
+                Thread.sleep(250L * attempt);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    @PreDestroy
+    void stop() {
+        executor.shutdownNow();
+    }
+}

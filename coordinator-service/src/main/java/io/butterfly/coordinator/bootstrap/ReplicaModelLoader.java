@@ -1,0 +1,75 @@
+package io.butterfly.coordinator.bootstrap;
+
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.ModelCatalog;
+import io.butterfly.coordinator.inference.ServedModel;
+import jakarta.annotation.PreDestroy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.context.event.EventListener;
+import org.springframework.stereotype.Component;
+
+/**
+ * Every coordinator replica serves inference, not only the leader: once the replicated state names the model
+ * (ModelResolved committed by the leader), a replica that has not fetched it yet fetches and verifies the same
+ * manifest (same Merkle root) and its tokenizer. The leader has usually fetched it already during bootstrap.
+ */
+@Component
+public class ReplicaModelLoader {
+
+    private static final Logger log = LoggerFactory.getLogger(ReplicaModelLoader.class);
+
+    private final ControlLog control;
+    private final ModelCatalog catalog;
+    private volatile Thread thread;
+
+    public ReplicaModelLoader(ControlLog control, ModelCatalog catalog) {
+        this.control = control;
+        this.catalog = catalog;
+    }
+
+    @EventListener(ApplicationReadyEvent.class)
+    public void start() {
+        thread = new Thread(this::run, "replica-model-loader");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void run() {
+        try {
+            while (catalog.served() == null) {
+                ClusterState s = control.state();
+                if (s.merkleRoot() != null) {
+                    load(s.merkleRoot());
+                }
+                Thread.sleep(1000);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void load(String merkleRoot) {
+        try {
+            ServedModel model = catalog.load();
+            if (!model.manifest().getMerkleRoot().equals(merkleRoot)) {
+                log.warn("the registry serves model {} with Merkle root {}, the control log has {}",
+                        model.manifest().getModelId(), model.manifest().getMerkleRoot(), merkleRoot);
+            }
+            log.info("replica loaded model {} for serving (merkle root {})", model.manifest().getModelId(),
+                    model.manifest().getMerkleRoot());
+        } catch (Exception e) {
+            log.info("replica could not load the served model yet: {}", e.toString());
+        }
+    }
+
+    @PreDestroy
+    void stop() {
+        Thread t = thread;
+        if (t != null) {
+            t.interrupt();
+        }
+    }
+}

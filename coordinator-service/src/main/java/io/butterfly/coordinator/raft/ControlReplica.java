@@ -1,0 +1,233 @@
+package io.butterfly.coordinator.raft;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.cluster.NotReadyException;
+import io.butterfly.proto.coordinator.v1.ControlApplyResult;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.stream.Stream;
+import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.client.RaftClientConfigKeys;
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeer;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.retry.RetryPolicies;
+import org.apache.ratis.server.DivisionInfo;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.util.TimeDuration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One replica of the coordinators' control log: a Ratis server running {@link ControlStateMachine} plus a
+ * client that submits commands to whichever replica leads. Reads ({@link #state()}) are local.
+ */
+public final class ControlReplica implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(ControlReplica.class);
+
+    private final ReplicaSettings settings;
+    private final RaftGroup group;
+    private final LeadershipEvents leadership;
+    private final ControlStateMachine machine;
+    private final RaftServer server;
+    private final RaftClient client;
+
+    private ControlReplica(ReplicaSettings settings) throws IOException {
+        this.settings = settings;
+        List<RaftPeer> peers = settings.peers().stream()
+                .map(p -> RaftPeer.newBuilder().setId(p.id()).setAddress(p.address()).build()).toList();
+        this.group = RaftGroup.valueOf(RaftGroupId.valueOf(settings.groupUuid()), peers);
+        this.leadership = new LeadershipEvents(settings.selfId());
+        this.machine = new ControlStateMachine(leadership);
+        RaftProperties properties = properties(settings);
+        Files.createDirectories(settings.storageDir());
+        this.server = RaftServer.newBuilder()
+                .setServerId(RaftPeerId.valueOf(settings.selfId()))
+                .setGroup(group)
+                .setProperties(properties)
+                .setStateMachine(machine)
+                .setOption(hasStorage(settings.storageDir()) ? RaftStorage.StartupOption.RECOVER
+                        : RaftStorage.StartupOption.FORMAT)
+                .build();
+        RaftProperties clientProperties = new RaftProperties();
+        // One attempt may take a third of the budget: a hung old leader leaves time to find the new one.
+        RaftClientConfigKeys.Rpc.setRequestTimeout(clientProperties,
+                duration(Math.max(500, settings.requestTimeout().toMillis() / 3)));
+        // Ride out an election (leader lost); submit() bounds the total wait by request-timeout.
+        long retrySleepMs = 100;
+        int attempts = (int) Math.max(3, 2 * settings.requestTimeout().toMillis() / retrySleepMs);
+        this.client = RaftClient.newBuilder()
+                .setRaftGroup(group)
+                .setProperties(clientProperties)
+                .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(attempts, duration(retrySleepMs)))
+                .build();
+    }
+
+    /** Starts the replica: recovers its storage (snapshot + log) and joins the group. */
+    public static ControlReplica start(ReplicaSettings settings) throws IOException {
+        ControlReplica replica = new ControlReplica(settings);
+        try {
+            replica.server.start(); // loads the newest snapshot (checksum verified) and replays the log after it
+        } catch (IOException | RuntimeException e) {
+            replica.close();
+            throw e;
+        }
+        log.info("raft: replica {} started on {} (group of {}: {}), storage {}", settings.selfId(),
+                settings.self().address(), settings.peers().size(), settings.peers(), settings.storageDir());
+        return replica;
+    }
+
+    static RaftProperties properties(ReplicaSettings s) {
+        RaftProperties p = new RaftProperties();
+        GrpcConfigKeys.Server.setHost(p, s.self().host());
+        GrpcConfigKeys.Server.setPort(p, s.self().port());
+        RaftServerConfigKeys.setStorageDir(p, List.of(s.storageDir().toFile()));
+        RaftServerConfigKeys.Rpc.setTimeoutMin(p, duration(s.electionTimeoutMin().toMillis()));
+        RaftServerConfigKeys.Rpc.setTimeoutMax(p, duration(s.electionTimeoutMax().toMillis()));
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(p, duration(s.electionTimeoutMin().toMillis()));
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(p, duration(s.electionTimeoutMax().toMillis()));
+        RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(p, true);
+        RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(p, s.snapshotThreshold());
+        RaftServerConfigKeys.Snapshot.setRetentionFileNum(p, 2);
+        return p;
+    }
+
+    private static boolean hasStorage(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return false;
+        }
+        try (Stream<Path> entries = Files.list(dir)) {
+            return entries.findAny().isPresent();
+        }
+    }
+
+    private static TimeDuration duration(long millis) {
+        return TimeDuration.valueOf(millis, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Commits a command through the leader and returns this replica's state once it has applied it. A refused
+     * command throws the reducer's exception ({@link NotReadyException}, {@link IllegalTransitionException},
+     * {@link IllegalArgumentException}); a commit that cannot happen throws {@link ControlLogUnavailableException}.
+     */
+    public ClusterState submit(ClusterCommand command) {
+        RaftClientReply reply;
+        // Asynchronous send, bounded wait: the client retries across an election, but a group without a
+        // quorum must not hold the caller for longer than request-timeout. (A timed-out command may still
+        // commit later; the caller only learns that it was not confirmed.)
+        CompletableFuture<RaftClientReply> sent = client.async().send(
+                Message.valueOf(ByteString.copyFrom(ControlCommandMapper.serialize(command))));
+        try {
+            reply = sent.get(settings.requestTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            sent.cancel(true);
+            throw new ControlLogUnavailableException("control log unavailable: no leader committed the command within "
+                    + settings.requestTimeout().toMillis() + " ms", e);
+        } catch (ExecutionException e) {
+            throw new ControlLogUnavailableException("control log unavailable: " + e.getCause(), e.getCause());
+        } catch (InterruptedException e) {
+            sent.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new ControlLogUnavailableException("interrupted while committing a command", e);
+        }
+        if (!reply.isSuccess()) {
+            throw new ControlLogUnavailableException("control log refused the entry: " + reply.getException(),
+                    reply.getException());
+        }
+        ControlApplyResult result;
+        try {
+            result = ControlApplyResult.parseFrom(reply.getMessage().getContent().toByteArray());
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+            throw new IllegalStateException("unreadable control-log reply", e);
+        }
+        switch (result.getRefusal()) {
+            case "":
+                break;
+            case ControlStateMachine.NOT_READY:
+                throw new NotReadyException(result.getMessage());
+            case ControlStateMachine.ILLEGAL_TRANSITION:
+                throw new IllegalTransitionException(result.getMessage());
+            default:
+                throw new IllegalArgumentException(result.getMessage());
+        }
+        try {
+            return machine.awaitApplied(result.getIndex(), settings.requestTimeout().toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ControlLogUnavailableException("interrupted while waiting for entry " + result.getIndex(), e);
+        }
+    }
+
+    /** This replica's state (it may lag the leader by the entries not yet applied here). */
+    public ClusterState state() {
+        return machine.state();
+    }
+
+    public LeadershipEvents leadership() {
+        return leadership;
+    }
+
+    public void addAppliedListener(ControlStateMachine.AppliedListener listener) {
+        machine.addAppliedListener(listener);
+    }
+
+    public ReplicaSettings settings() {
+        return settings;
+    }
+
+    public RaftStatus status() {
+        List<String> peers = settings.peers().stream().map(ReplicaSettings.Peer::toString).toList();
+        try {
+            DivisionInfo info = server.getDivision(group.getGroupId()).getInfo();
+            RaftPeerId leader = info.getLeaderId();
+            return new RaftStatus(settings.selfId(), info.getCurrentRole().name(), leader == null ? null : leader.toString(),
+                    info.getCurrentTerm(), info.getLastAppliedIndex(), peers);
+        } catch (IOException | RuntimeException e) {
+            Leadership l = leadership.current();
+            return new RaftStatus(settings.selfId(), String.valueOf(server.getLifeCycleState()), l.leaderId(), l.term(),
+                    machine.state().lastAppliedIndex(), peers);
+        }
+    }
+
+    /** Takes a snapshot on this replica now (also taken automatically every snapshot-threshold entries). */
+    public long snapshot() throws IOException {
+        RaftClientReply reply = client.getSnapshotManagementApi(RaftPeerId.valueOf(settings.selfId()))
+                .create(settings.requestTimeout().toMillis());
+        if (!reply.isSuccess()) {
+            throw new IOException("snapshot failed: " + reply.getException(), reply.getException());
+        }
+        return reply.getLogIndex();
+    }
+
+    @Override
+    public void close() {
+        try {
+            client.close();
+        } catch (IOException e) {
+            log.debug("closing raft client", e);
+        }
+        try {
+            server.close();
+        } catch (IOException e) {
+            log.warn("closing raft server {}", settings.selfId(), e);
+        }
+        leadership.close();
+    }
+}

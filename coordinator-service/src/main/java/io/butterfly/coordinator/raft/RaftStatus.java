@@ -1,0 +1,17 @@
+package io.butterfly.coordinator.raft;
+
+import java.util.List;
+
+/**
+ * This replica's view of the control-log group, for {@code GET /api/v1/system/state}.
+ *
+ * @param selfId          this replica's peer id
+ * @param role            LEADER, FOLLOWER, CANDIDATE (or the server's life-cycle state when not running)
+ * @param leaderId        the known leader (null during an election)
+ * @param term            current Raft term
+ * @param lastAppliedIndex last log index applied by this replica's state machine
+ * @param peers           every replica as {@code id=host:port}
+ */
+public record RaftStatus(String selfId, String role, String leaderId, long term, long lastAppliedIndex,
+                         List<String> peers) {
+}

@@ -1,0 +1,59 @@
+package io.butterfly.coordinator.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.butterfly.coordinator.raft.ReplicaSettings;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** butterfly.coordinator.raft to replica settings: the embedded default and an explicit group of three. */
+class RaftConfigurationTest {
+
+    private static CoordinatorProperties coordinator(String nodeId) {
+        return new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "demo", 3, "127.0.0.1", 9082, "127.0.0.1",
+                9081, Path.of("/tmp/coord"), 1024, 4096, 120, List.of());
+    }
+
+    private static ControlRaftProperties raft(String peerId, List<String> peers) {
+        return new ControlRaftProperties(peerId, peers, 20, "", Duration.ofMillis(150), Duration.ofMillis(300), 1000,
+                Duration.ofSeconds(5));
+    }
+
+    @Test
+    void defaultIsOneReplicaAtTheGrpcPortPlusTwentyStoringUnderTheDataDir() {
+        ReplicaSettings s = RaftConfiguration.settings(coordinator("coordinator-0"), raft("", List.of()), 9080);
+        assertEquals("coordinator-0", s.selfId());
+        assertEquals(List.of(new ReplicaSettings.Peer("coordinator-0", "127.0.0.1", 9100)), s.peers());
+        assertEquals(Path.of("/tmp/coord/raft"), s.storageDir());
+        assertEquals("butterfly", s.groupName());
+    }
+
+    @Test
+    void explicitPeersNameEveryReplicaAndMustIncludeThisOne() {
+        List<String> peers = List.of("coordinator-0=127.0.0.1:9070", "coordinator-1=127.0.0.1:9071",
+                "coordinator-2=10.0.0.3:9072");
+        ReplicaSettings s = RaftConfiguration.settings(coordinator("coordinator-1"), raft("", peers), 9083);
+        assertEquals("coordinator-1", s.selfId());
+        assertEquals(new ReplicaSettings.Peer("coordinator-1", "127.0.0.1", 9071), s.self());
+        assertEquals("10.0.0.3", s.peers().get(2).host());
+
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> RaftConfiguration.settings(coordinator("coordinator-7"), raft("", peers), 9083));
+        assertTrue(e.getMessage().contains("coordinator-7"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> RaftConfiguration.settings(coordinator("coordinator-0"),
+                raft("", List.of("coordinator-0=127.0.0.1:9070", "coordinator-0=127.0.0.1:9071")), 9080));
+    }
+
+    @Test
+    void malformedPeersAreRefusedWithTheOffendingEntry() {
+        for (String bad : List.of("coordinator-0", "=127.0.0.1:1", "c0=127.0.0.1", "c0=127.0.0.1:x", "c0=host:70000")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> ReplicaSettings.Peer.parse(bad));
+            assertTrue(e.getMessage().contains(bad), e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,213 @@
+package io.butterfly.coordinator.raft;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.NotReadyException;
+import io.butterfly.coordinator.cluster.SystemState;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three real Ratis replicas of the control log on loopback in one JVM: replication, leader failover
+ * (one leader per term), refused commands as deterministic no-ops, and a restarted replica catching up
+ * from its own storage (snapshot + log).
+ */
+class ControlReplicaGroupTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(15);
+
+    @TempDir
+    Path dir;
+
+    private final List<ReplicaSettings.Peer> peers = new ArrayList<>();
+    private final List<ControlReplica> replicas = new ArrayList<>();
+    /** term -> every leader any replica was told about in that term. */
+    private final Map<Long, Set<String>> leadersByTerm = new ConcurrentHashMap<>();
+
+    @BeforeEach
+    void startGroup() throws IOException {
+        for (int i = 0; i < 3; i++) {
+            peers.add(new ReplicaSettings.Peer("coordinator-" + i, "127.0.0.1", TestReplicas.freePort()));
+        }
+        for (int i = 0; i < 3; i++) {
+            replicas.add(start(i));
+        }
+    }
+
+    @AfterEach
+    void stopGroup() {
+        replicas.stream().filter(r -> r != null).forEach(ControlReplica::close);
+    }
+
+    private ControlReplica start(int i) throws IOException {
+        ControlReplica r = ControlReplica.start(TestReplicas.settings(peers.get(i).id(), peers,
+                dir.resolve(peers.get(i).id()), 5));
+        r.leadership().addListener(l -> {
+            if (l.leaderId() != null) {
+                leadersByTerm.computeIfAbsent(l.term(), t -> ConcurrentHashMap.newKeySet()).add(l.leaderId());
+            }
+        });
+        return r;
+    }
+
+    @Test
+    void commandsReplicateAndAFailedLeaderIsReplacedInAHigherTerm() {
+        ControlReplica leader = awaitLeader(replicas);
+        ControlReplica follower = replicas.stream().filter(r -> r != leader).findFirst().orElseThrow();
+
+        // Submitted on a follower: the client finds the leader; every replica applies the command.
+        follower.submit(new ClusterCommand.Bootstrap("m", 3, 1));
+        leader.submit(new ClusterCommand.NodeJoined(info("w1"), 2));
+        ClusterState joined = follower.submit(new ClusterCommand.NodeJoined(info("w2"), 3));
+        assertEquals(List.of("w1", "w2"), List.copyOf(joined.nodes().keySet()));
+        awaitSameState(replicas);
+        assertEquals(SystemState.BOOTSTRAPPING, replicas.get(2).state().system());
+
+        // Refused on every replica alike: the error reaches the submitter, the states stay equal.
+        ClusterState before = leader.state();
+        assertThrows(IllegalTransitionException.class, () -> follower.submit(new ClusterCommand.Bootstrap("x", 1, 4)));
+        assertThrows(NotReadyException.class, () -> follower.submit(new ClusterCommand.TaskSubmitted("t", 3, 5)));
+        awaitSameState(replicas);
+        assertEquals(before, leader.state());
+        leader.submit(new ClusterCommand.NodeJoined(info("w3"), 6));
+        awaitSameState(replicas);
+
+        // The leader dies: the two others elect a new one in a higher term and keep committing.
+        long oldTerm = leader.leadership().current().term();
+        String oldLeader = leader.settings().selfId();
+        leader.close();
+        replicas.set(replicas.indexOf(leader), null);
+        List<ControlReplica> survivors = replicas.stream().filter(r -> r != null).toList();
+        ControlReplica next = awaitLeader(survivors);
+        assertNotEquals(oldLeader, next.settings().selfId());
+        assertTrue(next.leadership().current().term() > oldTerm, "the new leader must be in a higher term");
+        ControlReplica other = survivors.stream().filter(r -> r != next).findFirst().orElseThrow();
+        other.submit(new ClusterCommand.ModelResolved("m", "root", 7));
+        awaitSameState(survivors);
+        assertEquals("root", other.state().merkleRoot());
+        assertOneLeaderPerTerm();
+
+        // One replica of three left: no quorum, so nothing commits and the submitter hears so in bounded time.
+        next.close();
+        replicas.set(replicas.indexOf(next), null);
+        long started = System.nanoTime();
+        assertThrows(ControlLogUnavailableException.class,
+                () -> other.submit(new ClusterCommand.NodeJoined(info("w4"), 8)));
+        long waitedMs = (System.nanoTime() - started) / 1_000_000;
+        assertTrue(waitedMs < other.settings().requestTimeout().toMillis() + 2000, "waited " + waitedMs + " ms");
+        assertEquals(3, other.state().nodes().size());
+    }
+
+    @Test
+    void aRestartedReplicaCatchesUpFromItsSnapshotAndLog() throws IOException {
+        ControlReplica leader = awaitLeader(replicas);
+        leader.submit(new ClusterCommand.Bootstrap("m", 8, 1));
+        for (int i = 1; i <= 6; i++) {
+            leader.submit(new ClusterCommand.NodeJoined(info("w" + i), 1 + i));
+        }
+        awaitSameState(replicas);
+
+        int lagging = (replicas.indexOf(leader) + 1) % 3;
+        ControlReplica restarted = replicas.get(lagging);
+        long snapshotIndex = restarted.snapshot();
+        assertTrue(snapshotIndex > 0);
+        Path storage = restarted.settings().storageDir();
+        assertTrue(snapshotFiles(storage).findAny().isPresent(), "a snapshot file in " + storage);
+        restarted.close();
+        replicas.set(lagging, null);
+
+        // Committed by the remaining majority while the replica is down.
+        leader.submit(new ClusterCommand.NodeJoined(info("w7"), 20));
+        leader.submit(new ClusterCommand.NodeJoined(info("w8"), 21));
+        leader.submit(new ClusterCommand.ModelResolved("m", "root", 22));
+
+        ControlReplica back = start(lagging);
+        replicas.set(lagging, back);
+        awaitSameState(replicas);
+        assertEquals(8, back.state().nodes().size());
+        assertEquals(SystemState.BOOTSTRAPPING, back.state().system());
+        assertEquals(leader.state(), back.state());
+        assertOneLeaderPerTerm();
+    }
+
+    @Test
+    void aDamagedSnapshotStopsTheReplicaFromStarting() throws IOException {
+        ControlReplica leader = awaitLeader(replicas);
+        leader.submit(new ClusterCommand.Bootstrap("m", 2, 1));
+        leader.submit(new ClusterCommand.NodeJoined(info("w1"), 2));
+        awaitSameState(replicas);
+        int victim = (replicas.indexOf(leader) + 1) % 3;
+        ControlReplica r = replicas.get(victim);
+        r.snapshot();
+        r.close();
+        replicas.set(victim, null);
+        Path snapshot = snapshotFiles(r.settings().storageDir()).findFirst().orElseThrow();
+        byte[] bytes = Files.readAllBytes(snapshot);
+        bytes[bytes.length - 2] ^= 1;
+        Files.write(snapshot, bytes);
+        assertThrows(Exception.class, () -> replicas.set(victim, start(victim)));
+    }
+
+    private void assertOneLeaderPerTerm() {
+        assertTrue(!leadersByTerm.isEmpty());
+        leadersByTerm.forEach((term, leaders) ->
+                assertEquals(1, leaders.size(), "term " + term + " had leaders " + leaders));
+    }
+
+    private static Stream<Path> snapshotFiles(Path storage) throws IOException {
+        List<Path> found;
+        try (Stream<Path> all = Files.walk(storage)) {
+            found = all.filter(p -> p.getFileName().toString().matches("snapshot\\.\\d+_\\d+")).toList();
+        }
+        return found.stream();
+    }
+
+    private static ControlReplica awaitLeader(List<ControlReplica> group) {
+        ControlReplica[] leader = new ControlReplica[1];
+        await("a leader among " + group.size(), () -> {
+            List<ControlReplica> leading = group.stream().filter(r -> r.leadership().leading()).toList();
+            leader[0] = leading.size() == 1 ? leading.get(0) : null;
+            return leader[0] != null;
+        });
+        return leader[0];
+    }
+
+    private static void awaitSameState(List<ControlReplica> group) {
+        List<ControlReplica> live = group.stream().filter(r -> r != null).toList();
+        await("equal states", () -> live.stream().map(ControlReplica::state).distinct().count() == 1);
+    }
+
+    private static void await(String what, BooleanSupplier condition) {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            TestReplicas.sleep(20);
+        }
+    }
+
+    private static NodeInfo info(String id) {
+        return new NodeInfo(id, "worker", "127.0.0.1", 1, 2, 2, 1L << 30, 1.0, "cpu");
+    }
+}
