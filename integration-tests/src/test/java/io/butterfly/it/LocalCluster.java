@@ -105,6 +105,42 @@ final class LocalCluster implements AutoCloseable {
                 args.toArray(String[]::new));
     }
 
+    /**
+     * {@code replicas} coordinators in one Raft group, named "coordinator" (coordinator-0, the ports above),
+     * "coordinator-1", ...; workers report to coordinator-0 until an assignment names the leader.
+     */
+    void startCoordinatorGroup(String modelId, int expectedWorkers, int replicas) {
+        List<int[]> ports = new ArrayList<>(); // http, grpc, raft
+        ports.add(new int[] {coordinatorHttp, coordinatorGrpc, coordinatorRaft});
+        for (int c = 1; c < replicas; c++) {
+            ports.add(new int[] {freePort(), freePort(), freePort()});
+        }
+        StringBuilder peers = new StringBuilder();
+        for (int c = 0; c < replicas; c++) {
+            peers.append(c == 0 ? "" : ",").append("coordinator-").append(c).append("=127.0.0.1:").append(ports.get(c)[2]);
+        }
+        for (int c = 0; c < replicas; c++) {
+            String name = c == 0 ? "coordinator" : "coordinator-" + c;
+            start(name, "coordinator-service", "512m", ports.get(c)[0], ports.get(c)[1],
+                    "--butterfly.coordinator.node-id=coordinator-" + c,
+                    "--butterfly.coordinator.model-id=" + modelId,
+                    "--butterfly.coordinator.expected-workers=" + expectedWorkers,
+                    "--butterfly.coordinator.discovery-port=" + discoveryGrpc,
+                    "--butterfly.coordinator.registry-port=" + registryGrpc,
+                    "--butterfly.coordinator.data-dir=" + workDir.resolve(name),
+                    "--butterfly.coordinator.raft.peer-id=coordinator-" + c,
+                    "--butterfly.coordinator.raft.peers=" + peers,
+                    "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey());
+        }
+    }
+
+    /** POST on a service's own HTTP port. */
+    Reply postTo(String name, String path, String json) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPorts.get(name) + path))
+                .timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json)).build());
+    }
+
     /** Discovery, registry, workers and coordinator, all at once: each retries until its peers are up. */
     void startAll(Path modelDir, int workers) {
         startDiscovery();

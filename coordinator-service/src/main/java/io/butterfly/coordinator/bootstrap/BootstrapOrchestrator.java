@@ -7,6 +7,7 @@ import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.raft.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.ModelCatalog;
 import io.butterfly.coordinator.inference.ServedModel;
 import io.butterfly.coordinator.planning.PartitionPlan;
@@ -51,10 +52,14 @@ public class BootstrapOrchestrator {
     private final WorkerChannels workers;
     private final Clock clock;
     private final ManagedChannel discovery;
+    private final LeaderTakeover takeover;
     private volatile Thread thread;
+    private volatile boolean retrying;
 
     public BootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
-                                 AssignmentPlanning planning, WorkerChannels workers, Clock clock) {
+                                 AssignmentPlanning planning, WorkerChannels workers, Clock clock,
+                                 LeaderTakeover takeover) {
+        this.takeover = takeover;
         this.props = props;
         this.control = control;
         this.catalog = catalog;
@@ -92,13 +97,39 @@ public class BootstrapOrchestrator {
         }
     }
 
+    /**
+     * Bootstraps while this replica leads. A command the log could not commit in time (an overloaded machine,
+     * a lost quorum) is retried from the replicated state, not given up: nothing else would restart it.
+     */
     private void run() {
+        retrying = false;
+        while (!Thread.currentThread().isInterrupted() && control.leadership().current().leading()) {
+            try {
+                bootstrap();
+                return;
+            } catch (ControlLogUnavailableException e) {
+                // The command may still commit (e.g. the assignment): once it has, the workers are told again.
+                retrying = true;
+                log.warn("bootstrap paused, the control log is unavailable ({}); retrying", e.getMessage());
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private void bootstrap() {
         try {
             // A leader elected mid-bootstrap continues from the replicated state.
             if (control.state().system() == SystemState.UNINITIALIZED) {
                 control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
             }
             if (control.state().epoch() > 0) {
+                if (retrying) {
+                    takeover.reannounce(); // an assignment committed while its sender gave up on it
+                }
                 return; // partitions are assigned already: LeaderTakeover re-announces them with this term
             }
             ServedModel model = fetchModel();
@@ -111,8 +142,10 @@ public class BootstrapOrchestrator {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } catch (ControlLogUnavailableException e) {
+            throw e;
         } catch (RuntimeException e) {
-            log.warn("bootstrap stopped (leadership lost or control log unavailable): {}", e.toString());
+            log.warn("bootstrap stopped (leadership lost): {}", e.toString());
         }
     }
 

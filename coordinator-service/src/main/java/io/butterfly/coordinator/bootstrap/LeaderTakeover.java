@@ -56,6 +56,14 @@ public class LeaderTakeover {
         });
     }
 
+    /** Sends every pipeline worker its current assignment again, with this leader's term (idempotent on workers). */
+    void reannounce() {
+        Leadership l = control.leadership().current();
+        if (l.leading()) {
+            executor.execute(() -> announce(l));
+        }
+    }
+
     private void announce(Leadership leadership) {
         ClusterState s = control.state();
         if (s.epoch() == 0) {
