@@ -82,6 +82,15 @@ class PipelineEndToEndTest {
         assertThat(v.path("validated_nodes")).hasSize(3);
         assertThat(layers.cardinality()).isEqualTo(LLAMA.numLayers());
         assertThat(layers.nextClearBit(0)).isEqualTo(LLAMA.numLayers());
+        // The validated weights are checkpointed in the control log (bootstrap-protocol.md §5.3).
+        JsonNode checkpoints = cluster.get("/api/v1/checkpoints").json().path("checkpoints");
+        for (int i = 0; i < 100 && checkpoints.isEmpty(); i++) { // committed right after READY
+            Thread.sleep(100);
+            checkpoints = cluster.get("/api/v1/checkpoints").json().path("checkpoints");
+        }
+        assertThat(checkpoints).isNotEmpty();
+        assertThat(checkpoints.get(0).path("epoch").asLong()).isEqualTo(s.path("epoch").asLong());
+        assertThat(checkpoints.get(0).path("merkle_root").asString()).isEqualTo(s.path("merkle_root").asString());
     }
 
     @Test

@@ -124,6 +124,12 @@ public class CrossValidator {
         if (v.status() == WeightValidation.Status.VALID) {
             log.info("weights cross-validated (epoch {}): merkle root {} equals the manifest's, partition root {}",
                     v.epoch(), v.merkleRoot(), v.partitionRoot());
+            // §5.3 Checkpoint: this epoch serves these validated weights.
+            try {
+                control.submit(new ClusterCommand.Checkpoint(v.epoch(), v.merkleRoot(), clock.millis()));
+            } catch (IllegalArgumentException | IllegalTransitionException e) {
+                log.info("checkpoint of epoch {} not recorded: {}", v.epoch(), e.getMessage());
+            }
         } else {
             log.error("weights cross-validation {} (epoch {}): {}", v.status(), v.epoch(), v.problems());
         }

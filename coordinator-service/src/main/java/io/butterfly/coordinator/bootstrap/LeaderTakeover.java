@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.bootstrap;
 
+import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
@@ -51,9 +52,21 @@ public class LeaderTakeover {
     public void start() {
         control.leadership().addListener(l -> {
             if (l.leading()) {
-                executor.execute(() -> announce(l));
+                executor.execute(() -> {
+                    commitNoOp(l);
+                    announce(l);
+                });
             }
         });
+    }
+
+    /** §5.3 NoOp: an entry of the new term, so everything earlier is known committed before the leader acts. */
+    private void commitNoOp(Leadership l) {
+        try {
+            control.submit(new ClusterCommand.NoOp(l.selfId(), l.term(), System.currentTimeMillis()));
+        } catch (RuntimeException e) {
+            log.info("raft: no-op of term {} not committed: {}", l.term(), e.toString());
+        }
     }
 
     /** Sends every pipeline worker its current assignment again, with this leader's term (idempotent on workers). */

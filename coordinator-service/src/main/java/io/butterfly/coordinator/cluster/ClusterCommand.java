@@ -156,4 +156,20 @@ public sealed interface ClusterCommand {
             Objects.requireNonNull(validation, "validation");
         }
     }
+
+    // Control-plane entries of bootstrap-protocol.md §5.3.
+
+    /** {@code Checkpoint}: the epoch and the Merkle root of the weights it serves, once validated. */
+    record Checkpoint(long epoch, String merkleRoot, long atMs) implements ClusterCommand {
+        public Checkpoint {
+            Objects.requireNonNull(merkleRoot, "merkleRoot");
+        }
+    }
+
+    /** {@code NoOp}: a new leader commits an entry of its own term before it acts (Raft §8). */
+    record NoOp(String replicaId, long term, long atMs) implements ClusterCommand {
+        public NoOp {
+            Objects.requireNonNull(replicaId, "replicaId");
+        }
+    }
 }

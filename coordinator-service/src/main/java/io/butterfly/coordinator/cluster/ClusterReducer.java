@@ -36,7 +36,29 @@ public final class ClusterReducer {
         if (state.system() == SystemState.TERMINATED) {
             throw new IllegalTransitionException("the system is TERMINATED; " + name(command) + " is refused");
         }
+        if (command instanceof ClusterCommand.Checkpoint c) {
+            return checkpoint(state, c, index).withIndex(index); // the checkpoint is named by its log index
+        }
         return dispatch(state, command).withIndex(index);
+    }
+
+    /** Only the current epoch, serving the validated weights, can be checkpointed. */
+    private static ClusterState checkpoint(ClusterState s, ClusterCommand.Checkpoint c, long index) {
+        if (c.epoch() != s.epoch() || s.epoch() == 0) {
+            throw new IllegalArgumentException("checkpoint of epoch " + c.epoch() + " but the cluster is at epoch "
+                    + s.epoch());
+        }
+        if (!c.merkleRoot().equals(s.merkleRoot())) {
+            throw new IllegalArgumentException("checkpoint names merkle root " + c.merkleRoot()
+                    + " but the served model's is " + s.merkleRoot());
+        }
+        long completed = s.tasks().values().stream().filter(t -> t.state() == TaskRecord.State.COMPLETED).count();
+        java.util.List<CheckpointRecord> next = new java.util.ArrayList<>(s.checkpoints());
+        next.add(new CheckpointRecord("ckpt-" + index, c.epoch(), c.merkleRoot(), index, c.atMs(), completed));
+        while (next.size() > ClusterState.MAX_CHECKPOINTS) {
+            next.remove(0);
+        }
+        return s.withCheckpoints(next);
     }
 
     // if/instanceof rather than a pattern switch: the build targets JDK 17.
@@ -77,6 +99,8 @@ public final class ClusterReducer {
             return feasibilityAssessed(s, f);
         } else if (c instanceof ClusterCommand.WeightsValidated v) {
             return weightsValidated(s, v);
+        } else if (c instanceof ClusterCommand.NoOp) {
+            return s; // only the log index moves
         }
         throw new IllegalArgumentException("unknown command " + c);
     }

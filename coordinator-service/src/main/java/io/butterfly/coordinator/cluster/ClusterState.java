@@ -16,10 +16,15 @@ import java.util.Map;
  */
 public record ClusterState(SystemState system, long epoch, String modelId, String merkleRoot, int expectedWorkers,
                            String statusMessage, Map<String, NodeRecord> nodes, List<String> pipeline,
-                           Map<String, TaskRecord> tasks, long lastAppliedIndex, BootstrapChecks checks) {
+                           Map<String, TaskRecord> tasks, long lastAppliedIndex, BootstrapChecks checks,
+                           List<CheckpointRecord> checkpoints) {
+
+    /** Checkpoints kept in the state (the oldest are dropped). */
+    public static final int MAX_CHECKPOINTS = 16;
 
     public ClusterState {
         checks = checks == null ? BootstrapChecks.NONE : checks;
+        checkpoints = checkpoints == null ? List.of() : List.copyOf(checkpoints);
         nodes = Collections.unmodifiableMap(new LinkedHashMap<>(nodes));
         pipeline = List.copyOf(pipeline);
         tasks = Collections.unmodifiableMap(new LinkedHashMap<>(tasks));
@@ -27,22 +32,22 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     public static ClusterState initial() {
         return new ClusterState(SystemState.UNINITIALIZED, 0, null, null, 0, "waiting for bootstrap",
-                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE);
+                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of());
     }
 
     ClusterState withSystem(SystemState next, String message) {
         return new ClusterState(next, epoch, modelId, merkleRoot, expectedWorkers, message, nodes, pipeline, tasks,
-                lastAppliedIndex, checks);
+                lastAppliedIndex, checks, checkpoints);
     }
 
     ClusterState withModel(String model, String root, int workers) {
         return new ClusterState(system, epoch, model, root, workers, statusMessage, nodes, pipeline, tasks,
-                lastAppliedIndex, checks);
+                lastAppliedIndex, checks, checkpoints);
     }
 
     ClusterState withNodes(Map<String, NodeRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, next, pipeline,
-                tasks, lastAppliedIndex, checks);
+                tasks, lastAppliedIndex, checks, checkpoints);
     }
 
     ClusterState withNode(NodeRecord node) {
@@ -53,22 +58,27 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     ClusterState withAssignment(long nextEpoch, List<String> nextPipeline, Map<String, NodeRecord> nextNodes) {
         return new ClusterState(system, nextEpoch, modelId, merkleRoot, expectedWorkers, statusMessage, nextNodes,
-                nextPipeline, tasks, lastAppliedIndex, checks);
+                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints);
     }
 
     ClusterState withTasks(Map<String, TaskRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                next, lastAppliedIndex, checks);
+                next, lastAppliedIndex, checks, checkpoints);
     }
 
     ClusterState withIndex(long index) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, index, checks);
+                tasks, index, checks, checkpoints);
+    }
+
+    ClusterState withCheckpoints(List<CheckpointRecord> next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, checks, next);
     }
 
     ClusterState withChecks(BootstrapChecks next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, next);
+                tasks, lastAppliedIndex, next, checkpoints);
     }
 
     /** Whether every stage of the current plan reported its partition READY and none is FAILED. */

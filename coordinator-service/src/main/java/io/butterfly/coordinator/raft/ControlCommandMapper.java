@@ -110,6 +110,12 @@ public final class ControlCommandMapper {
         } else if (command instanceof ClusterCommand.NodeRecovered c) {
             b.setNodeRecovered(NodeRecoveredCommand.newBuilder().setNodeId(c.nodeId())
                     .setPartitionIntact(c.partitionIntact()).setLastHeartbeatMs(c.lastHeartbeatMs()));
+        } else if (command instanceof ClusterCommand.Checkpoint c) {
+            b.setCheckpoint(io.butterfly.proto.coordinator.v1.CheckpointCommand.newBuilder().setEpoch(c.epoch())
+                    .setMerkleRoot(c.merkleRoot()));
+        } else if (command instanceof ClusterCommand.NoOp c) {
+            b.setNoOp(io.butterfly.proto.coordinator.v1.NoOpCommand.newBuilder().setReplicaId(c.replicaId())
+                    .setTerm(c.term()));
         } else if (!IntegrityCommandMapper.toProto(command, b)) {
             throw new IllegalArgumentException("no log mapping for " + command.getClass().getName());
         }
@@ -194,6 +200,11 @@ public final class ControlCommandMapper {
                 NodeRecoveredCommand c = proto.getNodeRecovered();
                 return new ClusterCommand.NodeRecovered(c.getNodeId(), c.getPartitionIntact(), c.getLastHeartbeatMs(), at);
             }
+            case CHECKPOINT:
+                return new ClusterCommand.Checkpoint(proto.getCheckpoint().getEpoch(),
+                        proto.getCheckpoint().getMerkleRoot(), at);
+            case NO_OP:
+                return new ClusterCommand.NoOp(proto.getNoOp().getReplicaId(), proto.getNoOp().getTerm(), at);
             case COMMAND_NOT_SET:
             default:
                 throw new IllegalArgumentException("control-log entry has no known command: " + proto.getCommandCase());

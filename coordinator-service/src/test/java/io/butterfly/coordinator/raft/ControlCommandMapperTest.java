@@ -49,7 +49,9 @@ class ControlCommandMapperTest {
                 new ClusterCommand.WeightsValidated(new WeightValidation(rnd.nextInt(50),
                         WeightValidation.Status.values()[rnd.nextInt(3)], rnd.nextBoolean() ? null : "ab" + s,
                         rnd.nextBoolean() ? null : "cd" + s, List.of("w-1"), rnd.nextBoolean() ? List.of() : List.of("w-2"),
-                        List.of("w-2: layer_001.safetensors sha256 differs"), at), at));
+                        List.of("w-2: layer_001.safetensors sha256 differs"), at), at),
+                new ClusterCommand.Checkpoint(rnd.nextInt(50), "ab" + s, at),
+                new ClusterCommand.NoOp("coordinator-" + rnd.nextInt(3), rnd.nextInt(100), at));
     }
 
     @Test
