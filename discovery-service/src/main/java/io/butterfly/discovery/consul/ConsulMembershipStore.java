@@ -2,6 +2,7 @@ package io.butterfly.discovery.consul;
 
 import io.butterfly.discovery.membership.CapabilitiesCodec;
 import io.butterfly.discovery.membership.MemberState;
+import io.butterfly.discovery.membership.ListingMembershipStore;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
 import java.util.ArrayList;
@@ -25,51 +26,20 @@ import org.springframework.cloud.consul.model.http.health.HealthService;
  * {@code joined} (this replica) and merged into the catalog entries with the same node id; a joined node the
  * catalog does not show (yet) is listed too, so planning never waits on a Consul health check.
  */
-public final class ConsulMembershipStore implements MembershipStore {
+public final class ConsulMembershipStore extends ListingMembershipStore {
 
     private static final Logger log = LoggerFactory.getLogger(ConsulMembershipStore.class);
 
     private final ConsulClient consul;
     private final String clusterTag;
-    private final MembershipStore joined;
     private final CapabilitiesCodec codec;
     private volatile long lastWarnMs;
 
     public ConsulMembershipStore(ConsulClient consul, String clusterName, MembershipStore joined, CapabilitiesCodec codec) {
+        super(joined);
         this.consul = consul;
         this.clusterTag = "cluster:" + clusterName;
-        this.joined = joined;
         this.codec = codec;
-    }
-
-    @Override
-    public MemberView admit(MemberView candidate) {
-        return joined.admit(candidate);
-    }
-
-    @Override
-    public Optional<MemberView> acknowledge(String nodeId, long nowMs) {
-        return joined.acknowledge(nodeId, nowMs);
-    }
-
-    @Override
-    public Optional<MemberView> touch(String nodeId, long nowMs) {
-        return joined.touch(nodeId, nowMs);
-    }
-
-    @Override
-    public Optional<MemberView> member(String nodeId) {
-        return joined.member(nodeId);
-    }
-
-    @Override
-    public int size() {
-        return joined.size();
-    }
-
-    @Override
-    public boolean leave(String nodeId) {
-        return joined.leave(nodeId);
     }
 
     @Override

@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -15,12 +14,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * answers a reachability probe and has not joined (state {@link MemberState#REACHABLE}). Probe results are
  * reused for {@code probeInterval}, so a listing does not wait for a down seed's connect timeout every time.
  */
-public final class StaticMembershipStore implements MembershipStore {
+public final class StaticMembershipStore extends ListingMembershipStore {
 
     private record Probe(boolean reachable, long atMs) {
     }
 
-    private final MembershipStore joined;
     private final List<StaticSeed> seeds;
     private final SeedProbe probe;
     private final long probeIntervalMs;
@@ -29,41 +27,11 @@ public final class StaticMembershipStore implements MembershipStore {
 
     public StaticMembershipStore(MembershipStore joined, List<StaticSeed> seeds, SeedProbe probe, Duration probeInterval,
                                  Clock clock) {
-        this.joined = joined;
+        super(joined);
         this.seeds = List.copyOf(seeds);
         this.probe = probe;
         this.probeIntervalMs = probeInterval.toMillis();
         this.clock = clock;
-    }
-
-    @Override
-    public MemberView admit(MemberView candidate) {
-        return joined.admit(candidate);
-    }
-
-    @Override
-    public Optional<MemberView> acknowledge(String nodeId, long nowMs) {
-        return joined.acknowledge(nodeId, nowMs);
-    }
-
-    @Override
-    public Optional<MemberView> touch(String nodeId, long nowMs) {
-        return joined.touch(nodeId, nowMs);
-    }
-
-    @Override
-    public Optional<MemberView> member(String nodeId) {
-        return joined.member(nodeId);
-    }
-
-    @Override
-    public int size() {
-        return joined.size();
-    }
-
-    @Override
-    public boolean leave(String nodeId) {
-        return joined.leave(nodeId);
     }
 
     @Override

@@ -6,13 +6,10 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,17 +33,13 @@ public final class DetectBenchCommand {
     private static final long DETECT_TIMEOUT_MS = 15_000;
     private static final long RECOVER_TIMEOUT_MS = 300_000;
 
-    private final Path launcher;
-    private final Path procs;
-    private final Path logs;
+    private final LauncherProcesses processes;
     private final String coordinator;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final PrintStream out = System.out;
 
     DetectBenchCommand(Path launcher, Path state, String coordinator) {
-        this.launcher = launcher;
-        this.procs = state.resolve("run/procs");
-        this.logs = state.resolve("logs");
+        this.processes = new LauncherProcesses(launcher, state);
         this.coordinator = coordinator;
     }
 
@@ -66,13 +59,13 @@ public final class DetectBenchCommand {
         boolean started = false;
         if (!clusterRunning()) {
             out.println("no cluster running: starting one with " + workers + " workers");
-            launch("up", "--workers", String.valueOf(workers));
+            processes.launch("up", "--workers", String.valueOf(workers));
             started = true;
         }
         try {
             List<Proc> procList = workerProcs();
             if (procList.isEmpty()) {
-                throw new IllegalStateException("no worker processes in " + procs);
+                throw new IllegalStateException("no worker processes in " + processes.procs());
             }
             awaitServing(procList);
             out.printf("cluster: %d workers %s%n", procList.size(), procList.stream().map(Proc::name).toList());
@@ -137,7 +130,7 @@ public final class DetectBenchCommand {
             return ok ? 0 : 1;
         } finally {
             if (started) {
-                launch("down");
+                processes.launch("down");
             }
         }
     }
@@ -145,7 +138,7 @@ public final class DetectBenchCommand {
     /** Returns the detection time in ms, or null when the coordinator did not mark the node FAILED in time. */
     private Long killAndRestart(Proc p, int n, int total) throws Exception {
         awaitNodeServing(p.nodeId());
-        List<String> command = commandLine(p.pid());
+        List<String> command = LauncherProcesses.commandLine(p.pid());
         ProcessHandle handle = ProcessHandle.of(p.pid()).orElseThrow(() -> new IllegalStateException(p + " is gone"));
         long killMs = System.currentTimeMillis();
         handle.destroyForcibly(); // SIGKILL
@@ -169,7 +162,7 @@ public final class DetectBenchCommand {
             out.printf("kill %2d/%d %s: NOT marked FAILED within %d ms%n", n, total, p.name(), DETECT_TIMEOUT_MS);
         }
         handle.onExit().get();
-        restart(p, command);
+        processes.restart(p.name(), command);
         long t0 = System.currentTimeMillis();
         awaitNodeServing(p.nodeId());
         awaitSystemReady();
@@ -185,9 +178,9 @@ public final class DetectBenchCommand {
         awaitNodeServing(p.nodeId());
         Thread.sleep(300); // a few regular beats since the last pause
         long stopMs = System.currentTimeMillis();
-        signal("STOP", p.pid());
+        LauncherProcesses.signal("STOP", p.pid());
         Thread.sleep(pauseMs);
-        signal("CONT", p.pid());
+        LauncherProcesses.signal("CONT", p.pid());
         boolean suspected = false;
         boolean failed = false;
         // Watch until the node's heartbeats have certainly resumed and any verdict has been taken.
@@ -218,7 +211,7 @@ public final class DetectBenchCommand {
         awaitNodeServing(p.nodeId());
         Thread.sleep(300);
         long stopMs = System.currentTimeMillis();
-        signal("STOP", p.pid());
+        LauncherProcesses.signal("STOP", p.pid());
         Long detected = null;
         try {
             long deadline = stopMs + DETECT_TIMEOUT_MS;
@@ -234,7 +227,7 @@ public final class DetectBenchCommand {
                 Thread.sleep(10);
             }
         } finally {
-            signal("CONT", p.pid());
+            LauncherProcesses.signal("CONT", p.pid());
         }
         if (detected == null) {
             out.printf("hang  %2d/%d %s: NOT marked FAILED within %d ms%n", n, total, p.name(), DETECT_TIMEOUT_MS);
@@ -308,50 +301,12 @@ public final class DetectBenchCommand {
         }
     }
 
-    /** Restarts a killed worker with its original command line and log, and records the new pid. */
-    private void restart(Proc p, List<String> command) throws IOException {
-        Process started = new ProcessBuilder(command)
-                .redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(logs.resolve(p.name() + ".log").toFile()))
-                .start();
-        List<String> lines = new ArrayList<>();
-        for (String line : Files.readAllLines(procs)) {
-            String[] f = line.trim().split("\\s+");
-            if (f.length >= 3 && f[0].equals(p.name())) {
-                f[2] = Long.toString(started.pid());
-                line = String.join(" ", f);
-            }
-            lines.add(line);
-        }
-        Files.write(procs, lines);
-    }
-
-    private static List<String> commandLine(long pid) throws IOException {
-        byte[] raw = Files.readAllBytes(Path.of("/proc/" + pid + "/cmdline"));
-        String s = new String(raw, StandardCharsets.UTF_8);
-        if (s.endsWith("\0")) {
-            s = s.substring(0, s.length() - 1);
-        }
-        return Arrays.asList(s.split("\0"));
-    }
-
-    private static void signal(String signal, long pid) throws IOException, InterruptedException {
-        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
-        if (kill.waitFor() != 0) {
-            throw new IllegalStateException("kill -" + signal + " " + pid + " failed");
-        }
-    }
-
     private record Proc(String name, long pid, String nodeId) {
     }
 
     private List<Proc> workerProcs() throws IOException {
         List<Proc> out = new ArrayList<>();
-        if (!Files.exists(procs)) {
-            return out;
-        }
-        for (String line : Files.readAllLines(procs)) {
-            String[] f = line.trim().split("\\s+");
+        for (String[] f : processes.entries()) {
             if (f.length >= 4 && "worker".equals(f[1])) {
                 out.add(new Proc(f[0], Long.parseLong(f[2]), f[3]));
             }
@@ -396,13 +351,4 @@ public final class DetectBenchCommand {
         return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
     }
 
-    private void launch(String... args) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(launcher.toString());
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).inheritIO().start();
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed");
-        }
-    }
 }

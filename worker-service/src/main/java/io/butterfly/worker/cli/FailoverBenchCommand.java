@@ -6,12 +6,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import tools.jackson.databind.JsonNode;
@@ -32,9 +29,7 @@ public final class FailoverBenchCommand {
     private static final long FAILOVER_TIMEOUT_MS = 30_000;
     private static final long REJOIN_TIMEOUT_MS = 180_000;
 
-    private final Path launcher;
-    private final Path procs;
-    private final Path logs;
+    private final LauncherProcesses processes;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
     private final PrintStream out = System.out;
 
@@ -45,9 +40,7 @@ public final class FailoverBenchCommand {
     }
 
     FailoverBenchCommand(Path launcher, Path state) {
-        this.launcher = launcher;
-        this.procs = state.resolve("run/procs");
-        this.logs = state.resolve("logs");
+        this.processes = new LauncherProcesses(launcher, state);
     }
 
     public static void main(String[] raw) throws Exception {
@@ -62,7 +55,7 @@ public final class FailoverBenchCommand {
         boolean started = false;
         if (replicas().size() < 3 || replicas().stream().noneMatch(r -> state(r) != null)) {
             out.println("no cluster with 3 coordinators running: starting one with " + workers + " workers");
-            launch("up", "--coordinators", "3", "--workers", String.valueOf(workers));
+            processes.launch("up", "--coordinators", "3", "--workers", String.valueOf(workers));
             started = true;
         }
         try {
@@ -88,7 +81,7 @@ public final class FailoverBenchCommand {
             return ok ? 0 : 1;
         } finally {
             if (started) {
-                launch("down");
+                processes.launch("down");
             }
         }
     }
@@ -98,8 +91,8 @@ public final class FailoverBenchCommand {
         Replica leader = awaitLeaderServing(REJOIN_TIMEOUT_MS);
         JsonNode before = state(leader);
         long oldTerm = before.path("raft").path("term").asLong();
-        List<String> command = commandLine(leader.pid());
-        signal("KILL", leader.pid());
+        List<String> command = LauncherProcesses.commandLine(leader.pid());
+        LauncherProcesses.signal("KILL", leader.pid());
         long killedAt = System.nanoTime();
         List<Replica> survivors = replicas().stream().filter(r -> r.pid() != leader.pid()).toList();
         Long took = null;
@@ -123,7 +116,7 @@ public final class FailoverBenchCommand {
         out.printf(Locale.ROOT, "round %2d/%d: killed leader %s (term %d) -> %s%n", round, rounds, leader.nodeId(),
                 oldTerm, took == null ? "no new leader serving READY within " + FAILOVER_TIMEOUT_MS + " ms"
                         : newLeader + " leads and serves READY after " + took + " ms");
-        restart(leader, command);
+        processes.restart(leader.name(), command);
         awaitRejoined(leader);
         return took;
     }
@@ -176,11 +169,7 @@ public final class FailoverBenchCommand {
     /** Coordinator replicas from the launcher's process list: {@code name role pid node_id http grpc}. */
     private List<Replica> replicas() throws IOException {
         List<Replica> out = new ArrayList<>();
-        if (!Files.exists(procs)) {
-            return out;
-        }
-        for (String line : Files.readAllLines(procs)) {
-            String[] f = line.trim().split("\\s+");
+        for (String[] f : processes.entries()) {
             if (f.length >= 5 && "coordinator".equals(f[1])) {
                 out.add(new Replica(f[0], Long.parseLong(f[2]), f[3], Integer.parseInt(f[4])));
             }
@@ -188,46 +177,4 @@ public final class FailoverBenchCommand {
         return out;
     }
 
-    /** Starts a killed replica with its original command line and log, and records the new pid. */
-    private void restart(Replica r, List<String> command) throws IOException {
-        Process started = new ProcessBuilder(command)
-                .redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(logs.resolve(r.name() + ".log").toFile()))
-                .start();
-        List<String> lines = new ArrayList<>();
-        for (String line : Files.readAllLines(procs)) {
-            String[] f = line.trim().split("\\s+");
-            if (f.length >= 3 && f[0].equals(r.name())) {
-                f[2] = Long.toString(started.pid());
-                line = String.join(" ", f);
-            }
-            lines.add(line);
-        }
-        Files.write(procs, lines);
-    }
-
-    private static List<String> commandLine(long pid) throws IOException {
-        String s = new String(Files.readAllBytes(Path.of("/proc/" + pid + "/cmdline")), StandardCharsets.UTF_8);
-        if (s.endsWith("\0")) {
-            s = s.substring(0, s.length() - 1);
-        }
-        return Arrays.asList(s.split("\0"));
-    }
-
-    private static void signal(String signal, long pid) throws IOException, InterruptedException {
-        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
-        if (kill.waitFor() != 0) {
-            throw new IllegalStateException("kill -" + signal + " " + pid + " failed");
-        }
-    }
-
-    private void launch(String... args) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(launcher.toString());
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).inheritIO().start();
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed");
-        }
-    }
 }
