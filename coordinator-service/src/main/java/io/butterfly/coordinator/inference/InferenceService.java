@@ -99,6 +99,7 @@ public class InferenceService {
         List<Double> chosenLogprobs = new ArrayList<>();
         List<List<TokenLogprob>> top = new ArrayList<>();
         Map<String, Double> stageMs = new LinkedHashMap<>();
+        Map<String, Double> hopMs = new LinkedHashMap<>();
         long start = System.nanoTime();
         long firstToken = 0;
         long[] input = prompt.stream().mapToLong(Long::longValue).toArray();
@@ -111,9 +112,7 @@ public class InferenceService {
             ForwardResponse response = step(taskId, step, epoch, pipeline, position, input);
             long t1 = System.nanoTime();
             pipelineNanos += t1 - t0;
-            for (StageTiming t : response.getTimingsList()) {
-                stageMs.merge(t.getNodeId(), t.getComputeNanos() / 1e6, Double::sum);
-            }
+            addTimings(response.getTimingsList(), t1 - t0, stageMs, hopMs);
             float[] logits = TensorCodec.toFloats(response.getLogits(), 2, "logits");
             if (response.getLogits().getShape(0) != 1 || logits.length != model.config().vocabSize()) {
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
@@ -140,8 +139,26 @@ public class InferenceService {
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
         String text = model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
         return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, text, finish,
-                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs,
+                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, hopMs,
                 pipelineNanos / 1e6, samplingNanos / 1e6);
+    }
+
+    /**
+     * Adds one step's stage timings: compute per stage, and the cost of the hop into each stage (the
+     * caller's time outside its own compute minus the stage's wall time: transfer, encoding, scheduling).
+     */
+    private static void addTimings(List<StageTiming> timings, long stepNanos, Map<String, Double> stageMs,
+                                   Map<String, Double> hopMs) {
+        long callerWall = stepNanos;
+        long callerCompute = 0;
+        for (StageTiming t : timings) {
+            stageMs.merge(t.getNodeId(), t.getComputeNanos() / 1e6, Double::sum);
+            if (t.getWallNanos() > 0) {
+                hopMs.merge(t.getNodeId(), (callerWall - callerCompute - t.getWallNanos()) / 1e6, Double::sum);
+            }
+            callerWall = t.getWallNanos();
+            callerCompute = t.getComputeNanos();
+        }
     }
 
     private ForwardResponse step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens) {

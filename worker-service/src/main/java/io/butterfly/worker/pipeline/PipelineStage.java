@@ -53,6 +53,7 @@ public class PipelineStage {
     }
 
     public ForwardResponse forward(ForwardRequest request) {
+        long entry = System.nanoTime();
         PartitionExecutor executor = partitions.executor();
         long epoch = partitions.status().epoch();
         if (request.getEpoch() != epoch) {
@@ -72,17 +73,16 @@ public class PipelineStage {
         long computeNanos = System.nanoTime() - t0;
         stepsExecuted++;
         computeNanosTotal += computeNanos;
-        StageTiming timing = StageTiming.newBuilder().setNodeId(props.nodeId()).setComputeNanos(computeNanos).build();
+        StageTiming.Builder timing = StageTiming.newBuilder().setNodeId(props.nodeId()).setComputeNanos(computeNanos);
 
         if (result.logits()) {
             if (request.getDownstreamCount() > 0) {
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
                         "this worker holds the LM head (last stage) but the step names " + request.getDownstreamCount() + " more stage(s)");
             }
-            return ForwardResponse.newBuilder()
-                    .setLogits(TensorCodec.float32(result.littleEndianFloats(), result.shape()))
-                    .addTimings(timing)
-                    .build();
+            ForwardResponse.Builder response = ForwardResponse.newBuilder()
+                    .setLogits(TensorCodec.float32(result.littleEndianFloats(), result.shape()));
+            return response.addTimings(timing.setWallNanos(System.nanoTime() - entry)).build();
         }
         if (request.getDownstreamCount() == 0) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
@@ -98,7 +98,7 @@ public class PipelineStage {
                 .forward(nextRequest);
         return ForwardResponse.newBuilder()
                 .setLogits(downstream.getLogits())
-                .addTimings(timing)
+                .addTimings(timing.setWallNanos(System.nanoTime() - entry))
                 .addAllTimings(downstream.getTimingsList())
                 .build();
     }
