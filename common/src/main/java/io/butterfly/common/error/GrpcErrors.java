@@ -60,6 +60,23 @@ public final class GrpcErrors {
         return Optional.empty();
     }
 
+    /**
+     * Any failure as a ButterflyException: domain errors keep their code and status, remote gRPC errors
+     * keep theirs, bad arguments become INVALID_ARGUMENT, anything else INTERNAL without internals.
+     */
+    public static ButterflyException classify(Throwable t) {
+        if (t instanceof ButterflyException be) {
+            return be;
+        }
+        if (t instanceof StatusRuntimeException sre) {
+            return fromRemote(sre, "remote call");
+        }
+        if (t instanceof IllegalArgumentException) {
+            return new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT, t.getMessage());
+        }
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.INTERNAL, "internal error: " + t.getClass().getSimpleName());
+    }
+
     /** Rebuilds a ButterflyException from a remote gRPC error, keeping code, status and message. */
     public static ButterflyException fromRemote(Throwable t, String what) {
         Status s = Status.fromThrowable(t);

@@ -2,8 +2,6 @@ package io.butterfly.common.grpc;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.GrpcErrors;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.StatusRuntimeException;
 import org.slf4j.Logger;
@@ -20,18 +18,13 @@ public class ButterflyGrpcExceptionHandler implements GrpcExceptionHandler {
 
     @Override
     public StatusException handleException(Throwable t) {
-        ButterflyException e;
-        if (t instanceof ButterflyException be) {
-            e = be;
-        } else if (t instanceof StatusRuntimeException sre) {
+        if (t instanceof StatusRuntimeException sre) {
             return new StatusException(sre.getStatus(), sre.getTrailers());
-        } else if (t instanceof IllegalArgumentException) {
-            e = new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT, t.getMessage());
-        } else {
-            log.error("unexpected error in a gRPC call", t);
-            e = new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.INTERNAL,
-                    "internal error: " + t.getClass().getSimpleName());
         }
+        if (!(t instanceof ButterflyException) && !(t instanceof IllegalArgumentException)) {
+            log.error("unexpected error in a gRPC call", t);
+        }
+        ButterflyException e = GrpcErrors.classify(t);
         StatusRuntimeException sre = GrpcErrors.toStatus(e);
         return new StatusException(sre.getStatus(), sre.getTrailers());
     }

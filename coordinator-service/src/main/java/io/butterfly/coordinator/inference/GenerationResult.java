@@ -19,8 +19,7 @@ import java.util.Map;
  * @param decodeTokensPerSecond decode throughput after the first token
  * @param totalMs         wall time
  * @param stageComputeMs  compute time per pipeline stage, summed over steps
- * @param hopMs           per stage, the time its steps spent on the way into and back out of it (transport,
- *                        encoding, scheduling), summed over steps
+ * @param transportMs     pipeline time outside every stage (transfer between processes, scheduling), summed over steps
  * @param pipelineMs      wall time of the pipeline round trips seen by the coordinator (compute + transport)
  * @param samplingMs      time the coordinator spent decoding logits and sampling
  */
@@ -28,6 +27,6 @@ public record GenerationResult(String taskId, String modelId, List<Long> promptT
                                String text, String finishReason, List<Double> tokenLogprobs,
                                List<List<TokenLogprob>> topLogprobs, double timeToFirstTokenMs,
                                double decodeTokensPerSecond, double totalMs, Map<String, Double> stageComputeMs,
-                               Map<String, Double> hopMs,
+                               double transportMs,
                                double pipelineMs, double samplingMs) {
 }

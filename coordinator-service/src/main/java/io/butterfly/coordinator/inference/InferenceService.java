@@ -1,7 +1,6 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.error.GrpcErrors;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
@@ -16,7 +15,7 @@ import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.ForwardResponse;
+import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.SequenceSlice;
 import io.butterfly.proto.worker.v1.StageTiming;
@@ -37,8 +36,8 @@ import org.springframework.stereotype.Service;
 
 /**
  * Runs a generation through the pipeline: one prefill step with the whole prompt, then one step per
- * token. Each step enters the first stage, flows worker to worker and returns the last stage's
- * logits; the coordinator samples (seeded, so a replayed step picks the same token).
+ * token. Each step enters the first stage, flows worker to worker, and the last stage sends its logits
+ * back to this coordinator, which samples (seeded, so a replayed step picks the same token).
  */
 @Service
 public class InferenceService {
@@ -49,14 +48,16 @@ public class InferenceService {
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final WorkerChannels channels;
+    private final PipelineSteps steps;
     private final Clock clock;
 
     public InferenceService(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
-                            WorkerChannels channels, Clock clock) {
+                            WorkerChannels channels, PipelineSteps steps, Clock clock) {
         this.props = props;
         this.control = control;
         this.catalog = catalog;
         this.channels = channels;
+        this.steps = steps;
         this.clock = clock;
     }
 
@@ -99,20 +100,20 @@ public class InferenceService {
         List<Double> chosenLogprobs = new ArrayList<>();
         List<List<TokenLogprob>> top = new ArrayList<>();
         Map<String, Double> stageMs = new LinkedHashMap<>();
-        Map<String, Double> hopMs = new LinkedHashMap<>();
         long start = System.nanoTime();
         long firstToken = 0;
         long[] input = prompt.stream().mapToLong(Long::longValue).toArray();
         int position = 0;
         String finish = "length";
         long pipelineNanos = 0;
+        long transportNanos = 0;
         long samplingNanos = 0;
         for (int step = 0; step < maxTokens; step++) {
             long t0 = System.nanoTime();
-            ForwardResponse response = step(taskId, step, epoch, pipeline, position, input);
+            StepOutcome response = step(taskId, step, epoch, pipeline, position, input);
             long t1 = System.nanoTime();
             pipelineNanos += t1 - t0;
-            addTimings(response.getTimingsList(), t1 - t0, stageMs, hopMs);
+            transportNanos += t1 - t0 - addTimings(response.getTimingsList(), stageMs);
             float[] logits = TensorCodec.toFloats(response.getLogits(), 2, "logits");
             if (response.getLogits().getShape(0) != 1 || logits.length != model.config().vocabSize()) {
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
@@ -139,29 +140,21 @@ public class InferenceService {
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
         String text = model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
         return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, text, finish,
-                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, hopMs,
+                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
                 pipelineNanos / 1e6, samplingNanos / 1e6);
     }
 
-    /**
-     * Adds one step's stage timings: compute per stage, and the cost of the hop into each stage (the
-     * caller's time outside its own compute minus the stage's wall time: transfer, encoding, scheduling).
-     */
-    private static void addTimings(List<StageTiming> timings, long stepNanos, Map<String, Double> stageMs,
-                                   Map<String, Double> hopMs) {
-        long callerWall = stepNanos;
-        long callerCompute = 0;
+    /** Adds one step's compute time per stage; returns the time the step spent in stages (the rest was transport). */
+    private static long addTimings(List<StageTiming> timings, Map<String, Double> stageMs) {
+        long inStages = 0;
         for (StageTiming t : timings) {
             stageMs.merge(t.getNodeId(), t.getComputeNanos() / 1e6, Double::sum);
-            if (t.getWallNanos() > 0) {
-                hopMs.merge(t.getNodeId(), (callerWall - callerCompute - t.getWallNanos()) / 1e6, Double::sum);
-            }
-            callerWall = t.getWallNanos();
-            callerCompute = t.getComputeNanos();
+            inStages += t.getWallNanos();
         }
+        return inStages;
     }
 
-    private ForwardResponse step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens) {
+    private StepOutcome step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens) {
         ForwardRequest request = ForwardRequest.newBuilder()
                 .setTaskId(taskId)
                 .setStep(step)
@@ -170,14 +163,7 @@ public class InferenceService {
                 .setInput(TensorCodec.int64(tokens, tokens.length))
                 .addAllDownstream(pipeline.subList(1, pipeline.size()))
                 .build();
-        Endpoint first = pipeline.get(0);
-        try {
-            return WorkerServiceGrpc.newBlockingStub(channels.channel(first.getNodeId(), first.getHost(), first.getGrpcPort()))
-                    .withDeadlineAfter(props.stepTimeoutSeconds(), TimeUnit.SECONDS)
-                    .forward(request);
-        } catch (StatusRuntimeException e) {
-            throw GrpcErrors.fromRemote(e, "pipeline step " + step);
-        }
+        return steps.run(pipeline.get(0), request);
     }
 
     private void release(String taskId, List<Endpoint> pipeline) {

@@ -1,15 +1,17 @@
 package io.butterfly.worker.pipeline;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.GrpcErrors;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.proto.common.v1.DType;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.ForwardResponse;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.SequenceSlice;
 import io.butterfly.proto.worker.v1.StageTiming;
+import io.butterfly.proto.worker.v1.StepFailure;
+import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
@@ -30,30 +32,51 @@ import org.springframework.stereotype.Service;
 
 /**
  * This worker's place in the pipeline: checks a step's input, runs the local layers, and hands the
- * activations to the next stage; the last stage returns logits, which travel back up the chain.
+ * activations on to the next stage; the last stage sends the logits straight to the waiting coordinator.
  */
 @Service
 public class PipelineStage {
 
     private static final Logger log = LoggerFactory.getLogger(PipelineStage.class);
-    private static final long NEXT_STAGE_DEADLINE_SECONDS = 300;
 
     private final PartitionManager partitions;
     private final PeerChannels channels;
+    private final StepStreams streams;
     private final WorkerProperties props;
     /** The engine runs one step at a time; KV caches are per sequence. */
     private final Object engineLock = new Object();
     private volatile long stepsExecuted;
     private volatile long computeNanosTotal;
 
-    public PipelineStage(PartitionManager partitions, PeerChannels channels, WorkerProperties props) {
+    public PipelineStage(PartitionManager partitions, PeerChannels channels, StepStreams streams, WorkerProperties props) {
         this.partitions = partitions;
         this.channels = channels;
+        this.streams = streams;
         this.props = props;
     }
 
-    public ForwardResponse forward(ForwardRequest request) {
+    /**
+     * Runs one step that arrived on a Steps stream and hands it on: to the next stage, or (last stage) its
+     * logits to the coordinator in {@code reply_to}. A step that fails here is reported there too, with the
+     * error code and status this stage would have answered a call with; it never breaks the stream.
+     */
+    public void accept(ForwardRequest request) {
         long entry = System.nanoTime();
+        try {
+            run(request, entry);
+        } catch (RuntimeException e) {
+            ButterflyException failure = GrpcErrors.classify(e);
+            if (failure.code() == ErrorCode.INTERNAL_ERROR) {
+                log.error("step {} of task {} failed", request.getStep(), request.getTaskId(), e);
+            }
+            report(request, StepOutcome.newBuilder().setFailure(failureOf(failure)), entry, 0);
+        }
+    }
+
+    private void run(ForwardRequest request, long entry) {
+        if (!request.hasReplyTo()) {
+            throw new IllegalArgumentException("reply_to must name the coordinator waiting for the step");
+        }
         PartitionExecutor executor = partitions.executor();
         long epoch = partitions.status().epoch();
         if (request.getEpoch() != epoch) {
@@ -73,34 +96,50 @@ public class PipelineStage {
         long computeNanos = System.nanoTime() - t0;
         stepsExecuted++;
         computeNanosTotal += computeNanos;
-        StageTiming.Builder timing = StageTiming.newBuilder().setNodeId(props.nodeId()).setComputeNanos(computeNanos);
 
         if (result.logits()) {
             if (request.getDownstreamCount() > 0) {
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
                         "this worker holds the LM head (last stage) but the step names " + request.getDownstreamCount() + " more stage(s)");
             }
-            ForwardResponse.Builder response = ForwardResponse.newBuilder()
-                    .setLogits(TensorCodec.float32(result.littleEndianFloats(), result.shape()));
-            return response.addTimings(timing.setWallNanos(System.nanoTime() - entry)).build();
+            report(request, StepOutcome.newBuilder().setLogits(TensorCodec.float32(result.littleEndianFloats(), result.shape())),
+                    entry, computeNanos);
+            return;
         }
         if (request.getDownstreamCount() == 0) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
                     "layers [" + spec.layerStart() + ", " + spec.layerEnd() + ") are not the last stage but the step names no next stage");
         }
         Endpoint next = request.getDownstream(0);
-        ForwardRequest nextRequest = request.toBuilder()
+        ForwardRequest.Builder nextRequest = request.toBuilder()
                 .setInput(TensorCodec.float32(result.littleEndianFloats(), result.shape()))
                 .clearDownstream()
-                .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount()))
-                .build();
-        ForwardResponse downstream = stub(next).withDeadlineAfter(NEXT_STAGE_DEADLINE_SECONDS, TimeUnit.SECONDS)
-                .forward(nextRequest);
-        return ForwardResponse.newBuilder()
-                .setLogits(downstream.getLogits())
-                .addTimings(timing.setWallNanos(System.nanoTime() - entry))
-                .addAllTimings(downstream.getTimingsList())
-                .build();
+                .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount()));
+        nextRequest.addTimings(timing(entry, computeNanos));
+        streams.toStage(next, nextRequest.build());
+    }
+
+    private void report(ForwardRequest request, StepOutcome.Builder outcome, long entry, long computeNanos) {
+        outcome.setTaskId(request.getTaskId()).setStep(request.getStep())
+                .addAllTimings(request.getTimingsList())
+                .addTimings(timing(entry, computeNanos));
+        if (request.hasReplyTo()) {
+            streams.toCoordinator(request.getReplyTo(), outcome.build());
+        } else {
+            log.warn("step {} of task {} names no coordinator to reply to; dropped", request.getStep(), request.getTaskId());
+        }
+    }
+
+    private StageTiming timing(long entry, long computeNanos) {
+        return StageTiming.newBuilder().setNodeId(props.nodeId()).setComputeNanos(computeNanos)
+                .setWallNanos(System.nanoTime() - entry).build();
+    }
+
+    private StepFailure failureOf(ButterflyException e) {
+        return StepFailure.newBuilder().setNodeId(props.nodeId()).setCode(e.code())
+                .setGrpcStatus(e.status().value())
+                .setMessage(e.getMessage() == null ? e.code().name() : e.getMessage())
+                .putAllContext(e.context()).build();
     }
 
     /** Frees the sequences here and asks the next stage to do the same (best effort). */

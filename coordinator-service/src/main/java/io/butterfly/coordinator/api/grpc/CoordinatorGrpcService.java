@@ -17,10 +17,13 @@ import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import io.butterfly.coordinator.inference.PipelineSteps;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import io.butterfly.proto.worker.v1.StreamClosed;
 import java.time.Clock;
 import org.springframework.stereotype.Service;
 
-/** Workers' reports to the coordinator: load progress/completion and heartbeats. */
+/** Workers' reports to the coordinator: load progress/completion, heartbeats and pipeline step outcomes. */
 @Service
 public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorServiceImplBase {
 
@@ -28,8 +31,11 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final Liveness liveness;
     private final Clock clock;
     private final LoadTelemetry telemetry;
+    private final PipelineSteps steps;
 
-    public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry) {
+    public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
+                                  PipelineSteps steps) {
+        this.steps = steps;
         this.control = control;
         this.liveness = liveness;
         this.clock = clock;
@@ -112,6 +118,31 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
                 if (nodeId != null) {
                     liveness.streamClosed(nodeId, streamId);
                 }
+            }
+        };
+    }
+
+    /** Outcomes of the steps this replica started, one-way from the last stage or a failing one. */
+    @Override
+    public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
+        return new StreamObserver<>() {
+            private long received;
+
+            @Override
+            public void onNext(StepOutcome outcome) {
+                received++;
+                steps.complete(outcome);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                // The worker went away; a step it owed fails through its own stream or times out.
+            }
+
+            @Override
+            public void onCompleted() {
+                closed.onNext(StreamClosed.newBuilder().setMessages(received).build());
+                closed.onCompleted();
             }
         };
     }

@@ -66,9 +66,7 @@ public class InferenceController {
         Map<String, Object> stages = new LinkedHashMap<>();
         r.stageComputeMs().forEach((k, v) -> stages.put(k, round(v)));
         timings.put("stage_compute_ms", stages);
-        Map<String, Object> hops = new LinkedHashMap<>();
-        r.hopMs().forEach((k, v) -> hops.put(k, round(v)));
-        timings.put("hop_ms", hops);
+        timings.put("transport_ms", round(r.transportMs()));
         timings.put("pipeline_ms", round(r.pipelineMs()));
         timings.put("sampling_ms", round(r.samplingMs()));
         out.put("timings", timings);

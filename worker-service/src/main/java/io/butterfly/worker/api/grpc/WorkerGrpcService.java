@@ -3,7 +3,7 @@ package io.butterfly.worker.api.grpc;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.AssignPartitionResponse;
 import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.ForwardResponse;
+import io.butterfly.proto.worker.v1.StreamClosed;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.ReleaseResponse;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
@@ -50,10 +50,29 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
         response.onCompleted();
     }
 
+    /** Steps arrive in order on the stream and run one after another; each is handed on, never answered. */
     @Override
-    public void forward(ForwardRequest request, StreamObserver<ForwardResponse> response) {
-        response.onNext(stage.forward(request));
-        response.onCompleted();
+    public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
+        return new StreamObserver<>() {
+            private long received;
+
+            @Override
+            public void onNext(ForwardRequest request) {
+                received++;
+                stage.accept(request);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                // The sender went away; steps it still waits for fail on its side.
+            }
+
+            @Override
+            public void onCompleted() {
+                closed.onNext(StreamClosed.newBuilder().setMessages(received).build());
+                closed.onCompleted();
+            }
+        };
     }
 
     @Override

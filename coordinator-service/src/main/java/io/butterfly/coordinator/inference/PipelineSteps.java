@@ -1,0 +1,117 @@
+package io.butterfly.coordinator.inference;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.grpc.OneWayStreams;
+import io.butterfly.coordinator.bootstrap.WorkerChannels;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.StepFailure;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import io.butterfly.proto.worker.v1.StreamClosed;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import jakarta.annotation.PreDestroy;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.springframework.stereotype.Component;
+
+/**
+ * Sends pipeline steps into the first stage's Steps stream and waits for each step's outcome, which the
+ * last stage (or a failing one) sends straight back to this replica (CoordinatorService.StepOutcomes).
+ */
+@Component
+public class PipelineSteps {
+
+    private record StepKey(String taskId, int step) {
+    }
+
+    private final Map<StepKey, CompletableFuture<StepOutcome>> waiting = new ConcurrentHashMap<>();
+    private final OneWayStreams<ForwardRequest, StepKey> firstStages;
+    private final CoordinatorProperties props;
+    private final Endpoint self;
+
+    public PipelineSteps(WorkerChannels channels, CoordinatorProperties props) {
+        this.props = props;
+        this.self = Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
+                .setGrpcPort(channels.coordinatorGrpcPort()).build();
+        this.firstStages = new OneWayStreams<>((host, port) -> channels.channel("stage", host, port),
+                (ch, r) -> WorkerServiceGrpc.newStub(ch).steps(closedAnswer(r)),
+                req -> new StepKey(req.getTaskId(), req.getStep()),
+                this::firstStageBroke);
+    }
+
+    /**
+     * Runs one step through the pipeline: {@code request} goes to {@code first} with this replica as
+     * {@code reply_to}; returns the outcome with logits, or throws the failing stage's error.
+     */
+    public StepOutcome run(Endpoint first, ForwardRequest request) {
+        StepKey key = new StepKey(request.getTaskId(), request.getStep());
+        CompletableFuture<StepOutcome> outcome = new CompletableFuture<>();
+        waiting.put(key, outcome);
+        try {
+            firstStages.send(first.getHost(), first.getGrpcPort(), request.toBuilder().setReplyTo(self).build());
+            StepOutcome done = outcome.get(props.stepTimeoutSeconds(), TimeUnit.SECONDS);
+            if (done.hasFailure()) {
+                throw failure(done.getFailure(), request.getStep());
+            }
+            return done;
+        } catch (StatusRuntimeException e) {
+            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE,
+                    "pipeline step " + request.getStep() + ": first stage " + first.getNodeId() + " unreachable: "
+                            + e.getStatus().getDescription(), Map.of("unreachable", first.getNodeId()), e);
+        } catch (TimeoutException e) {
+            throw new ButterflyException(ErrorCode.TIMEOUT, Status.Code.DEADLINE_EXCEEDED,
+                    "pipeline step " + request.getStep() + " had no outcome within " + props.stepTimeoutSeconds() + " s");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.CANCELLED, "interrupted while waiting for a step");
+        } catch (ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        } finally {
+            waiting.remove(key, outcome);
+        }
+    }
+
+    /** An outcome arrived; one nobody waits for any more (late, or reported twice) is dropped. */
+    public void complete(StepOutcome outcome) {
+        CompletableFuture<StepOutcome> f = waiting.get(new StepKey(outcome.getTaskId(), outcome.getStep()));
+        if (f != null) {
+            f.complete(outcome);
+        }
+    }
+
+    private void firstStageBroke(String address, List<StepKey> recent, Status status) {
+        for (StepKey key : recent) {
+            complete(StepOutcome.newBuilder().setTaskId(key.taskId()).setStep(key.step())
+                    .setFailure(StepFailure.newBuilder().setNodeId(address).setCode(ErrorCode.INTERNAL_ERROR)
+                            .setGrpcStatus(Status.Code.UNAVAILABLE.value())
+                            .setMessage("first stage " + address + " unreachable: " + status.getCode() + " " + status.getDescription())
+                            .putContext("unreachable", address))
+                    .build());
+        }
+    }
+
+    private static ButterflyException failure(StepFailure f, int step) {
+        return new ButterflyException(f.getCode(), Status.fromCodeValue(f.getGrpcStatus()).getCode(),
+                "pipeline step " + step + " failed on " + f.getNodeId() + ": " + f.getMessage(), f.getContextMap(), null);
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static StreamObserver<StreamClosed> closedAnswer(StreamObserver<Object> r) {
+        return (StreamObserver) r;
+    }
+
+    @PreDestroy
+    void close() {
+        firstStages.closeAll();
+    }
+}
