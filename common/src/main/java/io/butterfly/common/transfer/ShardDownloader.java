@@ -17,6 +17,7 @@ import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.security.MessageDigest;
+import java.util.zip.CRC32C;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -379,11 +380,10 @@ public final class ShardDownloader {
                         ? ChunkCodec.decompress(chunk.getData().toByteArray(), chunk.getUncompressedSize(),
                                 size - position, name, position)
                         : chunk.getData().toByteArray();
-                String chunkHash = Sha256.hex(data);
-                if (!chunkHash.equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT))) {
+                if (!chunkIntact(chunk, data)) {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
-                            "chunk of " + name + " at offset " + position + " does not match its checksum: expected "
-                                    + chunk.getSha256() + ", got " + chunkHash,
+                            "chunk of " + name + " at offset " + position + " does not match its checksum: expected sha256 "
+                                    + chunk.getSha256() + ", got " + Sha256.hex(data),
                             Map.of("file", name, "offset", Long.toString(position)), null);
                 }
                 if (position + data.length > size) {
@@ -410,4 +410,17 @@ public final class ShardDownloader {
         }
     }
 
+
+    /**
+     * The per-chunk transit check: CRC32C where the registry sends it (memory speed, so the file's bytes
+     * are SHA-256'd once here, for the whole-file check), else the chunk's SHA-256.
+     */
+    private static boolean chunkIntact(FileChunk chunk, byte[] data) {
+        if (chunk.hasCrc32C()) {
+            CRC32C crc = new CRC32C();
+            crc.update(data);
+            return (int) crc.getValue() == chunk.getCrc32C();
+        }
+        return Sha256.hex(data).equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT));
+    }
 }

@@ -25,6 +25,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
+import java.util.zip.CRC32C;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -139,6 +140,7 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                             .setOffset(position)
                             // A chunk that is a whole block reuses the hash just verified (one SHA-256 pass per byte).
                             .setSha256(wholeBlock ? actualBlock : Sha256.hex(data))
+                            .setCrc32C(crc32c(data))
                             .setFileSize(size)
                             .setLast(position + n >= size);
                     Optional<byte[]> packed = compress ? ChunkCodec.compress(data, zstdLevel) : Optional.empty();
@@ -176,5 +178,11 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
             parkNanos = Math.min(parkNanos * 2, TimeUnit.MILLISECONDS.toNanos(20));
         }
         return !call.isCancelled();
+    }
+
+    private static int crc32c(byte[] data) {
+        CRC32C crc = new CRC32C();
+        crc.update(data);
+        return (int) crc.getValue();
     }
 }

@@ -193,8 +193,20 @@ class FetchFileTransferTest {
         assertCorruptedInTransit(1);
     }
 
-    /** Downloads through a server flipping a bit in the third chunk of its first {@code corruptStreams} streams. */
+    @Test
+    void withoutACrc32cTheChunksSha256CatchesTransitCorruption() throws Exception {
+        assertCorruptedInTransit(Integer.MAX_VALUE, true);
+    }
+
     private void assertCorruptedInTransit(int corruptStreams) throws Exception {
+        assertCorruptedInTransit(corruptStreams, false);
+    }
+
+    /**
+     * Downloads through a server flipping a bit in the third chunk of its first {@code corruptStreams} streams
+     * (and, with {@code dropCrc}, sending no CRC32C, as an older registry would).
+     */
+    private void assertCorruptedInTransit(int corruptStreams, boolean dropCrc) throws Exception {
         String name = "layer-00001.safetensors";
         ModelCatalog catalog = TransferFixtures.openStore(tmp);
         catalog.loadStored();
@@ -202,7 +214,7 @@ class FetchFileTransferTest {
         Server flipping = InProcessServerBuilder.forName(serverName)
                 .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
                         new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()),
-                        flipThirdChunk(new java.util.concurrent.atomic.AtomicInteger(corruptStreams))))
+                        flipThirdChunk(new java.util.concurrent.atomic.AtomicInteger(corruptStreams), dropCrc)))
                 .build().start();
         ManagedChannel ch = InProcessChannelBuilder.forName(serverName).build();
         Path dest = tmp.resolve("dest-transit");
@@ -255,7 +267,7 @@ class FetchFileTransferTest {
     }
 
     /** Flips one bit in the data of the third chunk of the first streams, leaving its declared hash. */
-    private static ServerInterceptor flipThirdChunk(java.util.concurrent.atomic.AtomicInteger corruptStreams) {
+    private static ServerInterceptor flipThirdChunk(java.util.concurrent.atomic.AtomicInteger corruptStreams, boolean dropCrc) {
         return new ServerInterceptor() {
             @Override
             public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
@@ -267,6 +279,9 @@ class FetchFileTransferTest {
                     @Override
                     @SuppressWarnings("unchecked")
                     public void sendMessage(R message) {
+                        if (dropCrc && message instanceof FileChunk c) {
+                            message = (R) c.toBuilder().clearCrc32C().build();
+                        }
                         if (corrupt && message instanceof FileChunk c && sent++ == 2) {
                             byte[] data = c.getData().toByteArray();
                             data[data.length / 2] ^= 0x01;
