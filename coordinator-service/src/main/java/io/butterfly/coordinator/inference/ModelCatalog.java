@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.inference;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.huggingface.tokenizers.jni.LibUtils;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.ModelConfig;
@@ -18,6 +19,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
@@ -36,6 +38,20 @@ public class ModelCatalog {
         this.props = props;
         this.verifier = new ManifestVerifier(props.trustedPublisherKeys());
         this.channel = GrpcChannels.open(props.registryHost(), props.registryPort());
+        // Loading the tokenizer's native library takes over a second; do it while the coordinator joins
+        // and waits for workers instead of on the way to the first assignment.
+        Thread warmUp = new Thread(ModelCatalog::loadTokenizerLibrary, "tokenizer-library");
+        warmUp.setDaemon(true);
+        warmUp.start();
+    }
+
+    private static void loadTokenizerLibrary() {
+        try {
+            LibUtils.checkStatus();
+        } catch (RuntimeException | LinkageError e) {
+            // load() reports it, with the model it was loading
+            LoggerFactory.getLogger(ModelCatalog.class).debug("tokenizer library not loaded ahead: {}", e.toString());
+        }
     }
 
     public ModelRegistryGrpc.ModelRegistryBlockingStub registry() {
