@@ -175,7 +175,9 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                 return false;
             }
             LockSupport.parkNanos(parkNanos);
-            parkNanos = Math.min(parkNanos * 2, TimeUnit.MILLISECONDS.toNanos(20));
+            // Capped low: the reader frees its window within milliseconds, and every millisecond slept past
+            // that is transfer time lost (a 20 ms cap cost up to half of the bandwidth on a busy machine).
+            parkNanos = Math.min(parkNanos * 2, TimeUnit.MILLISECONDS.toNanos(1));
         }
         return !call.isCancelled();
     }
