@@ -55,6 +55,8 @@ class CoordinatorFailoverTest {
             for (String r : survivors) {
                 JsonNode task = cluster.getFrom(r, "/api/v1/tasks/" + taskId + "/state").json();
                 assertThat(task.path("state").asString()).as(r + ": " + task).isEqualTo("COMPLETED");
+                // The committed result itself, not just its state, survives the leader.
+                assertThat(task.path("token_ids")).as(r + ": " + task).isEqualTo(tokens);
             }
             LocalCluster.Reply after = cluster.postTo(next, "/api/v1/inference", REQUEST);
             assertThat(after.status()).as(after.body()).isEqualTo(200);

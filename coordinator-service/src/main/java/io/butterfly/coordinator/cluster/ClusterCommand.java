@@ -75,10 +75,15 @@ public sealed interface ClusterCommand {
         }
     }
 
-    /** A task's result is committed (the log entry is the commit). */
-    record TaskFinished(String taskId, int generatedTokens, String finishReason, long atMs) implements ClusterCommand {
+    /** A task's result is committed (the log entry is the commit): the generated token ids themselves. */
+    record TaskFinished(String taskId, List<Long> tokenIds, String finishReason, long atMs) implements ClusterCommand {
         public TaskFinished {
             Objects.requireNonNull(taskId, "taskId");
+            tokenIds = List.copyOf(tokenIds);
+        }
+
+        public int generatedTokens() {
+            return tokenIds.size();
         }
     }
 

@@ -80,7 +80,7 @@ public final class ClusterReducer {
         } else if (c instanceof ClusterCommand.TaskSubmitted t) {
             return taskSubmitted(s, t);
         } else if (c instanceof ClusterCommand.TaskFinished t) {
-            return taskEnded(s, t.taskId(), task(s, t.taskId()).completed(t.generatedTokens(), t.finishReason(), t.atMs()));
+            return taskEnded(s, t.taskId(), task(s, t.taskId()).completed(t.tokenIds(), t.finishReason(), t.atMs()));
         } else if (c instanceof ClusterCommand.TaskFailed t) {
             return taskEnded(s, t.taskId(), task(s, t.taskId()).failed(t.error(), t.atMs()));
         } else if (c instanceof ClusterCommand.Shutdown d) {

@@ -1,11 +1,17 @@
 package io.butterfly.coordinator.cluster;
 
+import java.util.List;
+
 /**
  * One inference task as committed to the log (state-machines.md §2.3). Times are the command's, never
  * a clock read inside the reducer.
  */
 public record TaskRecord(String taskId, State state, int promptTokens, int generatedTokens, String finishReason,
-                         long createdAtMs, long updatedAtMs, String error) {
+                         long createdAtMs, long updatedAtMs, String error, List<Long> tokenIds) {
+
+    public TaskRecord {
+        tokenIds = tokenIds == null ? List.of() : List.copyOf(tokenIds);
+    }
 
     /** Task lifecycle; dispatch is immediate here, so tasks enter at EXECUTING. */
     public enum State {
@@ -17,14 +23,15 @@ public record TaskRecord(String taskId, State state, int promptTokens, int gener
     }
 
     static TaskRecord executing(String taskId, int promptTokens, long atMs) {
-        return new TaskRecord(taskId, State.EXECUTING, promptTokens, 0, null, atMs, atMs, null);
+        return new TaskRecord(taskId, State.EXECUTING, promptTokens, 0, null, atMs, atMs, null, List.of());
     }
 
-    TaskRecord completed(int generatedTokens, String finishReason, long atMs) {
-        return new TaskRecord(taskId, State.COMPLETED, promptTokens, generatedTokens, finishReason, createdAtMs, atMs, null);
+    /** The committed result: the generated token ids (what a client re-reading the task gets). */
+    TaskRecord completed(List<Long> tokenIds, String finishReason, long atMs) {
+        return new TaskRecord(taskId, State.COMPLETED, promptTokens, tokenIds.size(), finishReason, createdAtMs, atMs, null, tokenIds);
     }
 
     TaskRecord failed(String error, long atMs) {
-        return new TaskRecord(taskId, State.FAILED, promptTokens, generatedTokens, null, createdAtMs, atMs, error);
+        return new TaskRecord(taskId, State.FAILED, promptTokens, generatedTokens, null, createdAtMs, atMs, error, tokenIds);
     }
 }

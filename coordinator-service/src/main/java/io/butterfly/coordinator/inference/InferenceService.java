@@ -81,7 +81,7 @@ public class InferenceService {
         try {
             GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling,
                     Boolean.TRUE.equals(request.ignoreEos()));
-            control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds().size(), result.finishReason(), clock.millis()));
+            control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));
             return result;
         } catch (RuntimeException e) {
             control.submit(new ClusterCommand.TaskFailed(taskId, e.getMessage() == null ? e.toString() : e.getMessage(), clock.millis()));

@@ -81,7 +81,7 @@ public final class ControlCommandMapper {
             b.setTaskSubmitted(TaskSubmittedCommand.newBuilder().setTaskId(c.taskId()).setPromptTokens(c.promptTokens()));
         } else if (command instanceof ClusterCommand.TaskFinished c) {
             TaskFinishedCommand.Builder p = TaskFinishedCommand.newBuilder().setTaskId(c.taskId())
-                    .setGeneratedTokens(c.generatedTokens());
+                    .setGeneratedTokens(c.generatedTokens()).addAllTokenIds(c.tokenIds());
             ifPresent(c.finishReason(), p::setFinishReason);
             b.setTaskFinished(p);
         } else if (command instanceof ClusterCommand.TaskFailed c) {
@@ -169,7 +169,7 @@ public final class ControlCommandMapper {
             }
             case TASK_FINISHED: {
                 TaskFinishedCommand c = proto.getTaskFinished();
-                return new ClusterCommand.TaskFinished(c.getTaskId(), c.getGeneratedTokens(),
+                return new ClusterCommand.TaskFinished(c.getTaskId(), c.getTokenIdsList(),
                         c.hasFinishReason() ? c.getFinishReason() : null, at);
             }
             case TASK_FAILED: {

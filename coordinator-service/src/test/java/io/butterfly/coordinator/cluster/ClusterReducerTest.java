@@ -177,17 +177,18 @@ class ClusterReducerTest {
         Fixtures f = Fixtures.ready()
                 .apply(new ClusterCommand.TaskSubmitted("t1", 5, 100))
                 .apply(new ClusterCommand.TaskSubmitted("t2", 5, 100))
-                .apply(new ClusterCommand.TaskFinished("t1", 7, "stop", 150));
+                .apply(new ClusterCommand.TaskFinished("t1", java.util.List.of(11L, 12L, 13L, 14L, 15L, 16L, 2L), "stop", 150));
         assertEquals(SystemState.COMPUTING, f.state().system());
-        f.apply(new ClusterCommand.TaskFinished("t2", 3, "length", 160));
+        f.apply(new ClusterCommand.TaskFinished("t2", java.util.List.of(1L, 2L, 3L), "length", 160));
         assertEquals(SystemState.READY, f.state().system());
         TaskRecord t = f.state().tasks().get("t1");
         assertEquals(TaskRecord.State.COMPLETED, t.state());
         assertEquals(7, t.generatedTokens());
+        assertEquals(java.util.List.of(11L, 12L, 13L, 14L, 15L, 16L, 2L), t.tokenIds()); // the committed result
         assertEquals("stop", t.finishReason());
         assertEquals(150, t.updatedAtMs());
-        refused(IllegalTransitionException.class, f, new ClusterCommand.TaskFinished("t1", 7, "stop", 170));
-        refused(IllegalTransitionException.class, f, new ClusterCommand.TaskFinished("nope", 7, "stop", 170));
+        refused(IllegalTransitionException.class, f, new ClusterCommand.TaskFinished("t1", java.util.List.of(9L), "stop", 170));
+        refused(IllegalTransitionException.class, f, new ClusterCommand.TaskFinished("nope", java.util.List.of(7L), "stop", 170));
     }
 
     @Test
@@ -252,7 +253,7 @@ class ClusterReducerTest {
     void finishedTasksAreBounded() {
         Fixtures f = Fixtures.ready();
         for (int i = 0; i < ClusterReducer.MAX_FINISHED_TASKS + 5; i++) {
-            f.apply(new ClusterCommand.TaskSubmitted("t" + i, 1, i)).apply(new ClusterCommand.TaskFinished("t" + i, 1, "stop", i));
+            f.apply(new ClusterCommand.TaskSubmitted("t" + i, 1, i)).apply(new ClusterCommand.TaskFinished("t" + i, java.util.List.of(1L), "stop", i));
         }
         assertEquals(ClusterReducer.MAX_FINISHED_TASKS, f.state().tasks().size());
         assertTrue(f.state().tasks().containsKey("t" + (ClusterReducer.MAX_FINISHED_TASKS + 4)));

@@ -82,7 +82,7 @@ public class EpochMonotonicTest {
             };
             case 8 -> new ClusterCommand.LoadFailed(node, epoch, "E", "msg", at);
             case 9, 10 -> new ClusterCommand.TaskSubmitted(task + "-" + at, 3, at);
-            case 11 -> new ClusterCommand.TaskFinished(anyTask(rnd, s, task), 2, "stop", at);
+            case 11 -> new ClusterCommand.TaskFinished(anyTask(rnd, s, task), java.util.List.of(5L, 2L), "stop", at);
             case 12 -> new ClusterCommand.TaskFailed(anyTask(rnd, s, task), "boom", at);
             case 13 -> new ClusterCommand.NodeSuspected(node, at - 1, 5 + rnd.nextDouble() * 5, "phi", at);
             case 14 -> new ClusterCommand.NodeSuspicionCleared(node, at, at);

@@ -34,7 +34,7 @@ class ControlCommandMapperTest {
                 new ClusterCommand.LoadCompleted("w-1", 3, rnd.nextBoolean() ? null : s, at),
                 new ClusterCommand.LoadFailed("w-1", 3, "PARTITION_CHECKSUM_MISMATCH", null, at),
                 new ClusterCommand.TaskSubmitted("t-" + s, rnd.nextInt(2048), at),
-                new ClusterCommand.TaskFinished("t-" + s, rnd.nextInt(256), "length", at),
+                new ClusterCommand.TaskFinished("t-" + s, rnd.longs(rnd.nextInt(8), 0, 32000).boxed().toList(), "length", at),
                 new ClusterCommand.TaskFailed("t-" + s, null, at),
                 new ClusterCommand.Shutdown(rnd.nextBoolean() ? null : "operator", at),
                 new ClusterCommand.CleanupCompleted(at),

@@ -172,6 +172,7 @@ public class SystemStateController {
         m.put("prompt_tokens", t.promptTokens());
         m.put("generated_tokens", t.generatedTokens());
         m.put("finish_reason", t.finishReason());
+        m.put("token_ids", t.tokenIds());
         m.put("created_at", Instant.ofEpochMilli(t.createdAtMs()).toString());
         m.put("updated_at", Instant.ofEpochMilli(t.updatedAtMs()).toString());
         m.put("error", t.error());
