@@ -47,6 +47,10 @@ class CoordinatorFailoverTest {
             String taskId = before.json().path("task_id").asString();
             JsonNode tokens = before.json().path("token_ids");
 
+            // The assignment named every replica: each worker heartbeats all three, so the next leader's
+            // failure detector already has their history.
+            awaitHeartbeatsToAllReplicas(cluster, "worker-0");
+
             cluster.kill(leader);
             List<String> survivors = REPLICAS.stream().filter(r -> !r.equals(leader)).toList();
             String next = awaitLeaderServing(cluster, survivors, term, Duration.ofSeconds(30));
@@ -62,6 +66,24 @@ class CoordinatorFailoverTest {
             assertThat(after.status()).as(after.body()).isEqualTo(200);
             assertThat(after.json().path("token_ids")).isEqualTo(tokens);
         }
+    }
+
+    private static void awaitHeartbeatsToAllReplicas(LocalCluster cluster, String worker) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        java.util.Set<String> acked = new java.util.TreeSet<>();
+        while (System.nanoTime() < deadline) {
+            acked.clear();
+            for (JsonNode c : cluster.getFrom(worker, "/api/v1/worker/connections").json()) {
+                if (c.path("kind").asString().equals("heartbeat") && !c.path("last_heartbeat_ack").isNull()) {
+                    acked.add(c.path("peer").asString());
+                }
+            }
+            if (acked.size() == REPLICAS.size()) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        assertThat(acked).as(worker + " heartbeats acknowledged by").hasSize(REPLICAS.size());
     }
 
     /** Polls the replicas until one leads in a term above {@code afterTerm} and serves READY; checks one leader per term. */

@@ -116,8 +116,10 @@ final class LocalCluster implements AutoCloseable {
             ports.add(new int[] {freePort(), freePort(), freePort()});
         }
         StringBuilder peers = new StringBuilder();
+        StringBuilder endpoints = new StringBuilder();
         for (int c = 0; c < replicas; c++) {
             peers.append(c == 0 ? "" : ",").append("coordinator-").append(c).append("=127.0.0.1:").append(ports.get(c)[2]);
+            endpoints.append(c == 0 ? "" : ",").append("coordinator-").append(c).append("=127.0.0.1:").append(ports.get(c)[1]);
         }
         for (int c = 0; c < replicas; c++) {
             String name = c == 0 ? "coordinator" : "coordinator-" + c;
@@ -130,6 +132,7 @@ final class LocalCluster implements AutoCloseable {
                     "--butterfly.coordinator.data-dir=" + workDir.resolve(name),
                     "--butterfly.coordinator.raft.peer-id=coordinator-" + c,
                     "--butterfly.coordinator.raft.peers=" + peers,
+                    "--butterfly.coordinator.raft.replica-grpc-endpoints=" + endpoints,
                     "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey());
         }
     }

@@ -46,6 +46,8 @@ public class BootstrapOrchestrator {
     private static final long POLL_MILLIS = 200;
 
     private final CoordinatorProperties props;
+
+    private final AssignmentAddresses addresses;
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final AssignmentPlanning planning;
@@ -58,7 +60,8 @@ public class BootstrapOrchestrator {
 
     public BootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
                                  AssignmentPlanning planning, WorkerChannels workers, Clock clock,
-                                 LeaderTakeover takeover) {
+                                 LeaderTakeover takeover, AssignmentAddresses addresses) {
+        this.addresses = addresses;
         this.takeover = takeover;
         this.props = props;
         this.control = control;
@@ -213,16 +216,13 @@ public class BootstrapOrchestrator {
             Member m = byId.get(stage.nodeId());
             log.info("assigning layers [{}, {}) of {} to {} (epoch {})", stage.layerStart(), stage.layerEnd(),
                     model.manifest().getModelId(), stage.nodeId(), epoch);
-            AssignPartitionRequest request = AssignPartitionRequest.newBuilder()
+            AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
                     .setModelId(model.manifest().getModelId())
                     .setLayers(LayerRange.newBuilder().setStart(stage.layerStart()).setEnd(stage.layerEnd()))
                     .setHasEmbedding(stage.hasEmbedding())
                     .setHasHead(stage.hasHead())
                     .setEpoch(epoch)
                     .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
-                    .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost()).setGrpcPort(props.registryPort()))
-                    .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
-                            .setGrpcPort(workers.coordinatorGrpcPort()))
                     .build();
             assignWithRetry(m, request);
         }

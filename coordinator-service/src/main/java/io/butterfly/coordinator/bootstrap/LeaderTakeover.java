@@ -34,6 +34,8 @@ public class LeaderTakeover {
     private static final int MAX_ATTEMPTS = 5;
 
     private final ControlLog control;
+
+    private final AssignmentAddresses addresses;
     private final CoordinatorProperties props;
     private final WorkerChannels workers;
     private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
@@ -42,7 +44,8 @@ public class LeaderTakeover {
         return t;
     });
 
-    public LeaderTakeover(ControlLog control, CoordinatorProperties props, WorkerChannels workers) {
+    public LeaderTakeover(ControlLog control, CoordinatorProperties props, WorkerChannels workers, AssignmentAddresses addresses) {
+        this.addresses = addresses;
         this.control = control;
         this.props = props;
         this.workers = workers;
@@ -93,18 +96,14 @@ public class LeaderTakeover {
     }
 
     private void send(Leadership leadership, ClusterState s, String nodeId, NodeRecord n) {
-        AssignPartitionRequest request = AssignPartitionRequest.newBuilder()
+        AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
                 .setModelId(s.modelId())
                 .setLayers(LayerRange.newBuilder().setStart(n.layerStart()).setEnd(n.layerEnd()))
                 .setHasEmbedding(n.hasEmbedding())
                 .setHasHead(n.hasHead())
                 .setEpoch(s.epoch())
                 .setTerm(leadership.term())
-                .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost())
-                        .setGrpcPort(props.registryPort()))
-                .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
-                        .setGrpcPort(workers.coordinatorGrpcPort()))
-                .build();
+                    .build();
         for (int attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
             if (!control.leadership().leading() || control.leadership().current().term() != leadership.term()) {
                 return; // deposed meanwhile: the next leader announces itself

@@ -35,6 +35,8 @@ public class StageReloader {
     private static final int MAX_ATTEMPTS = 30;
 
     private final ControlLog control;
+
+    private final AssignmentAddresses addresses;
     private final CoordinatorProperties props;
     private final WorkerChannels workers;
     private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
@@ -44,7 +46,8 @@ public class StageReloader {
     });
 
     public StageReloader(ControlLog control, CoordinatorProperties props, WorkerChannels workers,
-                         LivenessMonitor monitor) {
+                         LivenessMonitor monitor, AssignmentAddresses addresses) {
+        this.addresses = addresses;
         this.control = control;
         this.props = props;
         this.workers = workers;
@@ -65,17 +68,13 @@ public class StageReloader {
                     || n.state() != WorkerState.JOINED || n.partition() != PartitionState.UNLOADED) {
                 return; // reassigned, failed again or already loading: nothing (more) to do
             }
-            AssignPartitionRequest request = AssignPartitionRequest.newBuilder()
+            AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
                     .setModelId(s.modelId())
                     .setLayers(LayerRange.newBuilder().setStart(n.layerStart()).setEnd(n.layerEnd()))
                     .setHasEmbedding(n.hasEmbedding())
                     .setHasHead(n.hasHead())
                     .setEpoch(s.epoch())
                     .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
-                    .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost())
-                            .setGrpcPort(props.registryPort()))
-                    .setCoordinator(Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
-                            .setGrpcPort(workers.coordinatorGrpcPort()))
                     .build();
             ManagedChannel channel = workers.channel(nodeId, n.info().host(), n.info().grpcPort());
             // The channel backed off while the worker was down; it is back now (it heartbeats).

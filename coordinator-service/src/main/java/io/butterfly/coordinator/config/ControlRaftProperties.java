@@ -18,6 +18,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param electionTimeoutMax upper bound of the randomized election timeout
  * @param snapshotThreshold  a snapshot of the cluster state is taken every this many log entries
  * @param requestTimeout     how long one command may wait to be committed
+ * @param replicaGrpcEndpoints every replica's gRPC endpoint for workers, as {@code id=host:port} (empty: only
+ *                           this one); assignments list them so workers heartbeat every replica
  */
 @ConfigurationProperties("butterfly.coordinator.raft")
 public record ControlRaftProperties(
@@ -28,5 +30,6 @@ public record ControlRaftProperties(
         @DefaultValue("150ms") Duration electionTimeoutMin,
         @DefaultValue("300ms") Duration electionTimeoutMax,
         @DefaultValue("1000") long snapshotThreshold,
-        @DefaultValue("5s") Duration requestTimeout) {
+        @DefaultValue("5s") Duration requestTimeout,
+        @DefaultValue List<String> replicaGrpcEndpoints) {
 }

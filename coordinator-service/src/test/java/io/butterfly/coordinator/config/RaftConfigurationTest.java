@@ -20,7 +20,7 @@ class RaftConfigurationTest {
 
     private static ControlRaftProperties raft(String peerId, List<String> peers) {
         return new ControlRaftProperties(peerId, peers, 20, "", Duration.ofMillis(150), Duration.ofMillis(300), 1000,
-                Duration.ofSeconds(5));
+                Duration.ofSeconds(5), List.of());
     }
 
     @Test
