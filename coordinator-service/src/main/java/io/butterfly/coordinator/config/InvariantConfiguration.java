@@ -3,7 +3,7 @@ package io.butterfly.coordinator.config;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
-import io.butterfly.coordinator.raft.RaftStatus;
+import io.butterfly.coordinator.raft.ReplicaView;
 import java.util.List;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -12,16 +12,18 @@ import org.springframework.context.annotation.Configuration;
 public class InvariantConfiguration {
 
     /**
-     * This replica's own Raft view: whether it leads and in which term. Workers report to and heartbeat the
-     * leader, so only the leader judges liveness-based invariants.
+     * Every replica's claim, each asked of that replica (whether it leads and in which term); one that does
+     * not answer makes no claim. Only the leader judges liveness-based invariants.
      */
     @Bean
     CoordinatorClaims coordinatorClaims(ControlLog control) {
         return new CoordinatorClaims() {
             @Override
             public List<CoordinatorClaim> claims() {
-                RaftStatus raft = control.raftStatus();
-                return List.of(new CoordinatorClaim(raft.selfId(), "LEADER".equals(raft.role()), raft.term()));
+                return control.replicaViews().stream()
+                        .filter(v -> !ReplicaView.UNREACHABLE.equals(v.role()))
+                        .map(v -> new CoordinatorClaim(v.replicaId(), v.leader(), v.term()))
+                        .toList();
             }
 
             @Override

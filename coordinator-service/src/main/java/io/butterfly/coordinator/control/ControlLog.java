@@ -6,6 +6,7 @@ import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.LeadershipEvents;
 import io.butterfly.coordinator.raft.RaftStatus;
+import io.butterfly.coordinator.raft.ReplicaView;
 import io.butterfly.coordinator.statemachine.TransitionHistory;
 import io.butterfly.coordinator.statemachine.TransitionRecord;
 import java.util.List;
@@ -66,5 +67,10 @@ public class ControlLog {
 
     public RaftStatus raftStatus() {
         return replica.status();
+    }
+
+    /** Every replica's own view of its role (asked of each; see ControlReplica#groupViews). */
+    public List<ReplicaView> replicaViews() {
+        return replica.groupViews();
     }
 }

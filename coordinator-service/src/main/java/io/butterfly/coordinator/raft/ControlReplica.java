@@ -19,7 +19,9 @@ import org.apache.ratis.client.RaftClientConfigKeys;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
 import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.GroupInfoReply;
 import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
@@ -48,6 +50,7 @@ public final class ControlReplica implements AutoCloseable {
     private final ControlStateMachine machine;
     private final RaftServer server;
     private final RaftClient client;
+    private RaftClient adminClient;
 
     private ControlReplica(ReplicaSettings settings) throws IOException {
         this.settings = settings;
@@ -206,6 +209,47 @@ public final class ControlReplica implements AutoCloseable {
         }
     }
 
+    /**
+     * Every replica's own view, this one's from its server and the others' asked over Ratis' group-info RPC
+     * (a short timeout, no retries): the single-leader invariant is then checked on claims each replica makes
+     * itself, not on this replica's belief about them. A peer that does not answer is UNREACHABLE.
+     */
+    public List<ReplicaView> groupViews() {
+        List<ReplicaView> views = new java.util.ArrayList<>();
+        RaftStatus self = status();
+        views.add(new ReplicaView(self.selfId(), self.role(), "LEADER".equals(self.role()) ? self.term() : 0));
+        for (ReplicaSettings.Peer p : settings.peers()) {
+            if (p.id().equals(settings.selfId())) {
+                continue;
+            }
+            views.add(askPeer(p.id()));
+        }
+        return views;
+    }
+
+    private ReplicaView askPeer(String peerId) {
+        try {
+            GroupInfoReply reply = adminClient().getGroupManagementApi(RaftPeerId.valueOf(peerId)).info(group.getGroupId());
+            RoleInfoProto role = reply.getRoleInfoProto();
+            long term = role.hasLeaderInfo() ? role.getLeaderInfo().getTerm() : 0;
+            return new ReplicaView(peerId, role.getRole().name(), term);
+        } catch (IOException | RuntimeException e) {
+            log.debug("raft: replica {} did not say its role: {}", peerId, e.toString());
+            return new ReplicaView(peerId, ReplicaView.UNREACHABLE, 0);
+        }
+    }
+
+    /** A client for group-info questions: one short attempt, so a dead peer costs little. */
+    private synchronized RaftClient adminClient() {
+        if (adminClient == null) {
+            RaftProperties p = new RaftProperties();
+            RaftClientConfigKeys.Rpc.setRequestTimeout(p, duration(300));
+            adminClient = RaftClient.newBuilder().setRaftGroup(group).setProperties(p)
+                    .setRetryPolicy(RetryPolicies.noRetry()).build();
+        }
+        return adminClient;
+    }
+
     /** Takes a snapshot on this replica now (also taken automatically every snapshot-threshold entries). */
     public long snapshot() throws IOException {
         RaftClientReply reply = client.getSnapshotManagementApi(RaftPeerId.valueOf(settings.selfId()))
@@ -219,6 +263,11 @@ public final class ControlReplica implements AutoCloseable {
     @Override
     public void close() {
         try {
+            synchronized (this) {
+                if (adminClient != null) {
+                    adminClient.close();
+                }
+            }
             client.close();
         } catch (IOException e) {
             log.debug("closing raft client", e);

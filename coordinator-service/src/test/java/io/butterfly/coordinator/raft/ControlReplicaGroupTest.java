@@ -71,6 +71,26 @@ class ControlReplicaGroupTest {
     }
 
     @Test
+    void everyReplicaAnswersForItselfOneLeaderAndADeadPeerIsUnreachable() {
+        ControlReplica leader = awaitLeader(replicas);
+        long term = leader.status().term();
+        for (ControlReplica r : replicas) {
+            List<ReplicaView> views = r.groupViews();
+            assertEquals(3, views.size(), views.toString());
+            assertEquals(List.of(leader.settings().selfId()),
+                    views.stream().filter(ReplicaView::leader).map(ReplicaView::replicaId).toList(), views.toString());
+            assertEquals(term, views.stream().filter(ReplicaView::leader).findFirst().orElseThrow().term());
+        }
+        ControlReplica follower = replicas.stream().filter(r -> r != leader).findFirst().orElseThrow();
+        int dead = replicas.indexOf(follower);
+        follower.close();
+        replicas.set(dead, null);
+        List<ReplicaView> views = leader.groupViews();
+        assertEquals(ReplicaView.UNREACHABLE, views.stream()
+                .filter(v -> v.replicaId().equals(peers.get(dead).id())).findFirst().orElseThrow().role());
+    }
+
+    @Test
     void commandsReplicateAndAFailedLeaderIsReplacedInAHigherTerm() {
         ControlReplica leader = awaitLeader(replicas);
         ControlReplica follower = replicas.stream().filter(r -> r != leader).findFirst().orElseThrow();
