@@ -73,6 +73,10 @@ class PipelineEndToEndTest {
             }
         }
         assertThat(workers).isEqualTo(3);
+        // The committed ConfigChange (§5.3): three members, all needed.
+        assertThat(s.path("config").path("current_member_count").asInt()).isEqualTo(3);
+        assertThat(s.path("config").path("quorum_size").asInt()).isEqualTo(3);
+        assertThat(s.path("config").path("cluster_name").asString()).isNotBlank();
         assertThat(s.path("feasibility").path("feasible").asBoolean()).isTrue();
         // Cross-validation: the root rebuilt from what the workers loaded is the manifest's.
         JsonNode v = s.path("weight_validation");

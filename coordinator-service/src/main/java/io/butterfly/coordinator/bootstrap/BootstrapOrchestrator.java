@@ -9,6 +9,8 @@ import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.raft.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.ModelCatalog;
+import io.butterfly.coordinator.cluster.ClusterConfig;
+import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.coordinator.inference.ServedModel;
 import io.butterfly.coordinator.planning.PartitionPlan;
 import io.butterfly.coordinator.planning.StageAssignment;
@@ -129,6 +131,7 @@ public class BootstrapOrchestrator {
             if (control.state().system() == SystemState.UNINITIALIZED) {
                 control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
             }
+            commitConfig();
             if (control.state().epoch() > 0) {
                 if (retrying) {
                     takeover.reannounce(); // an assignment committed while its sender gave up on it
@@ -171,6 +174,18 @@ public class BootstrapOrchestrator {
         }
     }
 
+    /** Commits the cluster configuration (§5.3 ConfigChange) when it differs from the committed one. */
+    private void commitConfig() {
+        ClusterState s = control.state();
+        var v = ControlEnvelopes.CURRENT_VERSION;
+        // No stage replicas yet: every stage is needed (quorum = pipeline size) and no failure is tolerated.
+        ClusterConfig config = new ClusterConfig(props.clusterName(), Math.max(1, s.expectedWorkers()), 0,
+                s.nodes().size(), v.getMajor() + "." + v.getMinor() + "." + v.getPatch());
+        if (!config.equals(s.config())) {
+            control.submit(new ClusterCommand.ConfigChange(config, clock.millis()));
+        }
+    }
+
     /** Polls discovery until {@code wanted} workers have joined (recording each join); the first {@code wanted} by id. */
     private List<Member> awaitWorkers(int wanted) throws InterruptedException {
         long lastLog = 0;
@@ -190,6 +205,7 @@ public class BootstrapOrchestrator {
                     control.submit(new ClusterCommand.NodeJoined(toNodeInfo(m), clock.millis()));
                 }
             }
+            commitConfig();
             if (found.size() >= wanted) {
                 return found.stream().sorted((a, b) -> a.getNodeId().compareTo(b.getNodeId()))
                         .limit(wanted).toList();

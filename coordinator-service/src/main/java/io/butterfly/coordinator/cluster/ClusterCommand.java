@@ -68,6 +68,13 @@ public sealed interface ClusterCommand {
         }
     }
 
+    /** The cluster configuration changed (§5.3 ConfigChange): committed at bootstrap and when membership changes. */
+    record ConfigChange(ClusterConfig config, long atMs) implements ClusterCommand {
+        public ConfigChange {
+            Objects.requireNonNull(config, "config");
+        }
+    }
+
     /** An inference task entered the pipeline. */
     record TaskSubmitted(String taskId, int promptTokens, long atMs) implements ClusterCommand {
         public TaskSubmitted {

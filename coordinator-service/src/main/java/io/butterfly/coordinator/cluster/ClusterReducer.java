@@ -65,6 +65,9 @@ public final class ClusterReducer {
     private static ClusterState dispatch(ClusterState s, ClusterCommand c) {
         if (c instanceof ClusterCommand.Bootstrap b) {
             return bootstrap(s, b);
+        } else if (c instanceof ClusterCommand.ConfigChange cc) {
+            cc.config().validate();
+            return s.withConfig(cc.config());
         } else if (c instanceof ClusterCommand.ModelResolved m) {
             return modelResolved(s, m);
         } else if (c instanceof ClusterCommand.NodeJoined j) {

@@ -17,7 +17,7 @@ import java.util.Map;
 public record ClusterState(SystemState system, long epoch, String modelId, String merkleRoot, int expectedWorkers,
                            String statusMessage, Map<String, NodeRecord> nodes, List<String> pipeline,
                            Map<String, TaskRecord> tasks, long lastAppliedIndex, BootstrapChecks checks,
-                           List<CheckpointRecord> checkpoints) {
+                           List<CheckpointRecord> checkpoints, ClusterConfig config) {
 
     /** Checkpoints kept in the state (the oldest are dropped). */
     public static final int MAX_CHECKPOINTS = 16;
@@ -32,22 +32,22 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     public static ClusterState initial() {
         return new ClusterState(SystemState.UNINITIALIZED, 0, null, null, 0, "waiting for bootstrap",
-                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of());
+                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of(), null);
     }
 
     ClusterState withSystem(SystemState next, String message) {
         return new ClusterState(next, epoch, modelId, merkleRoot, expectedWorkers, message, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints);
+                lastAppliedIndex, checks, checkpoints, config);
     }
 
     ClusterState withModel(String model, String root, int workers) {
         return new ClusterState(system, epoch, model, root, workers, statusMessage, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints);
+                lastAppliedIndex, checks, checkpoints, config);
     }
 
     ClusterState withNodes(Map<String, NodeRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, next, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints);
+                tasks, lastAppliedIndex, checks, checkpoints, config);
     }
 
     ClusterState withNode(NodeRecord node) {
@@ -58,27 +58,32 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     ClusterState withAssignment(long nextEpoch, List<String> nextPipeline, Map<String, NodeRecord> nextNodes) {
         return new ClusterState(system, nextEpoch, modelId, merkleRoot, expectedWorkers, statusMessage, nextNodes,
-                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints);
+                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints, config);
     }
 
     ClusterState withTasks(Map<String, TaskRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                next, lastAppliedIndex, checks, checkpoints);
+                next, lastAppliedIndex, checks, checkpoints, config);
     }
 
     ClusterState withIndex(long index) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, index, checks, checkpoints);
+                tasks, index, checks, checkpoints, config);
     }
 
     ClusterState withCheckpoints(List<CheckpointRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, next);
+                tasks, lastAppliedIndex, checks, next, config);
     }
 
     ClusterState withChecks(BootstrapChecks next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, next, checkpoints);
+                tasks, lastAppliedIndex, next, checkpoints, config);
+    }
+
+    ClusterState withConfig(ClusterConfig next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, checks, checkpoints, next);
     }
 
     /** Whether every stage of the current plan reported its partition READY and none is FAILED. */

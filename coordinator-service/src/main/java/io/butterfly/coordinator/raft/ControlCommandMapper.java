@@ -5,6 +5,8 @@ import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.PartitionState;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.proto.coordinator.v1.BootstrapCommand;
+import io.butterfly.proto.coordinator.v1.ConfigChangeCommand;
+import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.proto.coordinator.v1.CleanupCompletedCommand;
 import io.butterfly.proto.coordinator.v1.ControlCommand;
 import io.butterfly.proto.coordinator.v1.ControlNodeInfo;
@@ -50,7 +52,12 @@ public final class ControlCommandMapper {
 
     public static ControlCommand toProto(ClusterCommand command) {
         ControlCommand.Builder b = ControlCommand.newBuilder().setAtMs(command.atMs());
-        if (command instanceof ClusterCommand.Bootstrap c) {
+        if (command instanceof ClusterCommand.ConfigChange c) {
+            ClusterConfig k = c.config();
+            b.setConfigChange(ConfigChangeCommand.newBuilder().setClusterName(k.clusterName())
+                    .setQuorumSize(k.quorumSize()).setMaxByzantine(k.maxByzantine())
+                    .setCurrentMemberCount(k.memberCount()).setProtocolVersion(k.protocolVersion()));
+        } else if (command instanceof ClusterCommand.Bootstrap c) {
             b.setBootstrap(BootstrapCommand.newBuilder().setModelId(c.modelId()).setExpectedWorkers(c.expectedWorkers()));
         } else if (command instanceof ClusterCommand.ModelResolved c) {
             b.setModelResolved(ModelResolvedCommand.newBuilder().setModelId(c.modelId()).setMerkleRoot(c.merkleRoot()));
@@ -129,6 +136,11 @@ public final class ControlCommandMapper {
             return integrity;
         }
         switch (proto.getCommandCase()) {
+            case CONFIG_CHANGE: {
+                ConfigChangeCommand c = proto.getConfigChange();
+                return new ClusterCommand.ConfigChange(new ClusterConfig(c.getClusterName(), c.getQuorumSize(),
+                        c.getMaxByzantine(), c.getCurrentMemberCount(), c.getProtocolVersion()), at);
+            }
             case BOOTSTRAP: {
                 BootstrapCommand c = proto.getBootstrap();
                 return new ClusterCommand.Bootstrap(c.getModelId(), c.getExpectedWorkers(), at);

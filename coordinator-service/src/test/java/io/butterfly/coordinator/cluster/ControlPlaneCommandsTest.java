@@ -53,4 +53,30 @@ class ControlPlaneCommandsTest {
         assertThat(after.lastAppliedIndex()).isEqualTo(before.lastAppliedIndex() + 1);
         assertThat(after.withIndex(before.lastAppliedIndex())).isEqualTo(before);
     }
+
+    @Test
+    void aConfigChangeIsCommittedAndReplacesTheLastOne() {
+        Fixtures f = Fixtures.ready();
+        ClusterConfig first = new ClusterConfig("butterfly", 3, 1, 3, "1.0.0");
+        ClusterConfig second = new ClusterConfig("butterfly", 3, 1, 4, "1.0.0");
+        assertThat(f.apply(new ClusterCommand.ConfigChange(first, 100)).state().config()).isEqualTo(first);
+        ClusterState after = f.apply(new ClusterCommand.ConfigChange(second, 101)).state();
+        assertThat(after.config()).isEqualTo(second);
+        assertThat(after.system()).isEqualTo(SystemState.READY); // configuration is not a state transition
+    }
+
+    @Test
+    void anImpossibleConfigChangeIsRefusedAndChangesNothing() {
+        Fixtures f = Fixtures.ready();
+        ClusterConfig good = new ClusterConfig("butterfly", 3, 0, 3, "1.0.0");
+        f.apply(new ClusterCommand.ConfigChange(good, 100));
+        ClusterState before = f.state();
+        assertThatThrownBy(() -> f.apply(new ClusterCommand.ConfigChange(new ClusterConfig("butterfly", 0, 0, 3, "1.0.0"), 101)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("quorum_size");
+        assertThatThrownBy(() -> f.apply(new ClusterCommand.ConfigChange(new ClusterConfig("butterfly", 3, 2, 3, "1.0.0"), 102)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max_byzantine");
+        assertThatThrownBy(() -> f.apply(new ClusterCommand.ConfigChange(new ClusterConfig(" ", 3, 0, 3, "1.0.0"), 103)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("cluster_name");
+        assertThat(f.state().config()).isEqualTo(before.config());
+    }
 }

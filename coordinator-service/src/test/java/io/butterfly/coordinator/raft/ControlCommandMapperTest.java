@@ -23,6 +23,8 @@ class ControlCommandMapperTest {
         String s = "x" + rnd.nextInt(1000);
         return List.of(
                 new ClusterCommand.Bootstrap("gpt2-" + s, 1 + rnd.nextInt(8), at),
+                new ClusterCommand.ConfigChange(new io.butterfly.coordinator.cluster.ClusterConfig("c-" + s,
+                        1 + rnd.nextInt(9), rnd.nextInt(3), rnd.nextInt(20), "1." + rnd.nextInt(4) + ".0"), at),
                 new ClusterCommand.ModelResolved("m", "ab" + s, at),
                 new ClusterCommand.NodeJoined(new NodeInfo("w-" + s, "worker", "127.0.0.1", 9000 + rnd.nextInt(99),
                         8000, 4, rnd.nextLong(1, 1L << 40), rnd.nextDouble() * 100, null), at),

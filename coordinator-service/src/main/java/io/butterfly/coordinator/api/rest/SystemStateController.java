@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.rest;
 
 import io.butterfly.coordinator.bootstrap.LoadTelemetry;
+import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeHealth;
 import io.butterfly.coordinator.cluster.NodeRecord;
@@ -59,6 +60,7 @@ public class SystemStateController {
         out.put("pipeline", s.pipeline());
         out.put("last_applied_index", s.lastAppliedIndex());
         out.put("raft", raft());
+        out.put("config", config(s.config()));
         return out;
     }
 
@@ -163,6 +165,20 @@ public class SystemStateController {
 
     private static String instant(long epochMs) {
         return epochMs <= 0 ? null : Instant.ofEpochMilli(epochMs).toString();
+    }
+
+    /** The committed ConfigChange (null before bootstrap). */
+    private static Map<String, Object> config(ClusterConfig c) {
+        if (c == null) {
+            return null;
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("cluster_name", c.clusterName());
+        m.put("quorum_size", c.quorumSize());
+        m.put("max_byzantine", c.maxByzantine());
+        m.put("current_member_count", c.memberCount());
+        m.put("protocol_version", c.protocolVersion());
+        return m;
     }
 
     private static Map<String, Object> task(TaskRecord t) {
