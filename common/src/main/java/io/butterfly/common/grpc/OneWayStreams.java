@@ -80,6 +80,15 @@ public final class OneWayStreams<T, K> {
         }
     }
 
+    /**
+     * The answer observer a generated {@code newStub(ch).call(responses)} wants, from the untyped one the
+     * opener gets: the one answer only comes when the stream ends, and nothing reads it.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public static <A> StreamObserver<A> answers(StreamObserver<Object> responses) {
+        return (StreamObserver) responses;
+    }
+
     /** Ends every stream (on shutdown). */
     public void closeAll() {
         streams.values().forEach(Stream::close);

@@ -65,7 +65,7 @@ class OneWayStreamsTest {
         }).build().start();
         channel = InProcessChannelBuilder.forName(name).directExecutor().build();
         return new OneWayStreams<>((host, port) -> channel,
-                (ch, r) -> CoordinatorServiceGrpc.newStub(ch).stepOutcomes(cast(r)),
+                (ch, r) -> CoordinatorServiceGrpc.newStub(ch).stepOutcomes(OneWayStreams.answers(r)),
                 StepOutcome::getTaskId,
                 (address, recent, status) -> {
                     brokenKeys.addAll(recent);
@@ -73,10 +73,6 @@ class OneWayStreamsTest {
                 });
     }
 
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private static StreamObserver<StreamClosed> cast(StreamObserver<Object> r) {
-        return (StreamObserver) r;
-    }
 
     private static StepOutcome outcome(String task, int step) {
         return StepOutcome.newBuilder().setTaskId(task).setStep(step).build();

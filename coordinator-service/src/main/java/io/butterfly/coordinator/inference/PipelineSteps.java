@@ -9,11 +9,9 @@ import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepFailure;
 import io.butterfly.proto.worker.v1.StepOutcome;
-import io.butterfly.proto.worker.v1.StreamClosed;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.stub.StreamObserver;
 import jakarta.annotation.PreDestroy;
 import java.util.List;
 import java.util.Map;
@@ -44,7 +42,7 @@ public class PipelineSteps {
         this.self = Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
                 .setGrpcPort(channels.coordinatorGrpcPort()).build();
         this.firstStages = new OneWayStreams<>((host, port) -> channels.channel("stage", host, port),
-                (ch, r) -> WorkerServiceGrpc.newStub(ch).steps(closedAnswer(r)),
+                (ch, r) -> WorkerServiceGrpc.newStub(ch).steps(OneWayStreams.answers(r)),
                 req -> new StepKey(req.getTaskId(), req.getStep()),
                 this::firstStageBroke);
     }
@@ -105,10 +103,6 @@ public class PipelineSteps {
                 "pipeline step " + step + " failed on " + f.getNodeId() + ": " + f.getMessage(), f.getContextMap(), null);
     }
 
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private static StreamObserver<StreamClosed> closedAnswer(StreamObserver<Object> r) {
-        return (StreamObserver) r;
-    }
 
     @PreDestroy
     void close() {

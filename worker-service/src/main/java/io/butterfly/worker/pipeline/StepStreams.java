@@ -8,13 +8,11 @@ import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepFailure;
 import io.butterfly.proto.worker.v1.StepOutcome;
-import io.butterfly.proto.worker.v1.StreamClosed;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.stub.StreamObserver;
 import jakarta.annotation.PreDestroy;
 import java.util.List;
 import org.slf4j.Logger;
@@ -42,11 +40,11 @@ public class StepStreams {
     public StepStreams(PeerChannels channels, WorkerProperties props) {
         this.nodeId = props.nodeId();
         this.stages = new OneWayStreams<>(channels::get,
-                (ch, r) -> WorkerServiceGrpc.newStub(ch).steps(closedAnswer(r)),
+                (ch, r) -> WorkerServiceGrpc.newStub(ch).steps(OneWayStreams.answers(r)),
                 req -> new SentStep(req.getTaskId(), req.getStep(), req.getReplyTo()),
                 this::nextStageBroke);
         this.coordinators = new OneWayStreams<>(channels::get,
-                (ch, r) -> CoordinatorServiceGrpc.newStub(ch).stepOutcomes(closedAnswer(r)),
+                (ch, r) -> CoordinatorServiceGrpc.newStub(ch).stepOutcomes(OneWayStreams.answers(r)),
                 StepOutcome::getTaskId,
                 (address, recent, status) -> log.warn("outcome stream to coordinator {} broke: {}", address, status));
     }
@@ -86,10 +84,6 @@ public class StepStreams {
                 java.util.Map.of("unreachable", address), null);
     }
 
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private static StreamObserver<StreamClosed> closedAnswer(StreamObserver<Object> r) {
-        return (StreamObserver) r;
-    }
 
     @PreDestroy
     void close() {

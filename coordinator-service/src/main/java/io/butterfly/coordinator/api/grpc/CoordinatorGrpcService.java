@@ -17,6 +17,7 @@ import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.StreamClosed;
@@ -125,25 +126,6 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     /** Outcomes of the steps this replica started, one-way from the last stage or a failing one. */
     @Override
     public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
-        return new StreamObserver<>() {
-            private long received;
-
-            @Override
-            public void onNext(StepOutcome outcome) {
-                received++;
-                steps.complete(outcome);
-            }
-
-            @Override
-            public void onError(Throwable t) {
-                // The worker went away; a step it owed fails through its own stream or times out.
-            }
-
-            @Override
-            public void onCompleted() {
-                closed.onNext(StreamClosed.newBuilder().setMessages(received).build());
-                closed.onCompleted();
-            }
-        };
+        return OneWayReceiver.of(steps::complete, closed);
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.worker.api.grpc;
 
+import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.AssignPartitionResponse;
 import io.butterfly.proto.worker.v1.ForwardRequest;
@@ -53,26 +54,7 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
     /** Steps arrive in order on the stream and run one after another; each is handed on, never answered. */
     @Override
     public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
-        return new StreamObserver<>() {
-            private long received;
-
-            @Override
-            public void onNext(ForwardRequest request) {
-                received++;
-                stage.accept(request);
-            }
-
-            @Override
-            public void onError(Throwable t) {
-                // The sender went away; steps it still waits for fail on its side.
-            }
-
-            @Override
-            public void onCompleted() {
-                closed.onNext(StreamClosed.newBuilder().setMessages(received).build());
-                closed.onCompleted();
-            }
-        };
+        return OneWayReceiver.of(stage::accept, closed);
     }
 
     @Override
