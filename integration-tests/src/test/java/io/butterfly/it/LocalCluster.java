@@ -3,6 +3,7 @@ package io.butterfly.it;
 import io.butterfly.common.crypto.NodeIdentity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -15,7 +16,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -28,6 +31,9 @@ final class LocalCluster implements AutoCloseable {
 
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final Path ROOT = Path.of("").toAbsolutePath().getParent();
+    /** Test services listen in [PORTS_FROM, PORTS_TO): clear of the launcher's 8080-9190 and the ephemeral range. */
+    private static final int PORTS_FROM = 20000;
+    private static final int PORTS_TO = 32000;
 
     private final Path workDir;
     private final List<Process> processes = new ArrayList<>();
@@ -298,11 +304,26 @@ final class LocalCluster implements AutoCloseable {
         return Path.of(System.getProperty("java.home"), "bin", "java").toString();
     }
 
+    /** Where the next {@link #freePort()} search starts: random per test JVM, so parallel builds rarely meet. */
+    private static final AtomicInteger NEXT_PORT =
+            new AtomicInteger(PORTS_FROM + ThreadLocalRandom.current().nextInt(PORTS_TO - PORTS_FROM));
+
+    /**
+     * A port nothing listens on, below the kernel's ephemeral range (32768-60999). The services bind it
+     * seconds later (a JVM starts slowly); a port from the ephemeral range may meanwhile be taken as the
+     * local end of some outgoing connection, and the service then fails with "Address already in use".
+     */
     static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        for (int tries = 0; tries < PORTS_TO - PORTS_FROM; tries++) {
+            int port = PORTS_FROM + Math.floorMod(NEXT_PORT.getAndIncrement() - PORTS_FROM, PORTS_TO - PORTS_FROM);
+            try (ServerSocket s = new ServerSocket()) {
+                s.setReuseAddress(false);
+                s.bind(new InetSocketAddress(port));
+                return port;
+            } catch (IOException busy) {
+                // taken: try the next one
+            }
         }
+        throw new IllegalStateException("no free port in " + PORTS_FROM + "-" + PORTS_TO);
     }
 }
