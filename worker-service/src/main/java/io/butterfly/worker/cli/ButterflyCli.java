@@ -38,15 +38,20 @@ public final class ButterflyCli {
         }
         Args a = Args.parse(args, 1);
         String url = a.option("url", "http://127.0.0.1:8080");
-        return switch (args[0]) {
-            case "wait-ready" -> waitReady(url, Long.parseLong(a.option("timeout", "600")));
-            case "status" -> status(url);
-            case "generate" -> generate(url, a);
-            default -> {
-                System.err.println("unknown command " + args[0]);
-                yield 2;
-            }
-        };
+        try {
+            return switch (args[0]) {
+                case "wait-ready" -> waitReady(url, Long.parseLong(a.option("timeout", "600")));
+                case "status" -> status(url);
+                case "generate" -> generate(url, a);
+                default -> {
+                    System.err.println("unknown command " + args[0]);
+                    yield 2;
+                }
+            };
+        } catch (java.net.ConnectException e) {
+            System.err.println("no coordinator answers at " + url + " (start a cluster with ./butterfly up)");
+            return 1;
+        }
     }
 
     int waitReady(String url, long timeoutSeconds) throws InterruptedException {
