@@ -116,19 +116,35 @@ public final class ShardDownloader {
     }
 
     /**
+     * A file on disk and the SHA-256 computed here over its bytes as they were received and written (or,
+     * for a file already present, read back), which matched the manifest.
+     */
+    public record VerifiedFile(Path path, String sha256, long sizeBytes) {
+    }
+
+    /**
      * Downloads (or reuses) the named files of {@code manifest} into {@code dir}.
      *
      * @return the local paths, in the order asked
      */
     public List<Path> download(ModelManifest manifest, List<String> fileNames, Path dir, ProgressListener progress)
             throws IOException {
+        return downloadVerified(manifest, fileNames, dir, progress).stream().map(VerifiedFile::path).toList();
+    }
+
+    /**
+     * {@link #download}, answering each file with the digest it was verified with, so a caller that needs
+     * the files' digests later (cross-validation) does not hash them again.
+     */
+    public List<VerifiedFile> downloadVerified(ModelManifest manifest, List<String> fileNames, Path dir,
+                                               ProgressListener progress) throws IOException {
         ProgressListener listener = progress == null ? (f, d, t) -> { } : progress;
         Files.createDirectories(dir);
         List<WeightFile> files = fileNames.stream().map(name -> find(manifest, name)).toList();
         ProgressListener overall = new OverallProgress(files, listener);
         int threads = Math.min(parallelFiles, files.size());
         if (threads <= 1) {
-            List<Path> paths = new ArrayList<>(files.size());
+            List<VerifiedFile> paths = new ArrayList<>(files.size());
             for (WeightFile file : files) {
                 paths.add(fetch(manifest.getModelId(), file, dir, overall));
             }
@@ -140,12 +156,12 @@ public final class ShardDownloader {
             return t;
         });
         try {
-            List<Future<Path>> pending = new ArrayList<>(files.size());
+            List<Future<VerifiedFile>> pending = new ArrayList<>(files.size());
             for (WeightFile file : files) {
                 pending.add(pool.submit(() -> fetch(manifest.getModelId(), file, dir, overall)));
             }
-            List<Path> paths = new ArrayList<>(files.size());
-            for (Future<Path> f : pending) {
+            List<VerifiedFile> paths = new ArrayList<>(files.size());
+            for (Future<VerifiedFile> f : pending) {
                 paths.add(f.get());
             }
             return paths;
@@ -295,7 +311,7 @@ public final class ShardDownloader {
                 Map.of("file", name, "model_id", manifest.getModelId()), null);
     }
 
-    private Path fetch(String modelId, WeightFile file, Path dir, ProgressListener listener) throws IOException {
+    private VerifiedFile fetch(String modelId, WeightFile file, Path dir, ProgressListener listener) throws IOException {
         String name = file.getName();
         if (name.isEmpty() || name.contains("/") || name.contains("\\") || name.equals(".") || name.equals("..")) {
             throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.INVALID_ARGUMENT,
@@ -310,7 +326,7 @@ public final class ShardDownloader {
             if (Files.size(target) == size && Sha256.hexOfFile(target).equals(expected)) {
                 log.debug("{} already present and verified", target);
                 listener.onProgress(name, size, size);
-                return target;
+                return new VerifiedFile(target, expected, size);
             }
             log.info("{} present but does not match the manifest; fetching it again", target);
             Files.delete(target);
@@ -339,7 +355,7 @@ public final class ShardDownloader {
         }
         Files.move(part, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         listener.onProgress(name, size, size);
-        return target;
+        return new VerifiedFile(target, actual, size);
     }
 
     /**
@@ -382,8 +398,8 @@ public final class ShardDownloader {
                         : chunk.getData().toByteArray();
                 if (!chunkIntact(chunk, data)) {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
-                            "chunk of " + name + " at offset " + position + " does not match its checksum: expected sha256 "
-                                    + chunk.getSha256() + ", got " + Sha256.hex(data),
+                            "chunk of " + name + " at offset " + position + " does not match its checksum: "
+                                    + chunkChecksums(chunk, data),
                             Map.of("file", name, "offset", Long.toString(position)), null);
                 }
                 if (position + data.length > size) {
@@ -410,6 +426,15 @@ public final class ShardDownloader {
         }
     }
 
+
+    private static String chunkChecksums(FileChunk chunk, byte[] data) {
+        if (chunk.hasCrc32C()) {
+            CRC32C crc = new CRC32C();
+            crc.update(data);
+            return String.format("expected crc32c %08x, got %08x", chunk.getCrc32C(), crc.getValue());
+        }
+        return "expected sha256 " + chunk.getSha256() + ", got " + Sha256.hex(data);
+    }
 
     /**
      * The per-chunk transit check: CRC32C where the registry sends it (memory speed, so the file's bytes

@@ -29,6 +29,10 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -228,6 +232,15 @@ public class BootstrapOrchestrator {
         control.submit(new ClusterCommand.PartitionsAssigned(epoch, plan.stages(), clock.millis()));
         Map<String, Member> byId = new java.util.HashMap<>();
         members.forEach(m -> byId.put(m.getNodeId(), m));
+        // Sent to all workers at once: each starts fetching as soon as it has its range, instead of
+        // waiting for the workers before it to answer (seconds apiece on a busy machine).
+        ExecutorService senders = Executors.newFixedThreadPool(
+                plan.stages().size(), r -> {
+                    Thread t = new Thread(r, "assign-partition");
+                    t.setDaemon(true);
+                    return t;
+                });
+        List<Future<?>> sent = new ArrayList<>();
         for (StageAssignment stage : plan.stages()) {
             Member m = byId.get(stage.nodeId());
             log.info("assigning layers [{}, {}) of {} to {} (epoch {})", stage.layerStart(), stage.layerEnd(),
@@ -240,7 +253,19 @@ public class BootstrapOrchestrator {
                     .setEpoch(epoch)
                     .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
                     .build();
-            assignWithRetry(m, request);
+            sent.add(senders.submit(() -> {
+                assignWithRetry(m, request);
+                return null;
+            }));
+        }
+        try {
+            for (Future<?> f : sent) {
+                f.get();
+            }
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("sending an assignment failed", e.getCause());
+        } finally {
+            senders.shutdownNow();
         }
         return true;
     }

@@ -110,7 +110,14 @@ public class ModelStore {
             try {
                 Path f = dir.resolve(BLOCK_INDEX_FILE);
                 if (Files.isRegularFile(f)) {
-                    return JSON.readValue(Files.readAllBytes(f), BlockIndex.class);
+                    BlockIndex stored = JSON.readValue(Files.readAllBytes(f), BlockIndex.class);
+                    if (stored.algorithm().equals(BlockIndex.CRC32C)) {
+                        return stored;
+                    }
+                    // An index from before CRC32C: verify the bytes against it once, then index them anew.
+                    verifyAgainst(dir, stored);
+                    log.info("stored model {}: block index re-written with CRC32C", id);
+                    return writeBlockIndex(dir, manifest);
                 }
                 log.warn("stored model {} has no block index; indexing its current bytes", id);
                 return writeBlockIndex(dir, manifest);
@@ -123,13 +130,29 @@ public class ModelStore {
     private static BlockIndex writeBlockIndex(Path dir, Manifest manifest) throws IOException {
         Map<String, List<String>> files = new LinkedHashMap<>();
         for (ManifestFile f : manifest.files()) {
-            files.put(f.name(), BlockIndex.hashBlocks(dir.resolve(f.name()), BlockIndex.DEFAULT_BLOCK_BYTES));
+            files.put(f.name(), BlockIndex.checksumBlocks(dir.resolve(f.name()), BlockIndex.DEFAULT_BLOCK_BYTES));
         }
-        BlockIndex index = new BlockIndex(BlockIndex.DEFAULT_BLOCK_BYTES, files);
+        BlockIndex index = new BlockIndex(BlockIndex.DEFAULT_BLOCK_BYTES, BlockIndex.CRC32C, files);
         Path tmp = dir.resolve(BLOCK_INDEX_FILE + ".tmp");
         Files.write(tmp, JSON.writeValueAsBytes(index));
         Files.move(tmp, dir.resolve(BLOCK_INDEX_FILE), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         return index;
+    }
+
+    /** Checks every block of the stored files against an older (SHA-256) index; a mismatch is refused. */
+    private static void verifyAgainst(Path dir, BlockIndex index) throws IOException {
+        for (Map.Entry<String, List<String>> e : index.files().entrySet()) {
+            byte[] bytes = Files.readAllBytes(dir.resolve(e.getKey()));
+            List<String> expected = e.getValue();
+            for (int b = 0; b < expected.size(); b++) {
+                int from = b * index.blockBytes();
+                byte[] block = java.util.Arrays.copyOfRange(bytes, from, Math.min(bytes.length, from + index.blockBytes()));
+                if (!index.checksum(block).equals(expected.get(b))) {
+                    throw new IOException("registry store corrupted: " + e.getKey() + " block " + b
+                            + " no longer matches its import; not re-indexing it");
+                }
+            }
+        }
     }
 
     /** The stored manifest if it was imported from a source with this fingerprint and its files are all there. */

@@ -1,5 +1,6 @@
 package io.butterfly.worker.partition;
 
+import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import java.nio.file.Path;
@@ -7,15 +8,20 @@ import java.util.List;
 
 /**
  * What the engine loaded for the current partition: the manifest entries and the local files it read,
- * in manifest order ({@code paths.get(i)} holds {@code files.get(i)}).
+ * each with the SHA-256 computed over its bytes when it was verified just before the load, in manifest
+ * order ({@code verified.get(i)} holds {@code files.get(i)}).
  */
-public record LoadedPartition(AssignPartitionRequest assignment, List<WeightFile> files, List<Path> paths) {
+public record LoadedPartition(AssignPartitionRequest assignment, List<WeightFile> files, List<VerifiedFile> verified) {
 
     public LoadedPartition {
         files = List.copyOf(files);
-        paths = List.copyOf(paths);
-        if (files.size() != paths.size()) {
-            throw new IllegalArgumentException(files.size() + " files but " + paths.size() + " paths");
+        verified = List.copyOf(verified);
+        if (files.size() != verified.size()) {
+            throw new IllegalArgumentException(files.size() + " files but " + verified.size() + " verified files");
         }
+    }
+
+    public List<Path> paths() {
+        return verified.stream().map(VerifiedFile::path).toList();
     }
 }

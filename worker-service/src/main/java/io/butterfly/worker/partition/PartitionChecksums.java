@@ -2,7 +2,7 @@ package io.butterfly.worker.partition;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.hash.MerkleTree;
-import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.common.v1.LayerRange;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
@@ -13,10 +13,6 @@ import io.butterfly.proto.worker.v1.ValidationAck;
 import io.butterfly.proto.worker.v1.ValidationResult;
 import io.butterfly.worker.config.WorkerProperties;
 import io.grpc.Status;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
@@ -25,9 +21,10 @@ import org.springframework.stereotype.Service;
 
 /**
  * This worker's side of cross-validation (bootstrap-protocol.md §6.5): a ChecksumReport of the files its
- * engine loaded, hashed here from the bytes on disk that were loaded (never copied from the manifest), so
- * a shard that differs from what the manifest promises shows up at the coordinator; and the
- * coordinator's ValidationResult, kept for inspection.
+ * engine loaded, with the SHA-256 this worker computed over each file's bytes when it verified them just
+ * before the load (never copied from the manifest), so a node that loaded other bytes than its peers shows
+ * up at the coordinator; and the coordinator's ValidationResult, kept for inspection. The files are not
+ * hashed again: the weights in memory are the verified bytes, whatever happens to the disk copy later.
  */
 @Service
 public class PartitionChecksums {
@@ -63,7 +60,7 @@ public class PartitionChecksums {
         return cached;
     }
 
-    /** The report of {@code loaded}: every file hashed from its bytes on disk, and their Merkle root. */
+    /** The report of {@code loaded}: every file's verified digest and size, and their Merkle root. */
     static ChecksumReport compute(String nodeId, LoadedPartition loaded) {
         AssignPartitionRequest a = loaded.assignment();
         ChecksumReport.Builder r = ChecksumReport.newBuilder().setNodeId(nodeId).setEpoch(a.getEpoch())
@@ -72,15 +69,10 @@ public class PartitionChecksums {
                 .setHasHead(a.getHasHead());
         List<String> digests = new ArrayList<>();
         for (int i = 0; i < loaded.files().size(); i++) {
-            Path p = loaded.paths().get(i);
-            try {
-                String sha = Sha256.hexOfFile(p);
-                digests.add(sha);
-                r.addFiles(FileChecksum.newBuilder().setName(loaded.files().get(i).getName()).setSha256(sha)
-                        .setSizeBytes(Files.size(p)));
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot read loaded file " + p, e);
-            }
+            VerifiedFile v = loaded.verified().get(i);
+            digests.add(v.sha256());
+            r.addFiles(FileChecksum.newBuilder().setName(loaded.files().get(i).getName()).setSha256(v.sha256())
+                    .setSizeBytes(v.sizeBytes()));
         }
         return r.setWeightHash(MerkleTree.rootHex(digests)).setTimestampMs(System.currentTimeMillis()).build();
     }

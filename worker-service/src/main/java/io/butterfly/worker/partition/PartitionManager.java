@@ -6,6 +6,7 @@ import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.RegistryCircuitBreaker;
 import io.butterfly.common.transfer.ShardDownloader;
+import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.worker.config.RegistryClientProperties;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.butterfly.proto.common.v1.ErrorCode;
@@ -140,9 +141,9 @@ public class PartitionManager {
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
             Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
             long[] lastReport = {0};
-            List<Path> paths = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
+            List<VerifiedFile> verified = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
                     ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
-                    .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression()).download(manifest,
+                    .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression()).downloadVerified(manifest,
                     files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
                         status = status.withProgress(file, done, total); // over all files of the partition
                         long now = System.nanoTime();
@@ -163,9 +164,9 @@ public class PartitionManager {
                         + ") exceed the model's " + config.numLayers() + " layers");
             }
             List<Path> weights = new ArrayList<>();
-            for (Path p : paths) {
-                if (p.getFileName().toString().endsWith(".safetensors")) {
-                    weights.add(p);
+            for (VerifiedFile v : verified) {
+                if (v.path().getFileName().toString().endsWith(".safetensors")) {
+                    weights.add(v.path());
                 }
             }
             PartitionExecutor loaded = DjlPartitionExecutor.load(spec, weights,
@@ -176,7 +177,7 @@ public class PartitionManager {
             double warmupMs = warmUp(loaded, spec);
             PartitionExecutor previous = executor;
             executor = loaded;
-            this.loaded = new LoadedPartition(request, files, paths);
+            this.loaded = new LoadedPartition(request, files, verified);
             if (previous != null) {
                 previous.close();
             }

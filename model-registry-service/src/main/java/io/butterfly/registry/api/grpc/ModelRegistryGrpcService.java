@@ -2,7 +2,6 @@ package io.butterfly.registry.api.grpc;
 
 import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.transfer.ChunkCodec;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.registry.v1.ChunkCompression;
@@ -97,8 +96,15 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
             if (ch.size() != size) {
                 log.warn("{} of {} is {} bytes on disk, the manifest says {}", name, request.getModelId(), ch.size(), size);
             }
-            // Read whole blocks and check each against its hash recorded at import before any of it is sent.
-            BlockIndex index = catalog.blockIndex(stored.manifest());
+            // Read whole blocks and check each against its checksum recorded at import before any of it is sent.
+            BlockIndex index;
+            try {
+                index = catalog.blockIndex(stored.manifest());
+            } catch (UncheckedIOException e) {
+                throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                        "cannot serve " + name + " of " + request.getModelId() + ": " + e.getCause().getMessage(),
+                        Map.of("file", name), e);
+            }
             List<String> blockHashes = index.files().get(name);
             int blockBytes = index.blockBytes();
             long position = offset;
@@ -115,14 +121,14 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                     }
                 }
                 byte[] blockData = buf.array();
-                String actualBlock = Sha256.hex(blockData);
+                String actualBlock = index.checksum(blockData);
                 String expectedBlock = blockHashes == null || block >= blockHashes.size() ? "" : blockHashes.get(block);
                 if (!actualBlock.equals(expectedBlock)) {
                     log.error("refusing to serve {} of {}: block {} changed on disk since import", name,
                             request.getModelId(), block);
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                             "registry store corrupted: " + name + " of " + request.getModelId() + " block " + block
-                                    + " (bytes " + blockStart + ".." + (blockStart + blockLen) + ") has sha256 "
+                                    + " (bytes " + blockStart + ".." + (blockStart + blockLen) + ") has " + index.algorithm() + " "
                                     + actualBlock + " but its import recorded " + expectedBlock + "; not served",
                             Map.of("file", name, "expected", expectedBlock, "actual", actualBlock), null);
                 }
@@ -138,8 +144,7 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                     FileChunk.Builder chunk = FileChunk.newBuilder()
                             .setFileName(name)
                             .setOffset(position)
-                            // A chunk that is a whole block reuses the hash just verified (one SHA-256 pass per byte).
-                            .setSha256(wholeBlock ? actualBlock : Sha256.hex(data))
+                            // The per-chunk transit check; the receiver checks the whole file's SHA-256.
                             .setCrc32C(crc32c(data))
                             .setFileSize(size)
                             .setLast(position + n >= size);
