@@ -179,6 +179,20 @@ public final class SafetensorsFile implements AutoCloseable {
         return buf.flip();
     }
 
+    /**
+     * Reads the tensor's stored bytes into {@code dst} from its position (which must have room for them),
+     * advancing it; for a caller that stages bytes in a buffer of its own (e.g. direct memory for the engine).
+     */
+    public void readInto(String name, ByteBuffer dst) throws IOException {
+        TensorInfo info = info(name);
+        if (dst.remaining() < info.byteLength()) {
+            throw new IllegalArgumentException(name + " needs " + info.byteLength() + " bytes, the buffer has " + dst.remaining());
+        }
+        ByteBuffer window = dst.slice().limit((int) info.byteLength());
+        readFully(channel, window, dataStart + info.begin());
+        dst.position(dst.position() + (int) info.byteLength());
+    }
+
     /** The tensor as float32, widening F16 and BF16 exactly. */
     public float[] readFloats(String name) throws IOException {
         TensorInfo info = info(name);

@@ -11,6 +11,8 @@ import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -392,24 +394,25 @@ public final class ShardDownloader {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                             "chunk of " + name + " at offset " + chunk.getOffset() + " where " + position + " was expected");
                 }
-                byte[] data = chunk.getCompression() == ChunkCompression.CHUNK_COMPRESSION_ZSTD
-                        ? ChunkCodec.decompress(chunk.getData().toByteArray(), chunk.getUncompressedSize(),
-                                size - position, name, position)
-                        : chunk.getData().toByteArray();
+                // The received bytes are checked, hashed and written in place (no copy out of the message).
+                ByteString data = chunk.getCompression() == ChunkCompression.CHUNK_COMPRESSION_ZSTD
+                        ? UnsafeByteOperations.unsafeWrap(ChunkCodec.decompress(chunk.getData().toByteArray(),
+                                chunk.getUncompressedSize(), size - position, name, position))
+                        : chunk.getData();
                 if (!chunkIntact(chunk, data)) {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                             "chunk of " + name + " at offset " + position + " does not match its checksum: "
                                     + chunkChecksums(chunk, data),
                             Map.of("file", name, "offset", Long.toString(position)), null);
                 }
-                if (position + data.length > size) {
+                if (position + data.size() > size) {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                             name + " is longer than the manifest's " + size + " bytes");
                 }
-                out.write(data);
-                whole.update(data);
-                bytesFetched.addAndGet(data.length);
-                position += data.length;
+                data.writeTo(out);
+                whole.update(data.asReadOnlyByteBuffer());
+                bytesFetched.addAndGet(data.size());
+                position += data.size();
                 last = chunk.getLast();
                 listener.onProgress(name, position, size);
             }
@@ -427,25 +430,25 @@ public final class ShardDownloader {
     }
 
 
-    private static String chunkChecksums(FileChunk chunk, byte[] data) {
+    private static String chunkChecksums(FileChunk chunk, ByteString data) {
         if (chunk.hasCrc32C()) {
             CRC32C crc = new CRC32C();
-            crc.update(data);
+            crc.update(data.asReadOnlyByteBuffer());
             return String.format("expected crc32c %08x, got %08x", chunk.getCrc32C(), crc.getValue());
         }
-        return "expected sha256 " + chunk.getSha256() + ", got " + Sha256.hex(data);
+        return "expected sha256 " + chunk.getSha256() + ", got " + Sha256.hex(data.toByteArray());
     }
 
     /**
      * The per-chunk transit check: CRC32C where the registry sends it (memory speed, so the file's bytes
      * are SHA-256'd once here, for the whole-file check), else the chunk's SHA-256.
      */
-    private static boolean chunkIntact(FileChunk chunk, byte[] data) {
+    private static boolean chunkIntact(FileChunk chunk, ByteString data) {
         if (chunk.hasCrc32C()) {
             CRC32C crc = new CRC32C();
-            crc.update(data);
+            crc.update(data.asReadOnlyByteBuffer());
             return (int) crc.getValue() == chunk.getCrc32C();
         }
-        return Sha256.hex(data).equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT));
+        return Sha256.hex(data.toByteArray()).equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT));
     }
 }

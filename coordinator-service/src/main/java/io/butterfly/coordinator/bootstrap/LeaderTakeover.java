@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.bootstrap;
 
+import jakarta.annotation.PostConstruct;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
@@ -51,14 +52,26 @@ public class LeaderTakeover {
         this.workers = workers;
     }
 
+    /**
+     * The no-op is committed as soon as this replica leads, even while the application is still starting:
+     * besides settling the log (below), that first commit is the one that pays for a cold Raft client path
+     * (a second or two on a fresh JVM), which the bootstrap's first command then no longer does.
+     */
+    @PostConstruct
+    void commitNoOpOnLeadership() {
+        control.leadership().addListener(l -> {
+            if (l.leading()) {
+                executor.execute(() -> commitNoOp(l));
+            }
+        });
+    }
+
+    /** Re-announcing needs the running application (workers report back to its gRPC server). */
     @EventListener(ApplicationReadyEvent.class)
     public void start() {
         control.leadership().addListener(l -> {
             if (l.leading()) {
-                executor.execute(() -> {
-                    commitNoOp(l);
-                    announce(l);
-                });
+                executor.execute(() -> announce(l)); // after the no-op queued on the same executor
             }
         });
     }

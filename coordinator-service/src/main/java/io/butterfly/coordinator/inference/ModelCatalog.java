@@ -38,19 +38,21 @@ public class ModelCatalog {
         this.props = props;
         this.verifier = new ManifestVerifier(props.trustedPublisherKeys());
         this.channel = GrpcChannels.open(props.registryHost(), props.registryPort());
-        // Loading the tokenizer's native library takes over a second; do it while the coordinator joins
-        // and waits for workers instead of on the way to the first assignment.
-        Thread warmUp = new Thread(ModelCatalog::loadTokenizerLibrary, "tokenizer-library");
+        // Loading the tokenizer's native library takes over a second, and the first manifest fetch from a
+        // freshly started registry as long again: do both while the coordinator joins and its control log
+        // elects a leader, instead of on the way to the first assignment.
+        Thread warmUp = new Thread(this::warmUp, "model-catalog-warm-up");
         warmUp.setDaemon(true);
         warmUp.start();
     }
 
-    private static void loadTokenizerLibrary() {
+    private void warmUp() {
         try {
             LibUtils.checkStatus();
-        } catch (RuntimeException | LinkageError e) {
-            // load() reports it, with the model it was loading
-            LoggerFactory.getLogger(ModelCatalog.class).debug("tokenizer library not loaded ahead: {}", e.toString());
+            load();
+        } catch (Exception | LinkageError e) {
+            // bootstrap's own load() reports it, and retries
+            LoggerFactory.getLogger(ModelCatalog.class).debug("served model not loaded ahead: {}", e.toString());
         }
     }
 
@@ -58,8 +60,11 @@ public class ModelCatalog {
         return ModelRegistryGrpc.newBlockingStub(channel);
     }
 
-    /** Fetches and verifies (trusted publisher, signature, Merkle root) the manifest before using it. */
-    public ServedModel load() throws IOException {
+    /**
+     * Fetches and verifies (trusted publisher, signature, Merkle root) the manifest before using it. One load
+     * at a time: the warm-up's and bootstrap's would otherwise download into the same files.
+     */
+    public synchronized ServedModel load() throws IOException {
         ModelManifest manifest = verifier.verify(registry().withDeadlineAfter(10, TimeUnit.SECONDS)
                 .getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build()));
         List<String> wanted = manifest.getFilesList().stream()

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -24,15 +25,18 @@ import java.util.Map;
  * <p>Why not DJL's decoder ({@code NDList.decode}): it reads a file's whole data section into one
  * {@code byte[]} (int offsets, so at most 2 GiB) and creates every tensor, so a stage given the whole
  * {@code model.safetensors} would hold every layer, and it aborts the JVM on BF16. Here each needed
- * tensor's bytes are read alone through {@link SafetensorsFile}, widened exactly to float32 in Java
- * (F16 and BF16), staged in one reused direct buffer and copied into engine-owned memory.
+ * tensor's bytes are read alone through {@link SafetensorsFile} into one reused direct buffer (F32 as
+ * they are, F16 and BF16 widened exactly to float32 in Java) and copied from there into engine-owned memory.
  */
 final class WeightStore implements AutoCloseable {
 
     private final List<SafetensorsFile> files = new ArrayList<>();
     private final Map<String, SafetensorsFile> byName = new HashMap<>();
     private final NDManager manager;
+    /** Where a tensor's float32 values are staged for the engine (reused: tensors are loaded one at a time). */
     private ByteBuffer staging = ByteBuffer.allocateDirect(0);
+    /** Scratch for {@link #loadTransposed}; swapped with {@link #staging}. */
+    private ByteBuffer transposed = ByteBuffer.allocateDirect(0);
     private long bytesLoaded;
 
     private WeightStore(NDManager manager) {
@@ -83,7 +87,8 @@ final class WeightStore implements AutoCloseable {
 
     /** Loads a tensor as float32 on the manager's device, checking its shape. */
     NDArray load(String name, long... expectedShape) {
-        return toArray(readFloats(name, expectedShape), expectedShape);
+        FloatBuffer values = stage(name, expectedShape);
+        return toArray(values.capacity(), expectedShape);
     }
 
     /**
@@ -91,10 +96,14 @@ final class WeightStore implements AutoCloseable {
      * Hugging Face {@code [out, in]} projection as the {@code [in, out]} layout {@link Projection} wants.
      */
     NDArray loadTransposed(String name, long rows, long cols) {
-        float[] stored = readFloats(name, rows, cols);
-        float[] t = new float[stored.length];
+        FloatBuffer stored = stage(name, rows, cols);
         int r0 = (int) rows;
         int c0 = (int) cols;
+        int n = r0 * c0;
+        if (transposed.capacity() < n * Float.BYTES) {
+            transposed = ByteBuffer.allocateDirect(n * Float.BYTES).order(ByteOrder.nativeOrder());
+        }
+        FloatBuffer t = transposed.clear().limit(n * Float.BYTES).slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
         // Blocked so both sides stay in cache for large matrices (the LM head).
         int block = 64;
         for (int rb = 0; rb < r0; rb += block) {
@@ -103,37 +112,55 @@ final class WeightStore implements AutoCloseable {
                 int cEnd = Math.min(c0, cb + block);
                 for (int r = rb; r < rEnd; r++) {
                     for (int c = cb; c < cEnd; c++) {
-                        t[c * r0 + r] = stored[r * c0 + c];
+                        t.put(c * r0 + r, stored.get(r * c0 + c));
                     }
                 }
             }
         }
-        return toArray(t, cols, rows);
+        ByteBuffer swap = staging;
+        staging = transposed;
+        transposed = swap;
+        return toArray(n, cols, rows);
     }
 
-    private float[] readFloats(String name, long... expectedShape) {
+    /**
+     * The tensor's values as float32 in {@link #staging} (direct, native order), checking its shape: F32 bytes
+     * are read straight into it (no Java copy on a little-endian machine), F16 and BF16 are widened exactly.
+     */
+    private FloatBuffer stage(String name, long... expectedShape) {
         TensorInfo info = info(name);
         if (!Arrays.equals(info.shape(), expectedShape)) {
             throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(info.shape())
                     + " but the model config implies " + Arrays.toString(expectedShape));
         }
+        long count = info.numElements();
+        if (count * Float.BYTES > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("tensor '" + name + "' is larger than 2 GiB");
+        }
+        int bytes = (int) count * Float.BYTES;
+        if (staging.capacity() < bytes) {
+            staging = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+        }
+        ByteBuffer buf = staging.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
         try {
-            return byName.get(name).readFloats(name);
+            if (info.dtype().equals("F32") && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
+                byName.get(name).readInto(name, buf);
+            } else {
+                buf.asFloatBuffer().put(byName.get(name).readFloats(name));
+            }
         } catch (IOException e) {
             throw new UncheckedIOException("reading '" + name + "'", e);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("tensor '" + name + "' has dtype " + info.dtype()
                     + "; only F32, F16 and BF16 weights are supported", e);
         }
+        return buf.clear().asFloatBuffer();
     }
 
-    private NDArray toArray(float[] values, long... shape) {
-        int bytes = values.length * Float.BYTES;
-        if (staging.capacity() < bytes) {
-            staging = ByteBuffer.allocateDirect(bytes);
-        }
+    /** An engine-owned copy of the first {@code count} floats staged in {@link #staging}. */
+    private NDArray toArray(int count, long... shape) {
+        int bytes = count * Float.BYTES;
         ByteBuffer buf = staging.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
-        buf.asFloatBuffer().put(values);
         bytesLoaded += bytes;
         // A direct buffer is shared, not copied, by the engine: copy into engine memory before reusing it.
         try (NDArray shared = manager.create(buf, new Shape(shape), DataType.FLOAT32)) {
