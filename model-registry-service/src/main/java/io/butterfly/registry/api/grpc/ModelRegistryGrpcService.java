@@ -2,6 +2,7 @@ package io.butterfly.registry.api.grpc;
 
 import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.transfer.ChunkCodec;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.registry.v1.ChunkCompression;
@@ -126,11 +127,16 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                 if (!actualBlock.equals(expectedBlock)) {
                     log.error("refusing to serve {} of {}: block {} changed on disk since import", name,
                             request.getModelId(), block);
+                    // Rare, so the whole stored file is hashed here: the refusal names the file's SHA-256 as the
+                    // manifest has it and as it is now, besides the block's checksums.
+                    String expectedFile = stored.file().checksum();
+                    String actualFile = Sha256.hexOfFile(stored.path());
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
-                            "registry store corrupted: " + name + " of " + request.getModelId() + " block " + block
-                                    + " (bytes " + blockStart + ".." + (blockStart + blockLen) + ") has " + index.algorithm() + " "
-                                    + actualBlock + " but its import recorded " + expectedBlock + "; not served",
-                            Map.of("file", name, "expected", expectedBlock, "actual", actualBlock), null);
+                            "registry store corrupted: " + name + " of " + request.getModelId() + " has sha256 "
+                                    + actualFile + " but its manifest says " + expectedFile + " (block " + block
+                                    + ", bytes " + blockStart + ".." + (blockStart + blockLen) + ", has " + index.algorithm()
+                                    + " " + actualBlock + " where its import recorded " + expectedBlock + "); not served",
+                            Map.of("file", name, "expected", expectedFile, "actual", actualFile), null);
                 }
                 long blockEnd = blockStart + blockLen;
                 while (position < blockEnd) {

@@ -142,8 +142,9 @@ class FetchFileTransferTest {
                 .isInstanceOfSatisfying(ButterflyException.class, e -> {
                     assertThat(e.code()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
                     assertThat(e.getMessage()).contains(name);
-                    // Both block checksums named: the one on disk now and the one recorded at import.
-                    assertThat(e.getMessage()).containsPattern("has crc32c [0-9a-f]{8} but its import recorded [0-9a-f]{8}");
+                    // Both file checksums named (as stored now, as the manifest says), and the block's.
+                    assertThat(e.getMessage()).containsPattern("has sha256 [0-9a-f]{64} but its manifest says [0-9a-f]{64}");
+                    assertThat(e.getMessage()).containsPattern("has crc32c [0-9a-f]{8} where its import recorded [0-9a-f]{8}");
                     // Refused by the registry itself (block checksum recorded at import), not forwarded.
                     assertThat(e.getMessage()).contains("registry store corrupted");
                 });
