@@ -3,6 +3,8 @@ package io.butterfly.registry.store;
 import io.butterfly.registry.catalog.Manifest;
 import io.butterfly.registry.catalog.ManifestFile;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -15,6 +17,7 @@ import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -142,14 +145,19 @@ public class ModelStore {
     /** Checks every block of the stored files against an older (SHA-256) index; a mismatch is refused. */
     private static void verifyAgainst(Path dir, BlockIndex index) throws IOException {
         for (Map.Entry<String, List<String>> e : index.files().entrySet()) {
-            byte[] bytes = Files.readAllBytes(dir.resolve(e.getKey()));
             List<String> expected = e.getValue();
-            for (int b = 0; b < expected.size(); b++) {
-                int from = b * index.blockBytes();
-                byte[] block = java.util.Arrays.copyOfRange(bytes, from, Math.min(bytes.length, from + index.blockBytes()));
-                if (!index.checksum(block).equals(expected.get(b))) {
-                    throw new IOException("registry store corrupted: " + e.getKey() + " block " + b
-                            + " no longer matches its import; not re-indexing it");
+            try (FileChannel ch = FileChannel.open(dir.resolve(e.getKey()))) {
+                ByteBuffer buf = ByteBuffer.allocate(index.blockBytes());
+                for (int b = 0; b < expected.size(); b++) {
+                    buf.clear();
+                    long at = (long) b * index.blockBytes();
+                    while (buf.hasRemaining() && ch.read(buf, at + buf.position()) > 0) {
+                        // read the whole block, or up to the end of the file
+                    }
+                    if (!index.checksum(Arrays.copyOf(buf.array(), buf.position())).equals(expected.get(b))) {
+                        throw new IOException("registry store corrupted: " + e.getKey() + " block " + b
+                                + " no longer matches its import; not re-indexing it");
+                    }
                 }
             }
         }
