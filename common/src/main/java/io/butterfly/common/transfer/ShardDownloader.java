@@ -1,5 +1,7 @@
 package io.butterfly.common.transfer;
 
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.GrpcErrors;
 import io.butterfly.common.hash.Sha256;
@@ -11,8 +13,6 @@ import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
-import com.google.protobuf.ByteString;
-import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -399,10 +399,10 @@ public final class ShardDownloader {
                         ? UnsafeByteOperations.unsafeWrap(ChunkCodec.decompress(chunk.getData().toByteArray(),
                                 chunk.getUncompressedSize(), size - position, name, position))
                         : chunk.getData();
-                if (!chunkIntact(chunk, data)) {
+                String mismatch = chunkMismatch(chunk, data);
+                if (mismatch != null) {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
-                            "chunk of " + name + " at offset " + position + " does not match its checksum: "
-                                    + chunkChecksums(chunk, data),
+                            "chunk of " + name + " at offset " + position + " does not match its checksum: " + mismatch,
                             Map.of("file", name, "offset", Long.toString(position)), null);
                 }
                 if (position + data.size() > size) {
@@ -429,26 +429,20 @@ public final class ShardDownloader {
         }
     }
 
-
-    private static String chunkChecksums(FileChunk chunk, ByteString data) {
-        if (chunk.hasCrc32C()) {
-            CRC32C crc = new CRC32C();
-            crc.update(data.asReadOnlyByteBuffer());
-            return String.format("expected crc32c %08x, got %08x", chunk.getCrc32C(), crc.getValue());
-        }
-        return "expected sha256 " + chunk.getSha256() + ", got " + Sha256.hex(data.toByteArray());
-    }
-
     /**
      * The per-chunk transit check: CRC32C where the registry sends it (memory speed, so the file's bytes
-     * are SHA-256'd once here, for the whole-file check), else the chunk's SHA-256.
+     * are SHA-256'd once here, for the whole-file check), else the chunk's SHA-256. Null when intact, else
+     * both checksums.
      */
-    private static boolean chunkIntact(FileChunk chunk, ByteString data) {
+    private static String chunkMismatch(FileChunk chunk, ByteString data) {
         if (chunk.hasCrc32C()) {
             CRC32C crc = new CRC32C();
             crc.update(data.asReadOnlyByteBuffer());
-            return (int) crc.getValue() == chunk.getCrc32C();
+            return (int) crc.getValue() == chunk.getCrc32C() ? null
+                    : String.format("expected crc32c %08x, got %08x", chunk.getCrc32C(), crc.getValue());
         }
-        return Sha256.hex(data.toByteArray()).equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT));
+        String actual = Sha256.hex(data.toByteArray());
+        return actual.equals(chunk.getSha256().toLowerCase(java.util.Locale.ROOT)) ? null
+                : "expected sha256 " + chunk.getSha256() + ", got " + actual;
     }
 }

@@ -61,12 +61,16 @@ public class ModelCatalog {
     }
 
     /**
-     * Fetches and verifies (trusted publisher, signature, Merkle root) the manifest before using it. One load
-     * at a time: the warm-up's and bootstrap's would otherwise download into the same files.
+     * Fetches and verifies (trusted publisher, signature, Merkle root) the manifest before using it; the files
+     * and tokenizer are loaded again only when the manifest changed. One load at a time: the warm-up's and
+     * bootstrap's would otherwise download into the same files.
      */
     public synchronized ServedModel load() throws IOException {
         ModelManifest manifest = verifier.verify(registry().withDeadlineAfter(10, TimeUnit.SECONDS)
                 .getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build()));
+        if (served != null && served.manifest().equals(manifest)) {
+            return served; // loaded already (by the warm-up) from this very manifest
+        }
         List<String> wanted = manifest.getFilesList().stream()
                 .filter(f -> f.getKind() == FileKind.CONFIG || f.getKind() == FileKind.TOKENIZER)
                 .map(WeightFile::getName)

@@ -7,6 +7,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -38,8 +39,8 @@ public record BlockIndex(int blockBytes, String algorithm, Map<String, List<Stri
         }
     }
 
-    /** Indexes {@code file} in blocks of {@code blockBytes} with CRC32C. */
-    public static List<String> checksumBlocks(Path file, int blockBytes) throws IOException {
+    /** The checksums of {@code file}'s blocks of {@code blockBytes}, under {@code algorithm}. */
+    public static List<String> checksumBlocks(Path file, int blockBytes, String algorithm) throws IOException {
         List<String> sums = new ArrayList<>();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             ByteBuffer buf = ByteBuffer.allocate(blockBytes);
@@ -53,7 +54,7 @@ public record BlockIndex(int blockBytes, String algorithm, Map<String, List<Stri
                         throw new IOException(file + " shrank while it was being indexed");
                     }
                 }
-                sums.add(crc32cHex(buf.array(), buf.position()));
+                sums.add(checksum(algorithm, buf.array(), buf.position()));
                 position += buf.position();
             }
         }
@@ -62,10 +63,13 @@ public record BlockIndex(int blockBytes, String algorithm, Map<String, List<Stri
 
     /** The checksum of a block's bytes under this index's algorithm. */
     public String checksum(byte[] block) {
-        return algorithm.equals(CRC32C) ? crc32cHex(block, block.length) : Sha256.hex(block);
+        return checksum(algorithm, block, block.length);
     }
 
-    static String crc32cHex(byte[] data, int length) {
+    private static String checksum(String algorithm, byte[] data, int length) {
+        if (algorithm.equals(SHA256)) {
+            return Sha256.hex(length == data.length ? data : Arrays.copyOf(data, length));
+        }
         CRC32C crc = new CRC32C();
         crc.update(data, 0, length);
         return String.format(Locale.ROOT, "%08x", crc.getValue());

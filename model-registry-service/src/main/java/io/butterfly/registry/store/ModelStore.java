@@ -3,8 +3,6 @@ package io.butterfly.registry.store;
 import io.butterfly.registry.catalog.Manifest;
 import io.butterfly.registry.catalog.ManifestFile;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -17,7 +15,6 @@ import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -133,7 +130,8 @@ public class ModelStore {
     private static BlockIndex writeBlockIndex(Path dir, Manifest manifest) throws IOException {
         Map<String, List<String>> files = new LinkedHashMap<>();
         for (ManifestFile f : manifest.files()) {
-            files.put(f.name(), BlockIndex.checksumBlocks(dir.resolve(f.name()), BlockIndex.DEFAULT_BLOCK_BYTES));
+            files.put(f.name(), BlockIndex.checksumBlocks(dir.resolve(f.name()), BlockIndex.DEFAULT_BLOCK_BYTES,
+                    BlockIndex.CRC32C));
         }
         BlockIndex index = new BlockIndex(BlockIndex.DEFAULT_BLOCK_BYTES, BlockIndex.CRC32C, files);
         Path tmp = dir.resolve(BLOCK_INDEX_FILE + ".tmp");
@@ -146,18 +144,11 @@ public class ModelStore {
     private static void verifyAgainst(Path dir, BlockIndex index) throws IOException {
         for (Map.Entry<String, List<String>> e : index.files().entrySet()) {
             List<String> expected = e.getValue();
-            try (FileChannel ch = FileChannel.open(dir.resolve(e.getKey()))) {
-                ByteBuffer buf = ByteBuffer.allocate(index.blockBytes());
-                for (int b = 0; b < expected.size(); b++) {
-                    buf.clear();
-                    long at = (long) b * index.blockBytes();
-                    while (buf.hasRemaining() && ch.read(buf, at + buf.position()) > 0) {
-                        // read the whole block, or up to the end of the file
-                    }
-                    if (!index.checksum(Arrays.copyOf(buf.array(), buf.position())).equals(expected.get(b))) {
-                        throw new IOException("registry store corrupted: " + e.getKey() + " block " + b
-                                + " no longer matches its import; not re-indexing it");
-                    }
+            List<String> actual = BlockIndex.checksumBlocks(dir.resolve(e.getKey()), index.blockBytes(), index.algorithm());
+            for (int b = 0; b < expected.size(); b++) {
+                if (b >= actual.size() || !actual.get(b).equals(expected.get(b))) {
+                    throw new IOException("registry store corrupted: " + e.getKey() + " block " + b
+                            + " no longer matches its import; not re-indexing it");
                 }
             }
         }

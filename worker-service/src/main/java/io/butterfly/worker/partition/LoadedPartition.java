@@ -3,7 +3,6 @@ package io.butterfly.worker.partition;
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -19,9 +18,5 @@ public record LoadedPartition(AssignPartitionRequest assignment, List<WeightFile
         if (files.size() != verified.size()) {
             throw new IllegalArgumentException(files.size() + " files but " + verified.size() + " verified files");
         }
-    }
-
-    public List<Path> paths() {
-        return verified.stream().map(VerifiedFile::path).toList();
     }
 }
