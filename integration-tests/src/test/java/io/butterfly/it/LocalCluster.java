@@ -161,8 +161,10 @@ final class LocalCluster implements AutoCloseable {
     }
 
     private void start(String name, String module, String heap, int httpPort, int grpcPort, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(javaBin(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dai.djl.offline=true", "-Xmx" + heap, "-jar", execJar(module).toString(),
+        List<String> cmd = new ArrayList<>(List.of(ServiceImages.javaBin(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dai.djl.offline=true", "-Xmx" + heap));
+        cmd.addAll(ServiceImages.cdsOptions(module, name));
+        cmd.addAll(List.of("-jar", ServiceImages.jar(module).toString(),
                 "--server.port=" + httpPort, "--spring.grpc.server.port=" + grpcPort));
         cmd.addAll(List.of(args));
         commands.put(name, cmd);
@@ -280,8 +282,11 @@ final class LocalCluster implements AutoCloseable {
     public void close() {
         processes.forEach(Process::destroy);
         for (Process p : processes) {
+            // A process recording its class-data archive writes it on the way out.
+            boolean recording = byName.entrySet().stream()
+                    .anyMatch(e -> e.getValue() == p && ServiceImages.records(commands.get(e.getKey())));
             try {
-                if (!p.waitFor(15, TimeUnit.SECONDS)) {
+                if (!p.waitFor(recording ? 90 : 15, TimeUnit.SECONDS)) {
                     p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
                 }
             } catch (InterruptedException e) {
@@ -289,19 +294,7 @@ final class LocalCluster implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-    }
-
-    static Path execJar(String module) {
-        try (var files = Files.list(ROOT.resolve(module).resolve("target"))) {
-            return files.filter(p -> p.getFileName().toString().endsWith("-exec.jar")).findFirst()
-                    .orElseThrow(() -> new IllegalStateException("no exec jar for " + module + "; run the build first"));
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    private static String javaBin() {
-        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ServiceImages.settle();
     }
 
     /** Where the next {@link #freePort()} search starts: random per test JVM, so parallel builds rarely meet. */
