@@ -57,7 +57,7 @@ class CoordinatorFailoverTest {
             assertThat(state(cluster, next).path("raft").path("term").asLong()).isGreaterThan(term);
 
             for (String r : survivors) {
-                JsonNode task = cluster.getFrom(r, "/api/v1/tasks/" + taskId + "/state").json();
+                JsonNode task = awaitTaskApplied(cluster, r, taskId);
                 assertThat(task.path("state").asString()).as(r + ": " + task).isEqualTo("COMPLETED");
                 // The committed result itself, not just its state, survives the leader.
                 assertThat(task.path("token_ids")).as(r + ": " + task).isEqualTo(tokens);
@@ -66,6 +66,21 @@ class CoordinatorFailoverTest {
             assertThat(after.status()).as(after.body()).isEqualTo(200);
             assertThat(after.json().path("token_ids")).isEqualTo(tokens);
         }
+    }
+
+    /**
+     * The task as replica {@code r} reports it, once it has applied it: the entry was committed before the
+     * kill, but a follower applies it only when it learns the commit index (from the new leader, after the
+     * election), so it may answer "no task" for a moment.
+     */
+    private static JsonNode awaitTaskApplied(LocalCluster cluster, String r, String taskId) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        LocalCluster.Reply reply = cluster.getFrom(r, "/api/v1/tasks/" + taskId + "/state");
+        while (reply.status() == 404 && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            reply = cluster.getFrom(r, "/api/v1/tasks/" + taskId + "/state");
+        }
+        return reply.json();
     }
 
     private static void awaitHeartbeatsToAllReplicas(LocalCluster cluster, String worker) throws Exception {

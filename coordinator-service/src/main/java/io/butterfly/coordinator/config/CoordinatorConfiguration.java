@@ -1,5 +1,8 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.common.grpc.TransportThreadMethods;
+import org.springframework.grpc.server.ServerBuilderCustomizer;
+import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.control.ControlLog;
@@ -22,6 +25,13 @@ public class CoordinatorConfiguration {
     @Bean
     PartitionPlanner partitionPlanner(PlanningProperties planning) {
         return planning.planner().create();
+    }
+
+    /** A step outcome completes its waiting request on the thread that read it off the wire. */
+    @Bean
+    @SuppressWarnings("rawtypes")
+    ServerBuilderCustomizer stepOutcomesOnTransportThread() {
+        return TransportThreadMethods.customizer(CoordinatorServiceGrpc.getStepOutcomesMethod());
     }
 
     @Bean
