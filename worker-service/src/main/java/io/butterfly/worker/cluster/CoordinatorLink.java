@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -69,6 +70,16 @@ public class CoordinatorLink {
         this.coordinator = coordinator;
         this.replicas = List.copyOf(all);
         this.epoch = epoch;
+        // The assigning replica is up: a stream still backing off from its start-up (up to 2-3 s) reconnects
+        // now, so a partition that turns READY is heard from at once.
+        try {
+            beats.execute(() -> {
+                streams.values().forEach(HeartbeatStream::reconnectNow);
+                beat();
+            });
+        } catch (RejectedExecutionException stopping) {
+            // the link is stopping
+        }
     }
 
     /** The partition of {@code epoch} is loaded and READY (0: none); heartbeats carry it. */

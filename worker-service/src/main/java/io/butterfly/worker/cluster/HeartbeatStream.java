@@ -136,6 +136,12 @@ final class HeartbeatStream {
         }
     }
 
+    /** The replica is known to be up (it just assigned a partition): the next ping reconnects at once. */
+    void reconnectNow() {
+        reconnectAtMs = 0;
+        backoffMs = MIN_BACKOFF_MS;
+    }
+
     /** Forgets a broken stream (if it is still the current one) and schedules the reconnect. */
     private void broken(ClientCallStreamObserver<HeartbeatPing> which) {
         if (which == null || which != stream) {

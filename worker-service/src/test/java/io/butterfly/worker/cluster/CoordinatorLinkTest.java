@@ -122,6 +122,24 @@ class CoordinatorLinkTest {
     }
 
     @Test
+    void anAssignmentEndsTheBackoffOfAStreamToAReplicaThatWasStillStarting() throws Exception {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        Endpoint starting = Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1").setGrpcPort(port).build();
+        CoordinatorLink link = link();
+        link.attach(starting, List.of(), 1);
+        Thread.sleep(3_000); // refused again and again: the reconnect backoff reaches its 2 s ceiling
+
+        FakeReplica up = new FakeReplica();
+        up.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port)).addService(up).build().start();
+        replicas.add(up);
+        link.attach(starting, List.of(), 1); // what the replica does once it is up
+        await().atMost(Duration.ofMillis(700)).until(() -> up.pings.get() >= 1);
+    }
+
+    @Test
     void aReportGoesToTheAssigningReplicaAndFallsOverWhenItIsDown() throws Exception {
         FakeReplica a = replica();
         FakeReplica b = replica();
