@@ -14,8 +14,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -40,6 +42,8 @@ final class LocalCluster implements AutoCloseable {
     private String publisherKey;
     private final List<Path> logs = new ArrayList<>();
     private final Map<String, Process> byName = new HashMap<>();
+    /** Processes recording a class-data archive (they write it on the way out). */
+    private final Set<Process> recorders = new HashSet<>();
     private final Map<String, List<String>> commands = new HashMap<>();
     private final Map<String, Integer> httpPorts = new HashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -182,6 +186,9 @@ final class LocalCluster implements AutoCloseable {
             Process p = pb.start();
             processes.add(p);
             byName.put(name, p);
+            if (ServiceImages.records(cmd)) {
+                recorders.add(p);
+            }
             if (!logs.contains(log)) {
                 logs.add(log);
             }
@@ -282,11 +289,8 @@ final class LocalCluster implements AutoCloseable {
     public void close() {
         processes.forEach(Process::destroy);
         for (Process p : processes) {
-            // A process recording its class-data archive writes it on the way out.
-            boolean recording = byName.entrySet().stream()
-                    .anyMatch(e -> e.getValue() == p && ServiceImages.records(commands.get(e.getKey())));
             try {
-                if (!p.waitFor(recording ? 90 : 15, TimeUnit.SECONDS)) {
+                if (!p.waitFor(recorders.contains(p) ? 90 : 15, TimeUnit.SECONDS)) {
                     p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
                 }
             } catch (InterruptedException e) {

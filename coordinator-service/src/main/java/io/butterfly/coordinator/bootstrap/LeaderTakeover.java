@@ -1,6 +1,5 @@
 package io.butterfly.coordinator.bootstrap;
 
-import jakarta.annotation.PostConstruct;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
@@ -12,6 +11,7 @@ import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.grpc.StatusRuntimeException;
+import jakarta.annotation.PostConstruct;
 import jakarta.annotation.PreDestroy;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;

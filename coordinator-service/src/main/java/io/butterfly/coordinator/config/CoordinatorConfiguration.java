@@ -1,17 +1,17 @@
 package io.butterfly.coordinator.config;
 
-import io.butterfly.common.grpc.TransportThreadMethods;
-import org.springframework.grpc.server.ServerBuilderCustomizer;
-import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.grpc.TransportThreadMethods;
 import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.planning.PartitionPlanner;
+import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import java.time.Clock;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.grpc.server.ServerBuilderCustomizer;
 
 @Configuration
 public class CoordinatorConfiguration {

@@ -4,12 +4,12 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
+import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.discovery.config.DiscoveryProperties;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.SignedEnvelope;
 import io.butterfly.proto.discovery.v1.DiscoveryRequest;
 import io.butterfly.proto.discovery.v1.DiscoveryResponse;
-import io.butterfly.common.grpc.GrpcChannels;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthGrpc;
@@ -24,8 +24,8 @@ import org.springframework.stereotype.Component;
 
 /**
  * Once the gRPC server listens, discovery answers a health check of its own through loopback, then one
- * discovery request of its own, in process, from a throwaway identity: envelope checks, Ed25519 signing and verifying, the membership store and the answer's
- * sealing all run once. A fresh JVM took 2-3 s over its first answer, which the first joining node paid;
+ * discovery request of its own, in process, from a throwaway identity: envelope checks, Ed25519 signing and verifying, the
+ * membership store and the answer's sealing all run once. A fresh JVM took 2-3 s over its first answer, which the first joining node paid;
  * now that is paid while the nodes are still starting. Read-only (nothing joins), and in process, so it
  * takes no token from the loopback address's join rate limit.
  */
@@ -46,7 +46,7 @@ class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEvent> {
     public void onApplicationEvent(GrpcServerStartedEvent event) {
         Thread t = new Thread(() -> {
             warmUpTransport(event.getPort());
-            warmUp();
+            warmUpAnswer();
         }, "discovery-warm-up");
         t.setDaemon(true);
         t.start();
@@ -72,7 +72,7 @@ class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEvent> {
     }
 
     /** The discovery answer itself, in process. */
-    void warmUp() {
+    private void warmUpAnswer() {
         long started = System.nanoTime();
         try {
             NodeIdentity probe = NodeIdentity.ephemeral();
