@@ -35,8 +35,6 @@ final class WeightStore implements AutoCloseable {
     private final NDManager manager;
     /** Where a tensor's float32 values are staged for the engine (reused: tensors are loaded one at a time). */
     private ByteBuffer staging = ByteBuffer.allocateDirect(0);
-    /** Scratch for {@link #loadTransposed}; swapped with {@link #staging}. */
-    private ByteBuffer transposed = ByteBuffer.allocateDirect(0);
     private long bytesLoaded;
 
     private WeightStore(NDManager manager) {
@@ -96,31 +94,14 @@ final class WeightStore implements AutoCloseable {
      * Hugging Face {@code [out, in]} projection as the {@code [in, out]} layout {@link Projection} wants.
      */
     NDArray loadTransposed(String name, long rows, long cols) {
-        FloatBuffer stored = stage(name, rows, cols);
-        int r0 = (int) rows;
-        int c0 = (int) cols;
-        int n = r0 * c0;
-        if (transposed.capacity() < n * Float.BYTES) {
-            transposed = ByteBuffer.allocateDirect(n * Float.BYTES).order(ByteOrder.nativeOrder());
+        int count = stage(name, rows, cols).capacity();
+        // The engine transposes (a blocked native copy): a Java loop over every element ran interpreted
+        // until the JIT caught up and took about half of a cold partition load.
+        try (NDArray stored = staged(count, rows, cols);
+                NDArray view = stored.transpose();
+                NDArray flat = view.flatten()) {
+            return flat.reshape(cols, rows);
         }
-        FloatBuffer t = transposed.clear().limit(n * Float.BYTES).slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
-        // Blocked so both sides stay in cache for large matrices (the LM head).
-        int block = 64;
-        for (int rb = 0; rb < r0; rb += block) {
-            for (int cb = 0; cb < c0; cb += block) {
-                int rEnd = Math.min(r0, rb + block);
-                int cEnd = Math.min(c0, cb + block);
-                for (int r = rb; r < rEnd; r++) {
-                    for (int c = cb; c < cEnd; c++) {
-                        t.put(c * r0 + r, stored.get(r * c0 + c));
-                    }
-                }
-            }
-        }
-        ByteBuffer swap = staging;
-        staging = transposed;
-        transposed = swap;
-        return toArray(n, cols, rows);
     }
 
     /**
@@ -159,13 +140,18 @@ final class WeightStore implements AutoCloseable {
 
     /** An engine-owned copy of the first {@code count} floats staged in {@link #staging}. */
     private NDArray toArray(int count, long... shape) {
+        // A direct buffer is shared, not copied, by the engine: copy into engine memory before reusing it.
+        try (NDArray shared = staged(count, shape)) {
+            return shared.duplicate();
+        }
+    }
+
+    /** The first {@code count} floats staged in {@link #staging}, shared with the engine (not copied). */
+    private NDArray staged(int count, long... shape) {
         int bytes = count * Float.BYTES;
         ByteBuffer buf = staging.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
         bytesLoaded += bytes;
-        // A direct buffer is shared, not copied, by the engine: copy into engine memory before reusing it.
-        try (NDArray shared = manager.create(buf, new Shape(shape), DataType.FLOAT32)) {
-            return shared.duplicate();
-        }
+        return manager.create(buf, new Shape(shape), DataType.FLOAT32);
     }
 
     /** Loads a tensor if present, else null. */
