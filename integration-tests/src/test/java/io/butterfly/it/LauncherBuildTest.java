@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
@@ -69,7 +70,7 @@ class LauncherBuildTest {
     }
 
     private String launcher(String... args) throws Exception {
-        List<String> command = new java.util.ArrayList<>(List.of(root.resolve("butterfly").toString()));
+        List<String> command = new ArrayList<>(List.of(root.resolve("butterfly").toString()));
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command).directory(root.toFile()).redirectErrorStream(true);
         pb.environment().put("BUTTERFLY_HOME", root.resolve(".butterfly").toString());

@@ -1,5 +1,6 @@
 package io.butterfly.it;
 
+import io.butterfly.registry.store.ModelStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -10,7 +11,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * How the tests run a service module, as {@code ./butterfly} does: from its jar extracted by Spring Boot's
@@ -41,7 +41,7 @@ final class ServiceImages {
         try {
             String stamp = Files.size(execJar) + " " + Files.getLastModifiedTime(execJar).toMillis();
             if (!Files.exists(stampFile) || !Files.readString(stampFile).equals(stamp)) {
-                deleteTree(dir);
+                ModelStore.deleteRecursively(dir);
                 Files.createDirectories(dir);
                 run(List.of(javaBin(), "-Djarmode=tools", "-jar", execJar.toString(), "extract",
                         "--destination", dir.resolve("app").toString()));
@@ -96,14 +96,10 @@ final class ServiceImages {
 
     private static boolean accepts(String module, Path archive) {
         try {
-            Process p = new ProcessBuilder(javaBin(), "-Xshare:on", "-XX:SharedArchiveFile=" + archive,
-                    "-cp", jar(module).toString(), "-version").redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            return p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0;
-        } catch (IOException e) {
-            return false;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            run(List.of(javaBin(), "-Xshare:on", "-XX:SharedArchiveFile=" + archive, "-cp", jar(module).toString(),
+                    "-version"));
+            return true;
+        } catch (IOException refused) {
             return false;
         }
     }
@@ -127,17 +123,6 @@ final class ServiceImages {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted: " + String.join(" ", command), e);
-        }
-    }
-
-    private static void deleteTree(Path dir) throws IOException {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(dir)) {
-            for (Path p : paths.sorted((a, b) -> b.getNameCount() - a.getNameCount()).toList()) {
-                Files.delete(p);
-            }
         }
     }
 

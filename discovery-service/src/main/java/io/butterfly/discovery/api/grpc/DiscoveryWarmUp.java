@@ -24,10 +24,10 @@ import org.springframework.stereotype.Component;
 
 /**
  * Once the gRPC server listens, discovery answers a health check of its own through loopback, then one
- * discovery request of its own, in process, from a throwaway identity: envelope checks, Ed25519 signing and verifying, the
- * membership store and the answer's sealing all run once. A fresh JVM took 2-3 s over its first answer, which the first joining node paid;
- * now that is paid while the nodes are still starting. Read-only (nothing joins), and in process, so it
- * takes no token from the loopback address's join rate limit.
+ * discovery request of its own, in process, from a throwaway identity: envelope checks, Ed25519 signing
+ * and verifying, the membership store and the answer's sealing all run once. A fresh JVM took 2-3 s over
+ * its first answer, which the first joining node paid; now that is paid while the nodes are still starting.
+ * Read-only (nothing joins), and in process, so it takes no token from the loopback address's join rate limit.
  */
 @Component
 class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEvent> {
