@@ -13,11 +13,24 @@ import java.util.HexFormat;
 public final class Sha256 {
 
     private static final HexFormat HEX = HexFormat.of();
+    /**
+     * Never updated, only cloned: a provider look-up ({@code getInstance}) costs more than hashing a pipeline
+     * step's activations, and a step makes two.
+     */
+    private static final MessageDigest PROTOTYPE = lookUp();
 
     private Sha256() {
     }
 
     public static MessageDigest newDigest() {
+        try {
+            return (MessageDigest) PROTOTYPE.clone();
+        } catch (CloneNotSupportedException e) {
+            return lookUp();
+        }
+    }
+
+    private static MessageDigest lookUp() {
         try {
             return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {

@@ -70,7 +70,7 @@ public final class TensorCodec {
         }
         long n;
         try {
-            n = numElements(t.getShapeList().stream().mapToLong(Long::longValue).toArray());
+            n = numElements(shapeOf(t));
         } catch (ArithmeticException | IllegalArgumentException e) {
             throw invalid(what + " has an invalid shape " + t.getShapeList());
         }
@@ -109,6 +109,14 @@ public final class TensorCodec {
             case FLOAT16, BFLOAT16 -> 2;
             default -> throw new IllegalArgumentException("unsupported dtype " + dtype);
         };
+    }
+
+    private static long[] shapeOf(Tensor t) {
+        long[] shape = new long[t.getShapeCount()];
+        for (int i = 0; i < shape.length; i++) {
+            shape[i] = t.getShape(i);
+        }
+        return shape;
     }
 
     private static long numElements(long[] shape) {

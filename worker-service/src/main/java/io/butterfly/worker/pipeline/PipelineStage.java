@@ -85,7 +85,10 @@ public class PipelineStage {
         }
         PartitionSpec spec = executor.spec();
         List<SequenceChunk> batch = batch(request);
-        int totalTokens = batch.stream().mapToInt(SequenceChunk::numTokens).sum();
+        int totalTokens = 0;
+        for (SequenceChunk chunk : batch) {
+            totalTokens += chunk.numTokens();
+        }
         StageInput input = input(request, spec, totalTokens);
 
         long t0 = System.nanoTime();
