@@ -95,6 +95,11 @@ final class WeightStore implements AutoCloseable {
      */
     NDArray loadTransposed(String name, long rows, long cols) {
         int count = stage(name, rows, cols).capacity();
+        if (rows == 1 || cols == 1) {
+            // A vector's transpose has the same memory order; the engine would return a view of the staging
+            // buffer (already contiguous) instead of a copy.
+            return toArray(count, cols, rows);
+        }
         // The engine transposes (a blocked native copy): a Java loop over every element ran interpreted
         // until the JIT caught up and took about half of a cold partition load.
         try (NDArray stored = staged(count, rows, cols);

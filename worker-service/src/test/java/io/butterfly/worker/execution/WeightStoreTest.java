@@ -1,0 +1,43 @@
+package io.butterfly.worker.execution;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import io.butterfly.common.safetensors.SafetensorsWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Transposed loads are engine-owned copies, whatever the matrix's shape. */
+class WeightStoreTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void transposedMatricesAndVectorsSurviveTheNextLoad() throws Exception {
+        Path file = dir.resolve("w.safetensors");
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("row", new long[]{1, 4}, new float[]{1, 2, 3, 4}),
+                SafetensorsWriter.Entry.float32("col", new long[]{4, 1}, new float[]{5, 6, 7, 8}),
+                SafetensorsWriter.Entry.float32("m", new long[]{2, 3}, new float[]{0, 1, 2, 3, 4, 5}),
+                SafetensorsWriter.Entry.float32("other", new long[]{6}, new float[]{-1, -1, -1, -1, -1, -1})), Map.of());
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+             WeightStore store = WeightStore.open(List.of(file), manager)) {
+            NDArray row = store.loadTransposed("row", 1, 4);
+            NDArray col = store.loadTransposed("col", 4, 1);
+            NDArray m = store.loadTransposed("m", 2, 3);
+            // Staging the next tensor reuses the buffer the transposed ones were read from.
+            store.load("other", 6);
+            assertThat(row.getShape().getShape()).containsExactly(4, 1);
+            assertThat(row.toFloatArray()).containsExactly(1, 2, 3, 4);
+            assertThat(col.getShape().getShape()).containsExactly(1, 4);
+            assertThat(col.toFloatArray()).containsExactly(5, 6, 7, 8);
+            assertThat(m.getShape().getShape()).containsExactly(3, 2);
+            assertThat(m.toFloatArray()).containsExactly(0, 3, 1, 4, 2, 5);
+        }
+    }
+}
