@@ -54,14 +54,15 @@ final class LlamaStage implements StageModel {
             String m = p + "mlp.";
             layers.add(new Layer(
                     w.load(p + "input_layernorm.weight", h),
-                    Projection.ofInOut(Projection.fuseInOut(w.loadTransposed(a + "q_proj.weight", qDim, h),
-                                    w.loadTransposed(a + "k_proj.weight", kvDim, h), w.loadTransposed(a + "v_proj.weight", kvDim, h)),
+                    Projection.ofInOut(w.loadTransposedStacked(
+                                    new String[]{a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"},
+                                    new long[]{qDim, kvDim, kvDim}, h),
                             fusedBias(w, manager, new String[]{a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"},
                                     new long[]{qDim, kvDim, kvDim})),
                     Projection.load(w, a + "o_proj.weight", qDim, h, false, w.loadOptional(a + "o_proj.bias", h)),
                     w.load(p + "post_attention_layernorm.weight", h),
-                    Projection.ofInOut(Projection.fuseInOut(w.loadTransposed(m + "gate_proj.weight", inter, h),
-                                    w.loadTransposed(m + "up_proj.weight", inter, h)),
+                    Projection.ofInOut(w.loadTransposedStacked(
+                                    new String[]{m + "gate_proj.weight", m + "up_proj.weight"}, new long[]{inter, inter}, h),
                             fusedBias(w, manager, new String[]{m + "gate_proj.bias", m + "up_proj.bias"}, new long[]{inter, inter})),
                     Projection.load(w, m + "down_proj.weight", inter, h, false, w.loadOptional(m + "down_proj.bias", h))));
         }

@@ -1,8 +1,6 @@
 package io.butterfly.worker.execution;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
-import ai.djl.ndarray.NDList;
 import ai.djl.nn.core.Linear;
 
 /**
@@ -44,13 +42,6 @@ final class Projection {
             return ofInOut(storedInOut ? w.load(name, in, out) : w.loadTransposed(name, out, in), bias);
         }
         return new Projection(null, storedInOut ? w.loadTransposed(name, in, out) : w.load(name, out, in), bias);
-    }
-
-    /** Projections sharing an input, fused into one {@code [in, sum(out)]} matrix. */
-    static NDArray fuseInOut(NDArray... inOutParts) {
-        try (NDList parts = new NDList(inOutParts)) {
-            return NDArrays.concat(parts, 1);
-        }
     }
 
     NDArray apply(NDArray x) {

@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.FloatBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -85,8 +84,9 @@ final class WeightStore implements AutoCloseable {
 
     /** Loads a tensor as float32 on the manager's device, checking its shape. */
     NDArray load(String name, long... expectedShape) {
-        FloatBuffer values = stage(name, expectedShape);
-        return toArray(values.capacity(), expectedShape);
+        int count = reserve(name, expectedShape);
+        stageAt(name, 0, expectedShape);
+        return toArray(count, expectedShape);
     }
 
     /**
@@ -94,40 +94,74 @@ final class WeightStore implements AutoCloseable {
      * Hugging Face {@code [out, in]} projection as the {@code [in, out]} layout {@link Projection} wants.
      */
     NDArray loadTransposed(String name, long rows, long cols) {
-        int count = stage(name, rows, cols).capacity();
-        if (rows == 1 || cols == 1) {
-            // A vector's transpose has the same memory order; the engine would return a view of the staging
-            // buffer (already contiguous) instead of a copy.
-            return toArray(count, cols, rows);
-        }
-        // The engine transposes (a blocked native copy): a Java loop over every element ran interpreted
-        // until the JIT caught up and took about half of a cold partition load.
-        try (NDArray stored = staged(count, rows, cols);
-                NDArray view = stored.transpose();
-                NDArray flat = view.flatten()) {
-            return flat.reshape(cols, rows);
-        }
+        return loadTransposedStacked(new String[]{name}, new long[]{rows}, cols);
     }
 
     /**
-     * The tensor's values as float32 in {@link #staging} (direct, native order), checking its shape: F32 bytes
-     * are read straight into it (no Java copy on a little-endian machine), F16 and BF16 are widened exactly.
+     * Loads 2-D tensors stored {@code [rows_i, cols]} as one contiguous {@code [cols, sum(rows_i)]} matrix:
+     * projections that share an input (q/k/v, gate/up) fused in the {@code [in, out]} layout. Their stored rows
+     * are read one after another into the staging buffer and transposed together, so each weight is copied
+     * once by the engine (transposing each and concatenating the results copied everything twice, a third
+     * of a cold partition load).
      */
-    private FloatBuffer stage(String name, long... expectedShape) {
-        TensorInfo info = info(name);
-        if (!Arrays.equals(info.shape(), expectedShape)) {
-            throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(info.shape())
-                    + " but the model config implies " + Arrays.toString(expectedShape));
+    NDArray loadTransposedStacked(String[] names, long[] rows, long cols) {
+        if (names.length == 0 || names.length != rows.length) {
+            throw new IllegalArgumentException(names.length + " tensor names for " + rows.length + " row counts");
         }
-        long count = info.numElements();
+        long totalRows = 0;
+        for (long r : rows) {
+            totalRows += r;
+        }
+        int count = reserve(String.join(" + ", names), totalRows, cols);
+        long offset = 0;
+        for (int i = 0; i < names.length; i++) {
+            stageAt(names[i], offset, rows[i], cols);
+            offset += rows[i] * cols;
+        }
+        if (totalRows == 1 || cols == 1) {
+            // A vector's transpose has the same memory order; the engine would return a view of the staging
+            // buffer (already contiguous) instead of a copy.
+            return toArray(count, cols, totalRows);
+        }
+        // The engine transposes (a blocked native copy): a Java loop over every element ran interpreted
+        // until the JIT caught up and took about half of a cold partition load.
+        try (NDArray stored = staged(count, totalRows, cols);
+                NDArray view = stored.transpose();
+                NDArray flat = view.flatten()) {
+            return flat.reshape(cols, totalRows);
+        }
+    }
+
+    /** Makes {@link #staging} hold at least the floats of {@code shape}; answers their count. */
+    private int reserve(String what, long... shape) {
+        long count = 1;
+        for (long d : shape) {
+            count *= d;
+        }
         if (count * Float.BYTES > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("tensor '" + name + "' is larger than 2 GiB");
+            throw new IllegalArgumentException("tensor '" + what + "' is larger than 2 GiB");
         }
         int bytes = (int) count * Float.BYTES;
         if (staging.capacity() < bytes) {
             staging = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
         }
-        ByteBuffer buf = staging.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
+        return (int) count;
+    }
+
+    /**
+     * Puts the tensor's values as float32 into {@link #staging} from float {@code offset} on (reserved
+     * before), checking its shape: F32 bytes are read straight into it (no Java copy on a little-endian
+     * machine), F16 and BF16 are widened exactly.
+     */
+    private void stageAt(String name, long offset, long... expectedShape) {
+        TensorInfo info = info(name);
+        if (!Arrays.equals(info.shape(), expectedShape)) {
+            throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(info.shape())
+                    + " but the model config implies " + Arrays.toString(expectedShape));
+        }
+        int from = (int) offset * Float.BYTES;
+        int bytes = (int) info.numElements() * Float.BYTES;
+        ByteBuffer buf = staging.clear().position(from).limit(from + bytes).slice().order(ByteOrder.nativeOrder());
         try {
             if (info.dtype().equals("F32") && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
                 byName.get(name).readInto(name, buf);
@@ -140,7 +174,6 @@ final class WeightStore implements AutoCloseable {
             throw new IllegalArgumentException("tensor '" + name + "' has dtype " + info.dtype()
                     + "; only F32, F16 and BF16 weights are supported", e);
         }
-        return buf.clear().asFloatBuffer();
     }
 
     /** An engine-owned copy of the first {@code count} floats staged in {@link #staging}. */

@@ -1,6 +1,7 @@
 package io.butterfly.worker.execution;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -11,7 +12,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Transposed loads are engine-owned copies, whatever the matrix's shape. */
+/** Transposed loads (alone or stacked) are engine-owned copies, whatever the matrix's shape. */
 class WeightStoreTest {
 
     @TempDir
@@ -38,6 +39,31 @@ class WeightStoreTest {
             assertThat(col.toFloatArray()).containsExactly(5, 6, 7, 8);
             assertThat(m.getShape().getShape()).containsExactly(3, 2);
             assertThat(m.toFloatArray()).containsExactly(0, 3, 1, 4, 2, 5);
+        }
+    }
+
+    @Test
+    void stackedLoadEqualsTheTransposesConcatenatedAndOutlivesTheStagingBuffer() throws Exception {
+        Path file = dir.resolve("qkv.safetensors");
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("q", new long[]{2, 3}, new float[]{0, 1, 2, 3, 4, 5}),
+                SafetensorsWriter.Entry.float32("k", new long[]{1, 3}, new float[]{6, 7, 8}),
+                SafetensorsWriter.Entry.float32("v", new long[]{1, 3}, new float[]{9, 10, 11}),
+                SafetensorsWriter.Entry.float32("big", new long[]{4, 8}, new float[32])), Map.of());
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+             WeightStore store = WeightStore.open(List.of(file), manager)) {
+            NDArray fused = store.loadTransposedStacked(new String[]{"q", "k", "v"}, new long[]{2, 1, 1}, 3);
+            // The next load is larger: the staging buffer is replaced, then overwritten.
+            store.load("big", 4, 8);
+            assertThat(fused.getShape().getShape()).containsExactly(3, 4);
+            // [in, q | k | v]: row j holds input j's weight in q's two outputs, then k's, then v's.
+            assertThat(fused.toFloatArray()).containsExactly(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11);
+            try (NDArray q = store.loadTransposed("q", 2, 3); NDArray k = store.loadTransposed("k", 1, 3);
+                 NDArray v = store.loadTransposed("v", 1, 3); NDArray concat = q.concat(k, 1).concat(v, 1)) {
+                assertThat(fused.contentEquals(concat)).isTrue();
+            }
+            assertThatThrownBy(() -> store.loadTransposedStacked(new String[]{"q", "k"}, new long[]{2, 2}, 3))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'k' has shape [1, 3]");
         }
     }
 }
