@@ -49,7 +49,8 @@ import org.springframework.stereotype.Component;
 public class BootstrapOrchestrator {
 
     private static final Logger log = LoggerFactory.getLogger(BootstrapOrchestrator.class);
-    private static final long POLL_MILLIS = 200;
+    /** How often discovery is asked for members while workers are awaited (only during a bootstrap). */
+    private static final long POLL_MILLIS = 50;
 
     private final CoordinatorProperties props;
 

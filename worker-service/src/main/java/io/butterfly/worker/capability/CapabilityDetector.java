@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.jni.JniUtils;
 import io.butterfly.proto.common.v1.GpuInfo;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import java.lang.management.ManagementFactory;
@@ -48,8 +49,27 @@ public final class CapabilityDetector {
      * The best repetition, not the mean, because workers measure while their siblings' JVMs start on the same
      * machine: a mean then records that moment's contention (1.4 to 3.4 GFLOPS on identical workers), and the
      * planner would hand one worker several times the layers of another.
+     *
+     * <p>On a CPU the matmul runs on one engine thread and the rate is scaled by the engine's intra-op threads:
+     * a repetition on two threads is only fast when both get a core for its whole length at once, which on a
+     * busy machine may not happen in the budget (identical workers measured 22, 33 and 60 GFLOPS, and the
+     * slowest got a third of the layers of the fastest); one thread (~1 ms per repetition) gets a whole
+     * scheduler slice often enough.
      */
     static double measureGflops(Device device) {
+        if (!device.isGpu()) {
+            int threads = JniUtils.getNumThreads();
+            JniUtils.setNumThreads(1);
+            try {
+                return bestMatmulRate(device) * Math.max(1, threads);
+            } finally {
+                JniUtils.setNumThreads(threads);
+            }
+        }
+        return bestMatmulRate(device);
+    }
+
+    private static double bestMatmulRate(Device device) {
         int n = 256;
         try (NDManager m = NDManager.newBaseManager(device)) {
             NDArray a = m.randomUniform(-1, 1, new Shape(n, n), DataType.FLOAT32);

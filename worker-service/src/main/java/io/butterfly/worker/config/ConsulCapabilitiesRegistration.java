@@ -52,7 +52,7 @@ public class ConsulCapabilitiesRegistration {
             long deadline = System.currentTimeMillis() + WAIT_MILLIS;
             try {
                 while (membership.capabilities() == null && System.currentTimeMillis() < deadline) {
-                    Thread.sleep(500); // measured by the join thread, a few seconds after start
+                    Thread.sleep(500); // measured by the capability probe, which starts with the context
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

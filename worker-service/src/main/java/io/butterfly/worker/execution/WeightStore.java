@@ -1,5 +1,6 @@
 package io.butterfly.worker.execution;
 
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -24,20 +25,30 @@ import java.util.Map;
  * <p>Why not DJL's decoder ({@code NDList.decode}): it reads a file's whole data section into one
  * {@code byte[]} (int offsets, so at most 2 GiB) and creates every tensor, so a stage given the whole
  * {@code model.safetensors} would hold every layer, and it aborts the JVM on BF16. Here each needed
- * tensor's bytes are read alone through {@link SafetensorsFile} into one reused direct buffer (F32 as
- * they are, F16 and BF16 widened exactly to float32 in Java) and copied from there into engine-owned memory.
+ * tensor's bytes are read alone through {@link SafetensorsFile} (F32 as they are, F16 and BF16 widened
+ * exactly to float32 in Java): on the host straight into the memory of an uninitialised engine tensor, or,
+ * for a tensor the engine transposes (and on a GPU), into one reused staging buffer first.
  */
 final class WeightStore implements AutoCloseable {
 
     private final List<SafetensorsFile> files = new ArrayList<>();
     private final Map<String, SafetensorsFile> byName = new HashMap<>();
     private final NDManager manager;
+    /**
+     * Whether the engine keeps tensors in host memory, where Java can write into them directly. A cold load
+     * then skips a copy per tensor, and the staging memory is the engine's (Java zero-fills a direct buffer:
+     * 15% of a worker's CPU during a cold bootstrap when it staged the 98 MB embedding).
+     */
+    private final boolean hostMemory;
     /** Where a tensor's float32 values are staged for the engine (reused: tensors are loaded one at a time). */
     private ByteBuffer staging = ByteBuffer.allocateDirect(0);
+    /** On the host, the engine tensor whose memory {@link #staging} is; null otherwise. */
+    private NDArray stagingArray;
     private long bytesLoaded;
 
     private WeightStore(NDManager manager) {
         this.manager = manager;
+        this.hostMemory = Device.cpu().equals(manager.getDevice());
     }
 
     static WeightStore open(List<Path> paths, NDManager manager) throws IOException {
@@ -84,9 +95,22 @@ final class WeightStore implements AutoCloseable {
 
     /** Loads a tensor as float32 on the manager's device, checking its shape. */
     NDArray load(String name, long... expectedShape) {
-        int count = reserve(name, expectedShape);
-        stageAt(name, 0, expectedShape);
-        return toArray(count, expectedShape);
+        if (!hostMemory) {
+            int count = reserve(name, expectedShape);
+            stageAt(name, 0, expectedShape);
+            return toArray(count, expectedShape);
+        }
+        int count = floatCount(name, expectedShape);
+        checkShape(name, expectedShape);
+        NDArray array = manager.create(new Shape(expectedShape), DataType.FLOAT32); // uninitialised
+        try {
+            read(name, memoryOf(array));
+        } catch (RuntimeException e) {
+            array.close();
+            throw e;
+        }
+        bytesLoaded += (long) count * Float.BYTES;
+        return array;
     }
 
     /**
@@ -134,6 +158,33 @@ final class WeightStore implements AutoCloseable {
 
     /** Makes {@link #staging} hold at least the floats of {@code shape}; answers their count. */
     private int reserve(String what, long... shape) {
+        int count = floatCount(what, shape);
+        int bytes = count * Float.BYTES;
+        if (staging.capacity() < bytes) {
+            if (hostMemory) {
+                NDArray previous = stagingArray;
+                stagingArray = manager.create(new Shape(count), DataType.FLOAT32);
+                staging = memoryOf(stagingArray);
+                if (previous != null) {
+                    previous.close();
+                }
+            } else {
+                staging = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+            }
+        }
+        return count;
+    }
+
+    /** The memory of a host tensor, as a buffer that writes into it (not a copy of it). */
+    private static ByteBuffer memoryOf(NDArray hostArray) {
+        ByteBuffer memory = hostArray.toByteBuffer(true);
+        if (!memory.isDirect()) {
+            throw new IllegalStateException("the engine gave a copy of a host tensor's memory, not the memory");
+        }
+        return memory;
+    }
+
+    private static int floatCount(String what, long... shape) {
         long count = 1;
         for (long d : shape) {
             count *= d;
@@ -141,27 +192,36 @@ final class WeightStore implements AutoCloseable {
         if (count * Float.BYTES > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("tensor '" + what + "' is larger than 2 GiB");
         }
-        int bytes = (int) count * Float.BYTES;
-        if (staging.capacity() < bytes) {
-            staging = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
-        }
         return (int) count;
     }
 
     /**
      * Puts the tensor's values as float32 into {@link #staging} from float {@code offset} on (reserved
-     * before), checking its shape: F32 bytes are read straight into it (no Java copy on a little-endian
-     * machine), F16 and BF16 are widened exactly.
+     * before), checking its shape.
      */
     private void stageAt(String name, long offset, long... expectedShape) {
+        TensorInfo info = checkShape(name, expectedShape);
+        int from = (int) offset * Float.BYTES;
+        int bytes = (int) info.numElements() * Float.BYTES;
+        read(name, staging.clear().position(from).limit(from + bytes).slice());
+    }
+
+    private TensorInfo checkShape(String name, long... expectedShape) {
         TensorInfo info = info(name);
         if (!Arrays.equals(info.shape(), expectedShape)) {
             throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(info.shape())
                     + " but the model config implies " + Arrays.toString(expectedShape));
         }
-        int from = (int) offset * Float.BYTES;
-        int bytes = (int) info.numElements() * Float.BYTES;
-        ByteBuffer buf = staging.clear().position(from).limit(from + bytes).slice().order(ByteOrder.nativeOrder());
+        return info;
+    }
+
+    /**
+     * Fills {@code target} (exactly the tensor's float32 bytes long) with the tensor's values: F32 bytes are
+     * read straight into it (no Java copy on a little-endian machine), F16 and BF16 are widened exactly.
+     */
+    private void read(String name, ByteBuffer target) {
+        TensorInfo info = info(name);
+        ByteBuffer buf = target.order(ByteOrder.nativeOrder());
         try {
             if (info.dtype().equals("F32") && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
                 byName.get(name).readInto(name, buf);
@@ -211,6 +271,10 @@ final class WeightStore implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        if (stagingArray != null) {
+            stagingArray.close();
+            stagingArray = null;
+        }
         IOException first = null;
         for (SafetensorsFile f : files) {
             try {

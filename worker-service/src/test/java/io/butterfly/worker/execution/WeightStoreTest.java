@@ -6,13 +6,18 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import io.butterfly.common.safetensors.SafetensorsWriter;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Transposed loads (alone or stacked) are engine-owned copies, whatever the matrix's shape. */
+/**
+ * Loads give the stored values in engine-owned memory: transposed ones (alone or stacked) whatever the matrix's
+ * shape, plain ones read straight into the tensor, widened from F16 and BF16.
+ */
 class WeightStoreTest {
 
     @TempDir
@@ -53,8 +58,8 @@ class WeightStoreTest {
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
              WeightStore store = WeightStore.open(List.of(file), manager)) {
             NDArray fused = store.loadTransposedStacked(new String[]{"q", "k", "v"}, new long[]{2, 1, 1}, 3);
-            // The next load is larger: the staging buffer is replaced, then overwritten.
-            store.load("big", 4, 8);
+            // The next transposed load is larger: the staging buffer is replaced, then overwritten.
+            store.loadTransposed("big", 4, 8);
             assertThat(fused.getShape().getShape()).containsExactly(3, 4);
             // [in, q | k | v]: row j holds input j's weight in q's two outputs, then k's, then v's.
             assertThat(fused.toFloatArray()).containsExactly(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11);
@@ -65,5 +70,41 @@ class WeightStoreTest {
             assertThatThrownBy(() -> store.loadTransposedStacked(new String[]{"q", "k"}, new long[]{2, 2}, 3))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'k' has shape [1, 3]");
         }
+    }
+
+    @Test
+    void plainLoadsHoldTheStoredValuesAndEachHasItsOwnMemory() throws Exception {
+        Path file = dir.resolve("plain.safetensors");
+        float[] values = {0.5f, -1.25f, 3f, 1e-3f, -0f, 65504f};
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("f32", new long[]{2, 3}, values),
+                // The same values as IEEE half floats (1e-3 rounds to 0.0010004044), and others as bfloat16.
+                halves("f16", "F16", new long[]{3, 2}, 0x3800, 0xBD00, 0x4200, 0x1419, 0x8000, 0x7BFF),
+                halves("bf16", "BF16", new long[]{6}, 0x3F80, 0xC000, 0x3F00, 0x4380, 0xBE00, 0x4040)),
+                Map.of());
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+             WeightStore store = WeightStore.open(List.of(file), manager)) {
+            NDArray f32 = store.load("f32", 2, 3);
+            NDArray f16 = store.load("f16", 3, 2);
+            NDArray bf16 = store.load("bf16", 6);
+            NDArray again = store.load("f32", 2, 3);
+            again.muli(2); // a second load of the same tensor is its own copy
+            assertThat(f32.getShape().getShape()).containsExactly(2, 3);
+            assertThat(f32.toFloatArray()).containsExactly(values);
+            assertThat(f16.getShape().getShape()).containsExactly(3, 2);
+            assertThat(f16.toFloatArray()).containsExactly(0.5f, -1.25f, 3f, 0.0010004044f, -0f, 65504f);
+            assertThat(bf16.toFloatArray()).containsExactly(1f, -2f, 0.5f, 256f, -0.125f, 3f);
+            assertThat(store.bytesLoaded()).isEqualTo(4L * (6 + 6 + 6 + 6));
+            assertThatThrownBy(() -> store.load("f32", 3, 2))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'f32' has shape [2, 3]");
+        }
+    }
+
+    private static SafetensorsWriter.Entry halves(String name, String dtype, long[] shape, int... bits) {
+        ByteBuffer b = ByteBuffer.allocate(bits.length * 2).order(ByteOrder.LITTLE_ENDIAN);
+        for (int v : bits) {
+            b.putShort((short) v);
+        }
+        return new SafetensorsWriter.Entry(name, dtype, shape, b.flip());
     }
 }
