@@ -54,7 +54,9 @@ public final class CapabilityDetector {
      * a repetition on two threads is only fast when both get a core for its whole length at once, which on a
      * busy machine may not happen in the budget (identical workers measured 22, 33 and 60 GFLOPS, and the
      * slowest got a third of the layers of the fastest); one thread (~1 ms per repetition) gets a whole
-     * scheduler slice often enough.
+     * scheduler slice often enough. The thread count is libtorch's, process-wide, and each thread that
+     * starts using the engine takes it over: this runs before the worker joins, so no partition runs
+     * meanwhile, and the count is put back before anything else can use the engine.
      */
     static double measureGflops(Device device) {
         if (!device.isGpu()) {
