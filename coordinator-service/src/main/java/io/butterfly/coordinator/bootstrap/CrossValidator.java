@@ -24,6 +24,7 @@ import io.butterfly.proto.worker.v1.ValidationResult;
 import io.butterfly.proto.worker.v1.ValidationStatus;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.grpc.StatusRuntimeException;
+import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,6 +34,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,6 +62,12 @@ public class CrossValidator {
     private final Clock clock;
     private long lastAttemptEpoch = -1;
     private long lastAttemptAtMs;
+    /** Runs a validation asked for by {@link #nudge} (the RPCs block), off the caller's thread. */
+    private final ExecutorService nudges = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "cross-validation");
+        t.setDaemon(true);
+        return t;
+    });
 
     public CrossValidator(ControlLog control, ModelCatalog catalog, WorkerChannels workers,
                           CoordinatorProperties props, Clock clock) {
@@ -69,8 +78,21 @@ public class CrossValidator {
         this.clock = clock;
     }
 
+    /**
+     * Validates now if every stage has loaded: called when a stage reports READY, so the last one's report
+     * does not wait for the periodic check (up to 200 ms of a ~4 s cold bootstrap).
+     */
+    public void nudge() {
+        nudges.execute(this::validateWhenLoaded);
+    }
+
+    @PreDestroy
+    void stop() {
+        nudges.shutdownNow();
+    }
+
     @Scheduled(fixedDelay = 200)
-    void validateWhenLoaded() {
+    synchronized void validateWhenLoaded() {
         ClusterState s = control.state();
         ServedModel model = catalog.served();
         boolean waiting = s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.DEGRADED;

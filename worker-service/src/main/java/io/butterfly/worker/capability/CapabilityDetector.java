@@ -53,8 +53,10 @@ public final class CapabilityDetector {
      * <p>On a CPU the matmul runs on one engine thread and the rate is scaled by the engine's intra-op threads:
      * a repetition on two threads is only fast when both get a core for its whole length at once, which on a
      * busy machine may not happen in the budget (identical workers measured 22, 33 and 60 GFLOPS, and the
-     * slowest got a third of the layers of the fastest); one thread (~1 ms per repetition) gets a whole
-     * scheduler slice often enough. The thread count is libtorch's, process-wide, and each thread that
+     * slowest got a third of the layers of the fastest). It is also smaller (128x128): with 256x256 (~1 ms on one
+     * thread) one of three identical workers still measured 40% of the others while their JVMs were starting;
+     * a repetition a twentieth as long is rarely interrupted. A GPU keeps 256x256 (launch overhead would
+     * dominate a smaller one). The thread count is libtorch's, process-wide, and each thread that
      * starts using the engine takes it over: this runs before the worker joins, so no partition runs
      * meanwhile, and the count is put back before anything else can use the engine.
      */
@@ -63,16 +65,15 @@ public final class CapabilityDetector {
             int threads = JniUtils.getNumThreads();
             JniUtils.setNumThreads(1);
             try {
-                return bestMatmulRate(device) * Math.max(1, threads);
+                return bestMatmulRate(device, 128) * Math.max(1, threads);
             } finally {
                 JniUtils.setNumThreads(threads);
             }
         }
-        return bestMatmulRate(device);
+        return bestMatmulRate(device, 256);
     }
 
-    private static double bestMatmulRate(Device device) {
-        int n = 256;
+    private static double bestMatmulRate(Device device, int n) {
         try (NDManager m = NDManager.newBaseManager(device)) {
             NDArray a = m.randomUniform(-1, 1, new Shape(n, n), DataType.FLOAT32);
             NDArray b = m.randomUniform(-1, 1, new Shape(n, n), DataType.FLOAT32);

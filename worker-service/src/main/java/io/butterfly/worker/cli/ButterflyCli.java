@@ -2,10 +2,6 @@ package io.butterfly.worker.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -20,7 +16,6 @@ import tools.jackson.databind.json.JsonMapper;
 public final class ButterflyCli {
 
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final PrintStream out;
 
     ButterflyCli(PrintStream out) {
@@ -121,7 +116,7 @@ public final class ButterflyCli {
         return 0;
     }
 
-    int generate(String url, Args a) throws IOException, InterruptedException {
+    int generate(String url, Args a) throws IOException {
         if (a.positional().isEmpty()) {
             System.err.println("usage: generate TEXT [--max-tokens N] [--temperature T] [--seed S] [--logprobs K] [--json]");
             return 2;
@@ -137,14 +132,11 @@ public final class ButterflyCli {
         if (a.has("logprobs")) {
             body.put("logprobs", Integer.parseInt(a.option("logprobs", "0")));
         }
-        HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(url + "/api/v1/inference"))
-                .header("Content-Type", "application/json")
-                .timeout(Duration.ofMinutes(10))
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body)))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        PlainHttp.Response response = PlainHttp.postJson(url + "/api/v1/inference", JSON.writeValueAsString(body),
+                Duration.ofMinutes(10));
         JsonNode r = JSON.readTree(response.body());
-        if (response.statusCode() != 200) {
-            System.err.println("HTTP " + response.statusCode() + ": " + JSON.writeValueAsString(r));
+        if (response.status() != 200) {
+            System.err.println("HTTP " + response.status() + ": " + JSON.writeValueAsString(r));
             return 1;
         }
         if (a.has("json")) {
@@ -163,13 +155,6 @@ public final class ButterflyCli {
     }
 
     JsonNode get(String url) throws IOException {
-        try {
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
-                    HttpResponse.BodyHandlers.ofString());
-            return JSON.readTree(r.body());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException(e);
-        }
+        return JSON.readTree(PlainHttp.get(url, Duration.ofSeconds(10)).body());
     }
 }

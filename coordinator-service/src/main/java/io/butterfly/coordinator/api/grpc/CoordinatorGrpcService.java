@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.coordinator.bootstrap.CrossValidator;
 import io.butterfly.coordinator.bootstrap.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
@@ -33,10 +34,12 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final Clock clock;
     private final LoadTelemetry telemetry;
     private final PipelineSteps steps;
+    private final CrossValidator validator;
 
     public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
-                                  PipelineSteps steps) {
+                                  PipelineSteps steps, CrossValidator validator) {
         this.steps = steps;
+        this.validator = validator;
         this.control = control;
         this.liveness = liveness;
         this.clock = clock;
@@ -63,6 +66,9 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, e.getMessage());
         }
         telemetry.record(r);
+        if (command instanceof ClusterCommand.LoadCompleted) {
+            validator.nudge(); // the last stage's completion starts the cross-validation at once
+        }
         response.onNext(LoadReportAck.getDefaultInstance());
         response.onCompleted();
     }
