@@ -90,6 +90,11 @@ public class LivenessMonitor {
                 listeners.forEach(l -> l.accept(c));
             }
         } catch (RuntimeException e) {
+            if (Thread.currentThread().isInterrupted()) {
+                // The coordinator is stopping (its workers' streams closing made verdicts just then).
+                log.info("liveness monitor stopped mid-tick: {}", e.getMessage());
+                return;
+            }
             log.warn("liveness monitor tick failed", e);
         }
     }
