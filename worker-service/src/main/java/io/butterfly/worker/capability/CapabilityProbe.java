@@ -51,6 +51,11 @@ public class CapabilityProbe {
         }
     }
 
+    /** Completes with the capabilities once measured, or exceptionally with why they could not be. */
+    public CompletableFuture<NodeCapabilities> measured() {
+        return measured.copy();
+    }
+
     /** The capabilities once measured, else null. */
     public NodeCapabilities current() {
         return measured.isDone() && !measured.isCompletedExceptionally() ? measured.join() : null;

@@ -1,7 +1,6 @@
 package io.butterfly.worker.cluster;
 
 import io.butterfly.common.discovery.DiscoveryMembership;
-import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
 import io.butterfly.worker.capability.CapabilityProbe;
@@ -71,10 +70,5 @@ public class ClusterMembership {
 
     public String joinError() {
         return membership.joinError();
-    }
-
-    /** The measured capabilities, or null while they are being measured. */
-    public NodeCapabilities capabilities() {
-        return capabilities.current();
     }
 }

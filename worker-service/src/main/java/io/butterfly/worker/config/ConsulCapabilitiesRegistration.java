@@ -1,7 +1,7 @@
 package io.butterfly.worker.config;
 
 import io.butterfly.proto.common.v1.NodeCapabilities;
-import io.butterfly.worker.cluster.ClusterMembership;
+import io.butterfly.worker.capability.CapabilityProbe;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -17,8 +17,8 @@ import org.springframework.context.event.EventListener;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Under the {@code consul} profile only: the worker registers in Consul as soon as its web server is up, before
- * it has measured its capabilities; once measured, this adds them to the registration's metadata
+ * Under the {@code consul} profile only: the worker registers in Consul as soon as its web server is up; once
+ * its capabilities are measured ({@link CapabilityProbe}), this adds them to the registration's metadata
  * ({@code capabilities}, JSON in the proto's field names, so discovery's consul backend reads them) and
  * registers again, which updates the entry the Consul UI shows.
  */
@@ -28,15 +28,14 @@ public class ConsulCapabilitiesRegistration {
 
     private static final Logger log = LoggerFactory.getLogger(ConsulCapabilitiesRegistration.class);
     private static final JsonMapper JSON = JsonMapper.builder().build();
-    private static final long WAIT_MILLIS = 10 * 60_000;
 
-    private final ClusterMembership membership;
+    private final CapabilityProbe capabilities;
     private final ObjectProvider<ConsulRegistration> registration;
     private final ObjectProvider<ConsulServiceRegistry> registry;
 
-    public ConsulCapabilitiesRegistration(ClusterMembership membership, ObjectProvider<ConsulRegistration> registration,
+    public ConsulCapabilitiesRegistration(CapabilityProbe capabilities, ObjectProvider<ConsulRegistration> registration,
                                           ObjectProvider<ConsulServiceRegistry> registry) {
-        this.membership = membership;
+        this.capabilities = capabilities;
         this.registration = registration;
         this.registry = registry;
     }
@@ -48,20 +47,8 @@ public class ConsulCapabilitiesRegistration {
         if (reg == null || consul == null) {
             return; // registration is off (spring.cloud.consul.discovery.register=false)
         }
-        Thread t = new Thread(() -> {
-            long deadline = System.currentTimeMillis() + WAIT_MILLIS;
-            try {
-                while (membership.capabilities() == null && System.currentTimeMillis() < deadline) {
-                    Thread.sleep(500); // measured by the capability probe, which starts with the context
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-            NodeCapabilities caps = membership.capabilities();
-            if (caps == null) {
-                return;
-            }
+        // A detection that fails is reported by the join; the registration then keeps no capabilities.
+        capabilities.measured().thenAcceptAsync(caps -> {
             Map<String, String> meta = new HashMap<>(reg.getService().getMeta() == null ? Map.of() : reg.getService().getMeta());
             meta.put("capabilities", summary(caps));
             reg.getService().setMeta(meta);
@@ -70,9 +57,7 @@ public class ConsulCapabilitiesRegistration {
             } catch (RuntimeException e) {
                 log.warn("could not add capabilities to the Consul registration: {}", e.toString());
             }
-        }, "consul-capabilities");
-        t.setDaemon(true);
-        t.start();
+        });
     }
 
     /** The capabilities as compact JSON with the proto's field names (Consul metadata values hold up to 512 chars). */
