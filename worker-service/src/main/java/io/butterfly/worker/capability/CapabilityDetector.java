@@ -26,8 +26,10 @@ public final class CapabilityDetector {
      * @param memoryLimit bytes this worker may use (butterfly.worker.memory-limit); 0 = no limit. Reported as
      *                    memory_limit_bytes next to the physical memory; the planner never gives the worker
      *                    more than the smaller of the two.
+     * @param engineThreads the intra-op threads the worker's partition will run on (butterfly.worker.threads);
+     *                    0 = the engine's default. A CPU's measured rate is scaled by it.
      */
-    public static NodeCapabilities detect(Device device, java.nio.file.Path dataDir, long memoryLimit) {
+    public static NodeCapabilities detect(Device device, java.nio.file.Path dataDir, long memoryLimit, int engineThreads) {
         NodeCapabilities.Builder caps = NodeCapabilities.newBuilder()
                 .setCpuCores(Runtime.getRuntime().availableProcessors())
                 .setMemoryBytes(physicalMemory())
@@ -38,7 +40,7 @@ public final class CapabilityDetector {
         for (int i = 0; i < gpus; i++) {
             caps.addGpus(GpuInfo.newBuilder().setIndex(i).setName("cuda:" + i));
         }
-        caps.setMeasuredGflops(measureGflops(device));
+        caps.setMeasuredGflops(measureGflops(device, engineThreads));
         caps.setMemoryBandwidthGbps(MemoryBandwidth.measureGbps(250_000_000L));
         caps.setStorageType(StorageTypeDetector.detect(dataDir));
         return caps.build();
@@ -60,17 +62,26 @@ public final class CapabilityDetector {
      * starts using the engine takes it over: this runs before the worker joins, so no partition runs
      * meanwhile, and the count is put back before anything else can use the engine.
      */
-    static double measureGflops(Device device) {
+    static double measureGflops(Device device, int engineThreads) {
         if (!device.isGpu()) {
             int threads = JniUtils.getNumThreads();
             JniUtils.setNumThreads(1);
             try {
-                return bestMatmulRate(device, 128) * Math.max(1, threads);
+                return bestMatmulRate(device, 128) * effectiveThreads(engineThreads, threads);
             } finally {
                 JniUtils.setNumThreads(threads);
             }
         }
         return bestMatmulRate(device, 256);
+    }
+
+    /**
+     * The intra-op threads a partition will run on: the configured count, else the engine's default. The
+     * probe starts the engine before the partition sets its count, so the engine's count at measuring time
+     * is its default, not what a worker configured with fewer threads will compute with.
+     */
+    public static int effectiveThreads(int configured, int engineDefault) {
+        return configured > 0 ? configured : Math.max(1, engineDefault);
     }
 
     private static double bestMatmulRate(Device device, int n) {

@@ -1,6 +1,7 @@
 package io.butterfly.worker.capability;
 
 import ai.djl.Device;
+import ai.djl.pytorch.jni.JniUtils;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.worker.config.WorkerProperties;
 import java.util.concurrent.CompletableFuture;
@@ -21,13 +22,15 @@ public class CapabilityProbe {
     private static final Logger log = LoggerFactory.getLogger(CapabilityProbe.class);
 
     private final CompletableFuture<NodeCapabilities> measured = new CompletableFuture<>();
+    private volatile int engineThreads;
 
     public CapabilityProbe(WorkerProperties props) {
         Thread t = new Thread(() -> {
             try {
                 long start = System.nanoTime();
                 Device device = Devices.resolve(props.device());
-                NodeCapabilities caps = CapabilityDetector.detect(device, props.dataDir(), props.memoryLimit().toBytes());
+                NodeCapabilities caps = CapabilityDetector.detect(device, props.dataDir(), props.memoryLimit().toBytes(), props.threads());
+                engineThreads = CapabilityDetector.effectiveThreads(props.threads(), JniUtils.getNumThreads());
                 log.info("capabilities in {} ms: cores={} memory={}MiB gflops={} memory-bandwidth={}GB/s storage={} device={}",
                         (System.nanoTime() - start) / 1_000_000, caps.getCpuCores(), caps.getMemoryBytes() >> 20,
                         String.format("%.1f", caps.getMeasuredGflops()),
@@ -49,6 +52,11 @@ public class CapabilityProbe {
         } catch (CompletionException e) {
             throw e.getCause() instanceof RuntimeException re ? re : e;
         }
+    }
+
+    /** The engine (intra-op) threads this worker computes with; 0 until the engine has started. */
+    public int engineThreads() {
+        return engineThreads;
     }
 
     /** Completes with the capabilities once measured, or exceptionally with why they could not be. */

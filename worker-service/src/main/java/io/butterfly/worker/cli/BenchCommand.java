@@ -63,6 +63,8 @@ public final class BenchCommand {
         try (PlainDjlLoop plainLoop = PlainDjlLoop.load(model, new ExecutorOptions("auto", 0))) {
             one.start(model);
             many.start(model);
+            System.out.printf("engine threads per worker: 1 worker %d, %d workers %d (each cluster as `up` starts it)%n",
+                    one.engineThreads(), workers, many.engineThreads());
             String body = requestBody(prompt, tokens);
             long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
             int warmupRounds = 0;
@@ -142,6 +144,14 @@ public final class BenchCommand {
 
         void stop() throws IOException, InterruptedException {
             run("down");
+        }
+
+        /** The intra-op threads the first worker computes with (the launcher gives each worker the same). */
+        int engineThreads() throws IOException, InterruptedException {
+            URI uri = URI.create("http://127.0.0.1:" + (8090 + portOffset) + "/api/v1/worker/state");
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return JSON.readTree(r.body()).path("engine_threads").asInt();
         }
 
         double decodeTokensPerSecond(String body) throws IOException, InterruptedException {

@@ -48,6 +48,22 @@ class CapabilityProbeTest {
     }
 
     @Test
+    void theRateIsScaledByTheThreadsThePartitionWillComputeWith() {
+        // A worker configured with one thread computes on one, whatever the engine's default at probing time.
+        assertThat(CapabilityDetector.effectiveThreads(1, 2)).isEqualTo(1);
+        assertThat(CapabilityDetector.effectiveThreads(4, 2)).isEqualTo(4);
+        assertThat(CapabilityDetector.effectiveThreads(0, 2)).isEqualTo(2);
+        assertThat(CapabilityDetector.effectiveThreads(0, 0)).isEqualTo(1);
+        CapabilityProbe probe = new CapabilityProbe(new WorkerProperties("worker-t", "127.0.0.1", dataDir, "cpu", 1,
+                "butterfly", "127.0.0.1", 9082, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0)));
+        probe.await();
+        assertThat(probe.engineThreads()).isEqualTo(1);
+        CapabilityProbe engineDefault = new CapabilityProbe(props("cpu", DataSize.ofBytes(0)));
+        engineDefault.await();
+        assertThat(engineDefault.engineThreads()).isEqualTo(Runtime.getRuntime().availableProcessors());
+    }
+
+    @Test
     void aDeviceThatIsNotThereFailsTheWaitWithTheReason() {
         CapabilityProbe probe = new CapabilityProbe(props("gpu:7", DataSize.ofBytes(0)));
         assertThatThrownBy(probe::await).isInstanceOf(IllegalArgumentException.class)

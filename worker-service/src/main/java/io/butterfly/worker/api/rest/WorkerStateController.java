@@ -1,5 +1,6 @@
 package io.butterfly.worker.api.rest;
 
+import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.ClusterMembership;
 import io.butterfly.worker.cluster.CoordinatorLink;
 import io.butterfly.worker.config.WorkerProperties;
@@ -23,14 +24,16 @@ public class WorkerStateController {
     private final ClusterMembership membership;
     private final CoordinatorLink coordinator;
     private final PipelineStage stage;
+    private final CapabilityProbe capabilities;
 
     public WorkerStateController(WorkerProperties props, PartitionManager partitions, ClusterMembership membership,
-                                 CoordinatorLink coordinator, PipelineStage stage) {
+                                 CoordinatorLink coordinator, PipelineStage stage, CapabilityProbe capabilities) {
         this.props = props;
         this.partitions = partitions;
         this.membership = membership;
         this.coordinator = coordinator;
         this.stage = stage;
+        this.capabilities = capabilities;
     }
 
     @GetMapping("/state")
@@ -44,6 +47,7 @@ public class WorkerStateController {
             out.put("join_error", membership.joinError());
         }
         out.put("epoch", s.epoch());
+        out.put("engine_threads", capabilities.engineThreads());
         out.put("partition", partition(s));
         return out;
     }
