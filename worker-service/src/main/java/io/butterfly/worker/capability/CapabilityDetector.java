@@ -26,8 +26,8 @@ public final class CapabilityDetector {
      * @param memoryLimit bytes this worker may use (butterfly.worker.memory-limit); 0 = no limit. Reported as
      *                    memory_limit_bytes next to the physical memory; the planner never gives the worker
      *                    more than the smaller of the two.
-     * @param engineThreads the intra-op threads the worker's partition will run on (butterfly.worker.threads);
-     *                    0 = the engine's default. A CPU's measured rate is scaled by it.
+     * @param engineThreads the intra-op threads the worker's partition will run on ({@link #effectiveThreads});
+     *                    a CPU's measured rate is scaled by it.
      */
     public static NodeCapabilities detect(Device device, java.nio.file.Path dataDir, long memoryLimit, int engineThreads) {
         NodeCapabilities.Builder caps = NodeCapabilities.newBuilder()
@@ -67,7 +67,7 @@ public final class CapabilityDetector {
             int threads = JniUtils.getNumThreads();
             JniUtils.setNumThreads(1);
             try {
-                return bestMatmulRate(device, 128) * effectiveThreads(engineThreads, threads);
+                return bestMatmulRate(device, 128) * engineThreads;
             } finally {
                 JniUtils.setNumThreads(threads);
             }

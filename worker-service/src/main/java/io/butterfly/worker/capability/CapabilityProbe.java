@@ -1,6 +1,7 @@
 package io.butterfly.worker.capability;
 
 import ai.djl.Device;
+import ai.djl.engine.Engine;
 import ai.djl.pytorch.jni.JniUtils;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.worker.config.WorkerProperties;
@@ -29,8 +30,10 @@ public class CapabilityProbe {
             try {
                 long start = System.nanoTime();
                 Device device = Devices.resolve(props.device());
-                NodeCapabilities caps = CapabilityDetector.detect(device, props.dataDir(), props.memoryLimit().toBytes(), props.threads());
+                Engine.getInstance(); // starts libtorch: its default thread count is read next
                 engineThreads = CapabilityDetector.effectiveThreads(props.threads(), JniUtils.getNumThreads());
+                NodeCapabilities caps = CapabilityDetector.detect(device, props.dataDir(), props.memoryLimit().toBytes(),
+                        engineThreads);
                 log.info("capabilities in {} ms: cores={} memory={}MiB gflops={} memory-bandwidth={}GB/s storage={} device={}",
                         (System.nanoTime() - start) / 1_000_000, caps.getCpuCores(), caps.getMemoryBytes() >> 20,
                         String.format("%.1f", caps.getMeasuredGflops()),
