@@ -27,9 +27,10 @@ public class RegistryConfiguration {
     }
 
     @Bean
-    ModelCatalog modelCatalog(ModelStore store, Clock clock) throws IOException {
-        // The publisher key lives in the store so that a restarted registry signs with the same key.
-        NodeIdentity publisher = NodeIdentity.loadOrCreate(store.root().resolve("publisher"));
+    ModelCatalog modelCatalog(ModelStore store, RegistryProperties props, Clock clock) throws IOException {
+        // By default the publisher key lives in the store, so that a restarted registry signs with the same key.
+        NodeIdentity publisher = NodeIdentity.loadOrCreate(
+                props.publisherDir() != null ? props.publisherDir() : store.root().resolve("publisher"));
         ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> {
             ModelManifest signed = ManifestVerifier.sign(ManifestMapper.toProto(m), publisher);
             return m.signed(signed.getPublisherKey(), signed.getSignature());

@@ -12,13 +12,18 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param importDirs    Hugging Face model directories imported at start-up (model id = directory name)
  * @param maxChunkBytes largest FetchFile chunk served (clients may ask for less)
  * @param zstdLevel     zstd level for chunks sent to clients that offer COMPRESSION (0 = never compress)
+ * @param publisherDir  the publisher identity ({@code identity.key}, {@code identity.pub}) that signs manifests;
+ *                      default {@code <store>/publisher}, created there on first start. Point it at a provisioned
+ *                      key (e.g. a Kubernetes Secret from {@code ./butterfly keygen}) so that coordinators and
+ *                      workers can be told the public key before the registry first starts.
  */
 @ConfigurationProperties("butterfly.registry")
 public record RegistryProperties(
         @DefaultValue(".butterfly/registry") Path storeDir,
         @DefaultValue List<Path> importDirs,
         @DefaultValue("1048576") int maxChunkBytes,
-        @DefaultValue("3") int zstdLevel) {
+        @DefaultValue("3") int zstdLevel,
+        Path publisherDir) {
 
     /** Keeps a chunk and its envelope below gRPC's default 4 MiB inbound limit on clients. */
     public static final int CHUNK_LIMIT = 4 * 1024 * 1024 - 64 * 1024;

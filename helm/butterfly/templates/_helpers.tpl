@@ -1,0 +1,127 @@
+{{/* Name of a component's resources: <release>-<component>. */}}
+{{- define "butterfly.name" -}}
+{{- printf "%s-%s" .root.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The headless Service that gives each pod of a component a stable DNS name. */}}
+{{- define "butterfly.headless" -}}
+{{- printf "%s-%s-pods" .root.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Stable DNS name of pod <i> of a component: <release>-<component>-<i>.<headless>.<ns>.svc.<domain>. */}}
+{{- define "butterfly.podHost" -}}
+{{- printf "%s-%d.%s.%s.svc.%s" (include "butterfly.name" .) (int .index) (include "butterfly.headless" .) .root.Release.Namespace .root.Values.clusterDomain -}}
+{{- end -}}
+
+{{- define "butterfly.labels" -}}
+app.kubernetes.io/name: butterfly
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
+{{- end -}}
+
+{{- define "butterfly.selector" -}}
+app.kubernetes.io/name: butterfly
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Image of a service module, e.g. butterfly/butterfly-worker-service:0.1.0. */}}
+{{- define "butterfly.image" -}}
+{{- $img := .root.Values.image -}}
+{{- $repo := printf "%s-%s" $img.prefix .module -}}
+{{- if $img.registry }}{{ $repo = printf "%s/%s" $img.registry $repo }}{{ end -}}
+{{- printf "%s:%s" $repo (default .root.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+
+{{/* Environment every service container gets: its pod's name and IP, its JVM options, bind on all interfaces. */}}
+{{- define "butterfly.env" -}}
+- name: POD_NAME
+  valueFrom: {fieldRef: {fieldPath: metadata.name}}
+- name: POD_IP
+  valueFrom: {fieldRef: {fieldPath: status.podIP}}
+- name: BUTTERFLY_BIND_ADDRESS
+  value: 0.0.0.0
+- name: JAVA_TOOL_OPTIONS
+  value: {{ printf "%s -Xmx%s %s" .root.Values.jvmOptions .heap (default "" .jvm) | trim | quote }}
+{{- if .root.Values.consul.enabled }}
+- name: SPRING_PROFILES_ACTIVE
+  value: consul
+- name: CONSUL_HOST
+  value: {{ .root.Values.consul.host | quote }}
+- name: CONSUL_PORT
+  value: {{ .root.Values.consul.port | quote }}
+- name: SPRING_CLOUD_CONSUL_DISCOVERY_IPADDRESS
+  value: $(POD_IP)
+{{- end }}
+{{- end -}}
+
+{{/* The Actuator probes on the container's http port. */}}
+{{- define "butterfly.probes" -}}
+{{- $p := .root.Values.probes -}}
+startupProbe:
+  httpGet: {path: /actuator/health/liveness, port: http}
+  periodSeconds: {{ $p.startup.periodSeconds }}
+  failureThreshold: {{ $p.startup.failureThreshold }}
+livenessProbe:
+  httpGet: {path: /actuator/health/liveness, port: http}
+  periodSeconds: {{ $p.liveness.periodSeconds }}
+  timeoutSeconds: {{ $p.liveness.timeoutSeconds }}
+  failureThreshold: {{ $p.liveness.failureThreshold }}
+readinessProbe:
+  httpGet: {path: /actuator/health/readiness, port: http}
+  periodSeconds: {{ $p.readiness.periodSeconds }}
+  timeoutSeconds: {{ $p.readiness.timeoutSeconds }}
+  failureThreshold: {{ $p.readiness.failureThreshold }}
+{{- end -}}
+
+{{/* The publisher's public key only, as a Spring config tree: the file name is the property it sets. */}}
+{{- define "butterfly.trustVolume" -}}
+- name: trusted-publisher
+  secret:
+    secretName: {{ .root.Values.publisher.secretName }}
+    items:
+      - key: identity.pub
+        path: {{ .property }}
+{{- end -}}
+
+{{/* A data volume claim of a StatefulSet. */}}
+{{- define "butterfly.dataClaim" -}}
+volumeClaimTemplates:
+  - metadata:
+      name: data
+    spec:
+      accessModes: [ReadWriteOnce]
+      {{- with .root.Values.storageClassName }}
+      storageClassName: {{ . }}
+      {{- end }}
+      resources:
+        requests:
+          storage: {{ .storage }}
+{{- end -}}
+
+{{/* "id=host:port,..." of every pod of a component (Raft peers, replica endpoints, Hazelcast members). */}}
+{{- define "butterfly.podList" -}}
+{{- $out := list -}}
+{{- range $i := until (int .replicas) -}}
+{{- $ctx := dict "root" $.root "component" $.component "index" $i -}}
+{{- $host := include "butterfly.podHost" $ctx -}}
+{{- if $.withId -}}
+{{- $out = append $out (printf "%s-%d=%s:%d" (include "butterfly.name" $ctx) $i $host (int $.port)) -}}
+{{- else -}}
+{{- $out = append $out (printf "%s:%d" $host (int $.port)) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
+
+{{/* Pod security: the images' non-root user; volumes (data claims, Secrets) readable by its group. */}}
+{{- define "butterfly.podSecurity" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 10001
+  runAsGroup: 10001
+  fsGroup: 10001
+{{- end -}}
