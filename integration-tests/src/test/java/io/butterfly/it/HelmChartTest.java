@@ -26,6 +26,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.UnaryOperator;
+import static io.butterfly.it.ChartManifests.*;
+
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.BindContext;
@@ -48,7 +50,8 @@ import org.yaml.snakeyaml.Yaml;
  */
 class HelmChartTest {
 
-    private static final Path CHART = LocalCluster.ROOT.resolve("helm/butterfly");
+    private static final Path CHART = ChartManifests.CHART;
+
     private static final Path MANIFESTS = LocalCluster.ROOT.resolve("k8s/butterfly.yaml");
     private static final String MANIFESTS_HEADER = """
             # Generated: the Helm chart helm/butterfly rendered with its default values, release "butterfly" in
@@ -199,101 +202,5 @@ class HelmChartTest {
         assertThat(Files.readString(MANIFESTS))
                 .as("k8s/butterfly.yaml is stale: rerun this test with -Dbutterfly.k8s.write=true")
                 .isEqualTo(rendered);
-    }
-
-    // --- rendering and navigation -------------------------------------------------------------------
-
-    private static String renderText(UnaryOperator<TemplateCommand> values) {
-        return values.apply(new Helm(CHART).template().withName("butterfly").withNamespace("butterfly")).call();
-    }
-
-    @SuppressWarnings("unchecked")
-    private static List<Map<String, Object>> render(UnaryOperator<TemplateCommand> values) {
-        List<Map<String, Object>> docs = new ArrayList<>();
-        for (Object doc : new Yaml().loadAll(renderText(values))) {
-            if (doc != null) {
-                docs.add((Map<String, Object>) doc);
-            }
-        }
-        return docs;
-    }
-
-    private static List<Map<String, Object>> kind(List<Map<String, Object>> docs, String kind) {
-        return docs.stream().filter(d -> kind.equals(d.get("kind"))).toList();
-    }
-
-    private static Map<String, Object> named(List<Map<String, Object>> docs, String kind, String name) {
-        return kind(docs, kind).stream().filter(d -> name.equals(name(d))).findFirst()
-                .orElseThrow(() -> new AssertionError("no " + kind + " " + name));
-    }
-
-    private static String name(Map<String, Object> doc) {
-        return (String) at(doc, "metadata", "name");
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Object at(Map<String, Object> map, String... path) {
-        Object node = map;
-        for (String key : path) {
-            if (!(node instanceof Map)) {
-                return null;
-            }
-            node = ((Map<String, Object>) node).get(key);
-        }
-        return node;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> container(Map<String, Object> set) {
-        List<Map<String, Object>> containers = (List<Map<String, Object>>) at(set, "spec", "template", "spec", "containers");
-        assertThat(containers).hasSize(1);
-        return containers.get(0);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static String arg(Map<String, Object> container, String option) {
-        for (Object a : (List<Object>) container.get("args")) {
-            String s = String.valueOf(a);
-            if (s.startsWith(option + "=")) {
-                return s.substring(option.length() + 1);
-            }
-        }
-        return null;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static String env(Map<String, Object> container, String name) {
-        for (Map<String, Object> e : (List<Map<String, Object>>) container.get("env")) {
-            if (name.equals(e.get("name"))) {
-                return Objects.toString(e.get("value"), null);
-            }
-        }
-        return null;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static int port(Map<String, Object> container, String name) {
-        for (Map<String, Object> p : (List<Map<String, Object>>) container.get("ports")) {
-            if (name.equals(p.get("name"))) {
-                return (Integer) p.get("containerPort");
-            }
-        }
-        throw new AssertionError("no port " + name);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static String probePath(Map<String, Object> container, String probe) {
-        assertThat(at(container, probe, "httpGet", "port")).as(probe).isEqualTo("http");
-        return (String) at(container, probe, "httpGet", "path");
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> secretVolume(Map<String, Object> set, String volume) {
-        List<Map<String, Object>> volumes = (List<Map<String, Object>>) at(set, "spec", "template", "spec", "volumes");
-        if (volumes == null) {
-            return null;
-        }
-        return volumes.stream().filter(v -> volume.equals(v.get("name"))).findFirst()
-                .map(v -> (Map<String, Object>) new LinkedHashMap<>((Map<String, Object>) v.get("secret"))).orElse(null);
     }
 }
