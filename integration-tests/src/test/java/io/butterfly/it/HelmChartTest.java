@@ -1,10 +1,10 @@
 package io.butterfly.it;
 
+import static io.butterfly.it.ChartManifests.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
-import com.marcnuri.helm.TemplateCommand;
 import io.butterfly.coordinator.config.ControlRaftProperties;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.config.InvariantProperties;
@@ -17,17 +17,12 @@ import io.butterfly.worker.config.WorkerProperties;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
-import java.util.Set;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
-import java.util.function.UnaryOperator;
-import static io.butterfly.it.ChartManifests.*;
-
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.BindContext;

@@ -20,6 +20,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param requestTimeout     how long one command may wait to be committed
  * @param replicaGrpcEndpoints every replica's gRPC endpoint for workers, as {@code id=host:port} (empty: only
  *                           this one); assignments list them so workers heartbeat every replica
+ * @param bindHost           address this replica's Raft server listens on (empty: its own peer host). On
+ *                           Kubernetes the pod IP: the peer host is the pod's DNS name, which may not
+ *                           resolve yet when the replica first starts
  */
 @ConfigurationProperties("butterfly.coordinator.raft")
 public record ControlRaftProperties(
@@ -31,5 +34,6 @@ public record ControlRaftProperties(
         @DefaultValue("300ms") Duration electionTimeoutMax,
         @DefaultValue("1000") long snapshotThreshold,
         @DefaultValue("5s") Duration requestTimeout,
-        @DefaultValue List<String> replicaGrpcEndpoints) {
+        @DefaultValue List<String> replicaGrpcEndpoints,
+        @DefaultValue("") String bindHost) {
 }

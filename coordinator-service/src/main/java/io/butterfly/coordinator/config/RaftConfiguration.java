@@ -25,6 +25,7 @@ public class RaftConfiguration {
                 : raft.peers().stream().map(ReplicaSettings.Peer::parse).toList();
         String group = raft.groupName().isBlank() ? coordinator.clusterName() : raft.groupName();
         return new ReplicaSettings(self, peers, group, coordinator.dataDir().resolve("raft"), raft.electionTimeoutMin(),
-                raft.electionTimeoutMax(), raft.snapshotThreshold(), raft.requestTimeout());
+                raft.electionTimeoutMax(), raft.snapshotThreshold(), raft.requestTimeout(),
+                raft.bindHost().isBlank() ? null : raft.bindHost());
     }
 }

@@ -99,7 +99,7 @@ public final class ControlReplica implements AutoCloseable {
 
     static RaftProperties properties(ReplicaSettings s) {
         RaftProperties p = new RaftProperties();
-        GrpcConfigKeys.Server.setHost(p, s.self().host());
+        GrpcConfigKeys.Server.setHost(p, s.listenHost());
         GrpcConfigKeys.Server.setPort(p, s.self().port());
         RaftServerConfigKeys.setStorageDir(p, List.of(s.storageDir().toFile()));
         RaftServerConfigKeys.Rpc.setTimeoutMin(p, duration(s.electionTimeoutMin().toMillis()));

@@ -17,10 +17,11 @@ import java.util.UUID;
  * @param electionTimeoutMax   upper bound of the randomized election timeout
  * @param snapshotThreshold    a snapshot is taken every this many applied entries
  * @param requestTimeout       how long a submit may wait for a commit before it fails
+ * @param bindHost             address the Raft server listens on, or null for its own peer host
  */
 public record ReplicaSettings(String selfId, List<Peer> peers, String groupName, Path storageDir,
                               Duration electionTimeoutMin, Duration electionTimeoutMax, long snapshotThreshold,
-                              Duration requestTimeout) {
+                              Duration requestTimeout, String bindHost) {
 
     public ReplicaSettings {
         peers = List.copyOf(peers);
@@ -37,6 +38,11 @@ public record ReplicaSettings(String selfId, List<Peer> peers, String groupName,
 
     public Peer self() {
         return peers.stream().filter(p -> p.id().equals(selfId)).findFirst().orElseThrow();
+    }
+
+    /** Where the Raft server listens: the configured bind host, else this replica's peer host. */
+    public String listenHost() {
+        return bindHost != null ? bindHost : self().host();
     }
 
     /** Stable group id derived from the group name, so every replica computes the same one. */

@@ -19,8 +19,12 @@ class RaftConfigurationTest {
     }
 
     private static ControlRaftProperties raft(String peerId, List<String> peers) {
+        return raft(peerId, peers, "");
+    }
+
+    private static ControlRaftProperties raft(String peerId, List<String> peers, String bindHost) {
         return new ControlRaftProperties(peerId, peers, 20, "", Duration.ofMillis(150), Duration.ofMillis(300), 1000,
-                Duration.ofSeconds(5), List.of());
+                Duration.ofSeconds(5), List.of(), bindHost);
     }
 
     @Test
@@ -46,6 +50,19 @@ class RaftConfigurationTest {
         assertTrue(e.getMessage().contains("coordinator-7"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> RaftConfiguration.settings(coordinator("coordinator-0"),
                 raft("", List.of("coordinator-0=127.0.0.1:9070", "coordinator-0=127.0.0.1:9071")), 9080));
+    }
+
+    @Test
+    void theRaftServerListensOnItsPeerHostUnlessABindHostIsSet() {
+        List<String> peers = List.of("c-0=c-0.pods.ns.svc.cluster.local:9070", "c-1=c-1.pods.ns.svc.cluster.local:9070");
+
+        ReplicaSettings byName = RaftConfiguration.settings(coordinator("c-1"), raft("", peers), 9080);
+        ReplicaSettings byIp = RaftConfiguration.settings(coordinator("c-1"), raft("", peers, "10.1.2.3"), 9080);
+
+        assertEquals("c-1.pods.ns.svc.cluster.local", byName.listenHost());
+        assertEquals("10.1.2.3", byIp.listenHost());
+        // Peers still reach it by its name.
+        assertEquals("c-1.pods.ns.svc.cluster.local", byIp.self().host());
     }
 
     @Test

@@ -16,7 +16,7 @@ public final class TestReplicas {
     public static ReplicaSettings settings(String selfId, List<ReplicaSettings.Peer> peers, Path storage,
                                            long snapshotThreshold) {
         return new ReplicaSettings(selfId, peers, "test", storage, Duration.ofMillis(150), Duration.ofMillis(300),
-                snapshotThreshold, Duration.ofSeconds(5));
+                snapshotThreshold, Duration.ofSeconds(5), null);
     }
 
     /** A started one-replica group that already leads (as on the embedded default). */
