@@ -152,6 +152,9 @@ class HelmChartTest {
         assertThat(arg(coordinator, "--butterfly.coordinator.raft.replica-grpc-endpoints").split(","))
                 .hasSize(5).allMatch(e -> e.endsWith(headless + ":9080"));
         assertThat(arg(coordinator, "--butterfly.coordinator.expected-workers")).isEqualTo("7");
+        // Drains never take the group below a quorum of 3 of 5; a single replica gets no budget.
+        assertThat(at(named(docs, "PodDisruptionBudget", "butterfly-coordinator"), "spec", "minAvailable")).isEqualTo(3);
+        assertThat(kind(render(t -> t.set("coordinator.replicas", 1)), "PodDisruptionBudget")).isEmpty();
         assertThat(at(named(docs, "StatefulSet", "butterfly-worker"), "spec", "replicas")).isEqualTo(7);
         assertThat(arg(container(named(docs, "StatefulSet", "butterfly-worker")), "--butterfly.worker.coordinator-host"))
                 .isEqualTo("butterfly-coordinator-0." + headless);
