@@ -125,3 +125,10 @@ securityContext:
   runAsGroup: 10001
   fsGroup: 10001
 {{- end -}}
+
+{{/* Where Prometheus scrapes a pod: Actuator's Prometheus endpoint on the http port. */}}
+{{- define "butterfly.metricsAnnotations" -}}
+prometheus.io/scrape: {{ .root.Values.metrics.scrape | quote }}
+prometheus.io/path: /actuator/prometheus
+prometheus.io/port: {{ .port | quote }}
+{{- end -}}

@@ -80,6 +80,9 @@ class HelmChartTest {
             // Spring Boot's HTTP server binds loopback by default here (application.yaml): a probe from the
             // kubelet needs every interface.
             assertThat(env(container, "BUTTERFLY_BIND_ADDRESS")).isEqualTo("0.0.0.0");
+            // Prometheus scrapes Actuator's endpoint on the same port.
+            assertThat(at(set, "spec", "template", "metadata", "annotations")).as(name(set)).isEqualTo(Map.of(
+                    "prometheus.io/scrape", "true", "prometheus.io/path", "/actuator/prometheus", "prometheus.io/port", http));
             // A pod that waits for the others must not keep them from starting.
             assertThat(at(set, "spec", "podManagementPolicy")).as(name(set))
                     .isEqualTo(name(set).endsWith("registry") ? null : "Parallel");
@@ -133,6 +136,8 @@ class HelmChartTest {
                     LocalCluster.ROOT.resolve(module).resolve("src/main/resources/application.yaml")));
             assertThat(at(config, "management", "endpoint", "health", "probes", "enabled")).as(module).isEqualTo(true);
             assertThat(at(config, "server", "address")).as(module).isEqualTo("${BUTTERFLY_BIND_ADDRESS:127.0.0.1}");
+            assertThat(String.valueOf(at(config, "management", "endpoints", "web", "exposure", "include")).split(","))
+                    .as(module).contains("prometheus");
         }
     }
 

@@ -38,8 +38,9 @@ import tools.jackson.databind.json.JsonMapper;
  * args and env exactly as rendered ({@code $(VAR)} expanded, downward-API fields filled in), the image's
  * entry point ({@code java -jar /app/app.jar}), the registry's init container, and the publisher Secret
  * mounted as the chart mounts it. Pod and Service DNS names resolve through a hosts file. The test then
- * acts as the kubelet (every pod's readiness probe on its pod IP) and as a client of the coordinator
- * Service. Needs root and {@code ip netns}; skipped otherwise.
+ * acts as the kubelet (every pod's readiness probe on its pod IP), as Prometheus (each pod's annotated
+ * metrics endpoint) and as a client of the coordinator Service. Needs root and {@code ip netns}; skipped
+ * otherwise.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class KubernetesRehearsalTest {
@@ -144,6 +145,16 @@ class KubernetesRehearsalTest {
                 Thread.sleep(500);
             }
             assertThat(probe(pod, "livenessProbe")).as(pod.name()).isEqualTo(200);
+        }
+        // What Prometheus would scrape, per the pods' annotations.
+        for (Pod pod : pods) {
+            @SuppressWarnings("unchecked")
+            Map<String, String> scrape = (Map<String, String>) at(pod.set(), "spec", "template", "metadata", "annotations");
+            URI metrics = URI.create("http://" + pod.ip() + ":" + scrape.get("prometheus.io/port") + scrape.get("prometheus.io/path"));
+            HttpResponse<String> reply = HTTP.send(HttpRequest.newBuilder(metrics).timeout(Duration.ofSeconds(10)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(reply.statusCode()).as(pod.name() + " " + metrics).isEqualTo(200);
+            assertThat(reply.body()).as(pod.name()).contains("jvm_memory_used_bytes");
         }
 
         Pod coordinator0 = podsOf("coordinator").get(0);
