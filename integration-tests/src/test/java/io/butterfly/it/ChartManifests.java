@@ -6,7 +6,6 @@ import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.TemplateCommand;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -112,6 +111,6 @@ final class ChartManifests {
             return null;
         }
         return volumes.stream().filter(v -> volume.equals(v.get("name"))).findFirst()
-                .map(v -> (Map<String, Object>) new LinkedHashMap<>((Map<String, Object>) v.get("secret"))).orElse(null);
+                .map(v -> (Map<String, Object>) v.get("secret")).orElse(null);
     }
 }

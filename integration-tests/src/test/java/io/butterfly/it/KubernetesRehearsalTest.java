@@ -49,8 +49,12 @@ class KubernetesRehearsalTest {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    /** One pod of a StatefulSet: its name, IP, namespace, and the directory standing in for its volumes. */
-    private record Pod(String name, String component, Map<String, Object> set, String ip, String netns, Path root) {
+    /**
+     * One pod of a StatefulSet: its name, IP, namespace, the directory standing in for its volumes, and the
+     * extracted jar standing in for its image's /app/app.jar.
+     */
+    private record Pod(String name, String component, Map<String, Object> set, String ip, String netns, Path root,
+                       String jar) {
     }
 
     private final String tag = HexFormat.of().toHexDigits((short) ThreadLocalRandom.current().nextInt()); // 4 hex digits
@@ -87,7 +91,9 @@ class KubernetesRehearsalTest {
             String headless = (String) at(set, "spec", "serviceName");
             for (int i = 0; i < replicas; i++) {
                 String podName = name(set) + "-" + i;
-                Pod pod = new Pod(podName, component, set, net(next), "bf-" + tag + "-" + next, work.resolve(podName));
+                String module = component.equals("registry") ? "model-registry-service" : component + "-service";
+                Pod pod = new Pod(podName, component, set, net(next), "bf-" + tag + "-" + next, work.resolve(podName),
+                        ServiceImages.jar(module).toString());
                 next++;
                 addNamespace(pod);
                 pods.add(pod);
@@ -244,15 +250,13 @@ class KubernetesRehearsalTest {
     }
 
     /** Paths in args and env live under the pod's root; /app/app.jar is the module's extracted jar. */
-    private String inPod(Pod pod, String value) {
-        String module = pod.component().equals("registry") ? "model-registry-service" : pod.component() + "-service";
-        String jar = ServiceImages.jar(module).toString();
-        return value.replace("/app/app.jar", jar)
+    private static String inPod(Pod pod, String value) {
+        return value.replace("/app/app.jar", pod.jar())
                 .replaceAll("(?<![\\w.])/(var/lib/butterfly|etc/butterfly|models)", pod.root() + "/$1");
     }
 
     @SuppressWarnings("unchecked")
-    private Map<String, String> environment(Pod pod, Map<String, Object> container) {
+    private static Map<String, String> environment(Pod pod, Map<String, Object> container) {
         Map<String, String> env = new LinkedHashMap<>();
         for (Map<String, Object> e : (List<Map<String, Object>>) container.getOrDefault("env", List.of())) {
             String name = (String) e.get("name");
@@ -319,7 +323,6 @@ class KubernetesRehearsalTest {
 
     // --- the kubelet and the client --------------------------------------------------------------------
 
-    @SuppressWarnings("unchecked")
     private int probe(Pod pod, String probe) {
         Map<String, Object> container = container(pod.set());
         String path = (String) at(container, probe, "httpGet", "path");

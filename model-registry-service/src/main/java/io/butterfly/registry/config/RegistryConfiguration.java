@@ -28,9 +28,7 @@ public class RegistryConfiguration {
 
     @Bean
     ModelCatalog modelCatalog(ModelStore store, RegistryProperties props, Clock clock) throws IOException {
-        // By default the publisher key lives in the store, so that a restarted registry signs with the same key.
-        NodeIdentity publisher = NodeIdentity.loadOrCreate(
-                props.publisherDir() != null ? props.publisherDir() : store.root().resolve("publisher"));
+        NodeIdentity publisher = NodeIdentity.loadOrCreate(props.publisherDir());
         ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> {
             ModelManifest signed = ManifestVerifier.sign(ManifestMapper.toProto(m), publisher);
             return m.signed(signed.getPublisherKey(), signed.getSignature());

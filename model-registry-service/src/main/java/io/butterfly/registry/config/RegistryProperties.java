@@ -30,6 +30,8 @@ public record RegistryProperties(
 
     public RegistryProperties {
         importDirs = importDirs == null ? List.of() : List.copyOf(importDirs);
+        // By default the key lives in the store, so that a restarted registry signs with the same key.
+        publisherDir = publisherDir != null ? publisherDir : storeDir.resolve("publisher");
         if (maxChunkBytes <= 0 || maxChunkBytes > CHUNK_LIMIT) {
             throw new IllegalArgumentException("butterfly.registry.max-chunk-bytes must be in (0, " + CHUNK_LIMIT + "]: "
                     + maxChunkBytes);
