@@ -70,11 +70,14 @@ public final class OneWayStreams<T, K> {
      */
     public void send(String host, int port, T message) {
         String address = host + ":" + port;
-        Stream stream = streams.computeIfAbsent(address, a -> open(a, host, port));
+        Stream stream = null;
         try {
+            stream = streams.computeIfAbsent(address, a -> open(a, host, port));
             stream.send(message);
         } catch (RuntimeException e) {
-            streams.remove(address, stream);
+            if (stream != null) {
+                streams.remove(address, stream);
+            }
             throw Status.UNAVAILABLE.withDescription("stream to " + address + " failed: " + e.getMessage())
                     .withCause(e).asRuntimeException();
         }

@@ -27,13 +27,14 @@ public final class ChunkCodec {
     }
 
     /**
-     * Decompresses a chunk that claims {@code uncompressedSize} bytes, at most {@code maxSize}; a malformed frame or
+     * Decompresses a chunk that claims {@code uncompressedSize} bytes, at most {@code maxSize} (the chunk size
+     * asked, or what is left of the file if less: a claim is never trusted with a larger allocation); a malformed frame or
      * a size that does not match is a corrupt chunk (refetched like a checksum mismatch), never a crash.
      */
     public static byte[] decompress(byte[] packed, int uncompressedSize, long maxSize, String file, long offset) {
         if (uncompressedSize <= 0 || uncompressedSize > maxSize) {
             throw corrupt(file, offset, "claims " + uncompressedSize + " bytes uncompressed, at most " + maxSize
-                    + " are left in the file");
+                    + " are expected");
         }
         try {
             byte[] raw = Zstd.decompress(packed, uncompressedSize);

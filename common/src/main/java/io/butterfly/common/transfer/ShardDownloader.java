@@ -31,7 +31,9 @@ import java.util.List;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletionService;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -158,20 +160,25 @@ public final class ShardDownloader {
             return t;
         });
         try {
-            List<Future<VerifiedFile>> pending = new ArrayList<>(files.size());
-            for (WeightFile file : files) {
-                pending.add(pool.submit(() -> fetch(manifest.getModelId(), file, dir, overall)));
+            // Results are taken as they complete, so the first file to fail ends the download at once
+            // (waiting in file order kept fetching a large file while a later one had already failed).
+            CompletionService<VerifiedFile> completed = new ExecutorCompletionService<>(pool);
+            Map<Future<VerifiedFile>, Integer> positions = new HashMap<>();
+            for (int i = 0; i < files.size(); i++) {
+                WeightFile file = files.get(i);
+                positions.put(completed.submit(() -> fetch(manifest.getModelId(), file, dir, overall)), i);
             }
-            List<VerifiedFile> paths = new ArrayList<>(files.size());
-            for (Future<VerifiedFile> f : pending) {
-                paths.add(f.get());
+            VerifiedFile[] paths = new VerifiedFile[files.size()];
+            for (int n = 0; n < files.size(); n++) {
+                Future<VerifiedFile> done = completed.take();
+                paths[positions.get(done)] = done.get();
             }
-            return paths;
+            return List.of(paths);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("download of " + manifest.getModelId() + " interrupted");
         } catch (ExecutionException e) {
-            // The first failure (in file order) wins; the other fetches are cancelled below.
+            // The first failure wins; the other fetches are cancelled below.
             Throwable cause = e.getCause();
             if (cause instanceof IOException io) {
                 throw io;
@@ -181,7 +188,29 @@ public final class ShardDownloader {
             }
             throw new IllegalStateException(cause);
         } finally {
-            pool.shutdownNow();
+            stop(pool);
+        }
+    }
+
+    /**
+     * Cancels the fetches still running and waits for their threads to end, so none is still appending to a
+     * part file when the caller (or its next download) goes on.
+     */
+    private static void stop(ExecutorService pool) {
+        pool.shutdownNow();
+        boolean interrupted = false;
+        while (true) {
+            try {
+                if (pool.awaitTermination(30, TimeUnit.SECONDS)) {
+                    break;
+                }
+                log.warn("fetch threads still running 30 s after they were cancelled; waiting on");
+            } catch (InterruptedException e) {
+                interrupted = true; // keep waiting: the part files must be left alone first
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -272,6 +301,11 @@ public final class ShardDownloader {
                         retryable = false;
                         attempt = 0;
                     }
+                } catch (IOException | RuntimeException e) {
+                    // A local failure (disk, interruption): the registry is not to blame, but the permission taken
+                    // must go back, or a half-open breaker waits for this call's outcome for ever.
+                    releasePermission();
+                    throw e;
                 }
             }
             if (!retryable) {
@@ -293,6 +327,12 @@ public final class ShardDownloader {
     private void recordSuccess(long startedNanos) {
         if (breaker != null) {
             breaker.onSuccess(System.nanoTime() - startedNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private void releasePermission() {
+        if (breaker != null) {
+            breaker.releasePermission();
         }
     }
 
@@ -397,7 +437,7 @@ public final class ShardDownloader {
                 // The received bytes are checked, hashed and written in place (no copy out of the message).
                 ByteString data = chunk.getCompression() == ChunkCompression.CHUNK_COMPRESSION_ZSTD
                         ? UnsafeByteOperations.unsafeWrap(ChunkCodec.decompress(chunk.getData().toByteArray(),
-                                chunk.getUncompressedSize(), size - position, name, position))
+                                chunk.getUncompressedSize(), Math.min(chunkSize, size - position), name, position))
                         : chunk.getData();
                 String mismatch = chunkMismatch(chunk, data);
                 if (mismatch != null) {

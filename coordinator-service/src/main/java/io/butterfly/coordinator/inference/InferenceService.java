@@ -75,9 +75,11 @@ public class InferenceService {
         int maxTokens = RequestValidator.maxTokens(request, prompt.size(), props.maxNewTokens(), model.config().maxPositions());
         SamplingParams sampling = RequestValidator.sampling(request);
 
+        // Resolved before the task is logged: a task that is submitted is always finished or failed, never
+        // left open (an open task keeps the system COMPUTING and blocks reassignment).
+        List<Endpoint> pipeline = pipeline(state);
         String taskId = UUID.randomUUID().toString();
         control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), clock.millis()));
-        List<Endpoint> pipeline = pipeline(control.state());
         try {
             GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling,
                     Boolean.TRUE.equals(request.ignoreEos()));
@@ -182,6 +184,9 @@ public class InferenceService {
         List<Endpoint> out = new ArrayList<>();
         for (String id : state.pipeline()) {
             NodeRecord n = state.nodes().get(id);
+            if (n == null) {
+                throw new NotServingException("the pipeline names " + id + ", which is not a member");
+            }
             out.add(Endpoint.newBuilder().setNodeId(id).setHost(n.info().host()).setGrpcPort(n.info().grpcPort()).build());
         }
         if (out.isEmpty()) {

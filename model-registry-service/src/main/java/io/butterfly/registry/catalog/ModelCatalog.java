@@ -69,6 +69,10 @@ public class ModelCatalog {
             throw ModelImporter.invalid(modelId == null || modelId.isBlank() ? "path" : "model_id",
                     "'" + id + "' is not a valid model id (letters, digits, '.', '_', '-')");
         }
+        if (store.isReserved(id)) {
+            throw ModelImporter.invalid(modelId == null || modelId.isBlank() ? "path" : "model_id",
+                    "'" + id + "' is reserved: the registry keeps other data (its publisher key) under that name");
+        }
         synchronized (importLock) {
             String fingerprint = ModelImporter.fingerprint(source);
             Optional<Manifest> current = store.loadIfCurrent(id, fingerprint);
@@ -94,11 +98,6 @@ public class ModelCatalog {
         }
     }
 
-    /** Block hashes of the served files, recorded when they were stored. */
-    public io.butterfly.registry.store.BlockIndex blockIndex(Manifest manifest) {
-        return store.blockIndex(manifest);
-    }
-
     public List<Manifest> list() {
         return manifests.values().stream().sorted(Comparator.comparing(Manifest::modelId)).toList();
     }
@@ -110,6 +109,11 @@ public class ModelCatalog {
     public Manifest get(String modelId) {
         return find(modelId).orElseThrow(() -> new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, Status.Code.NOT_FOUND,
                 "no model '" + modelId + "' in the registry", Map.of("model_id", String.valueOf(modelId)), null));
+    }
+
+    /** Opens a stored file for serving, with the block index of the same import (see {@link ModelStore#open}). */
+    public ModelStore.OpenFile open(StoredFile stored) throws IOException {
+        return store.open(stored.manifest(), stored.path());
     }
 
     public StoredFile file(String modelId, String fileName) {

@@ -147,11 +147,13 @@ public final class ModelImporter {
                 dtypeElements.merge(info.dtype(), info.numElements(), Long::sum);
                 Matcher m = LAYER.matcher(name);
                 if (m.find()) {
-                    int layer = Integer.parseInt(m.group(1));
-                    if (layer >= config.numLayers()) {
-                        throw invalid("path", "tensor " + name + " belongs to layer " + layer + " but the config has "
+                    String digits = m.group(1);
+                    // More digits than an int holds is no layer of any config either (and no NumberFormatException).
+                    if (digits.length() > 9 || Integer.parseInt(digits) >= config.numLayers()) {
+                        throw invalid("path", "tensor " + name + " belongs to layer " + digits + " but the config has "
                                 + config.numLayers() + " layers");
                     }
+                    int layer = Integer.parseInt(digits);
                     layers.computeIfAbsent(layer, k -> new ArrayList<>()).add(name);
                 } else if (TOKEN_EMBEDDING.matcher(name).find()) {
                     embed.add(name);

@@ -9,6 +9,7 @@ import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.registry.api.grpc.ManifestMapper;
 import java.io.IOException;
+import java.util.List;
 import java.time.Clock;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -23,7 +24,7 @@ public class RegistryConfiguration {
 
     @Bean
     ModelStore modelStore(RegistryProperties props) throws IOException {
-        return new ModelStore(props.storeDir());
+        return new ModelStore(props.storeDir(), List.of(props.publisherDir()));
     }
 
     @Bean

@@ -5,6 +5,7 @@ import io.butterfly.registry.catalog.ManifestFile;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileVisitResult;
@@ -13,6 +14,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -41,11 +43,36 @@ public class ModelStore {
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
     private final Path root;
+    /** Names in the root that are not models (e.g. the publisher key's directory): no import may take them. */
+    private final java.util.Set<String> reservedNames;
     private final Map<String, BlockIndex> blockIndexes = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * A model directory is swapped in two moves; a file is opened together with its block index under the read
+     * side, so a transfer starting meanwhile sees the old pair or the new one, never a missing directory or
+     * the old index over the new bytes. An opened file keeps reading its bytes after a swap.
+     */
+    private final java.util.concurrent.locks.ReadWriteLock swap = new java.util.concurrent.locks.ReentrantReadWriteLock();
 
     public ModelStore(Path root) throws IOException {
+        this(root, List.of());
+    }
+
+    /**
+     * @param reservedDirs directories that live in the store's root beside the models (others are ignored): a
+     *                     model id equal to one of their names is refused, since committing that model would
+     *                     replace the directory
+     */
+    public ModelStore(Path root, List<Path> reservedDirs) throws IOException {
         this.root = root.toAbsolutePath().normalize();
         Files.createDirectories(this.root);
+        this.reservedNames = reservedDirs.stream().map(d -> d.toAbsolutePath().normalize())
+                .filter(d -> this.root.equals(d.getParent())).map(d -> d.getFileName().toString())
+                .collect(java.util.stream.Collectors.toUnmodifiableSet());
+    }
+
+    /** Whether {@code modelId} names something else the registry keeps in its store (e.g. its publisher key). */
+    public boolean isReserved(String modelId) {
+        return reservedNames.contains(modelId);
     }
 
     public Path root() {
@@ -57,7 +84,7 @@ public class ModelStore {
     }
 
     public Path modelDir(String modelId) {
-        if (!isValidModelId(modelId)) {
+        if (!isValidModelId(modelId) || isReserved(modelId)) {
             throw new IllegalArgumentException("invalid model id '" + modelId + "'");
         }
         return root.resolve(modelId);
@@ -87,15 +114,49 @@ public class ModelStore {
         Files.move(tmp, staging.resolve(MANIFEST_FILE), StandardCopyOption.ATOMIC_MOVE);
         Path target = modelDir(manifest.modelId());
         Path old = null;
-        if (Files.exists(target)) {
-            old = Files.createTempDirectory(root, "." + manifest.modelId() + ".old-");
-            Files.delete(old);
-            move(target, old);
+        swap.writeLock().lock();
+        try {
+            if (Files.exists(target)) {
+                old = Files.createTempDirectory(root, "." + manifest.modelId() + ".old-");
+                Files.delete(old);
+                move(target, old);
+            }
+            move(staging, target);
+            blockIndexes.remove(manifest.modelId());
+        } finally {
+            swap.writeLock().unlock();
         }
-        move(staging, target);
-        blockIndexes.remove(manifest.modelId());
         if (old != null) {
             deleteRecursively(old);
+        }
+    }
+
+    /** A stored file opened for reading, with the block index of the same import. */
+    public record OpenFile(FileChannel channel, BlockIndex index) implements java.io.Closeable {
+        @Override
+        public void close() throws IOException {
+            channel.close();
+        }
+    }
+
+    /**
+     * Opens {@code file} (a path of {@link #file}) with {@code manifest}'s block index, both of the same
+     * import even while a re-import swaps the model's directory.
+     *
+     * @throws UncheckedIOException if the block index cannot be read or rebuilt
+     */
+    public OpenFile open(Manifest manifest, Path file) throws IOException {
+        swap.readLock().lock();
+        try {
+            FileChannel channel = FileChannel.open(file, StandardOpenOption.READ);
+            try {
+                return new OpenFile(channel, blockIndex(manifest));
+            } catch (RuntimeException e) {
+                channel.close();
+                throw e;
+            }
+        } finally {
+            swap.readLock().unlock();
         }
     }
 
@@ -199,7 +260,7 @@ public class ModelStore {
         try (DirectoryStream<Path> s = Files.newDirectoryStream(root)) {
             for (Path p : s) {
                 String name = p.getFileName().toString();
-                if (isValidModelId(name) && Files.isRegularFile(p.resolve(MANIFEST_FILE))) {
+                if (isValidModelId(name) && !isReserved(name) && Files.isRegularFile(p.resolve(MANIFEST_FILE))) {
                     ids.add(name);
                 }
             }

@@ -143,6 +143,45 @@ class ModelImporterTest {
                         e -> assertThat(e.code()).isEqualTo(ErrorCode.MANIFEST_NOT_FOUND));
     }
 
+    @Test
+    void aLayerIndexBeyondAnyIntIsRefusedAsInvalidNotACrash() throws Exception {
+        ModelConfig config = TinyModels.llama(false);
+        List<SafetensorsWriter.Entry> tensors = new ArrayList<>(TinyModels.write(tmp.resolve("src/big-index"), config, "F32", 1, 7));
+        tensors.add(SafetensorsWriter.Entry.float32("model.layers.99999999999.extra.weight", new long[]{2}, new float[]{1, 2}));
+        SafetensorsWriter.write(tmp.resolve("src/big-index/model.safetensors"), tensors, Map.of("format", "pt"));
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+
+        assertThatThrownBy(() -> catalog.importModel(tmp.resolve("src/big-index"), null))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                    assertThat(e.context()).containsEntry("field", "path");
+                    assertThat(e.getMessage()).contains("layer 99999999999", "3 layers");
+                });
+    }
+
+    @Test
+    void aModelIdThatNamesTheStoresPublisherKeyDirectoryIsRefusedAndTheKeyKept() throws Exception {
+        Path store = tmp.resolve("store");
+        Path publisher = store.resolve("publisher");
+        Files.createDirectories(publisher);
+        Files.writeString(publisher.resolve("identity.key"), "secret");
+        TinyModels.write(tmp.resolve("src/publisher"), TinyModels.llama(false), "F32", 1, 7);
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(store, List.of(publisher)), new ModelImporter(Clock.systemUTC()));
+
+        for (String asked : new String[]{null, "publisher"}) {
+            assertThatThrownBy(() -> catalog.importModel(tmp.resolve("src/publisher"), asked))
+                    .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                        assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                        assertThat(e.context()).containsEntry("field", asked == null ? "path" : "model_id");
+                        assertThat(e.getMessage()).contains("reserved");
+                    });
+        }
+        assertThat(Files.readString(publisher.resolve("identity.key"))).isEqualTo("secret");
+        // Under another id the same source imports.
+        assertThat(catalog.importModel(tmp.resolve("src/publisher"), "pub-model").modelId()).isEqualTo("pub-model");
+        assertThat(catalog.list()).extracting(Manifest::modelId).containsExactly("pub-model");
+    }
+
     private static void assertChecksumsAndMerkleRoot(Manifest m, Path dir) throws Exception {
         List<String> sums = new ArrayList<>();
         for (ManifestFile f : m.files()) {

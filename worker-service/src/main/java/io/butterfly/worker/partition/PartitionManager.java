@@ -18,6 +18,7 @@ import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.worker.cluster.CoordinatorLink;
+import io.butterfly.worker.cluster.Endpoints;
 import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
 import io.butterfly.worker.execution.DjlPartitionExecutor;
@@ -36,6 +37,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.UnaryOperator;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,6 +77,13 @@ public class PartitionManager {
     private long highestEpoch;
     private long highestTerm;
     private AssignPartitionRequest current;
+    /**
+     * Bumped by every assignment that starts a new load (guarded by this). A load carries the generation it
+     * started with: once superseded it is cancelled and never writes the status, reports or publishes its
+     * partition, so a late epoch-1 result cannot pass for epoch 2's.
+     */
+    private long generation;
+    private Future<?> running;
 
     public PartitionManager(WorkerProperties props, RegistryClientProperties registryProps, PeerChannels channels,
                             CoordinatorLink coordinator) {
@@ -110,6 +120,11 @@ public class PartitionManager {
         if (start < 0 || end <= start) {
             throw new IllegalArgumentException("layers must be a non-empty range [start, end), got [" + start + ", " + end + ")");
         }
+        Endpoints.requireValid(request.getRegistry(), "registry");
+        Endpoints.requireValid(request.getCoordinator(), "coordinator");
+        for (int i = 0; i < request.getCoordinatorReplicasCount(); i++) {
+            Endpoints.requireValid(request.getCoordinatorReplicas(i), "coordinator_replicas[" + i + "]");
+        }
         if (sameAssignment(request, current) && status.phase() != LoadPhase.FAILED) {
             // A retry, or a newly elected coordinator leader re-announcing it: keep the partition, report to
             // the coordinator it names from now on.
@@ -125,7 +140,11 @@ public class PartitionManager {
         coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
         status = new PartitionStatus(request.getModelId(), request.getEpoch(), start, end, request.getHasEmbedding(),
                 request.getHasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
-        loader.execute(() -> load(request));
+        long loadGeneration = ++generation;
+        if (running != null) {
+            running.cancel(true); // a superseded download stops at its next chunk instead of running to the end
+        }
+        running = loader.submit(() -> load(request, loadGeneration));
     }
 
     /** Same partition of the same epoch, whichever coordinator leader (term) sends it. */
@@ -134,7 +153,7 @@ public class PartitionManager {
                 .equals(b.toBuilder().clearTerm().clearCoordinator().clearCoordinatorReplicas().build());
     }
 
-    private void load(AssignPartitionRequest request) {
+    private void load(AssignPartitionRequest request, long gen) {
         long started = System.nanoTime();
         loadStartedNanos = started;
         try {
@@ -142,6 +161,11 @@ public class PartitionManager {
                     channels.get(request.getRegistry().getHost(), request.getRegistry().getGrpcPort()));
             ModelManifest manifest = verifier.verify(registry.withDeadlineAfter(30, TimeUnit.SECONDS)
                     .getManifest(GetManifestRequest.newBuilder().setModelId(request.getModelId()).build()));
+            if (!manifest.getModelId().equals(request.getModelId())) {
+                throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.FAILED_PRECONDITION,
+                        "the registry answered the manifest of '" + manifest.getModelId() + "' when asked for '"
+                                + request.getModelId() + "'");
+            }
             List<WeightFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
             Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
@@ -150,15 +174,18 @@ public class PartitionManager {
                     ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
                     .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression()).downloadVerified(manifest,
                     files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
-                        status = status.withProgress(file, done, total); // over all files of the partition
+                        // over all files of the partition
+                        PartitionStatus s = update(gen, st -> st.withProgress(file, done, total));
                         long now = System.nanoTime();
-                        if (now - lastReport[0] > PROGRESS_REPORT_NANOS) {
+                        if (s != null && now - lastReport[0] > PROGRESS_REPORT_NANOS) {
                             lastReport[0] = now;
-                            report(LoadPhase.DOWNLOADING);
+                            report(s, LoadPhase.DOWNLOADING);
                         }
                     });
             long downloaded = System.nanoTime();
-            transition(LoadPhase.VALIDATING);
+            if (!transition(gen, LoadPhase.VALIDATING)) {
+                return;
+            }
             // The downloader verified every file against the manifest; the partition checksum binds them.
             String checksum = MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList());
             ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
@@ -177,17 +204,33 @@ public class PartitionManager {
             PartitionExecutor loaded = DjlPartitionExecutor.load(spec, weights,
                     new ExecutorOptions(props.device(), props.threads()));
             long engineLoaded = System.nanoTime();
-            transition(LoadPhase.LOADED);
-            transition(LoadPhase.WARMING);
-            double warmupMs = warmUp(loaded, spec);
-            PartitionExecutor previous = executor;
-            executor = loaded;
-            this.loaded = new LoadedPartition(request, files, verified);
+            double warmupMs;
+            long loadMs;
+            PartitionExecutor previous;
+            try {
+                if (!transition(gen, LoadPhase.LOADED) || !transition(gen, LoadPhase.WARMING)) {
+                    loaded.close();
+                    return;
+                }
+                warmupMs = warmUp(loaded, spec);
+                loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+                synchronized (this) {
+                    if (gen != generation) {
+                        loaded.close();
+                        return;
+                    }
+                    previous = executor;
+                    executor = loaded;
+                    this.loaded = new LoadedPartition(request, files, verified);
+                    status = status.ready(checksum, loadMs, warmupMs);
+                }
+            } catch (Throwable e) {
+                loaded.close(); // not published: nothing else holds its native memory
+                throw e;
+            }
             if (previous != null) {
                 previous.close();
             }
-            long loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-            status = status.ready(checksum, loadMs, warmupMs);
             coordinator.partitionReady(request.getEpoch());
             log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms, engine load {} ms, warm-up {} ms),"
                             + " checksum {}", manifest.getModelId(), spec.layerStart(), spec.layerEnd(), loadMs,
@@ -201,16 +244,31 @@ public class PartitionManager {
                     .setEstimatedCompletionSecs(0).setWarmupStarted(true).setWarmupSuccess(true)
                     .build());
         } catch (ButterflyException e) {
-            fail(request, e.code(), e.getMessage());
+            fail(request, gen, e.code(), e.getMessage());
         } catch (StatusRuntimeException e) {
             ButterflyException be = io.butterfly.common.error.GrpcErrors.fromRemote(e, "registry");
-            fail(request, be.code(), be.getMessage());
+            fail(request, gen, be.code(), be.getMessage());
         } catch (IllegalArgumentException e) {
-            fail(request, ErrorCode.INVALID_MANIFEST, e.getMessage());
-        } catch (Exception e) {
-            log.error("partition load failed", e);
-            fail(request, ErrorCode.INTERNAL_ERROR, e.getClass().getSimpleName() + ": " + e.getMessage());
+            fail(request, gen, ErrorCode.INVALID_MANIFEST, e.getMessage());
+        } catch (Throwable e) { // an Error from the engine (e.g. out of memory) must still end in FAILED
+            if (isCurrent(gen)) {
+                log.error("partition load failed", e);
+            }
+            fail(request, gen, ErrorCode.INTERNAL_ERROR, e.getClass().getSimpleName() + ": " + e.getMessage());
         }
+    }
+
+    /** Applies {@code change} to the status if load {@code gen} is still the current one; the new status, else null. */
+    private synchronized PartitionStatus update(long gen, UnaryOperator<PartitionStatus> change) {
+        if (gen != generation) {
+            return null;
+        }
+        status = change.apply(status);
+        return status;
+    }
+
+    private synchronized boolean isCurrent(long gen) {
+        return gen == generation;
     }
 
     /** Runs a short sequence through the partition so kernels and allocators are warm before READY. */
@@ -230,13 +288,17 @@ public class PartitionManager {
         return (System.nanoTime() - t0) / 1e6;
     }
 
-    private void transition(LoadPhase phase) {
-        status = status.withPhase(phase);
-        report(phase);
+    /** Moves load {@code gen} to {@code phase} and reports it; false (nothing done) if it was superseded. */
+    private boolean transition(long gen, LoadPhase phase) {
+        PartitionStatus s = update(gen, st -> st.withPhase(phase));
+        if (s == null) {
+            return false;
+        }
+        report(s, phase);
+        return true;
     }
 
-    private void report(LoadPhase phase) {
-        PartitionStatus s = status;
+    private void report(PartitionStatus s, LoadPhase phase) {
         LoadReport.Builder r = LoadReport.newBuilder().setModelId(s.modelId()).setEpoch(s.epoch()).setPhase(phase)
                 .setProgress(s.progress()).setBytesDone(s.bytesDone()).setBytesTotal(s.bytesTotal())
                 .setEstimatedCompletionSecs(LoadEta.seconds(s.bytesDone(), s.bytesTotal(),
@@ -248,9 +310,12 @@ public class PartitionManager {
         coordinator.report(r.build());
     }
 
-    private void fail(AssignPartitionRequest request, ErrorCode code, String message) {
+    private void fail(AssignPartitionRequest request, long gen, ErrorCode code, String message) {
+        if (update(gen, st -> st.failed(code + ": " + message)) == null) {
+            log.info("superseded load of epoch {} ended: {}: {}", request.getEpoch(), code, message);
+            return;
+        }
         log.error("partition load failed: {}: {}", code, message);
-        status = status.failed(code + ": " + message);
         coordinator.report(LoadReport.newBuilder().setModelId(request.getModelId()).setEpoch(request.getEpoch())
                 .setPhase(LoadPhase.FAILED).setErrorCode(code).setErrorMessage(message).build());
     }

@@ -13,6 +13,7 @@ import io.butterfly.proto.worker.v1.StageTiming;
 import io.butterfly.proto.worker.v1.StepFailure;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.butterfly.worker.cluster.Endpoints;
 import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
 import io.butterfly.worker.execution.PartitionExecutor;
@@ -77,6 +78,10 @@ public class PipelineStage {
         if (!request.hasReplyTo()) {
             throw new IllegalArgumentException("reply_to must name the coordinator waiting for the step");
         }
+        Endpoints.requireValid(request.getReplyTo(), "reply_to");
+        for (int i = 0; i < request.getDownstreamCount(); i++) {
+            Endpoints.requireValid(request.getDownstream(i), "downstream[" + i + "]");
+        }
         PartitionExecutor executor = partitions.executor();
         long epoch = partitions.status().epoch();
         if (request.getEpoch() != epoch) {
@@ -97,8 +102,10 @@ public class PipelineStage {
             result = executor.forward(batch, input);
         }
         long computeNanos = System.nanoTime() - t0;
-        stepsExecuted++;
-        computeNanosTotal += computeNanos;
+        synchronized (this) { // steps of several streams run at once; the counters are metrics, not the engine's lock
+            stepsExecuted++;
+            computeNanosTotal += computeNanos;
+        }
 
         if (result.logits()) {
             if (request.getDownstreamCount() > 0) {
@@ -126,10 +133,24 @@ public class PipelineStage {
         outcome.setTaskId(request.getTaskId()).setStep(request.getStep())
                 .addAllTimings(request.getTimingsList())
                 .addTimings(timing(entry, computeNanos));
-        if (request.hasReplyTo()) {
+        String unusable = unusableReplyTo(request);
+        if (unusable == null) {
             streams.toCoordinator(request.getReplyTo(), outcome.build());
         } else {
-            log.warn("step {} of task {} names no coordinator to reply to; dropped", request.getStep(), request.getTaskId());
+            log.warn("outcome of step {} of task {} dropped: {}", request.getStep(), request.getTaskId(), unusable);
+        }
+    }
+
+    /** Why the step's reply_to cannot be answered, or null if it can. */
+    private static String unusableReplyTo(ForwardRequest request) {
+        if (!request.hasReplyTo()) {
+            return "it names no coordinator to reply to";
+        }
+        try {
+            Endpoints.requireValid(request.getReplyTo(), "reply_to");
+            return null;
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
         }
     }
 

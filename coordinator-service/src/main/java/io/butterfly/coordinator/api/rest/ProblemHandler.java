@@ -21,6 +21,8 @@ import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExcep
 @RestControllerAdvice
 public class ProblemHandler extends ResponseEntityExceptionHandler {
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ProblemHandler.class);
+
     @ExceptionHandler(InvalidRequestException.class)
     ProblemDetail invalid(InvalidRequestException e) {
         HttpStatus status = e.tooLarge() ? HttpStatus.CONTENT_TOO_LARGE : HttpStatus.BAD_REQUEST;
@@ -52,19 +54,34 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return p;
     }
 
-    /** A failure inside the cluster (a worker unreachable, a stage refusing a step). */
+    /**
+     * A failure inside the cluster (a worker unreachable, a stage refusing a step). The request itself was
+     * validated before it reached a stage, so a stage's refusal is not the client's fault: 503 where the
+     * cluster is between states (retry), 502 where a stage failed the step.
+     */
     @ExceptionHandler(ButterflyException.class)
     ProblemDetail cluster(ButterflyException e) {
         HttpStatus status = switch (e.status()) {
-            case UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED -> HttpStatus.SERVICE_UNAVAILABLE;
+            case UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, FAILED_PRECONDITION, NOT_FOUND, CANCELLED ->
+                    HttpStatus.SERVICE_UNAVAILABLE;
             case RESOURCE_EXHAUSTED -> HttpStatus.TOO_MANY_REQUESTS;
-            case INVALID_ARGUMENT -> HttpStatus.BAD_REQUEST;
-            default -> HttpStatus.INTERNAL_SERVER_ERROR;
+            default -> HttpStatus.BAD_GATEWAY;
         };
         ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
         p.setTitle("Cluster error");
         p.setProperty("error_code", e.code().name());
         return p;
+    }
+
+    /** Anything else is a defect here: logged with its trace, answered without one. */
+    @ExceptionHandler(Exception.class)
+    ResponseEntity<ProblemDetail> unexpected(Exception e) {
+        log.error("request failed", e);
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.INTERNAL_SERVER_ERROR,
+                "internal error: " + e.getClass().getSimpleName());
+        p.setTitle("Internal error");
+        return ResponseEntity.internalServerError().contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON)
+                .body(p);
     }
 
     /** Malformed JSON or a value of the wrong type: name the field when Jackson knows it. */

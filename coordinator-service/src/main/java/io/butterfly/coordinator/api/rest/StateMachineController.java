@@ -40,7 +40,7 @@ public class StateMachineController {
 
     /** One machine's diagram ({@code ?machine=worker}) or, by default, the system machine's. */
     @GetMapping("/diagram")
-    public ResponseEntity<String> diagram(@RequestParam(name = "machine", defaultValue = "system") String machine) {
+    public ResponseEntity<?> diagram(@RequestParam(name = "machine", defaultValue = "system") String machine) {
         for (TransitionTable<?> table : StateMachines.ALL) {
             if (table.machine().equals(machine)) {
                 return ResponseEntity.ok().contentType(MediaType.parseMediaType("text/vnd.mermaid"))
@@ -48,7 +48,10 @@ public class StateMachineController {
             }
         }
         String known = StateMachines.ALL.stream().map(TransitionTable::machine).collect(Collectors.joining(", "));
-        return ResponseEntity.badRequest().contentType(MediaType.TEXT_PLAIN)
-                .body("unknown machine '" + machine + "'; one of " + known + "\n");
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
+                "unknown machine '" + machine + "'; one of " + known);
+        problem.setTitle("Invalid request");
+        problem.setProperty("field", "machine");
+        return ResponseEntity.badRequest().contentType(MediaType.APPLICATION_PROBLEM_JSON).body(problem);
     }
 }

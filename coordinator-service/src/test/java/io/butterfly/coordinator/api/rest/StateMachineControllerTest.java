@@ -48,7 +48,9 @@ class StateMachineControllerTest {
         mvc.perform(get("/api/v1/system/diagram").param("machine", "worker"))
                 .andExpect(status().isOk())
                 .andExpect(content().string(containsString("SUSPECT --> FAILED : confirm_failure()")));
-        mvc.perform(get("/api/v1/system/diagram").param("machine", "nope")).andExpect(status().isBadRequest());
+        mvc.perform(get("/api/v1/system/diagram").param("machine", "nope")).andExpect(status().isBadRequest())
+                .andExpect(content().contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON))
+                .andExpect(jsonPath("$.field").value("machine"));
     }
 
     @Test

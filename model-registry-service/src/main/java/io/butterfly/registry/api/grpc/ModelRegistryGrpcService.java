@@ -15,6 +15,7 @@ import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.store.BlockIndex;
+import io.butterfly.registry.store.ModelStore;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -23,7 +24,6 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
-import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
 import java.util.List;
@@ -93,19 +93,26 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
         // Compression only when both sides have the feature (bootstrap-protocol.md §7.2).
         boolean compress = zstdLevel > 0 && (request.getFeatures() & ChunkCodec.FEATURE_COMPRESSION) != 0;
         ServerCallStreamObserver<FileChunk> call = response instanceof ServerCallStreamObserver<FileChunk> s ? s : null;
-        try (FileChannel ch = FileChannel.open(stored.path(), StandardOpenOption.READ)) {
+        ModelStore.OpenFile open;
+        try {
+            open = catalog.open(stored);
+        } catch (UncheckedIOException e) {
+            throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                    "cannot serve " + name + " of " + request.getModelId() + ": " + e.getCause().getMessage(),
+                    Map.of("file", name), e);
+        } catch (NoSuchFileException e) {
+            throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.NOT_FOUND,
+                    name + " of " + request.getModelId() + " is missing from the store", Map.of("file", name), e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        try (open) {
+            FileChannel ch = open.channel();
             if (ch.size() != size) {
                 log.warn("{} of {} is {} bytes on disk, the manifest says {}", name, request.getModelId(), ch.size(), size);
             }
             // Read whole blocks and check each against its checksum recorded at import before any of it is sent.
-            BlockIndex index;
-            try {
-                index = catalog.blockIndex(stored.manifest());
-            } catch (UncheckedIOException e) {
-                throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
-                        "cannot serve " + name + " of " + request.getModelId() + ": " + e.getCause().getMessage(),
-                        Map.of("file", name), e);
-            }
+            BlockIndex index = open.index();
             List<String> blockHashes = index.files().get(name);
             int blockBytes = index.blockBytes();
             long position = offset;

@@ -34,6 +34,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -105,6 +106,64 @@ class FetchFileTransferTest {
         List<Path> again = new ShardDownloader(stub).download(manifest, names.subList(2, 5), dest, null);
         assertThat(again).containsExactlyElementsOf(paths.subList(2, 5));
         assertThat(fetches).isEmpty();
+    }
+
+    @Test
+    void aFileThatFailsEndsTheDownloadAtOnceAndNoFetchOutlivesIt() throws Exception {
+        String held = "layer-00000.safetensors";
+        String refused = "layer-00001.safetensors";
+        CountDownLatch heldCancelled = new CountDownLatch(1);
+        // The first file's stream never answers; the second is refused at once (not a retryable status).
+        ServerInterceptor gate = new ServerInterceptor() {
+            @Override
+            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                              ServerCallHandler<Q, R> next) {
+                if (!call.getMethodDescriptor().getFullMethodName().equals(ModelRegistryGrpc.getFetchFileMethod().getFullMethodName())) {
+                    return next.startCall(call, headers);
+                }
+                call.request(1);
+                return new ServerCall.Listener<>() {
+                    @Override
+                    public void onMessage(Q message) {
+                        if (((FetchFileRequest) message).getFileName().equals(refused)) {
+                            call.close(Status.PERMISSION_DENIED.withDescription("refused for the test"), new Metadata());
+                        }
+                    }
+
+                    @Override
+                    public void onCancel() {
+                        heldCancelled.countDown();
+                    }
+                };
+            }
+        };
+        String name = InProcessServerBuilder.generateName();
+        Server gated = InProcessServerBuilder.forName(name)
+                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(TransferFixtures.openStore(tmp), 1000), gate))
+                .build().start();
+        ManagedChannel gatedChannel = InProcessChannelBuilder.forName(name).build();
+        try {
+            ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(gatedChannel),
+                    Duration.ofMinutes(5), 1000, ShardDownloader.RetryPolicy.DEFAULT, 2);
+            Path dest = tmp.resolve("dest");
+
+            ButterflyException e = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(60),
+                    () -> org.junit.jupiter.api.Assertions.assertThrows(ButterflyException.class,
+                            () -> downloader.download(manifest, List.of(held, refused), dest, null)),
+                    "the refused file must end the download while the other one is still streaming");
+            assertThat(e.status()).isEqualTo(Status.Code.PERMISSION_DENIED);
+            // The held stream was cancelled, and its thread ended before download returned: nothing writes any more.
+            assertThat(heldCancelled.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                if (t.getName().equals("shard-fetch")) {
+                    t.join(5_000); // at most leaving its run method
+                    assertThat(t.isAlive()).as("a fetch thread outlived the download").isFalse();
+                }
+            }
+        } finally {
+            gatedChannel.shutdownNow();
+            gated.shutdownNow();
+        }
     }
 
     @Test

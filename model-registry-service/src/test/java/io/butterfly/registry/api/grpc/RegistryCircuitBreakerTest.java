@@ -1,6 +1,7 @@
 package io.butterfly.registry.api.grpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.transfer.RegistryCircuitBreaker;
@@ -95,6 +96,37 @@ class RegistryCircuitBreakerTest {
             if (server != null) {
                 server.shutdownNow();
             }
+        }
+    }
+
+    @Test
+    void aLocalFailureHandsTheHalfOpenProbeBackInsteadOfBlockingTheBreakerForEver() throws Exception {
+        ModelCatalog catalog = TransferFixtures.importTiny(tmp, 2);
+        ModelManifest manifest = ManifestMapper.toProto(catalog.get("tiny"));
+        String name = InProcessServerBuilder.generateName();
+        Server server = InProcessServerBuilder.forName(name)
+                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
+                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler())))
+                .build().start();
+        ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
+        try {
+            CircuitBreaker breaker = RegistryCircuitBreaker.create("registry", 3, Duration.ofSeconds(60));
+            breaker.transitionToOpenState();
+            breaker.transitionToHalfOpenState(); // one probe call allowed
+            ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(channel),
+                    Duration.ofSeconds(30), 1000, ShardDownloader.RetryPolicy.DEFAULT).withCircuitBreaker(breaker);
+
+            // A failure on this side while the probe call streams (here the progress callback; a full disk
+            // alike): not the registry's fault, and not an outcome of the probe either.
+            assertThatThrownBy(() -> downloader.download(manifest, List.of(FILE), tmp.resolve("dest"), (f, done, total) -> {
+                throw new IllegalStateException("local failure");
+            })).hasMessage("local failure");
+
+            assertThat(breaker.getState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
+            assertThat(breaker.tryAcquirePermission()).as("the probe permission was handed back").isTrue();
+        } finally {
+            channel.shutdownNow();
+            server.shutdownNow();
         }
     }
 }

@@ -1,0 +1,43 @@
+package io.butterfly.coordinator.api.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+
+/** A request reaches a stage only once validated: a stage's refusal is the cluster's failure, not the client's. */
+class ProblemHandlerTest {
+
+    private final ProblemHandler handler = new ProblemHandler();
+
+    @Test
+    void stageFailuresAre5xxNever4xx() {
+        assertThat(statusOf(Status.Code.INVALID_ARGUMENT)).as("a stage refusing a corrupt activation").isEqualTo(502);
+        assertThat(statusOf(Status.Code.DATA_LOSS)).isEqualTo(502);
+        assertThat(statusOf(Status.Code.INTERNAL)).isEqualTo(502);
+        assertThat(statusOf(Status.Code.FAILED_PRECONDITION)).as("no partition ready yet: retry").isEqualTo(503);
+        assertThat(statusOf(Status.Code.NOT_FOUND)).isEqualTo(503);
+        assertThat(statusOf(Status.Code.UNAVAILABLE)).isEqualTo(503);
+        assertThat(statusOf(Status.Code.DEADLINE_EXCEEDED)).isEqualTo(503);
+        assertThat(statusOf(Status.Code.RESOURCE_EXHAUSTED)).isEqualTo(429);
+    }
+
+    @Test
+    void anUnexpectedExceptionIsAProblemWithoutItsTrace() {
+        ResponseEntity<ProblemDetail> r = handler.unexpected(new IllegalStateException("secret detail"));
+        assertThat(r.getStatusCode().value()).isEqualTo(500);
+        assertThat(r.getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_PROBLEM_JSON);
+        assertThat(r.getBody().getDetail()).isEqualTo("internal error: IllegalStateException").doesNotContain("secret");
+    }
+
+    private int statusOf(Status.Code code) {
+        ProblemDetail p = handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, code, "stage said no"));
+        assertThat(p.getProperties()).containsEntry("error_code", "INTERNAL_ERROR");
+        return p.getStatus();
+    }
+}
