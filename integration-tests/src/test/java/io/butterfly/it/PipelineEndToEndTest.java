@@ -171,6 +171,12 @@ class PipelineEndToEndTest {
             {"prompt": "hi", "logprobs": 21}                   | logprobs
             {"prompt": "hi", "max_tokens": "many"}             | max_tokens
             {"prompt": "hi",                                   | body
+            {"prompt": "hi", "max_tokens": 99999999999999}     | max_tokens
+            {"prompt": "hi", "max_tokens": 2.5}                | max_tokens
+            {"prompt": "hi", "max_tokens": "5"}                | max_tokens
+            {"prompt": "hi", "maxTokens": 2}                   | maxTokens
+            {"prompt": 123}                                    | prompt
+            {"token_ids": [1, "2"]}                            | token_ids[1]
             """)
     void badInputIsA400ProblemNamingTheField(String json, String field) throws Exception {
         LocalCluster.Reply r = cluster.post("/api/v1/inference", json);
@@ -182,6 +188,35 @@ class PipelineEndToEndTest {
         assertThat(r.body()).doesNotContain("Exception").doesNotContain("\tat ");
         // The cluster is still serving after bad input.
         assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isIn("READY", "COMPUTING");
+    }
+
+    @Test
+    void aPromptTooLongIs413NamingHowItWasGivenAndAnsweredAtOnce() throws Exception {
+        LocalCluster.Reply text = cluster.post("/api/v1/inference", "{\"prompt\": \"" + "a".repeat(1_000_000) + "\"}");
+        assertThat(text.status()).as(text.body()).isEqualTo(413);
+        assertThat(text.contentType()).startsWith("application/problem+json");
+        assertThat(text.json().path("field").asString()).isEqualTo("prompt");
+        assertThat(text.json().path("detail").asString()).contains("characters");
+
+        StringBuilder ids = new StringBuilder("1");
+        for (int i = 1; i < 5000; i++) {
+            ids.append(", 1");
+        }
+        LocalCluster.Reply tokens = cluster.post("/api/v1/inference", "{\"token_ids\": [" + ids + "]}");
+        assertThat(tokens.status()).as(tokens.body()).isEqualTo(413);
+        assertThat(tokens.json().path("field").asString()).isEqualTo("token_ids");
+        assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isIn("READY", "COMPUTING");
+    }
+
+    @Test
+    void everyListedNodeHasAState() throws Exception {
+        for (JsonNode node : cluster.get("/api/v1/nodes").json()) {
+            String id = node.path("id").asString();
+            LocalCluster.Reply r = cluster.get("/api/v1/nodes/" + id + "/state");
+            assertThat(r.status()).as(id + ": " + r.body()).isEqualTo(200);
+            assertThat(r.json().path("id").asString()).isEqualTo(id);
+            assertThat(r.json().path("role").asString()).isEqualTo(node.path("role").asString());
+        }
     }
 
     @Test

@@ -19,7 +19,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param registryPort    model-registry-service gRPC port
  * @param dataDir         where the coordinator keeps the tokenizer and config it fetched
  * @param maxNewTokens    upper bound for a request's max_tokens
- * @param maxPromptTokens upper bound for a prompt's length in tokens
+ * @param maxPromptTokens upper bound for a prompt's length in tokens (and the model's positions less one)
+ * @param maxPromptChars  upper bound for a text prompt's length in characters, checked before it is tokenized:
+ *                        tokenizing megabytes takes seconds and a large enough text crashed the native tokenizer
  * @param stepTimeoutSeconds deadline of one pipeline step
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  */
@@ -37,6 +39,7 @@ public record CoordinatorProperties(
         @DefaultValue(".butterfly/coordinator-data") Path dataDir,
         @DefaultValue("1024") int maxNewTokens,
         @DefaultValue("4096") int maxPromptTokens,
+        @DefaultValue("65536") int maxPromptChars,
         @DefaultValue("120") long stepTimeoutSeconds,
         @DefaultValue List<String> trustedPublisherKeys) {
 }

@@ -68,10 +68,14 @@ public class InferenceService {
         if (model == null || state.merkleRoot() == null) {
             throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
         }
+        if (request.prompt() != null) {
+            RequestValidator.checkPromptChars(request.prompt(), props.maxPromptChars());
+        }
         List<Long> prompt = request.tokenIds() != null
                 ? RequestValidator.checkTokenIds(request.tokenIds(), model.config().vocabSize())
                 : tokenize(model, request.prompt());
-        RequestValidator.checkPromptLength(prompt.size(), props.maxPromptTokens());
+        RequestValidator.checkPromptLength(request.tokenIds() != null ? "token_ids" : "prompt", prompt.size(),
+                props.maxPromptTokens(), model.config().maxPositions());
         int maxTokens = RequestValidator.maxTokens(request, prompt.size(), props.maxNewTokens(), model.config().maxPositions());
         SamplingParams sampling = RequestValidator.sampling(request);
 

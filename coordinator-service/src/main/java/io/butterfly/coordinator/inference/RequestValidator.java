@@ -55,10 +55,24 @@ public final class RequestValidator {
         return n;
     }
 
-    public static void checkPromptLength(int promptLength, int limit) {
-        if (promptLength > limit) {
-            throw new InvalidRequestException("prompt", "prompt has " + promptLength + " tokens, more than the limit of "
-                    + limit, true);
+    /**
+     * A prompt of {@code promptLength} tokens given as {@code field} (prompt or token_ids) must fit the configured
+     * limit and leave the model room for at least one generated token.
+     */
+    public static void checkPromptLength(String field, int promptLength, int limit, int maxPositions) {
+        int fits = Math.min(limit, maxPositions - 1);
+        if (promptLength > fits) {
+            String why = fits == limit ? "the limit is " + limit
+                    : "the model's " + maxPositions + " positions leave room for " + fits + " and one generated token";
+            throw new InvalidRequestException(field, field + " has " + promptLength + " tokens, more than fit: " + why, true);
+        }
+    }
+
+    /** A text prompt's length in characters, checked before tokenizing it. */
+    public static void checkPromptChars(String prompt, int limit) {
+        if (prompt.length() > limit) {
+            throw new InvalidRequestException("prompt", "prompt has " + prompt.length()
+                    + " characters, more than the limit of " + limit, true);
         }
     }
 

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.rest;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.json.JsonFieldPath;
 import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
@@ -89,8 +90,11 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     protected ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex, HttpHeaders headers,
                                                                   HttpStatusCode status, WebRequest request) {
         String field = JsonFieldPath.of(ex);
-        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
-                field == null ? "request body is not valid JSON" : "field '" + field + "' has an invalid value");
+        String detail = field == null ? "request body is not valid JSON"
+                : ex.getMostSpecificCause() instanceof tools.jackson.databind.exc.UnrecognizedPropertyException
+                ? "unknown field '" + field + "'"
+                : "field '" + field + "' has an invalid value (wrong JSON type or out of range)";
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST, detail);
         p.setTitle("Malformed request");
         p.setProperty("field", field == null ? "body" : field);
         return ResponseEntity.badRequest().contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON).body(p);

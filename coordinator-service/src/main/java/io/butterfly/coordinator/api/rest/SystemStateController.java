@@ -81,17 +81,26 @@ public class SystemStateController {
     public List<Map<String, Object>> nodes() {
         ClusterState s = control.state();
         List<Map<String, Object>> out = new ArrayList<>();
-        Map<String, Object> self = new LinkedHashMap<>();
-        self.put("id", props.nodeId());
-        self.put("role", "coordinator");
-        self.put("state", control.raftStatus().role());
-        out.add(self);
+        out.add(self());
         s.nodes().values().forEach(n -> out.add(node(n)));
         return out;
     }
 
+    /** This coordinator replica, as {@code /nodes} lists it first. */
+    private Map<String, Object> self() {
+        Map<String, Object> self = new LinkedHashMap<>();
+        self.put("id", props.nodeId());
+        self.put("role", "coordinator");
+        self.put("state", control.raftStatus().role());
+        return self;
+    }
+
+    /** Any node {@code /nodes} lists, this coordinator included. */
     @GetMapping("/nodes/{id}/state")
     public Map<String, Object> nodeState(@PathVariable("id") String id) {
+        if (id.equals(props.nodeId())) {
+            return self();
+        }
         NodeRecord n = control.state().nodes().get(id);
         if (n == null) {
             throw new NoSuchElementException("no node '" + id + "'");

@@ -1,19 +1,25 @@
 package io.butterfly.registry.api.rest;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.json.JsonFieldPath;
 import java.net.URI;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.http.converter.HttpMessageNotReadableException;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.context.request.WebRequest;
+import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
 
 /** RFC 9457 problem responses for the registry's REST API (DESIGN.md §5); never a stack trace. */
 @RestControllerAdvice(assignableTypes = ModelsController.class)
-public class ProblemHandler {
+public class ProblemHandler extends ResponseEntityExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ProblemHandler.class);
 
@@ -48,6 +54,30 @@ public class ProblemHandler {
         log.error("import failed", e);
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.INTERNAL_SERVER_ERROR,
                 "the registry could not read or write model files: " + e.getClass().getSimpleName());
+        p.setTitle("Internal Server Error");
+        p.setProperty("code", "INTERNAL_ERROR");
+        return problem(p);
+    }
+
+    /** Malformed JSON or a value of the wrong type: name the field when Jackson knows it. */
+    @Override
+    protected ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex, HttpHeaders headers,
+                                                                  HttpStatusCode status, WebRequest request) {
+        String field = JsonFieldPath.of(ex);
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
+                field == null ? "request body is not valid JSON" : "field '" + field + "' has an invalid value");
+        p.setTitle("Bad Request");
+        p.setProperty("code", "INVALID_MESSAGE");
+        p.setProperty("field", field == null ? "body" : field);
+        return ResponseEntity.status(HttpStatus.BAD_REQUEST).contentType(MediaType.APPLICATION_PROBLEM_JSON).body(p);
+    }
+
+    /** Anything else is a defect here: logged with its trace, answered without one. */
+    @ExceptionHandler(Exception.class)
+    ResponseEntity<ProblemDetail> unexpected(Exception e) {
+        log.error("request failed", e);
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.INTERNAL_SERVER_ERROR,
+                "internal error: " + e.getClass().getSimpleName());
         p.setTitle("Internal Server Error");
         p.setProperty("code", "INTERNAL_ERROR");
         return problem(p);

@@ -85,6 +85,15 @@ class RegistryApplicationTest {
         mvc.perform(post("/api/v1/models").contentType(MediaType.APPLICATION_JSON).content("{}"))
                 .andExpect(status().isBadRequest())
                 .andExpect(jsonPath("$.field").value("path"));
+        for (String[] bad : new String[][]{{"{\"path\": {}}", "path"}, {"{\"path\": ", "body"}, {"[]", "body"}}) {
+            mvc.perform(post("/api/v1/models").contentType(MediaType.APPLICATION_JSON).content(bad[0]))
+                    .andExpect(status().isBadRequest())
+                    .andExpect(content().contentTypeCompatibleWith(MediaType.APPLICATION_PROBLEM_JSON))
+                    .andExpect(jsonPath("$.field").value(bad[1]));
+        }
+        mvc.perform(post("/api/v1/models").contentType(MediaType.TEXT_PLAIN).content("x"))
+                .andExpect(status().isUnsupportedMediaType())
+                .andExpect(content().contentTypeCompatibleWith(MediaType.APPLICATION_PROBLEM_JSON));
         mvc.perform(post("/api/v1/models").contentType(MediaType.APPLICATION_JSON)
                         .content("{\"path\": \"" + WORK.resolve("models/posted") + "\", \"model_id\": \"gpt2-posted\"}"))
                 .andExpect(status().isCreated())

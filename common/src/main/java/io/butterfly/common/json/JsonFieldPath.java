@@ -1,16 +1,18 @@
-package io.butterfly.coordinator.api.rest;
+package io.butterfly.common.json;
 
-import tools.jackson.databind.DatabindException;
+import tools.jackson.core.JacksonException;
 
 /** The JSON path of the field a body failed on ("token_ids[2]"), when the parser knows it. */
-final class JsonFieldPath {
+public final class JsonFieldPath {
 
     private JsonFieldPath() {
     }
 
-    static String of(Throwable t) {
+    /** The path, or null if no Jackson error in {@code t}'s causes knows one. */
+    public static String of(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause()) {
-            if (c instanceof DatabindException de && !de.getPath().isEmpty()) {
+            // Parser errors (a number out of range) carry the path too, not only binding errors.
+            if (c instanceof JacksonException de && !de.getPath().isEmpty()) {
                 StringBuilder sb = new StringBuilder();
                 for (var ref : de.getPath()) {
                     if (ref.getPropertyName() != null) {
