@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 import tools.jackson.databind.JsonNode;
@@ -32,18 +33,31 @@ public final class BenchCommand {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final int PROMPT_TOKENS = 16;
+    private static final Args.Spec SPEC = new Args.Spec("bench", Set.of("launcher", "state", "port-offset", "workers",
+            "model", "tokens", "rounds", "warmup-seconds"), Set.of());
 
     public static void main(String[] raw) throws Exception {
-        Args args = Args.parse(raw, 0);
+        Args args;
+        int portOffset;
+        int workers;
+        int tokens;
+        int rounds;
+        int warmupSeconds;
+        try {
+            args = Args.parse(raw, 0, SPEC);
+            portOffset = args.intOption("port-offset", 0);
+            workers = args.intOption("workers", 3);
+            tokens = args.intOption("tokens", 64);
+            rounds = args.intOption("rounds", 5);
+            // Unmeasured interleaved runs first, for at least this long: the per-step path (gRPC, protobuf, codec,
+            // DJL calls) runs a few dozen times a second, so the JIT needs about a thousand steps to compile it.
+            warmupSeconds = args.intOption("warmup-seconds", 60);
+        } catch (Args.UsageException e) {
+            System.exit(Args.usageError(e, System.err));
+            return;
+        }
         Path launcher = Path.of(args.option("launcher", "./butterfly"));
         Path state = Path.of(args.option("state", ".butterfly"));
-        int portOffset = Integer.parseInt(args.option("port-offset", "0"));
-        int workers = Integer.parseInt(args.option("workers", "3"));
-        int tokens = Integer.parseInt(args.option("tokens", "64"));
-        int rounds = Integer.parseInt(args.option("rounds", "5"));
-        // Unmeasured interleaved runs first, for at least this long: the per-step path (gRPC, protobuf, codec,
-        // DJL calls) runs a few dozen times a second, so the JIT needs about a thousand steps to compile it.
-        int warmupSeconds = Integer.parseInt(args.option("warmup-seconds", "60"));
         Path model = args.has("model") ? Path.of(args.option("model", "")) : state.resolve("models/bench-100m");
         if (!Files.exists(model.resolve("model.safetensors"))) {
             System.out.println("generating the benchmark model (~100M parameters) in " + model);

@@ -5,6 +5,7 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.SerializationFeature;
 import tools.jackson.databind.json.JsonMapper;
@@ -16,35 +17,47 @@ import tools.jackson.databind.json.JsonMapper;
 public final class ButterflyCli {
 
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
-    private final PrintStream out;
+    private static final String GENERATE_USAGE =
+            "usage: generate TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--logprobs K] [--json]";
+    /** The options each command accepts; anything else is a usage error. */
+    private static final Map<String, Args.Spec> COMMANDS = Map.of(
+            "wait-ready", new Args.Spec("wait-ready", Set.of("url", "timeout"), Set.of()),
+            "status", new Args.Spec("status", Set.of("url"), Set.of()),
+            "generate", new Args.Spec("generate",
+                    Set.of("url", "max-tokens", "temperature", "top-p", "seed", "logprobs"), Set.of("json")));
 
-    ButterflyCli(PrintStream out) {
+    private final PrintStream out;
+    private final PrintStream err;
+
+    ButterflyCli(PrintStream out, PrintStream err) {
         this.out = out;
+        this.err = err;
     }
 
     public static void main(String[] args) throws Exception {
-        System.exit(new ButterflyCli(System.out).run(args));
+        System.exit(new ButterflyCli(System.out, System.err).run(args));
     }
 
     int run(String[] args) throws Exception {
-        if (args.length == 0) {
-            System.err.println("usage: ButterflyCli wait-ready|status|generate [--url URL] ...");
+        Args.Spec spec = args.length == 0 ? null : COMMANDS.get(args[0]);
+        if (spec == null) {
+            err.println(args.length == 0 ? "usage: ButterflyCli wait-ready|status|generate [--url URL] ..."
+                    : "unknown command " + args[0]);
             return 2;
         }
-        Args a = Args.parse(args, 1);
-        String url = a.option("url", "http://127.0.0.1:8080");
+        String url = "http://127.0.0.1:8080";
         try {
+            Args a = Args.parse(args, 1, spec);
+            url = a.option("url", url);
             return switch (args[0]) {
-                case "wait-ready" -> waitReady(url, Long.parseLong(a.option("timeout", "600")));
+                case "wait-ready" -> waitReady(url, a.longOption("timeout", 600));
                 case "status" -> status(url);
-                case "generate" -> generate(url, a);
-                default -> {
-                    System.err.println("unknown command " + args[0]);
-                    yield 2;
-                }
+                default -> generate(url, a);
             };
+        } catch (Args.UsageException e) {
+            return Args.usageError(e, err);
         } catch (java.net.ConnectException e) {
-            System.err.println("no coordinator answers at " + url + " (start a cluster with ./butterfly up)");
+            err.println("no coordinator answers at " + url + " (start a cluster with ./butterfly up)");
             return 1;
         }
     }
@@ -118,25 +131,27 @@ public final class ButterflyCli {
 
     int generate(String url, Args a) throws IOException {
         if (a.positional().isEmpty()) {
-            System.err.println("usage: generate TEXT [--max-tokens N] [--temperature T] [--seed S] [--logprobs K] [--json]");
+            err.println(GENERATE_USAGE);
             return 2;
         }
+        // Every option is read before the request is sent, so a malformed number fails fast as a usage error.
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("prompt", String.join(" ", a.positional()));
-        body.put("max_tokens", Integer.parseInt(a.option("max-tokens", "32")));
-        body.put("temperature", Double.parseDouble(a.option("temperature", "0")));
-        body.put("seed", Long.parseLong(a.option("seed", "0")));
+        body.put("max_tokens", a.intOption("max-tokens", 32));
+        body.put("temperature", a.doubleOption("temperature", 0));
+        body.put("seed", a.longOption("seed", 0));
         if (a.has("top-p")) {
-            body.put("top_p", Double.parseDouble(a.option("top-p", "1")));
+            body.put("top_p", a.doubleOption("top-p", 1));
         }
+        int logprobs = a.intOption("logprobs", 0);
         if (a.has("logprobs")) {
-            body.put("logprobs", Integer.parseInt(a.option("logprobs", "0")));
+            body.put("logprobs", logprobs);
         }
         PlainHttp.Response response = PlainHttp.postJson(url + "/api/v1/inference", JSON.writeValueAsString(body),
                 Duration.ofMinutes(10));
         JsonNode r = JSON.readTree(response.body());
         if (response.status() != 200) {
-            System.err.println("HTTP " + response.status() + ": " + JSON.writeValueAsString(r));
+            err.println("HTTP " + response.status() + ": " + JSON.writeValueAsString(r));
             return 1;
         }
         if (a.has("json")) {
@@ -146,6 +161,9 @@ public final class ButterflyCli {
         out.println("prompt:  " + body.get("prompt"));
         out.println("answer:  " + r.path("text").asString());
         out.println("tokens:  " + r.path("token_ids"));
+        if (logprobs > 0) {
+            LogprobsTable.render(r).forEach(out::println);
+        }
         JsonNode t = r.path("timings");
         out.printf("%d prompt + %d generated tokens, finish_reason=%s, time to first token %.1f ms, decode %.1f tokens/s%n",
                 r.path("usage").path("prompt_tokens").asInt(), r.path("usage").path("completion_tokens").asInt(),

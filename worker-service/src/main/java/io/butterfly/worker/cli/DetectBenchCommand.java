@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Locale;
+import java.util.Set;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -32,6 +33,8 @@ public final class DetectBenchCommand {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final long DETECT_TIMEOUT_MS = 15_000;
     private static final long RECOVER_TIMEOUT_MS = 300_000;
+    private static final Args.Spec SPEC = new Args.Spec("bench-detect", Set.of("launcher", "state", "coordinator",
+            "workers", "kills", "pauses", "pause-ms", "hangs"), Set.of());
 
     private final LauncherProcesses processes;
     private final String coordinator;
@@ -44,14 +47,25 @@ public final class DetectBenchCommand {
     }
 
     public static void main(String[] raw) throws Exception {
-        Args args = Args.parse(raw, 0);
+        Args args;
+        int workers;
+        int kills;
+        int pauses;
+        long pauseMs;
+        int hangs;
+        try {
+            args = Args.parse(raw, 0, SPEC);
+            workers = args.intOption("workers", 3);
+            kills = args.intOption("kills", 20);
+            pauses = args.intOption("pauses", 20);
+            pauseMs = args.longOption("pause-ms", 1000);
+            hangs = args.intOption("hangs", 5);
+        } catch (Args.UsageException e) {
+            System.exit(Args.usageError(e, System.err));
+            return;
+        }
         DetectBenchCommand bench = new DetectBenchCommand(Path.of(args.option("launcher", "./butterfly")),
                 Path.of(args.option("state", ".butterfly")), args.option("coordinator", "http://127.0.0.1:8080"));
-        int workers = Integer.parseInt(args.option("workers", "3"));
-        int kills = Integer.parseInt(args.option("kills", "20"));
-        int pauses = Integer.parseInt(args.option("pauses", "20"));
-        long pauseMs = Long.parseLong(args.option("pause-ms", "1000"));
-        int hangs = Integer.parseInt(args.option("hangs", "5"));
         System.exit(bench.run(workers, kills, pauses, pauseMs, hangs));
     }
 

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -28,6 +29,8 @@ public final class FailoverBenchCommand {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final long FAILOVER_TIMEOUT_MS = 30_000;
     private static final long REJOIN_TIMEOUT_MS = 180_000;
+    private static final Args.Spec SPEC = new Args.Spec("bench-failover",
+            Set.of("launcher", "state", "kills", "workers"), Set.of());
 
     private final LauncherProcesses processes;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
@@ -44,11 +47,20 @@ public final class FailoverBenchCommand {
     }
 
     public static void main(String[] raw) throws Exception {
-        Args args = Args.parse(raw, 0);
+        Args args;
+        int kills;
+        int workers;
+        try {
+            args = Args.parse(raw, 0, SPEC);
+            kills = args.intOption("kills", 20);
+            workers = args.intOption("workers", 2);
+        } catch (Args.UsageException e) {
+            System.exit(Args.usageError(e, System.err));
+            return;
+        }
         FailoverBenchCommand bench = new FailoverBenchCommand(Path.of(args.option("launcher", "./butterfly")),
                 Path.of(args.option("state", ".butterfly")));
-        System.exit(bench.run(Integer.parseInt(args.option("kills", "20")),
-                Integer.parseInt(args.option("workers", "2"))));
+        System.exit(bench.run(kills, workers));
     }
 
     int run(int kills, int workers) throws Exception {

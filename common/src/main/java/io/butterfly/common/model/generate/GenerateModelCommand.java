@@ -5,6 +5,7 @@ import io.butterfly.common.model.ModelConfig;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -77,6 +78,7 @@ public final class GenerateModelCommand {
                 throw new IllegalArgumentException("--out DIR is required");
             }
             dir = Path.of(o);
+            checkOutputDirectory(dir);
             TokenizerGenerator.specialTokens(config); // vocab sanity before writing anything
         } catch (IllegalArgumentException e) {
             err.println("error: " + e.getMessage());
@@ -86,8 +88,11 @@ public final class GenerateModelCommand {
         long t0 = System.nanoTime();
         try {
             ModelGenerator.generate(config, seed, dir, options);
-        } catch (IOException | UncheckedIOException e) {
-            err.println("error: could not write the model to " + dir + ": " + e.getMessage());
+        } catch (IOException e) {
+            err.println("error: could not write the model to " + dir + ": " + describe(e));
+            return 1;
+        } catch (UncheckedIOException e) {
+            err.println("error: could not write the model to " + dir + ": " + describe(e.getCause()));
             return 1;
         }
         long bytes = directoryBytes(dir);
@@ -128,21 +133,18 @@ public final class GenerateModelCommand {
             throw new IllegalArgumentException("unknown --arch '" + archId + "' (llama or gpt2)");
         }
         boolean gpt2 = arch == Architecture.GPT2;
-        int layers = requiredInt(p, "layers");
-        int hidden = requiredInt(p, "hidden");
-        int heads = requiredInt(p, "heads");
-        int kvHeads = (int) parseLong(p, "kv-heads", heads);
+        int layers = positiveInt(p, "layers", null);
+        int hidden = positiveInt(p, "hidden", null);
+        int heads = positiveInt(p, "heads", null);
+        int kvHeads = positiveInt(p, "kv-heads", (long) heads);
         if (gpt2 && kvHeads != heads) {
             throw new IllegalArgumentException("gpt2 has no grouped-query attention: --kv-heads must equal --heads");
         }
-        int intermediate = (int) parseLong(p, "intermediate", gpt2 ? 4L * hidden : ((8L * hidden / 3) + 7) / 8 * 8);
-        int vocab = requiredInt(p, "vocab");
-        int maxPositions = (int) parseLong(p, "max-positions", gpt2 ? 1024 : 2048);
+        int intermediate = positiveInt(p, "intermediate", gpt2 ? 4L * hidden : ((8L * hidden / 3) + 7) / 8 * 8);
+        int vocab = positiveInt(p, "vocab", null);
+        int maxPositions = positiveInt(p, "max-positions", gpt2 ? 1024L : 2048L);
         boolean tie = parseBoolean(p, "tie-embeddings", gpt2);
-        if (layers <= 0 || hidden <= 0 || heads <= 0 || kvHeads <= 0 || intermediate <= 0 || vocab <= 0
-                || maxPositions <= 0) {
-            throw new IllegalArgumentException("sizes must be positive");
-        }
+        checkHeads(arch, hidden, heads, kvHeads);
         if (gpt2) {
             return new ModelConfig(arch, layers, hidden, heads, heads, intermediate, vocab, maxPositions,
                     1e-5, 0, tie, -1, -1);
@@ -189,11 +191,57 @@ public final class GenerateModelCommand {
         return o;
     }
 
-    private static int requiredInt(Map<String, String> p, String key) {
-        if (!p.containsKey(key)) {
+    /**
+     * The attention shape checks {@link ModelConfig} and the workers make, reported in terms of the options: the
+     * heads split the width evenly, the kv heads group the heads evenly, and Llama's rotary embeddings rotate
+     * pairs of dimensions, so its head dimension must be even (the workers refuse to load the model otherwise).
+     */
+    static void checkHeads(Architecture arch, int hidden, int heads, int kvHeads) {
+        if (hidden % heads != 0) {
+            throw new IllegalArgumentException("--hidden " + hidden + " is not divisible by --heads " + heads);
+        }
+        if (heads % kvHeads != 0) {
+            throw new IllegalArgumentException("--heads " + heads + " is not divisible by --kv-heads " + kvHeads);
+        }
+        int headDim = hidden / heads;
+        if (arch == Architecture.LLAMA && headDim % 2 != 0) {
+            throw new IllegalArgumentException("--hidden " + hidden + " / --heads " + heads + " gives head dimension "
+                    + headDim + ", but llama's rotary embeddings need an even head dimension");
+        }
+    }
+
+    /** An existing file (or a file where a parent directory should be) cannot become the output directory. */
+    static void checkOutputDirectory(Path dir) {
+        for (Path p = dir.toAbsolutePath(); p != null; p = p.getParent()) {
+            if (Files.isDirectory(p)) {
+                return;
+            }
+            if (Files.exists(p)) {
+                throw new IllegalArgumentException(p.equals(dir.toAbsolutePath())
+                        ? "--out " + dir + " exists and is not a directory"
+                        : "--out " + dir + ": " + p + " exists and is not a directory");
+            }
+        }
+    }
+
+    /** The reason of an I/O failure; a file-system exception's message alone is often just the path. */
+    private static String describe(IOException e) {
+        if (e instanceof FileSystemException f) {
+            return f.getClass().getSimpleName() + " on " + f.getFile()
+                    + (f.getReason() == null ? "" : ": " + f.getReason());
+        }
+        return e.getMessage();
+    }
+
+    /** A size option, or {@code fallback} when absent (null: the option is required); must be a positive int. */
+    private static int positiveInt(Map<String, String> p, String key, Long fallback) {
+        if (!p.containsKey(key) && fallback == null) {
             throw new IllegalArgumentException("--" + key + " is required (or use --preset)");
         }
-        long v = parseLong(p, key, 0);
+        long v = parseLong(p, key, fallback == null ? 0 : fallback);
+        if (v <= 0) {
+            throw new IllegalArgumentException("--" + key + " must be positive, got " + v);
+        }
         if (v > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("--" + key + " is too large: " + v);
         }
@@ -208,7 +256,7 @@ public final class GenerateModelCommand {
         try {
             return Long.parseLong(v.trim());
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--" + key + " expects an integer, got '" + v + "'");
+            throw new IllegalArgumentException("--" + key + " must be an integer, got '" + v + "'");
         }
     }
 

@@ -1,0 +1,104 @@
+package io.butterfly.common.model.generate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.common.model.ModelConfig;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Each bad input to {@code model generate} is refused before anything is written, with a message naming it. */
+class GenerateModelCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    /** Runs a small valid llama command with {@code overrides} appended (a later option wins). */
+    private int run(Path out, String... overrides) {
+        List<String> args = new ArrayList<>(List.of("--arch", "llama", "--layers", "2", "--hidden", "64", "--heads", "4",
+                "--kv-heads", "2", "--vocab", "300", "--out", out.toString()));
+        args.addAll(List.of(overrides));
+        return GenerateModelCommand.run(args.toArray(String[]::new), new PrintStream(new ByteArrayOutputStream()),
+                new PrintStream(err, true));
+    }
+
+    private String firstErrorLine() {
+        return err.toString().lines().findFirst().orElse("");
+    }
+
+    @Test
+    void eachBadSizeIsNamedWithItsValue() {
+        Map<List<String>, String> cases = Map.of(
+                List.of("--layers", "0"), "error: --layers must be positive, got 0",
+                List.of("--hidden", "-64"), "error: --hidden must be positive, got -64",
+                List.of("--heads", "0"), "error: --heads must be positive, got 0",
+                List.of("--kv-heads", "0"), "error: --kv-heads must be positive, got 0",
+                List.of("--intermediate", "0"), "error: --intermediate must be positive, got 0",
+                List.of("--vocab", "0"), "error: --vocab must be positive, got 0",
+                List.of("--max-positions", "0"), "error: --max-positions must be positive, got 0",
+                List.of("--layers", "abc"), "error: --layers must be an integer, got 'abc'",
+                List.of("--vocab", "9999999999"), "error: --vocab is too large: 9999999999");
+        Path out = tmp.resolve("model");
+        cases.forEach((override, message) -> {
+            err.reset();
+            assertThat(run(out, override.toArray(String[]::new))).as(override.toString()).isEqualTo(2);
+            assertThat(firstErrorLine()).as(override.toString()).isEqualTo(message);
+        });
+        assertThat(out).doesNotExist();
+    }
+
+    @Test
+    void headsMustSplitTheWidthAndTheKvHeadsTheHeads() {
+        Path out = tmp.resolve("model");
+        assertThat(run(out, "--hidden", "30")).isEqualTo(2);
+        assertThat(firstErrorLine()).isEqualTo("error: --hidden 30 is not divisible by --heads 4");
+        err.reset();
+        assertThat(run(out, "--heads", "8", "--kv-heads", "3")).isEqualTo(2);
+        assertThat(firstErrorLine()).isEqualTo("error: --heads 8 is not divisible by --kv-heads 3");
+        assertThat(out).doesNotExist();
+    }
+
+    @Test
+    void llamaNeedsAnEvenHeadDimensionForItsRotaryEmbeddings() {
+        Path out = tmp.resolve("model");
+        assertThat(run(out, "--hidden", "60", "--heads", "4", "--kv-heads", "4")).isEqualTo(2);
+        assertThat(firstErrorLine()).isEqualTo("error: --hidden 60 / --heads 4 gives head dimension 15,"
+                + " but llama's rotary embeddings need an even head dimension");
+        assertThat(out).doesNotExist();
+    }
+
+    @Test
+    void gpt2HasNoRotaryEmbeddingsSoAnOddHeadDimensionIsFine() {
+        ModelConfig c = GenerateModelCommand.config(Map.of("arch", "gpt2", "layers", "1", "hidden", "60", "heads", "4",
+                "vocab", "300"));
+        assertThat(c.headDim()).isEqualTo(15);
+    }
+
+    @Test
+    void outMustNotBeAnExistingFile() throws Exception {
+        Path file = Files.writeString(tmp.resolve("afile"), "not a model");
+        assertThat(run(file)).isEqualTo(2);
+        assertThat(firstErrorLine()).isEqualTo("error: --out " + file + " exists and is not a directory");
+        err.reset();
+        Path below = file.resolve("model");
+        assertThat(run(below)).isEqualTo(2);
+        assertThat(firstErrorLine()).isEqualTo("error: --out " + below + ": " + file + " exists and is not a directory");
+        assertThat(Files.readString(file)).isEqualTo("not a model");
+    }
+
+    @Test
+    void aValidCommandWritesTheModel() throws Exception {
+        Path out = tmp.resolve("model");
+        assertThat(run(out)).as(err.toString()).isZero();
+        assertThat(ModelConfig.read(out.resolve("config.json")).headDim()).isEqualTo(16);
+        assertThat(out.resolve("model.safetensors")).exists();
+    }
+}

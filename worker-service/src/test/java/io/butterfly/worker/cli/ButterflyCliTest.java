@@ -1,0 +1,125 @@
+package io.butterfly.worker.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.ByteArrayOutputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/** The generate command against a stand-in for the coordinator's inference endpoint (a JDK HttpServer). */
+class ButterflyCliTest {
+
+    /** Shaped like InferenceController.toJson with logprobs 2. */
+    private static final String ANSWER = """
+            {"task_id": "t1", "model_id": "demo", "prompt_token_ids": [1, 5], "token_ids": [42, 7], "text": " hi there",
+             "finish_reason": "length", "token_logprobs": [-0.25, -1.5],
+             "logprobs": [[{"token_id": 42, "logprob": -0.25}, {"token_id": 9, "logprob": -1.75}],
+                          [{"token_id": 3, "logprob": -1.0}, {"token_id": 7, "logprob": -1.5}]],
+             "usage": {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4},
+             "timings": {"time_to_first_token_ms": 12.5, "decode_tokens_per_second": 40.0}}
+            """;
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    private final ButterflyCli cli = new ButterflyCli(new PrintStream(out, true), new PrintStream(err, true));
+    private HttpServer coordinator;
+    private volatile String requestBody;
+
+    @BeforeEach
+    void startCoordinator() throws Exception {
+        coordinator = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        coordinator.createContext("/api/v1/inference", exchange -> {
+            requestBody = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+            byte[] body = ANSWER.getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "application/json");
+            exchange.sendResponseHeaders(200, body.length);
+            try (OutputStream o = exchange.getResponseBody()) {
+                o.write(body);
+            }
+        });
+        coordinator.start();
+    }
+
+    @AfterEach
+    void stopCoordinator() {
+        coordinator.stop(0);
+    }
+
+    private int run(String... args) throws Exception {
+        String url = "http://127.0.0.1:" + coordinator.getAddress().getPort();
+        String[] withUrl = new String[args.length + 2];
+        withUrl[0] = args[0];
+        withUrl[1] = "--url";
+        withUrl[2] = url;
+        System.arraycopy(args, 1, withUrl, 3, args.length - 1);
+        return cli.run(withUrl);
+    }
+
+    @Test
+    void jsonIsAFlagSoTheTextAfterItIsThePrompt() throws Exception {
+        assertThat(run("generate", "--json", "some text")).as(err.toString()).isZero();
+        assertThat(JsonMapper.builder().build().readTree(requestBody).path("prompt").asString()).isEqualTo("some text");
+        JsonNode printed = JsonMapper.builder().build().readTree(out.toString());
+        assertThat(printed.path("text").asString()).isEqualTo(" hi there");
+    }
+
+    @Test
+    void logprobsArePrintedInTheHumanReadableOutput() throws Exception {
+        assertThat(run("generate", "hi", "--logprobs", "2")).as(err.toString()).isZero();
+        assertThat(JsonMapper.builder().build().readTree(requestBody).path("logprobs").asInt()).isEqualTo(2);
+        assertThat(out.toString().lines().toList()).containsSubsequence(
+                "answer:   hi there",
+                "logprobs: step    token   logprob   most likely (token:logprob)",
+                "             1       42   -0.2500   42:-0.2500  9:-1.7500",
+                "             2        7   -1.5000   3:-1.0000  7:-1.5000");
+    }
+
+    @Test
+    void withoutLogprobsNoTableIsPrinted() throws Exception {
+        assertThat(run("generate", "hi")).as(err.toString()).isZero();
+        assertThat(out.toString()).contains("answer:   hi there").doesNotContain("logprobs:");
+    }
+
+    @Test
+    void malformedNumbersAreUsageErrorsAndNothingIsSent() throws Exception {
+        for (List<String> bad : List.of(
+                List.of("generate", "hi", "--max-tokens", "abc"),
+                List.of("generate", "hi", "--seed", "abc"),
+                List.of("generate", "hi", "--temperature", "hot"),
+                List.of("generate", "hi", "--top-p", "x"),
+                List.of("generate", "hi", "--logprobs", "three"),
+                List.of("wait-ready", "--timeout", "soon"))) {
+            err.reset();
+            assertThat(run(bad.toArray(String[]::new))).as(bad.toString()).isEqualTo(2);
+            assertThat(err.toString()).as(bad.toString()).startsWith("error: --").containsPattern("must be (an integer|a number), got '");
+        }
+        assertThat(err.toString()).isEqualTo("error: --timeout must be an integer, got 'soon'" + System.lineSeparator());
+        assertThat(requestBody).isNull();
+        assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
+    void maxTokensMessageIsExact() throws Exception {
+        assertThat(run("generate", "hi", "--max-tokens", "abc")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: --max-tokens must be an integer, got 'abc'" + System.lineSeparator());
+    }
+
+    @Test
+    void unknownOptionsAreRejectedPerCommand() throws Exception {
+        assertThat(run("generate", "hi", "--max-token", "3")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: unknown option --max-token for generate" + System.lineSeparator());
+        err.reset();
+        assertThat(run("status", "--json")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: unknown option --json for status" + System.lineSeparator());
+        assertThat(requestBody).isNull();
+    }
+}
