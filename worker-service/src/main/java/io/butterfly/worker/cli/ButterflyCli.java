@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import tools.jackson.databind.JsonNode;
@@ -62,6 +63,19 @@ public final class ButterflyCli {
         }
     }
 
+    /** Workers that joined but are not stages of the pipeline. */
+    static List<String> idleWorkers(JsonNode state) {
+        java.util.Set<String> stages = new java.util.HashSet<>();
+        state.path("pipeline").forEach(p -> stages.add(p.isObject() ? p.path("id").asString() : p.asString()));
+        List<String> idle = new java.util.ArrayList<>();
+        for (JsonNode n : state.path("nodes")) {
+            if ("worker".equals(n.path("role").asString()) && !stages.contains(n.path("id").asString())) {
+                idle.add(n.path("id").asString());
+            }
+        }
+        return idle;
+    }
+
     int waitReady(String url, long timeoutSeconds) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutSeconds * 1_000_000_000L;
         Map<String, String> shown = new LinkedHashMap<>();
@@ -103,6 +117,13 @@ public final class ButterflyCli {
                 out.printf("READY: model %s on %d worker(s), epoch %d, merkle root %s%n",
                         state.path("model_id").asString(), state.path("pipeline").size(),
                         state.path("epoch").asLong(), state.path("merkle_root").asString());
+                List<String> idle = idleWorkers(state);
+                if (!idle.isEmpty()) {
+                    // More workers than layers (or than the plan could use): say so rather than let them look lost.
+                    out.printf("note: %s hold%s no layers: the plan used %d of %d worker(s)%n", String.join(", ", idle),
+                            idle.size() == 1 ? "s" : "", state.path("pipeline").size(),
+                            state.path("pipeline").size() + idle.size());
+                }
                 return 0;
             }
             Thread.sleep(100); // `up` returns (and bench-load stops its clock) within ~0.1 s of READY

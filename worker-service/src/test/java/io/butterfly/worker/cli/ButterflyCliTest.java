@@ -65,6 +65,17 @@ class ButterflyCliTest {
     }
 
     @Test
+    void workersOutsideThePipelineAreNamedAsIdle() {
+        JsonNode state = JsonMapper.builder().build().readTree("""
+                {"pipeline": ["worker-0", "worker-1"], "nodes": [
+                  {"id": "coordinator-0", "role": "coordinator"},
+                  {"id": "worker-0", "role": "worker"}, {"id": "worker-1", "role": "worker"},
+                  {"id": "worker-2", "role": "worker"}, {"id": "worker-3", "role": "worker"}]}
+                """);
+        assertThat(ButterflyCli.idleWorkers(state)).containsExactly("worker-2", "worker-3");
+    }
+
+    @Test
     void jsonIsAFlagSoTheTextAfterItIsThePrompt() throws Exception {
         assertThat(run("generate", "--json", "some text")).as(err.toString()).isZero();
         assertThat(JsonMapper.builder().build().readTree(requestBody).path("prompt").asString()).isEqualTo("some text");
