@@ -84,13 +84,32 @@ public record ModelConfig(
                     tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"));
         }
         int heads = n.path("num_attention_heads").asInt();
+        JsonNode ropeScaling = n.get("rope_scaling");
+        if (ropeScaling != null && !ropeScaling.isNull()) {
+            // Llama 3.1's "llama3", linear, dynamic and YaRN scaling all change the rotary frequencies: running
+            // such a model with plain RoPE would give wrong logits at every position, so it is refused.
+            throw new IllegalArgumentException("rope_scaling " + ropeScaling + " is not supported (plain RoPE with"
+                    + " rope_theta only)");
+        }
         return new ModelConfig(arch,
                 n.path("num_hidden_layers").asInt(), n.path("hidden_size").asInt(), heads,
                 n.path("num_key_value_heads").asInt(heads), n.path("intermediate_size").asInt(),
-                n.path("vocab_size").asInt(), n.path("max_position_embeddings").asInt(2048),
+                n.path("vocab_size").asInt(), maxPositions(n),
                 n.path("rms_norm_eps").asDouble(1e-6), n.path("rope_theta").asDouble(10000.0),
                 n.path("tie_word_embeddings").asBoolean(false),
                 tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"));
+    }
+
+    /**
+     * Positions a Llama-family config can serve exactly. With a sliding window (Mistral), attention over at most
+     * the window is the same as full attention, so the window caps the positions instead of being emulated.
+     */
+    private static int maxPositions(JsonNode n) {
+        int positions = n.path("max_position_embeddings").asInt(2048);
+        JsonNode window = n.get("sliding_window");
+        boolean windowed = window != null && window.isIntegralNumber() && window.asInt() > 0
+                && n.path("use_sliding_window").asBoolean(true);
+        return windowed ? Math.min(positions, window.asInt()) : positions;
     }
 
     /** Hugging Face {@code config.json} contents for this configuration. */

@@ -93,6 +93,11 @@ public final class SafetensorsFile implements AutoCloseable {
                 Collections.unmodifiableMap(metadata));
     }
 
+    /** A JSON integer as a long; -1 for anything else ("12", 2.7 or true are not sizes). */
+    private static long integer(JsonNode n) {
+        return n.isIntegralNumber() && n.canConvertToLong() ? n.asLong() : -1;
+    }
+
     private static TensorInfo tensorInfo(Path path, String name, JsonNode n, long dataSize) {
         JsonNode offsets = n.get("data_offsets");
         JsonNode shapeNode = n.get("shape");
@@ -103,14 +108,15 @@ public final class SafetensorsFile implements AutoCloseable {
         }
         long[] shape = new long[shapeNode.size()];
         for (int i = 0; i < shape.length; i++) {
-            shape[i] = shapeNode.get(i).asLong(-1);
+            shape[i] = integer(shapeNode.get(i));
             if (shape[i] < 0) {
-                throw new InvalidSafetensorsException(path + ": tensor '" + name + "' has a negative dimension");
+                throw new InvalidSafetensorsException(path + ": tensor '" + name + "' has a dimension that is not a"
+                        + " non-negative integer: " + shapeNode.get(i));
             }
         }
         TensorInfo info;
         try {
-            info = new TensorInfo(name, dtypeNode.asString(), shape, offsets.get(0).asLong(-1), offsets.get(1).asLong(-1));
+            info = new TensorInfo(name, dtypeNode.asString(), shape, integer(offsets.get(0)), integer(offsets.get(1)));
             long expected = Math.multiplyExact(info.numElements(), (long) TensorInfo.elementSize(info.dtype()));
             if (info.begin() < 0 || info.end() < info.begin() || info.end() > dataSize || info.byteLength() != expected) {
                 throw new InvalidSafetensorsException(path + ": tensor '" + name + "' has data_offsets [" + info.begin()

@@ -41,7 +41,7 @@ public final class TensorCodec {
 
     private static Tensor build(DType dtype, ByteBuffer data, long[] shape) {
         ByteBuffer d = data.duplicate();
-        long expected = elementSize(dtype) * numElements(shape);
+        long expected = Math.multiplyExact(elementSize(dtype), numElements(shape));
         if (d.remaining() != expected) {
             throw new IllegalArgumentException(d.remaining() + " bytes do not match " + dtype + Arrays.toString(shape));
         }
@@ -68,13 +68,13 @@ public final class TensorCodec {
         if (t.getShapeCount() != expectedRank) {
             throw invalid(what + " has rank " + t.getShapeCount() + ", expected " + expectedRank);
         }
-        long n;
+        long expectedBytes;
         try {
-            n = numElements(shapeOf(t));
+            // Exact: a wrapped product could make a bogus shape match the bytes carried.
+            expectedBytes = Math.multiplyExact(numElements(shapeOf(t)), (long) elementSize(expectedDtype));
         } catch (ArithmeticException | IllegalArgumentException e) {
             throw invalid(what + " has an invalid shape " + t.getShapeList());
         }
-        long expectedBytes = n * elementSize(expectedDtype);
         if (t.getData().size() != expectedBytes) {
             throw invalid(what + " carries " + t.getData().size() + " bytes but shape " + t.getShapeList()
                     + " of " + expectedDtype + " needs " + expectedBytes);

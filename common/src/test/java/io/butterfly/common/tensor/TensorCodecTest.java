@@ -65,6 +65,9 @@ class TensorCodecTest {
         assertInvalid(good.toBuilder().setShape(1, 3).build(), DType.FLOAT32, 2, "needs 24");
         assertInvalid(good.toBuilder().setShape(1, -2).setShape(0, -2).build(), DType.FLOAT32, 2, "invalid shape");
         assertInvalid(good.toBuilder().setShape(0, Long.MAX_VALUE).build(), DType.FLOAT32, 2, "invalid shape");
+        // 2^61 + 1 elements of 8 bytes wrap to 8 bytes: the one value carried must not pass for them.
+        Tensor one = TensorCodec.int64(new long[]{7}, 1);
+        assertInvalid(one.toBuilder().setShape(0, (1L << 61) + 1).build(), DType.INT64, 1, "invalid shape");
     }
 
     private static void assertInvalid(Tensor t, DType dtype, int rank, String message) {

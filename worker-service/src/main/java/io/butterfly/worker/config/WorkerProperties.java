@@ -26,6 +26,8 @@ import org.springframework.util.unit.DataSize;
  *                        NOT_FOUND answer means discovery restarted, and the worker joins again)
  * @param memoryLimit     memory this worker offers for its partition (0 = the machine's physical memory); lets
  *                        workers sharing one machine declare their share, or show heterogeneous nodes
+ * @param cacheIdleTimeout a sequence's KV cache that ran no step for this long is freed: its coordinator gave up on
+ *                        it long ago (steps time out after 2 minutes) and no release will come
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -42,5 +44,6 @@ public record WorkerProperties(
         @DefaultValue("0") int coordinatorPort,
         @DefaultValue List<String> trustedPublisherKeys,
         @DefaultValue("5000") long discoveryHeartbeatMillis,
-        @DefaultValue("0B") DataSize memoryLimit) {
+        @DefaultValue("0B") DataSize memoryLimit,
+        @DefaultValue("10m") java.time.Duration cacheIdleTimeout) {
 }

@@ -42,6 +42,20 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private final StageModel model;
     private final long weightBytes;
     private final Map<String, SequenceCache> caches = new HashMap<>();
+    /** When each cached sequence last ran a step (System.nanoTime), for {@link #evictIdle}. */
+    private final Map<String, Long> lastUsed = new HashMap<>();
+    /**
+     * Sequences released before any step of theirs arrived here: a release can overtake its own first step
+     * (a different stream), and that step must then not create a cache nobody would release. Bounded, oldest
+     * forgotten first.
+     */
+    private final Map<String, Boolean> releasedUnseen = new java.util.LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+            return size() > RELEASED_REMEMBERED;
+        }
+    };
+    private static final int RELEASED_REMEMBERED = 65_536;
     private boolean closed;
 
     private DjlPartitionExecutor(PartitionSpec spec, NDManager root, NDManager cacheManager, StageModel model, long weightBytes) {
@@ -99,7 +113,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     @Override
     public synchronized StageResult forward(List<SequenceChunk> batch, StageInput input) {
         if (closed) {
-            throw new IllegalStateException("executor is closed");
+            throw new SequenceConflictException("this partition was replaced by a newer assignment");
         }
         int totalTokens = validate(batch, input);
         List<String> created = new ArrayList<>();
@@ -129,12 +143,14 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                         ? toResult(model.head(step.lastRows(x)), true)
                         : toResult(x, false);
             }
+            long now = System.nanoTime();
             for (StepBatch.Slice s : slices) {
                 s.cache().advance(s.numTokens());
+                lastUsed.put(s.chunk().sequenceId(), now);
             }
             return result;
-        } catch (RuntimeException e) {
-            created.forEach(this::release);
+        } catch (RuntimeException | Error e) { // an Error too (e.g. heap exhausted): no cache of a failed step stays
+            created.forEach(this::dropCache);
             throw e;
         }
     }
@@ -153,15 +169,24 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                 throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' appears twice in the batch");
             }
             SequenceCache cache = caches.get(chunk.sequenceId());
+            if (cache == null && releasedUnseen.containsKey(chunk.sequenceId())) {
+                throw new SequenceConflictException("sequence '" + chunk.sequenceId() + "' was released before this step arrived");
+            }
             int cached = cache == null ? 0 : cache.length();
             if (chunk.position() != cached) {
-                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' starts at position "
+                throw new SequenceConflictException("sequence '" + chunk.sequenceId() + "' starts at position "
                         + chunk.position() + " but " + cached + " positions are cached on layers ["
                         + spec.layerStart() + ", " + spec.layerEnd() + ")");
             }
-            if ((long) chunk.position() + chunk.numTokens() > c.maxPositions()) {
+            long reach = (long) chunk.position() + chunk.numTokens();
+            if (reach > c.maxPositions()) {
                 throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' would reach position "
-                        + ((long) chunk.position() + chunk.numTokens()) + " beyond the model's " + c.maxPositions());
+                        + reach + " beyond the model's " + c.maxPositions());
+            }
+            // Attention builds an [n, cached + n] mask per sequence: keep it an addressable array.
+            if ((long) chunk.numTokens() * reach > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "': a step of " + chunk.numTokens()
+                        + " tokens reaching position " + reach + " is too large for one step; split it");
             }
             total += chunk.numTokens();
         }
@@ -217,10 +242,34 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     @Override
     public synchronized void release(String sequenceId) {
-        SequenceCache cache = caches.remove(sequenceId);
-        if (cache != null) {
-            cache.close();
+        if (!dropCache(sequenceId)) {
+            releasedUnseen.put(sequenceId, Boolean.TRUE);
         }
+    }
+
+    /** Frees a sequence's cache; false if it had none. */
+    private boolean dropCache(String sequenceId) {
+        lastUsed.remove(sequenceId);
+        SequenceCache cache = caches.remove(sequenceId);
+        if (cache == null) {
+            return false;
+        }
+        cache.close();
+        return true;
+    }
+
+    /**
+     * Frees the caches of sequences that ran no step for {@code idleNanos}: their coordinator gave up long ago
+     * (it failed over, or a release never arrived), and nothing else would ever free them.
+     *
+     * @return the sequences evicted
+     */
+    public synchronized List<String> evictIdle(long idleNanos) {
+        long now = System.nanoTime();
+        List<String> idle = lastUsed.entrySet().stream().filter(e -> now - e.getValue() > idleNanos)
+                .map(Map.Entry::getKey).toList();
+        idle.forEach(this::dropCache);
+        return idle;
     }
 
     @Override
@@ -247,6 +296,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         closed = true;
         caches.values().forEach(SequenceCache::close);
         caches.clear();
+        lastUsed.clear();
         model.close();
         root.close();
     }

@@ -18,8 +18,14 @@ public interface PartitionExecutor extends AutoCloseable {
      */
     StageResult forward(List<SequenceChunk> batch, StageInput input);
 
-    /** Drops that sequence's KV cache (no-op for an unknown sequence). */
+    /**
+     * Drops that sequence's KV cache. A sequence with no cache here yet is remembered as released, so a step
+     * of it that arrives after its release (overtaken on another stream) is refused instead of caching anew.
+     */
     void release(String sequenceId);
+
+    /** Frees the caches of sequences that ran no step for {@code idleNanos}; the sequences evicted. */
+    List<String> evictIdle(long idleNanos);
 
     int cachedSequences();
 

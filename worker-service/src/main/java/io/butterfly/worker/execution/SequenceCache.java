@@ -54,26 +54,48 @@ final class SequenceCache implements AutoCloseable {
         }
         long wanted = Math.max(positions, (long) capacity + capacity / 4);
         int newCapacity = (int) Math.min(maxPositions, (wanted + GROWTH - 1) / GROWTH * GROWTH);
-        for (int layer = 0; layer < keys.length; layer++) {
-            keys[layer] = grow(keys[layer], new Shape(kvHeads, headDim, newCapacity), keyRange(0, length));
-            values[layer] = grow(values[layer], new Shape(kvHeads, newCapacity, headDim), valueRange(0, length));
+        // All layers grow, or none does: a failure half-way (out of memory) leaves the cache as it was.
+        NDArray[] newKeys = new NDArray[keys.length];
+        NDArray[] newValues = new NDArray[values.length];
+        try {
+            for (int layer = 0; layer < keys.length; layer++) {
+                newKeys[layer] = grown(keys[layer], new Shape(kvHeads, headDim, newCapacity), keyRange(0, length));
+                newValues[layer] = grown(values[layer], new Shape(kvHeads, newCapacity, headDim), valueRange(0, length));
+            }
+        } catch (RuntimeException | Error e) {
+            closeAll(newKeys);
+            closeAll(newValues);
+            throw e;
         }
+        closeAll(keys);
+        closeAll(values);
+        System.arraycopy(newKeys, 0, keys, 0, keys.length);
+        System.arraycopy(newValues, 0, values, 0, values.length);
         capacity = newCapacity;
     }
 
+    /** A zeroed array of {@code shape} holding {@code old}'s filled part; {@code old} is left as it is. */
     @SuppressWarnings("try") // the scope only frees temporaries on close
-    private NDArray grow(NDArray old, Shape shape, NDIndex filled) {
+    private NDArray grown(NDArray old, Shape shape, NDIndex filled) {
         NDArray fresh = manager.zeros(shape);
         NDScope.unregister(fresh);
-        if (old != null) {
-            if (length > 0) {
-                try (NDScope ignored = new NDScope()) {
-                    fresh.set(filled, old.get(filled));
-                }
+        if (old != null && length > 0) {
+            try (NDScope ignored = new NDScope()) {
+                fresh.set(filled, old.get(filled));
+            } catch (RuntimeException | Error e) {
+                fresh.close();
+                throw e;
             }
-            old.close();
         }
         return fresh;
+    }
+
+    private static void closeAll(NDArray[] arrays) {
+        for (NDArray a : arrays) {
+            if (a != null) {
+                a.close();
+            }
+        }
     }
 
     /**

@@ -8,6 +8,7 @@ import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
+import io.butterfly.proto.worker.v1.ReleaseResponse;
 import io.butterfly.proto.worker.v1.SequenceSlice;
 import io.butterfly.proto.worker.v1.StageTiming;
 import io.butterfly.proto.worker.v1.StepFailure;
@@ -18,12 +19,14 @@ import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
 import io.butterfly.worker.execution.PartitionExecutor;
 import io.butterfly.worker.execution.PartitionSpec;
+import io.butterfly.worker.execution.SequenceConflictException;
 import io.butterfly.worker.execution.SequenceChunk;
 import io.butterfly.worker.execution.StageInput;
 import io.butterfly.worker.execution.StageResult;
 import io.butterfly.worker.partition.PartitionManager;
+import io.grpc.Context;
 import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -65,8 +68,10 @@ public class PipelineStage {
         long entry = System.nanoTime();
         try {
             run(request, entry);
-        } catch (RuntimeException e) {
-            ButterflyException failure = GrpcErrors.classify(e);
+        } catch (RuntimeException | OutOfMemoryError e) { // reported, never thrown into the shared stream
+            ButterflyException failure = e instanceof SequenceConflictException conflict
+                    ? new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, conflict.getMessage())
+                    : GrpcErrors.classify(e);
             if (failure.code() == ErrorCode.INTERNAL_ERROR) {
                 log.error("step {} of task {} failed", request.getStep(), request.getTaskId(), e);
             }
@@ -89,6 +94,15 @@ public class PipelineStage {
                     "step carries epoch " + request.getEpoch() + " but this worker's partition is of epoch " + epoch);
         }
         PartitionSpec spec = executor.spec();
+        // Routing is checked before the step runs: a refused step must not have advanced the KV cache.
+        if (spec.hasHead() && request.getDownstreamCount() > 0) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
+                    "this worker holds the LM head (last stage) but the step names " + request.getDownstreamCount() + " more stage(s)");
+        }
+        if (!spec.hasHead() && request.getDownstreamCount() == 0) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
+                    "layers [" + spec.layerStart() + ", " + spec.layerEnd() + ") are not the last stage but the step names no next stage");
+        }
         List<SequenceChunk> batch = batch(request);
         int totalTokens = 0;
         for (SequenceChunk chunk : batch) {
@@ -108,17 +122,9 @@ public class PipelineStage {
         }
 
         if (result.logits()) {
-            if (request.getDownstreamCount() > 0) {
-                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
-                        "this worker holds the LM head (last stage) but the step names " + request.getDownstreamCount() + " more stage(s)");
-            }
             report(request, StepOutcome.newBuilder().setLogits(TensorCodec.float32(result.littleEndianFloats(), result.shape())),
                     entry, computeNanos);
             return;
-        }
-        if (request.getDownstreamCount() == 0) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
-                    "layers [" + spec.layerStart() + ", " + spec.layerEnd() + ") are not the last stage but the step names no next stage");
         }
         Endpoint next = request.getDownstream(0);
         ForwardRequest.Builder nextRequest = request.toBuilder()
@@ -166,20 +172,40 @@ public class PipelineStage {
                 .putAllContext(e.context()).build();
     }
 
-    /** Frees the sequences here and asks the next stage to do the same (best effort). */
+    /**
+     * Frees the sequences here and asks the next stage to do the same (best effort). The next stage is asked
+     * first and on its own: neither a partition that is not ready here nor a wait for the engine (behind long
+     * prefills) nor the caller's deadline may keep the later stages from freeing theirs.
+     */
     public void release(ReleaseRequest request) {
-        PartitionExecutor executor = partitions.executor();
+        if (request.getDownstreamCount() > 0) {
+            Endpoint next = Endpoints.requireValid(request.getDownstream(0), "downstream[0]");
+            ReleaseRequest onward = request.toBuilder().clearDownstream()
+                    .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount())).build();
+            Context.ROOT.run(() -> WorkerServiceGrpc.newStub(channels.get(next.getHost(), next.getGrpcPort()))
+                    .withDeadlineAfter(10, TimeUnit.SECONDS).release(onward, new StreamObserver<>() {
+                        @Override
+                        public void onNext(ReleaseResponse value) {
+                        }
+
+                        @Override
+                        public void onError(Throwable t) {
+                            log.warn("release on {} failed: {}", next.getNodeId(), Status.fromThrowable(t));
+                        }
+
+                        @Override
+                        public void onCompleted() {
+                        }
+                    }));
+        }
+        PartitionExecutor executor;
+        try {
+            executor = partitions.executor();
+        } catch (ButterflyException notReady) {
+            return; // nothing is cached here
+        }
         synchronized (engineLock) {
             request.getSequenceIdsList().forEach(executor::release);
-        }
-        if (request.getDownstreamCount() > 0) {
-            Endpoint next = request.getDownstream(0);
-            try {
-                stub(next).withDeadlineAfter(10, TimeUnit.SECONDS).release(request.toBuilder().clearDownstream()
-                        .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount())).build());
-            } catch (StatusRuntimeException e) {
-                log.warn("release on {} failed: {}", next.getNodeId(), e.getStatus());
-            }
         }
     }
 
@@ -219,10 +245,6 @@ public class PipelineStage {
                     + totalTokens + ", " + spec.config().hiddenSize() + "]");
         }
         return new StageInput.Hidden(data);
-    }
-
-    private WorkerServiceGrpc.WorkerServiceBlockingStub stub(Endpoint e) {
-        return WorkerServiceGrpc.newBlockingStub(channels.get(e.getHost(), e.getGrpcPort()));
     }
 
     public long stepsExecuted() {

@@ -42,9 +42,9 @@ class ExecutorCacheTest {
     void chunkWhosePositionDiffersFromTheCacheIsRefusedNamingTheSequence() {
         feed("mismatch", 0, 1, 2, 3);
         assertThat(exec.cachedLength("mismatch")).isEqualTo(3);
-        assertThatThrownBy(() -> feed("mismatch", 2, 4)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> feed("mismatch", 2, 4)).isInstanceOf(SequenceConflictException.class)
                 .hasMessageContaining("'mismatch'").hasMessageContaining("position 2").hasMessageContaining("3 positions");
-        assertThatThrownBy(() -> feed("mismatch", 4, 4)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> feed("mismatch", 4, 4)).isInstanceOf(SequenceConflictException.class);
         // A refused step leaves the cache as it was.
         assertThat(exec.cachedLength("mismatch")).isEqualTo(3);
         feed("mismatch", 3, 4);
@@ -54,7 +54,7 @@ class ExecutorCacheTest {
 
     @Test
     void unknownSequenceMustStartAtZero() {
-        assertThatThrownBy(() -> feed("fresh", 5, 1)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> feed("fresh", 5, 1)).isInstanceOf(SequenceConflictException.class)
                 .hasMessageContaining("'fresh'").hasMessageContaining("0 positions");
         assertThat(exec.cachedLength("fresh")).isZero();
     }
@@ -67,12 +67,34 @@ class ExecutorCacheTest {
         exec.release("again");
         assertThat(exec.cachedSequences()).isEqualTo(before);
         assertThat(exec.cachedLength("again")).isZero();
-        assertThatThrownBy(() -> feed("again", 3, 8)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> feed("again", 3, 8)).isInstanceOf(SequenceConflictException.class);
         // Starting over from position 0 reproduces the first prefill exactly.
         assertThat(feed("again", 0, 5, 6, 7).toFloats()).isEqualTo(first);
         exec.release("again");
         exec.release("never-seen");
         assertThat(exec.cachedSequences()).isEqualTo(before);
+    }
+
+    @Test
+    void aReleaseThatOvertookTheFirstStepKeepsThatStepFromCreatingAnOrphanCache() {
+        int before = exec.cachedSequences();
+        exec.release("overtaken"); // the release arrived first, on another stream
+        assertThatThrownBy(() -> feed("overtaken", 0, 1, 2)).isInstanceOf(SequenceConflictException.class)
+                .hasMessageContaining("released");
+        assertThat(exec.cachedSequences()).isEqualTo(before);
+    }
+
+    @Test
+    void cachesOfSequencesIdleForTooLongAreEvicted() throws Exception {
+        feed("busy", 0, 1, 2);
+        feed("forgotten", 0, 3, 4);
+        Thread.sleep(20);
+        feed("busy", 2, 5);
+        assertThat(exec.evictIdle(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(10))).contains("forgotten")
+                .doesNotContain("busy");
+        assertThat(exec.cachedLength("forgotten")).isZero();
+        assertThat(exec.cachedLength("busy")).isEqualTo(3);
+        exec.release("busy");
     }
 
     @Test
