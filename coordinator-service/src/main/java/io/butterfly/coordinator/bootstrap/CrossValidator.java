@@ -93,6 +93,9 @@ public class CrossValidator {
 
     @Scheduled(fixedDelay = 200)
     synchronized void validateWhenLoaded() {
+        if (!control.leadership().leading()) {
+            return; // the leader validates; a follower's result would only duplicate (or contradict) it
+        }
         ClusterState s = control.state();
         ServedModel model = catalog.served();
         boolean waiting = s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.DEGRADED;

@@ -68,6 +68,12 @@ public class InferenceService {
         if (model == null || state.merkleRoot() == null) {
             throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
         }
+        if (!model.manifest().getMerkleRoot().equals(state.merkleRoot())) {
+            // This replica's tokenizer and config are of another publication than the workers' weights.
+            throw new NotServingException("this coordinator holds model " + model.manifest().getModelId() + " with merkle root "
+                    + model.manifest().getMerkleRoot() + ", the cluster serves " + state.modelId() + " with "
+                    + state.merkleRoot());
+        }
         if (request.prompt() != null) {
             RequestValidator.checkPromptChars(request.prompt(), props.maxPromptChars());
         }
@@ -90,7 +96,14 @@ public class InferenceService {
             control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));
             return result;
         } catch (RuntimeException e) {
-            control.submit(new ClusterCommand.TaskFailed(taskId, e.getMessage() == null ? e.toString() : e.getMessage(), clock.millis()));
+            try {
+                control.submit(new ClusterCommand.TaskFailed(taskId, e.getMessage() == null ? e.toString() : e.getMessage(), clock.millis()));
+            } catch (RuntimeException notRecorded) {
+                // The client hears what went wrong with its task, not that recording the failure failed too
+                // (e.g. a TaskFinished that timed out but committed, which a TaskFailed then cannot end again).
+                e.addSuppressed(notRecorded);
+                log.warn("task {} failed ({}) and its failure was not recorded: {}", taskId, e.getMessage(), notRecorded.toString());
+            }
             throw e;
         } finally {
             release(taskId, pipeline);

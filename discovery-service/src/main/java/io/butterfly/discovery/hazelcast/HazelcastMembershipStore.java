@@ -78,7 +78,13 @@ public final class HazelcastMembershipStore implements MembershipStore {
 
     @Override
     public boolean leave(String nodeId) {
-        return members.remove(nodeId) != null;
+        // Under the key's lock like update(): a heartbeat's read-modify-write must not put a left member back.
+        members.lock(nodeId);
+        try {
+            return members.remove(nodeId) != null;
+        } finally {
+            members.unlock(nodeId);
+        }
     }
 
     @Override

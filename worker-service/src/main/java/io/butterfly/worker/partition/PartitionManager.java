@@ -131,6 +131,11 @@ public class PartitionManager {
             highestTerm = request.getTerm();
             current = request;
             coordinator.attach(request.getCoordinator(), request.getCoordinatorReplicasList(), request.getEpoch());
+            if (status.phase() == LoadPhase.READY) {
+                // Said again: the coordinator asks because its state lacks it (e.g. the first report was
+                // refused while it held this node FAILED), and would otherwise wait for ever.
+                coordinator.report(readyReport(status, executor));
+            }
             return;
         }
         highestEpoch = request.getEpoch();
@@ -207,6 +212,7 @@ public class PartitionManager {
             double warmupMs;
             long loadMs;
             PartitionExecutor previous;
+            PartitionStatus ready;
             try {
                 if (!transition(gen, LoadPhase.LOADED) || !transition(gen, LoadPhase.WARMING)) {
                     loaded.close();
@@ -222,7 +228,8 @@ public class PartitionManager {
                     previous = executor;
                     executor = loaded;
                     this.loaded = new LoadedPartition(request, files, verified);
-                    status = status.ready(checksum, loadMs, warmupMs);
+                    ready = status.ready(checksum, loadMs, warmupMs);
+                    status = ready;
                 }
             } catch (Throwable e) {
                 loaded.close(); // not published: nothing else holds its native memory
@@ -236,13 +243,7 @@ public class PartitionManager {
                             + " checksum {}", manifest.getModelId(), spec.layerStart(), spec.layerEnd(), loadMs,
                     TimeUnit.NANOSECONDS.toMillis(downloaded - started), TimeUnit.NANOSECONDS.toMillis(engineLoaded - downloaded),
                     String.format("%.1f", warmupMs), checksum);
-            coordinator.report(LoadReport.newBuilder()
-                    .setModelId(request.getModelId()).setEpoch(request.getEpoch()).setPhase(LoadPhase.READY)
-                    .setProgress(1.0).setBytesDone(status.bytesTotal()).setBytesTotal(status.bytesTotal())
-                    .setPartitionChecksum(checksum).setLoadMillis(loadMs).setWarmupMillis(warmupMs)
-                    .setMemoryBytes(loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : status.bytesTotal())
-                    .setEstimatedCompletionSecs(0).setWarmupStarted(true).setWarmupSuccess(true)
-                    .build());
+            coordinator.report(readyReport(ready, loaded));
         } catch (ButterflyException e) {
             fail(request, gen, e.code(), e.getMessage());
         } catch (StatusRuntimeException e) {
@@ -286,6 +287,17 @@ public class PartitionManager {
         exec.forward(List.of(new SequenceChunk(seq, 0, n)), input);
         exec.release(seq);
         return (System.nanoTime() - t0) / 1e6;
+    }
+
+    /** LoadComplete (bootstrap-protocol §6.4) of a READY partition. */
+    private static LoadReport readyReport(PartitionStatus s, PartitionExecutor loaded) {
+        return LoadReport.newBuilder()
+                .setModelId(s.modelId()).setEpoch(s.epoch()).setPhase(LoadPhase.READY)
+                .setProgress(1.0).setBytesDone(s.bytesTotal()).setBytesTotal(s.bytesTotal())
+                .setPartitionChecksum(s.partitionChecksum()).setLoadMillis(s.loadMillis()).setWarmupMillis(s.warmupMillis())
+                .setMemoryBytes(loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : s.bytesTotal())
+                .setEstimatedCompletionSecs(0).setWarmupStarted(true).setWarmupSuccess(true)
+                .build();
     }
 
     /** Moves load {@code gen} to {@code phase} and reports it; false (nothing done) if it was superseded. */

@@ -75,7 +75,9 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
             out.setAccepted(false).setRejectionReason("this is cluster '" + clusterName + "', not '"
                     + asked.getClusterName() + "'");
         } else {
-            List<MemberView> members = registry.members(null);
+            // Only members that joined through discovery: a backend's other entries (a static seed that has
+            // not joined, a Consul catalog entry) have no version or identity key to put in a Member.
+            List<MemberView> members = registry.members(null).stream().filter(DiscoveryGrpcService::joined).toList();
             out.setAccepted(true)
                     .setClusterConfig(ClusterConfig.newBuilder().setClusterName(clusterName).setProtocolVersion(version)
                             .setFeatures(policy.features()).setRequiredFeatures(policy.requiredFeatures())

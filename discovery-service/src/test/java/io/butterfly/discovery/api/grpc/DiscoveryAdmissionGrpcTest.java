@@ -41,6 +41,7 @@ import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -83,8 +84,13 @@ class DiscoveryAdmissionGrpcTest {
 
     private DiscoveryServiceGrpc.DiscoveryServiceBlockingStub start(AdmissionPolicy policy) throws Exception {
         registry = new MembershipRegistry();
-        AdmissionChain chain = new AdmissionChain(policy, registry, Clock.systemUTC());
-        DiscoveryGrpcService service = new DiscoveryGrpcService(chain, registry, NodeIdentity.ephemeral(), "discovery-0", CLUSTER);
+        return start(policy, registry);
+    }
+
+    private DiscoveryServiceGrpc.DiscoveryServiceBlockingStub start(AdmissionPolicy policy,
+                                                                   io.butterfly.discovery.membership.MembershipStore store) throws Exception {
+        AdmissionChain chain = new AdmissionChain(policy, store, Clock.systemUTC());
+        DiscoveryGrpcService service = new DiscoveryGrpcService(chain, store, NodeIdentity.ephemeral(), "discovery-0", CLUSTER);
         String name = "discovery-" + random.nextLong();
         server = InProcessServerBuilder.forName(name).directExecutor()
                 .addService(ServerInterceptors.intercept(service,
@@ -407,6 +413,21 @@ class DiscoveryAdmissionGrpcTest {
         assertEquals(1, seen.getClusterConfig().getProtocolVersion().getMajor());
         // Discovering is not joining: the newcomer is not a member.
         assertEquals(1, stub.listMembers(ListMembersRequest.getDefaultInstance()).getMembersCount());
+    }
+
+    @Test
+    void aReachableStaticSeedThatHasNotJoinedIsNotOfferedAsAPeer() throws Exception {
+        registry = new MembershipRegistry();
+        var seeds = new io.butterfly.discovery.membership.StaticMembershipStore(registry,
+                List.of(io.butterfly.discovery.membership.StaticSeed.parse("worker-0=10.0.0.1:9090")), seed -> true,
+                Duration.ofSeconds(2), Clock.systemUTC());
+        start(policy(b -> b), seeds);
+        SignedDiscoveryClient newcomer = new SignedDiscoveryClient(channel, NodeIdentity.ephemeral(), "worker-9", CLUSTER,
+                ProtocolFeatures.COMPRESSION, Clock.systemUTC(), new RetryPolicy(10, 100));
+        // The seed has no version or identity key yet: listing it as a peer failed every discovery (INTERNAL).
+        io.butterfly.proto.discovery.v1.DiscoveryResponse seen = newcomer.discover(capabilities());
+        assertTrue(seen.getAccepted());
+        assertEquals(0, seen.getPeerListCount());
     }
 
     @Test
