@@ -75,10 +75,19 @@ public sealed interface ClusterCommand {
         }
     }
 
-    /** An inference task entered the pipeline. */
-    record TaskSubmitted(String taskId, int promptTokens, long atMs) implements ClusterCommand {
+    /**
+     * An inference task entered the pipeline, run by replica {@code owner} (process started at
+     * {@code ownerStartedAtMs}); empty owner: unknown (commands written before owners were recorded).
+     */
+    record TaskSubmitted(String taskId, int promptTokens, String owner, long ownerStartedAtMs, long atMs)
+            implements ClusterCommand {
         public TaskSubmitted {
             Objects.requireNonNull(taskId, "taskId");
+            owner = owner == null ? "" : owner;
+        }
+
+        public TaskSubmitted(String taskId, int promptTokens, long atMs) {
+            this(taskId, promptTokens, "", 0, atMs);
         }
     }
 

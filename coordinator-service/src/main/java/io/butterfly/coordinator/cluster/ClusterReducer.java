@@ -206,7 +206,7 @@ public final class ClusterReducer {
             throw new IllegalTransitionException("task '" + c.taskId() + "' already exists");
         }
         Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
-        tasks.put(c.taskId(), TaskRecord.executing(c.taskId(), c.promptTokens(), c.atMs()));
+        tasks.put(c.taskId(), TaskRecord.executing(c.taskId(), c.promptTokens(), c.owner(), c.ownerStartedAtMs(), c.atMs()));
         // Several tasks may run at once (workers batch sequences), so COMPUTING also accepts work.
         return move(s.withTasks(tasks), SystemState.COMPUTING, servingMessage(s), c);
     }

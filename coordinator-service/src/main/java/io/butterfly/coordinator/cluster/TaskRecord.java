@@ -7,10 +7,17 @@ import java.util.List;
  * a clock read inside the reducer.
  */
 public record TaskRecord(String taskId, State state, int promptTokens, int generatedTokens, String finishReason,
-                         long createdAtMs, long updatedAtMs, String error, List<Long> tokenIds) {
+                         long createdAtMs, long updatedAtMs, String error, List<Long> tokenIds, String owner,
+                         long ownerStartedAtMs) {
 
     public TaskRecord {
         tokenIds = tokenIds == null ? List.of() : List.copyOf(tokenIds);
+        owner = owner == null ? "" : owner;
+    }
+
+    /** Still running on replica {@code replicaId}'s process started before {@code startedAtMs}: its runner is gone. */
+    public boolean orphanedBy(String replicaId, long startedAtMs) {
+        return !state.terminal() && owner.equals(replicaId) && ownerStartedAtMs != 0 && ownerStartedAtMs < startedAtMs;
     }
 
     /** Task lifecycle; dispatch is immediate here, so tasks enter at EXECUTING. */
@@ -22,16 +29,19 @@ public record TaskRecord(String taskId, State state, int promptTokens, int gener
         }
     }
 
-    static TaskRecord executing(String taskId, int promptTokens, long atMs) {
-        return new TaskRecord(taskId, State.EXECUTING, promptTokens, 0, null, atMs, atMs, null, List.of());
+    static TaskRecord executing(String taskId, int promptTokens, String owner, long ownerStartedAtMs, long atMs) {
+        return new TaskRecord(taskId, State.EXECUTING, promptTokens, 0, null, atMs, atMs, null, List.of(), owner,
+                ownerStartedAtMs);
     }
 
     /** The committed result: the generated token ids (what a client re-reading the task gets). */
     TaskRecord completed(List<Long> tokenIds, String finishReason, long atMs) {
-        return new TaskRecord(taskId, State.COMPLETED, promptTokens, tokenIds.size(), finishReason, createdAtMs, atMs, null, tokenIds);
+        return new TaskRecord(taskId, State.COMPLETED, promptTokens, tokenIds.size(), finishReason, createdAtMs, atMs, null,
+                tokenIds, owner, ownerStartedAtMs);
     }
 
     TaskRecord failed(String error, long atMs) {
-        return new TaskRecord(taskId, State.FAILED, promptTokens, generatedTokens, null, createdAtMs, atMs, error, tokenIds);
+        return new TaskRecord(taskId, State.FAILED, promptTokens, generatedTokens, null, createdAtMs, atMs, error, tokenIds,
+                owner, ownerStartedAtMs);
     }
 }

@@ -23,6 +23,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxPromptChars  upper bound for a text prompt's length in characters, checked before it is tokenized:
  *                        tokenizing megabytes takes seconds and a large enough text crashed the native tokenizer
  * @param stepTimeoutSeconds deadline of one pipeline step
+ * @param taskTimeout     a task still open after this long is failed by the leader: its coordinator is gone
+ *                        (a replica that restarts fails its own open tasks at once)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  */
 @ConfigurationProperties("butterfly.coordinator")
@@ -41,5 +43,6 @@ public record CoordinatorProperties(
         @DefaultValue("4096") int maxPromptTokens,
         @DefaultValue("65536") int maxPromptChars,
         @DefaultValue("120") long stepTimeoutSeconds,
+        @DefaultValue("30m") java.time.Duration taskTimeout,
         @DefaultValue List<String> trustedPublisherKeys) {
 }

@@ -50,6 +50,8 @@ public class InferenceService {
     private final WorkerChannels channels;
     private final PipelineSteps steps;
     private final Clock clock;
+    /** When this replica's inference started: the tasks it logs carry it, see {@link OrphanedTasks}. */
+    private final long startedAtMs;
 
     public InferenceService(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
                             WorkerChannels channels, PipelineSteps steps, Clock clock) {
@@ -59,6 +61,12 @@ public class InferenceService {
         this.channels = channels;
         this.steps = steps;
         this.clock = clock;
+        this.startedAtMs = clock.millis();
+    }
+
+    /** When this replica (this process, this application context) began serving inference. */
+    long startedAtMs() {
+        return startedAtMs;
     }
 
     public GenerationResult generate(GenerationRequest request) {
@@ -89,7 +97,7 @@ public class InferenceService {
         // left open (an open task keeps the system COMPUTING and blocks reassignment).
         List<Endpoint> pipeline = pipeline(state);
         String taskId = UUID.randomUUID().toString();
-        control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), clock.millis()));
+        control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), props.nodeId(), startedAtMs, clock.millis()));
         try {
             GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling,
                     Boolean.TRUE.equals(request.ignoreEos()));

@@ -85,7 +85,8 @@ public final class ControlCommandMapper {
             ifPresent(c.errorMessage(), p::setErrorMessage);
             b.setLoadFailed(p);
         } else if (command instanceof ClusterCommand.TaskSubmitted c) {
-            b.setTaskSubmitted(TaskSubmittedCommand.newBuilder().setTaskId(c.taskId()).setPromptTokens(c.promptTokens()));
+            b.setTaskSubmitted(TaskSubmittedCommand.newBuilder().setTaskId(c.taskId()).setPromptTokens(c.promptTokens())
+                    .setOwner(c.owner()).setOwnerStartedAtMs(c.ownerStartedAtMs()));
         } else if (command instanceof ClusterCommand.TaskFinished c) {
             TaskFinishedCommand.Builder p = TaskFinishedCommand.newBuilder().setTaskId(c.taskId())
                     .setGeneratedTokens(c.generatedTokens()).addAllTokenIds(c.tokenIds());
@@ -177,7 +178,8 @@ public final class ControlCommandMapper {
             }
             case TASK_SUBMITTED: {
                 TaskSubmittedCommand c = proto.getTaskSubmitted();
-                return new ClusterCommand.TaskSubmitted(c.getTaskId(), c.getPromptTokens(), at);
+                return new ClusterCommand.TaskSubmitted(c.getTaskId(), c.getPromptTokens(), c.getOwner(),
+                        c.getOwnerStartedAtMs(), at);
             }
             case TASK_FINISHED: {
                 TaskFinishedCommand c = proto.getTaskFinished();

@@ -35,7 +35,7 @@ class ControlCommandMapperTest {
                         rnd.nextDouble(), rnd.nextBoolean() ? null : "model.safetensors", at),
                 new ClusterCommand.LoadCompleted("w-1", 3, rnd.nextBoolean() ? null : s, at),
                 new ClusterCommand.LoadFailed("w-1", 3, "PARTITION_CHECKSUM_MISMATCH", null, at),
-                new ClusterCommand.TaskSubmitted("t-" + s, rnd.nextInt(2048), at),
+                new ClusterCommand.TaskSubmitted("t-" + s, rnd.nextInt(2048), "coordinator-" + rnd.nextInt(3), at - rnd.nextInt(10_000), at),
                 new ClusterCommand.TaskFinished("t-" + s, rnd.longs(rnd.nextInt(8), 0, 32000).boxed().toList(), "length", at),
                 new ClusterCommand.TaskFailed("t-" + s, null, at),
                 new ClusterCommand.Shutdown(rnd.nextBoolean() ? null : "operator", at),

@@ -1,0 +1,60 @@
+package io.butterfly.coordinator.inference;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import java.time.Clock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.scheduling.annotation.Scheduled;
+import org.springframework.stereotype.Component;
+
+/**
+ * Ends tasks whose runner is gone. Only the replica that runs a task records its outcome; if it restarts
+ * mid-task, the log replays the task as still running, and an open task keeps the system COMPUTING, so a
+ * degraded cluster could never become READY again. So each replica fails the open tasks of its own earlier
+ * start, and the leader fails any task open for longer than {@code task-timeout} (a replica that never came
+ * back).
+ */
+@Component
+class OrphanedTasks {
+
+    private static final Logger log = LoggerFactory.getLogger(OrphanedTasks.class);
+
+    private final ControlLog control;
+    private final InferenceService inference;
+    private final CoordinatorProperties props;
+    private final Clock clock;
+
+    OrphanedTasks(ControlLog control, InferenceService inference, CoordinatorProperties props, Clock clock) {
+        this.control = control;
+        this.inference = inference;
+        this.props = props;
+        this.clock = clock;
+    }
+
+    @Scheduled(fixedDelay = 2_000, initialDelay = 2_000)
+    void failOrphanedTasks() {
+        ClusterState s = control.state();
+        long now = clock.millis();
+        boolean leading = control.leadership().leading();
+        for (TaskRecord t : s.tasks().values()) {
+            String why = null;
+            if (t.orphanedBy(props.nodeId(), inference.startedAtMs())) {
+                why = "coordinator " + props.nodeId() + " restarted while the task ran";
+            } else if (leading && !t.state().terminal() && now - t.createdAtMs() > props.taskTimeout().toMillis()) {
+                why = "no outcome within " + props.taskTimeout() + " (its coordinator " + t.owner() + " is gone)";
+            }
+            if (why != null) {
+                try {
+                    control.submit(new ClusterCommand.TaskFailed(t.taskId(), why, now));
+                    log.warn("task {} failed: {}", t.taskId(), why);
+                } catch (RuntimeException e) {
+                    log.debug("task {} not failed yet: {}", t.taskId(), e.toString()); // retried on the next sweep
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+package io.butterfly.coordinator.inference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.cluster.WeightValidation;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * An open task keeps the system COMPUTING: a task whose runner restarted (or never came back) is failed, so the
+ * cluster returns to READY; tasks other replicas are still running are left to them.
+ */
+class OrphanedTasksTest {
+
+    private static final long STARTED = 1_000_000;
+
+    private ControlReplica replica;
+    private ControlLog control;
+
+    @BeforeEach
+    void ready(@TempDir Path raftDir) {
+        replica = TestReplicas.single(raftDir);
+        control = new ControlLog(replica);
+        control.submit(new ClusterCommand.Bootstrap("tiny", 2, 1));
+        control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
+        control.submit(new ClusterCommand.NodeJoined(worker("w1"), 3));
+        control.submit(new ClusterCommand.NodeJoined(worker("w2"), 4));
+        control.submit(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 2, true, false),
+                new StageAssignment("w2", 2, 4, false, true)), 5));
+        control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c1", 6));
+        control.submit(new ClusterCommand.LoadCompleted("w2", 1, "c2", 7));
+        control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
+                "partition-root", List.of("w1", "w2"), List.of(), List.of(), 8), 8));
+        assertThat(control.state().system()).isEqualTo(SystemState.READY);
+    }
+
+    @AfterEach
+    void close() {
+        replica.close();
+    }
+
+    @Test
+    void aRestartedReplicaFailsItsEarlierStartsTasksAndLeavesOtherReplicasTasksToThem() {
+        control.submit(new ClusterCommand.TaskSubmitted("before-restart", 3, "coordinator-0", STARTED - 60_000, STARTED - 5_000));
+        control.submit(new ClusterCommand.TaskSubmitted("on-another-replica", 3, "coordinator-1", STARTED - 60_000, STARTED - 4_000));
+        control.submit(new ClusterCommand.TaskSubmitted("logged-before-owners", 3, STARTED - 3_000));
+        assertThat(control.state().system()).isEqualTo(SystemState.COMPUTING);
+
+        sweep("coordinator-0", STARTED + 2_000);
+
+        assertThat(task("before-restart").state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(task("before-restart").error()).contains("coordinator-0 restarted");
+        assertThat(task("on-another-replica").state()).isEqualTo(TaskRecord.State.EXECUTING);
+        assertThat(task("logged-before-owners").state()).isEqualTo(TaskRecord.State.EXECUTING);
+        assertThat(control.state().system()).isEqualTo(SystemState.COMPUTING);
+
+        // Nobody came back for the others: after task-timeout the leader fails them, and the cluster is READY again.
+        sweep("coordinator-0", STARTED + Duration.ofMinutes(31).toMillis());
+        assertThat(task("on-another-replica").state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(task("on-another-replica").error()).contains("no outcome within");
+        assertThat(task("logged-before-owners").state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(control.state().system()).isEqualTo(SystemState.READY);
+    }
+
+    @Test
+    void aTaskOfThisVeryStartIsNeverTouched() {
+        control.submit(new ClusterCommand.TaskSubmitted("running", 3, "coordinator-0", STARTED, STARTED + 1_000));
+        sweep("coordinator-0", STARTED + 2_000);
+        assertThat(task("running").state()).isEqualTo(TaskRecord.State.EXECUTING);
+    }
+
+    /** One sweep by replica {@code nodeId} whose inference started at STARTED, at time {@code nowMs}. */
+    private void sweep(String nodeId, long nowMs) {
+        CoordinatorProperties props = new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "tiny", 2, "127.0.0.1",
+                9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of());
+        InferenceService inference = new InferenceService(props, control, null, null, null, at(STARTED));
+        new OrphanedTasks(control, inference, props, at(nowMs)).failOrphanedTasks();
+    }
+
+    private TaskRecord task(String id) {
+        return control.state().tasks().get(id);
+    }
+
+    private static Clock at(long ms) {
+        return Clock.fixed(Instant.ofEpochMilli(ms), ZoneOffset.UTC);
+    }
+
+    private static NodeInfo worker(String id) {
+        return new NodeInfo(id, "worker", "host-" + id, 9000, 8000, 4, 8L << 30, 12.5, "cpu");
+    }
+}
