@@ -49,11 +49,16 @@ public final class AdmissionChain {
     private final AdmissionPolicy policy;
 
     public AdmissionChain(AdmissionPolicy policy, MembershipStore registry, Clock clock) {
+        this(policy, registry, clock, SeenMessageIds.inMemory());
+    }
+
+    /** @param seenIds the accepted message ids, shared by the replicas that share {@code registry} */
+    public AdmissionChain(AdmissionPolicy policy, MembershipStore registry, Clock clock, SeenMessageIds seenIds) {
         this.policy = policy;
         this.format = new EnvelopeFormat(policy.nodeId());
         this.rateLimit = new JoinRateLimit(policy.joinBurst(), policy.joinsPerSecond());
         this.timestampWindow = new TimestampWindow(policy.replayWindow());
-        this.replay = new MessageIdReplayGuard(timestampWindow.windowMs());
+        this.replay = new MessageIdReplayGuard(timestampWindow.windowMs(), seenIds);
         this.trust = new KeyTrust(policy.trustedKeys(), policy.trustOnFirstUse());
         this.protocol = new ProtocolCompatibility(
                 new VersionNegotiation(policy.protocolVersion(), new ProtocolFeatures(policy.features())), policy.requiredFeatures());

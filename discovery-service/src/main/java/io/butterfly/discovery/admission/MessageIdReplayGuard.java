@@ -5,7 +5,6 @@ import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.common.v1.SignedEnvelope;
 import io.grpc.Status;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Replay protection, second half (bootstrap-protocol.md §9.2): an authentic message id is accepted once.
@@ -16,11 +15,15 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class MessageIdReplayGuard implements AdmissionCheck {
 
     private final long retainMs;
-    private final Map<String, Long> seen = new ConcurrentHashMap<>(); // sender/id -> first seen (ms)
-    private long lastSweepMs;
+    private final SeenMessageIds seen;
 
     public MessageIdReplayGuard(long windowMs) {
+        this(windowMs, SeenMessageIds.inMemory());
+    }
+
+    public MessageIdReplayGuard(long windowMs, SeenMessageIds seen) {
         this.retainMs = 2 * windowMs;
+        this.seen = seen;
     }
 
     @Override
@@ -29,20 +32,12 @@ public final class MessageIdReplayGuard implements AdmissionCheck {
     }
 
     public void check(SignedEnvelope envelope, long nowMs) {
-        sweep(nowMs);
         String key = envelope.getSender() + "/" + Long.toUnsignedString(envelope.getMessageId());
-        if (seen.putIfAbsent(key, nowMs) != null) {
+        if (!seen.firstSighting(key, nowMs, retainMs)) {
             throw new AdmissionException(ErrorCode.INVALID_MESSAGE, Status.Code.ALREADY_EXISTS,
                     "message id " + Long.toUnsignedString(envelope.getMessageId()) + " from " + envelope.getSender()
                             + " was already received: replay refused",
                     Map.of("check", "message_id_replay"));
-        }
-    }
-
-    private synchronized void sweep(long nowMs) {
-        if (nowMs - lastSweepMs >= 1000) {
-            lastSweepMs = nowMs;
-            seen.values().removeIf(t -> nowMs - t > retainMs);
         }
     }
 }

@@ -4,6 +4,7 @@ import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
+import io.butterfly.discovery.admission.SeenMessageIds;
 import io.butterfly.discovery.api.grpc.DiscoveryGrpcService;
 import io.butterfly.discovery.api.grpc.PeerAddressInterceptor;
 import io.butterfly.discovery.membership.MembershipStore;
@@ -11,6 +12,7 @@ import io.butterfly.discovery.membership.ProtocolVersion;
 import java.time.Clock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.grpc.server.GlobalServerInterceptor;
@@ -33,8 +35,9 @@ public class DiscoveryConfiguration {
     }
 
     @Bean
-    AdmissionChain admissionChain(DiscoveryProperties props, MembershipStore registry, Clock clock) {
-        return new AdmissionChain(policy(props), registry, clock);
+    AdmissionChain admissionChain(DiscoveryProperties props, MembershipStore registry, Clock clock,
+                                  ObjectProvider<SeenMessageIds> sharedIds) {
+        return new AdmissionChain(policy(props), registry, clock, sharedIds.getIfAvailable(SeenMessageIds::inMemory));
     }
 
     public static AdmissionPolicy policy(DiscoveryProperties props) {

@@ -37,6 +37,12 @@ public class HazelcastConfiguration {
         return hz;
     }
 
+    /** Replicas share the accepted message ids as they share the members: a replay to another replica is refused. */
+    @Bean
+    io.butterfly.discovery.admission.SeenMessageIds sharedMessageIds(HazelcastInstance hazelcast) {
+        return new io.butterfly.discovery.hazelcast.HazelcastSeenMessageIds(hazelcast);
+    }
+
     /** The Hazelcast configuration of one discovery replica (public for tests that run several in one JVM). */
     public static Config hazelcastConfig(String clusterName, String instanceName, DiscoveryProperties.Hazelcast hz,
                                          Duration memberTtl) {

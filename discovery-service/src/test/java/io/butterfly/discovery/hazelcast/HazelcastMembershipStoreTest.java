@@ -70,6 +70,21 @@ class HazelcastMembershipStoreTest {
     }
 
     @Test
+    void aMessageIdAcceptedByOneReplicaIsARefusedReplayAtTheOther() {
+        var a = new io.butterfly.discovery.admission.MessageIdReplayGuard(60_000, new HazelcastSeenMessageIds(first));
+        var b = new io.butterfly.discovery.admission.MessageIdReplayGuard(60_000, new HazelcastSeenMessageIds(second));
+        var envelope = io.butterfly.proto.common.v1.SignedEnvelope.newBuilder().setSender("worker-replayed")
+                .setMessageId(UUID.randomUUID().getMostSignificantBits()).build();
+        long now = System.currentTimeMillis();
+
+        a.check(envelope, now);
+        org.junit.jupiter.api.Assertions.assertThrows(io.butterfly.discovery.membership.AdmissionException.class,
+                () -> b.check(envelope, now + 10));
+        // Another id from the same sender is fine at either replica.
+        b.check(envelope.toBuilder().setMessageId(envelope.getMessageId() + 1).build(), now + 20);
+    }
+
+    @Test
     void aMemberAdmittedByOneReplicaIsListedByTheOther() {
         HazelcastMembershipStore a = new HazelcastMembershipStore(first, Duration.ofMinutes(5), CODEC);
         HazelcastMembershipStore b = new HazelcastMembershipStore(second, Duration.ofMinutes(5), CODEC);
