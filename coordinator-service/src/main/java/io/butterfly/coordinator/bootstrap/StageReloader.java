@@ -4,6 +4,7 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.PartitionState;
+import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
@@ -20,6 +21,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
 
 /**
@@ -33,6 +35,9 @@ public class StageReloader {
 
     private static final Logger log = LoggerFactory.getLogger(StageReloader.class);
     private static final int MAX_ATTEMPTS = 30;
+    private static final long SCAN_RELOAD_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /** When {@link #reloadUnloadedStages} last asked each node (scheduler thread only). */
+    private final java.util.Map<String, Long> lastScanReload = new java.util.HashMap<>();
 
     private final ControlLog control;
 
@@ -57,6 +62,29 @@ public class StageReloader {
     private void onVerdict(ClusterCommand c) {
         if (c instanceof ClusterCommand.NodeRecovered r && !r.partitionIntact()) {
             executor.execute(() -> reload(r.nodeId()));
+        }
+    }
+
+    /**
+     * The same from the replicated state, on the leader: a verdict whose submission timed out but committed, or
+     * one recorded by a deposed leader, never reached {@link #onVerdict} here, and its stage would stay
+     * unloaded with the system DEGRADED.
+     */
+    @Scheduled(fixedDelay = 5_000, initialDelay = 5_000)
+    void reloadUnloadedStages() {
+        ClusterState s = control.state();
+        if (!control.leadership().leading() || s.system() != SystemState.DEGRADED) {
+            return;
+        }
+        long now = System.nanoTime();
+        for (String id : s.pipeline()) {
+            NodeRecord n = s.nodes().get(id);
+            Long last = lastScanReload.get(id);
+            if (n != null && n.state() == WorkerState.JOINED && n.partition() == PartitionState.UNLOADED
+                    && (last == null || now - last > SCAN_RELOAD_INTERVAL_NANOS)) {
+                lastScanReload.put(id, now);
+                executor.execute(() -> reload(id));
+            }
         }
     }
 
