@@ -16,6 +16,8 @@ import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -37,7 +39,7 @@ public class StageReloader {
     private static final int MAX_ATTEMPTS = 30;
     private static final long SCAN_RELOAD_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
     /** When {@link #reloadUnloadedStages} last asked each node (scheduler thread only). */
-    private final java.util.Map<String, Long> lastScanReload = new java.util.HashMap<>();
+    private final Map<String, Long> lastScanReload = new HashMap<>();
 
     private final ControlLog control;
 

@@ -149,11 +149,11 @@ public final class ModelImporter {
                 if (m.find()) {
                     String digits = m.group(1);
                     // More digits than an int holds is no layer of any config either (and no NumberFormatException).
-                    if (digits.length() > 9 || Integer.parseInt(digits) >= config.numLayers()) {
+                    int layer = digits.length() > 9 ? Integer.MAX_VALUE : Integer.parseInt(digits);
+                    if (layer >= config.numLayers()) {
                         throw invalid("path", "tensor " + name + " belongs to layer " + digits + " but the config has "
                                 + config.numLayers() + " layers");
                     }
-                    int layer = Integer.parseInt(digits);
                     layers.computeIfAbsent(layer, k -> new ArrayList<>()).add(name);
                 } else if (TOKEN_EMBEDDING.matcher(name).find()) {
                     embed.add(name);

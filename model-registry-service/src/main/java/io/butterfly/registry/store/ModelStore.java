@@ -2,6 +2,7 @@ package io.butterfly.registry.store;
 
 import io.butterfly.registry.catalog.Manifest;
 import io.butterfly.registry.catalog.ManifestFile;
+import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -21,7 +22,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
@@ -44,14 +49,14 @@ public class ModelStore {
 
     private final Path root;
     /** Names in the root that are not models (e.g. the publisher key's directory): no import may take them. */
-    private final java.util.Set<String> reservedNames;
+    private final Set<String> reservedNames;
     private final Map<String, BlockIndex> blockIndexes = new java.util.concurrent.ConcurrentHashMap<>();
     /**
      * A model directory is swapped in two moves; a file is opened together with its block index under the read
      * side, so a transfer starting meanwhile sees the old pair or the new one, never a missing directory or
      * the old index over the new bytes. An opened file keeps reading its bytes after a swap.
      */
-    private final java.util.concurrent.locks.ReadWriteLock swap = new java.util.concurrent.locks.ReentrantReadWriteLock();
+    private final ReadWriteLock swap = new ReentrantReadWriteLock();
 
     public ModelStore(Path root) throws IOException {
         this(root, List.of());
@@ -67,7 +72,7 @@ public class ModelStore {
         Files.createDirectories(this.root);
         this.reservedNames = reservedDirs.stream().map(d -> d.toAbsolutePath().normalize())
                 .filter(d -> this.root.equals(d.getParent())).map(d -> d.getFileName().toString())
-                .collect(java.util.stream.Collectors.toUnmodifiableSet());
+                .collect(Collectors.toUnmodifiableSet());
     }
 
     /** Whether {@code modelId} names something else the registry keeps in its store (e.g. its publisher key). */
@@ -132,7 +137,7 @@ public class ModelStore {
     }
 
     /** A stored file opened for reading, with the block index of the same import. */
-    public record OpenFile(FileChannel channel, BlockIndex index) implements java.io.Closeable {
+    public record OpenFile(FileChannel channel, BlockIndex index) implements Closeable {
         @Override
         public void close() throws IOException {
             channel.close();

@@ -3,6 +3,8 @@ package io.butterfly.worker.cli;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -65,9 +67,9 @@ public final class ButterflyCli {
 
     /** Workers that joined but are not stages of the pipeline. */
     static List<String> idleWorkers(JsonNode state) {
-        java.util.Set<String> stages = new java.util.HashSet<>();
-        state.path("pipeline").forEach(p -> stages.add(p.isObject() ? p.path("id").asString() : p.asString()));
-        List<String> idle = new java.util.ArrayList<>();
+        Set<String> stages = new HashSet<>();
+        state.path("pipeline").forEach(p -> stages.add(p.asString()));
+        List<String> idle = new ArrayList<>();
         for (JsonNode n : state.path("nodes")) {
             if ("worker".equals(n.path("role").asString()) && !stages.contains(n.path("id").asString())) {
                 idle.add(n.path("id").asString());

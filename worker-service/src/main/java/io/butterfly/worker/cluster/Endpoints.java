@@ -17,14 +17,23 @@ public final class Endpoints {
      *                                  is not 1..65535
      */
     public static Endpoint requireValid(Endpoint endpoint, String field) {
+        String problem = problem(endpoint, field);
+        if (problem != null) {
+            throw new IllegalArgumentException(problem);
+        }
+        return endpoint;
+    }
+
+    /** Why {@code endpoint} cannot be dialled, naming the field, or null if it can. */
+    public static String problem(Endpoint endpoint, String field) {
         String host = endpoint.getHost();
         if (host.isBlank() || host.chars().anyMatch(Character::isWhitespace)) {
-            throw new IllegalArgumentException(field + ".host must be a host name or address, got '" + host + "'");
+            return field + ".host must be a host name or address, got '" + host + "'";
         }
         int port = endpoint.getGrpcPort();
         if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException(field + ".grpc_port must be 1..65535, got " + port);
+            return field + ".grpc_port must be 1..65535, got " + port;
         }
-        return endpoint;
+        return null;
     }
 }

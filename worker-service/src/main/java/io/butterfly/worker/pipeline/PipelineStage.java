@@ -149,15 +149,8 @@ public class PipelineStage {
 
     /** Why the step's reply_to cannot be answered, or null if it can. */
     private static String unusableReplyTo(ForwardRequest request) {
-        if (!request.hasReplyTo()) {
-            return "it names no coordinator to reply to";
-        }
-        try {
-            Endpoints.requireValid(request.getReplyTo(), "reply_to");
-            return null;
-        } catch (IllegalArgumentException e) {
-            return e.getMessage();
-        }
+        return request.hasReplyTo() ? Endpoints.problem(request.getReplyTo(), "reply_to")
+                : "it names no coordinator to reply to";
     }
 
     private StageTiming timing(long entry, long computeNanos) {
