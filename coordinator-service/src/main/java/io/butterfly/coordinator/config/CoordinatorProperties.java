@@ -26,6 +26,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param taskTimeout     a task still open after this long is failed by the leader: its coordinator is gone
  *                        (a replica that restarts fails its own open tasks at once)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
+ * @param maxConcurrentTasks tasks this replica runs at once; one more is refused (429) instead of queued
  */
 @ConfigurationProperties("butterfly.coordinator")
 public record CoordinatorProperties(
@@ -44,5 +45,6 @@ public record CoordinatorProperties(
         @DefaultValue("65536") int maxPromptChars,
         @DefaultValue("120") long stepTimeoutSeconds,
         @DefaultValue("30m") java.time.Duration taskTimeout,
-        @DefaultValue List<String> trustedPublisherKeys) {
+        @DefaultValue List<String> trustedPublisherKeys,
+        @DefaultValue("64") int maxConcurrentTasks) {
 }

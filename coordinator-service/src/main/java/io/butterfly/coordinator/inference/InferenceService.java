@@ -50,6 +50,7 @@ public class InferenceService {
     private final WorkerChannels channels;
     private final PipelineSteps steps;
     private final Clock clock;
+    private final TaskAdmission admission;
     /** When this replica's inference started: the tasks it logs carry it, see {@link OrphanedTasks}. */
     private final long startedAtMs;
 
@@ -61,12 +62,18 @@ public class InferenceService {
         this.channels = channels;
         this.steps = steps;
         this.clock = clock;
+        this.admission = new TaskAdmission(props.maxConcurrentTasks());
         this.startedAtMs = clock.millis();
     }
 
     /** When this replica (this process, this application context) began serving inference. */
     long startedAtMs() {
         return startedAtMs;
+    }
+
+    /** Tasks running on this replica now, and the most it admits. */
+    public TaskAdmission admission() {
+        return admission;
     }
 
     public GenerationResult generate(GenerationRequest request) {
@@ -96,11 +103,18 @@ public class InferenceService {
         // Resolved before the task is logged: a task that is submitted is always finished or failed, never
         // left open (an open task keeps the system COMPUTING and blocks reassignment).
         List<Endpoint> pipeline = pipeline(state);
+        try (TaskAdmission.Permit ignored = admission.admit()) {
+            return runTask(model, pipeline, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()));
+        }
+    }
+
+    /** Logs the task, runs it, and logs how it ended; its sequence is released on every stage either way. */
+    private GenerationResult runTask(ServedModel model, List<Endpoint> pipeline, List<Long> prompt, int maxTokens,
+                                     SamplingParams sampling, boolean ignoreEos) {
         String taskId = UUID.randomUUID().toString();
         control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), props.nodeId(), startedAtMs, clock.millis()));
         try {
-            GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling,
-                    Boolean.TRUE.equals(request.ignoreEos()));
+            GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos);
             control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));
             return result;
         } catch (RuntimeException e) {

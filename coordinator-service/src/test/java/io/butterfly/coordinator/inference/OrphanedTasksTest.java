@@ -89,7 +89,7 @@ class OrphanedTasksTest {
     /** One sweep by replica {@code nodeId} whose inference started at STARTED, at time {@code nowMs}. */
     private void sweep(String nodeId, long nowMs) {
         CoordinatorProperties props = new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "tiny", 2, "127.0.0.1",
-                9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of());
+                9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of(), 64);
         InferenceService inference = new InferenceService(props, control, null, null, null, at(STARTED));
         new OrphanedTasks(control, inference, props, at(nowMs)).failOrphanedTasks();
     }

@@ -28,6 +28,9 @@ import org.springframework.util.unit.DataSize;
  *                        workers sharing one machine declare their share, or show heterogeneous nodes
  * @param cacheIdleTimeout a sequence's KV cache that ran no step for this long is freed: its coordinator gave up on
  *                        it long ago (steps time out after 2 minutes) and no release will come
+ * @param kvCacheBudget   the most memory the KV caches of all sequences on this worker may take together (0B = no
+ *                        limit); a step that would need more is refused (RESOURCE_EXHAUSTED, REST 429) instead of
+ *                        exhausting the worker's memory, and succeeds once other sequences are released
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -45,5 +48,6 @@ public record WorkerProperties(
         @DefaultValue List<String> trustedPublisherKeys,
         @DefaultValue("5000") long discoveryHeartbeatMillis,
         @DefaultValue("0B") DataSize memoryLimit,
-        @DefaultValue("10m") java.time.Duration cacheIdleTimeout) {
+        @DefaultValue("10m") java.time.Duration cacheIdleTimeout,
+        @DefaultValue("2GB") DataSize kvCacheBudget) {
 }

@@ -41,6 +41,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private final NDManager cacheManager;
     private final StageModel model;
     private final long weightBytes;
+    /** The most memory all KV caches may take together (0 = no limit), see {@link #checkCacheBudget}. */
+    private final long kvCacheBudget;
     private final Map<String, SequenceCache> caches = new HashMap<>();
     /** When each cached sequence last ran a step (System.nanoTime), for {@link #evictIdle}. */
     private final Map<String, Long> lastUsed = new HashMap<>();
@@ -58,9 +60,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private static final int RELEASED_REMEMBERED = 65_536;
     private boolean closed;
 
-    private DjlPartitionExecutor(PartitionSpec spec, NDManager root, NDManager cacheManager, StageModel model, long weightBytes) {
+    private DjlPartitionExecutor(PartitionSpec spec, NDManager root, NDManager cacheManager, StageModel model, long weightBytes,
+                                 long kvCacheBudget) {
         this.spec = spec;
         this.weightBytes = weightBytes;
+        this.kvCacheBudget = kvCacheBudget;
         this.root = root;
         this.cacheManager = cacheManager;
         this.model = model;
@@ -87,7 +91,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                         : LlamaStage.load(spec, store, weights);
                 bytes = store.bytesLoaded();
             }
-            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, bytes);
+            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, bytes, options.kvCacheBytes());
         } catch (IOException | RuntimeException e) {
             root.close();
             throw e;
@@ -116,6 +120,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             throw new SequenceConflictException("this partition was replaced by a newer assignment");
         }
         int totalTokens = validate(batch, input);
+        checkCacheBudget(batch);
         List<String> created = new ArrayList<>();
         List<StepBatch.Slice> slices = new ArrayList<>(batch.size());
         try {
@@ -218,6 +223,57 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             }
         }
         return (int) total;
+    }
+
+    /**
+     * Refuses a step whose cache growth would take all caches past the budget, before anything is cached
+     * or grown: many concurrent long sequences must not exhaust the worker's memory (and take down every
+     * sequence it holds) but be refused one at a time until others finish.
+     */
+    private void checkCacheBudget(List<SequenceChunk> batch) {
+        if (kvCacheBudget == 0) {
+            return;
+        }
+        long held = cachedBytes();
+        long growth = 0;
+        for (SequenceChunk chunk : batch) {
+            SequenceCache cache = caches.get(chunk.sequenceId());
+            int reach = chunk.position() + chunk.numTokens();
+            growth += cache == null ? newCacheBytes(reach) : cache.bytesFor(reach) - cache.bytes();
+        }
+        if (growth > 0 && held + growth > kvCacheBudget) {
+            throw new CacheBudgetExceededException("the KV caches of layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                    + ") would need " + mib(held + growth) + " MiB for this step, over this worker's budget of "
+                    + mib(kvCacheBudget) + " MiB (" + caches.size() + " sequences cached, " + mib(held)
+                    + " MiB); retry once other sequences finish");
+        }
+    }
+
+    /** What a new sequence's cache takes for {@code positions}, as {@link SequenceCache} would grow it. */
+    private long newCacheBytes(int positions) {
+        ModelConfig c = spec.config();
+        return spec.numLayers() == 0 ? 0 : SequenceCache.capacityFor(0, positions, c.maxPositions())
+                * SequenceCache.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
+    }
+
+    private static String mib(long bytes) {
+        return String.format(java.util.Locale.ROOT, "%.1f", bytes / (1024.0 * 1024.0));
+    }
+
+    /** Memory all sequences' KV caches take now. */
+    @Override
+    public synchronized long cachedBytes() {
+        long sum = 0;
+        for (SequenceCache cache : caches.values()) {
+            sum += cache.bytes();
+        }
+        return sum;
+    }
+
+    /** The budget of {@link #cachedBytes()}, 0 when unlimited. */
+    @Override
+    public long cacheBudgetBytes() {
+        return kvCacheBudget;
     }
 
     private NDArray hiddenStates(ByteBuffer littleEndian, int totalTokens) {

@@ -3,10 +3,11 @@ package io.butterfly.worker.execution;
 /**
  * Where and how a partition runs.
  *
- * @param device  "cpu", "gpu:N" or "auto" (the first GPU the engine reports, else the CPU)
- * @param threads intra-op threads of the engine (process-wide); 0 keeps the engine default
+ * @param device       "cpu", "gpu:N" or "auto" (the first GPU the engine reports, else the CPU)
+ * @param threads      intra-op threads of the engine (process-wide); 0 keeps the engine default
+ * @param kvCacheBytes the most memory all sequences' KV caches may take together; 0 = no limit
  */
-public record ExecutorOptions(String device, int threads) {
+public record ExecutorOptions(String device, int threads, long kvCacheBytes) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -15,6 +16,14 @@ public record ExecutorOptions(String device, int threads) {
         if (threads < 0) {
             throw new IllegalArgumentException("threads must be >= 0, got " + threads);
         }
+        if (kvCacheBytes < 0) {
+            throw new IllegalArgumentException("kvCacheBytes must be >= 0, got " + kvCacheBytes);
+        }
+    }
+
+    /** No limit on KV cache memory. */
+    public ExecutorOptions(String device, int threads) {
+        this(device, threads, 0);
     }
 
     public static ExecutorOptions cpu() {

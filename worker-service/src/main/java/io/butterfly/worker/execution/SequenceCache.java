@@ -27,6 +27,7 @@ final class SequenceCache implements AutoCloseable {
     private final int kvHeads;
     private final int headDim;
     private final int maxPositions;
+    private final long bytesPerPosition;
     private int capacity;
     private int length;
 
@@ -37,6 +38,31 @@ final class SequenceCache implements AutoCloseable {
         this.kvHeads = kvHeads;
         this.headDim = headDim;
         this.maxPositions = maxPositions;
+        this.bytesPerPosition = bytesPerPosition(layers, kvHeads, headDim);
+    }
+
+    /** Float32 keys and values of one position on {@code layers} layers. */
+    static long bytesPerPosition(int layers, int kvHeads, int headDim) {
+        return 2L * layers * kvHeads * headDim * Float.BYTES;
+    }
+
+    /** Memory the arrays take now. */
+    long bytes() {
+        return capacity * bytesPerPosition;
+    }
+
+    /** Memory the arrays would take once {@link #ensureCapacity} made room for {@code positions}. */
+    long bytesFor(int positions) {
+        return keys.length == 0 ? 0 : capacityFor(capacity, positions, maxPositions) * bytesPerPosition;
+    }
+
+    /** The capacity a cache of {@code capacity} grows to for {@code positions} (a new cache: capacity 0). */
+    static int capacityFor(int capacity, int positions, int maxPositions) {
+        if (positions <= capacity) {
+            return capacity;
+        }
+        long wanted = Math.max(positions, (long) capacity + capacity / 4);
+        return (int) Math.min(maxPositions, (wanted + GROWTH - 1) / GROWTH * GROWTH);
     }
 
     int length() {
@@ -52,8 +78,7 @@ final class SequenceCache implements AutoCloseable {
         if (positions <= capacity || keys.length == 0) {
             return;
         }
-        long wanted = Math.max(positions, (long) capacity + capacity / 4);
-        int newCapacity = (int) Math.min(maxPositions, (wanted + GROWTH - 1) / GROWTH * GROWTH);
+        int newCapacity = capacityFor(capacity, positions, maxPositions);
         // All layers grow, or none does: a failure half-way (out of memory) leaves the cache as it was.
         NDArray[] newKeys = new NDArray[keys.length];
         NDArray[] newValues = new NDArray[values.length];

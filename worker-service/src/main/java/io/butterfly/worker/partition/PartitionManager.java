@@ -207,7 +207,7 @@ public class PartitionManager {
                 }
             }
             PartitionExecutor loaded = DjlPartitionExecutor.load(spec, weights,
-                    new ExecutorOptions(props.device(), props.threads()));
+                    new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes()));
             long engineLoaded = System.nanoTime();
             double warmupMs;
             long loadMs;
@@ -338,12 +338,18 @@ public class PartitionManager {
 
     /** The loaded executor; absent until the partition is READY. */
     public PartitionExecutor executor() {
-        PartitionExecutor e = executor;
-        if (e == null || status.phase() != LoadPhase.READY) {
+        PartitionExecutor e = loadedExecutor();
+        if (e == null) {
             throw new ButterflyException(ErrorCode.VALIDATION_FAILED, Status.Code.FAILED_PRECONDITION,
                     "no partition is ready on this worker (phase " + status.phase() + ")");
         }
         return e;
+    }
+
+    /** The loaded executor, or null until the partition is READY. */
+    public PartitionExecutor loadedExecutor() {
+        PartitionExecutor e = executor;
+        return e == null || status.phase() != LoadPhase.READY ? null : e;
     }
 
     /** The files the engine loaded for the ready partition; null until one is READY. */

@@ -17,6 +17,7 @@ import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.butterfly.worker.cluster.Endpoints;
 import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.execution.CacheBudgetExceededException;
 import io.butterfly.worker.execution.PartitionExecutor;
 import io.butterfly.worker.execution.PartitionSpec;
 import io.butterfly.worker.execution.SequenceConflictException;
@@ -71,6 +72,8 @@ public class PipelineStage {
         } catch (RuntimeException | OutOfMemoryError e) { // reported, never thrown into the shared stream
             ButterflyException failure = e instanceof SequenceConflictException conflict
                     ? new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, conflict.getMessage())
+                    : e instanceof CacheBudgetExceededException full
+                    ? new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY, Status.Code.RESOURCE_EXHAUSTED, full.getMessage())
                     : GrpcErrors.classify(e);
             if (failure.code() == ErrorCode.INTERNAL_ERROR) {
                 log.error("step {} of task {} failed", request.getStep(), request.getTaskId(), e);

@@ -20,7 +20,7 @@ class CapabilityProbeTest {
 
     private WorkerProperties props(String device, DataSize memoryLimit) {
         return new WorkerProperties("worker-t", "127.0.0.1", dataDir, device, 0, "butterfly", "127.0.0.1", 9082,
-                100, "127.0.0.1", 0, List.of(), 5000, memoryLimit, java.time.Duration.ofMinutes(10));
+                100, "127.0.0.1", 0, List.of(), 5000, memoryLimit, java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
     }
 
     @Test
@@ -55,7 +55,7 @@ class CapabilityProbeTest {
         assertThat(CapabilityDetector.effectiveThreads(0, 2)).isEqualTo(2);
         assertThat(CapabilityDetector.effectiveThreads(0, 0)).isEqualTo(1);
         CapabilityProbe probe = new CapabilityProbe(new WorkerProperties("worker-t", "127.0.0.1", dataDir, "cpu", 1,
-                "butterfly", "127.0.0.1", 9082, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10)));
+                "butterfly", "127.0.0.1", 9082, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0)));
         probe.await();
         assertThat(probe.engineThreads()).isEqualTo(1);
         CapabilityProbe engineDefault = new CapabilityProbe(props("cpu", DataSize.ofBytes(0)));

@@ -85,7 +85,7 @@ class CoordinatorLinkTest {
 
     private CoordinatorLink link() {
         WorkerProperties props = new WorkerProperties("worker-7", "127.0.0.1", Path.of("target/link-test"), "cpu", 0,
-                "butterfly", "127.0.0.1", 1, 50, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10));
+                "butterfly", "127.0.0.1", 1, 50, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         link = new CoordinatorLink(props, channels);
         link.startHeartbeats();
         return link;

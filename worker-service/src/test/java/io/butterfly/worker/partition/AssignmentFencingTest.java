@@ -30,7 +30,7 @@ class AssignmentFencingTest {
     @Test
     void assignmentFromAnOlderTermIsRefusedWithStaleTerm() {
         WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", dataDir, "cpu", 1, "butterfly", "127.0.0.1",
-                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10));
+                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
         PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false), channels, new CoordinatorLink(props, channels));
 
@@ -49,7 +49,7 @@ class AssignmentFencingTest {
     @Test
     void aNewLeaderReAnnouncingTheAssignmentTakesOverReportsAndFencesTheOldOne() {
         WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", dataDir, "cpu", 1, "butterfly", "127.0.0.1",
-                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10));
+                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
         CoordinatorLink link = new CoordinatorLink(props, channels);
         PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false), channels, link);

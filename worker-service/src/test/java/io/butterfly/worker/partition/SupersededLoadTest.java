@@ -60,7 +60,7 @@ class SupersededLoadTest {
                 })
                 .build().start();
         WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", dataDir, "cpu", 1, "butterfly", "127.0.0.1",
-                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10));
+                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
         PartitionManager manager = new PartitionManager(props,
                 new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false), channels, new CoordinatorLink(props, channels));

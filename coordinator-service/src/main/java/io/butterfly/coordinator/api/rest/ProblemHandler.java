@@ -5,6 +5,7 @@ import io.butterfly.common.json.JsonFieldPath;
 import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
+import io.butterfly.coordinator.inference.TaskAdmission;
 import io.butterfly.coordinator.raft.ControlLogUnavailableException;
 import java.util.NoSuchElementException;
 import org.slf4j.Logger;
@@ -51,6 +52,15 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return p;
     }
 
+    /** This replica runs as many tasks as it admits: retry shortly (RFC 9110 Retry-After, in seconds). */
+    @ExceptionHandler(TaskAdmission.TooManyTasksException.class)
+    ResponseEntity<ProblemDetail> tooManyTasks(TaskAdmission.TooManyTasksException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.TOO_MANY_REQUESTS, e.getMessage());
+        p.setTitle("Too many tasks");
+        return ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS).header(HttpHeaders.RETRY_AFTER, "1")
+                .contentType(MediaType.APPLICATION_PROBLEM_JSON).body(p);
+    }
+
     @ExceptionHandler(NoSuchElementException.class)
     ProblemDetail notFound(NoSuchElementException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, e.getMessage());
@@ -64,17 +74,22 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
      * cluster is between states (retry), 502 where a stage failed the step.
      */
     @ExceptionHandler(ButterflyException.class)
-    ProblemDetail cluster(ButterflyException e) {
+    ResponseEntity<ProblemDetail> cluster(ButterflyException e) {
         HttpStatus status = switch (e.status()) {
             case UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, FAILED_PRECONDITION, NOT_FOUND, CANCELLED ->
                     HttpStatus.SERVICE_UNAVAILABLE;
+            // e.g. a stage's KV cache budget is spent until other sequences finish
             case RESOURCE_EXHAUSTED -> HttpStatus.TOO_MANY_REQUESTS;
             default -> HttpStatus.BAD_GATEWAY;
         };
         ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
         p.setTitle("Cluster error");
         p.setProperty("error_code", e.code().name());
-        return p;
+        ResponseEntity.BodyBuilder response = ResponseEntity.status(status).contentType(MediaType.APPLICATION_PROBLEM_JSON);
+        if (status != HttpStatus.BAD_GATEWAY) {
+            response.header(HttpHeaders.RETRY_AFTER, "1");
+        }
+        return response.body(p);
     }
 
     /** Anything else is a defect here: logged with its trace, answered without one. */

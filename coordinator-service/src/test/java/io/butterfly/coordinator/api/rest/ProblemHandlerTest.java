@@ -3,9 +3,11 @@ package io.butterfly.coordinator.api.rest;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.coordinator.inference.TaskAdmission;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.grpc.Status;
 import org.junit.jupiter.api.Test;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
@@ -35,9 +37,27 @@ class ProblemHandlerTest {
         assertThat(r.getBody().getDetail()).isEqualTo("internal error: IllegalStateException").doesNotContain("secret");
     }
 
+    @Test
+    void retryableRefusalsSayWhenToRetry() {
+        ResponseEntity<ProblemDetail> full = handler.cluster(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
+                Status.Code.RESOURCE_EXHAUSTED, "kv cache budget spent"));
+        assertThat(full.getStatusCode().value()).isEqualTo(429);
+        assertThat(full.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(full.getBody().getProperties()).containsEntry("error_code", "INSUFFICIENT_MEMORY");
+        assertThat(handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.INTERNAL, "bug"))
+                .getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isNull();
+
+        ResponseEntity<ProblemDetail> busy = handler.tooManyTasks(new TaskAdmission.TooManyTasksException("64 tasks are running"));
+        assertThat(busy.getStatusCode().value()).isEqualTo(429);
+        assertThat(busy.getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_PROBLEM_JSON);
+        assertThat(busy.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(busy.getBody().getTitle()).isEqualTo("Too many tasks");
+    }
+
     private int statusOf(Status.Code code) {
-        ProblemDetail p = handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, code, "stage said no"));
-        assertThat(p.getProperties()).containsEntry("error_code", "INTERNAL_ERROR");
-        return p.getStatus();
+        ResponseEntity<ProblemDetail> r = handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, code, "stage said no"));
+        assertThat(r.getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_PROBLEM_JSON);
+        assertThat(r.getBody().getProperties()).containsEntry("error_code", "INTERNAL_ERROR");
+        return r.getStatusCode().value();
     }
 }

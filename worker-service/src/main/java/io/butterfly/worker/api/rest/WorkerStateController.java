@@ -4,6 +4,7 @@ import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.ClusterMembership;
 import io.butterfly.worker.cluster.CoordinatorLink;
 import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.execution.PartitionExecutor;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionStatus;
 import io.butterfly.worker.pipeline.PipelineStage;
@@ -77,9 +78,15 @@ public class WorkerStateController {
     @GetMapping("/metrics")
     public Map<String, Object> metrics() {
         long steps = stage.stepsExecuted();
-        return Map.of("steps_executed", steps,
-                "compute_seconds_total", stage.computeNanosTotal() / 1e9,
-                "mean_step_ms", steps == 0 ? 0.0 : stage.computeNanosTotal() / 1e6 / steps);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("steps_executed", steps);
+        out.put("compute_seconds_total", stage.computeNanosTotal() / 1e9);
+        out.put("mean_step_ms", steps == 0 ? 0.0 : stage.computeNanosTotal() / 1e6 / steps);
+        PartitionExecutor executor = partitions.loadedExecutor();
+        out.put("cached_sequences", executor == null ? 0 : executor.cachedSequences());
+        out.put("kv_cache_bytes", executor == null ? 0 : executor.cachedBytes());
+        out.put("kv_cache_budget_bytes", props.kvCacheBudget().toBytes());
+        return out;
     }
 
     private static String workerState(PartitionStatus s) {
