@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import org.apache.catalina.valves.ErrorReportValve;
+import jakarta.servlet.http.HttpServletResponse;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -22,6 +23,9 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.boot.tomcat.TomcatWebServer;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RestController;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -36,6 +40,24 @@ class TomcatProblemErrorsTest {
     @SpringBootConfiguration
     @EnableAutoConfiguration
     static class App {
+        @Bean
+        Refusals refusals() {
+            return new Refusals();
+        }
+    }
+
+    /** Errors no exception handler answers: they go to the error path. */
+    @RestController
+    static class Refusals {
+        @GetMapping("/api/v1/busy")
+        void busy(HttpServletResponse response) throws IOException {
+            response.sendError(503);
+        }
+
+        @GetMapping("/api/v1/broken")
+        void broken() {
+            throw new IllegalStateException("secret internals");
+        }
     }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
@@ -87,6 +109,29 @@ class TomcatProblemErrorsTest {
         JsonNode problem = JSON.readTree(reply.body);
         assertThat(problem.get("status").asInt()).isEqualTo(404);
         assertThat(problem.get("instance").asString()).isEqualTo("/api/v1/nope"); // Spring's, not the valve's
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"GET /api/v1/busy HTTP/1.1|503", "GET /api/v1/broken HTTP/1.1|500", "TRACE /api/v1/x HTTP/1.1|405"})
+    void anErrorNoHandlerAnswersIsAProblemFromTheErrorPath(String requestAndStatus) throws IOException {
+        String[] parts = requestAndStatus.split("\\|");
+        Reply reply = send(parts[0], "");
+
+        int status = Integer.parseInt(parts[1]);
+        assertThat(reply.status).isEqualTo(status);
+        assertThat(reply.headers.get("content-type")).isEqualTo("application/problem+json");
+        JsonNode problem = JSON.readTree(reply.body);
+        assertThat(problem.get("status").asInt()).isEqualTo(status);
+        assertThat(problem.has("timestamp")).as("not Boot's error map").isFalse();
+        assertThat(problem.get("instance").asString()).as("the request's path, not the error path")
+                .isEqualTo(parts[0].split(" ")[1]);
+        assertThat(reply.body).doesNotContain("secret", "Exception");
+    }
+
+    @Test
+    void theErrorControllerIsThisOne() {
+        assertThat(context.getBeansOfType(org.springframework.boot.webmvc.error.ErrorController.class).values())
+                .singleElement().isInstanceOf(ProblemErrorController.class);
     }
 
     @Test
