@@ -1,0 +1,298 @@
+package io.butterfly.worker.partition;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.google.protobuf.ByteString;
+import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.common.hash.MerkleTree;
+import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.ManifestVerifier;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.safetensors.SafetensorsWriter;
+import io.butterfly.proto.common.v1.LayerRange;
+import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
+import io.butterfly.proto.coordinator.v1.HeartbeatAck;
+import io.butterfly.proto.coordinator.v1.HeartbeatPing;
+import io.butterfly.proto.coordinator.v1.LoadPhase;
+import io.butterfly.proto.coordinator.v1.LoadReport;
+import io.butterfly.proto.coordinator.v1.LoadReportAck;
+import io.butterfly.proto.registry.v1.FetchFileRequest;
+import io.butterfly.proto.registry.v1.FileChunk;
+import io.butterfly.proto.registry.v1.FileKind;
+import io.butterfly.proto.registry.v1.GetManifestRequest;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.proto.worker.v1.AssignPartitionRequest;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.worker.cluster.CoordinatorLink;
+import io.butterfly.worker.cluster.PeerChannels;
+import io.butterfly.worker.config.RegistryClientProperties;
+import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.execution.PartitionExecutor;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.CRC32C;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * The coordinator sends a worker the assignment it already holds READY when its state lacks that (the first READY
+ * report was refused while it held the node FAILED): the worker says READY again, from the partition it has, instead
+ * of ignoring the request or loading it again. A repeat that arrives while the load is still running says nothing
+ * early. A real load of a one-layer Llama stage from a fake registry (signed manifest, chunked files), reporting to
+ * a fake coordinator over gRPC.
+ */
+class RepeatedAssignmentTest {
+
+    private static final String MODEL = "m";
+    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 8, 2, 1, 16, 16, 32, 1e-5,
+            10000.0, false, 1, 2);
+
+    /** Serves one signed manifest and its files; counts what it is asked; may hold the manifest back. */
+    static final class FakeRegistry extends ModelRegistryGrpc.ModelRegistryImplBase {
+        final AtomicInteger manifests = new AtomicInteger();
+        final AtomicInteger fetches = new AtomicInteger();
+        final CountDownLatch manifestAsked = new CountDownLatch(1);
+        volatile CountDownLatch release = new CountDownLatch(0);
+        ModelManifest manifest;
+        Path dir;
+
+        @Override
+        public void getManifest(GetManifestRequest request, StreamObserver<ModelManifest> response) {
+            manifests.incrementAndGet();
+            manifestAsked.countDown();
+            try {
+                release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            response.onNext(manifest);
+            response.onCompleted();
+        }
+
+        @Override
+        public void fetchFile(FetchFileRequest request, StreamObserver<FileChunk> response) {
+            fetches.incrementAndGet();
+            byte[] all;
+            try {
+                all = Files.readAllBytes(dir.resolve(request.getFileName()));
+            } catch (IOException e) {
+                response.onError(e);
+                return;
+            }
+            byte[] rest = Arrays.copyOfRange(all, (int) request.getOffset(), all.length);
+            CRC32C crc = new CRC32C();
+            crc.update(rest);
+            response.onNext(FileChunk.newBuilder().setFileName(request.getFileName()).setOffset(request.getOffset())
+                    .setData(ByteString.copyFrom(rest)).setCrc32C((int) crc.getValue()).setFileSize(all.length)
+                    .setLast(true).build());
+            response.onCompleted();
+        }
+    }
+
+    /** Records the load reports it receives; acknowledges heartbeats. */
+    static final class FakeCoordinator extends CoordinatorServiceGrpc.CoordinatorServiceImplBase {
+        final List<LoadReport> reports = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void reportLoad(LoadReport report, StreamObserver<LoadReportAck> response) {
+            reports.add(report);
+            response.onNext(LoadReportAck.getDefaultInstance());
+            response.onCompleted();
+        }
+
+        @Override
+        public StreamObserver<HeartbeatPing> heartbeatStream(StreamObserver<HeartbeatAck> acks) {
+            return new StreamObserver<>() {
+                @Override
+                public void onNext(HeartbeatPing ping) {
+                    acks.onNext(HeartbeatAck.newBuilder().setSequence(ping.getSequence()).build());
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                }
+
+                @Override
+                public void onCompleted() {
+                    acks.onCompleted();
+                }
+            };
+        }
+
+        List<LoadPhase> phases() {
+            return reports.stream().map(LoadReport::getPhase).toList();
+        }
+    }
+
+    @TempDir
+    Path tmp;
+
+    private final FakeRegistry registry = new FakeRegistry();
+    private final FakeCoordinator coordinator = new FakeCoordinator();
+    private final List<Server> servers = new ArrayList<>();
+    private PartitionManager manager;
+
+    @BeforeEach
+    void start() throws Exception {
+        NodeIdentity publisher = NodeIdentity.ephemeral();
+        registry.dir = Files.createDirectories(tmp.resolve("published"));
+        registry.manifest = publish(registry.dir, publisher);
+        servers.add(serve(new InetSocketAddress("127.0.0.1", 0), registry));
+        servers.add(serve(new InetSocketAddress("127.0.0.1", 0), coordinator));
+        WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", tmp.resolve("worker"), "cpu", 1, "butterfly",
+                "127.0.0.1", 1, 100, "127.0.0.1", 0, List.of(publisher.publicKeyHex()), 5000, DataSize.ofBytes(0),
+                Duration.ofMinutes(10), DataSize.ofBytes(0));
+        PeerChannels channels = new PeerChannels();
+        manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false),
+                channels, new CoordinatorLink(props, channels));
+    }
+
+    @AfterEach
+    void stop() {
+        registry.release.countDown();
+        manager.close();
+        servers.forEach(Server::shutdownNow);
+    }
+
+    @Test
+    void theSameAssignmentOfTheReadyPartitionIsReportedReadyAgainWithoutReloading() {
+        manager.assign(assignment());
+        awaitReports(LoadPhase.READY, 1);
+        LoadReport firstReady = coordinator.reports.get(coordinator.reports.size() - 1);
+        assertThat(firstReady.getPhase()).isEqualTo(LoadPhase.READY);
+        assertThat(coordinator.phases()).containsSubsequence(LoadPhase.VALIDATING, LoadPhase.LOADED,
+                LoadPhase.WARMING, LoadPhase.READY);
+        int reportsBefore = coordinator.reports.size();
+        PartitionExecutor loaded = manager.loadedExecutor();
+        assertThat(loaded).isNotNull();
+        assertThat(registry.manifests).hasValue(1);
+        assertThat(registry.fetches).hasValue(2); // config.json and the layer
+
+        // The coordinator asks again for what the worker holds (same model, epoch, layers and term).
+        manager.assign(assignment());
+
+        awaitReports(LoadPhase.READY, 2);
+        // Exactly one more report, the same LoadComplete as before: nothing was loaded or fetched again.
+        assertThat(coordinator.reports).hasSize(reportsBefore + 1);
+        assertThat(coordinator.reports.get(reportsBefore)).isEqualTo(firstReady);
+        assertThat(firstReady.getEpoch()).isEqualTo(1);
+        assertThat(firstReady.getModelId()).isEqualTo(MODEL);
+        assertThat(firstReady.getNodeId()).isEqualTo("w1");
+        assertThat(firstReady.getPartitionChecksum()).isEqualTo(registry.manifest.getMerkleRoot());
+        assertThat(registry.manifests).hasValue(1);
+        assertThat(registry.fetches).hasValue(2);
+        assertThat(manager.loadedExecutor()).isSameAs(loaded);
+        assertThat(manager.status().phase()).isEqualTo(LoadPhase.READY);
+    }
+
+    @Test
+    void theSameAssignmentWhileItIsStillLoadingSaysNothingEarly() throws Exception {
+        registry.release = new CountDownLatch(1); // the manifest is held back: the load has not got anywhere yet
+        manager.assign(assignment());
+        assertThat(registry.manifestAsked.await(10, TimeUnit.SECONDS)).isTrue();
+
+        manager.assign(assignment());
+        registry.release.countDown();
+
+        awaitReports(LoadPhase.READY, 1);
+        // Reports leave in order: a READY made for the repeat would have come before the load's own phases.
+        assertThat(coordinator.phases()).containsOnlyOnce(LoadPhase.READY).endsWith(LoadPhase.READY)
+                .containsSubsequence(LoadPhase.VALIDATING, LoadPhase.LOADED, LoadPhase.WARMING, LoadPhase.READY);
+        assertThat(coordinator.phases().subList(0, coordinator.phases().indexOf(LoadPhase.VALIDATING)))
+                .allSatisfy(phase -> assertThat(phase).isEqualTo(LoadPhase.DOWNLOADING));
+        assertThat(registry.manifests).as("the repeat did not start a second load").hasValue(1);
+    }
+
+    private AssignPartitionRequest assignment() {
+        return AssignPartitionRequest.newBuilder().setModelId(MODEL).setTerm(3).setEpoch(1)
+                .setLayers(LayerRange.newBuilder().setStart(0).setEnd(1))
+                .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost("127.0.0.1")
+                        .setGrpcPort(servers.get(0).getPort()))
+                .setCoordinator(Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1")
+                        .setGrpcPort(servers.get(1).getPort()))
+                .build();
+    }
+
+    /** The first load starts the engine, which may take a while on a busy machine; a repeat is answered at once. */
+    private void awaitReports(LoadPhase phase, int count) {
+        await(count + " " + phase + " report(s)").atMost(Duration.ofSeconds(count == 1 ? 60 : 10))
+                .until(() -> coordinator.phases().stream().filter(p -> p == phase).count() >= count);
+    }
+
+    private static Server serve(InetSocketAddress address, io.grpc.BindableService service) throws IOException {
+        return NettyServerBuilder.forAddress(address).addService(service).build().start();
+    }
+
+    /** Writes config.json and layer 0 of a tiny Llama into {@code dir}; the signed manifest of both. */
+    private static ModelManifest publish(Path dir, NodeIdentity publisher) throws IOException {
+        CONFIG.write(dir.resolve("config.json"));
+        int h = CONFIG.hiddenSize();
+        int kv = CONFIG.kvDim();
+        int inter = CONFIG.intermediateSize();
+        Random rnd = new Random(42);
+        String p = "model.layers.0.";
+        SafetensorsWriter.write(dir.resolve("layer-0.safetensors"), List.of(
+                tensor(rnd, p + "input_layernorm.weight", h),
+                tensor(rnd, p + "self_attn.q_proj.weight", h, h),
+                tensor(rnd, p + "self_attn.k_proj.weight", kv, h),
+                tensor(rnd, p + "self_attn.v_proj.weight", kv, h),
+                tensor(rnd, p + "self_attn.o_proj.weight", h, h),
+                tensor(rnd, p + "post_attention_layernorm.weight", h),
+                tensor(rnd, p + "mlp.gate_proj.weight", inter, h),
+                tensor(rnd, p + "mlp.up_proj.weight", inter, h),
+                tensor(rnd, p + "mlp.down_proj.weight", h, inter)), Map.of());
+        List<WeightFile> files = List.of(
+                file(dir, "config.json", FileKind.CONFIG, "json", 0, 0),
+                file(dir, "layer-0.safetensors", FileKind.LAYER, "safetensors", 0, 1));
+        ModelManifest unsigned = ModelManifest.newBuilder().setModelId(MODEL).setArchitecture("llama").setVersion("1")
+                .setNumLayers(CONFIG.numLayers()).setHiddenSize(h).setVocabSize(CONFIG.vocabSize()).setDtype("F32")
+                .addAllFiles(files)
+                .setMerkleRoot(MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList()))
+                .build();
+        return ManifestVerifier.sign(unsigned, publisher);
+    }
+
+    private static SafetensorsWriter.Entry tensor(Random rnd, String name, int... shape) {
+        int n = 1;
+        long[] dims = new long[shape.length];
+        for (int i = 0; i < shape.length; i++) {
+            n *= shape[i];
+            dims[i] = shape[i];
+        }
+        float[] values = new float[n];
+        for (int i = 0; i < n; i++) {
+            values[i] = (float) (0.1 * rnd.nextGaussian());
+        }
+        return SafetensorsWriter.Entry.float32(name, dims, values);
+    }
+
+    private static WeightFile file(Path dir, String name, FileKind kind, String format, int start, int end)
+            throws IOException {
+        Path f = dir.resolve(name);
+        return WeightFile.newBuilder().setName(name).setSizeBytes(Files.size(f)).setChecksumAlgorithm("sha256")
+                .setChecksum(Sha256.hexOfFile(f)).setKind(kind).setFormat(format).setLayerStart(start)
+                .setLayerEnd(end).build();
+    }
+}
