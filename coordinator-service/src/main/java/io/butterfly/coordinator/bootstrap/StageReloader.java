@@ -18,6 +18,8 @@ import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -41,6 +43,8 @@ public class StageReloader {
     private static final long SCAN_RELOAD_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
     /** When {@link #reloadUnloadedStages} last asked each node (scheduler thread only). */
     private final Map<String, Long> lastScanReload = new HashMap<>();
+    /** Nodes whose reload is queued or running. */
+    private final Set<String> reloading = ConcurrentHashMap.newKeySet();
     /** The scan's clock; a test moves it past the interval instead of waiting 30 s. */
     LongSupplier nanoTime = System::nanoTime;
 
@@ -66,7 +70,24 @@ public class StageReloader {
 
     private void onVerdict(ClusterCommand c) {
         if (c instanceof ClusterCommand.NodeRecovered r && !r.partitionIntact()) {
-            executor.execute(() -> reload(r.nodeId()));
+            queueReload(r.nodeId());
+        }
+    }
+
+    /**
+     * Queues a node's reload unless one is queued or running: a reload retries for up to a minute (longer if
+     * every attempt waits out its deadline), and a node that stays unloaded must not pile up one more per scan
+     * ahead of other nodes' reloads on the single thread.
+     */
+    private void queueReload(String nodeId) {
+        if (reloading.add(nodeId)) {
+            executor.execute(() -> {
+                try {
+                    reload(nodeId);
+                } finally {
+                    reloading.remove(nodeId);
+                }
+            });
         }
     }
 
@@ -88,7 +109,7 @@ public class StageReloader {
             if (n != null && n.state() == WorkerState.JOINED && n.partition() == PartitionState.UNLOADED
                     && (last == null || now - last > SCAN_RELOAD_INTERVAL_NANOS)) {
                 lastScanReload.put(id, now);
-                executor.execute(() -> reload(id));
+                queueReload(id);
             }
         }
     }
@@ -116,8 +137,8 @@ public class StageReloader {
                 WorkerServiceGrpc.newBlockingStub(channel)
                         .withDeadlineAfter(10, TimeUnit.SECONDS)
                         .assignPartition(request);
-                log.info("reloading layers [{}, {}) on {} after it came back (epoch {})", n.layerStart(),
-                        n.layerEnd(), nodeId, s.epoch());
+                log.info("sent {} its assignment of layers [{}, {}) again: it is joined without them (epoch {})",
+                        nodeId, n.layerStart(), n.layerEnd(), s.epoch());
                 return;
             } catch (StatusRuntimeException e) {
                 log.info("reload on {} not accepted yet (attempt {}): {}", nodeId, attempt, e.getStatus());
