@@ -30,11 +30,11 @@ public class ProblemErrorController implements ErrorController {
         problem.setTitle(known != null ? known.getReasonPhrase() : status < 500 ? "Client Error" : "Server Error");
         Object path = request.getAttribute(RequestDispatcher.ERROR_REQUEST_URI);
         problem.setDetail(detail(status, path instanceof String p ? p : ""));
-        problem.setInstance(instance(path)); // the failed request's path, not the error path's
+        problem.setInstance(instance(path)); // the failed request's path rather than the error path
         return ResponseEntity.status(status).contentType(MediaType.APPLICATION_PROBLEM_JSON).body(problem);
     }
 
-    /** What went wrong, naming the request's path (already decoded and checked by the server). */
+    /** What went wrong, naming the request's path (as sent, %-escapes and all; Tomcat accepted it). */
     private static String detail(int status, String path) {
         if (status >= 500) {
             return "The server could not process the request"; // never an exception's message
@@ -46,9 +46,10 @@ public class ProblemErrorController implements ErrorController {
         };
     }
 
+    /** The path as a URI reference, already %-escaped as sent; null (Spring then names the error path) if it is not one. */
     private static URI instance(Object path) {
         try {
-            return path instanceof String p ? new URI(null, null, p, null) : null;
+            return path instanceof String p ? new URI(p) : null;
         } catch (URISyntaxException e) {
             return null;
         }

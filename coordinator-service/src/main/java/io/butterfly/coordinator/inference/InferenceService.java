@@ -71,11 +71,6 @@ public class InferenceService {
         return startedAtMs;
     }
 
-    /** Tasks running on this replica now, and the most it admits. */
-    public TaskAdmission admission() {
-        return admission;
-    }
-
     public GenerationResult generate(GenerationRequest request) {
         RequestValidator.checkInputChoice(request);
         ServedModel model = catalog.served();
@@ -144,6 +139,9 @@ public class InferenceService {
         long start = System.nanoTime();
         long firstToken = 0;
         long[] input = prompt.stream().mapToLong(Long::longValue).toArray();
+        // Every stage sizes the sequence's cache for all of it at the first step (and refuses it then, if its
+        // budget cannot hold it), so a started task is never refused memory half-way.
+        int reserve = prompt.size() + maxTokens;
         int position = 0;
         String finish = "length";
         long pipelineNanos = 0;
@@ -151,7 +149,7 @@ public class InferenceService {
         long samplingNanos = 0;
         for (int step = 0; step < maxTokens; step++) {
             long t0 = System.nanoTime();
-            StepOutcome response = step(taskId, step, epoch, pipeline, position, input);
+            StepOutcome response = step(taskId, step, epoch, pipeline, position, input, reserve);
             long t1 = System.nanoTime();
             pipelineNanos += t1 - t0;
             transportNanos += t1 - t0 - addTimings(response.getTimingsList(), stageMs);
@@ -195,12 +193,14 @@ public class InferenceService {
         return inStages;
     }
 
-    private StepOutcome step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens) {
+    private StepOutcome step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens,
+                             int reserve) {
         ForwardRequest request = ForwardRequest.newBuilder()
                 .setTaskId(taskId)
                 .setStep(step)
                 .setEpoch(epoch)
-                .addSequences(SequenceSlice.newBuilder().setSequenceId(taskId).setPosition(position).setNumTokens(tokens.length))
+                .addSequences(SequenceSlice.newBuilder().setSequenceId(taskId).setPosition(position).setNumTokens(tokens.length)
+                        .setReservePositions(reserve))
                 .setInput(TensorCodec.int64(tokens, tokens.length))
                 .addAllDownstream(pipeline.subList(1, pipeline.size()))
                 .build();

@@ -50,4 +50,10 @@ public record WorkerProperties(
         @DefaultValue("0B") DataSize memoryLimit,
         @DefaultValue("10m") java.time.Duration cacheIdleTimeout,
         @DefaultValue("2GB") DataSize kvCacheBudget) {
+
+    public WorkerProperties {
+        if (kvCacheBudget.isNegative()) {
+            throw new IllegalArgumentException("butterfly.worker.kv-cache-budget must not be negative, got " + kvCacheBudget);
+        }
+    }
 }

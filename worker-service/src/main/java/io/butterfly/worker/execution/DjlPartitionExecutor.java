@@ -44,6 +44,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     /** The most memory all KV caches may take together (0 = no limit), see {@link #checkCacheBudget}. */
     private final long kvCacheBudget;
     private final Map<String, SequenceCache> caches = new HashMap<>();
+    /** What the caches take and hold, recounted whenever they change: readable while a step runs. */
+    private volatile long cachedBytes;
+    /** Counted against the budget: each cache's reservation, or what it takes if that is more. */
+    private volatile long accountedBytes;
+    private volatile int cachedSequences;
     /** When each cached sequence last ran a step (System.nanoTime), for {@link #evictIdle}. */
     private final Map<String, Long> lastUsed = new HashMap<>();
     /**
@@ -129,7 +134,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                 SequenceCache cache = caches.get(chunk.sequenceId());
                 if (cache == null) {
                     ModelConfig c = spec.config();
-                    cache = new SequenceCache(cacheManager, spec.numLayers(), c.numKvHeads(), c.headDim(), c.maxPositions());
+                    cache = new SequenceCache(cacheManager, spec.numLayers(), c.numKvHeads(), c.headDim(), c.maxPositions(),
+                            chunk.reservePositions());
                     caches.put(chunk.sequenceId(), cache);
                     created.add(chunk.sequenceId());
                 }
@@ -157,6 +163,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         } catch (RuntimeException | Error e) { // an Error too (e.g. heap exhausted): no cache of a failed step stays
             created.forEach(this::dropCache);
             throw e;
+        } finally {
+            recount();
         }
     }
 
@@ -228,52 +236,75 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     /**
      * Refuses a step whose cache growth would take all caches past the budget, before anything is cached
      * or grown: many concurrent long sequences must not exhaust the worker's memory (and take down every
-     * sequence it holds) but be refused one at a time until others finish.
+     * sequence it holds) but be refused one at a time until others finish. A sequence that states its
+     * reservation gets its whole cache at its first step, so only a starting sequence is refused; one that
+     * could never fit, even alone, is told so (not to retry).
      */
     private void checkCacheBudget(List<SequenceChunk> batch) {
         if (kvCacheBudget == 0) {
             return;
         }
-        long held = cachedBytes();
+        long held = accountedBytes;
         long growth = 0;
         for (SequenceChunk chunk : batch) {
             SequenceCache cache = caches.get(chunk.sequenceId());
             int reach = chunk.position() + chunk.numTokens();
-            growth += cache == null ? newCacheBytes(reach) : cache.bytesFor(reach) - cache.bytes();
+            long needed = cache == null ? Math.max(newCacheBytes(reach), reservedBytes(chunk.reservePositions()))
+                    : Math.max(0, cache.bytesFor(reach) - cache.accountedBytes());
+            long alone = cache == null ? needed : cache.accountedBytes() + needed;
+            if (alone > kvCacheBudget) {
+                throw new CacheBudgetExceededException("sequence '" + chunk.sequenceId() + "' needs " + mib(alone)
+                        + " MiB of KV cache on layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + "), more than this worker's whole budget of " + mib(kvCacheBudget)
+                        + " MiB (butterfly.worker.kv-cache-budget): ask for fewer tokens", true);
+            }
+            growth += needed;
         }
         if (growth > 0 && held + growth > kvCacheBudget) {
             throw new CacheBudgetExceededException("the KV caches of layers [" + spec.layerStart() + ", " + spec.layerEnd()
                     + ") would need " + mib(held + growth) + " MiB for this step, over this worker's budget of "
                     + mib(kvCacheBudget) + " MiB (" + caches.size() + " sequences cached, " + mib(held)
-                    + " MiB); retry once other sequences finish");
+                    + " MiB); retry once other sequences finish", false);
         }
     }
 
     /** What a new sequence's cache takes for {@code positions}, as {@link SequenceCache} would grow it. */
     private long newCacheBytes(int positions) {
+        return spec.numLayers() == 0 ? 0 : SequenceCache.capacityFor(0, positions, spec.config().maxPositions()) * bytesPerPosition();
+    }
+
+    /** The most a sequence's cache can grow to while it stays within {@code reservePositions}. */
+    private long reservedBytes(int reservePositions) {
+        return spec.numLayers() == 0 ? 0
+                : SequenceCache.reservedCapacity(reservePositions, spec.config().maxPositions()) * bytesPerPosition();
+    }
+
+    private long bytesPerPosition() {
         ModelConfig c = spec.config();
-        return spec.numLayers() == 0 ? 0 : SequenceCache.capacityFor(0, positions, c.maxPositions())
-                * SequenceCache.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
+        return SequenceCache.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
     }
 
     private static String mib(long bytes) {
         return String.format(java.util.Locale.ROOT, "%.1f", bytes / (1024.0 * 1024.0));
     }
 
-    /** Memory all sequences' KV caches take now. */
+    /** Memory all sequences' KV caches take now; read without waiting for a step (metrics). */
     @Override
-    public synchronized long cachedBytes() {
-        long sum = 0;
-        for (SequenceCache cache : caches.values()) {
-            sum += cache.bytes();
-        }
-        return sum;
+    public long cachedBytes() {
+        return cachedBytes;
     }
 
-    /** The budget of {@link #cachedBytes()}, 0 when unlimited. */
-    @Override
-    public long cacheBudgetBytes() {
-        return kvCacheBudget;
+    /** Recounts the caches' memory after they changed (under this executor's lock). */
+    private void recount() {
+        long used = 0;
+        long accounted = 0;
+        for (SequenceCache cache : caches.values()) {
+            used += cache.bytes();
+            accounted += cache.accountedBytes();
+        }
+        cachedBytes = used;
+        accountedBytes = accounted;
+        cachedSequences = caches.size();
     }
 
     private NDArray hiddenStates(ByteBuffer littleEndian, int totalTokens) {
@@ -301,6 +332,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         if (!dropCache(sequenceId)) {
             releasedUnseen.put(sequenceId, Boolean.TRUE);
         }
+        recount();
     }
 
     /** Frees a sequence's cache; false if it had none. */
@@ -325,12 +357,13 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         List<String> idle = lastUsed.entrySet().stream().filter(e -> now - e.getValue() > idleNanos)
                 .map(Map.Entry::getKey).toList();
         idle.forEach(this::dropCache);
+        recount();
         return idle;
     }
 
     @Override
-    public synchronized int cachedSequences() {
-        return caches.size();
+    public int cachedSequences() {
+        return cachedSequences;
     }
 
     /** Positions cached for a sequence on this stage, 0 if unknown. */
@@ -353,6 +386,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         caches.values().forEach(SequenceCache::close);
         caches.clear();
         lastUsed.clear();
+        recount();
         model.close();
         root.close();
     }

@@ -32,9 +32,6 @@ public interface PartitionExecutor extends AutoCloseable {
     /** Memory all sequences' KV caches take now. */
     long cachedBytes();
 
-    /** The most {@link #cachedBytes()} may reach (a step that would pass it is refused); 0 = no limit. */
-    long cacheBudgetBytes();
-
     @Override
     void close();
 }

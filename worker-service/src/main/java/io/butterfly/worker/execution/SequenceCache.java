@@ -28,10 +28,16 @@ final class SequenceCache implements AutoCloseable {
     private final int headDim;
     private final int maxPositions;
     private final long bytesPerPosition;
+    private final long reservedBytes;
     private int capacity;
     private int length;
 
     SequenceCache(NDManager parent, int layers, int kvHeads, int headDim, int maxPositions) {
+        this(parent, layers, kvHeads, headDim, maxPositions, 0);
+    }
+
+    /** @param reservePositions positions the sequence may reach (0 = unknown), see {@link #accountedBytes()} */
+    SequenceCache(NDManager parent, int layers, int kvHeads, int headDim, int maxPositions, int reservePositions) {
         this.manager = parent.newSubManager();
         this.keys = new NDArray[layers];
         this.values = new NDArray[layers];
@@ -39,6 +45,25 @@ final class SequenceCache implements AutoCloseable {
         this.headDim = headDim;
         this.maxPositions = maxPositions;
         this.bytesPerPosition = bytesPerPosition(layers, kvHeads, headDim);
+        this.reservedBytes = layers == 0 ? 0 : reservedCapacity(reservePositions, maxPositions) * bytesPerPosition;
+    }
+
+    /**
+     * The capacity a cache can reach while its sequence stays within {@code reservePositions}: it grows only
+     * when a step reaches past its capacity, to at most a quarter more than that reach, in steps of
+     * {@value #GROWTH}. A budget that counts this from the first step never refuses the sequence later.
+     */
+    static int reservedCapacity(int reservePositions, int maxPositions) {
+        if (reservePositions <= 0) {
+            return 0;
+        }
+        long bound = (long) reservePositions + (reservePositions + 3) / 4;
+        return (int) Math.min(maxPositions, (bound + GROWTH - 1) / GROWTH * GROWTH);
+    }
+
+    /** What the budget counts for this cache: its reservation, or what it takes if that is more. */
+    long accountedBytes() {
+        return Math.max(bytes(), reservedBytes);
     }
 
     /** Float32 keys and values of one position on {@code layers} layers. */

@@ -73,7 +73,8 @@ public class PipelineStage {
             ButterflyException failure = e instanceof SequenceConflictException conflict
                     ? new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, conflict.getMessage())
                     : e instanceof CacheBudgetExceededException full
-                    ? new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY, Status.Code.RESOURCE_EXHAUSTED, full.getMessage())
+                    ? new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
+                            full.neverFits() ? Status.Code.OUT_OF_RANGE : Status.Code.RESOURCE_EXHAUSTED, full.getMessage())
                     : GrpcErrors.classify(e);
             if (failure.code() == ErrorCode.INTERNAL_ERROR) {
                 log.error("step {} of task {} failed", request.getStep(), request.getTaskId(), e);
@@ -211,10 +212,11 @@ public class PipelineStage {
         }
         List<SequenceChunk> batch = new ArrayList<>(request.getSequencesCount());
         for (SequenceSlice s : request.getSequencesList()) {
-            if (s.getSequenceId().isBlank() || s.getNumTokens() <= 0 || s.getPosition() < 0) {
-                throw new IllegalArgumentException("sequence '" + s.getSequenceId() + "' needs an id, num_tokens > 0 and position >= 0");
+            if (s.getSequenceId().isBlank() || s.getNumTokens() <= 0 || s.getPosition() < 0 || s.getReservePositions() < 0) {
+                throw new IllegalArgumentException("sequence '" + s.getSequenceId()
+                        + "' needs an id, num_tokens > 0, position >= 0 and reserve_positions >= 0");
             }
-            batch.add(new SequenceChunk(s.getSequenceId(), s.getPosition(), s.getNumTokens()));
+            batch.add(new SequenceChunk(s.getSequenceId(), s.getPosition(), s.getNumTokens(), s.getReservePositions()));
         }
         return batch;
     }

@@ -78,15 +78,25 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         HttpStatus status = switch (e.status()) {
             case UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, FAILED_PRECONDITION, NOT_FOUND, CANCELLED ->
                     HttpStatus.SERVICE_UNAVAILABLE;
-            // e.g. a stage's KV cache budget is spent until other sequences finish
+            // a stage's KV cache budget is spent until other sequences finish
             case RESOURCE_EXHAUSTED -> HttpStatus.TOO_MANY_REQUESTS;
+            // a sequence that needs more KV cache than a stage's whole budget: fewer tokens, not a retry
+            case OUT_OF_RANGE -> HttpStatus.CONTENT_TOO_LARGE;
             default -> HttpStatus.BAD_GATEWAY;
         };
         ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
-        p.setTitle("Cluster error");
+        p.setTitle(status == HttpStatus.CONTENT_TOO_LARGE ? "Request too large" : "Cluster error");
         p.setProperty("error_code", e.code().name());
+        if (status == HttpStatus.CONTENT_TOO_LARGE) {
+            p.setProperty("field", "max_tokens");
+        }
         ResponseEntity.BodyBuilder response = ResponseEntity.status(status).contentType(MediaType.APPLICATION_PROBLEM_JSON);
-        if (status != HttpStatus.BAD_GATEWAY) {
+        // Soon retried: the cluster between states or memory freed by other tasks; not after a step that timed out.
+        boolean soon = switch (e.status()) {
+            case UNAVAILABLE, ABORTED, FAILED_PRECONDITION, NOT_FOUND, RESOURCE_EXHAUSTED -> true;
+            default -> false;
+        };
+        if (soon) {
             response.header(HttpHeaders.RETRY_AFTER, "1");
         }
         return response.body(p);

@@ -46,6 +46,13 @@ class ProblemHandlerTest {
         assertThat(full.getBody().getProperties()).containsEntry("error_code", "INSUFFICIENT_MEMORY");
         assertThat(handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.INTERNAL, "bug"))
                 .getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isNull();
+        assertThat(handler.cluster(new ButterflyException(ErrorCode.TIMEOUT, Status.Code.DEADLINE_EXCEEDED, "slow"))
+                .getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).as("a step that timed out is no reason to hurry back").isNull();
+        ResponseEntity<ProblemDetail> never = handler.cluster(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
+                Status.Code.OUT_OF_RANGE, "needs more than the whole budget"));
+        assertThat(never.getStatusCode().value()).isEqualTo(413);
+        assertThat(never.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isNull();
+        assertThat(never.getBody().getProperties()).containsEntry("field", "max_tokens");
 
         ResponseEntity<ProblemDetail> busy = handler.tooManyTasks(new TaskAdmission.TooManyTasksException("64 tasks are running"));
         assertThat(busy.getStatusCode().value()).isEqualTo(429);
