@@ -5,7 +5,6 @@ import jakarta.servlet.http.HttpServletRequest;
 import java.net.URI;
 import java.net.URISyntaxException;
 import org.springframework.boot.webmvc.error.ErrorController;
-import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
@@ -25,9 +24,8 @@ public class ProblemErrorController implements ErrorController {
     public ResponseEntity<ProblemDetail> error(HttpServletRequest request) {
         int status = request.getAttribute(RequestDispatcher.ERROR_STATUS_CODE) instanceof Integer code && code >= 400
                 ? code : 500;
-        HttpStatus known = HttpStatus.resolve(status);
         ProblemDetail problem = ProblemDetail.forStatus(status);
-        problem.setTitle(known != null ? known.getReasonPhrase() : status < 500 ? "Client Error" : "Server Error");
+        problem.setTitle(ProblemErrorReportValve.title(status));
         Object path = request.getAttribute(RequestDispatcher.ERROR_REQUEST_URI);
         problem.setDetail(detail(status, path instanceof String p ? p : ""));
         problem.setInstance(instance(path)); // the failed request's path rather than the error path

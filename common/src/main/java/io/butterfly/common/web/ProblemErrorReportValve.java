@@ -67,10 +67,9 @@ public class ProblemErrorReportValve extends ErrorReportValve {
 
     /** The problem document for a status and Tomcat's message for it (dropped unless {@link #safe}). */
     static String problem(int status, String tomcatMessage, boolean pathRejected) {
-        HttpStatus known = HttpStatus.resolve(status);
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("type", "about:blank");
-        body.put("title", known != null ? known.getReasonPhrase() : status < 500 ? "Client Error" : "Server Error");
+        body.put("title", title(status));
         body.put("status", status);
         if (status < 500) {
             String detail = pathRejected
@@ -84,6 +83,12 @@ public class ProblemErrorReportValve extends ErrorReportValve {
             body.put("field", "path");
         }
         return JSON.writeValueAsString(body);
+    }
+
+    /** The status's reason phrase, or the class of error for a status HTTP does not name. */
+    static String title(int status) {
+        HttpStatus known = HttpStatus.resolve(status);
+        return known != null ? known.getReasonPhrase() : status < 500 ? "Client Error" : "Server Error";
     }
 
     /**

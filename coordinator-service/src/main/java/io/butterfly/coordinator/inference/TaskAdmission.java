@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.inference;
 
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * At most {@code limit} tasks run on this coordinator replica at once; one more is refused at once (REST 429)
@@ -40,13 +41,10 @@ public final class TaskAdmission {
             throw new TooManyTasksException(limit + " tasks are running on this coordinator, the most it admits at once"
                     + " (butterfly.coordinator.max-concurrent-tasks); retry shortly");
         }
-        boolean[] closed = {false};
+        AtomicBoolean closed = new AtomicBoolean();
         return () -> {
-            synchronized (closed) { // a permit frees its place once, however often it is closed
-                if (!closed[0]) {
-                    closed[0] = true;
-                    places.release();
-                }
+            if (closed.compareAndSet(false, true)) { // a permit frees its place once, however often it is closed
+                places.release();
             }
         };
     }
@@ -54,9 +52,5 @@ public final class TaskAdmission {
     /** Tasks running now. */
     public int running() {
         return limit - places.availablePermits();
-    }
-
-    public int limit() {
-        return limit;
     }
 }

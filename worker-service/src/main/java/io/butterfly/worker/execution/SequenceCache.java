@@ -32,10 +32,6 @@ final class SequenceCache implements AutoCloseable {
     private int capacity;
     private int length;
 
-    SequenceCache(NDManager parent, int layers, int kvHeads, int headDim, int maxPositions) {
-        this(parent, layers, kvHeads, headDim, maxPositions, 0);
-    }
-
     /** @param reservePositions positions the sequence may reach (0 = unknown), see {@link #accountedBytes()} */
     SequenceCache(NDManager parent, int layers, int kvHeads, int headDim, int maxPositions, int reservePositions) {
         this.manager = parent.newSubManager();

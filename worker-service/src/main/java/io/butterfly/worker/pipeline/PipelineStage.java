@@ -70,17 +70,24 @@ public class PipelineStage {
         try {
             run(request, entry);
         } catch (RuntimeException | OutOfMemoryError e) { // reported, never thrown into the shared stream
-            ButterflyException failure = e instanceof SequenceConflictException conflict
-                    ? new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, conflict.getMessage())
-                    : e instanceof CacheBudgetExceededException full
-                    ? new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
-                            full.neverFits() ? Status.Code.OUT_OF_RANGE : Status.Code.RESOURCE_EXHAUSTED, full.getMessage())
-                    : GrpcErrors.classify(e);
+            ButterflyException failure = classify(e);
             if (failure.code() == ErrorCode.INTERNAL_ERROR) {
                 log.error("step {} of task {} failed", request.getStep(), request.getTaskId(), e);
             }
             report(request, StepOutcome.newBuilder().setFailure(failureOf(failure)), entry, 0);
         }
+    }
+
+    /** The code and status this stage would answer a call with. */
+    private static ButterflyException classify(Throwable e) {
+        if (e instanceof SequenceConflictException conflict) {
+            return new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, conflict.getMessage());
+        }
+        if (e instanceof CacheBudgetExceededException full) {
+            return new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
+                    full.neverFits() ? Status.Code.OUT_OF_RANGE : Status.Code.RESOURCE_EXHAUSTED, full.getMessage());
+        }
+        return GrpcErrors.classify(e);
     }
 
     private void run(ForwardRequest request, long entry) {
