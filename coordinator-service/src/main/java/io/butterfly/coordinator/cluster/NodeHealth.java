@@ -27,6 +27,10 @@ public record NodeHealth(WorkerState resumeState, long lastHeartbeatMs, long sus
         return new NodeHealth(from, lastHeartbeat, atMs, failedAtMs, recoveredAtMs, atPhi, why);
     }
 
+    NodeHealth resumingAs(WorkerState state) {
+        return new NodeHealth(state, lastHeartbeatMs, suspectedAtMs, failedAtMs, recoveredAtMs, phi, cause);
+    }
+
     NodeHealth cleared(long lastHeartbeat) {
         return new NodeHealth(null, lastHeartbeat, suspectedAtMs, failedAtMs, recoveredAtMs, phi, cause);
     }

@@ -28,23 +28,38 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
 
     /** A fresh assignment: earlier load progress and failures belong to the old epoch. */
     NodeRecord assign(int start, int end, boolean embedding, boolean head, long atMs) {
-        return new NodeRecord(info, WorkerState.JOINED, start, end, embedding, head, PartitionState.UNLOADED, 0.0,
-                null, null, null, null, atMs, health);
+        return new NodeRecord(info, lifecycle(WorkerState.JOINED), start, end, embedding, head, PartitionState.UNLOADED,
+                0.0, null, null, null, null, atMs, healthFor(WorkerState.JOINED));
     }
 
     NodeRecord unassign(long atMs) {
-        return new NodeRecord(info, state == WorkerState.FAILED ? state : WorkerState.JOINED, null, null, false, false,
-                PartitionState.UNLOADED, 0.0, null, null, failureCode, failureMessage, atMs, health);
+        WorkerState next = state == WorkerState.FAILED ? state : WorkerState.JOINED;
+        return new NodeRecord(info, lifecycle(next), null, null, false, false, PartitionState.UNLOADED, 0.0, null, null,
+                failureCode, failureMessage, atMs, healthFor(next));
     }
 
     NodeRecord progressed(PartitionState phase, double progress, String file, long atMs) {
-        return new NodeRecord(info, WorkerState.JOINED, layerStart, layerEnd, hasEmbedding, hasHead, phase, progress,
-                file, null, null, null, atMs, health);
+        return new NodeRecord(info, lifecycle(WorkerState.JOINED), layerStart, layerEnd, hasEmbedding, hasHead, phase,
+                progress, file, null, null, null, atMs, healthFor(WorkerState.JOINED));
     }
 
     NodeRecord loaded(String checksum, long atMs) {
-        return new NodeRecord(info, WorkerState.READY, layerStart, layerEnd, hasEmbedding, hasHead,
-                PartitionState.READY, 1.0, null, checksum, null, null, atMs, health);
+        return new NodeRecord(info, lifecycle(WorkerState.READY), layerStart, layerEnd, hasEmbedding, hasHead,
+                PartitionState.READY, 1.0, null, checksum, null, null, atMs, healthFor(WorkerState.READY));
+    }
+
+    /*
+     * Suspicion is the failure detector's verdict and only it lifts it (NodeSuspicionCleared or NodeFailed):
+     * an assignment or a load report while SUSPECT changes the state the node resumes, not SUSPECT itself.
+     * Otherwise a report would make the node READY with the suspicion still on record, and the detector's
+     * next verdict on it would be refused as an illegal transition.
+     */
+    private WorkerState lifecycle(WorkerState next) {
+        return state == WorkerState.SUSPECT ? WorkerState.SUSPECT : next;
+    }
+
+    private NodeHealth healthFor(WorkerState next) {
+        return state == WorkerState.SUSPECT ? health.resumingAs(next) : health;
     }
 
     NodeRecord failed(String code, String message, long atMs) {

@@ -207,15 +207,33 @@ public class InferenceService {
         return steps.run(pipeline.get(0), request);
     }
 
+    /**
+     * Frees abandoned tasks' sequences on the stages that serve now, in one call (best effort). Their runner
+     * is gone, so no release would come, and the stages' KV caches would hold their budget until they idle out.
+     */
+    void releaseAbandoned(List<String> taskIds) {
+        List<Endpoint> pipeline;
+        try {
+            pipeline = pipeline(control.state());
+        } catch (NotServingException noPipeline) {
+            return;
+        }
+        release(taskIds, pipeline);
+    }
+
     private void release(String taskId, List<Endpoint> pipeline) {
+        release(List.of(taskId), pipeline);
+    }
+
+    private void release(List<String> taskIds, List<Endpoint> pipeline) {
         Endpoint first = pipeline.get(0);
         try {
             WorkerServiceGrpc.newBlockingStub(channels.channel(first.getNodeId(), first.getHost(), first.getGrpcPort()))
                     .withDeadlineAfter(10, TimeUnit.SECONDS)
-                    .release(ReleaseRequest.newBuilder().addSequenceIds(taskId)
+                    .release(ReleaseRequest.newBuilder().addAllSequenceIds(taskIds)
                             .addAllDownstream(pipeline.subList(1, pipeline.size())).build());
         } catch (StatusRuntimeException e) {
-            log.warn("releasing task {} failed: {}", taskId, e.getStatus());
+            log.warn("releasing task(s) {} failed: {}", taskIds, e.getStatus());
         }
     }
 

@@ -6,6 +6,8 @@ import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.scheduling.annotation.Scheduled;
@@ -16,7 +18,7 @@ import org.springframework.stereotype.Component;
  * mid-task, the log replays the task as still running, and an open task keeps the system COMPUTING, so a
  * degraded cluster could never become READY again. So each replica fails the open tasks of its own earlier
  * start, and the leader fails any task open for longer than {@code task-timeout} (a replica that never came
- * back).
+ * back). Either way the task's sequence is released on the stages: nobody else would free its KV caches.
  */
 @Component
 class OrphanedTasks {
@@ -40,6 +42,7 @@ class OrphanedTasks {
         ClusterState s = control.state();
         long now = clock.millis();
         boolean leading = control.leadership().leading();
+        List<String> failed = new ArrayList<>();
         for (TaskRecord t : s.tasks().values()) {
             String why = null;
             if (t.orphanedBy(props.nodeId(), inference.startedAtMs())) {
@@ -53,8 +56,13 @@ class OrphanedTasks {
                     log.warn("task {} failed: {}", t.taskId(), why);
                 } catch (RuntimeException e) {
                     log.debug("task {} not failed yet: {}", t.taskId(), e.toString()); // retried on the next sweep
+                    continue;
                 }
+                failed.add(t.taskId());
             }
+        }
+        if (!failed.isEmpty()) {
+            inference.releaseAbandoned(failed);
         }
     }
 }

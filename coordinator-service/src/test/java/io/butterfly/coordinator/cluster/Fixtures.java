@@ -24,6 +24,14 @@ final class Fixtures {
         return this;
     }
 
+    /** An independent copy, to apply different commands to the same state. */
+    Fixtures copy() {
+        Fixtures c = new Fixtures();
+        c.state = state;
+        c.index = index;
+        return c;
+    }
+
     ClusterState state() {
         return state;
     }

@@ -53,6 +53,34 @@ class LivenessCommandsTest {
     }
 
     @Test
+    void loadReportsWhileSuspectChangeTheResumeStateNotTheSuspicion() {
+        // Suspected while loading: its load reports still count, but only the detector lifts the suspicion.
+        Fixtures f = Fixtures.assigned().apply(suspect("w1", 10))
+                .apply(new ClusterCommand.LoadProgressed("w1", 1, PartitionState.DOWNLOADING, 0.5, "layer-0", 11))
+                .apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 12));
+        NodeRecord n = f.state().nodes().get("w1");
+        assertEquals(WorkerState.SUSPECT, n.state());
+        assertEquals(PartitionState.READY, n.partition());
+        assertEquals(WorkerState.READY, n.health().resumeState());
+        // The detector's verdicts stay legal: cleared resumes READY, or it fails from SUSPECT.
+        NodeRecord cleared = f.copy().apply(new ClusterCommand.NodeSuspicionCleared("w1", 13, 14)).state().nodes().get("w1");
+        assertEquals(WorkerState.READY, cleared.state());
+        assertEquals(WorkerState.FAILED, f.copy().apply(fail("w1", 1_500)).state().nodes().get("w1").state());
+
+        // A re-reported READY (the same assignment sent again) does not skip the suspicion either.
+        Fixtures ready = Fixtures.ready().apply(suspect("w2", 100))
+                .apply(new ClusterCommand.LoadCompleted("w2", 1, "c2", 101));
+        assertEquals(WorkerState.SUSPECT, ready.state().nodes().get("w2").state());
+        // A new assignment while SUSPECT: the node will resume JOINED, its partition UNLOADED.
+        Fixtures reassigned = Fixtures.ready().apply(suspect("w2", 100))
+                .apply(new ClusterCommand.PartitionsAssigned(2, Fixtures.twoStages("w1", "w2"), 101));
+        NodeRecord w2 = reassigned.state().nodes().get("w2");
+        assertEquals(WorkerState.SUSPECT, w2.state());
+        assertEquals(WorkerState.JOINED, w2.health().resumeState());
+        assertEquals(PartitionState.UNLOADED, w2.partition());
+    }
+
+    @Test
     void nodeFailedNeedsSuspicionFirstAndDegradesAServingSystem() {
         Fixtures ready = Fixtures.ready();
         refused(ready, fail("w1", 100)); // READY -> FAILED directly is not a transition

@@ -17,6 +17,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,6 +34,8 @@ class OrphanedTasksTest {
 
     private ControlReplica replica;
     private ControlLog control;
+    /** Task ids whose sequences a sweep released on the stages. */
+    private final List<String> released = new ArrayList<>();
 
     @BeforeEach
     void ready(@TempDir Path raftDir) {
@@ -67,6 +70,7 @@ class OrphanedTasksTest {
 
         assertThat(task("before-restart").state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(task("before-restart").error()).contains("coordinator-0 restarted");
+        assertThat(released).as("the failed task's KV caches are freed on the stages").containsExactly("before-restart");
         assertThat(task("on-another-replica").state()).isEqualTo(TaskRecord.State.EXECUTING);
         assertThat(task("logged-before-owners").state()).isEqualTo(TaskRecord.State.EXECUTING);
         assertThat(control.state().system()).isEqualTo(SystemState.COMPUTING);
@@ -77,6 +81,7 @@ class OrphanedTasksTest {
         assertThat(task("on-another-replica").error()).contains("no outcome within");
         assertThat(task("logged-before-owners").state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(control.state().system()).isEqualTo(SystemState.READY);
+        assertThat(released).containsExactly("before-restart", "on-another-replica", "logged-before-owners");
     }
 
     @Test
@@ -84,13 +89,19 @@ class OrphanedTasksTest {
         control.submit(new ClusterCommand.TaskSubmitted("running", 3, "coordinator-0", STARTED, STARTED + 1_000));
         sweep("coordinator-0", STARTED + 2_000);
         assertThat(task("running").state()).isEqualTo(TaskRecord.State.EXECUTING);
+        assertThat(released).isEmpty();
     }
 
     /** One sweep by replica {@code nodeId} whose inference started at STARTED, at time {@code nowMs}. */
     private void sweep(String nodeId, long nowMs) {
         CoordinatorProperties props = new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "tiny", 2, "127.0.0.1",
                 9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of(), 64);
-        InferenceService inference = new InferenceService(props, control, null, null, null, at(STARTED));
+        InferenceService inference = new InferenceService(props, control, null, null, null, at(STARTED)) {
+            @Override
+            void releaseAbandoned(List<String> taskIds) {
+                released.addAll(taskIds);
+            }
+        };
         new OrphanedTasks(control, inference, props, at(nowMs)).failOrphanedTasks();
     }
 

@@ -79,7 +79,7 @@ public class PipelineStage {
     }
 
     /** The code and status this stage would answer a call with. */
-    private static ButterflyException classify(Throwable e) {
+    static ButterflyException classify(Throwable e) {
         if (e instanceof SequenceConflictException conflict) {
             return new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, conflict.getMessage());
         }
