@@ -24,6 +24,9 @@ public final class RegistryCircuitBreaker {
                 .minimumNumberOfCalls(failuresToOpen)
                 // Every call in the window failed: N consecutive failures.
                 .failureRateThreshold(100)
+                // A call is one whole file's stream, minutes for a large shard: never counted as slow (the
+                // default counts calls over 60 s, and a window of them all slow opened the breaker).
+                .slowCallDurationThreshold(Duration.ofDays(365))
                 .waitDurationInOpenState(openFor)
                 .permittedNumberOfCallsInHalfOpenState(1)
                 .build();
