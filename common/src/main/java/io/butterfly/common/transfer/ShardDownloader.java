@@ -270,8 +270,15 @@ public final class ShardDownloader {
                 failure = new ButterflyException(ErrorCode.TIMEOUT, Status.Code.UNAVAILABLE,
                         "the registry's circuit breaker is open after repeated failures; not fetching " + name
                                 + " of model " + modelId + " until it half-opens");
-                retryable = transientRetries < retry.maxTransientRetries();
-                attempt = ++transientRetries;
+                if (breaker.getState() == CircuitBreaker.State.HALF_OPEN) {
+                    // Another fetch is the probe, a whole file's stream that may take minutes: wait for its
+                    // outcome without spending a retry (this file gave up while the registry was answering).
+                    retryable = true;
+                    attempt = transientRetries + 1;
+                } else {
+                    retryable = transientRetries < retry.maxTransientRetries();
+                    attempt = ++transientRetries;
+                }
             } else {
                 long started = System.nanoTime();
                 try {
@@ -301,9 +308,9 @@ public final class ShardDownloader {
                         retryable = false;
                         attempt = 0;
                     }
-                } catch (IOException | RuntimeException e) {
-                    // A local failure (disk, interruption): the registry is not to blame, but the permission taken
-                    // must go back, or a half-open breaker waits for this call's outcome for ever.
+                } catch (Throwable e) {
+                    // A local failure (disk, interruption, an Error): the registry is not to blame, but the permission
+                    // taken must go back, or a half-open breaker (and every fetch waiting on it) waits for ever.
                     releasePermission();
                     throw e;
                 }
