@@ -33,6 +33,10 @@ public record BlockIndex(int blockBytes, String algorithm, Map<String, List<Stri
     public static final String SHA256 = "sha256";
 
     public BlockIndex {
+        if (blockBytes <= 0) {
+            // Checked here, not only when writing: a stored index read back with 0 looped for ever over a file.
+            throw new IllegalArgumentException("block size must be positive: " + blockBytes);
+        }
         algorithm = algorithm == null ? SHA256 : algorithm.toLowerCase(Locale.ROOT);
         if (!algorithm.equals(CRC32C) && !algorithm.equals(SHA256)) {
             throw new IllegalArgumentException("unknown block checksum algorithm '" + algorithm + "'");

@@ -176,7 +176,14 @@ public class ModelStore {
             try {
                 Path f = dir.resolve(BLOCK_INDEX_FILE);
                 if (Files.isRegularFile(f)) {
-                    BlockIndex stored = JSON.readValue(Files.readAllBytes(f), BlockIndex.class);
+                    BlockIndex stored;
+                    try {
+                        stored = JSON.readValue(Files.readAllBytes(f), BlockIndex.class);
+                    } catch (JacksonException e) {
+                        // Unchecked in Jackson 3: would reach the client as a bare INTERNAL error.
+                        throw new IOException("registry store corrupted: " + f + " of stored model " + id
+                                + " is unreadable: " + e.getOriginalMessage(), e);
+                    }
                     if (stored.algorithm().equals(BlockIndex.CRC32C)) {
                         return stored;
                     }

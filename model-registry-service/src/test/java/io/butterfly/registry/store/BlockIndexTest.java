@@ -66,6 +66,30 @@ class BlockIndexTest {
                 .hasMessageContaining("layer_000.safetensors block 1");
     }
 
+    @Test
+    void anUnreadableBlockIndexIsRefusedAsSuchNotAsAnInternalError() throws Exception {
+        ModelStore store = new ModelStore(root);
+        Manifest manifest = storedModel(store, false);
+        Path index = root.resolve("m/" + ModelStore.BLOCK_INDEX_FILE);
+        Files.writeString(index, Files.readString(index).substring(0, 40)); // cut short
+        assertThatThrownBy(() -> store.open(manifest, root.resolve("m/layer_000.safetensors")))
+                .isInstanceOf(UncheckedIOException.class)
+                .hasMessageContaining(ModelStore.BLOCK_INDEX_FILE)
+                .hasMessageContaining("m");
+    }
+
+    @Test
+    void aBlockIndexWithoutAPositiveBlockSizeIsRefusedNotLoopedOver() throws Exception {
+        ModelStore store = new ModelStore(root);
+        Manifest manifest = storedModel(store, false);
+        Files.writeString(root.resolve("m/" + ModelStore.BLOCK_INDEX_FILE), JsonMapper.builder().build()
+                .writeValueAsString(Map.of("blockBytes", 0, "files", Map.of("layer_000.safetensors", List.of("00")))));
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(10),
+                () -> assertThatThrownBy(() -> store.blockIndex(manifest))
+                        .isInstanceOf(UncheckedIOException.class)
+                        .hasMessageContaining(ModelStore.BLOCK_INDEX_FILE));
+    }
+
     /** Model "m" stored with a SHA-256 block index as written before CRC32C; optionally one byte flipped since. */
     private Manifest storedModel(ModelStore store, boolean flipAfterIndexing) throws Exception {
         Path dir = Files.createDirectories(root.resolve("m"));
