@@ -74,7 +74,7 @@ public final class ShardDownloader {
      * holds only verified bytes), after an exponential backoff with full jitter.
      *
      * @param maxRefetches        retries after corrupted data (DATA_LOSS) before failing with CHECKSUM_MISMATCH
-     * @param maxTransientRetries retries after the registry was unreachable or slow (e.g. restarting)
+     * @param maxTransientRetries retries in a row, without a verified byte gained, after the registry was unreachable or slow (e.g. restarting)
      * @param initialBackoff      backoff before the first retry; doubles per retry
      * @param maxBackoff          cap of the backoff
      */
@@ -252,6 +252,66 @@ public final class ShardDownloader {
         return this;
     }
 
+    /**
+     * The registry's manifest of {@code modelId} (its signature is the caller's to check), asked through the
+     * breaker and retried like a file stream while the registry is unreachable: a registry restarting when an
+     * assignment arrives must not fail the partition.
+     */
+    public ModelManifest manifest(String modelId) {
+        int retries = 0;
+        while (true) {
+            StatusRuntimeException failure;
+            if (breaker != null && !breaker.tryAcquirePermission()) {
+                failure = Status.UNAVAILABLE.withDescription("the registry's circuit breaker is open after repeated failures")
+                        .asRuntimeException();
+            } else {
+                long started = System.nanoTime();
+                try {
+                    ModelManifest m = registry.withDeadlineAfter(30, TimeUnit.SECONDS)
+                            .getManifest(io.butterfly.proto.registry.v1.GetManifestRequest.newBuilder().setModelId(modelId).build());
+                    recordSuccess(started);
+                    return m;
+                } catch (StatusRuntimeException e) {
+                    failure = e;
+                    if (transientStatus(e.getStatus().getCode())) {
+                        recordFailure(started, e);
+                    } else {
+                        recordSuccess(started); // it answered: the request is the problem (e.g. NOT_FOUND)
+                        throw e;
+                    }
+                } catch (Throwable e) {
+                    releasePermission();
+                    throw e;
+                }
+            }
+            if (retries >= retry.maxTransientRetries()) {
+                throw new ButterflyException(ErrorCode.TIMEOUT, Status.Code.UNAVAILABLE, "the manifest of model " + modelId
+                        + " could not be fetched from the registry after " + (retries + 1) + " attempts: "
+                        + failure.getStatus().getCode() + " " + failure.getStatus().getDescription(), Map.of("model_id", modelId),
+                        failure);
+            }
+            long sleep = backoffMillis(++retries);
+            log.warn("fetching the manifest of {} failed ({}); retry {} in {} ms", modelId, failure.getStatus(), retries, sleep);
+            try {
+                Thread.sleep(sleep);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw failure;
+            }
+        }
+    }
+
+    private static boolean transientStatus(Status.Code code) {
+        return code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED || code == Status.Code.ABORTED
+                || code == Status.Code.RESOURCE_EXHAUSTED;
+    }
+
+    /** Exponential backoff with full jitter for retry {@code attempt} (1 = the first). */
+    private long backoffMillis(int attempt) {
+        long cap = Math.min(retry.maxBackoff().toMillis(), retry.initialBackoff().toMillis() << Math.min(attempt - 1, 20));
+        return java.util.concurrent.ThreadLocalRandom.current().nextLong(cap / 2, cap + 1);
+    }
+
     /** Bytes received from the registry (and verified per chunk) by this downloader so far. */
     public long bytesFetched() {
         return bytesFetched.get();
@@ -281,6 +341,7 @@ public final class ShardDownloader {
                 }
             } else {
                 long started = System.nanoTime();
+                long kept = Files.exists(part) ? Files.size(part) : 0;
                 try {
                     String digest = stream(modelId, name, size, part, listener);
                     recordSuccess(started);
@@ -295,6 +356,11 @@ public final class ShardDownloader {
                             || st == Status.Code.ABORTED || st == Status.Code.RESOURCE_EXHAUSTED || goneAway;
                     if (transientFailure) {
                         recordFailure(started, e);
+                        if (Files.exists(part) && Files.size(part) > kept) {
+                            // It got further this time: the retry budget is for a registry that stays away, not
+                            // for a slow or flaky link that keeps making progress between drops.
+                            transientRetries = 0;
+                        }
                     } else {
                         recordSuccess(started); // the registry answered: it is up, the data or request is the problem
                     }
@@ -318,8 +384,7 @@ public final class ShardDownloader {
             if (!retryable) {
                 throw failure;
             }
-            long cap = Math.min(retry.maxBackoff().toMillis(), retry.initialBackoff().toMillis() << Math.min(attempt - 1, 20));
-            long sleep = java.util.concurrent.ThreadLocalRandom.current().nextLong(cap / 2, cap + 1);
+            long sleep = backoffMillis(attempt);
             log.warn("fetching {} of {} failed ({}: {}); retry {} from byte {} in {} ms", name, modelId, failure.code(),
                     failure.getMessage(), attempt, Files.exists(part) ? Files.size(part) : 0, sleep);
             try {

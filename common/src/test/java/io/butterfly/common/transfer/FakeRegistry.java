@@ -32,12 +32,29 @@ final class FakeRegistry implements AutoCloseable {
 
     final Map<String, byte[]> files = new LinkedHashMap<>();
     final List<FetchFileRequest> fetches = new CopyOnWriteArrayList<>();
+    /** GetManifest calls answered UNAVAILABLE before the manifest is served. */
+    final java.util.concurrent.atomic.AtomicInteger manifestOutages = new java.util.concurrent.atomic.AtomicInteger();
+    final java.util.concurrent.atomic.AtomicInteger manifestCalls = new java.util.concurrent.atomic.AtomicInteger();
     private final Server server;
     private final ManagedChannel channel;
 
     FakeRegistry(Serve serve) throws IOException {
         String name = InProcessServerBuilder.generateName();
         server = InProcessServerBuilder.forName(name).addService(new ModelRegistryGrpc.ModelRegistryImplBase() {
+            @Override
+            public void getManifest(io.butterfly.proto.registry.v1.GetManifestRequest request,
+                                    StreamObserver<ModelManifest> response) {
+                manifestCalls.incrementAndGet();
+                if (manifestOutages.getAndDecrement() > 0) {
+                    response.onError(io.grpc.Status.UNAVAILABLE.withDescription("restarting").asRuntimeException());
+                } else if (!request.getModelId().equals("tiny")) {
+                    response.onError(io.grpc.Status.NOT_FOUND.withDescription("no model " + request.getModelId()).asRuntimeException());
+                } else {
+                    response.onNext(manifest());
+                    response.onCompleted();
+                }
+            }
+
             @Override
             public void fetchFile(FetchFileRequest request, StreamObserver<FileChunk> response) {
                 fetches.add(request);

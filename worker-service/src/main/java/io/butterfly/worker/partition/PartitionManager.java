@@ -12,7 +12,6 @@ import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.coordinator.v1.LoadPhase;
 import io.butterfly.proto.coordinator.v1.LoadReport;
-import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
@@ -164,8 +163,10 @@ public class PartitionManager {
         try {
             ModelRegistryGrpc.ModelRegistryBlockingStub registry = ModelRegistryGrpc.newBlockingStub(
                     channels.get(request.getRegistry().getHost(), request.getRegistry().getGrpcPort()));
-            ModelManifest manifest = verifier.verify(registry.withDeadlineAfter(30, TimeUnit.SECONDS)
-                    .getManifest(GetManifestRequest.newBuilder().setModelId(request.getModelId()).build()));
+            ShardDownloader downloader = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
+                    ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
+                    .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression());
+            ModelManifest manifest = verifier.verify(downloader.manifest(request.getModelId()));
             if (!manifest.getModelId().equals(request.getModelId())) {
                 throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.FAILED_PRECONDITION,
                         "the registry answered the manifest of '" + manifest.getModelId() + "' when asked for '"
@@ -175,9 +176,7 @@ public class PartitionManager {
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
             Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
             long[] lastReport = {0};
-            List<VerifiedFile> verified = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
-                    ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
-                    .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression()).downloadVerified(manifest,
+            List<VerifiedFile> verified = downloader.downloadVerified(manifest,
                     files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
                         // over all files of the partition
                         PartitionStatus s = update(gen, st -> st.withProgress(file, done, total));

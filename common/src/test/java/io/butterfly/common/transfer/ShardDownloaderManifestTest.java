@@ -1,0 +1,53 @@
+package io.butterfly.common.transfer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.butterfly.common.error.ButterflyException;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** The manifest is asked like a file is fetched: retried while the registry is away, not when it says no. */
+class ShardDownloaderManifestTest {
+
+    private static final ShardDownloader.RetryPolicy TWO_RETRIES =
+            new ShardDownloader.RetryPolicy(0, 2, Duration.ofMillis(1), Duration.ofMillis(2));
+
+    @Test
+    void aRegistryBrieflyAwayIsAskedAgain() throws Exception {
+        try (FakeRegistry registry = new FakeRegistry((req, out) -> { }).file("a.safetensors", 10)) {
+            registry.manifestOutages.set(2);
+            ShardDownloader downloader = new ShardDownloader(registry.stub(), Duration.ofSeconds(5), 1000, TWO_RETRIES, 1);
+
+            assertThat(downloader.manifest("tiny")).isEqualTo(registry.manifest());
+            assertThat(registry.manifestCalls).hasValue(3);
+        }
+    }
+
+    @Test
+    void aRegistryAwayForLongerIsReportedUnavailableNamingTheModel() throws Exception {
+        try (FakeRegistry registry = new FakeRegistry((req, out) -> { })) {
+            registry.manifestOutages.set(100);
+            ShardDownloader downloader = new ShardDownloader(registry.stub(), Duration.ofSeconds(5), 1000, TWO_RETRIES, 1);
+
+            assertThatThrownBy(() -> downloader.manifest("tiny")).isInstanceOfSatisfying(ButterflyException.class, e -> {
+                assertThat(e.status()).isEqualTo(Status.Code.UNAVAILABLE);
+                assertThat(e.getMessage()).contains("manifest of model tiny", "3 attempts", "restarting");
+            });
+            assertThat(registry.manifestCalls).hasValue(3);
+        }
+    }
+
+    @Test
+    void anAnswerIsNotRetried() throws Exception {
+        try (FakeRegistry registry = new FakeRegistry((req, out) -> { })) {
+            ShardDownloader downloader = new ShardDownloader(registry.stub(), Duration.ofSeconds(5), 1000, TWO_RETRIES, 1);
+
+            assertThatThrownBy(() -> downloader.manifest("other")).isInstanceOfSatisfying(StatusRuntimeException.class,
+                    e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND));
+            assertThat(registry.manifestCalls).hasValue(1);
+        }
+    }
+}
