@@ -1,6 +1,8 @@
 package io.butterfly.common.json;
 
 import tools.jackson.core.JacksonException;
+import tools.jackson.core.exc.StreamReadException;
+import tools.jackson.databind.exc.MismatchedInputException;
 
 /** The JSON path of the field a body failed on ("token_ids[2]"), when the parser knows it. */
 public final class JsonFieldPath {
@@ -28,5 +30,21 @@ public final class JsonFieldPath {
             }
         }
         return null;
+    }
+
+    /**
+     * What is wrong with a body no field of which is to blame: not JSON at all, JSON but not an object
+     * ({@code []}, {@code 42}), or nothing ({@code null} or no body).
+     */
+    public static String bodyProblem(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof StreamReadException) {
+                return "request body is not valid JSON";
+            }
+            if (c instanceof MismatchedInputException) {
+                return "request body must be a JSON object";
+            }
+        }
+        return "request body is missing (or JSON null); send a JSON object";
     }
 }

@@ -4,6 +4,7 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.ControlStateMachine;
 import io.butterfly.coordinator.raft.LeadershipEvents;
 import io.butterfly.coordinator.raft.RaftStatus;
 import io.butterfly.coordinator.raft.ReplicaView;
@@ -49,6 +50,14 @@ public class ControlLog {
             TransitionLogging.rejected(log, replica.state(), command, e);
             throw e;
         }
+    }
+
+    /**
+     * Calls {@code listener} on this replica after each committed command is applied (on the state machine's
+     * thread: it must return quickly).
+     */
+    public void onApplied(ControlStateMachine.AppliedListener listener) {
+        replica.addAppliedListener(listener);
     }
 
     /** The newest {@code limit} applied transitions, newest first (§7.2). */

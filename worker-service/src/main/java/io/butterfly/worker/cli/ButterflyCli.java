@@ -2,6 +2,7 @@ package io.butterfly.worker.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -27,7 +28,8 @@ public final class ButterflyCli {
             "wait-ready", new Args.Spec("wait-ready", Set.of("url", "timeout"), Set.of()),
             "status", new Args.Spec("status", Set.of("url"), Set.of()),
             "generate", new Args.Spec("generate",
-                    Set.of("url", "max-tokens", "temperature", "top-p", "seed", "logprobs"), Set.of("json")));
+                    Set.of("url", "max-tokens", "temperature", "top-p", "seed", "logprobs", "compare-whole", "threads"),
+                    Set.of("json")));
 
     private final PrintStream out;
     private final PrintStream err;
@@ -170,6 +172,8 @@ public final class ButterflyCli {
         if (a.has("logprobs")) {
             body.put("logprobs", logprobs);
         }
+        Path wholeModel = a.has("compare-whole") ? Path.of(a.option("compare-whole", "")) : null;
+        int wholeThreads = a.intOption("threads", 1);
         PlainHttp.Response response = PlainHttp.postJson(url + "/api/v1/inference", JSON.writeValueAsString(body),
                 Duration.ofMinutes(10));
         JsonNode r = JSON.readTree(response.body());
@@ -192,7 +196,35 @@ public final class ButterflyCli {
                 r.path("usage").path("prompt_tokens").asInt(), r.path("usage").path("completion_tokens").asInt(),
                 r.path("finish_reason").asString(), t.path("time_to_first_token_ms").asDouble(),
                 t.path("decode_tokens_per_second").asDouble());
+        return wholeModel == null ? 0 : compareWhole(wholeModel, r, (double) body.get("temperature"), wholeThreads);
+    }
+
+    /** Decodes the same prompt greedily with the whole model in this process and says whether the cluster's tokens are the same. */
+    private int compareWhole(Path modelDir, JsonNode r, double temperature, int threads) throws IOException {
+        if (temperature != 0) {
+            out.println("whole model, one process: not compared (only a greedy answer, temperature 0, is)");
+            return 0;
+        }
+        long[] prompt = longs(r.path("prompt_token_ids"));
+        long[] cluster = longs(r.path("token_ids"));
+        long[] whole = WholeModelCheck.greedy(modelDir, prompt, cluster.length, threads);
+        for (int i = 0; i < cluster.length; i++) {
+            if (cluster[i] != whole[i]) {
+                out.printf("whole model, one process: DIFFERENT at generated token %d: cluster %d, whole model %d%n", i,
+                        cluster[i], whole[i]);
+                return 1;
+            }
+        }
+        out.printf("whole model, one process: the same %d tokens%n", cluster.length);
         return 0;
+    }
+
+    private static long[] longs(JsonNode array) {
+        long[] out = new long[array.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = array.get(i).asLong();
+        }
+        return out;
     }
 
     JsonNode get(String url) throws IOException {

@@ -253,18 +253,18 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                     : Math.max(0, cache.bytesFor(reach) - cache.accountedBytes());
             long alone = cache == null ? needed : cache.accountedBytes() + needed;
             if (alone > kvCacheBudget) {
-                throw new CacheBudgetExceededException("sequence '" + chunk.sequenceId() + "' needs " + mib(alone)
-                        + " MiB of KV cache on layers [" + spec.layerStart() + ", " + spec.layerEnd()
-                        + "), more than this worker's whole budget of " + mib(kvCacheBudget)
-                        + " MiB (butterfly.worker.kv-cache-budget): ask for fewer tokens", true);
+                throw new CacheBudgetExceededException("sequence '" + chunk.sequenceId() + "' needs " + size(alone)
+                        + " of KV cache on layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + "), more than this worker's whole budget of " + size(kvCacheBudget)
+                        + " (butterfly.worker.kv-cache-budget): ask for fewer tokens", true);
             }
             growth += needed;
         }
         if (growth > 0 && held + growth > kvCacheBudget) {
             throw new CacheBudgetExceededException("the KV caches of layers [" + spec.layerStart() + ", " + spec.layerEnd()
-                    + ") would need " + mib(held + growth) + " MiB for this step, over this worker's budget of "
-                    + mib(kvCacheBudget) + " MiB (" + caches.size() + " sequences cached, " + mib(held)
-                    + " MiB); retry once other sequences finish", false);
+                    + ") would need " + size(held + growth) + " for this step, over this worker's budget of "
+                    + size(kvCacheBudget) + " (" + caches.size() + (caches.size() == 1 ? " sequence" : " sequences")
+                    + " cached, holding " + size(held) + "); retry once other sequences finish", false);
         }
     }
 
@@ -284,8 +284,18 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         return SequenceCache.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
     }
 
-    private static String mib(long bytes) {
-        return String.format(java.util.Locale.ROOT, "%.1f", bytes / (1024.0 * 1024.0));
+    /** A size in the unit that shows it (a 100 KB budget read "0.1 MiB" for every figure in a refusal). */
+    static String size(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " bytes";
+        }
+        if (bytes < 1024 * 1024) {
+            return String.format(java.util.Locale.ROOT, "%.1f KiB", bytes / 1024.0);
+        }
+        if (bytes < 1024L * 1024 * 1024) {
+            return String.format(java.util.Locale.ROOT, "%.1f MiB", bytes / (1024.0 * 1024.0));
+        }
+        return String.format(java.util.Locale.ROOT, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
     }
 
     /** Memory all sequences' KV caches take now; read without waiting for a step (metrics). */

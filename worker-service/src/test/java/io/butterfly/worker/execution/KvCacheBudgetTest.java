@@ -66,7 +66,8 @@ class KvCacheBudgetTest {
         // A third sequence would need a third step of capacity: refused, but it could fit alone (retry).
         assertThatThrownBy(() -> feed("c", 0, 10, 0)).isInstanceOfSatisfying(CacheBudgetExceededException.class,
                 e -> assertThat(e.neverFits()).isFalse())
-                .hasMessageContaining("layers [0, 4)").hasMessageContaining("2 sequences cached").hasMessageContaining("budget");
+                .hasMessageContaining("layers [0, 4)").hasMessageContaining("2 sequences cached").hasMessageContaining("budget of 144.0 KiB")
+                .hasMessageContaining("holding 128.0 KiB");
         assertThat(exec.cachedLength("c")).isZero();
         assertThat(exec.cachedSequences()).isEqualTo(2);
 
@@ -130,5 +131,13 @@ class KvCacheBudgetTest {
     void noBudgetMeansNoLimit() {
         assertThat(ExecutorOptions.cpu().kvCacheBytes()).isZero();
         assertThatThrownBy(() -> new ExecutorOptions("cpu", 0, -1)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void sizesInRefusalsAreShownInAUnitThatShowsThem() {
+        assertThat(DjlPartitionExecutor.size(512)).isEqualTo("512 bytes");
+        assertThat(DjlPartitionExecutor.size(100 * 1024)).isEqualTo("100.0 KiB");
+        assertThat(DjlPartitionExecutor.size(3L * 1024 * 1024 / 2)).isEqualTo("1.5 MiB");
+        assertThat(DjlPartitionExecutor.size(2L << 30)).isEqualTo("2.00 GiB");
     }
 }

@@ -19,7 +19,7 @@ import java.util.Set;
 public final class GenerateModelCommand {
 
     public static final String USAGE = """
-            usage: GenerateModelCommand [--preset demo|bench-100m] [options] --out DIR
+            usage: ./butterfly model generate [--preset demo|bench-100m] [options] --out DIR
               --preset NAME        demo (Llama, 6 layers, hidden 256, 8/4 heads, vocab 4096) or
                                    bench-100m (Llama, 12 layers, hidden 768, 12 heads, vocab 32000, fp32);
                                    explicit options override the preset

@@ -117,7 +117,7 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     protected ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex, HttpHeaders headers,
                                                                   HttpStatusCode status, WebRequest request) {
         String field = JsonFieldPath.of(ex);
-        String detail = field == null ? "request body is not valid JSON"
+        String detail = field == null ? JsonFieldPath.bodyProblem(ex)
                 : ex.getMostSpecificCause() instanceof tools.jackson.databind.exc.UnrecognizedPropertyException
                 ? "unknown field '" + field + "'"
                 : "field '" + field + "' has an invalid value (wrong JSON type or out of range)";

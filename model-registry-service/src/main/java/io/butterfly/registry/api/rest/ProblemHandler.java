@@ -65,7 +65,7 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
                                                                   HttpStatusCode status, WebRequest request) {
         String field = JsonFieldPath.of(ex);
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
-                field == null ? "request body is not valid JSON" : "field '" + field + "' has an invalid value");
+                field == null ? JsonFieldPath.bodyProblem(ex) : "field '" + field + "' has an invalid value");
         p.setTitle("Bad Request");
         p.setProperty("code", "INVALID_MESSAGE");
         p.setProperty("field", field == null ? "body" : field);

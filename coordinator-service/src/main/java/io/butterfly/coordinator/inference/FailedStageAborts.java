@@ -1,0 +1,26 @@
+package io.butterfly.coordinator.inference;
+
+import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.cluster.WorkerState;
+import io.butterfly.coordinator.control.ControlLog;
+import org.springframework.stereotype.Component;
+
+/**
+ * When a node becomes FAILED in the control log, this replica's steps waiting on it are failed at once
+ * (503 to their clients, who may retry on the reassigned pipeline) instead of waiting for a transport timeout.
+ */
+@Component
+class FailedStageAborts {
+
+    FailedStageAborts(ControlLog control, PipelineSteps steps) {
+        control.onApplied((before, after, command, index) -> {
+            for (NodeRecord n : after.nodes().values()) {
+                NodeRecord was = before.nodes().get(n.info().nodeId());
+                if (n.state() == WorkerState.FAILED && (was == null || was.state() != WorkerState.FAILED)) {
+                    String why = n.health().failedByDetector() ? n.health().cause() : n.failureMessage();
+                    steps.abortThrough(n.info().nodeId(), why == null || why.isEmpty() ? "no reason recorded" : why);
+                }
+            }
+        });
+    }
+}

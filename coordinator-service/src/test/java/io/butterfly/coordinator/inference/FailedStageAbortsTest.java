@@ -1,0 +1,150 @@
+package io.butterfly.coordinator.inference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.coordinator.bootstrap.WorkerChannels;
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.cluster.WeightValidation;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.StreamClosed;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.Grpc;
+import io.grpc.InsecureServerCredentials;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A step waiting on a stage that the failure detector declares FAILED ends at once with UNAVAILABLE naming the
+ * stage (a paused stage never answers, and the stream to it breaks only when keepalive gives up, ~45 s later).
+ */
+class FailedStageAbortsTest {
+
+    private ControlReplica replica;
+    private ControlLog control;
+    private Server firstStage;
+    private PipelineSteps steps;
+
+    @BeforeEach
+    void start(@TempDir Path raftDir) throws Exception {
+        replica = TestReplicas.single(raftDir);
+        control = new ControlLog(replica);
+        control.submit(new ClusterCommand.Bootstrap("tiny", 2, 1));
+        control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
+        control.submit(new ClusterCommand.NodeJoined(worker("w1"), 3));
+        control.submit(new ClusterCommand.NodeJoined(worker("w2"), 4));
+        control.submit(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 2, true, false),
+                new StageAssignment("w2", 2, 4, false, true)), 5));
+        control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c1", 6));
+        control.submit(new ClusterCommand.LoadCompleted("w2", 1, "c2", 7));
+        control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
+                "partition-root", List.of("w1", "w2"), List.of(), List.of(), 8), 8));
+        assertThat(control.state().system()).isEqualTo(SystemState.READY);
+
+        // A first stage that takes every step and passes it to a second stage that never answers.
+        firstStage = Grpc.newServerBuilderForPort(0, InsecureServerCredentials.create())
+                .addService(new WorkerServiceGrpc.WorkerServiceImplBase() {
+                    @Override
+                    public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
+                        return new StreamObserver<>() {
+                            @Override
+                            public void onNext(ForwardRequest value) {
+                            }
+
+                            @Override
+                            public void onError(Throwable t) {
+                            }
+
+                            @Override
+                            public void onCompleted() {
+                                closed.onNext(StreamClosed.getDefaultInstance());
+                                closed.onCompleted();
+                            }
+                        };
+                    }
+                }).build().start();
+        CoordinatorProperties props = new CoordinatorProperties("coordinator-0", "127.0.0.1", "butterfly", "tiny", 2,
+                "127.0.0.1", 9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120,
+                Duration.ofMinutes(30), List.of(), 64);
+        steps = new PipelineSteps(new WorkerChannels(9999), props);
+        new FailedStageAborts(control, steps);
+    }
+
+    @AfterEach
+    void stop() {
+        steps.close();
+        firstStage.shutdownNow();
+        replica.close();
+    }
+
+    @Test
+    void aStepThroughAStageDeclaredFailedEndsAtOnceNamingIt() throws Exception {
+        CompletableFuture<ButterflyException> failed = CompletableFuture.supplyAsync(() -> {
+            try {
+                steps.run(endpoint("w1", firstStage.getPort()), ForwardRequest.newBuilder().setTaskId("t").setStep(3)
+                        .setEpoch(1).addDownstream(endpoint("w2", 9)).build());
+                return null;
+            } catch (ButterflyException e) {
+                return e;
+            }
+        });
+        Thread.sleep(300); // the step is on its way and waiting
+        assertThat(failed).isNotDone();
+
+        control.submit(new ClusterCommand.NodeSuspected("w2", 9_000, 4.2, "no heartbeat for 500 ms", 9_500));
+        assertThat(failed).as("suspicion alone aborts nothing").isNotDone();
+        control.submit(new ClusterCommand.NodeFailed("w2", 9_000, 8.1, "no heartbeat for 1400 ms", 10_400));
+
+        ButterflyException e = failed.get(5, TimeUnit.SECONDS);
+        assertThat(e).isNotNull();
+        assertThat(e.status()).isEqualTo(Status.Code.UNAVAILABLE);
+        assertThat(e.getMessage()).contains("w2 was declared FAILED", "no heartbeat for 1400 ms");
+        assertThat(e.context()).containsEntry("unreachable", "w2");
+    }
+
+    @Test
+    void aStepNotThroughTheFailedStageWaitsOn() throws Exception {
+        CompletableFuture<ButterflyException> other = CompletableFuture.supplyAsync(() -> {
+            try {
+                steps.run(endpoint("w1", firstStage.getPort()), ForwardRequest.newBuilder().setTaskId("t2").setStep(0)
+                        .setEpoch(1).build());
+                return null;
+            } catch (ButterflyException e) {
+                return e;
+            }
+        });
+        Thread.sleep(300);
+        control.submit(new ClusterCommand.NodeSuspected("w2", 9_000, 4.2, "no heartbeat for 500 ms", 9_500));
+        control.submit(new ClusterCommand.NodeFailed("w2", 9_000, 8.1, "no heartbeat for 1400 ms", 10_400));
+        Thread.sleep(300);
+        assertThat(other).isNotDone();
+        steps.abortThrough("w1", "test over"); // ends it, so the test does not wait for the step timeout
+        assertThat(other.get(5, TimeUnit.SECONDS).getMessage()).contains("w1 was declared FAILED");
+    }
+
+    private static Endpoint endpoint(String id, int port) {
+        return Endpoint.newBuilder().setNodeId(id).setHost("127.0.0.1").setGrpcPort(port).build();
+    }
+
+    private static NodeInfo worker(String id) {
+        return new NodeInfo(id, "worker", "host-" + id, 9000, 8000, 4, 8L << 30, 12.5, "cpu");
+    }
+}
