@@ -53,6 +53,23 @@ public final class ManifestVerifier {
                     "manifest of '" + m.getModelId() + "' has an invalid signature for publisher key '" + key + "'",
                     ctx, null);
         }
+        // Signed is not enough to be safe to use: the id and the file names become paths on this node.
+        if (!ModelIds.isValid(m.getModelId())) {
+            throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.INVALID_ARGUMENT,
+                    "manifest names model id '" + m.getModelId() + "', which is not one path segment of letters, digits,"
+                            + " '.', '_' or '-'", ctx, null);
+        }
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (WeightFile f : m.getFilesList()) {
+            if (!names.add(f.getName())) {
+                throw invalidFiles(m, "lists file '" + f.getName() + "' twice", ctx);
+            }
+        }
+        for (String name : names) {
+            if (names.contains(name + ".part")) { // a download of one would write into the other
+                throw invalidFiles(m, "lists both '" + name + "' and '" + name + ".part'", ctx);
+            }
+        }
         String root = MerkleTree.rootHex(m.getFilesList().stream().map(WeightFile::getChecksum).toList());
         if (!root.equals(m.getMerkleRoot())) {
             throw new ButterflyException(ErrorCode.MERKLE_ROOT_MISMATCH, Status.Code.DATA_LOSS,
@@ -60,6 +77,11 @@ public final class ManifestVerifier {
                             + " but its files hash to " + root, ctx, null);
         }
         return m;
+    }
+
+    private static ButterflyException invalidFiles(ModelManifest m, String problem, Map<String, String> ctx) {
+        return new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.INVALID_ARGUMENT,
+                "manifest of '" + m.getModelId() + "' " + problem, ctx, null);
     }
 
     /** Signs a manifest (publisher side): sets the publisher key, then the signature over the canonical form. */

@@ -521,6 +521,11 @@ public final class ShardDownloader {
                     throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
                             name + " is longer than the manifest's " + size + " bytes");
                 }
+                if (data.isEmpty() && !chunk.getLast()) {
+                    // Progress-free chunks would keep a stream alive until its deadline, then its retries'.
+                    throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.DATA_LOSS,
+                            "empty chunk of " + name + " at offset " + position + " that is not the last");
+                }
                 data.writeTo(out);
                 whole.update(data.asReadOnlyByteBuffer());
                 bytesFetched.addAndGet(data.size());

@@ -84,6 +84,34 @@ class ManifestVerifierTest {
                         e -> assertThat(e.code()).isEqualTo(ErrorCode.MERKLE_ROOT_MISMATCH));
     }
 
+    @Test
+    void refusesASignedManifestWhoseModelIdIsNotOnePathSegment() {
+        for (String id : new String[]{"../../etc", "a/b", "/abs", "..", ".hidden", ""}) {
+            ModelManifest m = unsigned().toBuilder().setModelId(id).build();
+            assertThatThrownBy(() -> verifier.verify(ManifestVerifier.sign(m, publisher))).as(id)
+                    .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                        assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                        assertThat(e.getMessage()).contains("model id '" + id + "'");
+                    });
+        }
+    }
+
+    @Test
+    void refusesASignedManifestListingAFileTwiceOrBesideItsPartName() {
+        ModelManifest base = unsigned();
+        WeightFile layer = base.getFiles(1);
+        for (WeightFile extra : new WeightFile[]{layer, layer.toBuilder().setName(layer.getName() + ".part").build()}) {
+            ModelManifest.Builder b = base.toBuilder().addFiles(extra);
+            ModelManifest m = b.setMerkleRoot(MerkleTree.rootHex(b.getFilesList().stream().map(WeightFile::getChecksum).toList()))
+                    .build();
+            assertThatThrownBy(() -> verifier.verify(ManifestVerifier.sign(m, publisher))).as(extra.getName())
+                    .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                        assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                        assertThat(e.getMessage()).contains(layer.getName());
+                    });
+        }
+    }
+
     private void assertInvalidSignature(ModelManifest m) {
         assertThatThrownBy(() -> verifier.verify(m)).isInstanceOfSatisfying(ButterflyException.class,
                 e -> assertThat(e.code()).isEqualTo(ErrorCode.INVALID_SIGNATURE));

@@ -51,4 +51,23 @@ class ShardDownloaderProgressTest {
             assertThat(registry.fetches).hasSize(3); // the first try and two retries
         }
     }
+
+    @Test
+    void emptyChunksThatAreNotTheLastAreRefused() throws Exception {
+        try (FakeRegistry registry = new FakeRegistry((req, out) -> {
+            for (int i = 0; i < 1000; i++) {
+                out.onNext(io.butterfly.proto.registry.v1.FileChunk.newBuilder().setFileName(req.getFileName())
+                        .setOffset(req.getOffset()).setCrc32C(0).setFileSize(5000).build());
+            }
+            out.onCompleted();
+        }).file("a.safetensors", 5000)) {
+            ShardDownloader downloader = new ShardDownloader(registry.stub(), Duration.ofSeconds(30), 1000, TWO_RETRIES, 1);
+
+            assertThatThrownBy(() -> downloader.download(registry.manifest(), List.of("a.safetensors"), tmp, null))
+                    .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                        assertThat(e.status()).isEqualTo(Status.Code.DATA_LOSS);
+                        assertThat(e.getMessage()).contains("empty chunk of a.safetensors at offset 0");
+                    });
+        }
+    }
 }

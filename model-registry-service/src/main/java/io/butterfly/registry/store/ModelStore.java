@@ -1,5 +1,6 @@
 package io.butterfly.registry.store;
 
+import io.butterfly.common.manifest.ModelIds;
 import io.butterfly.registry.catalog.Manifest;
 import io.butterfly.registry.catalog.ManifestFile;
 import java.io.Closeable;
@@ -25,7 +26,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,7 +43,6 @@ public class ModelStore {
     public static final String MANIFEST_FILE = "manifest.json";
     public static final String BLOCK_INDEX_FILE = "blocks.json";
     public static final String FINGERPRINT_FILE = "source.fingerprint";
-    private static final Pattern MODEL_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
     private static final Logger log = LoggerFactory.getLogger(ModelStore.class);
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
@@ -85,7 +84,7 @@ public class ModelStore {
     }
 
     public static boolean isValidModelId(String modelId) {
-        return modelId != null && MODEL_ID.matcher(modelId).matches();
+        return ModelIds.isValid(modelId);
     }
 
     public Path modelDir(String modelId) {

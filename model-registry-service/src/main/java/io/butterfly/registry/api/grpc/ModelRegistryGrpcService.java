@@ -43,6 +43,9 @@ import org.springframework.stereotype.Service;
 @Service
 public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImplBase {
 
+    /** The smallest chunk served, whatever a request asks. */
+    static final int MIN_CHUNK_BYTES = 512;
+
     private static final Logger log = LoggerFactory.getLogger(ModelRegistryGrpcService.class);
 
     private final ModelCatalog catalog;
@@ -89,7 +92,9 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                     "offset " + offset + " is outside " + name + " (" + size + " bytes)",
                     Map.of("field", "offset", "file", name), null);
         }
-        int chunkSize = request.getChunkSize() <= 0 ? maxChunkBytes : Math.min(request.getChunkSize(), maxChunkBytes);
+        // A floor too: a client asking for 1-byte chunks would cost the registry a message per byte.
+        int chunkSize = request.getChunkSize() <= 0 ? maxChunkBytes
+                : Math.min(Math.max(request.getChunkSize(), MIN_CHUNK_BYTES), maxChunkBytes);
         // Compression only when both sides have the feature (bootstrap-protocol.md §7.2).
         boolean compress = zstdLevel > 0 && (request.getFeatures() & ChunkCodec.FEATURE_COMPRESSION) != 0;
         ServerCallStreamObserver<FileChunk> call = response instanceof ServerCallStreamObserver<FileChunk> s ? s : null;

@@ -75,6 +75,18 @@ class FetchFileTransferTest {
     }
 
     @Test
+    void aTinyChunkSizeIsRaisedToTheFloor() {
+        WeightFile largest = manifest.getFilesList().stream().max(java.util.Comparator.comparingLong(WeightFile::getSizeBytes))
+                .orElseThrow();
+        assertThat(largest.getSizeBytes()).isGreaterThan(ModelRegistryGrpcService.MIN_CHUNK_BYTES);
+        List<FileChunk> chunks = new ArrayList<>();
+        stub.fetchFile(FetchFileRequest.newBuilder().setModelId("tiny").setFileName(largest.getName()).setChunkSize(1)
+                .build()).forEachRemaining(chunks::add);
+        assertThat(chunks.get(0).getData().size()).isEqualTo(ModelRegistryGrpcService.MIN_CHUNK_BYTES);
+        assertThat(chunks.stream().mapToLong(c -> c.getData().size()).sum()).isEqualTo(largest.getSizeBytes());
+    }
+
+    @Test
     void downloadsEveryFileVerifiedAndDoesNotFetchPresentFilesAgain() throws Exception {
         List<String> names = manifest.getFilesList().stream().map(WeightFile::getName).toList();
         Path dest = tmp.resolve("dest");
