@@ -38,6 +38,11 @@ public class ProblemErrorReportAutoConfiguration {
         return new ProblemErrorController();
     }
 
+    @Bean
+    UnknownRouteAdvice unknownRouteAdvice() {
+        return new UnknownRouteAdvice();
+    }
+
     static class ProblemErrorReportCustomizer
             implements WebServerFactoryCustomizer<TomcatServletWebServerFactory>, Ordered {
 

@@ -44,6 +44,16 @@ class TomcatProblemErrorsTest {
         Refusals refusals() {
             return new Refusals();
         }
+
+        /** Like a service's ProblemHandler: it would answer an unknown route "No static resource ...". */
+        @Bean
+        ServiceAdvice serviceAdvice() {
+            return new ServiceAdvice();
+        }
+    }
+
+    @org.springframework.web.bind.annotation.RestControllerAdvice
+    static class ServiceAdvice extends org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler {
     }
 
     /** Errors no exception handler answers: they go to the error path. */
@@ -109,6 +119,8 @@ class TomcatProblemErrorsTest {
         JsonNode problem = JSON.readTree(reply.body);
         assertThat(problem.get("status").asInt()).isEqualTo(404);
         assertThat(problem.get("instance").asString()).isEqualTo("/api/v1/nope"); // Spring's, not the valve's
+        // Worded as the error path words it, in every service, ahead of a service's own handler advice.
+        assertThat(problem.get("detail").asString()).isEqualTo("No endpoint answers /api/v1/nope");
     }
 
     @ParameterizedTest
