@@ -148,7 +148,17 @@ public class PartitionManager {
         if (running != null) {
             running.cancel(true); // a superseded download stops at its next chunk instead of running to the end
         }
-        running = loader.submit(() -> load(request, loadGeneration));
+        // The replaced partition can run no step any more (the phase is not READY): its weights and KV caches
+        // are freed now, not when the new load publishes, which it may never do. Closed on the loader thread:
+        // close waits for a step still running on it, and the assignment call must not.
+        PartitionExecutor replaced = executor;
+        executor = null;
+        running = loader.submit(() -> {
+            if (replaced != null) {
+                replaced.close();
+            }
+            load(request, loadGeneration);
+        });
     }
 
     /** Same partition of the same epoch, whichever coordinator leader (term) sends it. */

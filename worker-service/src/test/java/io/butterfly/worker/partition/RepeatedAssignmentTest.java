@@ -1,6 +1,7 @@
 package io.butterfly.worker.partition;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.ByteString;
@@ -32,11 +33,15 @@ import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.RegistryClientProperties;
 import io.butterfly.worker.config.WorkerProperties;
 import io.butterfly.worker.execution.PartitionExecutor;
+import io.butterfly.worker.execution.SequenceChunk;
+import io.butterfly.worker.execution.StageInput;
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -223,6 +228,27 @@ class RepeatedAssignmentTest {
         assertThat(coordinator.phases().subList(0, coordinator.phases().indexOf(LoadPhase.VALIDATING)))
                 .allSatisfy(phase -> assertThat(phase).isEqualTo(LoadPhase.DOWNLOADING));
         assertThat(registry.manifests).as("the repeat did not start a second load").hasValue(1);
+    }
+
+    @Test
+    void aNewAssignmentFreesThePartitionItReplacesWithoutWaitingForItsOwnLoad() throws Exception {
+        manager.assign(assignment());
+        awaitReports(LoadPhase.READY, 1);
+        PartitionExecutor old = manager.loadedExecutor();
+        assertThat(old).isNotNull();
+
+        // Epoch 2 is assigned; its manifest is held back, so its load does not finish (or, later, fails).
+        registry.release = new CountDownLatch(1);
+        manager.assign(assignment().toBuilder().setEpoch(2).build());
+
+        // Nothing can run on epoch 1's partition any more: it must not hold its weights and caches meanwhile
+        // (a worker sized for one partition held two while the new one loaded, and kept the old one for ever
+        // if the new load failed).
+        ByteBuffer zeros = ByteBuffer.allocate(CONFIG.hiddenSize() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        await("epoch 1's partition closed").atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                assertThatThrownBy(() -> old.forward(List.of(new SequenceChunk("s", 0, 1)), new StageInput.Hidden(zeros)))
+                        .hasMessageContaining("replaced"));
+        assertThat(manager.loadedExecutor()).isNull();
     }
 
     private AssignPartitionRequest assignment() {
