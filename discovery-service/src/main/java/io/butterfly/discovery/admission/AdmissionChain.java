@@ -84,6 +84,7 @@ public final class AdmissionChain {
         if (m.getRole() == NodeRole.NODE_ROLE_UNSPECIFIED || m.getRole() == NodeRole.UNRECOGNIZED) {
             throw EnvelopeFormat.invalid("member.role is required");
         }
+        requireDiallable(m);
         JoinAttempt attempt = new JoinAttempt(envelope, request, sourceAddress, now);
         synchronized (this) {
             for (AdmissionCheck check : joinChecks) {
@@ -94,6 +95,23 @@ public final class AdmissionChain {
                     m.getHost(), m.getGrpcPort(), m.getHttpPort(), m.getVersion(), now, now, m.getCapabilities(), key, false));
             trust.pin(m.getNodeId(), key);
             return new Admission(admitted, protocol.agree(attempt));
+        }
+    }
+
+    /**
+     * Other nodes dial the address a member joins with: one they cannot dial (a blank host, a port outside
+     * 1..65535) is refused here, where the joiner hears why, not when a coordinator's channel builder throws
+     * on it while assigning partitions to every worker.
+     */
+    private static void requireDiallable(Member m) {
+        if (m.getHost().isBlank() || m.getHost().chars().anyMatch(Character::isWhitespace)) {
+            throw EnvelopeFormat.invalid("member.host must be a host name or address, got '" + m.getHost() + "'");
+        }
+        if (m.getGrpcPort() < 1 || m.getGrpcPort() > 65535) {
+            throw EnvelopeFormat.invalid("member.grpc_port must be 1..65535, got " + m.getGrpcPort());
+        }
+        if (m.getHttpPort() < 0 || m.getHttpPort() > 65535) {
+            throw EnvelopeFormat.invalid("member.http_port must be 0..65535, got " + m.getHttpPort());
         }
     }
 

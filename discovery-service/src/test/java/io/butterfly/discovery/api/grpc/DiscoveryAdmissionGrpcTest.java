@@ -282,6 +282,27 @@ class DiscoveryAdmissionGrpcTest {
     }
 
     @Test
+    void aJoinWhoseAddressCannotBeDialledIsRefused() throws Exception {
+        var stub = start(policy(b -> b));
+        NodeIdentity id = NodeIdentity.ephemeral();
+        JoinRequest honest = joinRequest("worker-0", id);
+        // Listed, each made the coordinator's channel builder throw while it assigned partitions to every worker.
+        List<UnaryOperator<Member.Builder>> undiallable = List.of(
+                m -> m.setHost(""),
+                m -> m.setHost("10.0.0.1 evil"),
+                m -> m.setGrpcPort(0),
+                m -> m.setGrpcPort(70000),
+                m -> m.setGrpcPort(-1),
+                m -> m.setHttpPort(70000));
+        for (UnaryOperator<Member.Builder> breakIt : undiallable) {
+            JoinRequest request = honest.toBuilder().setMember(breakIt.apply(honest.getMember().toBuilder())).build();
+            refusal(() -> stub.join(seal(id, "worker-0", request)), ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT);
+        }
+        assertEquals(0, registry.size());
+        stub.join(seal(id, "worker-0", honest));
+    }
+
+    @Test
     void sameIdWithAnotherKeyIsADuplicate() throws Exception {
         var stub = start(policy(b -> b));
         NodeIdentity first = NodeIdentity.ephemeral();
