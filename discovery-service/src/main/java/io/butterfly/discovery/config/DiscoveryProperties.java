@@ -19,7 +19,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxMembers       members beyond this are refused with CLUSTER_FULL
  * @param admission        authentication, replay and rate-limit settings
  * @param backend          where membership is kept: embedded (Hazelcast, the default), static (seed list) or consul
- * @param memberTtl        embedded: a member that sends no heartbeat (or join/ack) for this long drops out
+ * @param memberTtl        a member that sends no heartbeat (or join/ack) for this long drops out (every backend's joins)
  * @param hazelcast        embedded: the Hazelcast member this replica runs
  * @param staticMembers    static: seeds as {@code [role/]node-id=host:grpc-port} (initialization-and-bootstrap.md §3.1)
  * @param staticProbeTimeout  static: TCP connect timeout of a seed's reachability probe

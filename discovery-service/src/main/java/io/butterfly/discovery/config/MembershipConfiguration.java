@@ -34,13 +34,13 @@ public class MembershipConfiguration {
                                     ObjectProvider<HazelcastInstance> hazelcast, ObjectProvider<ConsulClient> consul) {
         MembershipStore store = switch (props.backend()) {
             case EMBEDDED -> new HazelcastMembershipStore(hazelcast.getObject(), props.memberTtl(), codec);
-            case STATIC -> new StaticMembershipStore(new MembershipRegistry(),
+            case STATIC -> new StaticMembershipStore(new MembershipRegistry(clock, props.memberTtl()),
                     props.staticMembers().stream().map(StaticSeed::parse).toList(),
                     SeedProbe.tcpConnect(props.staticProbeTimeout()), props.staticProbeInterval(), clock);
             case CONSUL -> new ConsulMembershipStore(consul.getIfAvailable(() -> {
                 throw new IllegalStateException("butterfly.discovery.backend=consul needs Spring Cloud Consul: "
                         + "run with the consul profile (spring.cloud.consul.enabled=true)");
-            }), props.clusterName(), new MembershipRegistry(), codec);
+            }), props.clusterName(), new MembershipRegistry(clock, props.memberTtl()), codec);
         };
         log.info("membership backend: {}", props.backend().name().toLowerCase(java.util.Locale.ROOT));
         return store;

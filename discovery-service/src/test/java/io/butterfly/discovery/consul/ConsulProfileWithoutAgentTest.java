@@ -57,8 +57,9 @@ class ConsulProfileWithoutAgentTest {
             MembershipStore store = ctx.getBean(MembershipStore.class);
             assertInstanceOf(ConsulMembershipStore.class, store);
             assertTrue(store.members(null).isEmpty());
-            store.admit(new MemberView("worker-0", "worker", "127.0.0.1", 9090, 8090, "0.1.0", 1, 1, null, "ab".repeat(32), false));
-            store.acknowledge("worker-0", 2);
+            long now = System.currentTimeMillis(); // joined members expire after member-ttl without being seen
+            store.admit(new MemberView("worker-0", "worker", "127.0.0.1", 9090, 8090, "0.1.0", now, now, null, "ab".repeat(32), false));
+            store.acknowledge("worker-0", now);
             List<MemberView> listed = store.members("worker");
             assertEquals(List.of("worker-0"), listed.stream().map(MemberView::nodeId).toList());
             assertEquals(MemberState.ACTIVE, listed.get(0).state());
