@@ -30,10 +30,13 @@ public final class TimestampWindow implements AdmissionCheck {
     }
 
     public void check(SignedEnvelope envelope, long nowMs) {
-        long skew = envelope.getTimestampMs() - nowMs;
-        if (Math.abs(skew) > windowMs) {
+        long ts = envelope.getTimestampMs();
+        // Bounds, not Math.abs(ts - now): that difference wraps for a timestamp near Long.MIN_VALUE, and a skew
+        // of exactly Long.MIN_VALUE has a negative absolute value, which passed.
+        if (ts < nowMs - windowMs || ts > nowMs + windowMs) {
             throw new AdmissionException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT,
-                    "message timestamp is " + Math.abs(skew) + " ms " + (skew < 0 ? "old" : "in the future")
+                    "message timestamp is " + (ts < nowMs ? Long.toUnsignedString(nowMs - ts) + " ms old"
+                            : Long.toUnsignedString(ts - nowMs) + " ms in the future")
                             + " (window ±" + windowMs + " ms): stale or replayed",
                     Map.of("check", "timestamp_window"));
         }
