@@ -140,6 +140,10 @@ public class CoordinatorLink {
                     .send(ping));
         } catch (RuntimeException e) {
             log.debug("heartbeat tick failed: {}", e.toString());
+        } catch (Error e) {
+            // Thrown out of a scheduled task, it would cancel every later beat without a word, and the
+            // coordinator would declare this worker FAILED while it still serves.
+            log.error("heartbeat tick failed; the next tick tries again", e);
         }
     }
 
