@@ -20,6 +20,11 @@ public record TaskRecord(String taskId, State state, int promptTokens, int gener
         return !state.terminal() && owner.equals(replicaId) && ownerStartedAtMs != 0 && ownerStartedAtMs < startedAtMs;
     }
 
+    /** Still open and logged by replica {@code replicaId}'s process that started at {@code startedAtMs}. */
+    public boolean ownedBy(String replicaId, long startedAtMs) {
+        return !state.terminal() && owner.equals(replicaId) && ownerStartedAtMs == startedAtMs;
+    }
+
     /** Task lifecycle; dispatch is immediate here, so tasks enter at EXECUTING. */
     public enum State {
         QUEUED, SCHEDULED, DISPATCHED, EXECUTING, VALIDATING, COMPLETED, FAILED;

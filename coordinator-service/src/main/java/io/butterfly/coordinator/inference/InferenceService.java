@@ -28,7 +28,9 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,6 +55,8 @@ public class InferenceService {
     private final TaskAdmission admission;
     /** When this replica's inference started: the tasks it logs carry it, see {@link OrphanedTasks}. */
     private final long startedAtMs;
+    /** Tasks a runner here holds, from before their TaskSubmitted until their outcome was (or failed to be) logged. */
+    private final Set<String> running = ConcurrentHashMap.newKeySet();
 
     public InferenceService(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
                             WorkerChannels channels, PipelineSteps steps, Clock clock) {
@@ -69,6 +73,11 @@ public class InferenceService {
     /** When this replica (this process, this application context) began serving inference. */
     long startedAtMs() {
         return startedAtMs;
+    }
+
+    /** Whether a runner on this replica holds {@code taskId} now (see {@link OrphanedTasks}). */
+    boolean running(String taskId) {
+        return running.contains(taskId);
     }
 
     public GenerationResult generate(GenerationRequest request) {
@@ -107,7 +116,17 @@ public class InferenceService {
     private GenerationResult runTask(ServedModel model, List<Endpoint> pipeline, List<Long> prompt, int maxTokens,
                                      SamplingParams sampling, boolean ignoreEos) {
         String taskId = UUID.randomUUID().toString();
-        control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), props.nodeId(), startedAtMs, clock.millis()));
+        running.add(taskId);
+        try {
+            control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), props.nodeId(), startedAtMs, clock.millis()));
+            return runSubmitted(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos);
+        } finally {
+            running.remove(taskId);
+        }
+    }
+
+    private GenerationResult runSubmitted(String taskId, ServedModel model, List<Endpoint> pipeline, List<Long> prompt,
+                                          int maxTokens, SamplingParams sampling, boolean ignoreEos) {
         try {
             GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos);
             control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));

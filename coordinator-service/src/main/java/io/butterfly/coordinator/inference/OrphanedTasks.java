@@ -18,7 +18,9 @@ import org.springframework.stereotype.Component;
  * mid-task, the log replays the task as still running, and an open task keeps the system COMPUTING, so a
  * degraded cluster could never become READY again. So each replica fails the open tasks of its own earlier
  * start, and the leader fails any task open for longer than {@code task-timeout} (a replica that never came
- * back). Either way the task's sequence is released on the stages: nobody else would free its KV caches.
+ * back). A task of this very start that no runner here holds is failed too: its TaskSubmitted (or its outcome)
+ * timed out in the control log yet committed, so nobody would end it until task-timeout. Either way the task's
+ * sequence is released on the stages: nobody else would free its KV caches.
  */
 @Component
 class OrphanedTasks {
@@ -47,6 +49,9 @@ class OrphanedTasks {
             String why = null;
             if (t.orphanedBy(props.nodeId(), inference.startedAtMs())) {
                 why = "coordinator " + props.nodeId() + " restarted while the task ran";
+            } else if (t.ownedBy(props.nodeId(), inference.startedAtMs()) && !inference.running(t.taskId())) {
+                // Its runner gave up: a TaskSubmitted or outcome that timed out but committed (or was never followed).
+                why = "coordinator " + props.nodeId() + " no longer runs the task (its outcome could not be recorded)";
             } else if (leading && !t.state().terminal() && now - t.createdAtMs() > props.taskTimeout().toMillis()) {
                 why = "no outcome within " + props.taskTimeout() + " (its coordinator " + t.owner() + " is gone)";
             }

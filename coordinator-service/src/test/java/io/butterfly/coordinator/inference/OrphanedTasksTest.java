@@ -19,6 +19,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -85,21 +86,47 @@ class OrphanedTasksTest {
     }
 
     @Test
-    void aTaskOfThisVeryStartIsNeverTouched() {
+    void aTaskOfThisVeryStartIsLeftToItsRunner() {
         control.submit(new ClusterCommand.TaskSubmitted("running", 3, "coordinator-0", STARTED, STARTED + 1_000));
-        sweep("coordinator-0", STARTED + 2_000);
+        sweep("coordinator-0", STARTED + 2_000, Set.of("running"));
         assertThat(task("running").state()).isEqualTo(TaskRecord.State.EXECUTING);
         assertThat(released).isEmpty();
     }
 
-    /** One sweep by replica {@code nodeId} whose inference started at STARTED, at time {@code nowMs}. */
+    /**
+     * TaskSubmitted timed out in the control log (the runner answered 503 and never ran the task) but committed:
+     * the open task kept the system COMPUTING (no recovery to READY, no reassignment) for the whole task-timeout.
+     */
+    @Test
+    void aTaskOfThisStartThatNoRunnerHoldsIsFailedAtOnce() {
+        control.submit(new ClusterCommand.TaskSubmitted("given-up", 3, "coordinator-0", STARTED, STARTED + 1_000));
+        control.submit(new ClusterCommand.TaskSubmitted("running", 3, "coordinator-0", STARTED, STARTED + 1_000));
+        sweep("coordinator-0", STARTED + 2_000, Set.of("running"));
+        assertThat(task("given-up").state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(task("given-up").error()).contains("no longer runs the task");
+        assertThat(task("running").state()).isEqualTo(TaskRecord.State.EXECUTING);
+        assertThat(released).containsExactly("given-up");
+        sweep("coordinator-1", STARTED + 2_000, Set.of());
+        assertThat(task("running").state()).as("another replica's task is its own business").isEqualTo(TaskRecord.State.EXECUTING);
+    }
+
     private void sweep(String nodeId, long nowMs) {
+        sweep(nodeId, nowMs, Set.of());
+    }
+
+    /** One sweep by replica {@code nodeId} whose inference started at STARTED and runs {@code running}, at {@code nowMs}. */
+    private void sweep(String nodeId, long nowMs, Set<String> running) {
         CoordinatorProperties props = new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "tiny", 2, "127.0.0.1",
                 9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of(), 64);
         InferenceService inference = new InferenceService(props, control, null, null, null, at(STARTED)) {
             @Override
             void releaseAbandoned(List<String> taskIds) {
                 released.addAll(taskIds);
+            }
+
+            @Override
+            boolean running(String taskId) {
+                return running.contains(taskId);
             }
         };
         new OrphanedTasks(control, inference, props, at(nowMs)).failOrphanedTasks();
