@@ -177,7 +177,7 @@ public class InferenceService {
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
                         "last stage returned logits of shape " + response.getLogits().getShapeList());
             }
-            TokenChoice choice = sampler.choose(logits, step);
+            TokenChoice choice = choose(sampler, logits, step);
             samplingNanos += System.nanoTime() - t1;
             if (step == 0) {
                 firstToken = System.nanoTime();
@@ -200,6 +200,16 @@ public class InferenceService {
         return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, text, finish,
                 chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
                 pipelineNanos / 1e6, samplingNanos / 1e6);
+    }
+
+    /** Samples; logits that cannot be sampled (NaN, +infinity, all -infinity) are the last stage's failure (502). */
+    private static TokenChoice choose(Sampler sampler, float[] logits, int step) {
+        try {
+            return sampler.choose(logits, step);
+        } catch (IllegalArgumentException e) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
+                    "last stage returned logits that cannot be sampled at step " + step + ": " + e.getMessage());
+        }
     }
 
     /** Adds one step's compute time per stage; returns the time the step spent in stages (the rest was transport). */
