@@ -32,8 +32,10 @@ import org.springframework.stereotype.Component;
 /**
  * When a worker that was declared FAILED comes back without its partition (it was restarted), sends it
  * the assignment it already has in the current epoch again, so it reloads its stage and the system can
- * leave DEGRADED. This is the minimal same-node recovery; moving a stage to another node is not done
- * here.
+ * leave DEGRADED. A stage whose load failed for a reason a new attempt can mend (the registry was away
+ * longer than the worker's retries, a timeout) is sent its assignment again every minute, in DEGRADED and
+ * during the bootstrap alike; one refused for bad or untrusted data or too little memory is left to an
+ * operator. This is the minimal same-node recovery; moving a stage to another node is not done here.
  */
 @Component
 public class StageReloader {
@@ -41,6 +43,10 @@ public class StageReloader {
     private static final Logger log = LoggerFactory.getLogger(StageReloader.class);
     private static final int MAX_ATTEMPTS = 30;
     private static final long SCAN_RELOAD_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
+    private static final long LOAD_RETRY_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /** Load failures another attempt cannot mend: the same bytes, keys or memory would fail it again. */
+    private static final Set<String> PERMANENT_LOAD_FAILURES = Set.of("CHECKSUM_MISMATCH", "INVALID_MANIFEST",
+            "INVALID_SIGNATURE", "UNTRUSTED_PUBLISHER", "MERKLE_ROOT_MISMATCH", "INSUFFICIENT_MEMORY", "VALIDATION_FAILED");
     /** When {@link #reloadUnloadedStages} last asked each node (scheduler thread only). */
     private final Map<String, Long> lastScanReload = new HashMap<>();
     /** Nodes whose reload is queued or running. */
@@ -94,24 +100,47 @@ public class StageReloader {
     /**
      * The same from the replicated state, on the leader: a verdict whose submission timed out but committed, or
      * one recorded by a deposed leader, never reached {@link #onVerdict} here, and its stage would stay
-     * unloaded with the system DEGRADED.
+     * unloaded with the system DEGRADED. Stages whose load failed for a reason worth another attempt are
+     * retried here too, during the bootstrap as well: nothing else would ever ask them again.
      */
     @Scheduled(fixedDelay = 5_000, initialDelay = 5_000)
     void reloadUnloadedStages() {
         ClusterState s = control.state();
-        if (!control.leadership().leading() || s.system() != SystemState.DEGRADED) {
+        boolean degraded = s.system() == SystemState.DEGRADED;
+        boolean bootstrapping = s.system() == SystemState.BOOTSTRAPPING && s.epoch() > 0;
+        if (!control.leadership().leading() || !(degraded || bootstrapping)) {
             return;
         }
         long now = nanoTime.getAsLong();
         for (String id : s.pipeline()) {
             NodeRecord n = s.nodes().get(id);
+            if (n == null) {
+                continue;
+            }
+            long interval;
+            if (degraded && joinedUnloaded(n)) {
+                interval = SCAN_RELOAD_INTERVAL_NANOS;
+            } else if (retryableLoadFailure(n)) {
+                interval = LOAD_RETRY_INTERVAL_NANOS;
+            } else {
+                continue;
+            }
             Long last = lastScanReload.get(id);
-            if (n != null && n.state() == WorkerState.JOINED && n.partition() == PartitionState.UNLOADED
-                    && (last == null || now - last > SCAN_RELOAD_INTERVAL_NANOS)) {
+            if (last == null || now - last > interval) {
                 lastScanReload.put(id, now);
                 queueReload(id);
             }
         }
+    }
+
+    private static boolean joinedUnloaded(NodeRecord n) {
+        return n.state() == WorkerState.JOINED && n.partition() == PartitionState.UNLOADED;
+    }
+
+    /** FAILED by its own load (not by the failure detector: that node is gone) for a reason worth retrying. */
+    private static boolean retryableLoadFailure(NodeRecord n) {
+        return n.state() == WorkerState.FAILED && n.partition() == PartitionState.FAILED
+                && !n.health().failedByDetector() && !PERMANENT_LOAD_FAILURES.contains(n.failureCode());
     }
 
     private void reload(String nodeId) {
@@ -119,7 +148,7 @@ public class StageReloader {
             ClusterState s = control.state();
             NodeRecord n = s.nodes().get(nodeId);
             if (n == null || n.layerStart() == null || !s.pipeline().contains(nodeId)
-                    || n.state() != WorkerState.JOINED || n.partition() != PartitionState.UNLOADED) {
+                    || !(joinedUnloaded(n) || retryableLoadFailure(n))) {
                 return; // reassigned, failed again or already loading: nothing (more) to do
             }
             AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
@@ -137,8 +166,13 @@ public class StageReloader {
                 WorkerServiceGrpc.newBlockingStub(channel)
                         .withDeadlineAfter(10, TimeUnit.SECONDS)
                         .assignPartition(request);
-                log.info("sent {} its assignment of layers [{}, {}) again: it is joined without them (epoch {})",
-                        nodeId, n.layerStart(), n.layerEnd(), s.epoch());
+                if (retryableLoadFailure(n)) {
+                    log.info("sent {} its assignment of layers [{}, {}) again to retry its failed load ({}: {}) (epoch {})",
+                            nodeId, n.layerStart(), n.layerEnd(), n.failureCode(), n.failureMessage(), s.epoch());
+                } else {
+                    log.info("sent {} its assignment of layers [{}, {}) again: it is joined without them (epoch {})",
+                            nodeId, n.layerStart(), n.layerEnd(), s.epoch());
+                }
                 return;
             } catch (StatusRuntimeException e) {
                 log.info("reload on {} not accepted yet (attempt {}): {}", nodeId, attempt, e.getStatus());

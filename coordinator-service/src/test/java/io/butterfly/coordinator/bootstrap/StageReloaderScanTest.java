@@ -154,6 +154,31 @@ class StageReloaderScanTest {
         assertQuietly(Map.of("w1", 0, "w2", 0, "w3", 0, "w4", 0));
     }
 
+    @Test
+    void aLoadThatFailedForAReasonAnotherAttemptCanMendIsRetriedEveryMinuteEvenWhileBootstrapping() {
+        assigned();
+        apply(new ClusterCommand.LoadFailed("w1", 1, "TIMEOUT", "registry unreachable after 9 attempts", 5));
+        apply(new ClusterCommand.LoadFailed("w2", 1, "CHECKSUM_MISMATCH", "layer-1.safetensors: expected aa, got bb", 5));
+        apply(new ClusterCommand.LoadFailed("w3", 1, "INSUFFICIENT_MEMORY", "needs 2 GiB", 5));
+        assertThat(state.get().system()).isEqualTo(SystemState.BOOTSTRAPPING);
+        assertThat(node("w1")).isEqualTo(WorkerState.FAILED + "/" + PartitionState.FAILED);
+        reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
+
+        scanAt(0);
+        awaitAssigned("w1", 1);
+        assertThat(workers.get("w1").assigned.get(0).getEpoch()).isEqualTo(1);
+        scanAt(59);
+        assertQuietly(Map.of("w1", 1, "w2", 0, "w3", 0, "w4", 0));
+        scanAt(61);
+        awaitAssigned("w1", 2);
+
+        // Its new attempt is reported: loading again, it is no longer retried.
+        apply(new ClusterCommand.LoadProgressed("w1", 1, PartitionState.DOWNLOADING, 0.1, "layer-0.safetensors", 70));
+        assertThat(node("w1")).isEqualTo(WorkerState.JOINED + "/" + PartitionState.DOWNLOADING);
+        scanAt(200);
+        assertQuietly(Map.of("w1", 2, "w2", 0, "w3", 0, "w4", 0));
+    }
+
     private StageReloader reloader(LeadershipEvents leadership) {
         leaderships.add(leadership);
         ControlLog control = mock(ControlLog.class);
