@@ -13,6 +13,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import tools.jackson.core.StreamReadFeature;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -22,13 +23,14 @@ import tools.jackson.databind.json.JsonMapper;
  * <p>Loading tensors into the engine goes through DJL's own safetensors decoder; this class serves
  * what DJL cannot: repackaging byte ranges into per-layer shards without an engine, and widening
  * BF16 (which aborts DJL 0.35.1) to float32 (DESIGN.md §2). The header is validated before use:
- * every range lies inside the file, matches its dtype and shape, and ranges do not overlap.
+ * every range lies inside the file, matches its dtype and shape, ranges do not overlap, and no name is given twice.
  */
 public final class SafetensorsFile implements AutoCloseable {
 
     /** Headers beyond this are refused (the format's reference implementation uses 100 MB). */
     static final long MAX_HEADER_BYTES = 100L * 1024 * 1024;
-    private static final JsonMapper JSON = JsonMapper.builder().build();
+    /** A key given twice (a tensor, or a tensor's field) is refused: which entry counts would depend on the reader. */
+    private static final JsonMapper JSON = JsonMapper.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
     private final Path path;
     private final FileChannel channel;
