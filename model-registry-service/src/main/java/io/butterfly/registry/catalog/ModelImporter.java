@@ -12,6 +12,7 @@ import io.grpc.Status;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
@@ -86,7 +87,32 @@ public final class ModelImporter {
         all.add(sourceDir.resolve(CONFIG_FILE));
         all.add(sourceDir.resolve(TOKENIZER_FILE));
         all.addAll(weights);
+        List<Path> roots = allowedRoots(sourceDir.toRealPath());
+        for (Path p : all) {
+            // Whoever writes a model directory must not make the registry copy and serve its other files.
+            Path real = p.toRealPath();
+            if (roots.stream().noneMatch(real::startsWith)) {
+                throw invalid("path", p.getFileName() + " of " + sourceDir + " links to a file outside the model directory");
+            }
+        }
         return all;
+    }
+
+    /**
+     * Where a model directory's files may really be: in the directory itself, and for a snapshot of the Hugging
+     * Face hub cache ({@code models--org--name/snapshots/<revision>/}, whose files link to {@code ../../blobs/}) in
+     * its repository's blobs, provided that is a directory and not a link to elsewhere.
+     */
+    private static List<Path> allowedRoots(Path realDir) {
+        List<Path> roots = new ArrayList<>(List.of(realDir));
+        Path snapshots = realDir.getParent();
+        if (snapshots != null && snapshots.getParent() != null && snapshots.getFileName().toString().equals("snapshots")) {
+            Path blobs = snapshots.getParent().resolve("blobs");
+            if (Files.isDirectory(blobs, LinkOption.NOFOLLOW_LINKS)) {
+                roots.add(blobs);
+            }
+        }
+        return roots;
     }
 
     /**

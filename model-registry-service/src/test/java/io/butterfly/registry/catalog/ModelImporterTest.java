@@ -182,6 +182,63 @@ class ModelImporterTest {
         assertThat(catalog.list()).extracting(Manifest::modelId).containsExactly("pub-model");
     }
 
+    @Test
+    void aFileLinkedFromOutsideTheModelDirectoryIsRefusedAndNotServed() throws Exception {
+        // Whoever can write a model directory must not get the registry to read and serve its other files
+        // (its publisher key, /proc/self/environ): tokenizer.json is copied verbatim.
+        Path secret = tmp.resolve("store/publisher/identity.key");
+        Files.createDirectories(secret.getParent());
+        Files.writeString(secret, "{\"private\":\"secret\"}");
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store"), List.of(secret.getParent())),
+                new ModelImporter(Clock.systemUTC()));
+        Path src = tmp.resolve("src/leaky");
+        TinyModels.write(src, TinyModels.llama(false), "F32", 1, 7);
+        Files.delete(src.resolve("tokenizer.json"));
+        Files.createSymbolicLink(src.resolve("tokenizer.json"), secret);
+
+        assertThatThrownBy(() -> catalog.importModel(src, null))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                    assertThat(e.context()).containsEntry("field", "path");
+                    assertThat(e.getMessage()).contains("tokenizer.json", "outside");
+                });
+        assertThat(catalog.list()).isEmpty();
+        assertThat(tmp.resolve("store/leaky")).doesNotExist();
+
+        // A weights file linked from elsewhere, through a link that stays inside, is refused too.
+        Path other = tmp.resolve("src/other");
+        TinyModels.write(other, TinyModels.llama(false), "F32", 1, 7);
+        Path linked = tmp.resolve("src/linked");
+        TinyModels.write(linked, TinyModels.llama(false), "F32", 1, 7);
+        Files.delete(linked.resolve("model.safetensors"));
+        Files.createSymbolicLink(linked.resolve("inner.safetensors"), other.resolve("model.safetensors"));
+        Files.createSymbolicLink(linked.resolve("model.safetensors"), linked.resolve("inner.safetensors"));
+        assertThatThrownBy(() -> catalog.importModel(linked, null))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> assertThat(e.getMessage()).contains("outside"));
+    }
+
+    @Test
+    void aHuggingFaceCacheSnapshotWhoseFilesLinkIntoItsBlobsImports() throws Exception {
+        // models--org--name/snapshots/<revision>/<file> -> ../../blobs/<hash>, as huggingface_hub stores them.
+        Path repo = tmp.resolve("hub/models--org--tiny");
+        Path written = tmp.resolve("written");
+        TinyModels.write(written, TinyModels.llama(true), "F32", 2, 5);
+        Path blobs = Files.createDirectories(repo.resolve("blobs"));
+        Path snapshot = Files.createDirectories(repo.resolve("snapshots/0123abcd"));
+        try (var files = Files.list(written)) {
+            for (Path f : files.toList()) {
+                Path blob = Files.move(f, blobs.resolve("blob-" + f.getFileName()));
+                Files.createSymbolicLink(snapshot.resolve(f.getFileName()), Path.of("../../blobs").resolve(blob.getFileName()));
+            }
+        }
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+
+        Manifest m = catalog.importModel(snapshot, "tiny");
+
+        assertThat(m.numLayers()).isEqualTo(3);
+        assertChecksumsAndMerkleRoot(m, tmp.resolve("store/tiny"));
+    }
+
     private static void assertChecksumsAndMerkleRoot(Manifest m, Path dir) throws Exception {
         List<String> sums = new ArrayList<>();
         for (ManifestFile f : m.files()) {
