@@ -22,6 +22,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -49,6 +50,8 @@ public final class ModelImporter {
     public static final String EMBED_FILE = "embed.safetensors";
     public static final String HEAD_FILE = "head.safetensors";
 
+    /** The dtypes a worker widens to float32 (DESIGN.md §2). */
+    private static final Set<String> LOADABLE_DTYPES = Set.of("F32", "F16", "BF16");
     private static final Pattern LAYER = Pattern.compile("(?:^|\\.)(?:layers|h)\\.(\\d+)\\.");
     private static final Pattern TOKEN_EMBEDDING = Pattern.compile("(?:^|\\.)(?:embed_tokens|wte)\\.weight$");
     private static final Pattern POSITION_EMBEDDING = Pattern.compile("(?:^|\\.)wpe\\.weight$");
@@ -169,6 +172,11 @@ public final class ModelImporter {
             for (Map.Entry<String, SafetensorsFile> e : owner.entrySet()) {
                 String name = e.getKey();
                 TensorInfo info = e.getValue().info(name);
+                if (!LOADABLE_DTYPES.contains(info.dtype())) {
+                    // Signed and served, such a model would only fail later, on every worker that loads it.
+                    throw invalid("path", "tensor " + name + " is " + info.dtype()
+                            + "; workers load F32, F16 or BF16 weights only");
+                }
                 parameters += info.numElements();
                 dtypeElements.merge(info.dtype(), info.numElements(), Long::sum);
                 Matcher m = LAYER.matcher(name);

@@ -183,6 +183,25 @@ class ModelImporterTest {
     }
 
     @Test
+    void weightsInADtypeWorkersCannotLoadAreRefusedAtImport() throws Exception {
+        // Signed and served, such a model would only fail on every worker, at partition load.
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+        for (String dtype : new String[]{"I8", "F64", "F8_E4M3"}) {
+            Path src = tmp.resolve("src/q-" + dtype.toLowerCase());
+            TinyModels.write(src, TinyModels.llama(false), dtype, 1, 7);
+            assertThatThrownBy(() -> catalog.importModel(src, null))
+                    .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                        assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                        assertThat(e.context()).containsEntry("field", "path");
+                        assertThat(e.getMessage()).contains(dtype, "F32, F16 or BF16");
+                    });
+        }
+        assertThat(catalog.list()).isEmpty();
+        TinyModels.write(tmp.resolve("src/bf16"), TinyModels.llama(false), "BF16", 1, 7);
+        assertThat(catalog.importModel(tmp.resolve("src/bf16"), null).dtype()).isEqualTo("BF16");
+    }
+
+    @Test
     void aFileLinkedFromOutsideTheModelDirectoryIsRefusedAndNotServed() throws Exception {
         // Whoever can write a model directory must not get the registry to read and serve its other files
         // (its publisher key, /proc/self/environ): tokenizer.json is copied verbatim.
