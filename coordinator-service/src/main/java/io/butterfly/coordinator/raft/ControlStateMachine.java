@@ -8,9 +8,12 @@ import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.proto.coordinator.v1.ControlApplyResult;
 import java.io.File;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -137,7 +140,17 @@ public class ControlStateMachine extends BaseStateMachine {
         }
         File file = storage.getSnapshotFile(last.getTerm(), last.getIndex());
         Path tmp = file.toPath().resolveSibling(file.getName() + ".tmp");
-        Files.write(tmp, ClusterStateCodec.encode(snapshotState));
+        // On disk before it is named: after a power loss a renamed but unwritten snapshot would be empty, fail
+        // its SHA-256 check and keep the replica from starting although an older one would have done.
+        try (FileChannel out = FileChannel.open(tmp,
+                StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE)) {
+            ByteBuffer bytes = ByteBuffer.wrap(ClusterStateCodec.encode(snapshotState));
+            while (bytes.hasRemaining()) {
+                out.write(bytes);
+            }
+            out.force(true);
+        }
         Files.move(tmp, file.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         // Ratis verifies the MD5 when it ships the snapshot to a lagging follower.
         FileInfo info = new FileInfo(file.toPath(), MD5FileUtil.computeAndSaveMd5ForFile(file));
