@@ -1,11 +1,19 @@
-{{/* Name of a component's resources: <release>-<component>. */}}
+{{/*
+Name of a component's resources: <release>-<component>, the release cut to 40 characters. A StatefulSet's
+name must leave room in 63 for its pods' controller-revision-hash label (52 at most), and cutting the whole
+name instead made <release>-<component> and <release>-<component>-pods the same for long release names.
+*/}}
+{{- define "butterfly.release" -}}
+{{- .root.Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "butterfly.name" -}}
-{{- printf "%s-%s" .root.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" (include "butterfly.release" .) .component -}}
 {{- end -}}
 
 {{/* The headless Service that gives each pod of a component a stable DNS name. */}}
 {{- define "butterfly.headless" -}}
-{{- printf "%s-%s-pods" .root.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s-pods" (include "butterfly.release" .) .component -}}
 {{- end -}}
 
 {{/* Stable DNS name of pod <i> of a component: <release>-<component>-<i>.<headless>.<ns>.svc.<domain>. */}}

@@ -166,6 +166,20 @@ class HelmChartTest {
     }
 
     @Test
+    void aLongReleaseNameKeepsNamesDistinctAndStatefulSetsWithinTheirLimit() {
+        String release = "production-llm-inference-cluster-europe-west1-canary"; // 52 characters (Helm allows 53)
+        List<Map<String, Object>> docs = render(t -> t.withName(release));
+
+        // A StatefulSet's pods carry controller-revision-hash=<name>-<10 characters>: at most 63.
+        assertThat(kind(docs, "StatefulSet")).extracting(d -> name(d)).hasSize(4).allSatisfy(n -> assertThat(n).hasSizeLessThanOrEqualTo(52));
+        List<String> services = kind(docs, "Service").stream().map(d -> name(d)).toList();
+        assertThat(services).doesNotHaveDuplicates().allSatisfy(n -> assertThat(n).hasSizeLessThanOrEqualTo(63));
+        // Cut to 40 characters, without the dash that would end it there.
+        assertThat(services).contains("production-llm-inference-cluster-europe-coordinator",
+                "production-llm-inference-cluster-europe-coordinator-pods");
+    }
+
+    @Test
     void onlyTheRegistrySeesThePrivatePublisherKey() {
         List<Map<String, Object>> docs = render(t -> t);
 
