@@ -140,7 +140,9 @@ public class StageReloader {
     /** FAILED by its own load (not by the failure detector: that node is gone) for a reason worth retrying. */
     private static boolean retryableLoadFailure(NodeRecord n) {
         return n.state() == WorkerState.FAILED && n.partition() == PartitionState.FAILED
-                && !n.health().failedByDetector() && !PERMANENT_LOAD_FAILURES.contains(n.failureCode());
+                && !n.health().failedByDetector()
+                // Set.of refuses contains(null): a LoadFailed may be logged without a code.
+                && (n.failureCode() == null || !PERMANENT_LOAD_FAILURES.contains(n.failureCode()));
     }
 
     private void reload(String nodeId) {

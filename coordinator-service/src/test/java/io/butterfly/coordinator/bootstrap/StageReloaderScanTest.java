@@ -179,6 +179,18 @@ class StageReloaderScanTest {
         assertQuietly(Map.of("w1", 2, "w2", 0, "w3", 0, "w4", 0));
     }
 
+    @Test
+    void aLoadFailureLoggedWithoutACodeDoesNotStopTheScan() {
+        // The control log's LoadFailed carries its error code optionally (ControlCommandMapper reads it as null).
+        assigned();
+        apply(new ClusterCommand.LoadFailed("w1", 1, null, "no code recorded", 5));
+        apply(new ClusterCommand.LoadFailed("w2", 1, "TIMEOUT", "registry unreachable", 5));
+        reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
+
+        scanAt(0);
+        awaitAssigned("w2", 1);
+    }
+
     private StageReloader reloader(LeadershipEvents leadership) {
         leaderships.add(leadership);
         ControlLog control = mock(ControlLog.class);
