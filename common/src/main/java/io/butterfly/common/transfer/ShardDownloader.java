@@ -264,6 +264,11 @@ public final class ShardDownloader {
             if (breaker != null && !breaker.tryAcquirePermission()) {
                 failure = Status.UNAVAILABLE.withDescription("the registry's circuit breaker is open after repeated failures")
                         .asRuntimeException();
+                if (breaker.getState() == CircuitBreaker.State.HALF_OPEN) {
+                    // Another call is the probe: wait for its outcome without spending a retry, as files do.
+                    sleepOrThrow(backoffMillis(retries + 1), failure);
+                    continue;
+                }
             } else {
                 long started = System.nanoTime();
                 try {
@@ -292,12 +297,16 @@ public final class ShardDownloader {
             }
             long sleep = backoffMillis(++retries);
             log.warn("fetching the manifest of {} failed ({}); retry {} in {} ms", modelId, failure.getStatus(), retries, sleep);
-            try {
-                Thread.sleep(sleep);
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-                throw failure;
-            }
+            sleepOrThrow(sleep, failure);
+        }
+    }
+
+    private static void sleepOrThrow(long millis, RuntimeException failure) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
+            throw failure;
         }
     }
 

@@ -50,4 +50,29 @@ class ShardDownloaderManifestTest {
             assertThat(registry.manifestCalls).hasValue(1);
         }
     }
+
+    @Test
+    void whileAnotherCallIsTheHalfOpenProbeTheManifestWaitsWithoutSpendingItsRetries() throws Exception {
+        try (FakeRegistry registry = new FakeRegistry((req, out) -> { })) {
+            io.github.resilience4j.circuitbreaker.CircuitBreaker breaker =
+                    RegistryCircuitBreaker.create("registry", 1, Duration.ofMillis(10));
+            breaker.transitionToOpenState();
+            breaker.transitionToHalfOpenState();
+            assertThat(breaker.tryAcquirePermission()).isTrue(); // the probe: another file's stream
+            ShardDownloader downloader = new ShardDownloader(registry.stub(), Duration.ofSeconds(5), 1000, TWO_RETRIES, 1)
+                    .withCircuitBreaker(breaker);
+            Thread probeEnds = new Thread(() -> {
+                try {
+                    Thread.sleep(300); // far longer than two retries' backoff of 1-2 ms
+                } catch (InterruptedException e) {
+                    return;
+                }
+                breaker.onSuccess(300, java.util.concurrent.TimeUnit.MILLISECONDS);
+            });
+            probeEnds.start();
+
+            assertThat(downloader.manifest("tiny").getModelId()).isEqualTo("tiny");
+            probeEnds.join();
+        }
+    }
 }

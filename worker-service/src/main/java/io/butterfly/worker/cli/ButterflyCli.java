@@ -173,6 +173,9 @@ public final class ButterflyCli {
             body.put("logprobs", logprobs);
         }
         Path wholeModel = a.has("compare-whole") ? Path.of(a.option("compare-whole", "")) : null;
+        if (wholeModel != null && a.has("json")) {
+            throw new Args.UsageException("--compare-whole prints its verdict as text: it cannot be combined with --json");
+        }
         int wholeThreads = a.intOption("threads", 1);
         PlainHttp.Response response = PlainHttp.postJson(url + "/api/v1/inference", JSON.writeValueAsString(body),
                 Duration.ofMinutes(10));

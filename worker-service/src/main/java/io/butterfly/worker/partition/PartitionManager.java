@@ -62,6 +62,8 @@ public class PartitionManager {
     private final PeerChannels channels;
     private final CoordinatorLink coordinator;
     private final ManifestVerifier verifier;
+    /** Executors replaced by a newer assignment, closed by the next load task (guarded by this). */
+    private final List<PartitionExecutor> replaced = new ArrayList<>();
     private final ExecutorService loader = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "partition-loader");
         t.setDaemon(true);
@@ -151,14 +153,26 @@ public class PartitionManager {
         // The replaced partition can run no step any more (the phase is not READY): its weights and KV caches
         // are freed now, not when the new load publishes, which it may never do. Closed on the loader thread:
         // close waits for a step still running on it, and the assignment call must not.
-        PartitionExecutor replaced = executor;
-        executor = null;
+        // Queued rather than captured by the task: a task cancelled before it starts (a third assignment right
+        // behind) would otherwise never close it.
+        if (executor != null) {
+            replaced.add(executor);
+            executor = null;
+        }
         running = loader.submit(() -> {
-            if (replaced != null) {
-                replaced.close();
-            }
+            closeReplaced();
             load(request, loadGeneration);
         });
+    }
+
+    /** Closes the executors replaced by newer assignments (outside the lock: close waits for a running step). */
+    private void closeReplaced() {
+        List<PartitionExecutor> due;
+        synchronized (this) {
+            due = new ArrayList<>(replaced);
+            replaced.clear();
+        }
+        due.forEach(PartitionExecutor::close);
     }
 
     /** Same partition of the same epoch, whichever coordinator leader (term) sends it. */
@@ -264,7 +278,10 @@ public class PartitionManager {
             if (isCurrent(gen)) {
                 log.error("partition load failed", e);
             }
-            fail(request, gen, ErrorCode.INTERNAL_ERROR, e.getClass().getSimpleName() + ": " + e.getMessage());
+            // Out of memory is a capacity problem, not a glitch: the coordinator leaves it to an operator rather
+            // than load the partition again every minute.
+            ErrorCode code = e instanceof OutOfMemoryError ? ErrorCode.INSUFFICIENT_MEMORY : ErrorCode.INTERNAL_ERROR;
+            fail(request, gen, code, e.getClass().getSimpleName() + ": " + e.getMessage());
         }
     }
 
@@ -373,6 +390,7 @@ public class PartitionManager {
     @PreDestroy
     void close() {
         loader.shutdownNow();
+        closeReplaced();
         PartitionExecutor e = executor;
         if (e != null) {
             e.close();

@@ -68,6 +68,15 @@ class WholeModelCheckTest {
         assertThat(generateAgainst(expected, 0, "--temperature", "0.8")).contains("not compared");
     }
 
+    @Test
+    void theComparisonIsNotSilentlyDroppedForJsonOutput() throws Exception {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = new ButterflyCli(new PrintStream(new ByteArrayOutputStream(), true), new PrintStream(err, true))
+                .run(new String[]{"generate", "--url", "http://127.0.0.1:9", "hello", "--json", "--compare-whole", model.toString()});
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("cannot be combined with --json");
+    }
+
     /** Runs `generate --compare-whole` against a stand-in coordinator answering {@code tokens}; checks the exit code. */
     private static String generateAgainst(long[] tokens, int exitCode, String... extra) throws Exception {
         String answer = """
