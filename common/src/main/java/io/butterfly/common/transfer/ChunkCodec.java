@@ -14,6 +14,9 @@ import java.util.Optional;
  */
 public final class ChunkCodec {
 
+    /** The smallest chunk a registry serves, whatever a request asks (a message per byte would cost it dearly). */
+    public static final int MIN_CHUNK_BYTES = 512;
+
     /** Feature flag bit for compression (bootstrap-protocol.md §7.2 {@code feature_flags::COMPRESSION}). */
     public static final long FEATURE_COMPRESSION = 1L << 0;
 

@@ -518,7 +518,7 @@ public final class ShardDownloader {
                 // The received bytes are checked, hashed and written in place (no copy out of the message).
                 ByteString data = chunk.getCompression() == ChunkCompression.CHUNK_COMPRESSION_ZSTD
                         ? UnsafeByteOperations.unsafeWrap(ChunkCodec.decompress(chunk.getData().toByteArray(),
-                                chunk.getUncompressedSize(), Math.min(chunkSize, size - position), name, position))
+                                chunk.getUncompressedSize(), Math.min(Math.max(chunkSize, ChunkCodec.MIN_CHUNK_BYTES), size - position), name, position))
                         : chunk.getData();
                 String mismatch = chunkMismatch(chunk, data);
                 if (mismatch != null) {

@@ -44,7 +44,7 @@ import org.springframework.stereotype.Service;
 public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImplBase {
 
     /** The smallest chunk served, whatever a request asks. */
-    static final int MIN_CHUNK_BYTES = 512;
+    static final int MIN_CHUNK_BYTES = ChunkCodec.MIN_CHUNK_BYTES;
 
     private static final Logger log = LoggerFactory.getLogger(ModelRegistryGrpcService.class);
 
