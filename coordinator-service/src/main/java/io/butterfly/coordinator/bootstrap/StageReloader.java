@@ -49,6 +49,8 @@ public class StageReloader {
             "INVALID_SIGNATURE", "UNTRUSTED_PUBLISHER", "MERKLE_ROOT_MISMATCH", "INSUFFICIENT_MEMORY", "VALIDATION_FAILED");
     /** When {@link #reloadUnloadedStages} last asked each node (scheduler thread only). */
     private final Map<String, Long> lastScanReload = new HashMap<>();
+    /** Since when each stage has been seen JOINED and UNLOADED while bootstrapping (scheduler thread only). */
+    private final Map<String, Long> unloadedSince = new HashMap<>();
     /** Nodes whose reload is queued or running. */
     private final Set<String> reloading = ConcurrentHashMap.newKeySet();
     /** The scan's clock; a test moves it past the interval instead of waiting 30 s. */
@@ -112,13 +114,22 @@ public class StageReloader {
             return;
         }
         long now = nanoTime.getAsLong();
+        unloadedSince.keySet().removeIf(id -> !bootstrapping || s.nodes().get(id) == null || !joinedUnloaded(s.nodes().get(id)));
         for (String id : s.pipeline()) {
             NodeRecord n = s.nodes().get(id);
             if (n == null) {
                 continue;
             }
             long interval;
-            if (degraded && joinedUnloaded(n)) {
+            if (bootstrapping && joinedUnloaded(n)) {
+                // Normally loading within a second of its assignment; still unloaded a minute later, it never got
+                // it (the bootstrap's sends all failed, and so did logging that): send it again, once a minute.
+                long since = unloadedSince.computeIfAbsent(id, k -> now);
+                if (now - since <= LOAD_RETRY_INTERVAL_NANOS) {
+                    continue;
+                }
+                interval = LOAD_RETRY_INTERVAL_NANOS;
+            } else if (degraded && joinedUnloaded(n)) {
                 interval = SCAN_RELOAD_INTERVAL_NANOS;
             } else if (retryableLoadFailure(n)) {
                 interval = LOAD_RETRY_INTERVAL_NANOS;

@@ -145,13 +145,26 @@ class StageReloaderScanTest {
     }
 
     @Test
-    void aPipelineThatIsNotDegradedIsLeftToTheBootstrap() {
+    void aBootstrappingStageIsLeftToTheBootstrapForAMinuteThenSentItsAssignmentAgain() {
         assigned(); // every stage JOINED and UNLOADED, the first load still to come
         assertThat(state.get().system()).isNotEqualTo(SystemState.DEGRADED);
         assertThat(WORKERS).allSatisfy(id -> assertThat(node(id)).isEqualTo("JOINED/UNLOADED"));
         reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
         scanAt(0);
         assertQuietly(Map.of("w1", 0, "w2", 0, "w3", 0, "w4", 0));
+
+        // Loading starts within a second of an assignment: a stage still unloaded a minute later never got it.
+        apply(new ClusterCommand.LoadProgressed("w2", 1, PartitionState.DOWNLOADING, 0.1, "layer-1.safetensors", 10));
+        scanAt(59);
+        assertQuietly(Map.of("w1", 0, "w2", 0, "w3", 0, "w4", 0));
+        scanAt(61);
+        awaitAssigned("w1", 1);
+        awaitAssigned("w3", 1);
+        awaitAssigned("w4", 1);
+        scanAt(100);
+        scanAt(122);
+        awaitAssigned("w1", 2);
+        assertQuietly(Map.of("w1", 2, "w2", 0, "w3", 2, "w4", 2));
     }
 
     @Test
@@ -160,6 +173,7 @@ class StageReloaderScanTest {
         apply(new ClusterCommand.LoadFailed("w1", 1, "TIMEOUT", "registry unreachable after 9 attempts", 5));
         apply(new ClusterCommand.LoadFailed("w2", 1, "CHECKSUM_MISMATCH", "layer-1.safetensors: expected aa, got bb", 5));
         apply(new ClusterCommand.LoadFailed("w3", 1, "INSUFFICIENT_MEMORY", "needs 2 GiB", 5));
+        apply(new ClusterCommand.LoadProgressed("w4", 1, PartitionState.DOWNLOADING, 0.1, "layer-3.safetensors", 5));
         assertThat(state.get().system()).isEqualTo(SystemState.BOOTSTRAPPING);
         assertThat(node("w1")).isEqualTo(WorkerState.FAILED + "/" + PartitionState.FAILED);
         reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
