@@ -79,6 +79,16 @@ public final class ManifestVerifier {
         return m;
     }
 
+    /** {@link #verify}, and the manifest must be of the model that was asked for (a registry answering another). */
+    public ModelManifest verifyFor(String modelId, ModelManifest m) {
+        verify(m);
+        if (!m.getModelId().equals(modelId)) {
+            throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.FAILED_PRECONDITION,
+                    "the registry answered the manifest of '" + m.getModelId() + "' when asked for '" + modelId + "'");
+        }
+        return m;
+    }
+
     private static ButterflyException invalidFiles(ModelManifest m, String problem, Map<String, String> ctx) {
         return new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.INVALID_ARGUMENT,
                 "manifest of '" + m.getModelId() + "' " + problem, ctx, null);

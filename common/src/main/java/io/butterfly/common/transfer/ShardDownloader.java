@@ -361,8 +361,7 @@ public final class ShardDownloader {
                     boolean corrupt = st == Status.Code.DATA_LOSS;
                     // A registry stopping mid-stream resets it (CANCELLED) although this side never cancelled.
                     boolean goneAway = st == Status.Code.CANCELLED && !Thread.currentThread().isInterrupted();
-                    boolean transientFailure = st == Status.Code.UNAVAILABLE || st == Status.Code.DEADLINE_EXCEEDED
-                            || st == Status.Code.ABORTED || st == Status.Code.RESOURCE_EXHAUSTED || goneAway;
+                    boolean transientFailure = transientStatus(st) || goneAway;
                     if (transientFailure) {
                         recordFailure(started, e);
                         if (Files.exists(part) && Files.size(part) > kept) {

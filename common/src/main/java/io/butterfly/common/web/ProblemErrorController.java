@@ -33,7 +33,7 @@ public class ProblemErrorController implements ErrorController {
     }
 
     /** What went wrong, naming the request's path (as sent, %-escapes and all; Tomcat accepted it). */
-    private static String detail(int status, String path) {
+    static String detail(int status, String path) {
         if (status >= 500) {
             return "The server could not process the request"; // never an exception's message
         }

@@ -24,7 +24,7 @@ public class UnknownRouteAdvice {
     @ExceptionHandler({NoResourceFoundException.class, NoHandlerFoundException.class})
     ResponseEntity<ProblemDetail> unknownRoute(HttpServletRequest request) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND,
-                "No endpoint answers " + request.getRequestURI());
+                ProblemErrorController.detail(404, request.getRequestURI()));
         p.setTitle(ProblemErrorReportValve.title(404));
         return ResponseEntity.status(HttpStatus.NOT_FOUND).contentType(MediaType.APPLICATION_PROBLEM_JSON).body(p);
     }

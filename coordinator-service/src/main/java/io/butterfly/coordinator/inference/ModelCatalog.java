@@ -2,20 +2,17 @@ package io.butterfly.coordinator.inference;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.huggingface.tokenizers.jni.LibUtils;
-import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.registry.v1.FileKind;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.grpc.ManagedChannel;
-import io.grpc.Status;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -69,13 +66,8 @@ public class ModelCatalog {
      * bootstrap's would otherwise download into the same files.
      */
     public synchronized ServedModel load() throws IOException {
-        ModelManifest manifest = verifier.verify(registry().withDeadlineAfter(10, TimeUnit.SECONDS)
+        ModelManifest manifest = verifier.verifyFor(props.modelId(), registry().withDeadlineAfter(10, TimeUnit.SECONDS)
                 .getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build()));
-        if (!manifest.getModelId().equals(props.modelId())) {
-            throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.FAILED_PRECONDITION,
-                    "the registry answered the manifest of '" + manifest.getModelId() + "' when asked for '"
-                            + props.modelId() + "'");
-        }
         if (served != null && served.manifest().equals(manifest)) {
             return served; // loaded already (by the warm-up) from this very manifest
         }

@@ -105,25 +105,24 @@ public class PipelineSteps {
     public void abortThrough(String nodeId, String why) {
         waiting.forEach((key, p) -> {
             if (p.stages().contains(nodeId)) {
-                p.outcome().complete(StepOutcome.newBuilder().setTaskId(key.taskId()).setStep(key.step())
-                        .setFailure(StepFailure.newBuilder().setNodeId(nodeId).setCode(ErrorCode.INTERNAL_ERROR)
-                                .setGrpcStatus(Status.Code.UNAVAILABLE.value())
-                                .setMessage("stage " + nodeId + " was declared FAILED: " + why)
-                                .putContext("unreachable", nodeId))
-                        .build());
+                p.outcome().complete(unreachable(key, nodeId, "stage " + nodeId + " was declared FAILED: " + why));
             }
         });
     }
 
     private void firstStageBroke(String address, List<StepKey> recent, Status status) {
         for (StepKey key : recent) {
-            complete(StepOutcome.newBuilder().setTaskId(key.taskId()).setStep(key.step())
-                    .setFailure(StepFailure.newBuilder().setNodeId(address).setCode(ErrorCode.INTERNAL_ERROR)
-                            .setGrpcStatus(Status.Code.UNAVAILABLE.value())
-                            .setMessage("first stage " + address + " unreachable: " + status.getCode() + " " + status.getDescription())
-                            .putContext("unreachable", address))
-                    .build());
+            complete(unreachable(key, address,
+                    "first stage " + address + " unreachable: " + status.getCode() + " " + status.getDescription()));
         }
+    }
+
+    /** The failed outcome of a step whose stage {@code node} cannot answer (UNAVAILABLE: the client may retry). */
+    private static StepOutcome unreachable(StepKey key, String node, String message) {
+        return StepOutcome.newBuilder().setTaskId(key.taskId()).setStep(key.step())
+                .setFailure(StepFailure.newBuilder().setNodeId(node).setCode(ErrorCode.INTERNAL_ERROR)
+                        .setGrpcStatus(Status.Code.UNAVAILABLE.value()).setMessage(message).putContext("unreachable", node))
+                .build();
     }
 
     private static ButterflyException failure(StepFailure f, int step) {

@@ -5,12 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.SystemState;
-import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.TestReplicas;
 import io.butterfly.proto.worker.v1.Endpoint;
@@ -23,8 +19,6 @@ import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -47,17 +41,7 @@ class FailedStageAbortsTest {
     void start(@TempDir Path raftDir) throws Exception {
         replica = TestReplicas.single(raftDir);
         control = new ControlLog(replica);
-        control.submit(new ClusterCommand.Bootstrap("tiny", 2, 1));
-        control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
-        control.submit(new ClusterCommand.NodeJoined(worker("w1"), 3));
-        control.submit(new ClusterCommand.NodeJoined(worker("w2"), 4));
-        control.submit(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 2, true, false),
-                new StageAssignment("w2", 2, 4, false, true)), 5));
-        control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c1", 6));
-        control.submit(new ClusterCommand.LoadCompleted("w2", 1, "c2", 7));
-        control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
-                "partition-root", List.of("w1", "w2"), List.of(), List.of(), 8), 8));
-        assertThat(control.state().system()).isEqualTo(SystemState.READY);
+        ReadyCluster.bootstrap(control);
 
         // A first stage that takes every step and passes it to a second stage that never answers.
         firstStage = Grpc.newServerBuilderForPort(0, InsecureServerCredentials.create())
@@ -81,9 +65,7 @@ class FailedStageAbortsTest {
                         };
                     }
                 }).build().start();
-        CoordinatorProperties props = new CoordinatorProperties("coordinator-0", "127.0.0.1", "butterfly", "tiny", 2,
-                "127.0.0.1", 9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120,
-                Duration.ofMinutes(30), List.of(), 64);
+        CoordinatorProperties props = ReadyCluster.props("coordinator-0");
         steps = new PipelineSteps(new WorkerChannels(9999), props);
         new FailedStageAborts(control, steps);
     }
@@ -144,7 +126,4 @@ class FailedStageAbortsTest {
         return Endpoint.newBuilder().setNodeId(id).setHost("127.0.0.1").setGrpcPort(port).build();
     }
 
-    private static NodeInfo worker(String id) {
-        return new NodeInfo(id, "worker", "host-" + id, 9000, 8000, 4, 8L << 30, 12.5, "cpu");
-    }
 }

@@ -4,6 +4,7 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.worker.execution.DjlPartitionExecutor;
 import io.butterfly.worker.execution.ExecutorOptions;
 import io.butterfly.worker.execution.PartitionSpec;
+import io.butterfly.worker.execution.PlainDjlLoop;
 import io.butterfly.worker.execution.SequenceChunk;
 import io.butterfly.worker.execution.StageInput;
 import io.butterfly.worker.execution.StageResult;
@@ -36,7 +37,7 @@ final class WholeModelCheck {
             StageResult r = whole.forward(List.of(new SequenceChunk("whole", 0, prompt.length, reach)),
                     new StageInput.Tokens(prompt));
             for (int i = 0; i < tokens; i++) {
-                out[i] = argMax(r.toFloats());
+                out[i] = PlainDjlLoop.argMax(r.toFloats());
                 if (i + 1 < tokens) {
                     r = whole.forward(List.of(new SequenceChunk("whole", prompt.length + i, 1, reach)),
                             new StageInput.Tokens(new long[]{out[i]}));
@@ -44,16 +45,5 @@ final class WholeModelCheck {
             }
         }
         return out;
-    }
-
-    /** The first index of the largest logit, as greedy sampling picks it. */
-    static long argMax(float[] logits) {
-        int best = 0;
-        for (int i = 1; i < logits.length; i++) {
-            if (logits[i] > logits[best]) {
-                best = i;
-            }
-        }
-        return best;
     }
 }

@@ -277,7 +277,8 @@ public final class PlainDjlLoop implements AutoCloseable {
         return a != null ? a : w(name);
     }
 
-    private static long argMax(float[] logits) {
+    /** The first index of the largest logit, as greedy sampling picks it. */
+    public static long argMax(float[] logits) {
         int best = 0;
         for (int i = 1; i < logits.length; i++) {
             if (logits[i] > logits[best]) {

@@ -190,12 +190,7 @@ public class PartitionManager {
             ShardDownloader downloader = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
                     ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
                     .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression());
-            ModelManifest manifest = verifier.verify(downloader.manifest(request.getModelId()));
-            if (!manifest.getModelId().equals(request.getModelId())) {
-                throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.FAILED_PRECONDITION,
-                        "the registry answered the manifest of '" + manifest.getModelId() + "' when asked for '"
-                                + request.getModelId() + "'");
-            }
+            ModelManifest manifest = verifier.verifyFor(request.getModelId(), downloader.manifest(request.getModelId()));
             List<WeightFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
             Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
