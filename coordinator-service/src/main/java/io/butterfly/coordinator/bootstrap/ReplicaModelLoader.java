@@ -15,6 +15,8 @@ import org.springframework.stereotype.Component;
  * Every coordinator replica serves inference, not only the leader: once the replicated state names the model
  * (ModelResolved committed by the leader), a replica that has not fetched it yet fetches and verifies the same
  * manifest (same Merkle root) and its tokenizer. The leader has usually fetched it already during bootstrap.
+ * It keeps watching: a later publication (another Merkle root) is fetched the same way. Until then the
+ * replica is not ready (its readiness probe) and a request it is sent fetches the model itself.
  */
 @Component
 public class ReplicaModelLoader {
@@ -39,10 +41,10 @@ public class ReplicaModelLoader {
 
     private void run() {
         try {
-            while (catalog.served() == null) {
-                ClusterState s = control.state();
-                if (s.merkleRoot() != null) {
-                    load(s.merkleRoot());
+            while (true) {
+                String merkleRoot = control.state().merkleRoot();
+                if (merkleRoot != null && !catalog.holds(merkleRoot)) {
+                    load(merkleRoot);
                 }
                 Thread.sleep(1000);
             }
@@ -53,15 +55,10 @@ public class ReplicaModelLoader {
 
     private void load(String merkleRoot) {
         try {
-            ServedModel model = catalog.load();
-            if (!model.manifest().getMerkleRoot().equals(merkleRoot)) {
-                log.warn("the registry serves model {} with Merkle root {}, the control log has {}",
-                        model.manifest().getModelId(), model.manifest().getMerkleRoot(), merkleRoot);
-            }
-            log.info("replica loaded model {} for serving (merkle root {})", model.manifest().getModelId(),
-                    model.manifest().getMerkleRoot());
-        } catch (Exception e) {
-            log.info("replica could not load the served model yet: {}", e.toString());
+            ServedModel model = catalog.servedFor(merkleRoot);
+            log.info("replica loaded model {} for serving (merkle root {})", model.manifest().getModelId(), merkleRoot);
+        } catch (RuntimeException e) {
+            log.info("replica could not load the served model yet: {}", e.getMessage());
         }
     }
 

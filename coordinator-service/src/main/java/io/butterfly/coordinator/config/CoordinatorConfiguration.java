@@ -2,8 +2,10 @@ package io.butterfly.coordinator.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.TransportThreadMethods;
+import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.ModelCatalog;
 import io.butterfly.coordinator.planning.PartitionPlanner;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import java.time.Clock;
@@ -39,13 +41,19 @@ public class CoordinatorConfiguration {
         return new ButterflyGrpcExceptionHandler();
     }
 
-    /** Readiness of a coordinator = the system is READY or DEGRADED (DESIGN.md §1). */
+    /**
+     * Readiness of a coordinator = the system is READY or DEGRADED (DESIGN.md §1) and this replica holds the
+     * served model's tokenizer and config (a follower fetches them just after the cluster became READY).
+     */
     @Bean
-    HealthIndicator clusterHealthIndicator(ControlLog control) {
+    HealthIndicator clusterHealthIndicator(ControlLog control, ModelCatalog catalog) {
         return () -> {
-            SystemState s = control.state().system();
+            ClusterState state = control.state();
+            SystemState s = state.system();
             boolean serving = s == SystemState.READY || s == SystemState.COMPUTING || s == SystemState.DEGRADED;
-            return (serving ? Health.up() : Health.outOfService()).withDetail("system_state", s.name()).build();
+            boolean modelHeld = state.merkleRoot() != null && catalog.holds(state.merkleRoot());
+            return (serving && modelHeld ? Health.up() : Health.outOfService())
+                    .withDetail("system_state", s.name()).withDetail("model_held", modelHeld).build();
         };
     }
 }

@@ -82,17 +82,11 @@ public class InferenceService {
 
     public GenerationResult generate(GenerationRequest request) {
         RequestValidator.checkInputChoice(request);
-        ServedModel model = catalog.served();
         ClusterState state = control.state();
-        if (model == null || state.merkleRoot() == null) {
+        if (state.merkleRoot() == null) {
             throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
         }
-        if (!model.manifest().getMerkleRoot().equals(state.merkleRoot())) {
-            // This replica's tokenizer and config are of another publication than the workers' weights.
-            throw new NotServingException("this coordinator holds model " + model.manifest().getModelId() + " with merkle root "
-                    + model.manifest().getMerkleRoot() + ", the cluster serves " + state.modelId() + " with "
-                    + state.merkleRoot());
-        }
+        ServedModel model = catalog.servedFor(state.merkleRoot());
         if (request.prompt() != null) {
             RequestValidator.checkPromptChars(request.prompt(), props.maxPromptChars());
         }

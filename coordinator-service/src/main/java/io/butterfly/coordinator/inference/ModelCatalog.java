@@ -2,17 +2,20 @@ package io.butterfly.coordinator.inference;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.huggingface.tokenizers.jni.LibUtils;
+import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.registry.v1.FileKind;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -88,6 +91,43 @@ public class ModelCatalog {
     /** The served model, once bootstrap fetched it. */
     public ServedModel served() {
         return served;
+    }
+
+    /** Whether this replica holds the publication with {@code merkleRoot}: its tokenizer and config. */
+    public boolean holds(String merkleRoot) {
+        ServedModel model = served;
+        return model != null && model.manifest().getMerkleRoot().equals(merkleRoot);
+    }
+
+    /**
+     * The publication the cluster serves ({@code merkleRoot}, from the control log), fetched now if this replica
+     * does not hold it yet: a replica may be asked right after the cluster became READY, before its background
+     * fetch ({@code ReplicaModelLoader}) finished. Unavailable (503, retry) when the registry cannot give it.
+     */
+    public ServedModel servedFor(String merkleRoot) {
+        if (holds(merkleRoot)) {
+            return served;
+        }
+        ServedModel model;
+        try {
+            model = load();
+        } catch (ButterflyException e) {
+            throw new ButterflyException(e.code(), Status.Code.UNAVAILABLE, notHeld(merkleRoot) + e.getMessage(), e.context(), e);
+        } catch (IOException | RuntimeException e) {
+            throw new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, Status.Code.UNAVAILABLE, notHeld(merkleRoot) + e, Map.of(), e);
+        }
+        if (!model.manifest().getMerkleRoot().equals(merkleRoot)) {
+            // This replica's tokenizer and config would be of another publication than the workers' weights.
+            throw new ButterflyException(ErrorCode.MERKLE_ROOT_MISMATCH, Status.Code.UNAVAILABLE, notHeld(merkleRoot)
+                    + "the registry serves model " + model.manifest().getModelId() + " with merkle root "
+                    + model.manifest().getMerkleRoot());
+        }
+        return model;
+    }
+
+    private String notHeld(String merkleRoot) {
+        return "this coordinator has not fetched model " + props.modelId() + " (merkle root " + merkleRoot
+                + ") from the registry: ";
     }
 
     @PreDestroy

@@ -91,7 +91,7 @@ class UnusableLogitsTest {
                 Duration.ofMinutes(30), List.of(), 64);
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, VOCAB, 64, 1e-5, 10000.0, false, 1, 2);
         ModelCatalog catalog = mock(ModelCatalog.class);
-        when(catalog.served()).thenReturn(new ServedModel(ModelManifest.newBuilder().setModelId("tiny")
+        when(catalog.servedFor("root")).thenReturn(new ServedModel(ModelManifest.newBuilder().setModelId("tiny")
                 .setMerkleRoot("root").build(), config, null));
         PipelineSteps steps = mock(PipelineSteps.class);
         when(steps.run(any(), any())).thenReturn(StepOutcome.newBuilder()

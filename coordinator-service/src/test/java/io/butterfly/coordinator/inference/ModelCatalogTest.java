@@ -1,0 +1,165 @@
+package io.butterfly.coordinator.inference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.ByteString;
+import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.hash.MerkleTree;
+import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.ManifestVerifier;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.generate.TokenizerGenerator;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.registry.v1.FetchFileRequest;
+import io.butterfly.proto.registry.v1.FileChunk;
+import io.butterfly.proto.registry.v1.FileKind;
+import io.butterfly.proto.registry.v1.GetManifestRequest;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.butterfly.proto.registry.v1.WeightFile;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.zip.CRC32C;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A coordinator replica asked to serve right after the cluster became READY, before its background fetch of the
+ * model got it (the registry refused that fetch here), fetches the model itself instead of refusing the request.
+ */
+class ModelCatalogTest {
+
+    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 8, 2, 1, 16, 300, 32, 1e-5,
+            10000.0, false, 1, 2);
+
+    /** Serves one signed manifest and its files, or answers UNAVAILABLE while {@code down}. */
+    static final class Registry extends ModelRegistryGrpc.ModelRegistryImplBase {
+        volatile boolean down = true;
+        ModelManifest manifest;
+        Path dir;
+
+        @Override
+        public void getManifest(GetManifestRequest request, StreamObserver<ModelManifest> response) {
+            if (down) {
+                response.onError(Status.UNAVAILABLE.withDescription("registry restarting").asRuntimeException());
+                return;
+            }
+            response.onNext(manifest);
+            response.onCompleted();
+        }
+
+        @Override
+        public void fetchFile(FetchFileRequest request, StreamObserver<FileChunk> response) {
+            byte[] all;
+            try {
+                all = Files.readAllBytes(dir.resolve(request.getFileName()));
+            } catch (IOException e) {
+                response.onError(e);
+                return;
+            }
+            CRC32C crc = new CRC32C();
+            crc.update(all);
+            response.onNext(FileChunk.newBuilder().setFileName(request.getFileName()).setData(ByteString.copyFrom(all))
+                    .setCrc32C((int) crc.getValue()).setFileSize(all.length).setLast(true).build());
+            response.onCompleted();
+        }
+    }
+
+    @TempDir
+    Path tmp;
+
+    private final Registry registry = new Registry();
+    private Server server;
+    private ModelCatalog catalog;
+
+    @BeforeEach
+    void start() throws Exception {
+        NodeIdentity publisher = NodeIdentity.ephemeral();
+        registry.dir = Files.createDirectories(tmp.resolve("published"));
+        registry.manifest = publish(registry.dir, publisher);
+        server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).addService(registry).build().start();
+        catalog = new ModelCatalog(new CoordinatorProperties("coordinator-1", "127.0.0.1", "butterfly", "tiny", 2,
+                "127.0.0.1", 9082, "127.0.0.1", server.getPort(), tmp.resolve("coordinator"), 1024, 4096, 65536, 120,
+                Duration.ofMinutes(30), List.of(publisher.publicKeyHex()), 64));
+    }
+
+    @AfterEach
+    void stop() {
+        catalog.close();
+        server.shutdownNow();
+    }
+
+    @Test
+    void aReplicaThatDoesNotHoldTheServedModelYetFetchesItWhenAsked() {
+        String root = registry.manifest.getMerkleRoot();
+        assertThat(catalog.holds(root)).isFalse();
+        registry.down = false;
+
+        ServedModel model = catalog.servedFor(root);
+
+        assertThat(model.manifest()).isEqualTo(registry.manifest);
+        assertThat(model.config().vocabSize()).isEqualTo(CONFIG.vocabSize());
+        assertThat(model.tokenizer().encode("hello").getIds()).isNotEmpty();
+        assertThat(catalog.holds(root)).isTrue();
+        assertThat(catalog.servedFor(root)).isSameAs(model);
+    }
+
+    @Test
+    void aRegistryThatCannotGiveTheModelMakesTheRequestRetryable() {
+        assertThatThrownBy(() -> catalog.servedFor(registry.manifest.getMerkleRoot()))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.status()).isEqualTo(Status.Code.UNAVAILABLE);
+                    assertThat(e.getMessage()).contains("this coordinator has not fetched model tiny (merkle root "
+                            + registry.manifest.getMerkleRoot() + ")").contains("registry restarting");
+                });
+        assertThat(catalog.holds(registry.manifest.getMerkleRoot())).isFalse();
+    }
+
+    @Test
+    void anotherPublicationThanTheClusterServesIsNotServedFrom() {
+        registry.down = false;
+        String clusterRoot = "ab".repeat(32);
+
+        assertThatThrownBy(() -> catalog.servedFor(clusterRoot))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.status()).isEqualTo(Status.Code.UNAVAILABLE);
+                    assertThat(e.code()).isEqualTo(ErrorCode.MERKLE_ROOT_MISMATCH);
+                    assertThat(e.getMessage()).contains("the registry serves model tiny with merkle root "
+                            + registry.manifest.getMerkleRoot());
+                });
+        assertThat(catalog.holds(clusterRoot)).isFalse();
+    }
+
+    /** config.json and tokenizer.json of a tiny Llama in {@code dir}, and their signed manifest. */
+    private static ModelManifest publish(Path dir, NodeIdentity publisher) throws IOException {
+        CONFIG.write(dir.resolve("config.json"));
+        TokenizerGenerator.write(CONFIG, dir.resolve("tokenizer.json"));
+        List<WeightFile> files = List.of(file(dir, "config.json", FileKind.CONFIG), file(dir, "tokenizer.json", FileKind.TOKENIZER));
+        ModelManifest unsigned = ModelManifest.newBuilder().setModelId("tiny").setArchitecture("llama").setVersion("1")
+                .setNumLayers(CONFIG.numLayers()).setHiddenSize(CONFIG.hiddenSize()).setVocabSize(CONFIG.vocabSize())
+                .setDtype("F32").addAllFiles(files)
+                .setMerkleRoot(MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList()))
+                .build();
+        return ManifestVerifier.sign(unsigned, publisher);
+    }
+
+    private static WeightFile file(Path dir, String name, FileKind kind) throws IOException {
+        Path f = dir.resolve(name);
+        return WeightFile.newBuilder().setName(name).setSizeBytes(Files.size(f)).setChecksumAlgorithm("sha256")
+                .setChecksum(Sha256.hexOfFile(f)).setKind(kind).setFormat("json").build();
+    }
+}
