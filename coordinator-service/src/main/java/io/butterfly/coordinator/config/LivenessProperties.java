@@ -22,6 +22,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxLocalPause           a monitor tick this much later than due means the coordinator itself was
  *                                paused (GC, CPU starvation): heartbeats may be queued unread, so that tick
  *                                takes no verdicts (as Cassandra's detector does after a local pause)
+ * @param unheardGrace            a node with an assignment that the leader has not heard once in this long after
+ *                                it began leading (or after the node's last change) is FAILED: it heartbeats every
+ *                                replica its assignment names, reconnecting within 2-3 s of backoff
  */
 @ConfigurationProperties("butterfly.coordinator.liveness")
 public record LivenessProperties(
@@ -33,7 +36,8 @@ public record LivenessProperties(
         @DefaultValue("100ms") Duration firstHeartbeatEstimate,
         @DefaultValue("250ms") Duration reconnectGrace,
         @DefaultValue("25ms") Duration monitorInterval,
-        @DefaultValue("250ms") Duration maxLocalPause) {
+        @DefaultValue("250ms") Duration maxLocalPause,
+        @DefaultValue("10s") Duration unheardGrace) {
 
     public DetectorSettings detectorSettings() {
         return new DetectorSettings(failureThreshold, suspicionThreshold, windowSize, minStdDeviation.toMillis(),

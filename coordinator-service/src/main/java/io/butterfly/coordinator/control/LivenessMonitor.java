@@ -34,6 +34,7 @@ public class LivenessMonitor {
     private final long intervalMs;
     private final long maxLocalPauseMs;
     private long lastTickMs = -1; // monitor thread only
+    private long leadingSinceMs = -1; // monitor thread only: when this replica's current leadership was first seen
     private long quietUntilMs = -1;
     private final List<Consumer<ClusterCommand>> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -45,7 +46,7 @@ public class LivenessMonitor {
     public LivenessMonitor(ControlLog control, Liveness liveness, LivenessProperties props, Clock clock) {
         this.control = control;
         this.liveness = liveness;
-        this.policy = new LivenessPolicy(props.detectorSettings());
+        this.policy = new LivenessPolicy(props.detectorSettings(), props.unheardGrace().toMillis());
         this.clock = clock;
         this.intervalMs = Math.max(1, props.monitorInterval().toMillis());
         this.maxLocalPauseMs = props.maxLocalPause().toMillis();
@@ -64,10 +65,14 @@ public class LivenessMonitor {
     void tick() {
         if (!control.leadership().leading()) {
             lastTickMs = -1; // leader-only work; a follower takes no verdicts
+            leadingSinceMs = -1;
             return;
         }
         try {
             long now = clock.millis();
+            if (leadingSinceMs < 0) {
+                leadingSinceMs = now;
+            }
             long late = lastTickMs < 0 ? 0 : now - lastTickMs - intervalMs;
             lastTickMs = now;
             if (late > maxLocalPauseMs) {
@@ -79,7 +84,7 @@ public class LivenessMonitor {
             if (now < quietUntilMs) {
                 return;
             }
-            for (ClusterCommand c : policy.evaluate(control.state(), id -> liveness.observe(id, now), now)) {
+            for (ClusterCommand c : policy.evaluate(control.state(), id -> liveness.observe(id, now), now, leadingSinceMs)) {
                 try {
                     control.submit(c);
                 } catch (IllegalTransitionException e) {

@@ -19,27 +19,43 @@ import java.util.function.Function;
  * process keeps it open): the node is suspected immediately and FAILED if it does not reconnect within
  * the grace period. Phi alone cannot both tolerate a one-second pause and detect a crash in under a
  * second, since both look like the same silence until the pause ends.
+ *
+ * <p>A third: a node holding an assignment heartbeats every coordinator replica the assignment names, so a
+ * leader that has never heard it {@code unheardGraceMs} after it began watching (it was elected, say, after
+ * a restart, and the node died meanwhile) suspects it and declares it FAILED at once. Phi cannot judge a node
+ * it never heard, and without this rule such a node stayed READY (or SUSPECT) for ever.
  */
 public final class LivenessPolicy {
 
     private final DetectorSettings settings;
+    private final long unheardGraceMs;
 
-    public LivenessPolicy(DetectorSettings settings) {
+    public LivenessPolicy(DetectorSettings settings, long unheardGraceMs) {
+        if (unheardGraceMs <= 0) {
+            throw new IllegalArgumentException("unheardGraceMs must be > 0, was " + unheardGraceMs);
+        }
         this.settings = settings;
+        this.unheardGraceMs = unheardGraceMs;
     }
 
-    public List<ClusterCommand> evaluate(ClusterState state, Function<String, NodeObservation> observe, long nowMs) {
+    /**
+     * The verdicts due at {@code nowMs}, for a leader that has watched (evaluated, with its heartbeat streams
+     * open to the nodes) since {@code watchingSinceMs}.
+     */
+    public List<ClusterCommand> evaluate(ClusterState state, Function<String, NodeObservation> observe, long nowMs,
+                                         long watchingSinceMs) {
         List<ClusterCommand> out = new ArrayList<>();
         for (NodeRecord n : state.nodes().values()) {
             String id = n.info().nodeId();
             NodeObservation o = observe.apply(id);
-            ClusterCommand c = decide(state, n, o, nowMs);
+            String unheard = unheard(n, o, nowMs, watchingSinceMs);
+            ClusterCommand c = decide(state, n, o, nowMs, unheard);
             if (c != null) {
                 out.add(c);
             }
             if (c instanceof ClusterCommand.NodeSuspected s) {
                 // Suspicion and failure may be due in the same tick (e.g. after a stall of the monitor).
-                ClusterCommand f = failure(id, o, nowMs, s.atMs());
+                ClusterCommand f = failure(id, o, nowMs, unheard);
                 if (f != null) {
                     out.add(f);
                 }
@@ -48,13 +64,28 @@ public final class LivenessPolicy {
         return out;
     }
 
-    private ClusterCommand decide(ClusterState state, NodeRecord n, NodeObservation o, long nowMs) {
+    /**
+     * Why a node with an assignment counts as silent though this leader never heard it, or null: the grace runs
+     * from when the leader began watching or the node last changed (was assigned, suspected), the later.
+     */
+    private String unheard(NodeRecord n, NodeObservation o, long nowMs, long watchingSinceMs) {
+        if (o.everHeard() || n.layerStart() == null) {
+            return null; // heard (phi judges it), or not assigned: it may heartbeat only once assigned
+        }
+        long since = Math.max(watchingSinceMs, n.updatedAtMs());
+        return nowMs - since >= unheardGraceMs
+                ? "no heartbeat reached this coordinator in the " + (nowMs - since) + " ms since it began watching"
+                : null;
+    }
+
+    private ClusterCommand decide(ClusterState state, NodeRecord n, NodeObservation o, long nowMs, String unheard) {
         String id = n.info().nodeId();
         long last = Math.max(o.lastHeartbeatMs(), 0);
         switch (n.state()) {
             case JOINED, READY -> {
                 if (!o.everHeard()) {
-                    return null; // never heartbeated: nothing to judge yet
+                    // never heartbeated to this leader: judged only once its grace is over
+                    return unheard == null ? null : new ClusterCommand.NodeSuspected(id, last, o.phi(), unheard, nowMs);
                 }
                 if (!o.connected()) {
                     return new ClusterCommand.NodeSuspected(id, last, o.phi(), "heartbeat stream closed", nowMs);
@@ -69,7 +100,7 @@ public final class LivenessPolicy {
                         && o.phi() < settings.suspicionThreshold()) {
                     return new ClusterCommand.NodeSuspicionCleared(id, last, nowMs);
                 }
-                return failure(id, o, nowMs, n.health().suspectedAtMs());
+                return failure(id, o, nowMs, unheard);
             }
             case FAILED -> {
                 if (n.health().failedByDetector() && o.connected() && o.lastHeartbeatMs() > n.health().failedAtMs()
@@ -86,8 +117,11 @@ public final class LivenessPolicy {
     }
 
     /** The failure verdict for a suspected node, or null if it is not (yet) due. */
-    private ClusterCommand failure(String id, NodeObservation o, long nowMs, long suspectedAtMs) {
+    private ClusterCommand failure(String id, NodeObservation o, long nowMs, String unheard) {
         long last = Math.max(o.lastHeartbeatMs(), 0);
+        if (unheard != null) {
+            return new ClusterCommand.NodeFailed(id, last, o.phi(), unheard, nowMs);
+        }
         if (!o.connected() && o.disconnectedAtMs() >= 0
                 && nowMs - o.disconnectedAtMs() >= settings.reconnectGraceMs()) {
             return new ClusterCommand.NodeFailed(id, last, o.phi(), "heartbeat stream closed and not re-established within "

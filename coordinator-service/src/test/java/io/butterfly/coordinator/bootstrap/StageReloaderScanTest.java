@@ -212,7 +212,7 @@ class StageReloaderScanTest {
         when(control.leadership()).thenReturn(leadership);
         LivenessProperties liveness = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
                 Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
-                Duration.ofMillis(250));
+                Duration.ofMillis(250), Duration.ofSeconds(10));
         LivenessMonitor monitor = new LivenessMonitor(control, new Liveness(liveness, Clock.systemUTC()), liveness,
                 Clock.systemUTC());
         ControlRaftProperties raft = new ControlRaftProperties("", List.of(), 20, "", Duration.ofMillis(150),

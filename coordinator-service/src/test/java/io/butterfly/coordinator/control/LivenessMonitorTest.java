@@ -51,7 +51,7 @@ class LivenessMonitorTest {
     private final FakeClock clock = new FakeClock();
     private final LivenessProperties props = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
-            Duration.ofMillis(250));
+            Duration.ofMillis(250), Duration.ofSeconds(10));
     private final Liveness liveness = new Liveness(props, clock);
     private final List<ClusterCommand> heard = new ArrayList<>();
     private ControlReplica replica;

@@ -24,10 +24,13 @@ class LivenessPolicyTest {
 
     private final DetectorSettings settings = PhiAccrualDetectorTest.DEFAULTS;
     private final HeartbeatTracker tracker = new HeartbeatTracker(settings);
-    private final LivenessPolicy policy = new LivenessPolicy(settings);
+    private static final long UNHEARD_GRACE_MS = 10_000;
+    private final LivenessPolicy policy = new LivenessPolicy(settings, UNHEARD_GRACE_MS);
     private ClusterState state = readyCluster();
     private long index = state.lastAppliedIndex();
     private long now = 10_000;
+    /** When the leader running the policy began watching: here, when the test starts. */
+    private final long watchingSince = now;
 
     private static ClusterState readyCluster() {
         ClusterState s = ClusterState.initial();
@@ -67,7 +70,7 @@ class LivenessPolicyTest {
                     tracker.heartbeat("w2", now, 1);
                 }
             }
-            for (ClusterCommand c : policy.evaluate(state, id -> tracker.observe(id, now), now)) {
+            for (ClusterCommand c : policy.evaluate(state, id -> tracker.observe(id, now), now, watchingSince)) {
                 state = ClusterReducer.apply(state, c, ++index);
                 verdicts.add(c);
             }
@@ -88,8 +91,56 @@ class LivenessPolicyTest {
     }
 
     @Test
-    void nodesNeverHeardFromAreNotJudged() {
-        assertTrue(run(5_000, false, false, 0).isEmpty());
+    void nodesNeverHeardFromAreNotJudgedWithinTheGrace() {
+        assertTrue(run(UNHEARD_GRACE_MS - 100, false, false, 0).isEmpty());
+    }
+
+    @Test
+    void anUnassignedNodeNeverHeardFromIsNotJudged() {
+        // It heartbeats only once an assignment names this coordinator (the workers' default).
+        state = ClusterReducer.apply(state, new ClusterCommand.NodeJoined(info("w3"), now), ++index);
+        connectBoth();
+        assertTrue(run(3 * UNHEARD_GRACE_MS, true, true, 1).isEmpty());
+        assertEquals(WorkerState.JOINED, state.nodes().get("w3").state());
+    }
+
+    @Test
+    void anAssignedNodeThisLeaderNeverHeardIsFailedAfterTheGrace() {
+        // A leader elected after the node died (e.g. restarted, so it never heard it): phi has nothing to judge.
+        tracker.streamOpened("w2", 2);
+        List<ClusterCommand> verdicts = run(UNHEARD_GRACE_MS + 1_000, false, true, 1);
+
+        assertEquals(2, verdicts.size(), verdicts.toString());
+        ClusterCommand.NodeSuspected suspected = assertInstanceOf(ClusterCommand.NodeSuspected.class, verdicts.get(0));
+        ClusterCommand.NodeFailed failed = assertInstanceOf(ClusterCommand.NodeFailed.class, verdicts.get(1));
+        assertEquals("w1", suspected.nodeId());
+        assertEquals("w1", failed.nodeId());
+        assertEquals(watchingSince + UNHEARD_GRACE_MS, failed.atMs());
+        assertEquals("no heartbeat reached this coordinator in the 10000 ms since it began watching", failed.cause());
+        assertEquals(WorkerState.FAILED, state.nodes().get("w1").state());
+        assertEquals(SystemState.DEGRADED, state.system());
+    }
+
+    @Test
+    void aNodeSuspectedByTheFormerLeaderAndNeverHeardByThisOneIsFailedAfterTheGrace() {
+        state = ClusterReducer.apply(state, new ClusterCommand.NodeSuspected("w1", 9_000, 5.0, "silence", now), ++index);
+        tracker.streamOpened("w2", 2);
+        List<ClusterCommand> verdicts = run(UNHEARD_GRACE_MS + 1_000, false, true, 1);
+
+        ClusterCommand.NodeFailed failed = assertInstanceOf(ClusterCommand.NodeFailed.class, verdicts.get(0));
+        assertEquals(1, verdicts.size(), verdicts.toString());
+        assertEquals(now - 1_000, failed.atMs());
+        assertEquals(WorkerState.FAILED, state.nodes().get("w1").state());
+    }
+
+    @Test
+    void aNodeHeardOnceWithinTheGraceIsJudgedByPhiOnly() {
+        connectBoth();
+        List<ClusterCommand> verdicts = run(UNHEARD_GRACE_MS - 1_000, false, true, 1);
+        tracker.heartbeat("w1", now, 1);
+        verdicts.addAll(run(5 * UNHEARD_GRACE_MS, true, true, 1));
+        assertTrue(verdicts.isEmpty(), verdicts.toString());
+        assertEquals(WorkerState.READY, state.nodes().get("w1").state());
     }
 
     @Test
