@@ -17,6 +17,10 @@ public record BootstrapChecks(Feasibility feasibility, WeightValidation validati
         return new BootstrapChecks(feasibility, next);
     }
 
+    BootstrapChecks withoutValidation() {
+        return new BootstrapChecks(feasibility, null);
+    }
+
     /** Whether the weights of assignment {@code epoch} were cross-validated successfully. */
     public boolean weightsValidFor(long epoch) {
         return validation != null && validation.epoch() == epoch && validation.status() == WeightValidation.Status.VALID;

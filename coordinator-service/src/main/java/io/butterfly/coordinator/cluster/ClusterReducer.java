@@ -185,8 +185,16 @@ public final class ClusterReducer {
 
     private static ClusterState loadCompleted(ClusterState s, ClusterCommand.LoadCompleted c) {
         NodeRecord n = assignedNode(s, c.nodeId(), c.epoch(), c);
+        boolean loadedAgain = n.partition() != PartitionState.READY; // not a repeated report of the same load
         advance(n, PartitionState.READY);
-        return maybeReady(s.withNode(n.loaded(c.partitionChecksum(), c.atMs())), c);
+        ClusterState next = s.withNode(n.loaded(c.partitionChecksum(), c.atMs()));
+        WeightValidation v = s.checks().validation();
+        if (loadedAgain && v != null && v.epoch() == s.epoch()) {
+            // The epoch's validation covered the partitions as they were then; this one was loaded since (a
+            // restarted worker's stage reloaded while DEGRADED): READY again only once it is validated too.
+            next = next.withChecks(next.checks().withoutValidation());
+        }
+        return maybeReady(next, c);
     }
 
     private static ClusterState loadFailed(ClusterState s, ClusterCommand.LoadFailed c) {

@@ -155,8 +155,10 @@ class ClusterReducerTest {
         Fixtures ready = Fixtures.ready().apply(new ClusterCommand.LoadFailed("w2", 1, "OOM", null, 9));
         assertEquals(SystemState.DEGRADED, ready.state().system());
         assertEquals("", ready.state().nodes().get("w2").failureMessage());
-        // The worker retries on its own and recovers the system.
+        // The worker retries on its own; its reloaded weights are cross-validated, then the system is READY.
         ready.apply(new ClusterCommand.LoadCompleted("w2", 1, "c2", 10));
+        assertEquals(SystemState.DEGRADED, ready.state().system());
+        ready.apply(Fixtures.validated(1, 11));
         assertEquals(SystemState.READY, ready.state().system());
     }
 
@@ -209,9 +211,9 @@ class ClusterReducerTest {
                 .apply(new ClusterCommand.LoadFailed("w1", 1, "OOM", "x", 101));
         assertEquals(SystemState.DEGRADED, f.state().system());
         refused(NotReadyException.class, f, new ClusterCommand.TaskSubmitted("t2", 5, 102));
-        f.apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 103));
+        f.apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 103)).apply(Fixtures.validated(1, 104));
         assertEquals(SystemState.DEGRADED, f.state().system()); // t1 still in flight
-        f.apply(new ClusterCommand.TaskFailed("t1", "stage lost", 104));
+        f.apply(new ClusterCommand.TaskFailed("t1", "stage lost", 105));
         assertEquals(SystemState.READY, f.state().system());
     }
 

@@ -79,4 +79,31 @@ class IntegrityCommandsTest {
         f.apply(new ClusterCommand.PartitionsAssigned(2, Fixtures.twoStages("w2", "w1"), 20));
         assertFalse(f.state().checks().weightsValidFor(2));
     }
+
+    @Test
+    void aStageLoadedAgainAfterTheValidationIsValidatedAgainBeforeReady() {
+        // A validation that read its reports before w1 failed and came back without its partition is recorded
+        // after the recovery: it does not cover w1's reload.
+        Fixtures f = Fixtures.ready()
+                .apply(new ClusterCommand.NodeSuspected("w1", 90, 4.5, "silence", 100))
+                .apply(new ClusterCommand.NodeFailed("w1", 90, 8.5, "silence", 1_500))
+                .apply(new ClusterCommand.NodeRecovered("w1", false, 2_000, 2_000))
+                .apply(Fixtures.validated(1, 2_100));
+        assertEquals(SystemState.DEGRADED, f.state().system());
+
+        f.apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 3_000));
+
+        assertEquals(SystemState.DEGRADED, f.state().system());
+        assertFalse(f.state().checks().weightsValidFor(1));
+        assertTrue(f.state().statusMessage().contains("cross-validating"), f.state().statusMessage());
+        f.apply(Fixtures.validated(1, 3_100));
+        assertEquals(SystemState.READY, f.state().system());
+    }
+
+    @Test
+    void aRepeatedLoadReportOfTheSameLoadKeepsTheValidation() {
+        Fixtures f = Fixtures.ready().apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 50));
+        assertTrue(f.state().checks().weightsValidFor(1));
+        assertEquals(SystemState.READY, f.state().system());
+    }
 }

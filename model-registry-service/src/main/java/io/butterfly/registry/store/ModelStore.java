@@ -18,7 +18,9 @@ import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,6 +45,8 @@ public class ModelStore {
     public static final String MANIFEST_FILE = "manifest.json";
     public static final String BLOCK_INDEX_FILE = "blocks.json";
     public static final String FINGERPRINT_FILE = "source.fingerprint";
+    private static final String IMPORTING = ".importing-";
+    private static final String OLD = ".old-";
     private static final Logger log = LoggerFactory.getLogger(ModelStore.class);
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
@@ -72,6 +76,56 @@ public class ModelStore {
         this.reservedNames = reservedDirs.stream().map(d -> d.toAbsolutePath().normalize())
                 .filter(d -> this.root.equals(d.getParent())).map(d -> d.getFileName().toString())
                 .collect(Collectors.toUnmodifiableSet());
+        finishInterruptedSwaps();
+    }
+
+    /**
+     * A registry stopped between the two moves of {@link #commit} left the model's directory missing, beside
+     * the complete staging directory ({@code .<id>.importing-*}, with its manifest) and the previous one
+     * ({@code .<id>.old-*}). The swap is finished (the new import, complete since its manifest is written last)
+     * or undone (the previous one); leftovers of interrupted imports and finished swaps are deleted.
+     */
+    private void finishInterruptedSwaps() throws IOException {
+        List<Leftover> leftovers = new ArrayList<>();
+        try (DirectoryStream<Path> s = Files.newDirectoryStream(root, ".*")) {
+            for (Path p : s) {
+                Leftover.of(p).filter(l -> isValidModelId(l.modelId()) && !isReserved(l.modelId())
+                        && Files.isDirectory(p)).ifPresent(leftovers::add);
+            }
+        }
+        // A complete new import wins over the previous directory; the newest first.
+        leftovers.sort(Comparator.comparing((Leftover l) -> !l.importing())
+                .thenComparing(l -> modifiedTime(l.dir()), Comparator.reverseOrder()));
+        for (Leftover l : leftovers) {
+            Path target = root.resolve(l.modelId());
+            if (!Files.exists(target) && Files.isRegularFile(l.dir().resolve(MANIFEST_FILE))) {
+                move(l.dir(), target);
+                log.warn("model {}: a swap was interrupted by a stop; {} restored as its directory", l.modelId(),
+                        l.dir().getFileName());
+            } else {
+                deleteRecursively(l.dir());
+                log.info("model {}: deleted {}, left by an interrupted import or swap", l.modelId(), l.dir().getFileName());
+            }
+        }
+    }
+
+    /** A staging ({@code .<id>.importing-<digits>}) or replaced ({@code .<id>.old-<digits>}) model directory. */
+    private record Leftover(Path dir, String modelId, boolean importing) {
+        static Optional<Leftover> of(Path dir) {
+            String name = dir.getFileName().toString();
+            int importing = name.lastIndexOf(IMPORTING);
+            int old = name.lastIndexOf(OLD);
+            int mark = Math.max(importing, old); // the temp-directory suffix after the last mark is digits
+            return mark <= 1 ? Optional.empty() : Optional.of(new Leftover(dir, name.substring(1, mark), importing > old));
+        }
+    }
+
+    private static FileTime modifiedTime(Path p) {
+        try {
+            return Files.getLastModifiedTime(p);
+        } catch (IOException e) {
+            return FileTime.fromMillis(0);
+        }
     }
 
     /** Whether {@code modelId} names something else the registry keeps in its store (e.g. its publisher key). */
@@ -106,7 +160,7 @@ public class ModelStore {
     /** A fresh staging directory for an import of {@code modelId}. */
     public Path newStagingDir(String modelId) throws IOException {
         modelDir(modelId);
-        return Files.createTempDirectory(root, "." + modelId + ".importing-");
+        return Files.createTempDirectory(root, "." + modelId + IMPORTING);
     }
 
     /** Writes manifest and fingerprint into the staging directory and swaps it in place of the model's directory. */
@@ -121,7 +175,7 @@ public class ModelStore {
         swap.writeLock().lock();
         try {
             if (Files.exists(target)) {
-                old = Files.createTempDirectory(root, "." + manifest.modelId() + ".old-");
+                old = Files.createTempDirectory(root, "." + manifest.modelId() + OLD);
                 Files.delete(old);
                 move(target, old);
             }
