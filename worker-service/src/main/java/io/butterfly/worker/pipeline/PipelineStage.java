@@ -98,8 +98,15 @@ public class PipelineStage {
         for (int i = 0; i < request.getDownstreamCount(); i++) {
             Endpoints.requireValid(request.getDownstream(i), "downstream[" + i + "]");
         }
-        PartitionExecutor executor = partitions.executor();
+        // The epoch is read on both sides of the executor: epochs only grow, so if it did not change, the
+        // executor is of that epoch (not one an assignment replaced between the two reads).
         long epoch = partitions.status().epoch();
+        PartitionExecutor executor = partitions.executor();
+        if (partitions.status().epoch() != epoch) {
+            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.ABORTED,
+                    "this worker's partition changed from epoch " + epoch + " while the step of epoch "
+                            + request.getEpoch() + " arrived");
+        }
         if (request.getEpoch() != epoch) {
             throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.ABORTED,
                     "step carries epoch " + request.getEpoch() + " but this worker's partition is of epoch " + epoch);
