@@ -144,6 +144,11 @@ public class StageReloader {
         }
     }
 
+    /** Whether a reload of {@code nodeId} is queued or running (a scan skips the node meanwhile). */
+    boolean reloading(String nodeId) {
+        return reloading.contains(nodeId);
+    }
+
     private static boolean joinedUnloaded(NodeRecord n) {
         return n.state() == WorkerState.JOINED && n.partition() == PartitionState.UNLOADED;
     }
