@@ -36,6 +36,8 @@ class FailedStageAbortsTest {
     private ControlLog control;
     private Server firstStage;
     private PipelineSteps steps;
+    /** Steps the first stage received (a step waits for its outcome from before it is sent). */
+    private final java.util.concurrent.BlockingQueue<ForwardRequest> received = new java.util.concurrent.LinkedBlockingQueue<>();
 
     @BeforeEach
     void start(@TempDir Path raftDir) throws Exception {
@@ -51,6 +53,7 @@ class FailedStageAbortsTest {
                         return new StreamObserver<>() {
                             @Override
                             public void onNext(ForwardRequest value) {
+                                received.add(value);
                             }
 
                             @Override
@@ -88,7 +91,9 @@ class FailedStageAbortsTest {
                 return e;
             }
         });
-        Thread.sleep(300); // the step is on its way and waiting
+        // The step is waiting: it reached the first stage. (A fixed pause let the verdict come first when the task
+        // started late, and the abort then found no step to end: it waited for its 120 s timeout.)
+        assertThat(received.poll(10, TimeUnit.SECONDS)).as("the step reached the first stage").isNotNull();
         assertThat(failed).isNotDone();
 
         control.submit(new ClusterCommand.NodeSuspected("w2", 9_000, 4.2, "no heartbeat for 500 ms", 9_500));
@@ -113,7 +118,7 @@ class FailedStageAbortsTest {
                 return e;
             }
         });
-        Thread.sleep(300);
+        assertThat(received.poll(10, TimeUnit.SECONDS)).as("the step reached the first stage").isNotNull();
         control.submit(new ClusterCommand.NodeSuspected("w2", 9_000, 4.2, "no heartbeat for 500 ms", 9_500));
         control.submit(new ClusterCommand.NodeFailed("w2", 9_000, 8.1, "no heartbeat for 1400 ms", 10_400));
         Thread.sleep(300);
