@@ -123,12 +123,18 @@ class CoordinatorLinkTest {
 
     @Test
     void anAssignmentEndsTheBackoffOfAStreamToAReplicaThatWasStillStarting() throws Exception {
+        CoordinatorLink link = link();
+        // A first heartbeat stream elsewhere: the first HTTP/2 connection of a fresh JVM loads and runs cold code on
+        // both sides (hundreds of ms on a busy machine), which the 700 ms below are not meant to cover.
+        FakeReplica warm = replica();
+        link.attach(warm.endpoint("coordinator-warm"), List.of(), 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> warm.pings.get() >= 1);
+
         int port;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
         Endpoint starting = Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1").setGrpcPort(port).build();
-        CoordinatorLink link = link();
         link.attach(starting, List.of(), 1);
         Thread.sleep(3_000); // refused again and again: the reconnect backoff reaches its 2 s ceiling
 
