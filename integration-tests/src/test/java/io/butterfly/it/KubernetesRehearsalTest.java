@@ -163,18 +163,24 @@ class KubernetesRehearsalTest {
             assertThat(reply.body()).as(pod.name()).contains("jvm_memory_used_bytes");
         }
 
+        // Awaited, not read once: a coordinator is ready in DEGRADED too, and a worker stays ready while the leader
+        // suspects it for a moment (silent over a second: eight JVMs share this machine's cores), so the probes
+        // passing does not mean that every node is READY right now.
         Pod coordinator0 = podsOf("coordinator").get(0);
-        JsonNode state = get(coordinator0, "/api/v1/system/state");
-        assertThat(state.path("system_state").asString()).isEqualTo("READY");
-        List<String> workerNodes = new ArrayList<>();
-        for (JsonNode node : state.path("nodes")) {
-            if ("worker".equals(node.path("role").asString())) {
-                workerNodes.add(node.path("id").asString() + "=" + node.path("state").asString());
-            }
-        }
-        // Node ids are the pods' names.
-        assertThat(workerNodes).containsExactlyInAnyOrder(
+        List<String> expectedWorkers = List.of(
                 "butterfly-worker-0=READY", "butterfly-worker-1=READY", "butterfly-worker-2=READY");
+        long stateDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        JsonNode state = get(coordinator0, "/api/v1/system/state");
+        while (!("READY".equals(state.path("system_state").asString())
+                && workerNodes(state).containsAll(expectedWorkers)
+                && state.path("raft").path("leader_id").asString().startsWith("butterfly-coordinator-"))
+                && System.nanoTime() < stateDeadline) {
+            Thread.sleep(500);
+            state = get(coordinator0, "/api/v1/system/state");
+        }
+        assertThat(state.path("system_state").asString()).as(state.toString()).isEqualTo("READY");
+        // Node ids are the pods' names.
+        assertThat(workerNodes(state)).as(state.toString()).containsExactlyInAnyOrderElementsOf(expectedWorkers);
         assertThat(state.path("raft").path("leader_id").asString()).startsWith("butterfly-coordinator-");
 
         // Any replica serves inference and, greedy, they answer alike.
@@ -190,6 +196,17 @@ class KubernetesRehearsalTest {
         }
         assertThat(tokens.get(0).size()).isEqualTo(8);
         assertThat(tokens).allMatch(t -> t.equals(tokens.get(0)));
+    }
+
+    /** The workers in a system state, as {@code id=state}. */
+    private static List<String> workerNodes(JsonNode state) {
+        List<String> workers = new ArrayList<>();
+        for (JsonNode node : state.path("nodes")) {
+            if ("worker".equals(node.path("role").asString())) {
+                workers.add(node.path("id").asString() + "=" + node.path("state").asString());
+            }
+        }
+        return workers;
     }
 
     // --- the pods --------------------------------------------------------------------------------------
