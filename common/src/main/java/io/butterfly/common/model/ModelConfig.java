@@ -27,6 +27,7 @@ import tools.jackson.databind.json.JsonMapper;
  * @param tieWordEmbeddings whether the LM head reuses the token embedding matrix
  * @param bosTokenId       beginning-of-sequence token, or -1
  * @param eosTokenId       end-of-sequence token, or -1
+ * @param ropeScaling      how the rotary frequencies are scaled (Llama only), or null for plain RoPE
  */
 public record ModelConfig(
         Architecture architecture,
@@ -41,7 +42,8 @@ public record ModelConfig(
         double ropeTheta,
         boolean tieWordEmbeddings,
         int bosTokenId,
-        int eosTokenId) {
+        int eosTokenId,
+        RopeScaling ropeScaling) {
 
     private static final ObjectMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
@@ -55,6 +57,14 @@ public record ModelConfig(
         if (numHeads % numKvHeads != 0) {
             throw new IllegalArgumentException("heads " + numHeads + " are not divisible by kv heads " + numKvHeads);
         }
+    }
+
+    /** A configuration with plain RoPE (or none: GPT-2). */
+    public ModelConfig(Architecture architecture, int numLayers, int hiddenSize, int numHeads, int numKvHeads,
+                       int intermediateSize, int vocabSize, int maxPositions, double normEps, double ropeTheta,
+                       boolean tieWordEmbeddings, int bosTokenId, int eosTokenId) {
+        this(architecture, numLayers, hiddenSize, numHeads, numKvHeads, intermediateSize, vocabSize, maxPositions,
+                normEps, ropeTheta, tieWordEmbeddings, bosTokenId, eosTokenId, null);
     }
 
     public int headDim() {
@@ -84,20 +94,19 @@ public record ModelConfig(
                     tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"));
         }
         int heads = n.path("num_attention_heads").asInt();
-        JsonNode ropeScaling = n.get("rope_scaling");
-        if (ropeScaling != null && !ropeScaling.isNull()) {
-            // Llama 3.1's "llama3", linear, dynamic and YaRN scaling all change the rotary frequencies: running
-            // such a model with plain RoPE would give wrong logits at every position, so it is refused.
-            throw new IllegalArgumentException("rope_scaling " + ropeScaling + " is not supported (plain RoPE with"
-                    + " rope_theta only)");
-        }
+        // transformers 5 names it rope_parameters (with rope_theta inside), transformers 4 rope_scaling.
+        JsonNode ropeParameters = n.get("rope_parameters");
+        boolean v5 = ropeParameters != null && !ropeParameters.isNull();
+        double theta = v5 && ropeParameters.has("rope_theta") ? ropeParameters.path("rope_theta").asDouble()
+                : n.path("rope_theta").asDouble(10000.0);
         return new ModelConfig(arch,
                 n.path("num_hidden_layers").asInt(), n.path("hidden_size").asInt(), heads,
                 n.path("num_key_value_heads").asInt(heads), n.path("intermediate_size").asInt(),
                 n.path("vocab_size").asInt(), maxPositions(n),
-                n.path("rms_norm_eps").asDouble(1e-6), n.path("rope_theta").asDouble(10000.0),
+                n.path("rms_norm_eps").asDouble(1e-6), theta,
                 n.path("tie_word_embeddings").asBoolean(false),
-                tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"));
+                tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"),
+                RopeScaling.parse(v5 ? ropeParameters : n.get("rope_scaling")));
     }
 
     /**
@@ -138,6 +147,9 @@ public record ModelConfig(
             m.put("vocab_size", vocabSize);
             m.put("rms_norm_eps", normEps);
             m.put("rope_theta", ropeTheta);
+            if (ropeScaling != null) {
+                m.put("rope_scaling", ropeScaling.toHuggingFace());
+            }
             m.put("hidden_act", "silu");
         }
         m.put("tie_word_embeddings", tieWordEmbeddings);

@@ -19,13 +19,76 @@ class ModelConfigTest {
     }
 
     @Test
-    void ropeScalingIsRefusedRatherThanRunWithPlainRope() {
+    void llama3AndLinearRopeScalingAreReadAndWrittenBack() {
+        ModelConfig llama31 = parse("llama", ", \"rope_theta\": 500000.0, \"rope_scaling\": {\"rope_type\": \"llama3\","
+                + " \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0,"
+                + " \"original_max_position_embeddings\": 8192}");
+        assertThat(llama31.ropeScaling()).isEqualTo(RopeScaling.llama3(8.0, 1.0, 4.0, 8192));
+        assertThat(llama31.ropeTheta()).isEqualTo(500000.0);
+        assertThat(parse("llama", ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}").ropeScaling())
+                .isEqualTo(RopeScaling.linear(2.0));
+        assertThat(parse("llama", ", \"rope_scaling\": null").ropeScaling()).isNull();
+        assertThat(parse("llama", ", \"rope_scaling\": {\"rope_type\": \"default\"}").ropeScaling()).isNull();
+        // transformers 5: rope_parameters, with the theta inside
+        ModelConfig v5 = parse("llama", ", \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4.0,"
+                + " \"rope_theta\": 1000.0}");
+        assertThat(v5.ropeScaling()).isEqualTo(RopeScaling.linear(4.0));
+        assertThat(v5.ropeTheta()).isEqualTo(1000.0);
+
+        ModelConfig back = ModelConfig.parse(tools.jackson.databind.json.JsonMapper.builder().build()
+                .writeValueAsBytes(llama31.toHuggingFace()));
+        assertThat(back).isEqualTo(llama31);
+    }
+
+    @Test
+    void scalingThatDependsOnTheSequenceOrScalesAttentionIsRefusedRatherThanRunAsPlainRope() {
+        for (String type : new String[] {"dynamic", "yarn", "longrope"}) {
+            assertThatThrownBy(() -> parse("llama", ", \"rope_scaling\": {\"rope_type\": \"" + type + "\", \"factor\": 2.0}"))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rope_scaling")
+                    .hasMessageContaining(type);
+        }
         assertThatThrownBy(() -> parse("llama", ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rope_scaling")
-                .hasMessageContaining("llama3");
-        assertThatThrownBy(() -> parse("llama", ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}"))
-                .hasMessageContaining("linear");
-        assertThat(parse("llama", ", \"rope_scaling\": null").maxPositions()).isEqualTo(32768);
+                .hasMessageContaining("low_freq_factor");
+        assertThatThrownBy(() -> parse("llama", ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 0}"))
+                .hasMessageContaining("factor must be a positive number");
+    }
+
+    /**
+     * Llama 3.1's published scaling (theta 5*10^5, factor 8, bands 1 and 4 over 8192) on head dim 128, against
+     * the same rule evaluated per frequency in double: every frequency is kept, divided or blended as its
+     * wavelength says, within float32 rounding.
+     */
+    @Test
+    void llama3ScalingKeepsShortWavelengthsDividesLongOnesAndBlendsBetween() {
+        RopeScaling s = RopeScaling.llama3(8.0, 1.0, 4.0, 8192);
+        float[] plain = new float[64];
+        for (int j = 0; j < plain.length; j++) {
+            plain[j] = (float) Math.pow(500000.0, -2.0 * j / 128);
+        }
+        float[] scaled = s.apply(plain);
+        int kept = 0;
+        int divided = 0;
+        int blended = 0;
+        for (int j = 0; j < plain.length; j++) {
+            double wavelength = 2 * Math.PI / plain[j];
+            double expected;
+            if (wavelength < 2048) {
+                expected = plain[j];
+                kept++;
+            } else if (wavelength > 8192) {
+                expected = plain[j] / 8.0;
+                divided++;
+            } else {
+                double smooth = (8192 / wavelength - 1) / 3;
+                expected = (1 - smooth) * plain[j] / 8 + smooth * plain[j];
+                blended++;
+            }
+            assertThat((double) scaled[j]).as("frequency " + j).isCloseTo(expected, org.assertj.core.data.Percentage.withPercentage(1e-4));
+        }
+        assertThat(kept).isPositive();
+        assertThat(divided).isPositive();
+        assertThat(blended).isPositive();
+        assertThat(RopeScaling.linear(4.0).apply(new float[] {1f, 0.5f})).containsExactly(0.25f, 0.125f);
     }
 
     @Test

@@ -34,7 +34,7 @@ final class LlamaStage implements StageModel {
         this.manager = manager;
         this.config = config;
         this.scalars = Ops.Scalars.create(manager, config.normEps(), config.headDim());
-        this.rotary = new RotaryEmbedding(config.headDim(), config.ropeTheta());
+        this.rotary = new RotaryEmbedding(config.headDim(), config.ropeTheta(), config.ropeScaling());
         this.layers = layers;
         this.embedding = embedding;
         this.finalNorm = finalNorm;

@@ -151,6 +151,9 @@ public final class PlainDjlLoop implements AutoCloseable {
         NDArray exponent = manager.arange(0, d, 2, DataType.FLOAT32).div(d);
         NDArray invFreq = manager.ones(exponent.getShape())
                 .div(manager.full(exponent.getShape(), (float) config.ropeTheta()).pow(exponent));
+        if (config.ropeScaling() != null) {
+            invFreq = manager.create(config.ropeScaling().apply(invFreq.toFloatArray()));
+        }
         NDArray pos = manager.arange(position, position + n, 1, DataType.FLOAT32).reshape(n, 1);
         NDArray freqs = pos.matMul(invFreq.reshape(1, d / 2));
         NDArray emb = freqs.concat(freqs, -1);

@@ -3,11 +3,13 @@ package io.butterfly.worker.execution;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.model.RopeScaling;
 
 /**
  * Llama rotary position embedding, Hugging Face {@code rotate_half} convention:
  * {@code x * cos + rotate_half(x) * sin} with {@code rotate_half([x1, x2]) = [-x2, x1]},
- * {@code inv_freq[j] = 1 / theta^(2j/d)} and {@code cos = cos(cat(freqs, freqs))}.
+ * {@code inv_freq[j] = 1 / theta^(2j/d)} (then scaled as the config's {@code rope_scaling} says) and
+ * {@code cos = cos(cat(freqs, freqs))}.
  *
  * <p>The tables for a step's positions are computed in Java in float32 the way transformers does
  * (float32 inverse frequencies, float32 position products), once per step for all layers. The sign of
@@ -19,16 +21,17 @@ final class RotaryEmbedding {
     private final float[] invFreq;
     private final int headDim;
 
-    RotaryEmbedding(int headDim, double theta) {
+    RotaryEmbedding(int headDim, double theta, RopeScaling scaling) {
         if (headDim % 2 != 0) {
             throw new IllegalArgumentException("rotary embeddings need an even head dimension, got " + headDim);
         }
         this.headDim = headDim;
-        this.invFreq = new float[headDim / 2];
-        for (int j = 0; j < invFreq.length; j++) {
+        float[] plain = new float[headDim / 2];
+        for (int j = 0; j < plain.length; j++) {
             float exponent = (float) (2 * j) / (float) headDim;
-            invFreq[j] = 1.0f / (float) Math.pow(theta, exponent);
+            plain[j] = 1.0f / (float) Math.pow(theta, exponent);
         }
+        this.invFreq = scaling == null ? plain : scaling.apply(plain);
     }
 
     /** Cosine and signed sine tables {@code [N, 1, headDim]} for the given absolute positions. */

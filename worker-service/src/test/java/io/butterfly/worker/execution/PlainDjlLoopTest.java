@@ -3,6 +3,7 @@ package io.butterfly.worker.execution;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
@@ -21,6 +22,8 @@ class PlainDjlLoopTest {
     static Stream<Arguments> models() {
         return Stream.of(
                 Arguments.of("llama gqa", TestModels.llamaGqa(), TestModels.Options.plain()),
+                Arguments.of("llama gqa, llama3 rope scaling", TestModels.llamaGqa(RopeScaling.llama3(8.0, 1.0, 4.0, 64)),
+                        TestModels.Options.plain()),
                 Arguments.of("llama qkv-bias tied", TestModels.llamaTied(), TestModels.Options.plain().withAttentionBias()),
                 Arguments.of("gpt2", TestModels.gpt2(), TestModels.Options.plain()),
                 Arguments.of("gpt2 untied head", TestModels.gpt2(), TestModels.Options.plain().withUntiedHead()));

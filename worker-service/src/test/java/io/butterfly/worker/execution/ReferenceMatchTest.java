@@ -3,10 +3,12 @@ package io.butterfly.worker.execution;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -16,6 +18,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ReferenceMatchTest {
 
     private static final double TOLERANCE = 1e-4;
+    private static final RopeScaling LLAMA3 = RopeScaling.llama3(8.0, 1.0, 4.0, 64);
 
     @TempDir
     Path dir;
@@ -26,6 +29,8 @@ class ReferenceMatchTest {
                 Arguments.of("llama, q/k/v biases (Qwen2 style), tied head", TestModels.llamaTied(), TestModels.Options.plain().withAttentionBias()),
                 Arguments.of("llama, biases on q/k/v/o, BF16 weights", TestModels.llamaGqa(), TestModels.Options.plain().withAllBiases().withDtype("BF16")),
                 Arguments.of("llama, F16 weights", TestModels.llamaGqa(), TestModels.Options.plain().withDtype("F16")),
+                Arguments.of("llama, llama3 rope scaling (Llama 3.1)", TestModels.llamaGqa(LLAMA3), TestModels.Options.plain()),
+                Arguments.of("llama, linear rope scaling", TestModels.llamaGqa(RopeScaling.linear(4.0)), TestModels.Options.plain()),
                 Arguments.of("gpt2", TestModels.gpt2(), TestModels.Options.plain()),
                 Arguments.of("gpt2, names without transformer. prefix, untied lm_head", TestModels.gpt2(),
                         TestModels.Options.plain().withoutPrefix().withUntiedHead()));
@@ -54,6 +59,22 @@ class ReferenceMatchTest {
                 position++;
             }
         }
+    }
+
+    /** The scaling is not a no-op at these positions: the reference's logits differ with it and without it. */
+    @Test
+    void ropeScalingChangesTheLogitsItIsCheckedOn() throws Exception {
+        Path model = TestModels.write(TestModels.llamaGqa(LLAMA3), TestModels.Options.plain(), 42, dir.resolve("model"));
+        ReferenceModel scaled = new ReferenceModel(TestModels.llamaGqa(LLAMA3), model.resolve("model.safetensors"));
+        ReferenceModel plain = new ReferenceModel(TestModels.llamaGqa(), model.resolve("model.safetensors"));
+        long[] prompt = new Random(7).longs(7, 0, 128).toArray();
+        double[] a = scaled.feed(prompt);
+        double[] b = plain.feed(prompt);
+        double maxDiff = 0;
+        for (int i = 0; i < a.length; i++) {
+            maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+        }
+        assertThat(maxDiff).isGreaterThan(100 * TOLERANCE);
     }
 
     private static void assertClose(float[] actual, double[] expected, String what) {

@@ -2,6 +2,7 @@ package io.butterfly.worker.execution;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -141,11 +142,11 @@ final class ReferenceModel {
         return out;
     }
 
-    /** Rotates each head's pairs (j, j + d/2) by pos * theta^(-2j/d). */
+    /** Rotates each head's pairs (j, j + d/2) by pos * (scaled) theta^(-2j/d). */
     private void rope(double[] x, int heads, int d, int pos) {
         for (int head = 0; head < heads; head++) {
             for (int j = 0; j < d / 2; j++) {
-                double angle = pos * Math.pow(c.ropeTheta(), -2.0 * j / d);
+                double angle = pos * frequency(j, d);
                 int a = head * d + j;
                 int b = a + d / 2;
                 double x1 = x[a];
@@ -154,6 +155,32 @@ final class ReferenceModel {
                 x[b] = x2 * Math.cos(angle) + x1 * Math.sin(angle);
             }
         }
+    }
+
+    /**
+     * theta^(-2j/d), scaled: linear divides it by the factor; llama3 as Meta's reference {@code apply_scaling}
+     * words it per wavelength (2 pi / frequency): shorter than original/high_freq_factor kept, longer than
+     * original/low_freq_factor divided by the factor, between them a linear blend of the two weighted by
+     * (original / wavelength - low) / (high - low).
+     */
+    private double frequency(int j, int d) {
+        double freq = Math.pow(c.ropeTheta(), -2.0 * j / d);
+        RopeScaling s = c.ropeScaling();
+        if (s == null) {
+            return freq;
+        }
+        if (s.type().equals(RopeScaling.LINEAR)) {
+            return freq / s.factor();
+        }
+        double wavelength = 2 * Math.PI / freq;
+        if (wavelength < s.originalMaxPositions() / s.highFreqFactor()) {
+            return freq;
+        }
+        if (wavelength > s.originalMaxPositions() / s.lowFreqFactor()) {
+            return freq / s.factor();
+        }
+        double smooth = (s.originalMaxPositions() / wavelength - s.lowFreqFactor()) / (s.highFreqFactor() - s.lowFreqFactor());
+        return (1 - smooth) * freq / s.factor() + smooth * freq;
     }
 
     private double[] rms(double[] x, float[] w) {

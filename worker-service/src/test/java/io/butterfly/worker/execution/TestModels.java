@@ -2,6 +2,7 @@ package io.butterfly.worker.execution;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import io.butterfly.common.safetensors.TensorInfo;
@@ -58,6 +59,18 @@ final class TestModels {
     /** Llama with grouped-query attention: 4 heads sharing 2 kv heads, untied head. */
     static ModelConfig llamaGqa() {
         return new ModelConfig(Architecture.LLAMA, 4, 64, 4, 2, 96, 128, 160, 1e-5, 10000.0, false, 1, 2);
+    }
+
+    /**
+     * {@link #llamaGqa()} with scaled rotary frequencies. With head dim 16 and theta 10^4 the wavelengths run from 6
+     * to 2*10^4 positions; llama3 scaling over an original context of 64 (bands at 16 and 64) keeps one
+     * frequency, interpolates two and divides five.
+     */
+    static ModelConfig llamaGqa(RopeScaling scaling) {
+        ModelConfig c = llamaGqa();
+        return new ModelConfig(c.architecture(), c.numLayers(), c.hiddenSize(), c.numHeads(), c.numKvHeads(),
+                c.intermediateSize(), c.vocabSize(), c.maxPositions(), c.normEps(), c.ropeTheta(), c.tieWordEmbeddings(),
+                c.bosTokenId(), c.eosTokenId(), scaling);
     }
 
     /** Qwen2-style Llama (q/k/v biases), one kv head per two query heads, tied embeddings. */
