@@ -2,6 +2,7 @@ package io.butterfly.common.model.generate;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -33,6 +34,9 @@ public final class GenerateModelCommand {
               --max-positions N    longest sequence (default: 1024 gpt2, 2048 llama)
               --tie-embeddings true|false   LM head tied to the embeddings (default: true gpt2, false llama)
               --attention-bias     add Qwen2-style q/k/v biases (llama only)
+              --rope-theta T       rotary base (llama only, default 10000)
+              --rope-scaling S     rotary scaling (llama only): linear:FACTOR, or llama3:FACTOR:ORIGINAL_POSITIONS
+                                   (Llama 3.1's, with low/high frequency factors 1 and 4)
               --seed S             random seed (default 42)
               --dtype f32|f16|bf16 tensor dtype (default f32)
               --out DIR            output directory (required)
@@ -40,7 +44,7 @@ public final class GenerateModelCommand {
 
     private static final Set<String> FLAGS = Set.of("attention-bias", "help");
     private static final Set<String> OPTIONS = Set.of("preset", "arch", "layers", "hidden", "heads", "kv-heads",
-            "intermediate", "vocab", "max-positions", "tie-embeddings", "seed", "dtype", "out");
+            "intermediate", "vocab", "max-positions", "tie-embeddings", "seed", "dtype", "out", "rope-theta", "rope-scaling");
 
     private GenerateModelCommand() {
     }
@@ -146,11 +150,55 @@ public final class GenerateModelCommand {
         boolean tie = parseBoolean(p, "tie-embeddings", gpt2);
         checkHeads(arch, hidden, heads, kvHeads);
         if (gpt2) {
+            if (p.containsKey("rope-theta") || p.containsKey("rope-scaling")) {
+                throw new IllegalArgumentException("--rope-theta and --rope-scaling apply to llama only");
+            }
             return new ModelConfig(arch, layers, hidden, heads, heads, intermediate, vocab, maxPositions,
                     1e-5, 0, tie, -1, -1);
         }
         return new ModelConfig(arch, layers, hidden, heads, kvHeads, intermediate, vocab, maxPositions,
-                1e-5, 10000.0, tie, 1, 2);
+                1e-5, ropeTheta(p), tie, 1, 2, ropeScaling(p.get("rope-scaling")));
+    }
+
+    private static double ropeTheta(Map<String, String> p) {
+        String v = p.get("rope-theta");
+        if (v == null) {
+            return 10000.0;
+        }
+        double theta = parseNumber("--rope-theta", v);
+        if (!(theta > 1) || Double.isInfinite(theta)) {
+            throw new IllegalArgumentException("--rope-theta must be a number above 1, was '" + v + "'");
+        }
+        return theta;
+    }
+
+    /** {@code linear:FACTOR} or {@code llama3:FACTOR:ORIGINAL_POSITIONS}; null without the option. */
+    static RopeScaling ropeScaling(String v) {
+        if (v == null) {
+            return null;
+        }
+        String[] parts = v.split(":", -1);
+        if (parts.length == 2 && parts[0].equals(RopeScaling.LINEAR)) {
+            return RopeScaling.linear(parseNumber("--rope-scaling factor", parts[1]));
+        }
+        if (parts.length == 3 && parts[0].equals(RopeScaling.LLAMA3)) {
+            double original = parseNumber("--rope-scaling original positions", parts[2]);
+            if (original != Math.rint(original) || original < 1 || original > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("--rope-scaling original positions must be a positive integer, was '"
+                        + parts[2] + "'");
+            }
+            return RopeScaling.llama3(parseNumber("--rope-scaling factor", parts[1]), 1.0, 4.0, (int) original);
+        }
+        throw new IllegalArgumentException("--rope-scaling must be linear:FACTOR or llama3:FACTOR:ORIGINAL_POSITIONS, was '"
+                + v + "'");
+    }
+
+    private static double parseNumber(String what, String v) {
+        try {
+            return Double.parseDouble(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(what + " must be a number, was '" + v + "'");
+        }
     }
 
     static Map<String, String> parse(String[] args) {

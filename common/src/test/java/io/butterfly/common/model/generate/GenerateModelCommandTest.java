@@ -3,6 +3,7 @@ package io.butterfly.common.model.generate;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -100,5 +101,34 @@ class GenerateModelCommandTest {
         assertThat(run(out)).as(err.toString()).isZero();
         assertThat(ModelConfig.read(out.resolve("config.json")).headDim()).isEqualTo(16);
         assertThat(out.resolve("model.safetensors")).exists();
+    }
+
+    @Test
+    void aLlama31StyleModelCarriesItsRopeScalingIntoConfigJson() throws Exception {
+        Path out = tmp.resolve("model");
+        assertThat(run(out, "--rope-theta", "500000", "--rope-scaling", "llama3:8:64")).as(err.toString()).isZero();
+        ModelConfig c = ModelConfig.read(out.resolve("config.json"));
+        assertThat(c.ropeTheta()).isEqualTo(500000.0);
+        assertThat(c.ropeScaling()).isEqualTo(RopeScaling.llama3(8.0, 1.0, 4.0, 64));
+        assertThat(GenerateModelCommand.ropeScaling("linear:2.5")).isEqualTo(RopeScaling.linear(2.5));
+    }
+
+    @Test
+    void aBadRopeOptionIsNamed() {
+        Map<List<String>, String> cases = Map.of(
+                List.of("--rope-scaling", "yarn:4"), "error: --rope-scaling must be linear:FACTOR or llama3:FACTOR:ORIGINAL_POSITIONS, was 'yarn:4'",
+                List.of("--rope-scaling", "llama3:8"), "error: --rope-scaling must be linear:FACTOR or llama3:FACTOR:ORIGINAL_POSITIONS, was 'llama3:8'",
+                List.of("--rope-scaling", "linear:x"), "error: --rope-scaling factor must be a number, was 'x'",
+                List.of("--rope-scaling", "linear:-1"), "error: rope_scaling factor must be a positive number, was -1.0",
+                List.of("--rope-scaling", "llama3:8:1.5"), "error: --rope-scaling original positions must be a positive integer, was '1.5'",
+                List.of("--rope-theta", "1"), "error: --rope-theta must be a number above 1, was '1'",
+                List.of("--arch", "gpt2", "--kv-heads", "4", "--rope-theta", "500"), "error: --rope-theta and --rope-scaling apply to llama only");
+        cases.forEach((args, message) -> {
+            err.reset();
+            Path out = tmp.resolve("m" + Math.abs(args.hashCode()));
+            assertThat(run(out, args.toArray(String[]::new))).as(args.toString()).isEqualTo(2);
+            assertThat(firstErrorLine()).as(args.toString()).isEqualTo(message);
+            assertThat(out).doesNotExist();
+        });
     }
 }
