@@ -291,7 +291,7 @@ public final class ClusterReducer {
         ClusterState next = s.withNode(back);
         if (back.partition() != PartitionState.READY && s.pipeline().contains(c.nodeId())) {
             // The reloaded stage's bytes are new: they are cross-validated again before READY.
-            next = next.withChecks(next.checks().with((WeightValidation) null));
+            next = next.withChecks(next.checks().withoutValidation());
         }
         if (next.system() == SystemState.DEGRADED && back.partition() != PartitionState.READY
                 && s.pipeline().contains(c.nodeId())) {
