@@ -4,11 +4,14 @@ import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
+import io.butterfly.discovery.admission.JournaledSeenMessageIds;
 import io.butterfly.discovery.admission.SeenMessageIds;
 import io.butterfly.discovery.api.grpc.DiscoveryGrpcService;
 import io.butterfly.discovery.api.grpc.PeerAddressInterceptor;
+import io.butterfly.discovery.hazelcast.HazelcastSeenMessageIds;
 import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.discovery.membership.ProtocolVersion;
+import java.io.IOException;
 import java.time.Clock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,10 +37,22 @@ public class DiscoveryConfiguration {
         return identity;
     }
 
+    /**
+     * The accepted message ids: shared with the other replicas where the backend shares state (embedded), and
+     * journaled in the data directory so that a restarted replica still refuses a replay.
+     */
+    @Bean(destroyMethod = "close")
+    JournaledSeenMessageIds seenMessageIds(DiscoveryProperties props, Clock clock,
+                                           ObjectProvider<HazelcastSeenMessageIds> sharedIds) throws IOException {
+        HazelcastSeenMessageIds shared = sharedIds.getIfAvailable();
+        SeenMessageIds table = shared != null ? shared : SeenMessageIds.inMemory();
+        return JournaledSeenMessageIds.open(props.dataDir().resolve("seen-message-ids"), table, clock.millis());
+    }
+
     @Bean
     AdmissionChain admissionChain(DiscoveryProperties props, MembershipStore registry, Clock clock,
-                                  ObjectProvider<SeenMessageIds> sharedIds) {
-        return new AdmissionChain(policy(props), registry, clock, sharedIds.getIfAvailable(SeenMessageIds::inMemory));
+                                  JournaledSeenMessageIds seenIds) {
+        return new AdmissionChain(policy(props), registry, clock, seenIds);
     }
 
     public static AdmissionPolicy policy(DiscoveryProperties props) {

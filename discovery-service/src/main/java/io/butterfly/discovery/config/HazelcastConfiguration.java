@@ -7,6 +7,7 @@ import com.hazelcast.config.NetworkConfig;
 import com.hazelcast.core.Hazelcast;
 import com.hazelcast.core.HazelcastInstance;
 import io.butterfly.discovery.hazelcast.HazelcastMembershipStore;
+import io.butterfly.discovery.hazelcast.HazelcastSeenMessageIds;
 import java.time.Duration;
 import java.util.List;
 import org.slf4j.Logger;
@@ -39,8 +40,8 @@ public class HazelcastConfiguration {
 
     /** Replicas share the accepted message ids as they share the members: a replay to another replica is refused. */
     @Bean
-    io.butterfly.discovery.admission.SeenMessageIds sharedMessageIds(HazelcastInstance hazelcast) {
-        return new io.butterfly.discovery.hazelcast.HazelcastSeenMessageIds(hazelcast);
+    HazelcastSeenMessageIds sharedMessageIds(HazelcastInstance hazelcast) {
+        return new HazelcastSeenMessageIds(hazelcast);
     }
 
     /** The Hazelcast configuration of one discovery replica (public for tests that run several in one JVM). */
