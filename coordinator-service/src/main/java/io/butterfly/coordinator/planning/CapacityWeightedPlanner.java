@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.planning;
 
+import io.butterfly.common.text.ByteSize;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -62,8 +63,8 @@ public final class CapacityWeightedPlanner implements PartitionPlanner {
             // landed on a worker that was not reserved for it (its neighbour got no layers).
             if (!PartitionPlanner.fits(model, w.memoryBytes(), start, end)) {
                 throw new InfeasiblePlanException("InsufficientResources: layers [" + start + ", " + end + ") need "
-                        + FeasibilityCheck.human(model.stageBytes(start, end)) + ", worker " + w.nodeId() + " has "
-                        + FeasibilityCheck.human(w.memoryBytes()) + " (the optimal planner may still find a split)",
+                        + ByteSize.human(model.stageBytes(start, end)) + ", worker " + w.nodeId() + " has "
+                        + ByteSize.human(w.memoryBytes()) + " (the optimal planner may still find a split)",
                         model.stageBytes(start, end), w.memoryBytes());
             }
             stages.add(new StageAssignment(w.nodeId(), start, end, start == 0, i == last));
@@ -120,8 +121,8 @@ public final class CapacityWeightedPlanner implements PartitionPlanner {
         if (totalCap < numLayers) {
             long available = workers.stream().mapToLong(WorkerCapacity::memoryBytes).sum();
             throw new InfeasiblePlanException("InsufficientResources: the workers' memory ("
-                    + FeasibilityCheck.human(available) + ") holds only " + totalCap + " of " + numLayers
-                    + " layers; the model needs " + FeasibilityCheck.human(model.totalBytes(Math.min(n, numLayers))),
+                    + ByteSize.human(available) + ") holds only " + totalCap + " of " + numLayers
+                    + " layers; the model needs " + ByteSize.human(model.totalBytes(Math.min(n, numLayers))),
                     model.totalBytes(Math.min(n, numLayers)), available);
         }
         double[] quota = quotas(numLayers, workers, cap);

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.planning;
 
+import io.butterfly.common.text.ByteSize;
 import java.util.List;
 import java.util.Locale;
 
@@ -29,17 +30,17 @@ public final class FeasibilityCheck {
         if (required > available) {
             return new FeasibilityReport(false, required, available, String.format(Locale.ROOT,
                     "InsufficientResources: the model needs %s (weights, KV cache and activation headroom),"
-                            + " the %d workers have %s", human(required), workers.size(), human(available)));
+                            + " the %d workers have %s", ByteSize.human(required), workers.size(), ByteSize.human(available)));
         }
         long largest = workers.stream().mapToLong(WorkerCapacity::memoryBytes).max().orElse(0);
         long smallestPiece = smallestFirstOrLastStage(model);
         if (smallestPiece > largest) {
             return new FeasibilityReport(false, smallestPiece, largest, String.format(Locale.ROOT,
                     "InsufficientResources: the first or last stage alone needs at least %s, the largest worker has %s",
-                    human(smallestPiece), human(largest)));
+                    ByteSize.human(smallestPiece), ByteSize.human(largest)));
         }
         return new FeasibilityReport(true, required, available, String.format(Locale.ROOT,
-                "the model needs %s, the %d workers have %s", human(required), workers.size(), human(available)));
+                "the model needs %s, the %d workers have %s", ByteSize.human(required), workers.size(), ByteSize.human(available)));
     }
 
     /** The first stage holds layer 0 and the embedding, the last one layer L-1 and the head: one of them is at least this. */
@@ -49,19 +50,5 @@ public final class FeasibilityCheck {
             return m.stageBytes(0, 1);
         }
         return Math.max(m.stageBytes(0, 1), m.stageBytes(last - 1, last));
-    }
-
-    /** Bytes as GiB/MiB/KiB with one decimal, for messages. */
-    public static String human(long bytes) {
-        if (bytes >= 1L << 30) {
-            return String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
-        }
-        if (bytes >= 1L << 20) {
-            return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
-        }
-        if (bytes >= 1L << 10) {
-            return String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
-        }
-        return bytes + " B";
     }
 }

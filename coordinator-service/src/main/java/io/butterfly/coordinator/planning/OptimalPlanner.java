@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.planning;
 
+import io.butterfly.common.text.ByteSize;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -63,8 +64,8 @@ public final class OptimalPlanner implements PartitionPlanner {
             long available = workers.stream().mapToLong(WorkerCapacity::memoryBytes).sum();
             throw new InfeasiblePlanException("InsufficientResources: no contiguous split of " + layers
                     + " layers fits the workers' memory (the model needs "
-                    + FeasibilityCheck.human(model.totalBytes(1)) + ", the workers have "
-                    + FeasibilityCheck.human(available) + " in total but too fragmented)",
+                    + ByteSize.human(model.totalBytes(1)) + ", the workers have "
+                    + ByteSize.human(available) + " in total but too fragmented)",
                     model.totalBytes(1), available);
         }
         return reconstruct(from, workers, layers);

@@ -7,6 +7,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.text.ByteSize;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import java.io.IOException;
@@ -253,18 +254,18 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                     : Math.max(0, cache.bytesFor(reach) - cache.accountedBytes());
             long alone = cache == null ? needed : cache.accountedBytes() + needed;
             if (alone > kvCacheBudget) {
-                throw new CacheBudgetExceededException("sequence '" + chunk.sequenceId() + "' needs " + size(alone)
+                throw new CacheBudgetExceededException("sequence '" + chunk.sequenceId() + "' needs " + ByteSize.human(alone)
                         + " of KV cache on layers [" + spec.layerStart() + ", " + spec.layerEnd()
-                        + "), more than this worker's whole budget of " + size(kvCacheBudget)
+                        + "), more than this worker's whole budget of " + ByteSize.human(kvCacheBudget)
                         + " (butterfly.worker.kv-cache-budget): ask for fewer tokens", true);
             }
             growth += needed;
         }
         if (growth > 0 && held + growth > kvCacheBudget) {
             throw new CacheBudgetExceededException("the KV caches of layers [" + spec.layerStart() + ", " + spec.layerEnd()
-                    + ") would need " + size(held + growth) + " for this step, over this worker's budget of "
-                    + size(kvCacheBudget) + " (" + caches.size() + (caches.size() == 1 ? " sequence" : " sequences")
-                    + " cached, holding " + size(held) + "); retry once other sequences finish", false);
+                    + ") would need " + ByteSize.human(held + growth) + " for this step, over this worker's budget of "
+                    + ByteSize.human(kvCacheBudget) + " (" + caches.size() + (caches.size() == 1 ? " sequence" : " sequences")
+                    + " cached, holding " + ByteSize.human(held) + "); retry once other sequences finish", false);
         }
     }
 
@@ -282,20 +283,6 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private long bytesPerPosition() {
         ModelConfig c = spec.config();
         return SequenceCache.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
-    }
-
-    /** A size in the unit that shows it (a 100 KB budget read "0.1 MiB" for every figure in a refusal). */
-    static String size(long bytes) {
-        if (bytes < 1024) {
-            return bytes + " bytes";
-        }
-        if (bytes < 1024 * 1024) {
-            return String.format(java.util.Locale.ROOT, "%.1f KiB", bytes / 1024.0);
-        }
-        if (bytes < 1024L * 1024 * 1024) {
-            return String.format(java.util.Locale.ROOT, "%.1f MiB", bytes / (1024.0 * 1024.0));
-        }
-        return String.format(java.util.Locale.ROOT, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
     }
 
     /** Memory all sequences' KV caches take now; read without waiting for a step (metrics). */

@@ -132,12 +132,4 @@ class KvCacheBudgetTest {
         assertThat(ExecutorOptions.cpu().kvCacheBytes()).isZero();
         assertThatThrownBy(() -> new ExecutorOptions("cpu", 0, -1)).isInstanceOf(IllegalArgumentException.class);
     }
-
-    @Test
-    void sizesInRefusalsAreShownInAUnitThatShowsThem() {
-        assertThat(DjlPartitionExecutor.size(512)).isEqualTo("512 bytes");
-        assertThat(DjlPartitionExecutor.size(100 * 1024)).isEqualTo("100.0 KiB");
-        assertThat(DjlPartitionExecutor.size(3L * 1024 * 1024 / 2)).isEqualTo("1.5 MiB");
-        assertThat(DjlPartitionExecutor.size(2L << 30)).isEqualTo("2.00 GiB");
-    }
 }
