@@ -39,6 +39,8 @@ class ControlReplicaGroupTest {
     @TempDir
     Path dir;
 
+    /** Where the replicas of this group keep their storage (one directory per start of the group). */
+    private Path storage;
     private final List<ReplicaSettings.Peer> peers = new ArrayList<>();
     private final List<ControlReplica> replicas = new ArrayList<>();
     /** term -> every leader any replica was told about in that term. */
@@ -46,11 +48,29 @@ class ControlReplicaGroupTest {
 
     @BeforeEach
     void startGroup() throws IOException {
-        for (int i = 0; i < 3; i++) {
-            peers.add(new ReplicaSettings.Peer("coordinator-" + i, "127.0.0.1", TestReplicas.freePort()));
-        }
-        for (int i = 0; i < 3; i++) {
-            replicas.add(start(i));
+        // The ports are only known free until freePorts() closes them: if another process binds one before its
+        // replica does, start the whole group again on new ports and in new storage (the replicas already
+        // started may have elected a leader and logged the old addresses).
+        for (int attempt = 1; ; attempt++) {
+            storage = dir.resolve("group-" + attempt);
+            List<Integer> ports = TestReplicas.freePorts(3);
+            for (int i = 0; i < 3; i++) {
+                peers.add(new ReplicaSettings.Peer("coordinator-" + i, "127.0.0.1", ports.get(i)));
+            }
+            try {
+                for (int i = 0; i < 3; i++) {
+                    replicas.add(start(i));
+                }
+                return;
+            } catch (IOException | RuntimeException e) {
+                stopGroup();
+                replicas.clear();
+                peers.clear();
+                leadersByTerm.clear();
+                if (attempt == 3 || !TestReplicas.portTaken(e)) {
+                    throw e;
+                }
+            }
         }
     }
 
@@ -61,13 +81,30 @@ class ControlReplicaGroupTest {
 
     private ControlReplica start(int i) throws IOException {
         ControlReplica r = ControlReplica.start(TestReplicas.settings(peers.get(i).id(), peers,
-                dir.resolve(peers.get(i).id()), 5));
+                storage.resolve(peers.get(i).id()), 5));
         r.leadership().addListener(l -> {
             if (l.leaderId() != null) {
                 leadersByTerm.computeIfAbsent(l.term(), t -> ConcurrentHashMap.newKeySet()).add(l.leaderId());
             }
         });
         return r;
+    }
+
+    /**
+     * Starts replica {@code i} again on its old port, the one its peers know. Another process may have bound that
+     * port since the replica closed it, and nothing can hold it across the restart: try again a few times.
+     */
+    private ControlReplica restart(int i) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return start(i);
+            } catch (IOException | RuntimeException e) {
+                if (attempt == 5 || !TestReplicas.portTaken(e)) {
+                    throw e;
+                }
+                TestReplicas.sleep(200);
+            }
+        }
     }
 
     @Test
@@ -166,7 +203,7 @@ class ControlReplicaGroupTest {
         leader.submit(new ClusterCommand.NodeJoined(info("w8"), 21));
         leader.submit(new ClusterCommand.ModelResolved("m", "root", 22));
 
-        ControlReplica back = start(lagging);
+        ControlReplica back = restart(lagging);
         replicas.set(lagging, back);
         awaitSameState(replicas);
         assertEquals(8, back.state().nodes().size());

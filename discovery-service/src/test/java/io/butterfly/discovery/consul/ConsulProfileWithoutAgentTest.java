@@ -11,9 +11,13 @@ import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.BindException;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -37,23 +41,53 @@ class ConsulProfileWithoutAgentTest {
         }
     }
 
+    /**
+     * A port on 127.0.0.1 nobody listens on, for as long as the caller holds the socket: it is bound but never
+     * listens, so connections to it are refused, and no other process can bind (and listen on) it meanwhile.
+     * (A port found free and closed again could be taken by another process, even a real agent.)
+     */
+    private static Socket closedPort() throws IOException {
+        Socket s = new Socket();
+        s.bind(new InetSocketAddress("127.0.0.1", 0));
+        return s;
+    }
+
     @Test
     void theDefaultProfileUsesTheEmbeddedBackendAndNoConsul() {
-        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(DiscoveryApplication.class)
-                .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
-                        "--butterfly.discovery.hazelcast.port=" + freePort())) {
+        try (ConfigurableApplicationContext ctx = runWithFreeHazelcastPort()) {
             assertInstanceOf(HazelcastMembershipStore.class, ctx.getBean(MembershipStore.class));
             assertEquals(0, ctx.getBeanNamesForType(ConsulClient.class).length, "nothing talks to Consul by default");
         }
     }
 
+    /**
+     * The default profile's context. Hazelcast binds exactly the port it is given (no auto-increment, and its join
+     * list names that port, so 0 will not do), and a port is only known free until freePort() closes it: if another
+     * process binds it before Hazelcast does, start again on another port.
+     */
+    private ConfigurableApplicationContext runWithFreeHazelcastPort() {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return new SpringApplicationBuilder(DiscoveryApplication.class)
+                        .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
+                                "--butterfly.discovery.hazelcast.port=" + freePort());
+            } catch (RuntimeException e) {
+                boolean portTaken = Stream.iterate((Throwable) e, t -> t != null, Throwable::getCause)
+                        .anyMatch(BindException.class::isInstance);
+                if (attempt == 3 || !portTaken) {
+                    throw e;
+                }
+            }
+        }
+    }
+
     @Test
-    void theConsulProfileStartsWithoutAnAgentAndListsJoinedMembers() {
-        int noAgent = freePort(); // nothing listens there
-        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(DiscoveryApplication.class)
-                .profiles("consul")
-                .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
-                        "--spring.cloud.consul.port=" + noAgent)) {
+    void theConsulProfileStartsWithoutAnAgentAndListsJoinedMembers() throws IOException {
+        try (Socket noAgent = closedPort();
+             ConfigurableApplicationContext ctx = new SpringApplicationBuilder(DiscoveryApplication.class)
+                     .profiles("consul")
+                     .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
+                             "--spring.cloud.consul.host=127.0.0.1", "--spring.cloud.consul.port=" + noAgent.getLocalPort())) {
             MembershipStore store = ctx.getBean(MembershipStore.class);
             assertInstanceOf(ConsulMembershipStore.class, store);
             assertTrue(store.members(null).isEmpty());

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -39,10 +41,15 @@ class StaticMembershipStoreTest {
         }
     }
 
-    private static int closedPort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
+    /**
+     * A port on 127.0.0.1 nobody listens on, for as long as the caller holds the socket: it is bound but never
+     * listens, so connections to it are refused, and no other process can bind (and listen on) it meanwhile.
+     * (A port found free and closed again could be taken by another process before the probe.)
+     */
+    private static Socket closedPort() throws IOException {
+        Socket s = new Socket();
+        s.bind(new InetSocketAddress("127.0.0.1", 0));
+        return s;
     }
 
     @Test
@@ -58,8 +65,8 @@ class StaticMembershipStoreTest {
     @Test
     void listsReachableSeedsAndJoinedNodesButNotSilentSeeds() throws IOException {
         ManualClock clock = new ManualClock();
-        try (ServerSocket up = new ServerSocket(0, 8, InetAddress.getLoopbackAddress())) {
-            int down = closedPort();
+        try (ServerSocket up = new ServerSocket(0, 8, InetAddress.getLoopbackAddress()); Socket closed = closedPort()) {
+            int down = closed.getLocalPort();
             List<StaticSeed> seeds = List.of(
                     StaticSeed.parse("worker-up=127.0.0.1:" + up.getLocalPort()),
                     StaticSeed.parse("worker-down=127.0.0.1:" + down),

@@ -22,7 +22,8 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
-import java.net.ServerSocket;
+import io.grpc.ServerServiceDefinition;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -56,13 +57,10 @@ class RegistryRestartResumeTest {
         int stopAfterChunks = original.length / CHUNK / 2;
         assertThat(stopAfterChunks).as("the file spans several chunks").isGreaterThanOrEqualTo(3);
 
-        int port;
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
         List<FetchFileRequest> fetches = new CopyOnWriteArrayList<>();
         CountDownLatch midTransfer = new CountDownLatch(1);
-        Server first = registry(port, fetches, stopAfterChunks, midTransfer);
+        Server first = registry(0, fetches, stopAfterChunks, midTransfer);
+        int port = first.getPort();
         ManagedChannel channel = GrpcChannels.open("127.0.0.1", port);
         Server second = null;
         try {
@@ -148,9 +146,20 @@ class RegistryRestartResumeTest {
                 };
             }
         };
-        return Grpc.newServerBuilderForPort(port, InsecureServerCredentials.create())
-                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, CHUNK),
-                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), observe))
-                .build().start();
+        ServerServiceDefinition service = ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, CHUNK),
+                new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), observe);
+        // The restarted registry must bind the port the first one released (the client knows no other), and
+        // nothing can hold it across the restart: another process may bind it meanwhile, so try a few times.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return Grpc.newServerBuilderForPort(port, InsecureServerCredentials.create())
+                        .addService(service).build().start();
+            } catch (IOException e) { // cannot bind
+                if (port == 0 || attempt == 5) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
+        }
     }
 }
