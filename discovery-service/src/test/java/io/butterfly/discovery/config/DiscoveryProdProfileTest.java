@@ -11,6 +11,7 @@ import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.error.GrpcErrors;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.discovery.DiscoveryApplication;
+import io.butterfly.discovery.TestPorts;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.NodeCapabilities;
@@ -52,27 +53,21 @@ class DiscoveryProdProfileTest {
         return ControlEnvelopes.seal(id, MessageType.JOIN_REQUEST, nodeId, request, System.currentTimeMillis());
     }
 
-    static int freePort() {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
     @Test
     void prodProfileAdmitsOnlyTheTrustStoreAndRateLimitsByPeerAddress() {
         NodeIdentity trusted = NodeIdentity.ephemeral();
         AtomicInteger grpcPort = new AtomicInteger();
-        try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(DiscoveryApplication.class)
-                .profiles("prod")
-                .listeners((ApplicationListener<GrpcServerStartedEvent>) e -> grpcPort.set(e.getPort()))
-                .run("--server.port=0", "--spring.grpc.server.port=0", "--spring.grpc.server.address=127.0.0.1",
-                        "--butterfly.discovery.data-dir=" + dataDir,
-                        "--butterfly.discovery.hazelcast.port=" + freePort(),
-                        "--butterfly.discovery.admission.trusted-keys.worker-0=" + trusted.publicKeyHex(),
-                        "--butterfly.discovery.admission.join-burst=3",
-                        "--butterfly.discovery.admission.joins-per-second=0.1")) {
+        // Hazelcast needs its port number up front; started again on another one if that port was taken meanwhile.
+        try (ConfigurableApplicationContext ctx = TestPorts.startOnFreePorts(1, ports ->
+                new SpringApplicationBuilder(DiscoveryApplication.class)
+                        .profiles("prod")
+                        .listeners((ApplicationListener<GrpcServerStartedEvent>) e -> grpcPort.set(e.getPort()))
+                        .run("--server.port=0", "--spring.grpc.server.port=0", "--spring.grpc.server.address=127.0.0.1",
+                                "--butterfly.discovery.data-dir=" + dataDir,
+                                "--butterfly.discovery.hazelcast.port=" + ports.get(0),
+                                "--butterfly.discovery.admission.trusted-keys.worker-0=" + trusted.publicKeyHex(),
+                                "--butterfly.discovery.admission.join-burst=3",
+                                "--butterfly.discovery.admission.joins-per-second=0.1"))) {
             assertFalse(ctx.getBean(DiscoveryProperties.class).admission().trustOnFirstUse(), "prod turns TOFU off");
             ManagedChannel channel = GrpcChannels.open("127.0.0.1", grpcPort.get());
             try {

@@ -5,19 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.discovery.DiscoveryApplication;
+import io.butterfly.discovery.TestPorts;
 import io.butterfly.discovery.hazelcast.HazelcastMembershipStore;
 import io.butterfly.discovery.membership.MemberState;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.BindException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -32,14 +29,6 @@ class ConsulProfileWithoutAgentTest {
 
     @TempDir
     Path dataDir;
-
-    private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 
     /**
      * A port on 127.0.0.1 nobody listens on, for as long as the caller holds the socket: it is bound but never
@@ -60,25 +49,11 @@ class ConsulProfileWithoutAgentTest {
         }
     }
 
-    /**
-     * The default profile's context. Hazelcast binds exactly the port it is given (no auto-increment, and its join
-     * list names that port, so 0 will not do), and a port is only known free until freePort() closes it: if another
-     * process binds it before Hazelcast does, start again on another port.
-     */
+    /** The default profile's context, started again on another Hazelcast port if its port was taken meanwhile. */
     private ConfigurableApplicationContext runWithFreeHazelcastPort() {
-        for (int attempt = 1; ; attempt++) {
-            try {
-                return new SpringApplicationBuilder(DiscoveryApplication.class)
-                        .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
-                                "--butterfly.discovery.hazelcast.port=" + freePort());
-            } catch (RuntimeException e) {
-                boolean portTaken = Stream.iterate((Throwable) e, t -> t != null, Throwable::getCause)
-                        .anyMatch(BindException.class::isInstance);
-                if (attempt == 3 || !portTaken) {
-                    throw e;
-                }
-            }
-        }
+        return TestPorts.startOnFreePorts(1, ports -> new SpringApplicationBuilder(DiscoveryApplication.class)
+                .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
+                        "--butterfly.discovery.hazelcast.port=" + ports.get(0)));
     }
 
     @Test

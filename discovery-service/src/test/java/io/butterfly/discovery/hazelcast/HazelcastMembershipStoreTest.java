@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.hazelcast.core.Hazelcast;
 import com.hazelcast.core.HazelcastInstance;
+import io.butterfly.discovery.TestPorts;
 import io.butterfly.discovery.api.grpc.NodeCapabilitiesJson;
 import io.butterfly.discovery.config.DiscoveryProperties;
 import io.butterfly.discovery.config.HazelcastConfiguration;
@@ -13,8 +14,6 @@ import io.butterfly.discovery.membership.MemberState;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.StorageType;
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
@@ -34,17 +33,31 @@ class HazelcastMembershipStoreTest {
     private static HazelcastInstance second;
 
     @BeforeAll
-    static void twoReplicas() throws IOException {
-        int p1 = freePort();
-        int p2 = freePort();
+    static void twoReplicas() {
         // A unique cluster name: replicas of another test run or a launcher cluster on this machine never merge in.
         String cluster = "butterfly-test-" + UUID.randomUUID();
-        List<String> members = List.of("127.0.0.1:" + p1, "127.0.0.1:" + p2);
-        first = Hazelcast.newHazelcastInstance(HazelcastConfiguration.hazelcastConfig(cluster, "replica-a",
-                new DiscoveryProperties.Hazelcast(p1, "127.0.0.1", members), TTL));
-        second = Hazelcast.newHazelcastInstance(HazelcastConfiguration.hazelcastConfig(cluster, "replica-b",
-                new DiscoveryProperties.Hazelcast(p2, "127.0.0.1", members), TTL));
+        // Two distinct ports (both members are named in the join list up front); if either was taken before its
+        // member bound it, both start again on new ones.
+        TestPorts.startOnFreePorts(2, ports -> {
+            List<String> members = ports.stream().map(p -> "127.0.0.1:" + p).toList();
+            // The second's port is held (refusing connections) while the first starts: had another process taken it
+            // and listened there, the first member's join would wait on it for its whole join timeout (5 min).
+            first = TestPorts.whileHeld(ports.get(1), () -> member(cluster, "replica-a", ports.get(0), members));
+            try {
+                second = member(cluster, "replica-b", ports.get(1), members);
+            } catch (RuntimeException e) {
+                first.shutdown();
+                first = null;
+                throw e;
+            }
+            return second;
+        });
         assertEquals(2, second.getCluster().getMembers().size(), "the two replicas form one Hazelcast cluster");
+    }
+
+    private static HazelcastInstance member(String cluster, String name, int port, List<String> members) {
+        return Hazelcast.newHazelcastInstance(HazelcastConfiguration.hazelcastConfig(cluster, name,
+                new DiscoveryProperties.Hazelcast(port, "127.0.0.1", members), TTL));
     }
 
     @AfterAll
@@ -54,12 +67,6 @@ class HazelcastMembershipStoreTest {
         }
         if (first != null) {
             first.shutdown();
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
         }
     }
 

@@ -14,6 +14,7 @@ import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -130,14 +131,16 @@ class CoordinatorLinkTest {
         link.attach(warm.endpoint("coordinator-warm"), List.of(), 1);
         await().atMost(Duration.ofSeconds(10)).until(() -> warm.pings.get() >= 1);
 
-        int port;
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
+        // The replica's port, held until it starts by a socket bound but never listening: connections are refused,
+        // and no other process (nor this JVM's own outgoing connections) can take the port meanwhile.
+        Socket notYetUp = new Socket();
+        notYetUp.bind(new InetSocketAddress("127.0.0.1", 0));
+        int port = notYetUp.getLocalPort();
         Endpoint starting = Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1").setGrpcPort(port).build();
         link.attach(starting, List.of(), 1);
         Thread.sleep(3_000); // refused again and again: the reconnect backoff reaches its 2 s ceiling
 
+        notYetUp.close(); // released only for the replica, which binds it at once
         FakeReplica up = new FakeReplica();
         up.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port)).addService(up).build().start();
         replicas.add(up);
