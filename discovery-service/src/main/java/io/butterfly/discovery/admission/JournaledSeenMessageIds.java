@@ -61,27 +61,12 @@ public final class JournaledSeenMessageIds implements SeenMessageIds, Closeable 
         int unreadable = 0;
         if (Files.exists(file)) {
             for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
-                int space = line.indexOf(' ');
-                long expiresMs;
-                try {
-                    expiresMs = space > 0 ? Long.parseLong(line.substring(0, space)) : -1;
-                } catch (NumberFormatException e) {
-                    expiresMs = -1;
-                }
-                if (expiresMs < 0 || space == line.length() - 1) {
+                Map.Entry<String, Long> entry = parse(line);
+                if (entry == null) {
                     unreadable++; // e.g. the last line of a journal whose writer was killed mid-line
-                    continue;
-                }
-                if (expiresMs > nowMs) {
-                    String key;
-                    try {
-                        key = new String(DECODER.decode(line.substring(space + 1)), StandardCharsets.UTF_8);
-                    } catch (IllegalArgumentException e) {
-                        unreadable++;
-                        continue;
-                    }
-                    table.firstSighting(key, nowMs, expiresMs - nowMs);
-                    journal.live.merge(key, expiresMs, Math::max);
+                } else if (entry.getValue() > nowMs) {
+                    table.firstSighting(entry.getKey(), nowMs, entry.getValue() - nowMs);
+                    journal.live.merge(entry.getKey(), entry.getValue(), Math::max);
                     restored++;
                 }
             }
@@ -135,6 +120,21 @@ public final class JournaledSeenMessageIds implements SeenMessageIds, Closeable 
         out = Files.newBufferedWriter(file, StandardCharsets.UTF_8, StandardOpenOption.APPEND);
         appendsSinceRewrite = 0;
         keptAtRewrite = lines.size();
+    }
+
+    /** A journal line's key and expiry (ms), or null if the line is not one {@link #line} writes. */
+    private static Map.Entry<String, Long> parse(String line) {
+        int space = line.indexOf(' ');
+        if (space <= 0 || space == line.length() - 1) {
+            return null;
+        }
+        try {
+            long expiresMs = Long.parseLong(line.substring(0, space));
+            String key = new String(DECODER.decode(line.substring(space + 1)), StandardCharsets.UTF_8);
+            return expiresMs < 0 ? null : Map.entry(key, expiresMs);
+        } catch (IllegalArgumentException e) { // NumberFormatException too
+            return null;
+        }
     }
 
     private static String line(String key, long expiresMs) {
