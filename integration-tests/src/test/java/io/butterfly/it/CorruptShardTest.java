@@ -10,7 +10,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
@@ -23,8 +24,13 @@ class CorruptShardTest {
     @TempDir
     Path work;
 
-    @Test
-    void corruptedShardIsRefusedAndTheStateSaysWhy() throws Exception {
+    /**
+     * @param sharedStore whether the worker looks for its shards in the registry's store first: the flipped bit
+     *                    fails its check there, the shard is streamed instead, and the registry refuses to serve it
+     */
+    @ParameterizedTest(name = "shared store: {0}")
+    @ValueSource(booleans = {false, true})
+    void corruptedShardIsRefusedAndTheStateSaysWhy(boolean sharedStore) throws Exception {
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 3, 32, 4, 2, 64, 320, 64, 1e-5, 10000, false, 1, 2);
         Path model = work.resolve("tampered");
         ModelGenerator.generate(config, 3, model);
@@ -38,7 +44,7 @@ class CorruptShardTest {
             flipOneBit(shard, Files.size(shard) - 5);
 
             cluster.startDiscovery();
-            cluster.startWorker(0);
+            cluster.startWorker(0, sharedStore ? new String[] {cluster.sharedStoreOption()} : new String[0]);
             cluster.startCoordinator("tampered", 1);
             JsonNode state = cluster.awaitState(s -> failedWorker(s) != null, Duration.ofMinutes(4));
 

@@ -87,6 +87,11 @@ final class LocalCluster implements AutoCloseable {
                 "--butterfly.registry.import-dirs=" + modelDir);
     }
 
+    /** The worker argument that has it use the registry's store in place, as the launcher's workers do. */
+    String sharedStoreOption() {
+        return "--butterfly.worker.registry.shared-store=" + registryStore();
+    }
+
     /** @param extra further {@code --key=value} arguments (e.g. a memory limit) */
     void startWorker(int i, String... extra) {
         List<String> args = new ArrayList<>(List.of(
@@ -156,10 +161,15 @@ final class LocalCluster implements AutoCloseable {
 
     /** Discovery, registry, workers and coordinator, all at once: each retries until its peers are up. */
     void startAll(Path modelDir, int workers) {
+        startAll(modelDir, workers, i -> new String[0]);
+    }
+
+    /** {@link #startAll(Path, int)}, worker {@code i} started with the arguments {@code workerArgs} gives it. */
+    void startAll(Path modelDir, int workers, java.util.function.IntFunction<String[]> workerArgs) {
         startDiscovery();
         startRegistry(modelDir);
         for (int i = 0; i < workers; i++) {
-            startWorker(i);
+            startWorker(i, workerArgs.apply(i));
         }
         startCoordinator(modelDir.getFileName().toString(), workers);
     }

@@ -20,9 +20,9 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Read access to a safetensors file: the header (JSON, read with Jackson) and each tensor's bytes.
  *
- * <p>Loading tensors into the engine goes through DJL's own safetensors decoder; this class serves
- * what DJL cannot: repackaging byte ranges into per-layer shards without an engine, and widening
- * BF16 (which aborts DJL 0.35.1) to float32 (DESIGN.md §2). The header is validated before use:
+ * <p>The registry repackages byte ranges into per-layer shards with it, and the worker reads each tensor it needs
+ * straight into engine memory (DJL's own decoder reads a whole file into one array and aborts on BF16, which is
+ * widened here to float32: DESIGN.md §2). The header is validated before use:
  * every range lies inside the file, matches its dtype and shape, ranges do not overlap, and no name is given twice.
  */
 public final class SafetensorsFile implements AutoCloseable {
@@ -48,7 +48,15 @@ public final class SafetensorsFile implements AutoCloseable {
     }
 
     public static SafetensorsFile open(Path path) throws IOException {
-        FileChannel channel = FileChannel.open(path, StandardOpenOption.READ);
+        return open(path, FileChannel.open(path, StandardOpenOption.READ));
+    }
+
+    /**
+     * Reads through {@code channel}, already open on {@code path} (e.g. the channel a file's checksum was verified
+     * through, so that what is read is what was checked). The file owns the channel from here: closing the file,
+     * or failing to open it, closes the channel.
+     */
+    public static SafetensorsFile open(Path path, FileChannel channel) throws IOException {
         try {
             return read(path, channel);
         } catch (IOException | RuntimeException e) {

@@ -31,6 +31,8 @@ import java.util.List;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.Optional;
 import java.util.concurrent.CompletionService;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorCompletionService;
@@ -89,6 +91,7 @@ public final class ShardDownloader {
     private boolean compression;
     private final int parallelFiles;
     private CircuitBreaker breaker;
+    private SharedStore sharedStore;
     private final java.util.concurrent.atomic.AtomicLong bytesFetched = new java.util.concurrent.atomic.AtomicLong();
 
     public ShardDownloader(ModelRegistryGrpc.ModelRegistryBlockingStub registry) {
@@ -122,8 +125,27 @@ public final class ShardDownloader {
     /**
      * A file on disk and the SHA-256 computed here over its bytes as they were received and written (or,
      * for a file already present, read back), which matched the manifest.
+     *
+     * @param channel for a weight file used in place in the {@link SharedStore}, the open channel its bytes were
+     *                verified through: read it through this channel, not by path, and close it; null for a file
+     *                in the download directory
      */
-    public record VerifiedFile(Path path, String sha256, long sizeBytes) {
+    public record VerifiedFile(Path path, String sha256, long sizeBytes, java.nio.channels.FileChannel channel) {
+
+        public VerifiedFile(Path path, String sha256, long sizeBytes) {
+            this(path, sha256, sizeBytes, null);
+        }
+
+        /** Closes the channel of a file verified in place; nothing for a downloaded file. */
+        public void closeChannel() {
+            if (channel != null) {
+                try {
+                    channel.close();
+                } catch (IOException e) {
+                    log.debug("closing {} failed", path, e);
+                }
+            }
+        }
     }
 
     /**
@@ -133,12 +155,15 @@ public final class ShardDownloader {
      */
     public List<Path> download(ModelManifest manifest, List<String> fileNames, Path dir, ProgressListener progress)
             throws IOException {
-        return downloadVerified(manifest, fileNames, dir, progress).stream().map(VerifiedFile::path).toList();
+        List<VerifiedFile> verified = downloadVerified(manifest, fileNames, dir, progress);
+        verified.forEach(VerifiedFile::closeChannel); // a caller of paths reads by path
+        return verified.stream().map(VerifiedFile::path).toList();
     }
 
     /**
      * {@link #download}, answering each file with the digest it was verified with, so a caller that needs
-     * the files' digests later (cross-validation) does not hash them again.
+     * the files' digests later (cross-validation) does not hash them again. Files used in place in the shared
+     * store come with their open channels, the caller's to close; if the download fails, none is left open.
      */
     public List<VerifiedFile> downloadVerified(ModelManifest manifest, List<String> fileNames, Path dir,
                                                ProgressListener progress) throws IOException {
@@ -149,8 +174,13 @@ public final class ShardDownloader {
         int threads = Math.min(parallelFiles, files.size());
         if (threads <= 1) {
             List<VerifiedFile> paths = new ArrayList<>(files.size());
-            for (WeightFile file : files) {
-                paths.add(fetch(manifest.getModelId(), file, dir, overall));
+            try {
+                for (WeightFile file : files) {
+                    paths.add(fetch(manifest.getModelId(), file, dir, overall));
+                }
+            } catch (IOException | RuntimeException e) {
+                paths.forEach(VerifiedFile::closeChannel);
+                throw e;
             }
             return paths;
         }
@@ -159,11 +189,12 @@ public final class ShardDownloader {
             t.setDaemon(true);
             return t;
         });
+        Map<Future<VerifiedFile>, Integer> positions = new HashMap<>();
+        boolean succeeded = false;
         try {
             // Results are taken as they complete, so the first file to fail ends the download at once
             // (waiting in file order kept fetching a large file while a later one had already failed).
             CompletionService<VerifiedFile> completed = new ExecutorCompletionService<>(pool);
-            Map<Future<VerifiedFile>, Integer> positions = new HashMap<>();
             for (int i = 0; i < files.size(); i++) {
                 WeightFile file = files.get(i);
                 positions.put(completed.submit(() -> fetch(manifest.getModelId(), file, dir, overall)), i);
@@ -173,6 +204,7 @@ public final class ShardDownloader {
                 Future<VerifiedFile> done = completed.take();
                 paths[positions.get(done)] = done.get();
             }
+            succeeded = true;
             return List.of(paths);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -189,6 +221,22 @@ public final class ShardDownloader {
             throw new IllegalStateException(cause);
         } finally {
             stop(pool);
+            if (!succeeded) {
+                closeCompleted(positions.keySet());
+            }
+        }
+    }
+
+    /** Closes the channels of the files that were verified in place before a download failed. */
+    private static void closeCompleted(java.util.Collection<Future<VerifiedFile>> fetches) {
+        for (Future<VerifiedFile> f : fetches) {
+            if (f.isDone() && !f.isCancelled()) {
+                try {
+                    f.get().closeChannel();
+                } catch (ExecutionException | InterruptedException e) {
+                    // failed: it holds no channel
+                }
+            }
         }
     }
 
@@ -239,6 +287,16 @@ public final class ShardDownloader {
     /** Offers the COMPRESSION feature: the registry may then send zstd chunks (worth it off loopback). */
     public ShardDownloader withCompression(boolean offer) {
         this.compression = offer;
+        return this;
+    }
+
+    /**
+     * Uses weight files ({@code .safetensors}) in place where the registry's store is visible ({@link SharedStore}):
+     * each is checked against the manifest through the channel it is then read by, and one that is not there or
+     * differs is streamed as usual. Such files come back with their open channel (see {@link VerifiedFile}).
+     */
+    public ShardDownloader withSharedStore(SharedStore store) {
+        this.sharedStore = Objects.requireNonNull(store, "store");
         return this;
     }
 
@@ -452,6 +510,12 @@ public final class ShardDownloader {
             }
             log.info("{} present but does not match the manifest; fetching it again", target);
             Files.delete(target);
+        }
+        if (sharedStore != null && name.endsWith(".safetensors")) {
+            Optional<VerifiedFile> inPlace = sharedStore.open(modelId, name, size, expected, listener);
+            if (inPlace.isPresent()) {
+                return inPlace.get();
+            }
         }
 
         boolean resumed = Files.exists(part) && Files.size(part) > 0;

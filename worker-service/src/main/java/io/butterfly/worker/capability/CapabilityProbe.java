@@ -3,6 +3,7 @@ package io.butterfly.worker.capability;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.pytorch.jni.JniUtils;
+import io.butterfly.common.hash.Sha256;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.worker.config.WorkerProperties;
 import java.util.concurrent.CompletableFuture;
@@ -38,6 +39,8 @@ public class CapabilityProbe {
                         (System.nanoTime() - start) / 1_000_000, caps.getCpuCores(), caps.getMemoryBytes() >> 20,
                         String.format("%.1f", caps.getMeasuredGflops()),
                         String.format("%.1f", caps.getMemoryBandwidthGbps()), caps.getStorageType(), device);
+                // Before joining, while the services start, not when the first shard arrives (see Sha256.warmUp).
+                Sha256.warmUp(32);
                 measured.complete(caps);
             } catch (Throwable e) {
                 log.error("capability detection failed: {}", e.toString());

@@ -10,6 +10,7 @@ import ai.djl.ndarray.types.Shape;
 import io.butterfly.common.text.ByteSize;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.safetensors.SafetensorsFile;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -82,16 +83,44 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
      */
     public static DjlPartitionExecutor load(PartitionSpec spec, List<Path> safetensorsFiles, ExecutorOptions options)
             throws IOException {
+        List<SafetensorsFile> opened = new ArrayList<>(safetensorsFiles.size());
+        try {
+            for (Path p : safetensorsFiles) {
+                opened.add(SafetensorsFile.open(p));
+            }
+        } catch (IOException | RuntimeException e) {
+            for (SafetensorsFile f : opened) {
+                f.close();
+            }
+            throw e;
+        }
+        return loadOpened(spec, opened, options);
+    }
+
+    /**
+     * {@link #load} from safetensors files already open, e.g. through the channels their checksums were verified
+     * through, so that what is loaded is what was checked. Closes them, whether the load succeeds or fails.
+     */
+    public static DjlPartitionExecutor loadOpened(PartitionSpec spec, List<SafetensorsFile> opened, ExecutorOptions options)
+            throws IOException {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(options, "options");
-        Engine engine = EngineSetup.start(options.threads());
-        Device device = EngineSetup.device(options.device(), engine);
-        NDManager root = NDManager.newBaseManager(device, EngineSetup.ENGINE);
+        NDManager root;
+        try {
+            Engine engine = EngineSetup.start(options.threads());
+            Device device = EngineSetup.device(options.device(), engine);
+            root = NDManager.newBaseManager(device, EngineSetup.ENGINE);
+        } catch (RuntimeException e) {
+            for (SafetensorsFile f : opened) {
+                f.close();
+            }
+            throw e;
+        }
         try {
             NDManager weights = root.newSubManager();
             StageModel model;
             long bytes;
-            try (WeightStore store = WeightStore.open(safetensorsFiles, weights)) {
+            try (WeightStore store = WeightStore.open(opened, weights)) {
                 model = spec.config().architecture() == Architecture.GPT2
                         ? Gpt2Stage.load(spec, store, weights)
                         : LlamaStage.load(spec, store, weights);

@@ -51,15 +51,19 @@ final class WeightStore implements AutoCloseable {
         this.hostMemory = Device.cpu().equals(manager.getDevice());
     }
 
-    static WeightStore open(List<Path> paths, NDManager manager) throws IOException {
-        if (paths.isEmpty()) {
-            throw new IllegalArgumentException("no safetensors files given");
-        }
+    /**
+     * Over safetensors files already open (e.g. through the channels their checksums were verified through). The
+     * store owns them from here: closing it, or failing here, closes them.
+     */
+    static WeightStore open(List<SafetensorsFile> opened, NDManager manager) throws IOException {
         WeightStore store = new WeightStore(manager);
+        store.files.addAll(opened);
         try {
-            for (Path p : paths) {
-                SafetensorsFile f = SafetensorsFile.open(p);
-                store.files.add(f);
+            if (opened.isEmpty()) {
+                throw new IllegalArgumentException("no safetensors files given");
+            }
+            for (SafetensorsFile f : opened) {
+                Path p = f.path();
                 for (String name : f.tensors().keySet()) {
                     SafetensorsFile previous = store.byName.putIfAbsent(name, f);
                     // A tied head ships its own copy of the embedding: identical copies are one tensor.

@@ -4,7 +4,10 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.common.text.ByteSize;
 import io.butterfly.common.transfer.RegistryCircuitBreaker;
+import io.butterfly.common.transfer.SharedStore;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.worker.config.RegistryClientProperties;
@@ -29,6 +32,7 @@ import io.butterfly.worker.execution.StageInput;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -184,18 +188,23 @@ public class PartitionManager {
     private void load(AssignPartitionRequest request, long gen) {
         long started = System.nanoTime();
         loadStartedNanos = started;
+        List<VerifiedFile> verified = List.of();
         try {
             ModelRegistryGrpc.ModelRegistryBlockingStub registry = ModelRegistryGrpc.newBlockingStub(
                     channels.get(request.getRegistry().getHost(), request.getRegistry().getGrpcPort()));
             ShardDownloader downloader = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
                     ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
                     .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression());
+            SharedStore shared = registryProps.sharedStore() == null ? null : new SharedStore(registryProps.sharedStore());
+            if (shared != null) {
+                downloader.withSharedStore(shared);
+            }
             ModelManifest manifest = verifier.verifyFor(request.getModelId(), downloader.manifest(request.getModelId()));
             List<WeightFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
             Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
             long[] lastReport = {0};
-            List<VerifiedFile> verified = downloader.downloadVerified(manifest,
+            verified = downloader.downloadVerified(manifest,
                     files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
                         // over all files of the partition
                         PartitionStatus s = update(gen, st -> st.withProgress(file, done, total));
@@ -218,13 +227,7 @@ public class PartitionManager {
                 throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
                         + ") exceed the model's " + config.numLayers() + " layers");
             }
-            List<Path> weights = new ArrayList<>();
-            for (VerifiedFile v : verified) {
-                if (v.path().getFileName().toString().endsWith(".safetensors")) {
-                    weights.add(v.path());
-                }
-            }
-            PartitionExecutor loaded = DjlPartitionExecutor.load(spec, weights,
+            PartitionExecutor loaded = DjlPartitionExecutor.loadOpened(spec, openWeights(verified),
                     new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes()));
             long engineLoaded = System.nanoTime();
             double warmupMs;
@@ -257,10 +260,11 @@ public class PartitionManager {
                 previous.close();
             }
             coordinator.partitionReady(request.getEpoch());
-            log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms, engine load {} ms, warm-up {} ms),"
-                            + " checksum {}", manifest.getModelId(), spec.layerStart(), spec.layerEnd(), loadMs,
-                    TimeUnit.NANOSECONDS.toMillis(downloaded - started), TimeUnit.NANOSECONDS.toMillis(engineLoaded - downloaded),
-                    String.format("%.1f", warmupMs), checksum);
+            log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms: {} streamed, {} verified in the shared store;"
+                            + " engine load {} ms, warm-up {} ms), checksum {}", manifest.getModelId(), spec.layerStart(),
+                    spec.layerEnd(), loadMs, TimeUnit.NANOSECONDS.toMillis(downloaded - started),
+                    ByteSize.human(downloader.bytesFetched()), ByteSize.human(shared == null ? 0 : shared.bytesVerified()),
+                    TimeUnit.NANOSECONDS.toMillis(engineLoaded - downloaded), String.format("%.1f", warmupMs), checksum);
             coordinator.report(readyReport(ready, loaded));
         } catch (ButterflyException e) {
             fail(request, gen, e.code(), e.getMessage());
@@ -277,6 +281,30 @@ public class PartitionManager {
             // than load the partition again every minute.
             ErrorCode code = e instanceof OutOfMemoryError ? ErrorCode.INSUFFICIENT_MEMORY : ErrorCode.INTERNAL_ERROR;
             fail(request, gen, code, e.getClass().getSimpleName() + ": " + e.getMessage());
+        } finally {
+            // Files verified in place whose load never began (superseded, a bad config) still hold a channel.
+            verified.forEach(VerifiedFile::closeChannel);
+        }
+    }
+
+    /**
+     * The weight files to load, each opened through the channel it was verified through where it was verified in
+     * place (see {@link SharedStore}), else by its path in the download directory.
+     */
+    private static List<SafetensorsFile> openWeights(List<VerifiedFile> verified) throws IOException {
+        List<SafetensorsFile> opened = new ArrayList<>();
+        try {
+            for (VerifiedFile v : verified) {
+                if (v.path().getFileName().toString().endsWith(".safetensors")) {
+                    opened.add(v.channel() != null ? SafetensorsFile.open(v.path(), v.channel()) : SafetensorsFile.open(v.path()));
+                }
+            }
+            return opened;
+        } catch (IOException | RuntimeException e) {
+            for (SafetensorsFile f : opened) {
+                f.close();
+            }
+            throw e;
         }
     }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -32,7 +33,7 @@ class WeightStoreTest {
                 SafetensorsWriter.Entry.float32("m", new long[]{2, 3}, new float[]{0, 1, 2, 3, 4, 5}),
                 SafetensorsWriter.Entry.float32("other", new long[]{6}, new float[]{-1, -1, -1, -1, -1, -1})), Map.of());
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
-             WeightStore store = WeightStore.open(List.of(file), manager)) {
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
             NDArray row = store.loadTransposed("row", 1, 4);
             NDArray col = store.loadTransposed("col", 4, 1);
             NDArray m = store.loadTransposed("m", 2, 3);
@@ -56,7 +57,7 @@ class WeightStoreTest {
                 SafetensorsWriter.Entry.float32("v", new long[]{1, 3}, new float[]{9, 10, 11}),
                 SafetensorsWriter.Entry.float32("big", new long[]{4, 8}, new float[32])), Map.of());
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
-             WeightStore store = WeightStore.open(List.of(file), manager)) {
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
             NDArray fused = store.loadTransposedStacked(new String[]{"q", "k", "v"}, new long[]{2, 1, 1}, 3);
             // The next transposed load is larger: the staging buffer is replaced, then overwritten.
             store.loadTransposed("big", 4, 8);
@@ -83,7 +84,7 @@ class WeightStoreTest {
                 halves("bf16", "BF16", new long[]{6}, 0x3F80, 0xC000, 0x3F00, 0x4380, 0xBE00, 0x4040)),
                 Map.of());
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
-             WeightStore store = WeightStore.open(List.of(file), manager)) {
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
             NDArray f32 = store.load("f32", 2, 3);
             NDArray f16 = store.load("f16", 3, 2);
             NDArray bf16 = store.load("bf16", 6);

@@ -32,7 +32,7 @@ class AssignmentFencingTest {
         WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", dataDir, "cpu", 1, "butterfly", "127.0.0.1",
                 1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
-        PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false), channels, new CoordinatorLink(props, channels));
+        PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null), channels, new CoordinatorLink(props, channels));
 
         assertDoesNotThrow(() -> manager.assign(request(5, 1)));
 
@@ -52,7 +52,7 @@ class AssignmentFencingTest {
                 1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
         CoordinatorLink link = new CoordinatorLink(props, channels);
-        PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false), channels, link);
+        PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null), channels, link);
 
         manager.assign(request(3, 1));
         assertEquals("coordinator-0", link.coordinator().getNodeId());

@@ -170,7 +170,7 @@ class RepeatedAssignmentTest {
                 "127.0.0.1", 1, 100, "127.0.0.1", 0, List.of(publisher.publicKeyHex()), 5000, DataSize.ofBytes(0),
                 Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
-        manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false),
+        manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null),
                 channels, new CoordinatorLink(props, channels));
     }
 

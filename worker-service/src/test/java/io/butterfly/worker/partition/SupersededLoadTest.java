@@ -63,7 +63,7 @@ class SupersededLoadTest {
                 1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
         PartitionManager manager = new PartitionManager(props,
-                new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false), channels, new CoordinatorLink(props, channels));
+                new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null), channels, new CoordinatorLink(props, channels));
         try {
             manager.assign(request("m1", 1, registry.getPort()));
             assertThat(asked.get("m1").await(10, TimeUnit.SECONDS)).isTrue();

@@ -72,7 +72,7 @@ class MalformedStepTest {
                 1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
         PeerChannels channels = new PeerChannels();
         PartitionManager partitions = new PartitionManager(props,
-                new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false), channels, new CoordinatorLink(props, channels));
+                new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null), channels, new CoordinatorLink(props, channels));
         stage = new PipelineStage(partitions, channels, new StepStreams(channels, props), props);
     }
 
