@@ -219,4 +219,18 @@ public final class SafetensorsFile implements AutoCloseable {
     public void close() throws IOException {
         channel.close();
     }
+
+    /**
+     * Closes every file, after {@code cause} ended their use: a failure to close one is added to it, and the others
+     * are closed all the same.
+     */
+    public static void closeAll(java.util.Collection<SafetensorsFile> files, Throwable cause) {
+        for (SafetensorsFile f : files) {
+            try {
+                f.close();
+            } catch (IOException e) {
+                cause.addSuppressed(e);
+            }
+        }
+    }
 }

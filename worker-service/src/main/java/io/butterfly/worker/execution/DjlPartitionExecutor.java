@@ -89,9 +89,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                 opened.add(SafetensorsFile.open(p));
             }
         } catch (IOException | RuntimeException e) {
-            for (SafetensorsFile f : opened) {
-                f.close();
-            }
+            SafetensorsFile.closeAll(opened, e);
             throw e;
         }
         return loadOpened(spec, opened, options);
@@ -111,9 +109,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             Device device = EngineSetup.device(options.device(), engine);
             root = NDManager.newBaseManager(device, EngineSetup.ENGINE);
         } catch (RuntimeException e) {
-            for (SafetensorsFile f : opened) {
-                f.close();
-            }
+            SafetensorsFile.closeAll(opened, e);
             throw e;
         }
         try {

@@ -301,9 +301,7 @@ public class PartitionManager {
             }
             return opened;
         } catch (IOException | RuntimeException e) {
-            for (SafetensorsFile f : opened) {
-                f.close();
-            }
+            SafetensorsFile.closeAll(opened, e);
             throw e;
         }
     }
