@@ -209,6 +209,39 @@ public final class SafetensorsFile implements AutoCloseable {
         dst.position(dst.position() + (int) info.byteLength());
     }
 
+    /**
+     * The stored bytes (little-endian) of the named tensors, which must lie {@link #backToBack back to back} in this
+     * order, as one read-only view of the file mapped into memory: the page cache's own pages, nothing copied and no
+     * fresh memory taken. For a reader that copies them once anyway (e.g. the engine transposing matrices into its
+     * own memory), which would otherwise stage them in a buffer first. The mapping lives as long as the buffer is
+     * reachable, also after this file is closed.
+     */
+    public ByteBuffer mappedBytes(String... names) throws IOException {
+        if (!backToBack(names)) {
+            throw new IllegalArgumentException(path + ": " + String.join(", ", names) + " are not stored back to back");
+        }
+        long begin = info(names[0]).begin();
+        long length = info(names[names.length - 1]).end() - begin;
+        if (length > Integer.MAX_VALUE) {
+            throw new IOException(String.join(" + ", names) + " is larger than 2 GiB");
+        }
+        return channel.map(FileChannel.MapMode.READ_ONLY, dataStart + begin, length).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /** Whether these tensors (at least one) are all in this file, each one's bytes starting where the previous one's end. */
+    public boolean backToBack(String... names) {
+        if (names.length == 0) {
+            return false;
+        }
+        for (int i = 0; i < names.length; i++) {
+            TensorInfo t = tensors.get(names[i]);
+            if (t == null || (i > 0 && t.begin() != tensors.get(names[i - 1]).end())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The tensor as float32, widening F16 and BF16 exactly. */
     public float[] readFloats(String name) throws IOException {
         TensorInfo info = info(name);

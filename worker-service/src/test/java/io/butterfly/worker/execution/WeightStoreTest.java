@@ -68,9 +68,51 @@ class WeightStoreTest {
                  NDArray v = store.loadTransposed("v", 1, 3); NDArray concat = q.concat(k, 1).concat(v, 1)) {
                 assertThat(fused.contentEquals(concat)).isTrue();
             }
+            // Not stored back to back in this order: staged instead of read in place, the same matrix all the same.
+            try (NDArray vq = store.loadTransposedStacked(new String[]{"v", "q"}, new long[]{1, 2}, 3);
+                 NDArray q = store.loadTransposed("q", 2, 3); NDArray v = store.loadTransposed("v", 1, 3);
+                 NDArray concat = v.concat(q, 1)) {
+                assertThat(vq.toFloatArray()).containsExactly(9, 0, 3, 10, 1, 4, 11, 2, 5);
+                assertThat(vq.contentEquals(concat)).isTrue();
+            }
             assertThatThrownBy(() -> store.loadTransposedStacked(new String[]{"q", "k"}, new long[]{2, 2}, 3))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'k' has shape [1, 3]");
         }
+    }
+
+    @Test
+    void aMatrixTransposedFromTheFilesPagesIsTheEnginesOwnWritableCopy() throws Exception {
+        Path file = dir.resolve("head.safetensors");
+        float[] stored = new float[64 * 48];
+        for (int i = 0; i < stored.length; i++) {
+            stored[i] = i * 0.5f - 7;
+        }
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("head", new long[]{64, 48}, stored),
+                // The same matrix's first rows as half floats: widened, so staged rather than read in place.
+                halves("half", "F16", new long[]{2, 3}, 0x3800, 0xBD00, 0x4200, 0x1419, 0x8000, 0x7BFF)), Map.of());
+        byte[] before = java.nio.file.Files.readAllBytes(file);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            NDArray head;
+            NDArray half;
+            try (WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+                head = store.loadTransposed("head", 64, 48);
+                half = store.loadTransposed("half", 2, 3);
+                assertThat(store.bytesLoaded()).isEqualTo(4L * (64 * 48 + 6));
+            }
+            System.gc(); // the file is closed and its mapping may be gone: the matrix must not depend on either
+            assertThat(head.getShape().getShape()).containsExactly(48, 64);
+            float[] t = head.toFloatArray();
+            for (int r = 0; r < 64; r++) {
+                for (int c = 0; c < 48; c++) {
+                    assertThat(t[c * 64 + r]).isEqualTo(stored[r * 48 + c]);
+                }
+            }
+            head.muli(2); // its own memory: the file's pages are mapped read-only and must stay as they were
+            assertThat(head.getFloat(1, 0)).isEqualTo(2 * stored[1]);
+            assertThat(half.toFloatArray()).containsExactly(0.5f, 0.0010004044f, -1.25f, -0f, 3f, 65504f);
+        }
+        assertThat(java.nio.file.Files.readAllBytes(file)).isEqualTo(before);
     }
 
     @Test
