@@ -140,3 +140,6 @@ prometheus.io/scrape: {{ .root.Values.metrics.scrape | quote }}
 prometheus.io/path: /actuator/prometheus
 prometheus.io/port: {{ .port | quote }}
 {{- end -}}
+
+{{/* Where the registry's store is mounted when it is shared with the workers (registry.sharedStoreClaim). */}}
+{{- define "butterfly.sharedStorePath" -}}/srv/butterfly/store{{- end -}}

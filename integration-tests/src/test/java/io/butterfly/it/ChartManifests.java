@@ -104,6 +104,21 @@ final class ChartManifests {
         return (String) at(container, probe, "httpGet", "path");
     }
 
+    /** The pod volume named {@code volume} of a StatefulSet, or null. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> volume(Map<String, Object> set, String volume) {
+        List<Map<String, Object>> volumes = (List<Map<String, Object>>) at(set, "spec", "template", "spec", "volumes");
+        return volumes == null ? null
+                : volumes.stream().filter(v -> volume.equals(v.get("name"))).findFirst().orElse(null);
+    }
+
+    /** The container's mount of the volume named {@code volume}, or null. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> mount(Map<String, Object> container, String volume) {
+        List<Map<String, Object>> mounts = (List<Map<String, Object>>) container.get("volumeMounts");
+        return mounts == null ? null : mounts.stream().filter(m -> volume.equals(m.get("name"))).findFirst().orElse(null);
+    }
+
     @SuppressWarnings("unchecked")
     static Map<String, Object> secretVolume(Map<String, Object> set, String volume) {
         List<Map<String, Object>> volumes = (List<Map<String, Object>>) at(set, "spec", "template", "spec", "volumes");

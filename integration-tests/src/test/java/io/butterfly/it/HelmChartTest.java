@@ -96,7 +96,8 @@ class HelmChartTest {
      */
     @Test
     void everyButterflyArgumentIsAPropertyOfItsService() {
-        List<Map<String, Object>> docs = render(t -> t.set("consul.enabled", true).set("worker.memoryLimit", "8GB"));
+        List<Map<String, Object>> docs = render(t -> t.set("consul.enabled", true).set("worker.memoryLimit", "8GB")
+                .set("registry.sharedStoreClaim", "models"));
         Map<String, List<Class<?>>> records = Map.of(
                 "butterfly-coordinator", List.of(CoordinatorProperties.class, ControlRaftProperties.class,
                         PlanningProperties.class, LivenessProperties.class, InvariantProperties.class),
@@ -195,6 +196,32 @@ class HelmChartTest {
             assertThat(arg(container(set), "--spring.config.import")).isEqualTo("configtree:/etc/butterfly/trust/");
         }
         assertThat(secretVolume(named(docs, "StatefulSet", "butterfly-discovery"), "publisher")).isNull();
+    }
+
+    @Test
+    void theRegistrysStoreIsSharedWithTheWorkersReadOnlyWhenAClaimIsGiven() {
+        List<Map<String, Object>> off = render(t -> t);
+        assertThat(arg(container(named(off, "StatefulSet", "butterfly-registry")), "--butterfly.registry.store-dir"))
+                .isEqualTo("/var/lib/butterfly/registry");
+        Map<String, Object> offWorker = named(off, "StatefulSet", "butterfly-worker");
+        assertThat(arg(container(offWorker), "--butterfly.worker.registry.shared-store")).isNull();
+        assertThat(volume(offWorker, "shared-store")).isNull();
+
+        List<Map<String, Object>> on = render(t -> t.set("registry.sharedStoreClaim", "models-rwx"));
+        String path = "/srv/butterfly/store";
+        Map<String, Object> registry = named(on, "StatefulSet", "butterfly-registry");
+        assertThat(arg(container(registry), "--butterfly.registry.store-dir")).isEqualTo(path);
+        assertThat(mount(container(registry), "shared-store")).containsEntry("mountPath", path).doesNotContainKey("readOnly");
+        assertThat(volume(registry, "shared-store")).containsEntry("persistentVolumeClaim", Map.of("claimName", "models-rwx"));
+        // The private publisher key stays in its Secret, outside the store the workers see.
+        assertThat(arg(container(registry), "--butterfly.registry.publisher-dir")).isEqualTo("/etc/butterfly/publisher");
+
+        Map<String, Object> worker = named(on, "StatefulSet", "butterfly-worker");
+        assertThat(arg(container(worker), "--butterfly.worker.registry.shared-store")).isEqualTo(path);
+        assertThat(mount(container(worker), "shared-store")).containsEntry("mountPath", path).containsEntry("readOnly", true);
+        assertThat(volume(worker, "shared-store")).containsEntry("persistentVolumeClaim",
+                Map.of("claimName", "models-rwx", "readOnly", true));
+        assertThat(volume(named(on, "StatefulSet", "butterfly-coordinator"), "shared-store")).isNull();
     }
 
     @Test
