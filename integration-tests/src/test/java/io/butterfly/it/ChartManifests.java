@@ -121,11 +121,7 @@ final class ChartManifests {
 
     @SuppressWarnings("unchecked")
     static Map<String, Object> secretVolume(Map<String, Object> set, String volume) {
-        List<Map<String, Object>> volumes = (List<Map<String, Object>>) at(set, "spec", "template", "spec", "volumes");
-        if (volumes == null) {
-            return null;
-        }
-        return volumes.stream().filter(v -> volume.equals(v.get("name"))).findFirst()
-                .map(v -> (Map<String, Object>) v.get("secret")).orElse(null);
+        Map<String, Object> v = volume(set, volume);
+        return v == null ? null : (Map<String, Object>) v.get("secret");
     }
 }

@@ -155,12 +155,19 @@ final class WeightStore implements AutoCloseable {
             // buffer (already contiguous) instead of a copy.
             return toArray(count, cols, totalRows);
         }
-        // The engine transposes (a blocked native copy): a Java loop over every element ran interpreted
-        // until the JIT caught up and took about half of a cold partition load.
-        try (NDArray stored = staged(count, totalRows, cols);
-                NDArray view = stored.transpose();
-                NDArray flat = view.flatten()) {
-            return flat.reshape(cols, totalRows);
+        try (NDArray stored = staged(count, totalRows, cols)) {
+            return transposedCopy(stored);
+        }
+    }
+
+    /**
+     * The engine's contiguous {@code [cols, rows]} copy of a {@code [rows, cols]} matrix (a blocked native copy: a
+     * Java loop over every element ran interpreted until the JIT caught up and took about half of a cold load).
+     */
+    private static NDArray transposedCopy(NDArray stored) {
+        long[] shape = stored.getShape().getShape();
+        try (NDArray view = stored.transpose(); NDArray flat = view.flatten()) {
+            return flat.reshape(shape[1], shape[0]);
         }
     }
 
@@ -201,10 +208,8 @@ final class WeightStore implements AutoCloseable {
         }
         bytesLoaded += stored.remaining();
         // The view shares the mapped pages with the engine (read-only: only the transpose reads them).
-        try (NDArray view = manager.create(stored, new Shape(totalRows, cols), DataType.FLOAT32);
-                NDArray transposed = view.transpose();
-                NDArray flat = transposed.flatten()) {
-            return flat.reshape(cols, totalRows);
+        try (NDArray view = manager.create(stored, new Shape(totalRows, cols), DataType.FLOAT32)) {
+            return transposedCopy(view);
         } finally {
             Reference.reachabilityFence(stored); // unmapped only once it is collected: not before the copy is made
         }
