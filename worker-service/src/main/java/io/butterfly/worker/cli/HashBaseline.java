@@ -1,0 +1,64 @@
+package io.butterfly.worker.cli;
+
+import io.butterfly.common.hash.Sha256;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.List;
+
+/**
+ * {@code bench-load}'s second baseline: the files read once and hashed as one SHA-256 stream (like {@code cat FILES |
+ * sha256sum}) on one thread, with the JDK's SHA-256 as the workers run it: JIT-compiled, on the CPU's SHA
+ * instructions where it has them. Coreutils' {@code sha256sum} has no such path and hashes 3-4 times slower here
+ * (about 0.5 GB/s against 1.9), so a ratio against it alone flatters the bootstrap.
+ *
+ * <p>Prints {@code <ms> <sha256 hex>}: the time covers reading and hashing, not the JIT warm-up before it. Run it on a
+ * JVM with C2 (the launcher uses the services' options); as C1 code the digest runs about five times slower.
+ */
+public final class HashBaseline {
+
+    private static final int WARM_UP_MIB = 64;
+
+    private HashBaseline() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(List.of(args), System.out, System.err));
+    }
+
+    static int run(List<String> files, PrintStream out, PrintStream err) {
+        if (files.isEmpty()) {
+            err.println("usage: HashBaseline FILE...");
+            return 2;
+        }
+        try {
+            Sha256.warmUp(WARM_UP_MIB);
+            long start = System.nanoTime();
+            byte[] digest = hashInOrder(files.stream().map(Path::of).toList());
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            out.println(ms + " " + Sha256.toHex(digest));
+            return 0;
+        } catch (IOException e) {
+            err.println("error: " + e);
+            return 1;
+        }
+    }
+
+    /** The SHA-256 of the files' bytes, concatenated in the given order. */
+    static byte[] hashInOrder(List<Path> files) throws IOException {
+        MessageDigest d = Sha256.newDigest();
+        byte[] buf = new byte[1 << 20];
+        for (Path f : files) {
+            try (InputStream in = Files.newInputStream(f)) {
+                int n;
+                while ((n = in.read(buf)) > 0) {
+                    d.update(buf, 0, n);
+                }
+            }
+        }
+        return d.digest();
+    }
+}
