@@ -43,7 +43,7 @@ public final class ModelFootprints {
         for (int l = 0; l < layers; l++) {
             layerBytes[l] += kvPerLayer;
         }
-        return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroom().toBytes());
+        return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroom().toBytes(), kvPerLayer);
     }
 
     /** How much larger than on disk a tensor is once widened to float32. */

@@ -11,8 +11,10 @@ import java.util.Arrays;
  * @param embeddingBytes     bytes of the token (and position) embedding
  * @param headBytes          bytes of the final norm and LM head
  * @param stageOverheadBytes activation headroom of one stage, whatever its range
+ * @param kvBytesPerLayer    the part of each layer's bytes that is its KV cache (the rest is weights)
  */
-public record ModelFootprint(long[] layerBytes, long embeddingBytes, long headBytes, long stageOverheadBytes) {
+public record ModelFootprint(long[] layerBytes, long embeddingBytes, long headBytes, long stageOverheadBytes,
+                             long kvBytesPerLayer) {
 
     public ModelFootprint {
         if (layerBytes == null || layerBytes.length == 0) {
@@ -27,6 +29,17 @@ public record ModelFootprint(long[] layerBytes, long embeddingBytes, long headBy
         if (embeddingBytes < 0 || headBytes < 0 || stageOverheadBytes < 0) {
             throw new IllegalArgumentException("embedding, head and overhead bytes must not be negative");
         }
+        for (long b : layerBytes) {
+            if (kvBytesPerLayer < 0 || kvBytesPerLayer > b) {
+                throw new IllegalArgumentException("a layer's KV cache (" + kvBytesPerLayer + " B) must be within its "
+                        + b + " B");
+            }
+        }
+    }
+
+    /** Without a KV cache: every byte of a layer is weights. */
+    public ModelFootprint(long[] layerBytes, long embeddingBytes, long headBytes, long stageOverheadBytes) {
+        this(layerBytes, embeddingBytes, headBytes, stageOverheadBytes, 0);
     }
 
     /** {@code numLayers} layers of {@code bytesPerLayer} each and nothing else (0 = memory is not considered). */
@@ -67,6 +80,11 @@ public record ModelFootprint(long[] layerBytes, long embeddingBytes, long headBy
         return sum;
     }
 
+    /** Bytes of layer {@code l}'s weights (without its KV cache). */
+    public long layerWeightBytes(int l) {
+        return layerBytes[l] - kvBytesPerLayer;
+    }
+
     /** Whether no memory figure is known at all (then memory cannot constrain a plan). */
     public boolean weightless() {
         return totalBytes(1) == 0;
@@ -76,12 +94,13 @@ public record ModelFootprint(long[] layerBytes, long embeddingBytes, long headBy
     public boolean equals(Object o) {
         return o instanceof ModelFootprint f && Arrays.equals(layerBytes, f.layerBytes)
                 && embeddingBytes == f.embeddingBytes && headBytes == f.headBytes
-                && stageOverheadBytes == f.stageOverheadBytes;
+                && stageOverheadBytes == f.stageOverheadBytes && kvBytesPerLayer == f.kvBytesPerLayer;
     }
 
     @Override
     public int hashCode() {
-        return Arrays.hashCode(layerBytes) * 31 + Long.hashCode(embeddingBytes + 7 * headBytes + 13 * stageOverheadBytes);
+        return Arrays.hashCode(layerBytes) * 31 + Long.hashCode(embeddingBytes + 7 * headBytes + 13 * stageOverheadBytes
+                + 17 * kvBytesPerLayer);
     }
 
     @Override

@@ -30,7 +30,7 @@ class OptimalPlannerTest {
             feasible++;
             PartitionPlan plan = planner.plan(in.model, in.workers);
             assertValid(plan, in.model, in.workers, label);
-            assertEquals(brute, OptimalPlanner.bottleneck(plan, in.workers), label);
+            assertEquals(brute, OptimalPlanner.bottleneck(in.model, plan, in.workers), label);
             assertEquals(plan, planner.plan(in.model, in.workers), label + " (deterministic)");
         }
         assertTrue(feasible > 200, "the generator must produce mostly feasible instances, got " + feasible);
@@ -52,7 +52,7 @@ class OptimalPlannerTest {
             assertValid(w, in.model, in.workers, label + " (capacity-weighted)");
             PartitionPlan o = planner.plan(in.model, in.workers);
             assertValid(o, in.model, in.workers, label + " (optimal)");
-            assertTrue(OptimalPlanner.bottleneck(o, in.workers) <= OptimalPlanner.bottleneck(w, in.workers), label);
+            assertTrue(OptimalPlanner.bottleneck(in.model, o, in.workers) <= OptimalPlanner.bottleneck(in.model, w, in.workers), label);
         }
     }
 
@@ -65,9 +65,10 @@ class OptimalPlannerTest {
         // Memory makes a difference too: the fast worker can hold only 3 layers of 100 bytes.
         List<WorkerCapacity> capped = List.of(new WorkerCapacity("a", 10, 0), new WorkerCapacity("b", 10, 0),
                 new WorkerCapacity("c", 100, 350));
-        PartitionPlan p2 = planner.plan(ModelFootprint.uniform(12, 100), capped);
-        // 9 layers left for two 10-GFLOP/s workers: 5 on one of them is the best possible bottleneck.
-        assertEquals(0.5, OptimalPlanner.bottleneck(p2, capped));
+        ModelFootprint weighed = ModelFootprint.uniform(12, 100);
+        PartitionPlan p2 = planner.plan(weighed, capped);
+        // 9 layers left for two 10-GFLOP/s workers: 5 on one of them (500 B of weights) is the best possible bottleneck.
+        assertEquals(50.0, OptimalPlanner.bottleneck(weighed, p2, capped));
         assertTrue(p2.stages().get(2).numLayers() <= 3);
         assertEquals(5, p2.stages().get(0).numLayers());
         assertNotEquals(plan, p2);
@@ -83,6 +84,29 @@ class OptimalPlannerTest {
         PartitionPlan plan = planner.plan(model, ws);
         assertEquals(List.of(1, 2, 1), plan.stages().stream().map(StageAssignment::numLayers).toList());
         assertValid(plan, model, ws, "ends");
+    }
+
+    @Test
+    void theLmHeadCountsAsWorkOfTheLastStage() {
+        // bench-100m's shape: 12 layers of 28.3 MB of weights, a 98.3 MB head, a KV cache of 50 MB per layer.
+        long weights = 28_311_552;
+        long kv = 50_000_000;
+        long[] layers = new long[12];
+        java.util.Arrays.fill(layers, weights + kv);
+        ModelFootprint model = new ModelFootprint(layers, 98_304_000, 98_307_072, 64 << 20, kv);
+        List<WorkerCapacity> equal = List.of(new WorkerCapacity("a", 60, 0), new WorkerCapacity("b", 60, 0),
+                new WorkerCapacity("c", 60, 0));
+        PartitionPlan plan = planner.plan(model, equal);
+        assertEquals(List.of(5, 5, 2), plan.stages().stream().map(StageAssignment::numLayers).toList());
+        PartitionPlan byLayers = new CapacityWeightedPlanner().plan(model, equal);
+        assertEquals(List.of(4, 4, 4), byLayers.stages().stream().map(StageAssignment::numLayers).toList());
+        // The last stage's 2 layers and head against 4 layers and head: (2 * 28.3 + 98.3) / (4 * 28.3 + 98.3).
+        assertEquals((2.0 * weights + 98_307_072) / (4 * weights + 98_307_072),
+                OptimalPlanner.bottleneck(model, plan, equal) / OptimalPlanner.bottleneck(model, byLayers, equal), 1e-12);
+        // The KV cache is capacity, not per-step work: without it the plan is the same.
+        long[] weightsOnly = new long[12];
+        java.util.Arrays.fill(weightsOnly, weights);
+        assertEquals(plan, planner.plan(new ModelFootprint(weightsOnly, 98_304_000, 98_307_072, 64 << 20), equal));
     }
 
     @Test
@@ -140,9 +164,25 @@ class OptimalPlannerTest {
             if (w.memoryBytes() != 0 && model.stageBytes(start, end) > w.memoryBytes()) {
                 continue;
             }
-            best = Math.min(best, search(model, ws, worker + 1, end, Math.max(soFar, (end - start) / w.gflops())));
+            best = Math.min(best, search(model, ws, worker + 1, end, Math.max(soFar, work(model, start, end) / w.gflops())));
         }
         return best;
+    }
+
+    /** A stage's per-step work: its layers' weights and the head if it is last; layers when no weights are known. */
+    private static double work(ModelFootprint model, int start, int end) {
+        long weights = model.headBytes();
+        for (int l = 0; l < model.numLayers(); l++) {
+            weights += model.layerBytes()[l] - model.kvBytesPerLayer();
+        }
+        if (weights == 0) {
+            return end - start;
+        }
+        long stage = end == model.numLayers() ? model.headBytes() : 0;
+        for (int l = start; l < end; l++) {
+            stage += model.layerBytes()[l] - model.kvBytesPerLayer();
+        }
+        return stage;
     }
 
     record Instance(ModelFootprint model, List<WorkerCapacity> workers) {
@@ -154,7 +194,8 @@ class OptimalPlannerTest {
                 bytes[i] = 50 + random.nextInt(100);
                 total += bytes[i];
             }
-            ModelFootprint model = new ModelFootprint(bytes, random.nextInt(80), random.nextInt(80), random.nextInt(20));
+            ModelFootprint model = new ModelFootprint(bytes, random.nextInt(80), random.nextInt(80), random.nextInt(20),
+                    random.nextInt(50)); // a KV cache within every layer's 50+ bytes
             List<WorkerCapacity> ws = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 // Integer throughputs make ties (several optimal plans) common: the DP must still hit the optimum.

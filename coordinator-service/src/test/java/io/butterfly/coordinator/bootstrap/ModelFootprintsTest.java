@@ -1,0 +1,48 @@
+package io.butterfly.coordinator.bootstrap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.config.PlanningProperties;
+import io.butterfly.coordinator.planning.ModelFootprint;
+import io.butterfly.proto.registry.v1.FileKind;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.registry.v1.WeightFile;
+import org.junit.jupiter.api.Test;
+import org.springframework.util.unit.DataSize;
+
+/** The memory estimate from a manifest: widened shards plus a KV cache per layer, kept apart from the weights. */
+class ModelFootprintsTest {
+
+    // 2 layers, kv dim 2 heads x 8 = 16.
+    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 32, 4, 2, 64, 100, 128, 1e-5,
+            10000.0, false, 1, 2);
+
+    @Test
+    void layersHoldTheirShardAndAKvCacheThatIsNotCountedAsWeights() {
+        ModelManifest manifest = ModelManifest.newBuilder().setNumLayers(2).setDtype("BF16")
+                .addFiles(file("embed.safetensors", FileKind.EMBEDDING, 1_000, 0, 0))
+                .addFiles(file("layer-00000.safetensors", FileKind.LAYER, 300, 0, 1))
+                .addFiles(file("layer-00001.safetensors", FileKind.LAYER, 400, 1, 2))
+                .addFiles(file("head.safetensors", FileKind.HEAD, 1_100, 0, 0))
+                .build();
+        ModelFootprint f = ModelFootprints.of(manifest, CONFIG,
+                new PlanningProperties.Planning(10, 3, DataSize.ofBytes(7)));
+
+        long kv = 2L * 16 * 10 * 3 * Float.BYTES; // keys and values, kv dim, tokens, sequences, float32
+        assertEquals(kv, f.kvBytesPerLayer());
+        // BF16 shards are held as float32: twice their size.
+        assertEquals(600, f.layerWeightBytes(0));
+        assertEquals(800, f.layerWeightBytes(1));
+        assertEquals(600 + kv, f.layerBytes()[0]);
+        assertEquals(2_000, f.embeddingBytes());
+        assertEquals(2_200, f.headBytes());
+        assertEquals(7, f.stageOverheadBytes());
+    }
+
+    private static WeightFile file(String name, FileKind kind, long size, int start, int end) {
+        return WeightFile.newBuilder().setName(name).setKind(kind).setSizeBytes(size).setLayerStart(start)
+                .setLayerEnd(end).build();
+    }
+}
