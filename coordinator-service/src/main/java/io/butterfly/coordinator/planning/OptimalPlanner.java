@@ -18,7 +18,7 @@ import java.util.List;
  * 32000 x 768 head is three and a half of its layers: 4/4/4 on equal workers gives the last stage 87% more
  * work than the others, 5/5/2 comes within 7% of an even split). Not counted: the KV cache (a step reads the
  * context so far, not the capacity) and the embedding (a lookup reads a few rows). A footprint that knows no
- * weight sizes counts layers.
+ * layer's weight size counts layers.
  *
  * <p>{@code best[i][l]} is the smallest bottleneck that places layers {@code [0, l)} on workers
  * {@code 0..i-1}, where a worker may be left out (no range) when that is at least as good: fewer hops at
@@ -92,7 +92,7 @@ public final class OptimalPlanner implements PartitionPlanner {
 
     /**
      * Per-step work of every layer prefix and of the head (weight bytes, or 1 per layer and 0 for the head when no
-     * weight size is known), so that a stage's work is one subtraction and its time one division: exact, like an
+     * layer's weight size is known), so that a stage's work is one subtraction and its time one division: exact, like an
      * exhaustive search.
      */
     private record Work(long[] prefix, long head) {
@@ -103,7 +103,7 @@ public final class OptimalPlanner implements PartitionPlanner {
             for (int l = 0; l < layers; l++) {
                 prefix[l + 1] = prefix[l] + model.layerWeightBytes(l);
             }
-            if (prefix[layers] + model.headBytes() > 0) {
+            if (prefix[layers] > 0) { // weights known (a head alone would put every other stage at no cost)
                 return new Work(prefix, model.headBytes());
             }
             for (int l = 0; l <= layers; l++) {

@@ -88,9 +88,10 @@ class OptimalPlannerTest {
 
     @Test
     void theLmHeadCountsAsWorkOfTheLastStage() {
-        // bench-100m's shape: 12 layers of 28.3 MB of weights, a 98.3 MB head, a KV cache of 50 MB per layer.
+        // bench-100m's shape: 12 layers of 28.3 MB of weights, a 98.3 MB head, a KV cache of 12.6 MB per layer
+        // (2048 positions of keys and values, 768 wide, float32).
         long weights = 28_311_552;
-        long kv = 50_000_000;
+        long kv = 12_582_912;
         long[] layers = new long[12];
         java.util.Arrays.fill(layers, weights + kv);
         ModelFootprint model = new ModelFootprint(layers, 98_304_000, 98_307_072, 64 << 20, kv);
@@ -107,6 +108,18 @@ class OptimalPlannerTest {
         long[] weightsOnly = new long[12];
         java.util.Arrays.fill(weightsOnly, weights);
         assertEquals(plan, planner.plan(new ModelFootprint(weightsOnly, 98_304_000, 98_307_072, 64 << 20), equal));
+    }
+
+    @Test
+    void withoutLayerWeightsAHeadSizeDoesNotSkewTheSplit() {
+        // Every layer's bytes are KV cache: no layer weight is known, so layers are counted (not 0 work but the head's).
+        long[] kvOnly = new long[6];
+        java.util.Arrays.fill(kvOnly, 100);
+        ModelFootprint model = new ModelFootprint(kvOnly, 0, 500, 0, 100);
+        List<WorkerCapacity> equal = List.of(new WorkerCapacity("a", 1, 0), new WorkerCapacity("b", 1, 0),
+                new WorkerCapacity("c", 1, 0));
+        assertEquals(List.of(2, 2, 2), planner.plan(model, equal).stages().stream().map(StageAssignment::numLayers)
+                .toList());
     }
 
     @Test
@@ -169,13 +182,13 @@ class OptimalPlannerTest {
         return best;
     }
 
-    /** A stage's per-step work: its layers' weights and the head if it is last; layers when no weights are known. */
+    /** A stage's per-step work: its layers' weights and the head if it is last; layers when no layer weights are known. */
     private static double work(ModelFootprint model, int start, int end) {
-        long weights = model.headBytes();
+        long layerWeights = 0;
         for (int l = 0; l < model.numLayers(); l++) {
-            weights += model.layerBytes()[l] - model.kvBytesPerLayer();
+            layerWeights += model.layerBytes()[l] - model.kvBytesPerLayer();
         }
-        if (weights == 0) {
+        if (layerWeights == 0) {
             return end - start;
         }
         long stage = end == model.numLayers() ? model.headBytes() : 0;

@@ -12,8 +12,8 @@ import java.util.List;
 /**
  * {@code bench-load}'s second baseline: the files read once and hashed as one SHA-256 stream (like {@code cat FILES |
  * sha256sum}) on one thread, with the JDK's SHA-256 as the workers run it: JIT-compiled, on the CPU's SHA
- * instructions where it has them. Coreutils' {@code sha256sum} has no such path and hashes 3-4 times slower here
- * (about 0.5 GB/s against 1.9), so a ratio against it alone flatters the bootstrap.
+ * instructions where it has them. Coreutils' {@code sha256sum} has no such path and reads and hashes 3-4 times
+ * slower here (about 0.4 GB/s against 1.5), so a ratio against it alone flatters the bootstrap.
  *
  * <p>Prints {@code <ms> <sha256 hex>}: the time covers reading and hashing, not the JIT warm-up before it. Run it on a
  * JVM with C2 (the launcher uses the services' options); as C1 code the digest runs about five times slower.
