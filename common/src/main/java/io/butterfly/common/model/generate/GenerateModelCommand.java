@@ -33,7 +33,7 @@ public final class GenerateModelCommand {
               --vocab N            vocabulary size, >= 258 (required without a preset)
               --max-positions N    longest sequence (default: 1024 gpt2, 2048 llama)
               --tie-embeddings true|false   LM head tied to the embeddings (default: true gpt2, false llama)
-              --attention-bias     add Qwen2-style q/k/v biases (llama only)
+              --attention-bias     add Qwen2-style q/k/v biases (llama only; config.json says qwen2)
               --rope-theta T       rotary base (llama only, default 10000)
               --rope-scaling S     rotary scaling (llama only): linear:FACTOR, or llama3:FACTOR:ORIGINAL_POSITIONS
                                    (Llama 3.1's, with low/high frequency factors 1 and 4)

@@ -31,7 +31,7 @@ public final class ModelGenerator {
      * Generation options.
      *
      * @param dtype         tensor dtype: {@code F32}, {@code F16} or {@code BF16}
-     * @param attentionBias Qwen2-style q/k/v projection biases (Llama only)
+     * @param attentionBias Qwen2-style q/k/v projection biases (Llama only; the config then says qwen2)
      */
     public record Options(String dtype, boolean attentionBias) {
 
@@ -98,7 +98,10 @@ public final class ModelGenerator {
             default -> "float32";
         });
         if (options.attentionBias() && config.architecture() == Architecture.LLAMA) {
-            hf.put("attention_bias", true);
+            // Biases on q/k/v only are Qwen2's layout. A Llama config's attention_bias would promise an o_proj bias
+            // too, which Hugging Face would then initialise at random: the checkpoint would not mean what we run.
+            hf.put("architectures", List.of("Qwen2ForCausalLM"));
+            hf.put("model_type", "qwen2");
         }
         Files.write(file, JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build().writeValueAsBytes(hf));
     }

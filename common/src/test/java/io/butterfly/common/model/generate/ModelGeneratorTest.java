@@ -98,7 +98,11 @@ class ModelGeneratorTest {
             float[] norm = f.readFloats("model.norm.weight");
             assertInRange(norm);
         }
-        assertThat(Files.readString(tmp.resolve("config.json"))).contains("bfloat16");
+        String config = Files.readString(tmp.resolve("config.json"));
+        assertThat(config).contains("bfloat16");
+        // q/k/v biases without an o_proj bias: Qwen2, as Hugging Face reads the config (Llama's attention_bias means all four).
+        assertThat(config).contains("\"model_type\" : \"qwen2\"").contains("Qwen2ForCausalLM").doesNotContain("attention_bias");
+        assertThat(ModelConfig.read(tmp.resolve("config.json")).architecture()).isEqualTo(Architecture.LLAMA);
         Path f16 = tmp.resolve("f16");
         ModelGenerator.generate(LLAMA, 3, f16, ModelGenerator.Options.defaults().withDtype("f16"));
         try (SafetensorsFile f = SafetensorsFile.open(f16.resolve("model.safetensors"))) {
