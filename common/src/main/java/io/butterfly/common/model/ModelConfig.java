@@ -82,6 +82,7 @@ public record ModelConfig(
     public static ModelConfig parse(byte[] json) {
         JsonNode n = JSON.readTree(json);
         Architecture arch = Architecture.fromModelType(text(n, "model_type", "llama"));
+        requireComputable(n, arch);
         if (arch == Architecture.GPT2) {
             int hidden = n.path("n_embd").asInt();
             JsonNode inner = n.get("n_inner");
@@ -107,6 +108,37 @@ public record ModelConfig(
                 n.path("tie_word_embeddings").asBoolean(false),
                 tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"),
                 RopeScaling.parse(v5 ? ropeParameters : n.get("rope_scaling")));
+    }
+
+    /**
+     * Refuses, by name, a config asking for math the stages do not compute, rather than running it as the plain
+     * architecture: a GELU other than the tanh form GPT-2 uses, an MLP activation other than SiLU, or a head width
+     * set apart from {@code hidden_size / num_attention_heads} (e.g. Mistral NeMo's 128 with 5120 / 32 = 160).
+     */
+    private static void requireComputable(JsonNode n, Architecture arch) {
+        if (arch == Architecture.GPT2) {
+            String act = text(n, "activation_function", "gelu_new");
+            if (!act.equals("gelu_new") && !act.equals("gelu_pytorch_tanh")) {
+                throw new IllegalArgumentException("activation_function '" + act
+                        + "' is not supported: GPT-2 stages compute gelu_new (the tanh approximation)");
+            }
+            if (n.path("scale_attn_by_inverse_layer_idx").asBoolean(false) || !n.path("scale_attn_weights").asBoolean(true)) {
+                throw new IllegalArgumentException("scale_attn_by_inverse_layer_idx / scale_attn_weights=false are not"
+                        + " supported: attention scores are scaled by 1/sqrt(head dim)");
+            }
+            return;
+        }
+        String act = text(n, "hidden_act", "silu");
+        if (!act.equals("silu")) {
+            throw new IllegalArgumentException("hidden_act '" + act + "' is not supported: Llama-family stages compute SiLU");
+        }
+        JsonNode headDim = n.get("head_dim");
+        int hidden = n.path("hidden_size").asInt();
+        int heads = n.path("num_attention_heads").asInt();
+        if (headDim != null && !headDim.isNull() && heads > 0 && headDim.asInt() != hidden / heads) {
+            throw new IllegalArgumentException("head_dim " + headDim.asInt() + " is not supported: it must be hidden_size / "
+                    + "num_attention_heads = " + hidden / heads);
+        }
     }
 
     /**

@@ -41,6 +41,27 @@ class ModelConfigTest {
     }
 
     @Test
+    void mathTheStagesDoNotComputeIsRefusedByName() {
+        // Mistral NeMo: 5120 wide, 32 heads of 128 (not 160).
+        assertThatThrownBy(() -> parse("mistral", ", \"head_dim\": 128")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("head_dim 128").hasMessageContaining("16");
+        assertThat(parse("llama", ", \"head_dim\": 16").headDim()).isEqualTo(16); // Llama 3 writes it out
+        assertThat(parse("qwen2", ", \"head_dim\": null").headDim()).isEqualTo(16);
+        assertThatThrownBy(() -> parse("llama", ", \"hidden_act\": \"gelu\"")).hasMessageContaining("hidden_act 'gelu'");
+        assertThat(parse("llama", ", \"hidden_act\": \"silu\"").architecture()).isEqualTo(Architecture.LLAMA);
+
+        String gpt2 = "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100%s}";
+        java.util.function.Function<String, ModelConfig> gpt = extra ->
+                ModelConfig.parse(String.format(gpt2, extra).getBytes(StandardCharsets.UTF_8));
+        assertThat(gpt.apply(", \"activation_function\": \"gelu_new\"").architecture()).isEqualTo(Architecture.GPT2);
+        assertThat(gpt.apply(", \"activation_function\": \"gelu_pytorch_tanh\"").architecture()).isEqualTo(Architecture.GPT2);
+        assertThatThrownBy(() -> gpt.apply(", \"activation_function\": \"gelu\"")).hasMessageContaining("activation_function 'gelu'");
+        assertThatThrownBy(() -> gpt.apply(", \"scale_attn_by_inverse_layer_idx\": true"))
+                .hasMessageContaining("scale_attn_by_inverse_layer_idx");
+        assertThatThrownBy(() -> gpt.apply(", \"scale_attn_weights\": false")).hasMessageContaining("scale_attn_weights");
+    }
+
+    @Test
     void scalingThatDependsOnTheSequenceOrScalesAttentionIsRefusedRatherThanRunAsPlainRope() {
         for (String type : new String[] {"dynamic", "yarn", "longrope"}) {
             assertThatThrownBy(() -> parse("llama", ", \"rope_scaling\": {\"rope_type\": \"" + type + "\", \"factor\": 2.0}"))
