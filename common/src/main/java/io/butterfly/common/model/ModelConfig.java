@@ -3,6 +3,7 @@ package io.butterfly.common.model;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,6 +29,8 @@ import tools.jackson.databind.json.JsonMapper;
  * @param bosTokenId       beginning-of-sequence token, or -1
  * @param eosTokenId       end-of-sequence token, or -1
  * @param ropeScaling      how the rotary frequencies are scaled (Llama only), or null for plain RoPE
+ * @param moreEosTokenIds  further tokens that end a sequence, when {@code eos_token_id} is a list (Llama 3 instruct
+ *                         models end a turn with {@code <|eot_id|>}, listed after {@code <|end_of_text|>})
  */
 public record ModelConfig(
         Architecture architecture,
@@ -43,7 +46,8 @@ public record ModelConfig(
         boolean tieWordEmbeddings,
         int bosTokenId,
         int eosTokenId,
-        RopeScaling ropeScaling) {
+        RopeScaling ropeScaling,
+        List<Integer> moreEosTokenIds) {
 
     private static final ObjectMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
@@ -57,6 +61,15 @@ public record ModelConfig(
         if (numHeads % numKvHeads != 0) {
             throw new IllegalArgumentException("heads " + numHeads + " are not divisible by kv heads " + numKvHeads);
         }
+        moreEosTokenIds = moreEosTokenIds == null ? List.of() : List.copyOf(moreEosTokenIds);
+    }
+
+    /** A configuration with one end-of-sequence token (or none). */
+    public ModelConfig(Architecture architecture, int numLayers, int hiddenSize, int numHeads, int numKvHeads,
+                       int intermediateSize, int vocabSize, int maxPositions, double normEps, double ropeTheta,
+                       boolean tieWordEmbeddings, int bosTokenId, int eosTokenId, RopeScaling ropeScaling) {
+        this(architecture, numLayers, hiddenSize, numHeads, numKvHeads, intermediateSize, vocabSize, maxPositions,
+                normEps, ropeTheta, tieWordEmbeddings, bosTokenId, eosTokenId, ropeScaling, List.of());
     }
 
     /** A configuration with plain RoPE (or none: GPT-2). */
@@ -65,6 +78,11 @@ public record ModelConfig(
                        boolean tieWordEmbeddings, int bosTokenId, int eosTokenId) {
         this(architecture, numLayers, hiddenSize, numHeads, numKvHeads, intermediateSize, vocabSize, maxPositions,
                 normEps, ropeTheta, tieWordEmbeddings, bosTokenId, eosTokenId, null);
+    }
+
+    /** Whether generating {@code token} ends the sequence: the end-of-sequence token or any other the config lists. */
+    public boolean endsSequence(long token) {
+        return token >= 0 && (token == eosTokenId || moreEosTokenIds.contains((int) Math.min(token, Integer.MAX_VALUE)));
     }
 
     public int headDim() {
@@ -92,7 +110,7 @@ public record ModelConfig(
                     n.path("vocab_size").asInt(), n.path("n_positions").asInt(1024),
                     n.path("layer_norm_epsilon").asDouble(1e-5), 0,
                     n.path("tie_word_embeddings").asBoolean(true),
-                    tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"));
+                    tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"), null, moreTokenIds(n, "eos_token_id"));
         }
         int heads = n.path("num_attention_heads").asInt();
         // transformers 5 names it rope_parameters (with rope_theta inside), transformers 4 rope_scaling.
@@ -107,7 +125,7 @@ public record ModelConfig(
                 n.path("rms_norm_eps").asDouble(1e-6), theta,
                 n.path("tie_word_embeddings").asBoolean(false),
                 tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"),
-                RopeScaling.parse(v5 ? ropeParameters : n.get("rope_scaling")));
+                RopeScaling.parse(v5 ? ropeParameters : n.get("rope_scaling")), moreTokenIds(n, "eos_token_id"));
     }
 
     /**
@@ -189,7 +207,13 @@ public record ModelConfig(
             m.put("bos_token_id", bosTokenId);
         }
         if (eosTokenId >= 0) {
-            m.put("eos_token_id", eosTokenId);
+            if (moreEosTokenIds.isEmpty()) {
+                m.put("eos_token_id", eosTokenId);
+            } else {
+                List<Integer> all = new ArrayList<>(List.of(eosTokenId));
+                all.addAll(moreEosTokenIds);
+                m.put("eos_token_id", all);
+            }
         }
         m.put("torch_dtype", "float32");
         return m;
@@ -224,9 +248,21 @@ public record ModelConfig(
 
     private static int tokenId(JsonNode n, String field) {
         JsonNode v = n.get(field);
-        if (v == null || v.isNull()) {
+        if (v == null || v.isNull() || (v.isArray() && v.isEmpty())) {
             return -1;
         }
         return v.isArray() ? v.get(0).asInt() : v.asInt();
+    }
+
+    /** The ids after the first when {@code field} is a list; none otherwise. */
+    private static List<Integer> moreTokenIds(JsonNode n, String field) {
+        JsonNode v = n.get(field);
+        List<Integer> more = new ArrayList<>();
+        if (v != null && v.isArray()) {
+            for (int i = 1; i < v.size(); i++) {
+                more.add(v.get(i).asInt());
+            }
+        }
+        return more;
     }
 }

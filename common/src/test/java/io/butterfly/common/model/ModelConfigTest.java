@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.charset.StandardCharsets;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
 /** What a Llama-family config.json may ask for that plain RoPE over full attention cannot give. */
@@ -38,6 +39,26 @@ class ModelConfigTest {
         ModelConfig back = ModelConfig.parse(tools.jackson.databind.json.JsonMapper.builder().build()
                 .writeValueAsBytes(llama31.toHuggingFace()));
         assertThat(back).isEqualTo(llama31);
+    }
+
+    @Test
+    void everyListedEndOfSequenceTokenEndsASequence() {
+        // Llama 3.1 Instruct: <|end_of_text|>, <|eom_id|>, <|eot_id|>.
+        ModelConfig instruct = parse("llama", ", \"eos_token_id\": [90, 91, 92], \"bos_token_id\": 1");
+        assertThat(instruct.eosTokenId()).isEqualTo(90);
+        assertThat(instruct.moreEosTokenIds()).containsExactly(91, 92);
+        assertThat(LongStream.of(90, 91, 92).allMatch(instruct::endsSequence)).isTrue();
+        assertThat(LongStream.of(1, 89, 93, -1).noneMatch(instruct::endsSequence)).isTrue();
+        ModelConfig back = ModelConfig.parse(tools.jackson.databind.json.JsonMapper.builder().build()
+                .writeValueAsBytes(instruct.toHuggingFace()));
+        assertThat(back).isEqualTo(instruct);
+
+        ModelConfig one = parse("llama", ", \"eos_token_id\": 2");
+        assertThat(one.moreEosTokenIds()).isEmpty();
+        assertThat(one.endsSequence(2)).isTrue();
+        assertThat(one.endsSequence(3)).isFalse();
+        assertThat(parse("llama", ", \"eos_token_id\": []").eosTokenId()).isEqualTo(-1);
+        assertThat(parse("llama", ", \"eos_token_id\": null").endsSequence(-1)).isFalse();
     }
 
     @Test

@@ -144,7 +144,6 @@ public class InferenceService {
                                  int maxTokens, SamplingParams sampling, boolean ignoreEos) {
         Sampler sampler = new Sampler(sampling);
         long epoch = control.state().epoch();
-        int eos = model.config().eosTokenId();
         List<Long> generated = new ArrayList<>();
         List<Double> chosenLogprobs = new ArrayList<>();
         List<List<TokenLogprob>> top = new ArrayList<>();
@@ -181,7 +180,7 @@ public class InferenceService {
             top.add(choice.topLogprobs());
             position += input.length;
             input = new long[]{choice.tokenId()};
-            if (choice.tokenId() == eos && !ignoreEos) {
+            if (!ignoreEos && model.config().endsSequence(choice.tokenId())) {
                 finish = "stop";
                 break;
             }
