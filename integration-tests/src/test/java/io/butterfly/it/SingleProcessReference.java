@@ -42,7 +42,7 @@ final class SingleProcessReference {
                 top.add(c.topLogprobs().stream().map(t -> t.logprob()).toList());
                 position += input.length;
                 input = new long[]{c.tokenId()};
-                if (c.tokenId() == config.eosTokenId()) {
+                if (config.endsSequence(c.tokenId())) {
                     break;
                 }
             }

@@ -62,6 +62,10 @@ public record ModelConfig(
             throw new IllegalArgumentException("heads " + numHeads + " are not divisible by kv heads " + numKvHeads);
         }
         moreEosTokenIds = moreEosTokenIds == null ? List.of() : List.copyOf(moreEosTokenIds);
+        if (!moreEosTokenIds.isEmpty() && (eosTokenId < 0 || moreEosTokenIds.stream().anyMatch(id -> id < 0))) {
+            throw new IllegalArgumentException("end-of-sequence tokens must not be negative, and further ones need a first: "
+                    + eosTokenId + " " + moreEosTokenIds);
+        }
     }
 
     /** A configuration with one end-of-sequence token (or none). */
@@ -136,7 +140,7 @@ public record ModelConfig(
     private static void requireComputable(JsonNode n, Architecture arch) {
         if (arch == Architecture.GPT2) {
             String act = text(n, "activation_function", "gelu_new");
-            if (!act.equals("gelu_new") && !act.equals("gelu_pytorch_tanh")) {
+            if (!act.equals("gelu_new") && !act.equals("gelu_pytorch_tanh") && !act.equals("gelu_fast")) { // all tanh GELU
                 throw new IllegalArgumentException("activation_function '" + act
                         + "' is not supported: GPT-2 stages compute gelu_new (the tanh approximation)");
             }
@@ -147,7 +151,7 @@ public record ModelConfig(
             return;
         }
         String act = text(n, "hidden_act", "silu");
-        if (!act.equals("silu")) {
+        if (!act.equals("silu") && !act.equals("swish")) { // transformers' two names for x * sigmoid(x)
             throw new IllegalArgumentException("hidden_act '" + act + "' is not supported: Llama-family stages compute SiLU");
         }
         JsonNode headDim = n.get("head_dim");

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
@@ -59,6 +60,10 @@ class ModelConfigTest {
         assertThat(one.endsSequence(3)).isFalse();
         assertThat(parse("llama", ", \"eos_token_id\": []").eosTokenId()).isEqualTo(-1);
         assertThat(parse("llama", ", \"eos_token_id\": null").endsSequence(-1)).isFalse();
+        assertThatThrownBy(() -> new ModelConfig(Architecture.LLAMA, 1, 8, 2, 2, 8, 10, 8, 1e-5, 1e4, false, 1, -1, null,
+                List.of(3))).hasMessageContaining("need a first");
+        assertThatThrownBy(() -> new ModelConfig(Architecture.LLAMA, 1, 8, 2, 2, 8, 10, 8, 1e-5, 1e4, false, 1, 2, null,
+                List.of(-3))).hasMessageContaining("must not be negative");
     }
 
     @Test
@@ -70,12 +75,14 @@ class ModelConfigTest {
         assertThat(parse("qwen2", ", \"head_dim\": null").headDim()).isEqualTo(16);
         assertThatThrownBy(() -> parse("llama", ", \"hidden_act\": \"gelu\"")).hasMessageContaining("hidden_act 'gelu'");
         assertThat(parse("llama", ", \"hidden_act\": \"silu\"").architecture()).isEqualTo(Architecture.LLAMA);
+        assertThat(parse("llama", ", \"hidden_act\": \"swish\"").architecture()).isEqualTo(Architecture.LLAMA);
 
         String gpt2 = "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100%s}";
         java.util.function.Function<String, ModelConfig> gpt = extra ->
                 ModelConfig.parse(String.format(gpt2, extra).getBytes(StandardCharsets.UTF_8));
         assertThat(gpt.apply(", \"activation_function\": \"gelu_new\"").architecture()).isEqualTo(Architecture.GPT2);
         assertThat(gpt.apply(", \"activation_function\": \"gelu_pytorch_tanh\"").architecture()).isEqualTo(Architecture.GPT2);
+        assertThat(gpt.apply(", \"activation_function\": \"gelu_fast\"").architecture()).isEqualTo(Architecture.GPT2);
         assertThatThrownBy(() -> gpt.apply(", \"activation_function\": \"gelu\"")).hasMessageContaining("activation_function 'gelu'");
         assertThatThrownBy(() -> gpt.apply(", \"scale_attn_by_inverse_layer_idx\": true"))
                 .hasMessageContaining("scale_attn_by_inverse_layer_idx");

@@ -70,7 +70,7 @@ final class TestModels {
         ModelConfig c = llamaGqa();
         return new ModelConfig(c.architecture(), c.numLayers(), c.hiddenSize(), c.numHeads(), c.numKvHeads(),
                 c.intermediateSize(), c.vocabSize(), c.maxPositions(), c.normEps(), c.ropeTheta(), c.tieWordEmbeddings(),
-                c.bosTokenId(), c.eosTokenId(), scaling);
+                c.bosTokenId(), c.eosTokenId(), scaling, c.moreEosTokenIds());
     }
 
     /** Qwen2-style Llama (q/k/v biases), one kv head per two query heads, tied embeddings. */
