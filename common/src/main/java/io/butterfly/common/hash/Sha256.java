@@ -67,6 +67,12 @@ public final class Sha256 {
     /** A digest that has consumed the file's bytes (more may be added before {@code digest()}). */
     public static MessageDigest digestOfFile(Path file) throws IOException {
         MessageDigest d = newDigest();
+        update(d, file);
+        return d;
+    }
+
+    /** Adds the file's bytes to {@code d}, 1 MiB at a time. */
+    public static void update(MessageDigest d, Path file) throws IOException {
         byte[] buf = new byte[1 << 20];
         try (InputStream in = Files.newInputStream(file)) {
             int n;
@@ -74,7 +80,6 @@ public final class Sha256 {
                 d.update(buf, 0, n);
             }
         }
-        return d;
     }
 
     /**

@@ -86,7 +86,7 @@ public record ModelConfig(
 
     /** Whether generating {@code token} ends the sequence: the end-of-sequence token or any other the config lists. */
     public boolean endsSequence(long token) {
-        return token >= 0 && (token == eosTokenId || moreEosTokenIds.contains((int) Math.min(token, Integer.MAX_VALUE)));
+        return token >= 0 && (token == eosTokenId || token <= Integer.MAX_VALUE && moreEosTokenIds.contains((int) token));
     }
 
     public int headDim() {
@@ -250,23 +250,27 @@ public record ModelConfig(
         return v == null || v.isNull() ? fallback : v.asString();
     }
 
+    /** The field's first token id (of a list, or the only one), or -1. */
     private static int tokenId(JsonNode n, String field) {
-        JsonNode v = n.get(field);
-        if (v == null || v.isNull() || (v.isArray() && v.isEmpty())) {
-            return -1;
-        }
-        return v.isArray() ? v.get(0).asInt() : v.asInt();
+        List<Integer> ids = tokenIds(n, field);
+        return ids.isEmpty() ? -1 : ids.get(0);
     }
 
-    /** The ids after the first when {@code field} is a list; none otherwise. */
+    /** The field's token ids after the first. */
     private static List<Integer> moreTokenIds(JsonNode n, String field) {
+        List<Integer> ids = tokenIds(n, field);
+        return ids.isEmpty() ? ids : ids.subList(1, ids.size());
+    }
+
+    /** A token id field's ids: one number, a list of them, or none (absent or null). */
+    private static List<Integer> tokenIds(JsonNode n, String field) {
         JsonNode v = n.get(field);
-        List<Integer> more = new ArrayList<>();
+        List<Integer> ids = new ArrayList<>();
         if (v != null && v.isArray()) {
-            for (int i = 1; i < v.size(); i++) {
-                more.add(v.get(i).asInt());
-            }
+            v.forEach(id -> ids.add(id.asInt()));
+        } else if (v != null && !v.isNull()) {
+            ids.add(v.asInt());
         }
-        return more;
+        return ids;
     }
 }

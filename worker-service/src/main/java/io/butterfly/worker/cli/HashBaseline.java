@@ -2,9 +2,7 @@ package io.butterfly.worker.cli;
 
 import io.butterfly.common.hash.Sha256;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.List;
@@ -50,14 +48,8 @@ public final class HashBaseline {
     /** The SHA-256 of the files' bytes, concatenated in the given order. */
     static byte[] hashInOrder(List<Path> files) throws IOException {
         MessageDigest d = Sha256.newDigest();
-        byte[] buf = new byte[1 << 20];
         for (Path f : files) {
-            try (InputStream in = Files.newInputStream(f)) {
-                int n;
-                while ((n = in.read(buf)) > 0) {
-                    d.update(buf, 0, n);
-                }
-            }
+            Sha256.update(d, f);
         }
         return d.digest();
     }

@@ -101,7 +101,8 @@ public final class GenerateModelCommand {
         }
         long bytes = directoryBytes(dir);
         out.printf("wrote %s model to %s: %d layers, hidden %d, %d/%d heads, intermediate %d, vocab %d, %s, seed %d%n",
-                options.attentionBias() ? "qwen2 (llama family, q/k/v biases)" : config.architecture().id(), dir.toAbsolutePath(), config.numLayers(), config.hiddenSize(),
+                options.attentionBias() ? "qwen2 (llama family, q/k/v biases)" : config.architecture().id(),
+                dir.toAbsolutePath(), config.numLayers(), config.hiddenSize(),
                 config.numHeads(), config.numKvHeads(), config.intermediateSize(), config.vocabSize(),
                 options.dtype(), seed);
         out.printf("  %,d parameters, %,d bytes (config.json, tokenizer.json, model.safetensors) in %.1f s%n",
