@@ -262,8 +262,12 @@ final class LocalCluster implements AutoCloseable {
     }
 
     Reply post(String path, String json) throws IOException, InterruptedException {
+        return post(path, json, "*/*");
+    }
+
+    Reply post(String path, String json, String accept) throws IOException, InterruptedException {
         return send(HttpRequest.newBuilder(URI.create(coordinatorUrl() + path)).timeout(Duration.ofMinutes(5))
-                .header("Content-Type", "application/json")
+                .header("Content-Type", "application/json").header("Accept", accept)
                 .POST(HttpRequest.BodyPublishers.ofString(json)).build());
     }
 

@@ -6,6 +6,10 @@ import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,6 +17,7 @@ import java.util.BitSet;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -226,6 +231,111 @@ class PipelineEndToEndTest {
         LocalCluster.Reply r = cluster.get("/api/v1/tasks/no-such-task/state");
         assertThat(r.status()).isEqualTo(404);
         assertThat(r.contentType()).startsWith("application/problem+json");
+    }
+
+    /** {@code POST /api/v1/inference/stream}: the same generation, told token by token as server-sent events. */
+    @Nested
+    class Streaming {
+
+        private static final String REQUEST = """
+                {"token_ids": [1, 17, 230, 5, 99, 311], "max_tokens": 12, "temperature": 0.9, "top_p": 0.95, "seed": 42, "logprobs": 3}
+                """;
+
+        @Test
+        void streamedTokensAreTheAnswersTokensAndEndWithIt() throws Exception {
+            LocalCluster.Reply streamed = cluster.post("/api/v1/inference/stream", REQUEST, "text/event-stream");
+            assertThat(streamed.status()).as(streamed.body()).isEqualTo(200);
+            assertThat(streamed.contentType()).startsWith("text/event-stream");
+            List<String[]> events = events(streamed.body());
+            assertThat(events).extracting(e -> e[0]).last().isEqualTo("done");
+            List<String[]> tokens = events.subList(0, events.size() - 1);
+            assertThat(tokens).extracting(e -> e[0]).containsOnly("token");
+
+            JsonNode done = LocalCluster.JSON.readTree(events.get(events.size() - 1)[1]);
+            JsonNode answer = cluster.post("/api/v1/inference", REQUEST).json();
+            assertThat(longs(done.path("token_ids"))).isEqualTo(longs(answer.path("token_ids")));
+            assertThat(doubles(done.path("token_logprobs"))).isEqualTo(doubles(answer.path("token_logprobs")));
+            assertThat(done.path("text").asString()).isEqualTo(answer.path("text").asString());
+            assertThat(done.path("logprobs")).isEqualTo(answer.path("logprobs"));
+
+            List<Long> ids = new ArrayList<>();
+            List<Double> logprobs = new ArrayList<>();
+            StringBuilder text = new StringBuilder();
+            for (int i = 0; i < tokens.size(); i++) {
+                JsonNode t = LocalCluster.JSON.readTree(tokens.get(i)[1]);
+                assertThat(t.path("index").asInt()).isEqualTo(i);
+                assertThat(t.path("task_id").asString()).isEqualTo(done.path("task_id").asString());
+                assertThat(t.path("logprobs")).isEqualTo(done.path("logprobs").get(i));
+                ids.add(t.path("token_id").asLong());
+                logprobs.add(t.path("logprob").asDouble());
+                text.append(t.path("text").asString());
+            }
+            assertThat(ids).isEqualTo(longs(done.path("token_ids")));
+            assertThat(logprobs).isEqualTo(doubles(done.path("token_logprobs")));
+            assertThat(text).hasToString(done.path("text").asString());
+            JsonNode task = cluster.get("/api/v1/tasks/" + done.path("task_id").asString() + "/state").json();
+            assertThat(task.path("state").asString()).isEqualTo("COMPLETED");
+        }
+
+        @Test
+        void aRefusedStreamIsAProblemResponseNotAnEventStream() throws Exception {
+            LocalCluster.Reply r = cluster.post("/api/v1/inference/stream", "{\"token_ids\": [1, 2, 512]}",
+                    "text/event-stream");
+            assertThat(r.status()).as(r.body()).isEqualTo(400);
+            assertThat(r.contentType()).startsWith("application/problem+json");
+            assertThat(r.json().path("field").asString()).isEqualTo("token_ids[2]");
+        }
+
+        /** A client that hangs up mid-stream ends its task as failed, instead of the cluster decoding on for nobody. */
+        @Test
+        void aClientThatHangsUpEndsItsTask() throws Exception {
+            String body = "{\"token_ids\": [1, 17], \"max_tokens\": 240, \"ignore_eos\": true}";
+            String taskId;
+            try (Socket socket = new Socket("127.0.0.1", cluster.coordinatorHttp)) {
+                socket.setSoTimeout(60_000);
+                socket.getOutputStream().write(("POST /api/v1/inference/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        + "Content-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "
+                        + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body).getBytes(StandardCharsets.UTF_8));
+                BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+                String line;
+                do {
+                    line = in.readLine();
+                    assertThat(line).as("the stream ended before a token").isNotNull();
+                } while (!line.startsWith("data:"));
+                taskId = LocalCluster.JSON.readTree(line.substring(5)).path("task_id").asString();
+            } // hung up after the first token
+            JsonNode task = null;
+            for (long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos(); System.nanoTime() < deadline; ) {
+                task = cluster.get("/api/v1/tasks/" + taskId + "/state").json();
+                if (!task.path("state").asString().matches("QUEUED|SCHEDULED|DISPATCHED|EXECUTING|VALIDATING")) {
+                    break;
+                }
+                Thread.sleep(50);
+            }
+            assertThat(task.path("state").asString()).as(task.toString()).isEqualTo("FAILED");
+            assertThat(task.path("error").asString()).isEqualTo("the client closed the stream");
+            assertThat(cluster.post("/api/v1/inference", "{\"token_ids\": [1, 17], \"max_tokens\": 2}").status()).isEqualTo(200);
+        }
+
+        /** Each event as {name, data}, in order (the text/event-stream format's event and data fields). */
+        private static List<String[]> events(String stream) {
+            List<String[]> out = new ArrayList<>();
+            for (String block : stream.split("\n\n")) {
+                String name = "message";
+                StringBuilder data = new StringBuilder();
+                for (String line : block.split("\n")) {
+                    if (line.startsWith("event:")) {
+                        name = line.substring(6).strip();
+                    } else if (line.startsWith("data:")) {
+                        data.append(data.isEmpty() ? "" : "\n").append(line.substring(5).stripLeading());
+                    }
+                }
+                if (!data.isEmpty()) {
+                    out.add(new String[] {name, data.toString()});
+                }
+            }
+            return out;
+        }
     }
 
     private static List<Long> longs(JsonNode array) {

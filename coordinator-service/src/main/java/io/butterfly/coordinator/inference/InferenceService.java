@@ -80,7 +80,16 @@ public class InferenceService {
         return running.contains(taskId);
     }
 
+    /** Runs a generation and answers when it is complete. */
     public GenerationResult generate(GenerationRequest request) {
+        return run(admit(request), null);
+    }
+
+    /**
+     * Validates a request and takes its place among the running tasks, so that everything a client can be refused
+     * for is refused here, before a streamed answer starts. The place is freed by {@link #run} or by closing it.
+     */
+    public AdmittedTask admit(GenerationRequest request) {
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
         if (state.merkleRoot() == null) {
@@ -101,28 +110,38 @@ public class InferenceService {
         // Resolved before the task is logged: a task that is submitted is always finished or failed, never
         // left open (an open task keeps the system COMPUTING and blocks reassignment).
         List<Endpoint> pipeline = pipeline(state);
-        try (TaskAdmission.Permit ignored = admission.admit()) {
-            return runTask(model, pipeline, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()));
+        return new AdmittedTask(model, pipeline, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()),
+                admission.admit());
+    }
+
+    /**
+     * Runs an admitted task to its end and frees its place. {@code listener} (null for none) is told each token as
+     * it is chosen; if it throws, the task ends there as failed (e.g. the client of a stream went away).
+     */
+    public GenerationResult run(AdmittedTask task, TokenListener listener) {
+        try (task) {
+            return runTask(task.model(), task.pipeline(), task.prompt(), task.maxTokens(), task.sampling(),
+                    task.ignoreEos(), listener);
         }
     }
 
     /** Logs the task, runs it, and logs how it ended; its sequence is released on every stage either way. */
     private GenerationResult runTask(ServedModel model, List<Endpoint> pipeline, List<Long> prompt, int maxTokens,
-                                     SamplingParams sampling, boolean ignoreEos) {
+                                     SamplingParams sampling, boolean ignoreEos, TokenListener listener) {
         String taskId = UUID.randomUUID().toString();
         running.add(taskId);
         try {
             control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), props.nodeId(), startedAtMs, clock.millis()));
-            return runSubmitted(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos);
+            return runSubmitted(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos, listener);
         } finally {
             running.remove(taskId);
         }
     }
 
     private GenerationResult runSubmitted(String taskId, ServedModel model, List<Endpoint> pipeline, List<Long> prompt,
-                                          int maxTokens, SamplingParams sampling, boolean ignoreEos) {
+                                          int maxTokens, SamplingParams sampling, boolean ignoreEos, TokenListener listener) {
         try {
-            GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos);
+            GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos, listener);
             control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));
             return result;
         } catch (RuntimeException e) {
@@ -141,8 +160,9 @@ public class InferenceService {
     }
 
     private GenerationResult run(String taskId, ServedModel model, List<Endpoint> pipeline, List<Long> prompt,
-                                 int maxTokens, SamplingParams sampling, boolean ignoreEos) {
+                                 int maxTokens, SamplingParams sampling, boolean ignoreEos, TokenListener listener) {
         Sampler sampler = new Sampler(sampling);
+        IncrementalText text = listener == null ? null : new IncrementalText(ids -> model.tokenizer().decode(ids, true));
         long epoch = control.state().epoch();
         List<Long> generated = new ArrayList<>();
         List<Double> chosenLogprobs = new ArrayList<>();
@@ -178,6 +198,10 @@ public class InferenceService {
             generated.add((long) choice.tokenId());
             chosenLogprobs.add(choice.logprob());
             top.add(choice.topLogprobs());
+            if (listener != null) {
+                listener.onToken(new GeneratedToken(taskId, step, choice.tokenId(), text.add(choice.tokenId()),
+                        choice.logprob(), choice.topLogprobs()));
+            }
             position += input.length;
             input = new long[]{choice.tokenId()};
             if (!ignoreEos && model.config().endsSequence(choice.tokenId())) {
@@ -189,8 +213,8 @@ public class InferenceService {
         double ttftMs = (firstToken - start) / 1e6;
         double decodeSeconds = (end - firstToken) / 1e9;
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
-        String text = model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
-        return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, text, finish,
+        String whole = model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
+        return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, whole, finish,
                 chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
                 pipelineNanos / 1e6, samplingNanos / 1e6);
     }

@@ -22,14 +22,14 @@ public final class ButterflyCli {
 
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
     private static final String GENERATE_USAGE =
-            "usage: generate TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--logprobs K] [--json]";
+            "usage: generate TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--logprobs K] [--json | --stream]";
     /** The options each command accepts; anything else is a usage error. */
     private static final Map<String, Args.Spec> COMMANDS = Map.of(
             "wait-ready", new Args.Spec("wait-ready", Set.of("url", "timeout"), Set.of()),
             "status", new Args.Spec("status", Set.of("url"), Set.of()),
             "generate", new Args.Spec("generate",
                     Set.of("url", "max-tokens", "temperature", "top-p", "seed", "logprobs", "compare-whole", "threads"),
-                    Set.of("json")));
+                    Set.of("json", "stream")));
 
     private final PrintStream out;
     private final PrintStream err;
@@ -176,20 +176,32 @@ public final class ButterflyCli {
         if (wholeModel != null && a.has("json")) {
             throw new Args.UsageException("--compare-whole prints its verdict as text: it cannot be combined with --json");
         }
+        if (a.has("json") && a.has("stream")) {
+            throw new Args.UsageException("--stream prints the answer as it comes: it cannot be combined with --json");
+        }
         int wholeThreads = a.intOption("threads", 1);
-        PlainHttp.Response response = PlainHttp.postJson(url + "/api/v1/inference", JSON.writeValueAsString(body),
-                Duration.ofMinutes(10));
-        JsonNode r = JSON.readTree(response.body());
-        if (response.status() != 200) {
-            err.println("HTTP " + response.status() + ": " + JSON.writeValueAsString(r));
-            return 1;
+        JsonNode r;
+        if (a.has("stream")) {
+            out.println("prompt:  " + body.get("prompt"));
+            r = stream(url, body);
+            if (r == null) {
+                return 1;
+            }
+        } else {
+            PlainHttp.Response response = PlainHttp.postJson(url + "/api/v1/inference", JSON.writeValueAsString(body),
+                    Duration.ofMinutes(10));
+            r = JSON.readTree(response.body());
+            if (response.status() != 200) {
+                err.println("HTTP " + response.status() + ": " + JSON.writeValueAsString(r));
+                return 1;
+            }
+            if (a.has("json")) {
+                out.println(JSON.writeValueAsString(r));
+                return 0;
+            }
+            out.println("prompt:  " + body.get("prompt"));
+            out.println("answer:  " + r.path("text").asString());
         }
-        if (a.has("json")) {
-            out.println(JSON.writeValueAsString(r));
-            return 0;
-        }
-        out.println("prompt:  " + body.get("prompt"));
-        out.println("answer:  " + r.path("text").asString());
         out.println("tokens:  " + r.path("token_ids"));
         if (logprobs > 0) {
             LogprobsTable.render(r).forEach(out::println);
@@ -200,6 +212,43 @@ public final class ButterflyCli {
                 r.path("finish_reason").asString(), t.path("time_to_first_token_ms").asDouble(),
                 t.path("decode_tokens_per_second").asDouble());
         return wholeModel == null ? 0 : compareWhole(wholeModel, r, (double) body.get("temperature"), wholeThreads);
+    }
+
+    /**
+     * Runs the generation through {@code POST /api/v1/inference/stream}, printing the answer's text as each token
+     * settles it; returns the final answer (the {@code done} event), or null after printing what went wrong.
+     */
+    private JsonNode stream(String url, Map<String, Object> body) throws IOException {
+        JsonNode[] done = new JsonNode[1];
+        boolean[] failed = new boolean[1];
+        out.print("answer:  ");
+        out.flush();
+        PlainHttp.Response response = PlainHttp.postForEvents(url + "/api/v1/inference/stream",
+                JSON.writeValueAsString(body), Duration.ofMinutes(10), (name, data) -> {
+                    JsonNode event = JSON.readTree(data);
+                    switch (name) {
+                        case "token" -> {
+                            out.print(event.path("text").asString());
+                            out.flush();
+                        }
+                        case "done" -> done[0] = event;
+                        case "error" -> {
+                            done[0] = null;
+                            failed[0] = true;
+                            err.println(System.lineSeparator() + "the generation failed: " + JSON.writeValueAsString(event));
+                        }
+                        default -> { } // an event this client does not know: ignored, as the format wants
+                    }
+                });
+        out.println();
+        if (response.status() != 200) {
+            err.println("HTTP " + response.status() + ": " + response.body());
+            return null;
+        }
+        if (done[0] == null && !failed[0]) {
+            err.println("the stream ended without an answer");
+        }
+        return done[0];
     }
 
     /** Decodes the same prompt greedily with the whole model in this process and says whether the cluster's tokens are the same. */

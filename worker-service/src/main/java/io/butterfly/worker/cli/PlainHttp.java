@@ -1,7 +1,9 @@
 package io.butterfly.worker.cli;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.HttpURLConnection;
 import java.net.URI;
@@ -38,6 +40,50 @@ final class PlainHttp {
             out.write(bytes);
         }
         return exchange(c);
+    }
+
+    /** Receives each server-sent event of a stream as it arrives: its name and its data. */
+    interface EventHandler {
+        void onEvent(String name, String data) throws IOException;
+    }
+
+    /**
+     * POSTs JSON to an endpoint answering with server-sent events and hands each event to {@code handler} as it
+     * arrives; answers the status and, when that is not 200, the (problem) body. Events are read as the
+     * text/event-stream format has them: {@code event:} and {@code data:} fields, a blank line ending each.
+     */
+    static Response postForEvents(String url, String json, Duration timeout, EventHandler handler) throws IOException {
+        HttpURLConnection c = open(url, timeout);
+        c.setRequestMethod("POST");
+        c.setRequestProperty("Content-Type", "application/json");
+        c.setRequestProperty("Accept", "text/event-stream");
+        c.setDoOutput(true);
+        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+        c.setFixedLengthStreamingMode(bytes.length);
+        try (OutputStream out = c.getOutputStream()) {
+            out.write(bytes);
+        }
+        if (c.getResponseCode() != 200) {
+            return exchange(c);
+        }
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8))) {
+            String name = "message";
+            StringBuilder data = new StringBuilder();
+            for (String line = in.readLine(); line != null; line = in.readLine()) {
+                if (line.isEmpty()) {
+                    if (!data.isEmpty()) {
+                        handler.onEvent(name, data.toString());
+                    }
+                    name = "message";
+                    data.setLength(0);
+                } else if (line.startsWith("event:")) {
+                    name = line.substring(6).strip();
+                } else if (line.startsWith("data:")) {
+                    data.append(data.isEmpty() ? "" : "\n").append(line.substring(5).stripLeading());
+                }
+            }
+        }
+        return new Response(200, "");
     }
 
     private static HttpURLConnection open(String url, Duration timeout) throws IOException {

@@ -46,8 +46,29 @@ class ButterflyCliTest {
                 o.write(body);
             }
         });
+        coordinator.createContext("/api/v1/inference/stream", exchange -> {
+            requestBody = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "text/event-stream");
+            exchange.sendResponseHeaders(200, 0);
+            try (OutputStream o = exchange.getResponseBody()) {
+                o.write(streamed.getBytes(StandardCharsets.UTF_8));
+            }
+        });
         coordinator.start();
     }
+
+    /** Events as Spring's SseEmitter writes them (no space after the colon), then the answer as the last. */
+    private volatile String streamed = """
+            event:token
+            data:{"task_id": "t1", "index": 0, "token_id": 42, "text": " hi", "logprob": -0.25}
+
+            event:token
+            data:{"task_id": "t1", "index": 1, "token_id": 7, "text": " there", "logprob": -1.5}
+
+            event:done
+            data:%s
+
+            """.formatted(ANSWER.replace("\n", " "));
 
     @AfterEach
     void stopCoordinator() {
@@ -92,6 +113,37 @@ class ButterflyCliTest {
                 "logprobs: step    token   logprob   most likely (token:logprob)",
                 "             1       42   -0.2500   42:-0.2500  9:-1.7500",
                 "             2        7   -1.5000   3:-1.0000  7:-1.5000");
+    }
+
+    @Test
+    void streamPrintsTheTextAsItComesThenTheSummary() throws Exception {
+        assertThat(run("generate", "hi", "--stream")).as(err.toString()).isZero();
+        assertThat(JsonMapper.builder().build().readTree(requestBody).path("prompt").asString()).isEqualTo("hi");
+        assertThat(out.toString().lines().toList()).containsSubsequence("prompt:  hi", "answer:   hi there",
+                "tokens:  [42,7]");
+        assertThat(out.toString()).contains("2 prompt + 2 generated tokens, finish_reason=length");
+    }
+
+    @Test
+    void aStreamThatFailsSaysWhyAndExitsNonZero() throws Exception {
+        streamed = """
+                event:token
+                data:{"task_id": "t1", "index": 0, "token_id": 42, "text": " hi", "logprob": -0.25}
+
+                event:error
+                data:{"title": "Cluster error", "status": 503, "detail": "stage worker-1 is unreachable"}
+
+                """;
+        assertThat(run("generate", "hi", "--stream")).isEqualTo(1);
+        assertThat(out.toString()).contains("answer:   hi");
+        assertThat(err.toString()).contains("the generation failed:").contains("stage worker-1 is unreachable")
+                .doesNotContain("without an answer");
+    }
+
+    @Test
+    void streamAndJsonTogetherAreAUsageError() throws Exception {
+        assertThat(run("generate", "hi", "--stream", "--json")).isEqualTo(2);
+        assertThat(requestBody).isNull();
     }
 
     @Test

@@ -13,16 +13,22 @@ import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
-/** {@code POST /api/v1/inference}: one generation, answered when it completes. */
+/**
+ * {@code POST /api/v1/inference}: one generation, answered when it completes; {@code POST /api/v1/inference/stream}:
+ * the same request, answered token by token as server-sent events (see {@link InferenceStreams}).
+ */
 @RestController
 @RequestMapping("/api/v1/inference")
 public class InferenceController {
 
     private final InferenceService inference;
+    private final InferenceStreams streams;
 
-    public InferenceController(InferenceService inference) {
+    public InferenceController(InferenceService inference, InferenceStreams streams) {
         this.inference = inference;
+        this.streams = streams;
     }
 
     /** The JSON body; snake_case as in the API. */
@@ -34,13 +40,25 @@ public class InferenceController {
                        Long seed,
                        Integer logprobs,
                        @JsonProperty("ignore_eos") Boolean ignoreEos) {
+
+        GenerationRequest request() {
+            return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, seed, logprobs, ignoreEos);
+        }
+
+        boolean withLogprobs() {
+            return logprobs != null && logprobs > 0;
+        }
     }
 
     @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
     public Map<String, Object> infer(@RequestBody Body body) {
-        GenerationRequest request = new GenerationRequest(body.prompt(), body.tokenIds(), body.maxTokens(),
-                body.temperature(), body.topP(), body.seed(), body.logprobs(), body.ignoreEos());
-        return toJson(inference.generate(request), body.logprobs() != null && body.logprobs() > 0);
+        return toJson(inference.generate(body.request()), body.withLogprobs());
+    }
+
+    /** Refusals (bad input, not READY, too many tasks) are problem responses as above, before any event. */
+    @PostMapping(path = "/stream", consumes = MediaType.APPLICATION_JSON_VALUE)
+    public SseEmitter stream(@RequestBody Body body) {
+        return streams.start(body.request(), body.withLogprobs());
     }
 
     static Map<String, Object> toJson(GenerationResult r, boolean withLogprobs) {
@@ -73,7 +91,7 @@ public class InferenceController {
         return out;
     }
 
-    private static List<Map<String, Object>> step(List<TokenLogprob> top) {
+    static List<Map<String, Object>> step(List<TokenLogprob> top) {
         return top.stream().map(t -> {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("token_id", t.tokenId());

@@ -47,9 +47,28 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     /** The control log has no reachable leader or quorum (e.g. during a coordinator election): retry later. */
     @ExceptionHandler(ControlLogUnavailableException.class)
     ProblemDetail controlLogUnavailable(ControlLogUnavailableException e) {
+        return controlLogProblem(e);
+    }
+
+    private static ProblemDetail controlLogProblem(ControlLogUnavailableException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage());
         p.setTitle("Control log unavailable");
         return p;
+    }
+
+    /**
+     * The problem a generation that already streamed tokens failed with (the status line is long sent by then, so
+     * it goes out as a stream's last event): a failure in the cluster or the control log as above, anything else
+     * a defect here.
+     */
+    static ProblemDetail afterStreamStarted(RuntimeException e) {
+        if (e instanceof ButterflyException b) {
+            return clusterProblem(b).getBody();
+        }
+        if (e instanceof ControlLogUnavailableException c) {
+            return controlLogProblem(c);
+        }
+        return internalError(e);
     }
 
     /** This replica runs as many tasks as it admits: retry shortly (RFC 9110 Retry-After, in seconds). */
@@ -75,6 +94,10 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
      */
     @ExceptionHandler(ButterflyException.class)
     ResponseEntity<ProblemDetail> cluster(ButterflyException e) {
+        return clusterProblem(e);
+    }
+
+    private static ResponseEntity<ProblemDetail> clusterProblem(ButterflyException e) {
         HttpStatus status = switch (e.status()) {
             case UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, FAILED_PRECONDITION, NOT_FOUND, CANCELLED ->
                     HttpStatus.SERVICE_UNAVAILABLE;
@@ -105,11 +128,15 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     /** Anything else is a defect here: logged with its trace, answered without one. */
     @ExceptionHandler(Exception.class)
     ResponseEntity<ProblemDetail> unexpected(Exception e) {
+        return ResponseEntity.internalServerError().contentType(MediaType.APPLICATION_PROBLEM_JSON).body(internalError(e));
+    }
+
+    private static ProblemDetail internalError(Exception e) {
         log.error("request failed", e);
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.INTERNAL_SERVER_ERROR,
                 "internal error: " + e.getClass().getSimpleName());
         p.setTitle("Internal error");
-        return ResponseEntity.internalServerError().contentType(MediaType.APPLICATION_PROBLEM_JSON).body(p);
+        return p;
     }
 
     /** Malformed JSON or a value of the wrong type: name the field when Jackson knows it. */

@@ -1,0 +1,142 @@
+package io.butterfly.coordinator.inference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.never;
+import static org.mockito.Mockito.verify;
+import static org.mockito.Mockito.when;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.coordinator.bootstrap.WorkerChannels;
+import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A generation told token by token (what {@code POST /api/v1/inference/stream} sends): the same tokens and text as the
+ * answer, refusals before anything runs, and a listener that gives up (a client gone) ending the task as failed and
+ * freeing its place.
+ */
+class StreamedGenerationTest {
+
+    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
+            10000.0, false, 1, 2);
+    /** What the scripted last stage makes the greedy choice at each step: "the" then a three-byte character. */
+    private long[] script;
+
+    private ControlReplica replica;
+    private ControlLog control;
+    private HuggingFaceTokenizer tokenizer;
+    private PipelineSteps steps;
+
+    @BeforeEach
+    void ready(@TempDir Path dir) throws Exception {
+        replica = TestReplicas.single(dir.resolve("raft"));
+        control = new ControlLog(replica);
+        ReadyCluster.bootstrap(control);
+        tokenizer = TestTokenizers.generated(CONFIG, dir);
+        long[] word = tokenizer.encode("the", false, false).getIds();
+        long[] mark = tokenizer.encode("✓", false, false).getIds();
+        script = new long[word.length + mark.length];
+        System.arraycopy(word, 0, script, 0, word.length);
+        System.arraycopy(mark, 0, script, word.length, mark.length);
+        steps = mock(PipelineSteps.class);
+        AtomicInteger step = new AtomicInteger();
+        when(steps.run(any(), any())).thenAnswer(call -> {
+            float[] logits = new float[CONFIG.vocabSize()];
+            logits[(int) script[step.getAndIncrement() % script.length]] = 5f;
+            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
+        });
+    }
+
+    @AfterEach
+    void close() {
+        tokenizer.close();
+        replica.close();
+    }
+
+    @Test
+    void eachTokenIsToldAsItIsChosenAndThePiecesMakeTheAnswer() {
+        InferenceService service = service(4);
+        List<GeneratedToken> told = new ArrayList<>();
+        GenerationResult result = service.run(service.admit(request(script.length)), told::add);
+
+        assertThat(told).extracting(GeneratedToken::index).containsExactly(
+                java.util.stream.IntStream.range(0, script.length).boxed().toArray(Integer[]::new));
+        assertThat(told).extracting(GeneratedToken::tokenId).containsExactlyElementsOf(result.tokenIds());
+        assertThat(result.tokenIds()).containsExactly(java.util.Arrays.stream(script).boxed().toArray(Long[]::new));
+        assertThat(told).extracting(GeneratedToken::logprob).containsExactlyElementsOf(result.tokenLogprobs());
+        assertThat(told).allSatisfy(t -> assertThat(t.taskId()).isEqualTo(result.taskId()));
+        assertThat(told.stream().map(GeneratedToken::text).reduce("", String::concat)).isEqualTo(result.text())
+                .isEqualTo("the✓");
+        // The character's first two bytes settle no text; its last gives all of it.
+        assertThat(told.get(script.length - 3).text()).isEmpty();
+        assertThat(told.get(script.length - 2).text()).isEmpty();
+        assertThat(told.get(script.length - 1).text()).isEqualTo("✓");
+        assertThat(control.state().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
+    }
+
+    @Test
+    void aListenerThatGivesUpEndsTheTaskAsFailedAndFreesItsPlace() {
+        InferenceService service = service(1);
+        AtomicInteger told = new AtomicInteger();
+        assertThatThrownBy(() -> service.run(service.admit(request(50)), t -> {
+            if (told.incrementAndGet() == 2) {
+                throw new IllegalStateException("the client closed the stream");
+            }
+        })).hasMessage("the client closed the stream");
+
+        assertThat(told).hasValue(2); // nothing generated after it gave up
+        TaskRecord task = control.state().tasks().values().iterator().next();
+        assertThat(task.state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(task.error()).isEqualTo("the client closed the stream");
+        // The one place (max-concurrent-tasks 1) is free again.
+        assertThat(service.generate(request(2)).tokenIds()).hasSize(2);
+    }
+
+    @Test
+    void aRefusedRequestRunsNothingAndHoldsNoPlace() {
+        InferenceService service = service(1);
+        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L, 512L), 3, 0.0, null, null, null,
+                null))).isInstanceOfSatisfying(InvalidRequestException.class, e -> assertThat(e.field()).isEqualTo("token_ids[1]"));
+        verify(steps, never()).run(any(), any());
+        assertThat(control.state().tasks()).isEmpty();
+        AdmittedTask admitted = service.admit(request(2));
+        admitted.close(); // given up before it ran: its place is free
+        assertThat(service.generate(request(2)).tokenIds()).hasSize(2);
+    }
+
+    private static GenerationRequest request(int maxTokens) {
+        return new GenerationRequest(null, List.of(1L, 17L), maxTokens, 0.0, null, null, null, true);
+    }
+
+    private InferenceService service(int maxConcurrentTasks) {
+        CoordinatorProperties p = ReadyCluster.props("coordinator-0");
+        CoordinatorProperties props = new CoordinatorProperties(p.nodeId(), p.advertiseHost(), p.clusterName(),
+                p.modelId(), p.expectedWorkers(), p.discoveryHost(), p.discoveryPort(), p.registryHost(), p.registryPort(),
+                p.dataDir(), p.maxNewTokens(), p.maxPromptTokens(), p.maxPromptChars(), p.stepTimeoutSeconds(),
+                p.taskTimeout(), p.trustedPublisherKeys(), maxConcurrentTasks);
+        ModelCatalog catalog = mock(ModelCatalog.class);
+        when(catalog.servedFor("root")).thenReturn(new ServedModel(ModelManifest.newBuilder().setModelId("tiny")
+                .setMerkleRoot("root").build(), CONFIG, tokenizer));
+        return new InferenceService(props, control, catalog, new WorkerChannels(9999), steps, Clock.systemUTC());
+    }
+}
