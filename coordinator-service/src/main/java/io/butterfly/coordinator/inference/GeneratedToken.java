@@ -10,7 +10,8 @@ import java.util.List;
  * @param index       0 for the first generated token
  * @param tokenId     the chosen id
  * @param text        the text this token settles (see {@link IncrementalText}): empty while it ends inside a
- *                    character, which a later token then completes
+ *                    character, which a later token then completes; the last token's carries all the rest, so the
+ *                    tokens' texts join to the generation's text
  * @param logprob     its log-probability
  * @param topLogprobs the step's most likely tokens (empty unless asked for)
  */

@@ -26,15 +26,19 @@ final class IncrementalText {
         this.decoder = decoder;
     }
 
-    /** Adds the next generated token; returns the text it settles (possibly empty, never ending in U+FFFD). */
-    String add(long tokenId) {
+    /**
+     * Adds the next generated token; returns the text it settles (possibly empty, never ending in U+FFFD), or, for
+     * the {@code last} token, all text not yet given out (held-back bytes decode as U+FFFD there, as they do in the
+     * whole generation's text), so the pieces join to that text.
+     */
+    String add(long tokenId, boolean last) {
         if (count == ids.length) {
             ids = Arrays.copyOf(ids, count * 2);
         }
         ids[count++] = tokenId;
         String prefix = decoder.apply(Arrays.copyOfRange(ids, prefixOffset, readOffset));
         String text = decoder.apply(Arrays.copyOfRange(ids, prefixOffset, count));
-        if (text.length() > prefix.length() && !text.endsWith("\uFFFD")) {
+        if (text.length() > prefix.length() && (last || !text.endsWith("\uFFFD"))) {
             prefixOffset = readOffset;
             readOffset = count;
             return text.substring(prefix.length());

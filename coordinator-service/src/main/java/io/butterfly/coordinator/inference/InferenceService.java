@@ -198,13 +198,15 @@ public class InferenceService {
             generated.add((long) choice.tokenId());
             chosenLogprobs.add(choice.logprob());
             top.add(choice.topLogprobs());
+            boolean stop = !ignoreEos && model.config().endsSequence(choice.tokenId());
             if (listener != null) {
-                listener.onToken(new GeneratedToken(taskId, step, choice.tokenId(), text.add(choice.tokenId()),
+                boolean last = stop || step == maxTokens - 1;
+                listener.onToken(new GeneratedToken(taskId, step, choice.tokenId(), text.add(choice.tokenId(), last),
                         choice.logprob(), choice.topLogprobs()));
             }
             position += input.length;
             input = new long[]{choice.tokenId()};
-            if (!ignoreEos && model.config().endsSequence(choice.tokenId())) {
+            if (stop) {
                 finish = "stop";
                 break;
             }

@@ -50,19 +50,41 @@ class IncrementalTextTest {
         long[] ids = encode("✓"); // three UTF-8 bytes, no merge for them in this vocabulary
         assertThat(ids).hasSize(3);
         IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
-        assertThat(text.add(ids[0])).isEmpty();
-        assertThat(text.add(ids[1])).isEmpty();
-        assertThat(text.add(ids[2])).isEqualTo("✓");
+        assertThat(text.add(ids[0], false)).isEmpty();
+        assertThat(text.add(ids[1], false)).isEmpty();
+        assertThat(text.add(ids[2], false)).isEqualTo("✓");
     }
 
     @Test
-    void wordsComeOutWithTheirSpaces() {
+    void theLastTokenGivesOutWhatWasHeldBackAsTheWholeTextHasIt() {
+        long[] ids = encode("a✓");
         IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
-        StringBuilder out = new StringBuilder();
-        for (long id : encode("the butterfly effect")) {
-            out.append(text.add(id));
+        assertThat(text.add(ids[0], false)).isEqualTo("a");
+        assertThat(text.add(ids[1], false)).isEmpty();
+        String rest = text.add(ids[2], true); // the generation stops inside the character
+        assertThat("a" + rest).isEqualTo(decode(new long[] {ids[0], ids[1], ids[2]})).endsWith("\uFFFD");
+    }
+
+    /**
+     * A decoder whose output for a token depends on where the window starts (a SentencePiece decoder drops the
+     * first word's leading space): each piece is decoded with the tokens before it, so a space between words is kept,
+     * where decoding each token alone would lose it.
+     */
+    @Test
+    void aWordsLeadingSpaceIsKeptWhereTheDecoderDropsItAtTheStart() {
+        String[] pieces = {"▁the", "▁butter", "fly", "▁effect"};
+        IncrementalText text = new IncrementalText(ids -> {
+            StringBuilder sb = new StringBuilder();
+            for (long id : ids) {
+                sb.append(pieces[(int) id].replace('▁', ' '));
+            }
+            return sb.length() > 0 && sb.charAt(0) == ' ' ? sb.substring(1) : sb.toString();
+        });
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < pieces.length; i++) {
+            out.add(text.add(i, i == pieces.length - 1));
         }
-        assertThat(out).hasToString("the butterfly effect");
+        assertThat(out).containsExactly("the", " butter", "fly", " effect");
     }
 
     /** Property: whatever the tokens, the pieces given out join to the whole text and never hold a U+FFFD. */
@@ -79,29 +101,34 @@ class IncrementalTextTest {
             long[] ids = encode(s.toString());
             IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
             List<String> pieces = new ArrayList<>();
-            for (long id : ids) {
-                pieces.add(text.add(id));
+            for (int i = 0; i < ids.length; i++) {
+                pieces.add(text.add(ids[i], i == ids.length - 1));
             }
             assertThat(String.join("", pieces)).as("text %s, ids %s", s, ids).isEqualTo(decode(ids));
             assertThat(pieces).noneMatch(p -> p.contains("\uFFFD"));
         }
     }
 
-    /** Ids that do not form whole characters (a sampled byte token can) never end a piece inside one. */
+    /**
+     * Ids that do not form whole characters (a sampled byte token can): no piece but the last ends inside one, and
+     * the pieces join to the whole text.
+     */
     @Test
-    void randomIdsNeverGiveOutHalfACharacter() {
+    void randomIdsNeverGiveOutHalfACharacterBeforeTheEnd() {
         Random random = new Random(11);
         for (int trial = 0; trial < 200; trial++) {
             IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
             long[] ids = random.longs(1 + random.nextInt(20), 3, CONFIG.vocabSize()).toArray();
             StringBuilder out = new StringBuilder();
-            for (long id : ids) {
-                String piece = text.add(id);
-                assertThat(piece).doesNotEndWith("\uFFFD");
+            for (int i = 0; i < ids.length; i++) {
+                boolean last = i == ids.length - 1;
+                String piece = text.add(ids[i], last);
+                if (!last) {
+                    assertThat(piece).doesNotEndWith("\uFFFD");
+                }
                 out.append(piece);
             }
-            String whole = decode(ids);
-            assertThat(whole).as("ids %s", ids).startsWith(out.toString());
+            assertThat(out).as("ids %s", ids).hasToString(decode(ids));
         }
     }
 }

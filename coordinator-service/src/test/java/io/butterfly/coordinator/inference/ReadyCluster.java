@@ -14,12 +14,12 @@ import java.time.Duration;
 import java.util.List;
 
 /** A control log that served READY through real commands: workers w1 (layers [0, 2)) and w2 ([2, 4)), epoch 1. */
-final class ReadyCluster {
+public final class ReadyCluster {
 
     private ReadyCluster() {
     }
 
-    static void bootstrap(ControlLog control) {
+    public static void bootstrap(ControlLog control) {
         control.submit(new ClusterCommand.Bootstrap("tiny", 2, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
         control.submit(new ClusterCommand.NodeJoined(worker("w1"), 3));
@@ -34,7 +34,7 @@ final class ReadyCluster {
     }
 
     /** A coordinator replica's settings for the tiny model on two workers (120 s steps, 30 min task timeout). */
-    static CoordinatorProperties props(String nodeId) {
+    public static CoordinatorProperties props(String nodeId) {
         return new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "tiny", 2, "127.0.0.1", 9082, "127.0.0.1",
                 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of(), 64);
     }

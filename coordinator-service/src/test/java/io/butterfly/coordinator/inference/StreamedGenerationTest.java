@@ -12,16 +12,12 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.TaskRecord;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -129,14 +125,6 @@ class StreamedGenerationTest {
     }
 
     private InferenceService service(int maxConcurrentTasks) {
-        CoordinatorProperties p = ReadyCluster.props("coordinator-0");
-        CoordinatorProperties props = new CoordinatorProperties(p.nodeId(), p.advertiseHost(), p.clusterName(),
-                p.modelId(), p.expectedWorkers(), p.discoveryHost(), p.discoveryPort(), p.registryHost(), p.registryPort(),
-                p.dataDir(), p.maxNewTokens(), p.maxPromptTokens(), p.maxPromptChars(), p.stepTimeoutSeconds(),
-                p.taskTimeout(), p.trustedPublisherKeys(), maxConcurrentTasks);
-        ModelCatalog catalog = mock(ModelCatalog.class);
-        when(catalog.servedFor("root")).thenReturn(new ServedModel(ModelManifest.newBuilder().setModelId("tiny")
-                .setMerkleRoot("root").build(), CONFIG, tokenizer));
-        return new InferenceService(props, control, catalog, new WorkerChannels(9999), steps, Clock.systemUTC());
+        return ScriptedInference.service(control, CONFIG, tokenizer, steps, maxConcurrentTasks);
     }
 }

@@ -8,12 +8,12 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /** The byte-level BPE tokenizer a generated model ships, loaded as the coordinator loads a served model's. */
-final class TestTokenizers {
+public final class TestTokenizers {
 
     private TestTokenizers() {
     }
 
-    static HuggingFaceTokenizer generated(ModelConfig config, Path dir) throws IOException {
+    public static HuggingFaceTokenizer generated(ModelConfig config, Path dir) throws IOException {
         Path file = dir.resolve("tokenizer.json");
         TokenizerGenerator.write(config, file);
         return HuggingFaceTokenizer.newInstance(file, Map.of("addSpecialTokens", "true", "truncation", "false",

@@ -221,13 +221,16 @@ public final class ButterflyCli {
     private JsonNode stream(String url, Map<String, Object> body) throws IOException {
         JsonNode[] done = new JsonNode[1];
         boolean[] failed = new boolean[1];
-        out.print("answer:  ");
-        out.flush();
+        boolean[] started = new boolean[1]; // "answer:" only once the stream has begun, not before a refusal
         PlainHttp.Response response = PlainHttp.postForEvents(url + "/api/v1/inference/stream",
                 JSON.writeValueAsString(body), Duration.ofMinutes(10), (name, data) -> {
                     JsonNode event = JSON.readTree(data);
                     switch (name) {
                         case "token" -> {
+                            if (!started[0]) {
+                                started[0] = true;
+                                out.print("answer:  ");
+                            }
                             out.print(event.path("text").asString());
                             out.flush();
                         }
@@ -240,13 +243,18 @@ public final class ButterflyCli {
                         default -> { } // an event this client does not know: ignored, as the format wants
                     }
                 });
-        out.println();
+        if (started[0]) {
+            out.println();
+        }
         if (response.status() != 200) {
             err.println("HTTP " + response.status() + ": " + response.body());
             return null;
         }
         if (done[0] == null && !failed[0]) {
             err.println("the stream ended without an answer");
+        }
+        if (done[0] != null && !started[0]) {
+            out.println("answer:  " + done[0].path("text").asString()); // no tokens were generated
         }
         return done[0];
     }

@@ -141,6 +141,22 @@ class ButterflyCliTest {
     }
 
     @Test
+    void aRefusedStreamPrintsTheProblemAndNoAnswer() throws Exception {
+        coordinator.removeContext("/api/v1/inference/stream");
+        coordinator.createContext("/api/v1/inference/stream", exchange -> {
+            byte[] body = "{\"status\": 429, \"detail\": \"64 tasks are running\"}".getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "application/problem+json");
+            exchange.sendResponseHeaders(429, body.length);
+            try (OutputStream o = exchange.getResponseBody()) {
+                o.write(body);
+            }
+        });
+        assertThat(run("generate", "hi", "--stream")).isEqualTo(1);
+        assertThat(out.toString()).doesNotContain("answer:");
+        assertThat(err.toString()).contains("HTTP 429").contains("64 tasks are running");
+    }
+
+    @Test
     void streamAndJsonTogetherAreAUsageError() throws Exception {
         assertThat(run("generate", "hi", "--stream", "--json")).isEqualTo(2);
         assertThat(requestBody).isNull();

@@ -1,19 +1,26 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.error.ButterflyException;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.AdmittedTask;
 import io.butterfly.coordinator.inference.GeneratedToken;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.grpc.Status;
 import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
@@ -23,28 +30,37 @@ import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 /**
  * Streamed generations as server-sent events: a {@code token} event per generated token as soon as it is chosen,
  * then {@code done} with the whole answer as {@code POST /api/v1/inference} gives it, or {@code error} with a
- * problem document if the generation fails once the stream has begun (before that, a refusal is an ordinary
- * problem response). A client that goes away ends its task, logged as failed with its KV caches freed, instead of
- * leaving it to run for nobody.
+ * problem document if the generation fails after its first token. Everything that can refuse a task, up to and
+ * including the first pipeline step (a stage's KV budget, the task's log entry), happens before the response
+ * starts, so a refusal is an ordinary problem response with its status. A client that goes away ends its task,
+ * logged as failed with its KV caches freed, instead of leaving it to run for nobody.
  */
 @Component
 public class InferenceStreams implements DisposableBean {
 
-    /** The stream's client has gone (or the stream timed out): the task is ended with this as its error. */
-    static final class ClientGoneException extends RuntimeException {
-        ClientGoneException(Throwable cause) {
-            super("the client closed the stream", cause);
+    /** The stream cannot go on (client gone, timed out, coordinator stopping): the task ends with this as its error. */
+    static final class StreamEndedException extends RuntimeException {
+        StreamEndedException(String why, Throwable cause) {
+            super(why, cause);
         }
     }
 
+    static final String CLIENT_GONE = "the client closed the stream";
+    static final String TIMED_OUT = "the stream passed butterfly.coordinator.task-timeout";
+    static final String SHUTTING_DOWN = "the coordinator is shutting down";
+
     private final InferenceService inference;
     private final long timeoutMs;
-    /** One thread per streamed task; their number is bounded by admission, which each holds a place of. */
+    /** How long a request waits for its first token before the stream starts anyway: a step's own deadline. */
+    private final long firstTokenWaitMs;
+    /** One thread per streamed task; each holds a task's admission place while it runs the task. */
     private final ExecutorService runners;
+    private volatile boolean shuttingDown;
 
     public InferenceStreams(InferenceService inference, CoordinatorProperties props) {
         this.inference = inference;
         this.timeoutMs = props.taskTimeout().toMillis();
+        this.firstTokenWaitMs = TimeUnit.SECONDS.toMillis(props.stepTimeoutSeconds() + 5);
         AtomicInteger n = new AtomicInteger();
         this.runners = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "inference-stream-" + n.incrementAndGet());
@@ -54,37 +70,53 @@ public class InferenceStreams implements DisposableBean {
     }
 
     /**
-     * Admits the request (a refusal is thrown here, as a problem response) and starts its generation, whose events
-     * the returned emitter sends.
+     * Admits the request and runs it until its first token; a refusal up to then is thrown here (a problem
+     * response). The returned emitter sends the events, the ones so far included.
      */
     SseEmitter start(GenerationRequest request, boolean withLogprobs) {
         AdmittedTask task = inference.admit(request);
         SseEmitter emitter = new SseEmitter(timeoutMs);
-        AtomicBoolean gone = new AtomicBoolean();
-        emitter.onTimeout(() -> gone.set(true));
-        emitter.onError(e -> gone.set(true));
+        Events events = new Events(emitter, new AtomicReference<>());
+        emitter.onTimeout(() -> events.mark(TIMED_OUT));
+        emitter.onError(e -> events.mark(CLIENT_GONE));
+        CompletableFuture<Void> firstToken = new CompletableFuture<>();
         try {
-            runners.execute(() -> run(task, new Events(emitter, gone), withLogprobs));
-        } catch (RejectedExecutionException e) { // shutting down
+            runners.execute(() -> run(task, events, firstToken, withLogprobs));
+        } catch (RejectedExecutionException e) {
             task.close();
-            throw e;
+            throw shuttingDown(e);
+        }
+        try {
+            firstToken.get(firstTokenWaitMs, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (TimeoutException slow) {
+            // the step has its own deadline; the stream starts and carries the outcome
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            events.mark(SHUTTING_DOWN);
         }
         return emitter;
     }
 
-    private void run(AdmittedTask task, Events events, boolean withLogprobs) {
+    private void run(AdmittedTask task, Events events, CompletableFuture<Void> firstToken, boolean withLogprobs) {
         try {
-            GenerationResult result = inference.run(task, token -> events.send("token", tokenJson(token, withLogprobs)));
+            GenerationResult result = inference.run(task, token -> {
+                if (shuttingDown) {
+                    throw shuttingDown(null); // told to the client, logged as the task's failure
+                }
+                events.send("token", tokenJson(token, withLogprobs));
+                firstToken.complete(null);
+            });
             events.send("done", InferenceController.toJson(result, withLogprobs));
-            events.complete();
-        } catch (ClientGoneException e) {
-            events.complete();
+        } catch (StreamEndedException ended) {
+            // nobody left to tell
         } catch (RuntimeException e) {
-            try {
-                events.send("error", problemJson(ProblemHandler.afterStreamStarted(e)));
-            } catch (ClientGoneException ignored) {
-                // nobody to tell
+            if (!firstToken.completeExceptionally(e)) { // the request thread answers a failure before the first token
+                events.sendError(problemJson(ProblemHandler.afterStreamStarted(e)));
             }
+        } finally {
+            firstToken.complete(null);
             events.complete();
         }
     }
@@ -102,6 +134,7 @@ public class InferenceStreams implements DisposableBean {
         return m;
     }
 
+    /** The problem's standard members and its properties ({@code error_code}, {@code field}) at the top level. */
     private static Map<String, Object> problemJson(ProblemDetail p) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("type", p.getType().toString());
@@ -114,24 +147,60 @@ public class InferenceStreams implements DisposableBean {
         return m;
     }
 
-    @Override
-    public void destroy() {
-        runners.shutdownNow();
+    private static ButterflyException shuttingDown(Throwable cause) {
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE,
+                SHUTTING_DOWN + ": retry on another replica", Map.of(), cause);
     }
 
-    /** One stream's emitter; a send that cannot reach the client says so as {@link ClientGoneException}. */
-    private record Events(SseEmitter emitter, AtomicBoolean gone) {
+    /**
+     * Running streams end their tasks at their next token (logged as failed, KV caches freed) while the control log
+     * and the channels to the stages are still open: this bean goes before the inference service it uses.
+     */
+    @Override
+    public void destroy() throws InterruptedException {
+        shuttingDown = true;
+        runners.shutdown();
+        runners.awaitTermination(5, TimeUnit.SECONDS);
+    }
+
+    /** One stream's emitter; a send that cannot go out ends the stream with its reason. */
+    private record Events(SseEmitter emitter, AtomicReference<String> ended) {
 
         void send(String name, Object data) {
-            if (gone.get()) {
-                throw new ClientGoneException(null);
+            String why = ended.get();
+            if (why != null) {
+                throw new StreamEndedException(why, null);
             }
             try {
                 emitter.send(SseEmitter.event().name(name).data(data, MediaType.APPLICATION_JSON));
-            } catch (IOException | IllegalStateException e) {
-                gone.set(true);
-                throw new ClientGoneException(e);
+            } catch (IOException e) {
+                end(CLIENT_GONE, e);
+            } catch (IllegalStateException e) {
+                // the container completed the response (timeout, client error) just before this send
+                String reason = ended.get();
+                if (reason == null) {
+                    throw e;
+                }
+                throw new StreamEndedException(reason, e);
             }
+        }
+
+        void sendError(Map<String, Object> problem) {
+            try {
+                send("error", problem);
+            } catch (RuntimeException unsent) {
+                // nobody to tell
+            }
+        }
+
+        /** Marks the stream ended; the first reason given stays. */
+        void mark(String why) {
+            ended.compareAndSet(null, why);
+        }
+
+        private void end(String why, Throwable cause) {
+            mark(why);
+            throw new StreamEndedException(ended.get(), cause);
         }
 
         void complete() {

@@ -39,6 +39,10 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
 
     @ExceptionHandler({NotServingException.class, NotReadyException.class})
     ProblemDetail notReady(RuntimeException e) {
+        return notReadyProblem(e);
+    }
+
+    private static ProblemDetail notReadyProblem(RuntimeException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
         p.setTitle("Cluster not ready");
         return p;
@@ -67,6 +71,9 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         }
         if (e instanceof ControlLogUnavailableException c) {
             return controlLogProblem(c);
+        }
+        if (e instanceof NotServingException || e instanceof NotReadyException) {
+            return notReadyProblem(e);
         }
         return internalError(e);
     }

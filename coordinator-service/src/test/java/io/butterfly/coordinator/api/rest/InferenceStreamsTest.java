@@ -1,0 +1,143 @@
+package io.butterfly.coordinator.api.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.Mockito.doAnswer;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.inference.PipelineSteps;
+import io.butterfly.coordinator.inference.ReadyCluster;
+import io.butterfly.coordinator.inference.ScriptedInference;
+import io.butterfly.coordinator.inference.TestTokenizers;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import io.grpc.Status;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The stream's lifecycle around a real inference service and control log, with scripted pipeline steps: a refusal
+ * at the first step is answered before the stream starts (so it keeps its status), and a coordinator that stops
+ * ends its streamed tasks as failed rather than leaving them open.
+ */
+class InferenceStreamsTest {
+
+    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
+            10000.0, false, 1, 2);
+
+    private ControlReplica replica;
+    private ControlLog control;
+    private HuggingFaceTokenizer tokenizer;
+    private final PipelineSteps steps = mock(PipelineSteps.class);
+    private final AtomicInteger stepsRun = new AtomicInteger();
+
+    @BeforeEach
+    void ready(@TempDir Path dir) throws Exception {
+        replica = TestReplicas.single(dir.resolve("raft"));
+        control = new ControlLog(replica);
+        ReadyCluster.bootstrap(control);
+        tokenizer = TestTokenizers.generated(CONFIG, dir);
+    }
+
+    @AfterEach
+    void close() {
+        tokenizer.close();
+        replica.close();
+    }
+
+    @Test
+    void aStageRefusingTheFirstStepIsAnsweredBeforeTheStreamStarts() {
+        when(steps.run(any(), any())).thenThrow(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
+                Status.Code.RESOURCE_EXHAUSTED, "the KV cache budget of worker w2 is spent"));
+        InferenceService service = ScriptedInference.service(control, CONFIG, tokenizer, steps, 1);
+        InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
+
+        ButterflyException refused = catchThrowableOfType(ButterflyException.class,
+                () -> streams.start(request(5), false));
+        assertThat(refused).isNotNull(); // thrown to the handler: 429 with Retry-After, not a 200 stream
+        assertThat(refused.status()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+        assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(onlyTask().error()).contains("KV cache budget");
+
+        // Its one place (max-concurrent-tasks 1) is free again.
+        doAnswer(call -> step()).when(steps).run(any(), any());
+        streams.start(request(3), false);
+        awaitTasksEnded(2);
+    }
+
+    @Test
+    void streamsStartedRunToTheEndAfterTheirFirstToken() {
+        when(steps.run(any(), any())).thenAnswer(call -> step());
+        InferenceStreams streams = new InferenceStreams(ScriptedInference.service(control, CONFIG, tokenizer, steps, 4),
+                ReadyCluster.props("coordinator-0"));
+        streams.start(request(6), true);
+        assertThat(stepsRun.get()).isPositive(); // start answered only after the first token
+        awaitTasksEnded(1);
+        assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(onlyTask().generatedTokens()).isEqualTo(6);
+    }
+
+    @Test
+    void aStoppingCoordinatorEndsItsStreamedTasksAsFailed() throws Exception {
+        when(steps.run(any(), any())).thenAnswer(call -> {
+            Thread.sleep(20);
+            return step();
+        });
+        InferenceStreams streams = new InferenceStreams(ScriptedInference.service(control, CONFIG, tokenizer, steps, 4),
+                ReadyCluster.props("coordinator-0"));
+        streams.start(request(60), false); // ~1.2 s of steps
+
+        streams.destroy();
+
+        TaskRecord task = onlyTask();
+        assertThat(task.state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(task.error()).startsWith("the coordinator is shutting down");
+        assertThat(stepsRun.get()).isLessThan(60);
+    }
+
+    private StepOutcome step() {
+        float[] logits = new float[CONFIG.vocabSize()];
+        logits[100 + stepsRun.getAndIncrement() % 50] = 5f;
+        return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
+    }
+
+    private static GenerationRequest request(int maxTokens) {
+        return new GenerationRequest(null, List.of(1L, 17L), maxTokens, 0.0, null, null, null, true);
+    }
+
+    private TaskRecord onlyTask() {
+        assertThat(control.state().tasks()).hasSize(1);
+        return control.state().tasks().values().iterator().next();
+    }
+
+    private void awaitTasksEnded(int count) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (control.state().tasks().size() == count
+                    && control.state().tasks().values().stream().allMatch(t -> t.state().terminal())) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+        assertThat(control.state().tasks().values()).as("tasks ended").allMatch(t -> t.state().terminal());
+    }
+}
