@@ -163,6 +163,41 @@ class PipelineEndToEndTest {
         assertThat(task.path("state").asString()).isEqualTo("COMPLETED");
     }
 
+    /** A stop string ends the answer where its text first contains it, in the answer and in the stream alike. */
+    @Test
+    void aStopStringEndsTheAnswerBeforeIt() throws Exception {
+        String request = "{\"token_ids\": [1, 17, 230, 5, 99, 311], \"max_tokens\": 16, \"ignore_eos\": true%s}";
+        JsonNode full = cluster.post("/api/v1/inference", request.formatted("")).json();
+        String text = full.path("text").asString();
+        int k = text.length() / 2;
+        while (k + 2 <= text.length() && text.substring(k, k + 2).contains("\uFFFD")) {
+            k++;
+        }
+        assertThat(k + 2).as("a stop string taken from " + text).isLessThanOrEqualTo(text.length());
+        String stop = text.substring(k, k + 2);
+        String withStop = request.formatted(", \"stop\": [" + LocalCluster.JSON.writeValueAsString(stop) + "]");
+
+        JsonNode r = cluster.post("/api/v1/inference", withStop).json();
+        assertThat(r.path("finish_reason").asString()).isEqualTo("stop");
+        assertThat(r.path("text").asString()).isEqualTo(text.substring(0, text.indexOf(stop)));
+        List<Long> ids = longs(r.path("token_ids"));
+        assertThat(ids).isNotEmpty().isEqualTo(longs(full.path("token_ids")).subList(0, ids.size()));
+
+        LocalCluster.Reply streamed = cluster.post("/api/v1/inference/stream", withStop, "text/event-stream");
+        StringBuilder joined = new StringBuilder();
+        JsonNode done = null;
+        for (String[] e : Streaming.events(streamed.body())) {
+            JsonNode data = LocalCluster.JSON.readTree(e[1]);
+            if (e[0].equals("token")) {
+                joined.append(data.path("text").asString());
+            } else {
+                done = data;
+            }
+        }
+        assertThat(joined).hasToString(r.path("text").asString());
+        assertThat(done.path("token_ids")).isEqualTo(r.path("token_ids"));
+    }
+
     @ParameterizedTest
     @CsvSource(delimiter = '|', textBlock = """
             {"prompt": ""}                                     | prompt
@@ -184,6 +219,8 @@ class PipelineEndToEndTest {
             {"prompt": "hi", "maxTokens": 2}                   | maxTokens
             {"prompt": 123}                                    | prompt
             {"token_ids": [1, "2"]}                            | token_ids[1]
+            {"prompt": "hi", "stop": [""]}                     | stop[0]
+            {"prompt": "hi", "stop": "x"}                      | stop
             """)
     void badInputIsA400ProblemNamingTheField(String json, String field) throws Exception {
         LocalCluster.Reply r = cluster.post("/api/v1/inference", json);
@@ -318,7 +355,7 @@ class PipelineEndToEndTest {
         }
 
         /** Each event as {name, data}, in order (the text/event-stream format's event and data fields). */
-        private static List<String[]> events(String stream) {
+        static List<String[]> events(String stream) {
             List<String[]> out = new ArrayList<>();
             for (String block : stream.split("\n\n")) {
                 String name = "message";

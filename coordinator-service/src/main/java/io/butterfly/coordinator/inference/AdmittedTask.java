@@ -9,7 +9,7 @@ import java.util.List;
  * generation needs to run. Closing it frees the place; running it closes it.
  */
 public record AdmittedTask(ServedModel model, List<Endpoint> pipeline, List<Long> prompt, int maxTokens,
-                           SamplingParams sampling, boolean ignoreEos, TaskAdmission.Permit permit)
+                           SamplingParams sampling, boolean ignoreEos, StopSequences stop, TaskAdmission.Permit permit)
         implements AutoCloseable {
 
     @Override

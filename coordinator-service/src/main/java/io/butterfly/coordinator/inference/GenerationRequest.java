@@ -13,8 +13,15 @@ import java.util.List;
  * @param seed        sampling seed
  * @param logprobs    top-k log-probabilities per step (0..20)
  * @param ignoreEos   keep generating past the end-of-sequence token (benchmarks)
+ * @param stop        strings that end the generation where its text first contains one (left out of the text)
  */
 public record GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature,
                                 Double topP, Long seed, Integer logprobs,
-                                Boolean ignoreEos) {
+                                Boolean ignoreEos, List<String> stop) {
+
+    /** A request without stop strings. */
+    public GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature, Double topP,
+                             Long seed, Integer logprobs, Boolean ignoreEos) {
+        this(prompt, tokenIds, maxTokens, temperature, topP, seed, logprobs, ignoreEos, null);
+    }
 }

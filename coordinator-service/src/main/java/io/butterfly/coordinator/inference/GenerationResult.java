@@ -12,7 +12,7 @@ import java.util.Map;
  * @param promptTokenIds  prompt as token ids
  * @param tokenIds        generated token ids
  * @param text            generated text
- * @param finishReason    "stop" (end-of-sequence token) or "length"
+ * @param finishReason    "stop" (an end-of-sequence token or a stop string) or "length"
  * @param tokenLogprobs   log-probability of each generated token
  * @param topLogprobs     per step, the top-k log-probabilities (empty lists unless asked)
  * @param timeToFirstTokenMs prefill latency

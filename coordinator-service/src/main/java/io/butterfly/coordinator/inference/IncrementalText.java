@@ -4,34 +4,84 @@ import java.util.Arrays;
 import java.util.function.Function;
 
 /**
- * A generation's text as it grows, token by token, for streaming: {@link #add} answers only text that later
- * tokens cannot change. A byte-level BPE token can end inside a UTF-8 character, which decodes to U+FFFD until the
- * next token completes it, so such text is held back. Decoding a token alone would lose what depends on its
- * neighbours (a SentencePiece word's leading space), so each step decodes a short window: the tokens since the
- * last text given out plus the ones just before them, and gives out what the new tokens added. This is Hugging Face
+ * A generation's text as it grows, token by token: {@link #add} answers only text that later tokens cannot change,
+ * and says when a stop string has ended the generation.
+ *
+ * <p>Decoding: a byte-level BPE token can end inside a UTF-8 character, which decodes to U+FFFD until the next
+ * token completes it, so such text is held back. Decoding a token alone would lose what depends on its neighbours
+ * (a SentencePiece word's leading space), so each step decodes a short window: the tokens since the last settled
+ * text plus the ones just before them, and settles what the new tokens added. This is Hugging Face
  * text-generation-inference's {@code decode_token}.
+ *
+ * <p>Stop strings: settled text that a stop string begins with is held back too, until a later token either
+ * completes the stop string (the generation ends before it) or shows it is not one.
  */
 final class IncrementalText {
 
+    /** What one token gave out, and whether a stop string ended the generation with it. */
+    record Piece(String text, boolean stopped) {
+    }
+
     private final Function<long[], String> decoder;
+    private final StopSequences stops;
     private long[] ids = new long[32];
     private int count;
-    /** Start of the context window: tokens decoded only so the new ones decode as they do in the whole text. */
+    /** Start of the decoding window: tokens decoded only so the new ones decode as they do in the whole text. */
     private int prefixOffset;
-    /** Tokens before this have been given out as text. */
+    /** Tokens before this are settled text. */
     private int readOffset;
+    /** The settled text: the window's pieces joined. */
+    private final StringBuilder settled = new StringBuilder();
+    /** How much of {@link #settled} has been given out. */
+    private int given;
+    /** Where in the settled text a stop string begins, once one has; -1 before. */
+    private int stoppedAt = -1;
 
     /** @param decoder token ids to text, as the whole generation's text is decoded */
-    IncrementalText(Function<long[], String> decoder) {
+    IncrementalText(Function<long[], String> decoder, StopSequences stops) {
         this.decoder = decoder;
+        this.stops = stops;
     }
 
     /**
-     * Adds the next generated token; returns the text it settles (possibly empty, never ending in U+FFFD), or, for
-     * the {@code last} token, all text not yet given out (held-back bytes decode as U+FFFD there, as they do in the
-     * whole generation's text), so the pieces join to that text.
+     * Adds the next generated token. Returns the text it gives out: possibly empty, never ending in U+FFFD nor in
+     * the beginning of a stop string, except for the {@code last} token, which gives out all the rest (held-back
+     * bytes decode as U+FFFD there, as they do in the whole generation's text), so the pieces join to that text.
      */
-    String add(long tokenId, boolean last) {
+    Piece add(long tokenId, boolean last) {
+        if (stoppedAt >= 0) {
+            throw new IllegalStateException("a stop string already ended the generation");
+        }
+        int before = settled.length();
+        settled.append(settle(tokenId, last));
+        int stop = stops.isEmpty() ? -1 : stops.find(settled.toString(), before);
+        if (stop >= 0) {
+            stoppedAt = Math.max(given, stop);
+            return new Piece(giveOutTo(stoppedAt), true);
+        }
+        int release = last || stops.isEmpty() ? settled.length() : settled.length() - stops.pendingPrefix(settled.toString());
+        return new Piece(giveOutTo(release), false);
+    }
+
+    /** The generation's text up to the stop string that ended it (only once one has). */
+    String textBeforeStop() {
+        if (stoppedAt < 0) {
+            throw new IllegalStateException("no stop string ended the generation");
+        }
+        return settled.substring(0, stoppedAt);
+    }
+
+    private String giveOutTo(int end) {
+        if (end <= given) {
+            return "";
+        }
+        String out = settled.substring(given, end);
+        given = end;
+        return out;
+    }
+
+    /** The text the window decoding settles with this token. */
+    private String settle(long tokenId, boolean last) {
         if (count == ids.length) {
             ids = Arrays.copyOf(ids, count * 2);
         }

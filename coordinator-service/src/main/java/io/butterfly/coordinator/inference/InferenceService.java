@@ -106,12 +106,13 @@ public class InferenceService {
                 props.maxPromptTokens(), model.config().maxPositions());
         int maxTokens = RequestValidator.maxTokens(request, prompt.size(), props.maxNewTokens(), model.config().maxPositions());
         SamplingParams sampling = RequestValidator.sampling(request);
+        StopSequences stop = RequestValidator.stop(request);
 
         // Resolved before the task is logged: a task that is submitted is always finished or failed, never
         // left open (an open task keeps the system COMPUTING and blocks reassignment).
         List<Endpoint> pipeline = pipeline(state);
         return new AdmittedTask(model, pipeline, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()),
-                admission.admit());
+                stop, admission.admit());
     }
 
     /**
@@ -120,28 +121,26 @@ public class InferenceService {
      */
     public GenerationResult run(AdmittedTask task, TokenListener listener) {
         try (task) {
-            return runTask(task.model(), task.pipeline(), task.prompt(), task.maxTokens(), task.sampling(),
-                    task.ignoreEos(), listener);
+            return runTask(task, listener);
         }
     }
 
     /** Logs the task, runs it, and logs how it ended; its sequence is released on every stage either way. */
-    private GenerationResult runTask(ServedModel model, List<Endpoint> pipeline, List<Long> prompt, int maxTokens,
-                                     SamplingParams sampling, boolean ignoreEos, TokenListener listener) {
+    private GenerationResult runTask(AdmittedTask task, TokenListener listener) {
         String taskId = UUID.randomUUID().toString();
         running.add(taskId);
         try {
-            control.submit(new ClusterCommand.TaskSubmitted(taskId, prompt.size(), props.nodeId(), startedAtMs, clock.millis()));
-            return runSubmitted(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos, listener);
+            control.submit(new ClusterCommand.TaskSubmitted(taskId, task.prompt().size(), props.nodeId(), startedAtMs,
+                    clock.millis()));
+            return runSubmitted(taskId, task, listener);
         } finally {
             running.remove(taskId);
         }
     }
 
-    private GenerationResult runSubmitted(String taskId, ServedModel model, List<Endpoint> pipeline, List<Long> prompt,
-                                          int maxTokens, SamplingParams sampling, boolean ignoreEos, TokenListener listener) {
+    private GenerationResult runSubmitted(String taskId, AdmittedTask task, TokenListener listener) {
         try {
-            GenerationResult result = run(taskId, model, pipeline, prompt, maxTokens, sampling, ignoreEos, listener);
+            GenerationResult result = run(taskId, task, listener);
             control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));
             return result;
         } catch (RuntimeException e) {
@@ -155,14 +154,20 @@ public class InferenceService {
             }
             throw e;
         } finally {
-            release(taskId, pipeline);
+            release(taskId, task.pipeline());
         }
     }
 
-    private GenerationResult run(String taskId, ServedModel model, List<Endpoint> pipeline, List<Long> prompt,
-                                 int maxTokens, SamplingParams sampling, boolean ignoreEos, TokenListener listener) {
-        Sampler sampler = new Sampler(sampling);
-        IncrementalText text = listener == null ? null : new IncrementalText(ids -> model.tokenizer().decode(ids, true));
+    private GenerationResult run(String taskId, AdmittedTask task, TokenListener listener) {
+        ServedModel model = task.model();
+        List<Endpoint> pipeline = task.pipeline();
+        List<Long> prompt = task.prompt();
+        int maxTokens = task.maxTokens();
+        Sampler sampler = new Sampler(task.sampling());
+        // The text is followed token by token only for a listener or stop strings.
+        IncrementalText text = listener == null && task.stop().isEmpty() ? null
+                : new IncrementalText(ids -> model.tokenizer().decode(ids, true), task.stop());
+        boolean stopString = false;
         long epoch = control.state().epoch();
         List<Long> generated = new ArrayList<>();
         List<Double> chosenLogprobs = new ArrayList<>();
@@ -198,15 +203,16 @@ public class InferenceService {
             generated.add((long) choice.tokenId());
             chosenLogprobs.add(choice.logprob());
             top.add(choice.topLogprobs());
-            boolean stop = !ignoreEos && model.config().endsSequence(choice.tokenId());
+            boolean eos = !task.ignoreEos() && model.config().endsSequence(choice.tokenId());
+            IncrementalText.Piece piece = text == null ? null : text.add(choice.tokenId(), eos || step == maxTokens - 1);
+            stopString = piece != null && piece.stopped();
             if (listener != null) {
-                boolean last = stop || step == maxTokens - 1;
-                listener.onToken(new GeneratedToken(taskId, step, choice.tokenId(), text.add(choice.tokenId(), last),
-                        choice.logprob(), choice.topLogprobs()));
+                listener.onToken(new GeneratedToken(taskId, step, choice.tokenId(), piece.text(), choice.logprob(),
+                        choice.topLogprobs()));
             }
             position += input.length;
             input = new long[]{choice.tokenId()};
-            if (stop) {
+            if (eos || stopString) {
                 finish = "stop";
                 break;
             }
@@ -215,7 +221,8 @@ public class InferenceService {
         double ttftMs = (firstToken - start) / 1e6;
         double decodeSeconds = (end - firstToken) / 1e9;
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
-        String whole = model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
+        String whole = stopString ? text.textBeforeStop()
+                : model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
         return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, whole, finish,
                 chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
                 pipelineNanos / 1e6, samplingNanos / 1e6);

@@ -8,6 +8,9 @@ public final class RequestValidator {
 
     public static final int DEFAULT_MAX_TOKENS = 16;
     public static final int MAX_LOGPROBS = 20;
+    /** As OpenAI's completions API allows. */
+    public static final int MAX_STOP_SEQUENCES = 4;
+    public static final int MAX_STOP_CHARS = 256;
 
     private RequestValidator() {
     }
@@ -91,5 +94,24 @@ public final class RequestValidator {
         }
         long seed = r.seed() == null ? 0L : r.seed();
         return new SamplingParams(temperature, topP, seed, logprobs);
+    }
+
+    /** Stop strings: at most {@value #MAX_STOP_SEQUENCES}, each non-empty and at most {@value #MAX_STOP_CHARS} characters. */
+    public static StopSequences stop(GenerationRequest r) {
+        if (r.stop() == null) {
+            return StopSequences.NONE;
+        }
+        if (r.stop().size() > MAX_STOP_SEQUENCES) {
+            throw new InvalidRequestException("stop", "stop has " + r.stop().size() + " strings, more than the "
+                    + MAX_STOP_SEQUENCES + " allowed");
+        }
+        for (int i = 0; i < r.stop().size(); i++) {
+            String s = r.stop().get(i);
+            if (s == null || s.isEmpty() || s.length() > MAX_STOP_CHARS) {
+                throw new InvalidRequestException("stop[" + i + "]", "a stop string must have 1 to " + MAX_STOP_CHARS
+                        + " characters, got " + (s == null ? "null" : s.length()));
+            }
+        }
+        return new StopSequences(r.stop());
     }
 }

@@ -49,19 +49,19 @@ class IncrementalTextTest {
     void aCharacterSplitOverTokensIsGivenOutWhenItsLastByteArrives() {
         long[] ids = encode("✓"); // three UTF-8 bytes, no merge for them in this vocabulary
         assertThat(ids).hasSize(3);
-        IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
-        assertThat(text.add(ids[0], false)).isEmpty();
-        assertThat(text.add(ids[1], false)).isEmpty();
-        assertThat(text.add(ids[2], false)).isEqualTo("✓");
+        IncrementalText text = new IncrementalText(IncrementalTextTest::decode, StopSequences.NONE);
+        assertThat(text.add(ids[0], false).text()).isEmpty();
+        assertThat(text.add(ids[1], false).text()).isEmpty();
+        assertThat(text.add(ids[2], false).text()).isEqualTo("✓");
     }
 
     @Test
     void theLastTokenGivesOutWhatWasHeldBackAsTheWholeTextHasIt() {
         long[] ids = encode("a✓");
-        IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
-        assertThat(text.add(ids[0], false)).isEqualTo("a");
-        assertThat(text.add(ids[1], false)).isEmpty();
-        String rest = text.add(ids[2], true); // the generation stops inside the character
+        IncrementalText text = new IncrementalText(IncrementalTextTest::decode, StopSequences.NONE);
+        assertThat(text.add(ids[0], false).text()).isEqualTo("a");
+        assertThat(text.add(ids[1], false).text()).isEmpty();
+        String rest = text.add(ids[2], true).text(); // the generation stops inside the character
         assertThat("a" + rest).isEqualTo(decode(new long[] {ids[0], ids[1], ids[2]})).endsWith("\uFFFD");
     }
 
@@ -79,10 +79,10 @@ class IncrementalTextTest {
                 sb.append(pieces[(int) id].replace('▁', ' '));
             }
             return sb.length() > 0 && sb.charAt(0) == ' ' ? sb.substring(1) : sb.toString();
-        });
+        }, StopSequences.NONE);
         List<String> out = new ArrayList<>();
         for (int i = 0; i < pieces.length; i++) {
-            out.add(text.add(i, i == pieces.length - 1));
+            out.add(text.add(i, i == pieces.length - 1).text());
         }
         assertThat(out).containsExactly("the", " butter", "fly", " effect");
     }
@@ -99,10 +99,10 @@ class IncrementalTextTest {
                 s.append(alphabet[random.nextInt(alphabet.length)]);
             }
             long[] ids = encode(s.toString());
-            IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
+            IncrementalText text = new IncrementalText(IncrementalTextTest::decode, StopSequences.NONE);
             List<String> pieces = new ArrayList<>();
             for (int i = 0; i < ids.length; i++) {
-                pieces.add(text.add(ids[i], i == ids.length - 1));
+                pieces.add(text.add(ids[i], i == ids.length - 1).text());
             }
             assertThat(String.join("", pieces)).as("text %s, ids %s", s, ids).isEqualTo(decode(ids));
             assertThat(pieces).noneMatch(p -> p.contains("\uFFFD"));
@@ -117,18 +117,89 @@ class IncrementalTextTest {
     void randomIdsNeverGiveOutHalfACharacterBeforeTheEnd() {
         Random random = new Random(11);
         for (int trial = 0; trial < 200; trial++) {
-            IncrementalText text = new IncrementalText(IncrementalTextTest::decode);
+            IncrementalText text = new IncrementalText(IncrementalTextTest::decode, StopSequences.NONE);
             long[] ids = random.longs(1 + random.nextInt(20), 3, CONFIG.vocabSize()).toArray();
             StringBuilder out = new StringBuilder();
             for (int i = 0; i < ids.length; i++) {
                 boolean last = i == ids.length - 1;
-                String piece = text.add(ids[i], last);
+                String piece = text.add(ids[i], last).text();
                 if (!last) {
                     assertThat(piece).doesNotEndWith("\uFFFD");
                 }
                 out.append(piece);
             }
             assertThat(out).as("ids %s", ids).hasToString(decode(ids));
+        }
+    }
+
+    /** A decoder of fixed pieces, token i decoding to {@code pieces[i]}, for the stop-string cases. */
+    private static IncrementalText over(String[] pieces, String... stop) {
+        return new IncrementalText(ids -> {
+            StringBuilder sb = new StringBuilder();
+            for (long id : ids) {
+                sb.append(pieces[(int) id]);
+            }
+            return sb.toString();
+        }, new StopSequences(List.of(stop)));
+    }
+
+    @Test
+    void aStopStringIsHeldBackWhileItFormsAndEndsTheTextBeforeIt() {
+        String[] pieces = {"Hel", "lo", " wor", "ld", "!"};
+        IncrementalText text = over(pieces, "world");
+        assertThat(text.add(0, false)).isEqualTo(new IncrementalText.Piece("Hel", false));
+        assertThat(text.add(1, false)).isEqualTo(new IncrementalText.Piece("lo", false));
+        assertThat(text.add(2, false)).isEqualTo(new IncrementalText.Piece(" ", false)); // "wor" may begin "world"
+        assertThat(text.add(3, false)).isEqualTo(new IncrementalText.Piece("", true));
+        assertThat(text.textBeforeStop()).isEqualTo("Hello ");
+    }
+
+    @Test
+    void textThatTurnsOutNotToBeAStopStringIsGivenOut() {
+        IncrementalText text = over(new String[] {"w", "o", "r", "wo"}, "wow");
+        assertThat(text.add(0, false).text()).isEmpty();
+        assertThat(text.add(1, false).text()).isEmpty();
+        assertThat(text.add(2, false).text()).isEqualTo("wor");
+        assertThat(text.add(3, true)).isEqualTo(new IncrementalText.Piece("wo", false)); // the last token gives all
+    }
+
+    @Test
+    void theEarliestOfSeveralStopStringsEndsTheText() {
+        IncrementalText text = over(new String[] {"a", "bc. x", "yz"}, "xyz", ".");
+        text.add(0, false);
+        IncrementalText.Piece piece = text.add(1, false);
+        assertThat(piece).isEqualTo(new IncrementalText.Piece("bc", true));
+        assertThat(text.textBeforeStop()).isEqualTo("abc");
+    }
+
+    /**
+     * Property: over random text and stop strings, the pieces join to the text before the first stop string when one
+     * occurs (and to the whole text otherwise), and nothing past a stop string's start is ever given out.
+     */
+    @Test
+    void piecesNeverPassTheFirstStopString() {
+        String[] alphabet = {"a", "b", "ab", " ", "ba", "é", "✓"};
+        Random random = new Random(3);
+        for (int trial = 0; trial < 500; trial++) {
+            String[] pieces = new String[1 + random.nextInt(12)];
+            for (int i = 0; i < pieces.length; i++) {
+                pieces[i] = alphabet[random.nextInt(alphabet.length)];
+            }
+            String whole = String.join("", pieces);
+            String stop = whole.length() > 2 && random.nextBoolean()
+                    ? whole.substring(random.nextInt(whole.length() - 1)).substring(0, 2) : "b a";
+            IncrementalText text = over(pieces, stop);
+            StringBuilder out = new StringBuilder();
+            boolean stopped = false;
+            for (int i = 0; i < pieces.length && !stopped; i++) {
+                IncrementalText.Piece p = text.add(i, i == pieces.length - 1);
+                out.append(p.text());
+                stopped = p.stopped();
+            }
+            int at = whole.indexOf(stop);
+            assertThat(stopped).as("pieces %s, stop '%s'", List.of(pieces), stop).isEqualTo(at >= 0);
+            assertThat(out).as("pieces %s, stop '%s'", List.of(pieces), stop)
+                    .hasToString(at >= 0 ? whole.substring(0, at) : whole);
         }
     }
 }

@@ -91,6 +91,38 @@ class StreamedGenerationTest {
     }
 
     @Test
+    void aStopStringEndsTheGenerationAndIsLeftOutOfItsText() {
+        InferenceService service = service(4);
+        List<GeneratedToken> told = new ArrayList<>();
+        GenerationRequest stopAtMark = new GenerationRequest(null, List.of(1L, 17L), script.length + 5, 0.0, null, null,
+                null, true, List.of("✓"));
+        GenerationResult result = service.run(service.admit(stopAtMark), told::add);
+
+        assertThat(result.finishReason()).isEqualTo("stop");
+        assertThat(result.text()).isEqualTo("the");
+        // The tokens that formed the stop string are the answer's last ones.
+        assertThat(result.tokenIds()).containsExactly(java.util.Arrays.stream(script).boxed().toArray(Long[]::new));
+        assertThat(told.stream().map(GeneratedToken::text).reduce("", String::concat)).isEqualTo("the");
+        assertThat(control.state().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
+        // Without a listener the same.
+        GenerationResult plain = service.generate(stopAtMark);
+        assertThat(plain.text()).isEqualTo("the");
+        assertThat(plain.tokenIds()).isEqualTo(result.tokenIds());
+    }
+
+    @Test
+    void stopStringsAreChecked() {
+        InferenceService service = service(4);
+        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                List.of("a", "")))).isInstanceOfSatisfying(InvalidRequestException.class,
+                e -> assertThat(e.field()).isEqualTo("stop[1]"));
+        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                List.of("a", "b", "c", "d", "e")))).isInstanceOfSatisfying(InvalidRequestException.class,
+                e -> assertThat(e.field()).isEqualTo("stop"));
+        assertThat(control.state().tasks()).isEmpty();
+    }
+
+    @Test
     void aListenerThatGivesUpEndsTheTaskAsFailedAndFreesItsPlace() {
         InferenceService service = service(1);
         AtomicInteger told = new AtomicInteger();

@@ -22,13 +22,13 @@ public final class ButterflyCli {
 
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
     private static final String GENERATE_USAGE =
-            "usage: generate TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--logprobs K] [--json | --stream]";
+            "usage: generate TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--logprobs K] [--stop STR] [--json | --stream]";
     /** The options each command accepts; anything else is a usage error. */
     private static final Map<String, Args.Spec> COMMANDS = Map.of(
             "wait-ready", new Args.Spec("wait-ready", Set.of("url", "timeout"), Set.of()),
             "status", new Args.Spec("status", Set.of("url"), Set.of()),
             "generate", new Args.Spec("generate",
-                    Set.of("url", "max-tokens", "temperature", "top-p", "seed", "logprobs", "compare-whole", "threads"),
+                    Set.of("url", "max-tokens", "temperature", "top-p", "seed", "logprobs", "stop", "compare-whole", "threads"),
                     Set.of("json", "stream")));
 
     private final PrintStream out;
@@ -171,6 +171,9 @@ public final class ButterflyCli {
         int logprobs = a.intOption("logprobs", 0);
         if (a.has("logprobs")) {
             body.put("logprobs", logprobs);
+        }
+        if (a.has("stop")) {
+            body.put("stop", List.of(a.option("stop", "")));
         }
         Path wholeModel = a.has("compare-whole") ? Path.of(a.option("compare-whole", "")) : null;
         if (wholeModel != null && a.has("json")) {

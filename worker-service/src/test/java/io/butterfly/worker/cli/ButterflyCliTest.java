@@ -157,6 +157,14 @@ class ButterflyCliTest {
     }
 
     @Test
+    void stopIsSentAsAListOfOneString() throws Exception {
+        assertThat(run("generate", "hi", "--stop", "\n\n")).as(err.toString()).isZero();
+        JsonNode sent = JsonMapper.builder().build().readTree(requestBody);
+        assertThat(sent.path("stop").isArray()).isTrue();
+        assertThat(sent.path("stop").get(0).asString()).isEqualTo("\n\n");
+    }
+
+    @Test
     void streamAndJsonTogetherAreAUsageError() throws Exception {
         assertThat(run("generate", "hi", "--stream", "--json")).isEqualTo(2);
         assertThat(requestBody).isNull();

@@ -39,10 +39,11 @@ public class InferenceController {
                        @JsonProperty("top_p") Double topP,
                        Long seed,
                        Integer logprobs,
-                       @JsonProperty("ignore_eos") Boolean ignoreEos) {
+                       @JsonProperty("ignore_eos") Boolean ignoreEos,
+                       List<String> stop) {
 
         GenerationRequest request() {
-            return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, seed, logprobs, ignoreEos);
+            return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, seed, logprobs, ignoreEos, stop);
         }
 
         boolean withLogprobs() {
