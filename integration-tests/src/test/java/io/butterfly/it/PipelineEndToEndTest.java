@@ -177,11 +177,14 @@ class PipelineEndToEndTest {
         String stop = text.substring(k, k + 2);
         String withStop = request.formatted(", \"stop\": [" + LocalCluster.JSON.writeValueAsString(stop) + "]");
 
-        JsonNode r = cluster.post("/api/v1/inference", withStop).json();
+        // One string as well as a list, as OpenAI's API takes it.
+        JsonNode r = cluster.post("/api/v1/inference",
+                request.formatted(", \"stop\": " + LocalCluster.JSON.writeValueAsString(stop))).json();
         assertThat(r.path("finish_reason").asString()).isEqualTo("stop");
         assertThat(r.path("text").asString()).isEqualTo(text.substring(0, text.indexOf(stop)));
         List<Long> ids = longs(r.path("token_ids"));
         assertThat(ids).isNotEmpty().isEqualTo(longs(full.path("token_ids")).subList(0, ids.size()));
+        assertThat(ids.size()).as("no token after the one completing the stop string").isLessThan(16);
 
         LocalCluster.Reply streamed = cluster.post("/api/v1/inference/stream", withStop, "text/event-stream");
         StringBuilder joined = new StringBuilder();
@@ -220,7 +223,7 @@ class PipelineEndToEndTest {
             {"prompt": 123}                                    | prompt
             {"token_ids": [1, "2"]}                            | token_ids[1]
             {"prompt": "hi", "stop": [""]}                     | stop[0]
-            {"prompt": "hi", "stop": "x"}                      | stop
+            {"prompt": "hi", "stop": 7}                        | stop
             """)
     void badInputIsA400ProblemNamingTheField(String json, String field) throws Exception {
         LocalCluster.Reply r = cluster.post("/api/v1/inference", json);

@@ -34,8 +34,13 @@ final class IncrementalText {
     private final StringBuilder settled = new StringBuilder();
     /** How much of {@link #settled} has been given out. */
     private int given;
-    /** Where in the settled text a stop string begins, once one has; -1 before. */
-    private int stoppedAt = -1;
+    /** The text before the stop string that ended the generation, once one has; null before. */
+    private String beforeStop;
+    /**
+     * Text the window holds back because it ends inside a character, without the U+FFFD of its unfinished end: a stop
+     * string can be complete in it (then the generation ends at this token, not whenever the character completes).
+     */
+    private String unsettled = "";
 
     /** @param decoder token ids to text, as the whole generation's text is decoded */
     IncrementalText(Function<long[], String> decoder, StopSequences stops) {
@@ -49,15 +54,19 @@ final class IncrementalText {
      * bytes decode as U+FFFD there, as they do in the whole generation's text), so the pieces join to that text.
      */
     Piece add(long tokenId, boolean last) {
-        if (stoppedAt >= 0) {
+        if (beforeStop != null) {
             throw new IllegalStateException("a stop string already ended the generation");
         }
         int before = settled.length();
         settled.append(settle(tokenId, last));
-        int stop = stops.isEmpty() ? -1 : stops.find(settled.toString(), before);
+        String seen = settled + unsettled;
+        int stop = stops.isEmpty() ? -1 : stops.find(seen, before);
         if (stop >= 0) {
-            stoppedAt = Math.max(given, stop);
-            return new Piece(giveOutTo(stoppedAt), true);
+            // Nothing from a possible stop string's start on was given out (pendingPrefix), so stop >= given.
+            beforeStop = seen.substring(0, Math.max(given, stop));
+            String out = beforeStop.substring(given);
+            given = beforeStop.length();
+            return new Piece(out, true);
         }
         int release = last || stops.isEmpty() ? settled.length() : settled.length() - stops.pendingPrefix(settled.toString());
         return new Piece(giveOutTo(release), false);
@@ -65,10 +74,10 @@ final class IncrementalText {
 
     /** The generation's text up to the stop string that ended it (only once one has). */
     String textBeforeStop() {
-        if (stoppedAt < 0) {
+        if (beforeStop == null) {
             throw new IllegalStateException("no stop string ended the generation");
         }
-        return settled.substring(0, stoppedAt);
+        return beforeStop;
     }
 
     private String giveOutTo(int end) {
@@ -91,8 +100,14 @@ final class IncrementalText {
         if (text.length() > prefix.length() && (last || !text.endsWith("\uFFFD"))) {
             prefixOffset = readOffset;
             readOffset = count;
+            unsettled = "";
             return text.substring(prefix.length());
         }
+        int end = text.length();
+        while (end > prefix.length() && text.charAt(end - 1) == '\uFFFD') {
+            end--;
+        }
+        unsettled = end > prefix.length() ? text.substring(prefix.length(), end) : "";
         return "";
     }
 }

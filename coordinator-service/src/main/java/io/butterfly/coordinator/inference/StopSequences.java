@@ -20,16 +20,21 @@ public final class StopSequences {
         return strings.isEmpty();
     }
 
-    /** Where the earliest stop string in {@code text} begins, looking only at matches ending after {@code from}; -1 if none. */
+    /**
+     * Where the stop string that {@code text} first contains begins: of the matches ending after {@code from}, the one
+     * that ends first (so the answer does not depend on how tokens split the text), the longer on a tie; -1 if none.
+     */
     int find(String text, int from) {
-        int first = -1;
+        int start = -1;
+        int end = Integer.MAX_VALUE;
         for (String s : strings) {
             int i = text.indexOf(s, Math.max(0, from - s.length() + 1));
-            if (i >= 0 && (first < 0 || i < first)) {
-                first = i;
+            if (i >= 0 && (i + s.length() < end || i + s.length() == end && i < start)) {
+                start = i;
+                end = i + s.length();
             }
         }
-        return first;
+        return start;
     }
 
     /** The length of the longest end of {@code text} that a stop string begins with (text a later token may complete). */

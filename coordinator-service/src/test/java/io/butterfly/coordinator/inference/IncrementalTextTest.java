@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -172,6 +175,47 @@ class IncrementalTextTest {
         assertThat(text.textBeforeStop()).isEqualTo("abc");
     }
 
+    /** The stop string that is complete first wins, however the tokens split the text: "bc" ends before "abcde" does. */
+    @Test
+    void theStopStringCompleteFirstWinsWhateverTheTokens() {
+        for (String[] pieces : new String[][] {{"a", "bcde"}, {"a", "bc", "de"}, {"abcde"}, {"ab", "c", "d", "e"}}) {
+            IncrementalText text = over(pieces, "abcde", "bc");
+            StringBuilder out = new StringBuilder();
+            boolean stopped = false;
+            for (int i = 0; i < pieces.length && !stopped; i++) {
+                IncrementalText.Piece p = text.add(i, i == pieces.length - 1);
+                out.append(p.text());
+                stopped = p.stopped();
+            }
+            assertThat(stopped).isTrue();
+            assertThat(text.textBeforeStop()).as(List.of(pieces).toString()).isEqualTo("a");
+            assertThat(out).hasToString("a");
+        }
+    }
+
+    /** A stop string complete before a character the token leaves unfinished ends the generation at that token. */
+    @Test
+    void aStopStringBeforeAnUnfinishedCharacterEndsTheGenerationAtOnce() {
+        byte[] check = "✓".getBytes(StandardCharsets.UTF_8);
+        byte[][] tokens = {concat("ax".getBytes(StandardCharsets.UTF_8), new byte[] {check[0]}),
+                concat(new byte[] {check[1], check[2]}, "z".getBytes(StandardCharsets.UTF_8))};
+        IncrementalText text = new IncrementalText(ids -> {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            for (long id : ids) {
+                bytes.writeBytes(tokens[(int) id]);
+            }
+            return bytes.toString(StandardCharsets.UTF_8); // malformed input decodes as U+FFFD, as a byte-level BPE's
+        }, new StopSequences(List.of("x")));
+        assertThat(text.add(0, false)).isEqualTo(new IncrementalText.Piece("a", true));
+        assertThat(text.textBeforeStop()).isEqualTo("a");
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
     /**
      * Property: over random text and stop strings, the pieces join to the text before the first stop string when one
      * occurs (and to the whole text otherwise), and nothing past a stop string's start is ever given out.
@@ -186,9 +230,13 @@ class IncrementalTextTest {
                 pieces[i] = alphabet[random.nextInt(alphabet.length)];
             }
             String whole = String.join("", pieces);
-            String stop = whole.length() > 2 && random.nextBoolean()
-                    ? whole.substring(random.nextInt(whole.length() - 1)).substring(0, 2) : "b a";
-            IncrementalText text = over(pieces, stop);
+            String[] stops = new String[1 + random.nextInt(3)];
+            for (int j = 0; j < stops.length; j++) { // mostly taken from the text, of 1 to 4 characters
+                int from = random.nextInt(whole.length());
+                stops[j] = random.nextInt(4) == 0 ? "b a"
+                        : whole.substring(from, Math.min(whole.length(), from + 1 + random.nextInt(4)));
+            }
+            IncrementalText text = over(pieces, stops);
             StringBuilder out = new StringBuilder();
             boolean stopped = false;
             for (int i = 0; i < pieces.length && !stopped; i++) {
@@ -196,10 +244,19 @@ class IncrementalTextTest {
                 out.append(p.text());
                 stopped = p.stopped();
             }
-            int at = whole.indexOf(stop);
-            assertThat(stopped).as("pieces %s, stop '%s'", List.of(pieces), stop).isEqualTo(at >= 0);
-            assertThat(out).as("pieces %s, stop '%s'", List.of(pieces), stop)
-                    .hasToString(at >= 0 ? whole.substring(0, at) : whole);
+            // Independently: the stop string whose end comes first in the whole text (the longer on a tie).
+            int at = -1;
+            int end = Integer.MAX_VALUE;
+            for (String stop : stops) {
+                int i = whole.indexOf(stop);
+                if (i >= 0 && (i + stop.length() < end || i + stop.length() == end && i < at)) {
+                    at = i;
+                    end = i + stop.length();
+                }
+            }
+            String why = "pieces " + List.of(pieces) + ", stops " + List.of(stops);
+            assertThat(stopped).as(why).isEqualTo(at >= 0);
+            assertThat(out).as(why).hasToString(at >= 0 ? whole.substring(0, at) : whole);
         }
     }
 }

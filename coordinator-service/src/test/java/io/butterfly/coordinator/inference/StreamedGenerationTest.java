@@ -110,6 +110,22 @@ class StreamedGenerationTest {
         assertThat(plain.tokenIds()).isEqualTo(result.tokenIds());
     }
 
+    /** A stop string across tokens: its first part is held back, never told, and the text ends before it. */
+    @Test
+    void aStopStringAcrossTokensIsNeverTold() {
+        InferenceService service = service(4);
+        String whole = tokenizer.decode(script, true); // "the✓"
+        String stop = whole.substring(whole.length() - 2); // "e✓": "e" ends the word token, "✓" takes three more
+        List<GeneratedToken> told = new ArrayList<>();
+        GenerationResult result = service.run(service.admit(new GenerationRequest(null, List.of(1L, 17L),
+                script.length + 5, 0.0, null, null, null, true, List.of(stop))), told::add);
+        String expected = whole.substring(0, whole.length() - 2);
+        assertThat(result.text()).isEqualTo(expected);
+        assertThat(result.finishReason()).isEqualTo("stop");
+        assertThat(told.stream().map(GeneratedToken::text).reduce("", String::concat)).isEqualTo(expected);
+        assertThat(told).noneMatch(t -> t.text().contains("e"));
+    }
+
     @Test
     void stopStringsAreChecked() {
         InferenceService service = service(4);
@@ -119,6 +135,12 @@ class StreamedGenerationTest {
         assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
                 List.of("a", "b", "c", "d", "e")))).isInstanceOfSatisfying(InvalidRequestException.class,
                 e -> assertThat(e.field()).isEqualTo("stop"));
+        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                List.of("x".repeat(257))))).isInstanceOfSatisfying(InvalidRequestException.class,
+                e -> assertThat(e.field()).isEqualTo("stop[0]"));
+        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                java.util.Arrays.asList("a", null)))).isInstanceOfSatisfying(InvalidRequestException.class,
+                e -> assertThat(e.field()).isEqualTo("stop[1]"));
         assertThat(control.state().tasks()).isEmpty();
     }
 

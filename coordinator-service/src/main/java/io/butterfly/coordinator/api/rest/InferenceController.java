@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.rest;
 
+import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
@@ -40,7 +41,8 @@ public class InferenceController {
                        Long seed,
                        Integer logprobs,
                        @JsonProperty("ignore_eos") Boolean ignoreEos,
-                       List<String> stop) {
+                       // one string or a list, as OpenAI's API takes it
+                       @JsonFormat(with = JsonFormat.Feature.ACCEPT_SINGLE_VALUE_AS_ARRAY) List<String> stop) {
 
         GenerationRequest request() {
             return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, seed, logprobs, ignoreEos, stop);
