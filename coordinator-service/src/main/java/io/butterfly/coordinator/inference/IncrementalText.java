@@ -59,8 +59,11 @@ final class IncrementalText {
         }
         int before = settled.length();
         settled.append(settle(tokenId, last));
+        if (stops.isEmpty()) {
+            return new Piece(giveOutTo(settled.length()), false);
+        }
         String seen = settled + unsettled;
-        int stop = stops.isEmpty() ? -1 : stops.find(seen, before);
+        int stop = stops.find(seen, before);
         if (stop >= 0) {
             // Nothing from a possible stop string's start on was given out (pendingPrefix), so stop >= given.
             beforeStop = seen.substring(0, Math.max(given, stop));
@@ -68,7 +71,7 @@ final class IncrementalText {
             given = beforeStop.length();
             return new Piece(out, true);
         }
-        int release = last || stops.isEmpty() ? settled.length() : settled.length() - stops.pendingPrefix(settled.toString());
+        int release = last ? settled.length() : settled.length() - stops.pendingPrefix(seen.substring(0, settled.length()));
         return new Piece(giveOutTo(release), false);
     }
 

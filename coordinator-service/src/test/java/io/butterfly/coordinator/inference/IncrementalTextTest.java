@@ -181,12 +181,7 @@ class IncrementalTextTest {
         for (String[] pieces : new String[][] {{"a", "bcde"}, {"a", "bc", "de"}, {"abcde"}, {"ab", "c", "d", "e"}}) {
             IncrementalText text = over(pieces, "abcde", "bc");
             StringBuilder out = new StringBuilder();
-            boolean stopped = false;
-            for (int i = 0; i < pieces.length && !stopped; i++) {
-                IncrementalText.Piece p = text.add(i, i == pieces.length - 1);
-                out.append(p.text());
-                stopped = p.stopped();
-            }
+            boolean stopped = feed(text, pieces.length, out);
             assertThat(stopped).isTrue();
             assertThat(text.textBeforeStop()).as(List.of(pieces).toString()).isEqualTo("a");
             assertThat(out).hasToString("a");
@@ -208,6 +203,18 @@ class IncrementalTextTest {
         }, new StopSequences(List.of("x")));
         assertThat(text.add(0, false)).isEqualTo(new IncrementalText.Piece("a", true));
         assertThat(text.textBeforeStop()).isEqualTo("a");
+    }
+
+    /** Adds tokens 0..count-1 (the last marked so) until one stops the text; appends what they give out to {@code out}. */
+    private static boolean feed(IncrementalText text, int count, StringBuilder out) {
+        for (int i = 0; i < count; i++) {
+            IncrementalText.Piece p = text.add(i, i == count - 1);
+            out.append(p.text());
+            if (p.stopped()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static byte[] concat(byte[] a, byte[] b) {
@@ -238,12 +245,7 @@ class IncrementalTextTest {
             }
             IncrementalText text = over(pieces, stops);
             StringBuilder out = new StringBuilder();
-            boolean stopped = false;
-            for (int i = 0; i < pieces.length && !stopped; i++) {
-                IncrementalText.Piece p = text.add(i, i == pieces.length - 1);
-                out.append(p.text());
-                stopped = p.stopped();
-            }
+            boolean stopped = feed(text, pieces.length, out);
             // Independently: the stop string whose end comes first in the whole text (the longer on a tie).
             int at = -1;
             int end = Integer.MAX_VALUE;

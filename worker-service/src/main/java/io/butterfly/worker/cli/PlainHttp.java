@@ -30,16 +30,7 @@ final class PlainHttp {
     }
 
     static Response postJson(String url, String json, Duration timeout) throws IOException {
-        HttpURLConnection c = open(url, timeout);
-        c.setRequestMethod("POST");
-        c.setRequestProperty("Content-Type", "application/json");
-        c.setDoOutput(true);
-        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
-        c.setFixedLengthStreamingMode(bytes.length);
-        try (OutputStream out = c.getOutputStream()) {
-            out.write(bytes);
-        }
-        return exchange(c);
+        return exchange(post(url, json, "*/*", timeout));
     }
 
     /** Receives each server-sent event of a stream as it arrives: its name and its data. */
@@ -53,16 +44,7 @@ final class PlainHttp {
      * text/event-stream format has them: {@code event:} and {@code data:} fields, a blank line ending each.
      */
     static Response postForEvents(String url, String json, Duration timeout, EventHandler handler) throws IOException {
-        HttpURLConnection c = open(url, timeout);
-        c.setRequestMethod("POST");
-        c.setRequestProperty("Content-Type", "application/json");
-        c.setRequestProperty("Accept", "text/event-stream");
-        c.setDoOutput(true);
-        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
-        c.setFixedLengthStreamingMode(bytes.length);
-        try (OutputStream out = c.getOutputStream()) {
-            out.write(bytes);
-        }
+        HttpURLConnection c = post(url, json, "text/event-stream", timeout);
         if (c.getResponseCode() != 200) {
             return exchange(c);
         }
@@ -84,6 +66,21 @@ final class PlainHttp {
             }
         }
         return new Response(200, "");
+    }
+
+    /** Sends a JSON body by POST, accepting {@code accept}; the answer is read from the returned connection. */
+    private static HttpURLConnection post(String url, String json, String accept, Duration timeout) throws IOException {
+        HttpURLConnection c = open(url, timeout);
+        c.setRequestMethod("POST");
+        c.setRequestProperty("Content-Type", "application/json");
+        c.setRequestProperty("Accept", accept);
+        c.setDoOutput(true);
+        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+        c.setFixedLengthStreamingMode(bytes.length);
+        try (OutputStream out = c.getOutputStream()) {
+            out.write(bytes);
+        }
+        return c;
     }
 
     private static HttpURLConnection open(String url, Duration timeout) throws IOException {
