@@ -378,6 +378,89 @@ class PipelineEndToEndTest {
         }
     }
 
+    /** OpenAI's completions API, as its client libraries call it, over the same cluster and the same tokens. */
+    @Nested
+    class OpenAiCompletions {
+
+        @Test
+        void aCompletionHasTheNativeAnswersTokens() throws Exception {
+            JsonNode native_ = cluster.post("/api/v1/inference", """
+                    {"token_ids": [1, 17, 230, 5], "max_tokens": 10, "temperature": 0.7, "seed": 11, "logprobs": 2}
+                    """).json();
+            LocalCluster.Reply r = cluster.post("/v1/completions", """
+                    {"model": "tiny-llama", "prompt": [1, 17, 230, 5], "max_tokens": 10, "temperature": 0.7, "seed": 11,
+                     "logprobs": 2, "n": 1, "presence_penalty": 0, "user": "it"}
+                    """);
+            assertThat(r.status()).as(r.body()).isEqualTo(200);
+            assertThat(r.contentType()).startsWith("application/json");
+            JsonNode c = r.json();
+            assertThat(c.path("object").asString()).isEqualTo("text_completion");
+            assertThat(c.path("model").asString()).isEqualTo("tiny-llama");
+            JsonNode choice = c.path("choices").get(0);
+            assertThat(choice.path("text").asString()).isEqualTo(native_.path("text").asString());
+            assertThat(choice.path("finish_reason").asString()).isEqualTo(native_.path("finish_reason").asString());
+            assertThat(doubles(choice.path("logprobs").path("token_logprobs")))
+                    .isEqualTo(doubles(native_.path("token_logprobs")));
+            assertThat(c.path("usage")).isEqualTo(native_.path("usage"));
+            String taskId = c.path("id").asString().replaceFirst("^cmpl-", "");
+            assertThat(cluster.get("/api/v1/tasks/" + taskId + "/state").json().path("state").asString())
+                    .isEqualTo("COMPLETED");
+        }
+
+        @Test
+        void aStreamedCompletionJoinsToTheWholeOne() throws Exception {
+            String body = """
+                    {"prompt": "The butterfly", "max_tokens": 12, "temperature": 0, "stream": %s}
+                    """;
+            JsonNode whole = cluster.post("/v1/completions", body.formatted("false")).json();
+            LocalCluster.Reply r = cluster.post("/v1/completions", body.formatted("true"), "text/event-stream");
+            assertThat(r.status()).as(r.body()).isEqualTo(200);
+            assertThat(r.contentType()).startsWith("text/event-stream");
+            List<String[]> events = Streaming.events(r.body());
+            assertThat(events).extracting(e -> e[0]).containsOnly("message"); // unnamed events, as OpenAI's
+            assertThat(events).extracting(e -> e[1]).last().isEqualTo("[DONE]");
+            StringBuilder text = new StringBuilder();
+            String finish = null;
+            for (String[] e : events.subList(0, events.size() - 1)) {
+                JsonNode choice = LocalCluster.JSON.readTree(e[1]).path("choices").get(0);
+                text.append(choice.path("text").asString());
+                finish = choice.path("finish_reason").isNull() ? finish : choice.path("finish_reason").asString();
+            }
+            assertThat(text).hasToString(whole.path("choices").get(0).path("text").asString());
+            assertThat(finish).isEqualTo(whole.path("choices").get(0).path("finish_reason").asString());
+        }
+
+        @Test
+        void modelsListTheServedOne() throws Exception {
+            JsonNode models = cluster.get("/v1/models").json();
+            assertThat(models.path("data")).hasSize(1);
+            assertThat(models.path("data").get(0).path("id").asString()).isEqualTo("tiny-llama");
+            assertThat(models.path("data").get(0).path("merkle_root").asString())
+                    .isEqualTo(cluster.get("/api/v1/system/state").json().path("merkle_root").asString());
+        }
+
+        @ParameterizedTest
+        @CsvSource(delimiter = '|', textBlock = """
+                {"prompt": "hi", "n": 3}                         | 400 | n
+                {"prompt": "hi", "max_token": 3}                 | 400 | max_token
+                {"prompt": "hi", "max_tokens": "3"}              | 400 | max_tokens
+                {"prompt": [[1, 2], [3, 4]]}                     | 400 | prompt
+                {"prompt": [1, 2, 512]}                          | 400 | prompt[2]
+                {"prompt": "hi"                                  | 400 | body
+                {"model": "gpt-3.5-turbo-instruct", "prompt": "hi"} | 404 | model
+                """)
+        void badRequestsNameTheFieldForBothKindsOfClient(String body, int status, String field) throws Exception {
+            LocalCluster.Reply r = cluster.post("/v1/completions", body);
+            assertThat(r.status()).as(r.body()).isEqualTo(status);
+            assertThat(r.contentType()).startsWith("application/problem+json");
+            JsonNode problem = r.json();
+            assertThat(problem.path("field").asString()).isEqualTo(field);
+            assertThat(problem.path("error").path("param").asString()).isEqualTo(field);
+            assertThat(problem.path("error").path("message").asString()).isEqualTo(problem.path("detail").asString());
+            assertThat(problem.path("error").path("type").asString()).isEqualTo("invalid_request_error");
+        }
+    }
+
     private static List<Long> longs(JsonNode array) {
         List<Long> out = new ArrayList<>();
         array.forEach(n -> out.add(n.asLong()));

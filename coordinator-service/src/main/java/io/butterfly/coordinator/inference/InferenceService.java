@@ -80,6 +80,18 @@ public class InferenceService {
         return running.contains(taskId);
     }
 
+    /** The model the cluster serves now, or {@link NotServingException} while it serves none. */
+    public ServedModel servedModel() {
+        return servedModel(control.state());
+    }
+
+    private ServedModel servedModel(ClusterState state) {
+        if (state.merkleRoot() == null) {
+            throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
+        }
+        return catalog.servedFor(state.merkleRoot());
+    }
+
     /** Runs a generation and answers when it is complete. */
     public GenerationResult generate(GenerationRequest request) {
         return run(admit(request), null);
@@ -92,10 +104,7 @@ public class InferenceService {
     public AdmittedTask admit(GenerationRequest request) {
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
-        if (state.merkleRoot() == null) {
-            throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
-        }
-        ServedModel model = catalog.servedFor(state.merkleRoot());
+        ServedModel model = servedModel(state);
         if (request.prompt() != null) {
             RequestValidator.checkPromptChars(request.prompt(), props.maxPromptChars());
         }

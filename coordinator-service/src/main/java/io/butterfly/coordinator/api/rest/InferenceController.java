@@ -61,7 +61,7 @@ public class InferenceController {
     /** Refusals (bad input, not READY, too many tasks) are problem responses as above, before any event. */
     @PostMapping(path = "/stream", consumes = MediaType.APPLICATION_JSON_VALUE)
     public SseEmitter stream(@RequestBody Body body) {
-        return streams.start(body.request(), body.withLogprobs());
+        return streams.start(body.request(), task -> new NativeStreamFormat(body.withLogprobs()));
     }
 
     static Map<String, Object> toJson(GenerationResult r, boolean withLogprobs) {

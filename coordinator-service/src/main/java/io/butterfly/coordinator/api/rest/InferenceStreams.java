@@ -10,7 +10,7 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.grpc.Status;
 import java.io.IOException;
-import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -21,16 +21,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import org.springframework.beans.factory.DisposableBean;
-import org.springframework.http.MediaType;
-import org.springframework.http.ProblemDetail;
 import org.springframework.stereotype.Component;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
 /**
- * Streamed generations as server-sent events: a {@code token} event per generated token as soon as it is chosen,
- * then {@code done} with the whole answer as {@code POST /api/v1/inference} gives it, or {@code error} with a
- * problem document if the generation fails after its first token. Everything that can refuse a task, up to and
+ * Streamed generations as server-sent events, each token as soon as it is chosen, in a {@link StreamFormat}
+ * (Butterfly's own events, or OpenAI's completion chunks). Everything that can refuse a task, up to and
  * including the first pipeline step (a stage's KV budget, the task's log entry), happens before the response
  * starts, so a refusal is an ordinary problem response with its status. A client that goes away ends its task,
  * logged as failed with its KV caches freed, instead of leaving it to run for nobody.
@@ -71,17 +69,25 @@ public class InferenceStreams implements DisposableBean {
 
     /**
      * Admits the request and runs it until its first token; a refusal up to then is thrown here (a problem
-     * response). The returned emitter sends the events, the ones so far included.
+     * response). {@code formatFor} may refuse the admitted task too. The returned emitter sends the events, the ones so
+     * far included.
      */
-    SseEmitter start(GenerationRequest request, boolean withLogprobs) {
+    public SseEmitter start(GenerationRequest request, Function<AdmittedTask, StreamFormat> formatFor) {
         AdmittedTask task = inference.admit(request);
+        StreamFormat format;
+        try {
+            format = formatFor.apply(task);
+        } catch (RuntimeException e) {
+            task.close();
+            throw e;
+        }
         SseEmitter emitter = new SseEmitter(timeoutMs);
         Events events = new Events(emitter, new AtomicReference<>());
         emitter.onTimeout(() -> events.mark(TIMED_OUT));
         emitter.onError(e -> events.mark(CLIENT_GONE));
         CompletableFuture<Void> firstToken = new CompletableFuture<>();
         try {
-            runners.execute(() -> run(task, events, firstToken, withLogprobs));
+            runners.execute(() -> run(task, format, events, firstToken));
         } catch (RejectedExecutionException e) {
             task.close();
             throw shuttingDown(e);
@@ -99,52 +105,26 @@ public class InferenceStreams implements DisposableBean {
         return emitter;
     }
 
-    private void run(AdmittedTask task, Events events, CompletableFuture<Void> firstToken, boolean withLogprobs) {
+    private void run(AdmittedTask task, StreamFormat format, Events events, CompletableFuture<Void> firstToken) {
         try {
             GenerationResult result = inference.run(task, token -> {
                 if (shuttingDown) {
                     throw shuttingDown(null); // told to the client, logged as the task's failure
                 }
-                events.send("token", tokenJson(token, withLogprobs));
+                events.send(format.token(token));
                 firstToken.complete(null);
             });
-            events.send("done", InferenceController.toJson(result, withLogprobs));
+            events.send(format.done(result));
         } catch (StreamEndedException ended) {
             // nobody left to tell
         } catch (RuntimeException e) {
             if (!firstToken.completeExceptionally(e)) { // the request thread answers a failure before the first token
-                events.sendError(problemJson(ProblemHandler.afterStreamStarted(e)));
+                events.sendError(format.error(ProblemHandler.afterStreamStarted(e)));
             }
         } finally {
             firstToken.complete(null);
             events.complete();
         }
-    }
-
-    static Map<String, Object> tokenJson(GeneratedToken t, boolean withLogprobs) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("task_id", t.taskId());
-        m.put("index", t.index());
-        m.put("token_id", t.tokenId());
-        m.put("text", t.text());
-        m.put("logprob", t.logprob());
-        if (withLogprobs) {
-            m.put("logprobs", InferenceController.step(t.topLogprobs()));
-        }
-        return m;
-    }
-
-    /** The problem's standard members and its properties ({@code error_code}, {@code field}) at the top level. */
-    private static Map<String, Object> problemJson(ProblemDetail p) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("type", p.getType().toString());
-        m.put("title", p.getTitle());
-        m.put("status", p.getStatus());
-        m.put("detail", p.getDetail());
-        if (p.getProperties() != null) {
-            m.putAll(p.getProperties());
-        }
-        return m;
     }
 
     private static ButterflyException shuttingDown(Throwable cause) {
@@ -166,13 +146,15 @@ public class InferenceStreams implements DisposableBean {
     /** One stream's emitter; a send that cannot go out ends the stream with its reason. */
     private record Events(SseEmitter emitter, AtomicReference<String> ended) {
 
-        void send(String name, Object data) {
+        void send(List<SseEmitter.SseEventBuilder> events) {
             String why = ended.get();
             if (why != null) {
                 throw new StreamEndedException(why, null);
             }
             try {
-                emitter.send(SseEmitter.event().name(name).data(data, MediaType.APPLICATION_JSON));
+                for (SseEmitter.SseEventBuilder event : events) {
+                    emitter.send(event);
+                }
             } catch (IOException e) {
                 end(CLIENT_GONE, e);
             } catch (IllegalStateException e) {
@@ -185,9 +167,9 @@ public class InferenceStreams implements DisposableBean {
             }
         }
 
-        void sendError(Map<String, Object> problem) {
+        void sendError(List<SseEmitter.SseEventBuilder> events) {
             try {
-                send("error", problem);
+                send(events);
             } catch (RuntimeException unsent) {
                 // nobody to tell
             }

@@ -6,7 +6,11 @@ import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.TaskAdmission;
+import io.butterfly.coordinator.inference.UnknownModelException;
 import io.butterfly.coordinator.raft.ControlLogUnavailableException;
+import io.butterfly.proto.common.v1.ErrorCode;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.NoSuchElementException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,7 +69,7 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
      * it goes out as a stream's last event): a failure in the cluster or the control log as above, anything else
      * a defect here.
      */
-    static ProblemDetail afterStreamStarted(RuntimeException e) {
+    public static ProblemDetail afterStreamStarted(RuntimeException e) {
         if (e instanceof ButterflyException b) {
             return clusterProblem(b).getBody();
         }
@@ -78,6 +82,19 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return internalError(e);
     }
 
+    /** The problem's standard members and its properties ({@code error_code}, {@code field}) at the top level, as sent. */
+    public static Map<String, Object> flatten(ProblemDetail p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("type", p.getType() == null ? "about:blank" : p.getType().toString()); // RFC 9457's default
+        m.put("title", p.getTitle());
+        m.put("status", p.getStatus());
+        m.put("detail", p.getDetail());
+        if (p.getProperties() != null) {
+            m.putAll(p.getProperties());
+        }
+        return m;
+    }
+
     /** This replica runs as many tasks as it admits: retry shortly (RFC 9110 Retry-After, in seconds). */
     @ExceptionHandler(TaskAdmission.TooManyTasksException.class)
     ResponseEntity<ProblemDetail> tooManyTasks(TaskAdmission.TooManyTasksException e) {
@@ -85,6 +102,15 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         p.setTitle("Too many tasks");
         return ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS).header(HttpHeaders.RETRY_AFTER, "1")
                 .contentType(MediaType.APPLICATION_PROBLEM_JSON).body(p);
+    }
+
+    @ExceptionHandler(UnknownModelException.class)
+    ProblemDetail unknownModel(UnknownModelException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, e.getMessage());
+        p.setTitle("Model not found");
+        p.setProperty("field", e.field());
+        p.setProperty("error_code", ErrorCode.MANIFEST_NOT_FOUND.name());
+        return p;
     }
 
     @ExceptionHandler(NoSuchElementException.class)

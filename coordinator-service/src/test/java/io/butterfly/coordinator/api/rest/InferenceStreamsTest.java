@@ -6,6 +6,7 @@ import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.Mockito.doAnswer;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.error.ButterflyException;
@@ -25,6 +26,7 @@ import io.butterfly.coordinator.raft.TestReplicas;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.grpc.Status;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -33,6 +35,13 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.springframework.http.MediaType;
+import org.springframework.test.web.servlet.MockMvc;
+import org.springframework.test.web.servlet.MvcResult;
+import org.springframework.test.web.servlet.result.MockMvcResultMatchers;
+import org.springframework.test.web.servlet.setup.MockMvcBuilders;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The stream's lifecycle around a real inference service and control log, with scripted pipeline steps: a refusal
@@ -72,7 +81,7 @@ class InferenceStreamsTest {
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
 
         ButterflyException refused = catchThrowableOfType(ButterflyException.class,
-                () -> streams.start(request(5), false));
+                () -> streams.start(request(5), task -> new NativeStreamFormat(false)));
         assertThat(refused).isNotNull(); // thrown to the handler: 429 with Retry-After, not a 200 stream
         assertThat(refused.status()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.FAILED);
@@ -80,7 +89,7 @@ class InferenceStreamsTest {
 
         // Its one place (max-concurrent-tasks 1) is free again.
         doAnswer(call -> step()).when(steps).run(any(), any());
-        streams.start(request(3), false);
+        streams.start(request(3), task -> new NativeStreamFormat(false));
         awaitTasksEnded(2);
     }
 
@@ -89,11 +98,42 @@ class InferenceStreamsTest {
         when(steps.run(any(), any())).thenAnswer(call -> step());
         InferenceStreams streams = new InferenceStreams(ScriptedInference.service(control, CONFIG, tokenizer, steps, 4),
                 ReadyCluster.props("coordinator-0"));
-        streams.start(request(6), true);
+        streams.start(request(6), task -> new NativeStreamFormat(true));
         assertThat(stepsRun.get()).isPositive(); // start answered only after the first token
         awaitTasksEnded(1);
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.COMPLETED);
         assertThat(onlyTask().generatedTokens()).isEqualTo(6);
+    }
+
+    /** The status line is long sent: the failure is the stream's last event, a problem document. */
+    @Test
+    void aFailureAfterTheFirstTokenIsTheStreamsLastEvent() throws Exception {
+        when(steps.run(any(), any())).thenAnswer(call -> {
+            if (stepsRun.get() == 2) {
+                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE, "worker w2 is gone");
+            }
+            return step();
+        });
+        InferenceService service = ScriptedInference.service(control, CONFIG, tokenizer, steps, 4);
+        MockMvc mvc = MockMvcBuilders.standaloneSetup(new InferenceController(service,
+                new InferenceStreams(service, ReadyCluster.props("coordinator-0")))).setControllerAdvice(new ProblemHandler())
+                .build();
+        MvcResult r = mvc.perform(post("/api/v1/inference/stream").contentType(MediaType.APPLICATION_JSON)
+                .content("{\"token_ids\": [1, 17], \"max_tokens\": 8}")).andExpect(MockMvcResultMatchers.request().asyncStarted()).andReturn();
+        r.getAsyncResult(20_000);
+
+        String[] lines = r.getResponse().getContentAsString(StandardCharsets.UTF_8).split("\n");
+        assertThat(lines).filteredOn(l -> l.startsWith("event:"))
+                .containsExactly("event:token", "event:token", "event:error");
+        String error = lines[lines.length - 1]; // data:{...} of the last event
+        assertThat(error).startsWith("data:");
+        JsonNode problem = JsonMapper.builder().build().readTree(error.substring("data:".length()));
+        assertThat(problem.path("status").asInt()).isEqualTo(503);
+        assertThat(problem.path("type").asString()).isEqualTo("about:blank");
+        assertThat(problem.path("title").asString()).isEqualTo("Cluster error");
+        assertThat(problem.path("detail").asString()).contains("worker w2 is gone");
+        assertThat(problem.path("error_code").asString()).isEqualTo("INTERNAL_ERROR");
+        assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.FAILED);
     }
 
     @Test
@@ -104,7 +144,7 @@ class InferenceStreamsTest {
         });
         InferenceStreams streams = new InferenceStreams(ScriptedInference.service(control, CONFIG, tokenizer, steps, 4),
                 ReadyCluster.props("coordinator-0"));
-        streams.start(request(60), false); // ~1.2 s of steps
+        streams.start(request(60), task -> new NativeStreamFormat(false)); // ~1.2 s of steps
 
         streams.destroy();
 

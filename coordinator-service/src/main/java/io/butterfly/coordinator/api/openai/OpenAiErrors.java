@@ -1,0 +1,65 @@
+package io.butterfly.coordinator.api.openai;
+
+import io.butterfly.coordinator.api.rest.ProblemHandler;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.core.MethodParameter;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.converter.HttpMessageConverter;
+import org.springframework.http.server.ServerHttpRequest;
+import org.springframework.http.server.ServerHttpResponse;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.servlet.mvc.method.annotation.ResponseBodyAdvice;
+
+/**
+ * Problems answered under {@code /v1/} stay RFC 9457 documents (DESIGN.md §5) and also carry OpenAI's {@code error}
+ * object ({@code message}, {@code type}, {@code param}, {@code code}), which OpenAI's client libraries read to raise
+ * their errors.
+ */
+@RestControllerAdvice
+public class OpenAiErrors implements ResponseBodyAdvice<Object> {
+
+    static final String PATH_PREFIX = "/v1/";
+
+    @Override
+    public boolean supports(MethodParameter returnType, Class<? extends HttpMessageConverter<?>> converterType) {
+        return true;
+    }
+
+    @Override
+    public Object beforeBodyWrite(Object body, MethodParameter returnType, MediaType contentType,
+                                  Class<? extends HttpMessageConverter<?>> converterType, ServerHttpRequest request,
+                                  ServerHttpResponse response) {
+        if (body instanceof ProblemDetail p && request.getURI().getPath().startsWith(PATH_PREFIX)) {
+            p.setProperty("error", error(p));
+        }
+        return body;
+    }
+
+    /** A problem as a stream's last event under {@code /v1/}: the problem's members with {@code error} among them. */
+    static Map<String, Object> body(ProblemDetail p) {
+        Map<String, Object> m = ProblemHandler.flatten(p);
+        m.put("error", error(p));
+        return m;
+    }
+
+    static Map<String, Object> error(ProblemDetail p) {
+        Map<String, Object> props = p.getProperties() == null ? Map.of() : p.getProperties();
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("message", p.getDetail());
+        e.put("type", type(p.getStatus()));
+        e.put("param", props.get("field"));
+        e.put("code", props.get("error_code"));
+        return e;
+    }
+
+    /** OpenAI's error types by status: the client's request, the rate of requests, or the server. */
+    private static String type(int status) {
+        if (status == HttpStatus.TOO_MANY_REQUESTS.value()) {
+            return "rate_limit_error";
+        }
+        return status < 500 ? "invalid_request_error" : "server_error";
+    }
+}

@@ -1,0 +1,46 @@
+package io.butterfly.coordinator.api.rest;
+
+import io.butterfly.coordinator.inference.GeneratedToken;
+import io.butterfly.coordinator.inference.GenerationResult;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
+import org.springframework.web.servlet.mvc.method.annotation.SseEmitter.SseEventBuilder;
+
+/**
+ * {@code POST /api/v1/inference/stream}'s events: {@code token} per generated token, then {@code done} with the whole
+ * answer exactly as {@code POST /api/v1/inference} gives it, or {@code error} with a problem document.
+ */
+record NativeStreamFormat(boolean withLogprobs) implements StreamFormat {
+
+    @Override
+    public List<SseEventBuilder> token(GeneratedToken t) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("task_id", t.taskId());
+        m.put("index", t.index());
+        m.put("token_id", t.tokenId());
+        m.put("text", t.text());
+        m.put("logprob", t.logprob());
+        if (withLogprobs) {
+            m.put("logprobs", InferenceController.step(t.topLogprobs()));
+        }
+        return event("token", m);
+    }
+
+    @Override
+    public List<SseEventBuilder> done(GenerationResult result) {
+        return event("done", InferenceController.toJson(result, withLogprobs));
+    }
+
+    @Override
+    public List<SseEventBuilder> error(ProblemDetail problem) {
+        return event("error", ProblemHandler.flatten(problem));
+    }
+
+    private static List<SseEventBuilder> event(String name, Object data) {
+        return List.of(SseEmitter.event().name(name).data(data, MediaType.APPLICATION_JSON));
+    }
+}

@@ -1,0 +1,364 @@
+package io.butterfly.coordinator.api.openai;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.get;
+import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
+import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.request;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.coordinator.api.rest.InferenceStreams;
+import io.butterfly.coordinator.api.rest.ProblemHandler;
+import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.GenerationResult;
+import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.inference.PipelineSteps;
+import io.butterfly.coordinator.inference.ReadyCluster;
+import io.butterfly.coordinator.inference.ScriptedInference;
+import io.butterfly.coordinator.inference.TestTokenizers;
+import io.butterfly.coordinator.inference.sampling.TokenLogprob;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import io.grpc.Status;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.http.MediaType;
+import org.springframework.mock.web.MockHttpServletResponse;
+import org.springframework.test.web.servlet.MockMvc;
+import org.springframework.test.web.servlet.MvcResult;
+import org.springframework.test.web.servlet.setup.MockMvcBuilders;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * OpenAI's completions API over a real inference service and control log with scripted pipeline steps: the objects
+ * OpenAI's clients read, the same tokens as the native API, streams, and refusals that name the field in both the
+ * problem document and OpenAI's {@code error} object.
+ */
+class CompletionsControllerTest {
+
+    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
+            10000.0, false, 1, 2);
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    /** What the scripted last stage makes most likely at each step: "the" then a three-byte character. */
+    private long[] script;
+    private ControlReplica replica;
+    private ControlLog control;
+    private HuggingFaceTokenizer tokenizer;
+    private InferenceService inference;
+    private MockMvc mvc;
+
+    @BeforeEach
+    void ready(@TempDir Path dir) throws Exception {
+        replica = TestReplicas.single(dir.resolve("raft"));
+        control = new ControlLog(replica);
+        ReadyCluster.bootstrap(control);
+        tokenizer = TestTokenizers.generated(CONFIG, dir);
+        long[] word = tokenizer.encode("the", false, false).getIds();
+        long[] mark = tokenizer.encode("✓", false, false).getIds();
+        script = new long[word.length + mark.length];
+        System.arraycopy(word, 0, script, 0, word.length);
+        System.arraycopy(mark, 0, script, word.length, mark.length);
+        PipelineSteps steps = mock(PipelineSteps.class);
+        when(steps.run(any(), any())).thenAnswer(call -> {
+            float[] logits = new float[CONFIG.vocabSize()];
+            logits[(int) script[call.<ForwardRequest>getArgument(1).getStep() % script.length]] = 5f;
+            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
+        });
+        inference = ScriptedInference.service(control, CONFIG, tokenizer, steps, 4);
+        mvc = mvcOver(inference);
+    }
+
+    private static MockMvc mvcOver(InferenceService inference) {
+        InferenceStreams streams = new InferenceStreams(inference, ReadyCluster.props("coordinator-0"));
+        return MockMvcBuilders.standaloneSetup(new CompletionsController(inference, streams, Clock.systemUTC()))
+                .setControllerAdvice(new ProblemHandler(), new OpenAiErrors()).build();
+    }
+
+    @AfterEach
+    void close() {
+        tokenizer.close();
+        replica.close();
+    }
+
+    @Test
+    void aCompletionIsOpenAisTextCompletionObject() throws Exception {
+        JsonNode c = ok(completion("""
+                {"model": "tiny", "prompt": [1, 17], "max_tokens": %d, "temperature": 0, "ignore_eos": true}
+                """.formatted(script.length)));
+        assertThat(c.path("object").asString()).isEqualTo("text_completion");
+        assertThat(c.path("id").asString()).startsWith("cmpl-");
+        String taskId = c.path("id").asString().substring("cmpl-".length());
+        assertThat(control.state().tasks().get(taskId).state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(c.path("model").asString()).isEqualTo("tiny");
+        assertThat(c.path("created").asLong()).isCloseTo(System.currentTimeMillis() / 1000, org.assertj.core.data.Offset.offset(60L));
+        JsonNode choice = c.path("choices").get(0);
+        assertThat(c.path("choices").size()).isEqualTo(1);
+        assertThat(choice.path("index").asInt()).isZero();
+        assertThat(choice.path("text").asString()).isEqualTo("the✓");
+        assertThat(choice.path("finish_reason").asString()).isEqualTo("length");
+        assertThat(choice.has("logprobs")).isTrue();
+        assertThat(choice.path("logprobs").isNull()).isTrue(); // not asked for
+        assertThat(c.path("usage").path("prompt_tokens").asInt()).isEqualTo(2);
+        assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(script.length);
+        assertThat(c.path("usage").path("total_tokens").asInt()).isEqualTo(2 + script.length);
+    }
+
+    @Test
+    void logprobsAreTheNativeOnesUnderTheTokensTexts() throws Exception {
+        JsonNode lp = ok(completion("""
+                {"prompt": [1, 17], "max_tokens": %d, "temperature": 0.8, "seed": 7, "logprobs": 2, "ignore_eos": true}
+                """.formatted(script.length))).path("choices").get(0).path("logprobs");
+        GenerationResult same = inference.generate(new GenerationRequest(null, List.of(1L, 17L), script.length, 0.8,
+                null, 7L, 2, true));
+
+        List<String> tokens = strings(lp.path("tokens"));
+        List<String> expected = new ArrayList<>();
+        for (long id : same.tokenIds()) {
+            expected.add(tokenizer.decode(new long[]{id}, false));
+        }
+        assertThat(tokens).isEqualTo(expected);
+        assertThat(doubles(lp.path("token_logprobs"))).isEqualTo(same.tokenLogprobs());
+        int offset = 0;
+        for (int i = 0; i < tokens.size(); i++) {
+            assertThat(lp.path("text_offset").get(i).asInt()).isEqualTo(offset);
+            offset += tokens.get(i).length();
+            // The step's top 2 and the chosen token, by text; where ids read alike (bytes of a character all read
+            // U+FFFD), the likeliest of them.
+            Map<String, Double> expectedTop = new HashMap<>();
+            expectedTop.merge(tokens.get(i), same.tokenLogprobs().get(i), Math::max);
+            for (TokenLogprob t : same.topLogprobs().get(i)) {
+                expectedTop.merge(tokenizer.decode(new long[]{t.tokenId()}, false), t.logprob(), Math::max);
+            }
+            assertThat(JSON.convertValue(lp.path("top_logprobs").get(i), Map.class)).isEqualTo(expectedTop);
+        }
+    }
+
+    /** OpenAI's defaults: temperature 1 and a fresh seed per request, unless the request gives one. */
+    @Test
+    void withoutASeedEachRequestSamplesAfresh() throws Exception {
+        String seeded = "{\"prompt\": [1, 17], \"max_tokens\": 24, \"seed\": 3, \"ignore_eos\": true}";
+        List<String> seededRuns = List.of(text(ok(completion(seeded))), text(ok(completion(seeded))));
+        assertThat(seededRuns.get(0)).isEqualTo(seededRuns.get(1));
+        String unseeded = "{\"prompt\": [1, 17], \"max_tokens\": 24, \"ignore_eos\": true}";
+        assertThat(text(ok(completion(unseeded)))).isNotEqualTo(text(ok(completion(unseeded))));
+        // sampled at temperature 1, not greedy: the script's token has probability e^5 / (e^5 + 511) at each step
+        assertThat(seededRuns.get(0)).isNotEqualTo(text(ok(completion(
+                "{\"prompt\": [1, 17], \"max_tokens\": 24, \"temperature\": 0, \"ignore_eos\": true}"))));
+    }
+
+    @Test
+    void aStreamIsChunksThenTheFinishReasonThenDone() throws Exception {
+        String body = """
+                {"prompt": [[1, 17]], "max_tokens": %d, "temperature": 0, "logprobs": 1, "ignore_eos": true,
+                 "stream": true, "stream_options": {"include_usage": true}}
+                """.formatted(script.length);
+        List<String> data = stream(body);
+        assertThat(data).last().isEqualTo("[DONE]");
+        List<JsonNode> chunks = data.subList(0, data.size() - 1).stream().map(JSON::readTree).toList();
+        assertThat(chunks).hasSize(script.length + 2);
+        StringBuilder text = new StringBuilder();
+        List<String> tokens = new ArrayList<>();
+        for (JsonNode chunk : chunks.subList(0, script.length)) {
+            JsonNode choice = chunk.path("choices").get(0);
+            assertThat(chunk.path("object").asString()).isEqualTo("text_completion");
+            assertThat(choice.path("finish_reason").isNull()).isTrue();
+            text.append(choice.path("text").asString());
+            tokens.addAll(strings(choice.path("logprobs").path("tokens")));
+            assertThat(choice.path("logprobs").path("text_offset").get(0).asInt())
+                    .isEqualTo(tokens.subList(0, tokens.size() - 1).stream().mapToInt(String::length).sum());
+        }
+        assertThat(text).hasToString("the✓");
+        assertThat(tokens).hasSize(script.length);
+        JsonNode finish = chunks.get(script.length);
+        assertThat(finish.path("choices").get(0).path("finish_reason").asString()).isEqualTo("length");
+        assertThat(finish.path("choices").get(0).path("text").asString()).isEmpty();
+        JsonNode usage = chunks.get(script.length + 1);
+        assertThat(usage.path("choices").isEmpty()).isTrue();
+        assertThat(usage.path("usage").path("completion_tokens").asInt()).isEqualTo(script.length);
+        assertThat(chunks).extracting(c -> c.path("id").asString()).containsOnly(chunks.get(0).path("id").asString());
+    }
+
+    @Test
+    void aStopStringEndsTheCompletionBeforeIt() throws Exception {
+        JsonNode c = ok(completion("""
+                {"prompt": "hello", "max_tokens": %d, "temperature": 0, "stop": "✓", "ignore_eos": true}
+                """.formatted(script.length + 5)));
+        assertThat(text(c)).isEqualTo("the");
+        assertThat(c.path("choices").get(0).path("finish_reason").asString()).isEqualTo("stop");
+    }
+
+    @Test
+    void unsupportedOptionsAreRefusedNamingTheField() throws Exception {
+        assertRefused("{\"prompt\": \"hi\", \"n\": 2}", 400, "n");
+        assertRefused("{\"prompt\": \"hi\", \"best_of\": 3}", 400, "best_of");
+        assertRefused("{\"prompt\": \"hi\", \"echo\": true}", 400, "echo");
+        assertRefused("{\"prompt\": \"hi\", \"suffix\": \"end\"}", 400, "suffix");
+        assertRefused("{\"prompt\": \"hi\", \"presence_penalty\": 0.5}", 400, "presence_penalty");
+        assertRefused("{\"prompt\": \"hi\", \"frequency_penalty\": -1}", 400, "frequency_penalty");
+        assertRefused("{\"prompt\": \"hi\", \"logit_bias\": {\"5\": 10}}", 400, "logit_bias");
+        assertRefused("{\"prompt\": \"hi\", \"stream_options\": {\"include_usage\": true}}", 400, "stream_options");
+        // their neutral values are accepted, as OpenAI's clients send them
+        ok(completion("""
+                {"prompt": "hi", "max_tokens": 2, "n": 1, "best_of": 1, "echo": false, "presence_penalty": 0,
+                 "frequency_penalty": 0, "logit_bias": {}, "user": "u-1", "suffix": null, "stream": false}
+                """));
+    }
+
+    @Test
+    void badPromptsAreRefusedNamingWhereInThePrompt() throws Exception {
+        assertRefused("{\"max_tokens\": 2}", 400, "prompt");
+        assertRefused("{\"prompt\": []}", 400, "prompt");
+        assertRefused("{\"prompt\": \"  \"}", 400, "prompt");
+        assertRefused("{\"prompt\": 5}", 400, "prompt");
+        assertRefused("{\"prompt\": [\"a\", \"b\"]}", 400, "prompt");
+        assertRefused("{\"prompt\": [1, \"b\"]}", 400, "prompt[1]");
+        assertRefused("{\"prompt\": [1, 2.5]}", 400, "prompt[1]");
+        assertRefused("{\"prompt\": [1, 600]}", 400, "prompt[1]");
+        assertRefused("{\"prompt\": [[1, 17, 600]]}", 400, "prompt[0][2]");
+        assertRefused("{\"prompt\": [1, 17], \"max_tokens\": 0}", 400, "max_tokens");
+        assertRefused("{\"prompt\": [1, 17], \"logprobs\": 21}", 400, "logprobs");
+        assertRefused("{\"prompt\": [1, 17], \"stop\": [\"\"], \"stream\": true}", 400, "stop[0]");
+        assertThat(control.state().tasks()).isEmpty();
+    }
+
+    @Test
+    void anotherModelIsNotFound() throws Exception {
+        JsonNode problem = assertRefused("{\"model\": \"gpt-4\", \"prompt\": \"hi\"}", 404, "model");
+        assertThat(problem.path("error").path("code").asString()).isEqualTo("MANIFEST_NOT_FOUND");
+        assertThat(problem.path("detail").asString()).contains("gpt-4").contains("tiny");
+        MockHttpServletResponse r = mvc.perform(get("/v1/models/gpt-4")).andReturn().getResponse();
+        assertThat(r.getStatus()).isEqualTo(404);
+        assertThat(JSON.readTree(r.getContentAsString()).path("error").path("param").asString()).isEqualTo("model");
+    }
+
+    @Test
+    void modelsListTheServedModel() throws Exception {
+        JsonNode list = JSON.readTree(mvc.perform(get("/v1/models")).andReturn().getResponse().getContentAsString());
+        assertThat(list.path("object").asString()).isEqualTo("list");
+        assertThat(list.path("data").size()).isEqualTo(1);
+        JsonNode model = list.path("data").get(0);
+        assertThat(model.path("id").asString()).isEqualTo("tiny");
+        assertThat(model.path("object").asString()).isEqualTo("model");
+        assertThat(model.path("max_model_len").asInt()).isEqualTo(CONFIG.maxPositions());
+        JsonNode one = JSON.readTree(mvc.perform(get("/v1/models/tiny")).andReturn().getResponse().getContentAsString());
+        assertThat(one).isEqualTo(model);
+    }
+
+    /** The status line is long sent: the failure is a last data event with OpenAI's error object, then [DONE]. */
+    @Test
+    void aFailureAfterTheFirstTokenEndsTheStreamWithAnError() throws Exception {
+        PipelineSteps failing = mock(PipelineSteps.class);
+        when(failing.run(any(), any())).thenAnswer(call -> {
+            if (call.<ForwardRequest>getArgument(1).getStep() == 2) {
+                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE, "worker w2 is gone");
+            }
+            float[] logits = new float[CONFIG.vocabSize()];
+            logits[100] = 5f;
+            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
+        });
+        mvc = mvcOver(ScriptedInference.service(control, CONFIG, tokenizer, failing, 4));
+        List<String> data = stream("{\"prompt\": [1, 17], \"max_tokens\": 8, \"stream\": true}");
+
+        assertThat(data).hasSize(4).last().isEqualTo("[DONE]");
+        JsonNode error = JSON.readTree(data.get(2));
+        assertThat(error.path("status").asInt()).isEqualTo(503);
+        assertThat(error.path("type").asString()).isEqualTo("about:blank");
+        assertThat(error.path("detail").asString()).contains("worker w2 is gone");
+        assertThat(error.path("error").path("message").asString()).isEqualTo(error.path("detail").asString());
+        assertThat(error.path("error").path("type").asString()).isEqualTo("server_error");
+        assertThat(error.path("error").path("code").asString()).isEqualTo("INTERNAL_ERROR");
+        assertThat(control.state().tasks().values()).singleElement()
+                .satisfies(t -> assertThat(t.state()).isEqualTo(TaskRecord.State.FAILED));
+    }
+
+    @Test
+    void tooManyTasksIsARateLimitError() throws Exception {
+        InferenceService one = ScriptedInference.service(control, CONFIG, tokenizer, mock(PipelineSteps.class), 1);
+        MockMvc single = mvcOver(one);
+        try (var held = one.admit(new GenerationRequest(null, List.of(1L), 1, 0.0, null, null, null, null))) {
+            MockHttpServletResponse r = single.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON)
+                    .content("{\"prompt\": \"hi\"}")).andReturn().getResponse();
+            assertThat(r.getStatus()).isEqualTo(429);
+            assertThat(r.getHeader("Retry-After")).isEqualTo("1");
+            assertThat(JSON.readTree(r.getContentAsString()).path("error").path("type").asString())
+                    .isEqualTo("rate_limit_error");
+        }
+    }
+
+    private JsonNode assertRefused(String body, int status, String field) throws Exception {
+        MockHttpServletResponse r = completion(body);
+        assertThat(r.getStatus()).as(r.getContentAsString()).isEqualTo(status);
+        assertThat(r.getContentType()).startsWith(MediaType.APPLICATION_PROBLEM_JSON_VALUE);
+        JsonNode problem = JSON.readTree(r.getContentAsString(StandardCharsets.UTF_8));
+        assertThat(problem.path("field").asString()).isEqualTo(field);
+        JsonNode error = problem.path("error");
+        assertThat(error.path("param").asString()).isEqualTo(field);
+        assertThat(error.path("message").asString()).isEqualTo(problem.path("detail").asString()).isNotBlank();
+        assertThat(error.path("type").asString()).isEqualTo("invalid_request_error");
+        return problem;
+    }
+
+    private MockHttpServletResponse completion(String body) throws Exception {
+        return mvc.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON).content(body)).andReturn()
+                .getResponse();
+    }
+
+    private List<String> stream(String body) throws Exception {
+        MvcResult r = mvc.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON).content(body))
+                .andExpect(request().asyncStarted()).andReturn();
+        r.getAsyncResult(20_000);
+        assertThat(r.getResponse().getContentType()).startsWith(MediaType.TEXT_EVENT_STREAM_VALUE);
+        List<String> data = new ArrayList<>();
+        for (String line : r.getResponse().getContentAsString(StandardCharsets.UTF_8).split("\n")) {
+            if (line.startsWith("data:")) {
+                data.add(line.substring("data:".length()));
+            } else {
+                assertThat(line).isEmpty(); // unnamed events only: data and the blank line ending each
+            }
+        }
+        return data;
+    }
+
+    private static JsonNode ok(MockHttpServletResponse r) throws Exception {
+        assertThat(r.getStatus()).as(r.getContentAsString()).isEqualTo(200);
+        assertThat(r.getContentType()).startsWith(MediaType.APPLICATION_JSON_VALUE);
+        return JSON.readTree(r.getContentAsString(StandardCharsets.UTF_8));
+    }
+
+    private static String text(JsonNode completion) {
+        return completion.path("choices").get(0).path("text").asString();
+    }
+
+    private static List<String> strings(JsonNode array) {
+        List<String> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asString()));
+        return out;
+    }
+
+    private static List<Double> doubles(JsonNode array) {
+        return Arrays.stream(JSON.convertValue(array, double[].class)).boxed().toList();
+    }
+}
