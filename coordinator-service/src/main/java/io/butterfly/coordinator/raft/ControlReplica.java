@@ -183,6 +183,11 @@ public final class ControlReplica implements AutoCloseable {
         return machine.state();
     }
 
+    /** The Ratis state machine itself (the tests drive its lifecycle as Ratis does). */
+    ControlStateMachine stateMachine() {
+        return machine;
+    }
+
     public LeadershipEvents leadership() {
         return leadership;
     }
