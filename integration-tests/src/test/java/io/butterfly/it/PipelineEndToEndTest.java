@@ -415,7 +415,8 @@ class PipelineEndToEndTest {
             JsonNode whole = cluster.post("/v1/completions", body.formatted("false")).json();
             LocalCluster.Reply r = cluster.post("/v1/completions", body.formatted("true"), "text/event-stream");
             assertThat(r.status()).as(r.body()).isEqualTo(200);
-            assertThat(r.contentType()).startsWith("text/event-stream");
+            assertThat(r.contentType()).startsWith("text/event-stream").containsIgnoringCase("charset=UTF-8");
+            assertThat(r.body()).startsWith("data: {").endsWith("data: [DONE]\n\n"); // the space, as OpenAI writes it
             List<String[]> events = Streaming.events(r.body());
             assertThat(events).extracting(e -> e[0]).containsOnly("message"); // unnamed events, as OpenAI's
             assertThat(events).extracting(e -> e[1]).last().isEqualTo("[DONE]");
@@ -444,7 +445,8 @@ class PipelineEndToEndTest {
                 {"prompt": "hi", "n": 3}                         | 400 | n
                 {"prompt": "hi", "max_token": 3}                 | 400 | max_token
                 {"prompt": "hi", "max_tokens": "3"}              | 400 | max_tokens
-                {"prompt": [[1, 2], [3, 4]]}                     | 400 | prompt
+                {"prompt": [[1, 2], [3, 4]], "stream": true}     | 400 | prompt
+                {"prompt": ["hi", [3, 512]]}                     | 400 | prompt[1][1]
                 {"prompt": [1, 2, 512]}                          | 400 | prompt[2]
                 {"prompt": "hi"                                  | 400 | body
                 {"model": "gpt-3.5-turbo-instruct", "prompt": "hi"} | 404 | model

@@ -6,25 +6,29 @@ import io.butterfly.coordinator.inference.GenerationResult;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter.SseEventBuilder;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
- * A streamed completion as OpenAI's clients read it: unnamed {@code data:} events, a {@code text_completion} chunk per
- * token, a last chunk with the finish reason (and one with the usage if asked), then {@code data: [DONE]}. A failure
- * after the first token is an {@code error} object (vLLM's convention), then {@code [DONE]}.
+ * A streamed completion as OpenAI's clients read it: unnamed events, a {@code text_completion} chunk per token, a
+ * last chunk with the finish reason (and one with the usage if asked), then {@code [DONE]}. A failure after the first
+ * token is an {@code error} object (vLLM's convention), then {@code [DONE]}. Each line reads {@code data: } with a
+ * space, as OpenAI writes it: many hand-written clients strip exactly that prefix.
  */
 final class CompletionStreamFormat implements StreamFormat {
 
+    private final JsonMapper json;
     private final long created;
     private final String model;
     private final CompletionLogprobs logprobs;
     private final boolean includeUsage;
 
     /** {@code logprobs} null unless the request asked for them. */
-    CompletionStreamFormat(long created, String model, CompletionLogprobs logprobs, boolean includeUsage) {
+    CompletionStreamFormat(JsonMapper json, long created, String model, CompletionLogprobs logprobs,
+                           boolean includeUsage) {
+        this.json = json;
         this.created = created;
         this.model = model;
         this.logprobs = logprobs;
@@ -46,20 +50,24 @@ final class CompletionStreamFormat implements StreamFormat {
         if (includeUsage) {
             events.add(data(CompletionJson.usageChunk(h, r)));
         }
-        events.add(SseEmitter.event().data("[DONE]"));
+        events.add(done());
         return events;
     }
 
     @Override
     public List<SseEventBuilder> error(ProblemDetail problem) {
-        return List.of(data(OpenAiErrors.body(problem)), SseEmitter.event().data("[DONE]"));
+        return List.of(data(OpenAiErrors.body(problem)), done());
     }
 
     private CompletionJson.Header header(String taskId) {
         return CompletionJson.Header.of(taskId, created, model);
     }
 
-    private static SseEventBuilder data(Map<String, Object> json) {
-        return SseEmitter.event().data(json, MediaType.APPLICATION_JSON);
+    private SseEventBuilder data(Map<String, Object> object) {
+        return SseEmitter.event().data(" " + json.writeValueAsString(object));
+    }
+
+    private static SseEventBuilder done() {
+        return SseEmitter.event().data(" [DONE]");
     }
 }

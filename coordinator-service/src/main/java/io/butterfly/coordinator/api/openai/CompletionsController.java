@@ -2,7 +2,6 @@ package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.inference.AdmittedTask;
-import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.InvalidRequestException;
@@ -10,6 +9,7 @@ import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.ServedModel;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +22,7 @@ import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * OpenAI's completions API over the same inference as {@code /api/v1/inference}, so OpenAI's client libraries and
@@ -36,27 +37,57 @@ public class CompletionsController {
     private final InferenceService inference;
     private final InferenceStreams streams;
     private final Clock clock;
+    private final JsonMapper json;
 
-    public CompletionsController(InferenceService inference, InferenceStreams streams, Clock clock) {
+    public CompletionsController(InferenceService inference, InferenceStreams streams, Clock clock, JsonMapper json) {
         this.inference = inference;
         this.streams = streams;
         this.clock = clock;
+        this.json = json;
     }
 
-    /** A completion as JSON, or with {@code "stream": true} as server-sent events (an emitter). */
+    /**
+     * A completion as JSON, a choice per prompt; or with {@code "stream": true} (one prompt) as server-sent events.
+     * Every prompt is admitted before any runs, so a refusal (bad input, too many tasks) comes before any work.
+     */
     @PostMapping(path = "/completions", consumes = MediaType.APPLICATION_JSON_VALUE)
     public Object complete(@RequestBody CompletionRequest body) {
-        GenerationRequest request = body.generation(ThreadLocalRandom.current().nextLong());
-        String model = check(body.model(), inference.servedModel());
+        List<CompletionRequest.Prompt> prompts = body.prompts();
+        long seed = ThreadLocalRandom.current().nextLong();
         long created = clock.millis() / 1000;
         if (body.streaming()) {
-            return withPromptFields(body, () -> streams.start(request, task -> new CompletionStreamFormat(created,
-                    model, logprobs(body, task), body.includeUsage())));
+            CompletionRequest.Prompt prompt = prompts.get(0);
+            return namingTokenIdsAs(prompt.field(), () -> streams.start(body.generation(prompt, seed),
+                    task -> new CompletionStreamFormat(json, created, requireServed(body.model(), task.model()),
+                            logprobs(body, task), body.includeUsage())));
         }
-        AdmittedTask task = withPromptFields(body, () -> inference.admit(request));
-        GenerationResult result = inference.run(task, null);
-        return CompletionJson.completion(CompletionJson.Header.of(result.taskId(), created, model), result,
-                logprobs(body, task));
+        List<AdmittedTask> tasks = admitAll(body, prompts, seed);
+        String model = tasks.get(0).model().manifest().getModelId();
+        List<CompletionJson.Choice> choices = new ArrayList<>(tasks.size());
+        try {
+            for (AdmittedTask task : tasks) {
+                choices.add(new CompletionJson.Choice(choices.size(), inference.run(task, null), logprobs(body, task)));
+            }
+        } finally {
+            tasks.forEach(AdmittedTask::close); // those not run, if one failed
+        }
+        GenerationResult first = choices.get(0).result();
+        return CompletionJson.completion(CompletionJson.Header.of(first.taskId(), created, model), choices);
+    }
+
+    private List<AdmittedTask> admitAll(CompletionRequest body, List<CompletionRequest.Prompt> prompts, long seed) {
+        List<AdmittedTask> tasks = new ArrayList<>(prompts.size());
+        try {
+            for (CompletionRequest.Prompt prompt : prompts) {
+                AdmittedTask task = namingTokenIdsAs(prompt.field(), () -> inference.admit(body.generation(prompt, seed)));
+                tasks.add(task);
+                requireServed(body.model(), task.model());
+            }
+            return tasks;
+        } catch (RuntimeException e) {
+            tasks.forEach(AdmittedTask::close);
+            throw e;
+        }
     }
 
     /** The served model (none while the cluster is not READY). */
@@ -64,7 +95,7 @@ public class CompletionsController {
     public Map<String, Object> models() {
         List<Map<String, Object>> data;
         try {
-            data = List.of(model(inference.servedModel()));
+            data = List.of(describe(inference.servedModel()));
         } catch (NotServingException notYet) {
             data = List.of();
         }
@@ -77,11 +108,11 @@ public class CompletionsController {
     @GetMapping(path = "/models/{id}", produces = MediaType.APPLICATION_JSON_VALUE)
     public Map<String, Object> model(@PathVariable String id) {
         ServedModel served = inference.servedModel();
-        check(id, served);
-        return model(served);
+        requireServed(id, served);
+        return describe(served);
     }
 
-    private static Map<String, Object> model(ServedModel served) {
+    private static Map<String, Object> describe(ServedModel served) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("id", served.manifest().getModelId());
         m.put("object", "model");
@@ -93,7 +124,7 @@ public class CompletionsController {
     }
 
     /** The served model's id, if {@code requested} (optional, as in vLLM) names it. */
-    private static String check(String requested, ServedModel served) {
+    private static String requireServed(String requested, ServedModel served) {
         String id = served.manifest().getModelId();
         if (requested != null && !requested.equals(id)) {
             throw new UnknownModelException("model", requested, id);
@@ -102,20 +133,25 @@ public class CompletionsController {
     }
 
     private static CompletionLogprobs logprobs(CompletionRequest body, AdmittedTask task) {
-        return body.withLogprobs() ? new CompletionLogprobs(id -> task.model().tokenizer().decode(new long[]{id}, false))
+        return body.withLogprobs()
+                ? new CompletionLogprobs(ids -> task.model().tokenizer().decode(ids, true), task.prompt())
                 : null;
     }
 
     /** Token ids arrive in {@code prompt} here, so errors the inference names {@code token_ids} are renamed. */
-    private static <T> T withPromptFields(CompletionRequest body, Supplier<T> call) {
+    private static <T> T namingTokenIdsAs(String promptField, Supplier<T> call) {
         try {
             return call.get();
         } catch (InvalidRequestException e) {
-            if (!e.field().startsWith("token_ids")) {
+            String field = e.field().startsWith("token_ids") ? promptField + e.field().substring("token_ids".length())
+                    : e.field().equals("prompt") ? promptField : e.field();
+            if (field.equals(e.field())) {
                 throw e;
             }
-            String field = body.tokenIdsField() + e.field().substring("token_ids".length());
-            throw new InvalidRequestException(field, e.getMessage().replace("token_ids", field), e.tooLarge());
+            InvalidRequestException renamed = new InvalidRequestException(field,
+                    e.getMessage().replace("token_ids", field), e.tooLarge());
+            renamed.initCause(e);
+            throw renamed;
         }
     }
 }

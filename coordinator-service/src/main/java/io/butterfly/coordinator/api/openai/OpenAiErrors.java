@@ -10,8 +10,10 @@ import org.springframework.http.ProblemDetail;
 import org.springframework.http.converter.HttpMessageConverter;
 import org.springframework.http.server.ServerHttpRequest;
 import org.springframework.http.server.ServerHttpResponse;
+import org.springframework.http.server.ServletServerHttpRequest;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 import org.springframework.web.servlet.mvc.method.annotation.ResponseBodyAdvice;
+import org.springframework.web.util.UrlPathHelper;
 
 /**
  * Problems answered under {@code /v1/} stay RFC 9457 documents (DESIGN.md §5) and also carry OpenAI's {@code error}
@@ -22,6 +24,7 @@ import org.springframework.web.servlet.mvc.method.annotation.ResponseBodyAdvice;
 public class OpenAiErrors implements ResponseBodyAdvice<Object> {
 
     static final String PATH_PREFIX = "/v1/";
+    private static final UrlPathHelper PATHS = UrlPathHelper.defaultInstance;
 
     @Override
     public boolean supports(MethodParameter returnType, Class<? extends HttpMessageConverter<?>> converterType) {
@@ -32,7 +35,8 @@ public class OpenAiErrors implements ResponseBodyAdvice<Object> {
     public Object beforeBodyWrite(Object body, MethodParameter returnType, MediaType contentType,
                                   Class<? extends HttpMessageConverter<?>> converterType, ServerHttpRequest request,
                                   ServerHttpResponse response) {
-        if (body instanceof ProblemDetail p && request.getURI().getPath().startsWith(PATH_PREFIX)) {
+        if (body instanceof ProblemDetail p && request instanceof ServletServerHttpRequest servlet
+                && PATHS.getPathWithinApplication(servlet.getServletRequest()).startsWith(PATH_PREFIX)) {
             p.setProperty("error", error(p));
         }
         return body;
@@ -47,12 +51,27 @@ public class OpenAiErrors implements ResponseBodyAdvice<Object> {
 
     static Map<String, Object> error(ProblemDetail p) {
         Map<String, Object> props = p.getProperties() == null ? Map.of() : p.getProperties();
+        Object field = props.get("field");
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("message", p.getDetail());
         e.put("type", type(p.getStatus()));
-        e.put("param", props.get("field"));
-        e.put("code", props.get("error_code"));
+        e.put("param", field);
+        e.put("code", code(p.getStatus(), field, props.get("error_code")));
         return e;
+    }
+
+    /**
+     * OpenAI's codes where its clients look for them (LangChain and LiteLLM tell a context window that is too small
+     * by {@code context_length_exceeded}); otherwise the problem's {@code error_code}.
+     */
+    private static Object code(int status, Object field, Object errorCode) {
+        if (status == HttpStatus.NOT_FOUND.value() && "model".equals(field)) {
+            return "model_not_found";
+        }
+        if (status == HttpStatus.CONTENT_TOO_LARGE.value()) {
+            return "context_length_exceeded";
+        }
+        return errorCode;
     }
 
     /** OpenAI's error types by status: the client's request, the rate of requests, or the server. */

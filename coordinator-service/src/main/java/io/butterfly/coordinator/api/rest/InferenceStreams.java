@@ -10,6 +10,7 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.grpc.Status;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -22,7 +23,12 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.ServerHttpResponse;
 import org.springframework.stereotype.Component;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
@@ -35,6 +41,8 @@ import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
  */
 @Component
 public class InferenceStreams implements DisposableBean {
+
+    private static final Logger log = LoggerFactory.getLogger(InferenceStreams.class);
 
     /** The stream cannot go on (client gone, timed out, coordinator stopping): the task ends with this as its error. */
     static final class StreamEndedException extends RuntimeException {
@@ -81,7 +89,7 @@ public class InferenceStreams implements DisposableBean {
             task.close();
             throw e;
         }
-        SseEmitter emitter = new SseEmitter(timeoutMs);
+        SseEmitter emitter = new Utf8SseEmitter(timeoutMs);
         Events events = new Events(emitter, new AtomicReference<>());
         emitter.onTimeout(() -> events.mark(TIMED_OUT));
         emitter.onError(e -> events.mark(CLIENT_GONE));
@@ -119,7 +127,7 @@ public class InferenceStreams implements DisposableBean {
             // nobody left to tell
         } catch (RuntimeException e) {
             if (!firstToken.completeExceptionally(e)) { // the request thread answers a failure before the first token
-                events.sendError(format.error(ProblemHandler.afterStreamStarted(e)));
+                events.sendError(() -> format.error(ProblemHandler.afterStreamStarted(e)));
             }
         } finally {
             firstToken.complete(null);
@@ -141,6 +149,23 @@ public class InferenceStreams implements DisposableBean {
         shuttingDown = true;
         runners.shutdown();
         runners.awaitTermination(5, TimeUnit.SECONDS);
+    }
+
+    /**
+     * Declares the charset event streams always have (UTF-8): Spring writes text data in the response's charset, and
+     * without one in its content type would write ISO-8859-1.
+     */
+    private static final class Utf8SseEmitter extends SseEmitter {
+
+        Utf8SseEmitter(long timeoutMs) {
+            super(timeoutMs);
+        }
+
+        @Override
+        protected void extendResponse(ServerHttpResponse outputMessage) {
+            outputMessage.getHeaders().setContentType(new MediaType(MediaType.TEXT_EVENT_STREAM, StandardCharsets.UTF_8));
+            super.extendResponse(outputMessage);
+        }
     }
 
     /** One stream's emitter; a send that cannot go out ends the stream with its reason. */
@@ -167,11 +192,14 @@ public class InferenceStreams implements DisposableBean {
             }
         }
 
-        void sendError(List<SseEmitter.SseEventBuilder> events) {
+        /** The events are made here too: a failure making them must not end the runner without a word. */
+        void sendError(Supplier<List<SseEmitter.SseEventBuilder>> events) {
             try {
-                send(events);
+                send(events.get());
+            } catch (StreamEndedException nobodyToTell) {
+                // the client is gone
             } catch (RuntimeException unsent) {
-                // nobody to tell
+                log.warn("the error event of a stream was not sent", unsent);
             }
         }
 

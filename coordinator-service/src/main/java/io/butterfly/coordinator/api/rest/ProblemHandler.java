@@ -65,7 +65,7 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     }
 
     /**
-     * The problem a generation that already streamed tokens failed with (the status line is long sent by then, so
+     * The problem a generation that already streamed tokens failed with (the status line was sent long before, so
      * it goes out as a stream's last event): a failure in the cluster or the control log as above, anything else
      * a defect here.
      */

@@ -18,6 +18,6 @@ public interface StreamFormat {
     /** The events that end a generation that completed. */
     List<SseEventBuilder> done(GenerationResult result);
 
-    /** The events that end a generation that failed after its first token (the status line is long sent). */
+    /** The events that end a generation that failed after its first token (the status line is long since sent). */
     List<SseEventBuilder> error(ProblemDetail problem);
 }

@@ -105,7 +105,7 @@ class InferenceStreamsTest {
         assertThat(onlyTask().generatedTokens()).isEqualTo(6);
     }
 
-    /** The status line is long sent: the failure is the stream's last event, a problem document. */
+    /** The status line was sent long before: the failure is the stream's last event, a problem document. */
     @Test
     void aFailureAfterTheFirstTokenIsTheStreamsLastEvent() throws Exception {
         when(steps.run(any(), any())).thenAnswer(call -> {
