@@ -3,7 +3,6 @@ package io.butterfly.coordinator.api.rest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.AdmittedTask;
-import io.butterfly.coordinator.inference.GeneratedToken;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;

@@ -24,7 +24,6 @@ import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedInference;
 import io.butterfly.coordinator.inference.TestTokenizers;
-import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.TestReplicas;
 import io.butterfly.proto.common.v1.ErrorCode;
@@ -36,7 +35,6 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -283,13 +281,12 @@ class CompletionsControllerTest {
                 """.formatted(script.length)));
         JsonNode choices = c.path("choices");
         assertThat(choices.size()).isEqualTo(3);
-        int promptTokens = 0;
         for (int i = 0; i < 3; i++) {
             assertThat(choices.get(i).path("index").asInt()).isEqualTo(i);
             assertThat(choices.get(i).path("text").asString()).isEqualTo("the✓");
             assertThat(choices.get(i).path("logprobs").path("text_offset").get(0).asInt()).isZero();
         }
-        promptTokens = 2 + tokenizer.encode("hello there").getIds().length + 2;
+        int promptTokens = 2 + tokenizer.encode("hello there").getIds().length + 2;
         assertThat(c.path("usage").path("prompt_tokens").asInt()).isEqualTo(promptTokens);
         assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(3 * script.length);
         assertThat(control.state().tasks()).hasSize(3)
