@@ -3,7 +3,6 @@ package io.butterfly.coordinator.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
-import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
@@ -23,8 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class IncrementalTextTest {
 
-    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
-            10000.0, false, 1, 2);
+    private static final ModelConfig CONFIG = ScriptedCluster.TINY;
 
     @TempDir
     static Path dir;

@@ -3,20 +3,12 @@ package io.butterfly.coordinator.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.mockito.ArgumentMatchers.any;
-import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.never;
 import static org.mockito.Mockito.verify;
-import static org.mockito.Mockito.when;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
-import io.butterfly.common.model.Architecture;
-import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.proto.worker.v1.StepOutcome;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,40 +25,26 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class StreamedGenerationTest {
 
-    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
-            10000.0, false, 1, 2);
     /** What the scripted last stage makes the greedy choice at each step: "the" then a three-byte character. */
     private long[] script;
 
-    private ControlReplica replica;
+    private ScriptedCluster cluster;
     private ControlLog control;
     private HuggingFaceTokenizer tokenizer;
     private PipelineSteps steps;
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
-        replica = TestReplicas.single(dir.resolve("raft"));
-        control = new ControlLog(replica);
-        ReadyCluster.bootstrap(control);
-        tokenizer = TestTokenizers.generated(CONFIG, dir);
-        long[] word = tokenizer.encode("the", false, false).getIds();
-        long[] mark = tokenizer.encode("✓", false, false).getIds();
-        script = new long[word.length + mark.length];
-        System.arraycopy(word, 0, script, 0, word.length);
-        System.arraycopy(mark, 0, script, word.length, mark.length);
-        steps = mock(PipelineSteps.class);
-        AtomicInteger step = new AtomicInteger();
-        when(steps.run(any(), any())).thenAnswer(call -> {
-            float[] logits = new float[CONFIG.vocabSize()];
-            logits[(int) script[step.getAndIncrement() % script.length]] = 5f;
-            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
-        });
+        cluster = new ScriptedCluster(dir);
+        control = cluster.control();
+        tokenizer = cluster.tokenizer();
+        script = cluster.wordThenCheckMark();
+        steps = ScriptedCluster.following(script);
     }
 
     @AfterEach
     void close() {
-        tokenizer.close();
-        replica.close();
+        cluster.close();
     }
 
     @Test
@@ -179,6 +157,6 @@ class StreamedGenerationTest {
     }
 
     private InferenceService service(int maxConcurrentTasks) {
-        return ScriptedInference.service(control, CONFIG, tokenizer, steps, maxConcurrentTasks);
+        return cluster.service(steps, maxConcurrentTasks);
     }
 }

@@ -10,7 +10,6 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.api.rest.InferenceStreams;
@@ -22,10 +21,7 @@ import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.coordinator.inference.ReadyCluster;
-import io.butterfly.coordinator.inference.ScriptedInference;
-import io.butterfly.coordinator.inference.TestTokenizers;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.coordinator.inference.ScriptedCluster;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepOutcome;
@@ -56,13 +52,12 @@ import tools.jackson.databind.json.JsonMapper;
  */
 class CompletionsControllerTest {
 
-    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
-            10000.0, false, 1, 2);
+    private static final ModelConfig CONFIG = ScriptedCluster.TINY;
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /** What the scripted last stage makes most likely at each step: "the" then a three-byte character. */
     private long[] script;
-    private ControlReplica replica;
+    private ScriptedCluster cluster;
     private ControlLog control;
     private HuggingFaceTokenizer tokenizer;
     private InferenceService inference;
@@ -70,22 +65,11 @@ class CompletionsControllerTest {
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
-        replica = TestReplicas.single(dir.resolve("raft"));
-        control = new ControlLog(replica);
-        ReadyCluster.bootstrap(control);
-        tokenizer = TestTokenizers.generated(CONFIG, dir);
-        long[] word = tokenizer.encode("the", false, false).getIds();
-        long[] mark = tokenizer.encode("✓", false, false).getIds();
-        script = new long[word.length + mark.length];
-        System.arraycopy(word, 0, script, 0, word.length);
-        System.arraycopy(mark, 0, script, word.length, mark.length);
-        PipelineSteps steps = mock(PipelineSteps.class);
-        when(steps.run(any(), any())).thenAnswer(call -> {
-            float[] logits = new float[CONFIG.vocabSize()];
-            logits[(int) script[call.<ForwardRequest>getArgument(1).getStep() % script.length]] = 5f;
-            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
-        });
-        inference = ScriptedInference.service(control, CONFIG, tokenizer, steps, 4);
+        cluster = new ScriptedCluster(dir);
+        control = cluster.control();
+        tokenizer = cluster.tokenizer();
+        script = cluster.wordThenCheckMark();
+        inference = cluster.service(ScriptedCluster.following(script), 4);
         mvc = mvcOver(inference);
     }
 
@@ -97,8 +81,7 @@ class CompletionsControllerTest {
 
     @AfterEach
     void close() {
-        tokenizer.close();
-        replica.close();
+        cluster.close();
     }
 
     @Test
@@ -341,7 +324,7 @@ class CompletionsControllerTest {
             logits[100] = 5f;
             return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
         });
-        mvc = mvcOver(ScriptedInference.service(control, CONFIG, tokenizer, failing, 4));
+        mvc = mvcOver(cluster.service(failing, 4));
         List<String> data = stream("{\"prompt\": [1, 17], \"max_tokens\": 8, \"stream\": true}");
 
         assertThat(data).hasSize(4).last().isEqualTo("[DONE]");
@@ -358,7 +341,7 @@ class CompletionsControllerTest {
 
     @Test
     void tooManyTasksIsARateLimitError() throws Exception {
-        InferenceService one = ScriptedInference.service(control, CONFIG, tokenizer, mock(PipelineSteps.class), 1);
+        InferenceService one = cluster.service(mock(PipelineSteps.class), 1);
         MockMvc single = mvcOver(one);
         try (var held = one.admit(new GenerationRequest(null, List.of(1L), 1, 0.0, null, null, null, null))) {
             MockHttpServletResponse r = single.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON)

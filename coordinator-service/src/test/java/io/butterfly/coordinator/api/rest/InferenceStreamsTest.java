@@ -8,9 +8,7 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
-import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.cluster.TaskRecord;
@@ -19,10 +17,7 @@ import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.coordinator.inference.ReadyCluster;
-import io.butterfly.coordinator.inference.ScriptedInference;
-import io.butterfly.coordinator.inference.TestTokenizers;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.coordinator.inference.ScriptedCluster;
 import io.butterfly.proto.common.v1.ErrorCode;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.grpc.Status;
@@ -50,34 +45,29 @@ import tools.jackson.databind.json.JsonMapper;
  */
 class InferenceStreamsTest {
 
-    private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
-            10000.0, false, 1, 2);
+    private static final ModelConfig CONFIG = ScriptedCluster.TINY;
 
-    private ControlReplica replica;
+    private ScriptedCluster cluster;
     private ControlLog control;
-    private HuggingFaceTokenizer tokenizer;
     private final PipelineSteps steps = mock(PipelineSteps.class);
     private final AtomicInteger stepsRun = new AtomicInteger();
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
-        replica = TestReplicas.single(dir.resolve("raft"));
-        control = new ControlLog(replica);
-        ReadyCluster.bootstrap(control);
-        tokenizer = TestTokenizers.generated(CONFIG, dir);
+        cluster = new ScriptedCluster(dir);
+        control = cluster.control();
     }
 
     @AfterEach
     void close() {
-        tokenizer.close();
-        replica.close();
+        cluster.close();
     }
 
     @Test
     void aStageRefusingTheFirstStepIsAnsweredBeforeTheStreamStarts() {
         when(steps.run(any(), any())).thenThrow(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
                 Status.Code.RESOURCE_EXHAUSTED, "the KV cache budget of worker w2 is spent"));
-        InferenceService service = ScriptedInference.service(control, CONFIG, tokenizer, steps, 1);
+        InferenceService service = cluster.service(steps, 1);
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
 
         ButterflyException refused = catchThrowableOfType(ButterflyException.class,
@@ -96,7 +86,7 @@ class InferenceStreamsTest {
     @Test
     void streamsStartedRunToTheEndAfterTheirFirstToken() {
         when(steps.run(any(), any())).thenAnswer(call -> step());
-        InferenceStreams streams = new InferenceStreams(ScriptedInference.service(control, CONFIG, tokenizer, steps, 4),
+        InferenceStreams streams = new InferenceStreams(cluster.service(steps, 4),
                 ReadyCluster.props("coordinator-0"));
         streams.start(request(6), task -> new NativeStreamFormat(true));
         assertThat(stepsRun.get()).isPositive(); // start answered only after the first token
@@ -114,7 +104,7 @@ class InferenceStreamsTest {
             }
             return step();
         });
-        InferenceService service = ScriptedInference.service(control, CONFIG, tokenizer, steps, 4);
+        InferenceService service = cluster.service(steps, 4);
         MockMvc mvc = MockMvcBuilders.standaloneSetup(new InferenceController(service,
                 new InferenceStreams(service, ReadyCluster.props("coordinator-0")))).setControllerAdvice(new ProblemHandler())
                 .build();
@@ -142,7 +132,7 @@ class InferenceStreamsTest {
             Thread.sleep(20);
             return step();
         });
-        InferenceStreams streams = new InferenceStreams(ScriptedInference.service(control, CONFIG, tokenizer, steps, 4),
+        InferenceStreams streams = new InferenceStreams(cluster.service(steps, 4),
                 ReadyCluster.props("coordinator-0"));
         streams.start(request(60), task -> new NativeStreamFormat(false)); // ~1.2 s of steps
 

@@ -1,0 +1,91 @@
+package io.butterfly.coordinator.inference;
+
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.coordinator.bootstrap.WorkerChannels;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Clock;
+
+/**
+ * What the scripted inference tests serve from: a one-replica control log bootstrapped to READY
+ * ({@link ReadyCluster}) and the tiny model's generated tokenizer. The pipeline's steps are the test's to script.
+ */
+public final class ScriptedCluster implements AutoCloseable {
+
+    /** The tiny Llama served: vocabulary 512, end-of-sequence token 2. */
+    public static final ModelConfig TINY = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
+            10000.0, false, 1, 2);
+
+    private final ControlReplica replica;
+    private final ControlLog control;
+    private final HuggingFaceTokenizer tokenizer;
+
+    public ScriptedCluster(Path dir) throws IOException {
+        replica = TestReplicas.single(dir.resolve("raft"));
+        control = new ControlLog(replica);
+        ReadyCluster.bootstrap(control);
+        tokenizer = TestTokenizers.generated(TINY, dir);
+    }
+
+    public ControlLog control() {
+        return control;
+    }
+
+    public HuggingFaceTokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    /** An inference service over this control log whose pipeline steps are what {@code steps} answers. */
+    public InferenceService service(PipelineSteps steps, int maxConcurrentTasks) {
+        CoordinatorProperties p = ReadyCluster.props("coordinator-0");
+        CoordinatorProperties props = new CoordinatorProperties(p.nodeId(), p.advertiseHost(), p.clusterName(),
+                p.modelId(), p.expectedWorkers(), p.discoveryHost(), p.discoveryPort(), p.registryHost(), p.registryPort(),
+                p.dataDir(), p.maxNewTokens(), p.maxPromptTokens(), p.maxPromptChars(), p.stepTimeoutSeconds(),
+                p.taskTimeout(), p.trustedPublisherKeys(), maxConcurrentTasks);
+        ModelCatalog catalog = mock(ModelCatalog.class);
+        when(catalog.servedFor("root")).thenReturn(new ServedModel(ModelManifest.newBuilder().setModelId("tiny")
+                .setMerkleRoot("root").build(), TINY, tokenizer));
+        return new InferenceService(props, control, catalog, new WorkerChannels(9999), steps, Clock.systemUTC());
+    }
+
+    /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */
+    public long[] wordThenCheckMark() {
+        long[] word = tokenizer.encode("the", false, false).getIds();
+        long[] mark = tokenizer.encode("✓", false, false).getIds();
+        long[] script = new long[word.length + mark.length];
+        System.arraycopy(word, 0, script, 0, word.length);
+        System.arraycopy(mark, 0, script, word.length, mark.length);
+        return script;
+    }
+
+    /** Steps whose last stage makes {@code script[step % length]} of each task the likeliest token (logit 5, the rest 0). */
+    public static PipelineSteps following(long[] script) {
+        PipelineSteps steps = mock(PipelineSteps.class);
+        when(steps.run(any(), any())).thenAnswer(call -> {
+            float[] logits = new float[TINY.vocabSize()];
+            logits[(int) script[call.<ForwardRequest>getArgument(1).getStep() % script.length]] = 5f;
+            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, TINY.vocabSize())).build();
+        });
+        return steps;
+    }
+
+    @Override
+    public void close() {
+        tokenizer.close();
+        replica.close();
+    }
+}
