@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 
 /**
  * The coordinators' Raft group (control log). The defaults run the embedded default: one replica, named
@@ -23,6 +24,10 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param bindHost           address this replica's Raft server listens on (empty: its own peer host). On
  *                           Kubernetes the pod IP: the peer host is the pod's DNS name, which may not
  *                           resolve yet when the replica first starts
+ * @param logSegmentSize     a log segment is closed at this size; the log is cut behind each snapshot a closed
+ *                           segment at a time
+ * @param logPreservedEntries entries kept behind the snapshot, so a replica lagging by fewer catches up from the log
+ *                           instead of being sent the whole snapshot
  */
 @ConfigurationProperties("butterfly.coordinator.raft")
 public record ControlRaftProperties(
@@ -35,5 +40,7 @@ public record ControlRaftProperties(
         @DefaultValue("1000") long snapshotThreshold,
         @DefaultValue("5s") Duration requestTimeout,
         @DefaultValue List<String> replicaGrpcEndpoints,
-        @DefaultValue("") String bindHost) {
+        @DefaultValue("") String bindHost,
+        @DefaultValue("8MB") DataSize logSegmentSize,
+        @DefaultValue("1000") long logPreservedEntries) {
 }

@@ -26,6 +26,7 @@ public class RaftConfiguration {
         String group = raft.groupName().isBlank() ? coordinator.clusterName() : raft.groupName();
         return new ReplicaSettings(self, peers, group, coordinator.dataDir().resolve("raft"), raft.electionTimeoutMin(),
                 raft.electionTimeoutMax(), raft.snapshotThreshold(), raft.requestTimeout(),
-                raft.bindHost().isBlank() ? null : raft.bindHost());
+                raft.bindHost().isBlank() ? null : raft.bindHost(),
+                new ReplicaSettings.LogRetention(raft.logSegmentSize().toBytes(), raft.logPreservedEntries()));
     }
 }

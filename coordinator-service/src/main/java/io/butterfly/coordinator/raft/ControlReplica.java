@@ -32,6 +32,7 @@ import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -109,6 +110,13 @@ public final class ControlReplica implements AutoCloseable {
         RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(p, true);
         RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(p, s.snapshotThreshold());
         RaftServerConfigKeys.Snapshot.setRetentionFileNum(p, 2);
+        // Ratis' default keeps every entry some replica has not committed: one replica down for good would make the
+        // others' logs grow with every task. Cut at the snapshot instead; a replica that returns later than the
+        // preserved entries reach is sent the snapshot (ControlStateMachine.reinitialize loads it).
+        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(p, true);
+        RaftServerConfigKeys.Log.setPurgePreservationLogNum(p, s.logRetention().preservedEntries());
+        RaftServerConfigKeys.Log.setPurgeGap(p, (int) Math.min(s.snapshotThreshold(), Integer.MAX_VALUE));
+        RaftServerConfigKeys.Log.setSegmentSizeMax(p, SizeInBytes.valueOf(s.logRetention().segmentBytes()));
         return p;
     }
 
@@ -203,14 +211,15 @@ public final class ControlReplica implements AutoCloseable {
     public RaftStatus status() {
         List<String> peers = settings.peers().stream().map(ReplicaSettings.Peer::toString).toList();
         try {
-            DivisionInfo info = server.getDivision(group.getGroupId()).getInfo();
+            RaftServer.Division division = server.getDivision(group.getGroupId());
+            DivisionInfo info = division.getInfo();
             RaftPeerId leader = info.getLeaderId();
             return new RaftStatus(settings.selfId(), info.getCurrentRole().name(), leader == null ? null : leader.toString(),
-                    info.getCurrentTerm(), info.getLastAppliedIndex(), peers);
+                    info.getCurrentTerm(), info.getLastAppliedIndex(), division.getRaftLog().getStartIndex(), peers);
         } catch (IOException | RuntimeException e) {
             Leadership l = leadership.current();
             return new RaftStatus(settings.selfId(), String.valueOf(server.getLifeCycleState()), l.leaderId(), l.term(),
-                    machine.state().lastAppliedIndex(), peers);
+                    machine.state().lastAppliedIndex(), -1, peers);
         }
     }
 

@@ -18,13 +18,17 @@ import java.util.UUID;
  * @param snapshotThreshold    a snapshot is taken every this many applied entries
  * @param requestTimeout       how long a submit may wait for a commit before it fails
  * @param bindHost             address the Raft server listens on, or null for its own peer host
+ * @param logRetention         how much of the log is kept once a snapshot holds it
  */
 public record ReplicaSettings(String selfId, List<Peer> peers, String groupName, Path storageDir,
                               Duration electionTimeoutMin, Duration electionTimeoutMax, long snapshotThreshold,
-                              Duration requestTimeout, String bindHost) {
+                              Duration requestTimeout, String bindHost, LogRetention logRetention) {
 
     public ReplicaSettings {
         peers = List.copyOf(peers);
+        if (snapshotThreshold < 1) {
+            throw new IllegalArgumentException("snapshot-threshold must be at least 1, not " + snapshotThreshold);
+        }
         if (peers.stream().noneMatch(p -> p.id().equals(selfId))) {
             throw new IllegalArgumentException("raft peers " + peers + " do not include this replica '" + selfId + "'");
         }
@@ -48,6 +52,29 @@ public record ReplicaSettings(String selfId, List<Peer> peers, String groupName,
     /** Stable group id derived from the group name, so every replica computes the same one. */
     UUID groupUuid() {
         return UUID.nameUUIDFromBytes(("butterfly-control-log:" + groupName).getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * The log is cut behind each snapshot, so it stays bounded: every task is a log entry, and a replica that is
+     * down for good must not pin the log on the others (it catches up from the leader's snapshot when it returns).
+     *
+     * @param segmentBytes     a log segment is closed at this size; only closed segments are deleted
+     * @param preservedEntries entries kept before the snapshot index, so a replica lagging by fewer catches up from
+     *                         the log rather than by a whole snapshot
+     */
+    public record LogRetention(long segmentBytes, long preservedEntries) {
+
+        /** 8 MB segments (thousands of task entries), and as many entries kept as a default snapshot interval. */
+        public static final LogRetention DEFAULT = new LogRetention(8L << 20, 1000);
+
+        public LogRetention {
+            if (segmentBytes < 1024) {
+                throw new IllegalArgumentException("log-segment-size must be at least 1KB, not " + segmentBytes + " bytes");
+            }
+            if (preservedEntries < 0) {
+                throw new IllegalArgumentException("log-preserved-entries must not be negative, not " + preservedEntries);
+            }
+        }
     }
 
     /** One replica's Raft address. */

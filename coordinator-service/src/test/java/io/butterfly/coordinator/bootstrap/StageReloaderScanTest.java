@@ -44,6 +44,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.util.unit.DataSize;
 
 /**
  * The leader's reload scan: a DEGRADED pipeline's stage that is JOINED and UNLOADED is sent its assignment again,
@@ -216,7 +217,7 @@ class StageReloaderScanTest {
         LivenessMonitor monitor = new LivenessMonitor(control, new Liveness(liveness, Clock.systemUTC()), liveness,
                 Clock.systemUTC());
         ControlRaftProperties raft = new ControlRaftProperties("", List.of(), 20, "", Duration.ofMillis(150),
-                Duration.ofMillis(300), 1000, Duration.ofSeconds(5), List.of(), "");
+                Duration.ofMillis(300), 1000, Duration.ofSeconds(5), List.of(), "", DataSize.ofMegabytes(8), 1000);
         StageReloader r = new StageReloader(control, props, channels, monitor,
                 new AssignmentAddresses(props, raft, channels));
         r.nanoTime = () -> nowNanos;

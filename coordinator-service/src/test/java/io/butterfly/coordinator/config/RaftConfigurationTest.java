@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.springframework.util.unit.DataSize;
 
 /** butterfly.coordinator.raft to replica settings: the embedded default and an explicit group of three. */
 class RaftConfigurationTest {
@@ -24,7 +25,7 @@ class RaftConfigurationTest {
 
     private static ControlRaftProperties raft(String peerId, List<String> peers, String bindHost) {
         return new ControlRaftProperties(peerId, peers, 20, "", Duration.ofMillis(150), Duration.ofMillis(300), 1000,
-                Duration.ofSeconds(5), List.of(), bindHost);
+                Duration.ofSeconds(5), List.of(), bindHost, DataSize.ofMegabytes(8), 1000);
     }
 
     @Test
@@ -34,6 +35,18 @@ class RaftConfigurationTest {
         assertEquals(List.of(new ReplicaSettings.Peer("coordinator-0", "127.0.0.1", 9100)), s.peers());
         assertEquals(Path.of("/tmp/coord/raft"), s.storageDir());
         assertEquals("butterfly", s.groupName());
+        assertEquals(ReplicaSettings.LogRetention.DEFAULT, s.logRetention());
+    }
+
+    @Test
+    void logRetentionRefusesASegmentUnder1KbANegativePreservationAndNoSnapshots() {
+        assertThrows(IllegalArgumentException.class, () -> new ReplicaSettings.LogRetention(1023, 0));
+        assertThrows(IllegalArgumentException.class, () -> new ReplicaSettings.LogRetention(1024, -1));
+        ControlRaftProperties noSnapshots = new ControlRaftProperties("", List.of(), 20, "", Duration.ofMillis(150),
+                Duration.ofMillis(300), 0, Duration.ofSeconds(5), List.of(), "", DataSize.ofMegabytes(8), 1000);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> RaftConfiguration.settings(coordinator("coordinator-0"), noSnapshots, 9080));
+        assertTrue(e.getMessage().contains("snapshot-threshold"), e.getMessage());
     }
 
     @Test

@@ -24,8 +24,13 @@ public final class TestReplicas {
 
     public static ReplicaSettings settings(String selfId, List<ReplicaSettings.Peer> peers, Path storage,
                                            long snapshotThreshold) {
+        return settings(selfId, peers, storage, snapshotThreshold, ReplicaSettings.LogRetention.DEFAULT);
+    }
+
+    public static ReplicaSettings settings(String selfId, List<ReplicaSettings.Peer> peers, Path storage,
+                                           long snapshotThreshold, ReplicaSettings.LogRetention retention) {
         return new ReplicaSettings(selfId, peers, "test", storage, Duration.ofMillis(150), Duration.ofMillis(300),
-                snapshotThreshold, Duration.ofSeconds(5), null);
+                snapshotThreshold, Duration.ofSeconds(5), null, retention);
     }
 
     /** A started one-replica group that already leads (as on the embedded default). */

@@ -73,6 +73,7 @@ public class SystemStateController {
         m.put("self_id", r.selfId());
         m.put("role", r.role());
         m.put("last_applied_index", r.lastAppliedIndex());
+        m.put("log_start_index", r.logStartIndex());
         m.put("peers", r.peers());
         return m;
     }
