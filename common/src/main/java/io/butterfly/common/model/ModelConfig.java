@@ -84,6 +84,16 @@ public record ModelConfig(
                 normEps, ropeTheta, tieWordEmbeddings, bosTokenId, eosTokenId, null);
     }
 
+    /** This configuration with {@code ids} as its end-of-sequence tokens (at least one), the first as eos_token_id. */
+    public ModelConfig withEndOfSequence(List<Integer> ids) {
+        if (ids.isEmpty()) {
+            throw new IllegalArgumentException("at least one end-of-sequence token is needed");
+        }
+        return new ModelConfig(architecture, numLayers, hiddenSize, numHeads, numKvHeads, intermediateSize, vocabSize,
+                maxPositions, normEps, ropeTheta, tieWordEmbeddings, bosTokenId, ids.get(0), ropeScaling,
+                ids.subList(1, ids.size()));
+    }
+
     /** Whether generating {@code token} ends the sequence: the end-of-sequence token or any other the config lists. */
     public boolean endsSequence(long token) {
         return token >= 0 && (token == eosTokenId || token <= Integer.MAX_VALUE && moreEosTokenIds.contains((int) token));

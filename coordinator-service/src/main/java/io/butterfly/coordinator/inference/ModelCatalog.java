@@ -5,6 +5,7 @@ import ai.djl.huggingface.tokenizers.jni.LibUtils;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.manifest.ManifestVerifier;
+import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.config.CoordinatorProperties;
@@ -81,6 +82,10 @@ public class ModelCatalog {
         Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
         new ShardDownloader(registry()).download(manifest, wanted, dir, (file, done, total) -> { });
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+        if (wanted.contains(GenerationConfig.FILE)) { // only a file this manifest lists: not one an older one left
+            // Stop tokens as transformers' generate() takes them: generation_config.json's when it names any.
+            config = GenerationConfig.applyTo(config, dir.resolve(GenerationConfig.FILE));
+        }
         // Prompts are tokenized exactly as the tokenizer file says (its own special-token rules).
         HuggingFaceTokenizer tokenizer = HuggingFaceTokenizer.newInstance(dir.resolve("tokenizer.json"),
                 Map.of("addSpecialTokens", "true", "truncation", "false", "padding", "false"));

@@ -30,6 +30,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
@@ -83,14 +84,14 @@ class ModelCatalogTest {
     Path tmp;
 
     private final Registry registry = new Registry();
+    private final NodeIdentity publisher = NodeIdentity.ephemeral();
     private Server server;
     private ModelCatalog catalog;
 
     @BeforeEach
     void start() throws Exception {
-        NodeIdentity publisher = NodeIdentity.ephemeral();
         registry.dir = Files.createDirectories(tmp.resolve("published"));
-        registry.manifest = publish(registry.dir, publisher);
+        registry.manifest = publish(registry.dir, publisher, null);
         server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).addService(registry).build().start();
         catalog = new ModelCatalog(new CoordinatorProperties("coordinator-1", "127.0.0.1", "butterfly", "tiny", 2,
                 "127.0.0.1", 9082, "127.0.0.1", server.getPort(), tmp.resolve("coordinator"), 1024, 4096, 65536, 120,
@@ -144,11 +145,37 @@ class ModelCatalogTest {
         assertThat(catalog.holds(clusterRoot)).isFalse();
     }
 
-    /** config.json and tokenizer.json of a tiny Llama in {@code dir}, and their signed manifest. */
-    private static ModelManifest publish(Path dir, NodeIdentity publisher) throws IOException {
+    @Test
+    void theStopTokensAreTheGenerationConfigsWhenTheManifestListsOne() throws Exception {
+        registry.down = false;
+        registry.manifest = publish(registry.dir, publisher, "{\"eos_token_id\": [7, 9]}");
+
+        ModelConfig served = catalog.servedFor(registry.manifest.getMerkleRoot()).config();
+
+        assertThat(served.endsSequence(7)).isTrue();
+        assertThat(served.endsSequence(9)).isTrue();
+        assertThat(served.endsSequence(CONFIG.eosTokenId())).isFalse();
+        assertThat(served.withEndOfSequence(List.of(CONFIG.eosTokenId()))).isEqualTo(CONFIG);
+
+        // A later publication without one: the copy the coordinator fetched before is not read.
+        registry.manifest = publish(registry.dir, publisher, null);
+        assertThat(catalog.servedFor(registry.manifest.getMerkleRoot()).config()).isEqualTo(CONFIG);
+        assertThat(tmp.resolve("coordinator/models/tiny/generation_config.json")).exists();
+    }
+
+    /**
+     * config.json and tokenizer.json of a tiny Llama in {@code dir} (and a generation_config.json, unless null), and
+     * their signed manifest.
+     */
+    private static ModelManifest publish(Path dir, NodeIdentity publisher, String generationConfig) throws IOException {
         CONFIG.write(dir.resolve("config.json"));
         TokenizerGenerator.write(CONFIG, dir.resolve("tokenizer.json"));
-        List<WeightFile> files = List.of(file(dir, "config.json", FileKind.CONFIG), file(dir, "tokenizer.json", FileKind.TOKENIZER));
+        List<WeightFile> files = new ArrayList<>(List.of(file(dir, "config.json", FileKind.CONFIG),
+                file(dir, "tokenizer.json", FileKind.TOKENIZER)));
+        if (generationConfig != null) {
+            Files.writeString(dir.resolve("generation_config.json"), generationConfig);
+            files.add(file(dir, "generation_config.json", FileKind.CONFIG));
+        }
         ModelManifest unsigned = ModelManifest.newBuilder().setModelId("tiny").setArchitecture("llama").setVersion("1")
                 .setNumLayers(CONFIG.numLayers()).setHiddenSize(CONFIG.hiddenSize()).setVocabSize(CONFIG.vocabSize())
                 .setDtype("F32").addAllFiles(files)

@@ -3,6 +3,7 @@ package io.butterfly.registry.catalog;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.SafetensorsWriter;
@@ -30,10 +31,11 @@ import java.util.stream.Stream;
 
 /**
  * Repackages a Hugging Face model directory ({@code config.json}, one or more {@code *.safetensors},
- * {@code tokenizer.json}) into per-stage shards and builds their manifest. Tensor bytes and dtypes
- * are copied unchanged. Layout of the output directory:
+ * {@code tokenizer.json}, optionally {@code generation_config.json}) into per-stage shards and builds their manifest.
+ * Tensor bytes and dtypes are copied unchanged. Layout of the output directory:
  * <ul>
- *   <li>{@code config.json}, {@code tokenizer.json}: copied verbatim;</li>
+ *   <li>{@code config.json}, {@code tokenizer.json}, {@code generation_config.json} (when there is one): copied
+ *       verbatim;</li>
  *   <li>{@code embed.safetensors}: token (and, for GPT-2, position) embeddings;</li>
  *   <li>{@code layer-00000.safetensors} ...: one transformer block each;</li>
  *   <li>{@code head.safetensors}: final norm and LM head; with tied embeddings (no {@code lm_head.weight})
@@ -89,6 +91,9 @@ public final class ModelImporter {
         List<Path> all = new ArrayList<>();
         all.add(sourceDir.resolve(CONFIG_FILE));
         all.add(sourceDir.resolve(TOKENIZER_FILE));
+        if (Files.isRegularFile(sourceDir.resolve(GenerationConfig.FILE))) {
+            all.add(sourceDir.resolve(GenerationConfig.FILE));
+        }
         all.addAll(weights);
         List<Path> roots = allowedRoots(sourceDir.toRealPath());
         for (Path p : all) {
@@ -141,13 +146,22 @@ public final class ModelImporter {
         } catch (RuntimeException e) {
             throw invalid("path", sourceDir.resolve(CONFIG_FILE) + " is not a usable model config: " + e.getMessage());
         }
+        boolean generationConfig = sources.contains(sourceDir.resolve(GenerationConfig.FILE));
+        if (generationConfig) {
+            try {
+                // Checked now: the coordinator reads its stop tokens from it, and would refuse it only when serving.
+                GenerationConfig.applyTo(config, sourceDir.resolve(GenerationConfig.FILE));
+            } catch (RuntimeException e) {
+                throw invalid("path", sourceDir + ": " + e.getMessage());
+            }
+        }
         Files.createDirectories(outDir);
 
         List<SafetensorsFile> opened = new ArrayList<>();
         try {
             // Every tensor of the model, by name, with the file it lives in.
             Map<String, SafetensorsFile> owner = new LinkedHashMap<>();
-            for (Path p : sources.subList(2, sources.size())) {
+            for (Path p : sources.stream().filter(s -> s.getFileName().toString().endsWith(".safetensors")).toList()) {
                 SafetensorsFile f;
                 try {
                     f = SafetensorsFile.open(p);
@@ -217,6 +231,9 @@ public final class ModelImporter {
             List<ManifestFile> files = new ArrayList<>();
             files.add(copy(sourceDir.resolve(CONFIG_FILE), outDir.resolve(CONFIG_FILE), FileKind.CONFIG));
             files.add(copy(sourceDir.resolve(TOKENIZER_FILE), outDir.resolve(TOKENIZER_FILE), FileKind.TOKENIZER));
+            if (generationConfig) {
+                files.add(copy(sourceDir.resolve(GenerationConfig.FILE), outDir.resolve(GenerationConfig.FILE), FileKind.CONFIG));
+            }
             files.add(shard(owner, embed, outDir.resolve(EMBED_FILE), FileKind.EMBEDDING, null, modelId));
             for (Map.Entry<Integer, List<String>> l : layers.entrySet()) {
                 files.add(shard(owner, l.getValue(), outDir.resolve(layerFileName(l.getKey())), FileKind.LAYER, l.getKey(), modelId));

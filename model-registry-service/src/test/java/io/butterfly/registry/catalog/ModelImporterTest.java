@@ -128,6 +128,31 @@ class ModelImporterTest {
     }
 
     @Test
+    void aGenerationConfigIsServedAsAConfigFileAndABadOneIsRefusedNamingIt() throws Exception {
+        Path src = tmp.resolve("src/llama-tiny");
+        TinyModels.write(src, TinyModels.llama(false), "F32", 1, 7);
+        Files.writeString(src.resolve("generation_config.json"), "{\"eos_token_id\": [2, 5], \"do_sample\": true}");
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+
+        Manifest m = catalog.importModel(src, null);
+
+        assertThat(m.files()).extracting(ManifestFile::name).startsWith("config.json", "tokenizer.json",
+                "generation_config.json", "embed.safetensors");
+        assertThat(m.files().get(2).kind()).isEqualTo(FileKind.CONFIG);
+        assertChecksumsAndMerkleRoot(m, tmp.resolve("store/llama-tiny"));
+        assertThat(Files.readString(tmp.resolve("store/llama-tiny/generation_config.json")))
+                .isEqualTo(Files.readString(src.resolve("generation_config.json")));
+
+        Files.writeString(src.resolve("generation_config.json"), "{\"eos_token_id\": \"</s>\"}");
+        assertThatThrownBy(() -> catalog.importModel(src, "bad-generation-config"))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                    assertThat(e.context()).containsEntry("field", "path");
+                    assertThat(e.getMessage()).contains("generation_config.json", "eos_token_id");
+                });
+    }
+
+    @Test
     void aDirectoryThatIsNotAModelIsRefusedNamingThePath() throws Exception {
         Files.createDirectories(tmp.resolve("empty"));
         ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
