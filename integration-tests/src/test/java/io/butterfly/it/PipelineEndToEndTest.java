@@ -124,17 +124,19 @@ class PipelineEndToEndTest {
     }
 
     @ParameterizedTest
-    @CsvSource({"0.0, 1.0, 0", "0.9, 0.95, 42"})
-    void distributedGenerationEqualsSingleProcessBitForBit(double temperature, double topP, long seed) throws Exception {
+    @CsvSource({"0.0, 1.0, 0, 0", "0.9, 0.95, 0, 42", "1.3, 1.0, 5, 7"})
+    void distributedGenerationEqualsSingleProcessBitForBit(double temperature, double topP, int topK, long seed)
+            throws Exception {
         long[] prompt = {1, 17, 230, 5, 99, 311};
         int maxTokens = 12;
         LocalCluster.Reply r = cluster.post("/api/v1/inference", """
-                {"token_ids": [1, 17, 230, 5, 99, 311], "max_tokens": %d, "temperature": %s, "top_p": %s, "seed": %d, "logprobs": 5}
-                """.formatted(maxTokens, temperature, topP, seed));
+                {"token_ids": [1, 17, 230, 5, 99, 311], "max_tokens": %d, "temperature": %s, "top_p": %s, "top_k": %d,
+                 "seed": %d, "logprobs": 5}
+                """.formatted(maxTokens, temperature, topP, topK, seed));
         assertThat(r.status()).as(r.body()).isEqualTo(200);
         JsonNode body = r.json();
         SingleProcessReference.Generation expected = SingleProcessReference.generate(model, prompt, maxTokens,
-                new SamplingParams(temperature, topP, seed, 5));
+                new SamplingParams(temperature, topP, topK, seed, 5));
         assertThat(longs(body.path("token_ids"))).isEqualTo(expected.tokens());
         assertThat(doubles(body.path("token_logprobs"))).isEqualTo(expected.logprobs());
         List<List<Double>> top = new ArrayList<>();
@@ -213,6 +215,7 @@ class PipelineEndToEndTest {
             {"token_ids": []}                                  | token_ids
             {"prompt": "hi", "temperature": -1}                | temperature
             {"prompt": "hi", "top_p": 0}                       | top_p
+            {"prompt": "hi", "top_k": -1}                      | top_k
             {"prompt": "hi", "logprobs": 21}                   | logprobs
             {"prompt": "hi", "max_tokens": "many"}             | max_tokens
             {"prompt": "hi",                                   | body

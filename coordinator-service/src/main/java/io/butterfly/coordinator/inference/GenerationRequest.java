@@ -10,18 +10,25 @@ import java.util.List;
  * @param maxTokens   tokens to generate
  * @param temperature 0 = greedy
  * @param topP        nucleus mass
+ * @param topK        draw from the k most likely tokens only (0 or null: all)
  * @param seed        sampling seed
  * @param logprobs    top-k log-probabilities per step (0..20)
  * @param ignoreEos   keep generating past the end-of-sequence token (benchmarks)
  * @param stop        strings that end the generation where its text first contains one (left out of the text)
  */
 public record GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature,
-                                Double topP, Long seed, Integer logprobs,
+                                Double topP, Integer topK, Long seed, Integer logprobs,
                                 Boolean ignoreEos, List<String> stop) {
+
+    /** A request without a top-k cut. */
+    public GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature, Double topP,
+                             Long seed, Integer logprobs, Boolean ignoreEos, List<String> stop) {
+        this(prompt, tokenIds, maxTokens, temperature, topP, null, seed, logprobs, ignoreEos, stop);
+    }
 
     /** A request without stop strings. */
     public GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature, Double topP,
                              Long seed, Integer logprobs, Boolean ignoreEos) {
-        this(prompt, tokenIds, maxTokens, temperature, topP, seed, logprobs, ignoreEos, null);
+        this(prompt, tokenIds, maxTokens, temperature, topP, null, seed, logprobs, ignoreEos, null);
     }
 }

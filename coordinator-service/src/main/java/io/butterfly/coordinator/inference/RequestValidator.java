@@ -88,12 +88,16 @@ public final class RequestValidator {
         if (!(topP > 0 && topP <= 1)) {
             throw new InvalidRequestException("top_p", "top_p must be in (0, 1], got " + r.topP());
         }
+        int topK = r.topK() == null ? 0 : r.topK();
+        if (topK < 0) {
+            throw new InvalidRequestException("top_k", "top_k must be a number of tokens, or 0 for all of them, got " + topK);
+        }
         int logprobs = r.logprobs() == null ? 0 : r.logprobs();
         if (logprobs < 0 || logprobs > MAX_LOGPROBS) {
             throw new InvalidRequestException("logprobs", "logprobs must be in [0, " + MAX_LOGPROBS + "], got " + logprobs);
         }
         long seed = r.seed() == null ? 0L : r.seed();
-        return new SamplingParams(temperature, topP, seed, logprobs);
+        return new SamplingParams(temperature, topP, topK, seed, logprobs);
     }
 
     /** Stop strings: at most {@value #MAX_STOP_SEQUENCES}, each non-empty and at most {@value #MAX_STOP_CHARS} characters. */

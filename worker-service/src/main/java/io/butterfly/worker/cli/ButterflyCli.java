@@ -22,13 +22,13 @@ public final class ButterflyCli {
 
     private static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
     private static final String GENERATE_USAGE =
-            "usage: generate TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--logprobs K] [--stop STR] [--json | --stream]";
+            "usage: generate TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--seed S] [--logprobs K] [--stop STR] [--json | --stream]";
     /** The options each command accepts; anything else is a usage error. */
     private static final Map<String, Args.Spec> COMMANDS = Map.of(
             "wait-ready", new Args.Spec("wait-ready", Set.of("url", "timeout"), Set.of()),
             "status", new Args.Spec("status", Set.of("url"), Set.of()),
             "generate", new Args.Spec("generate",
-                    Set.of("url", "max-tokens", "temperature", "top-p", "seed", "logprobs", "stop", "compare-whole", "threads"),
+                    Set.of("url", "max-tokens", "temperature", "top-p", "top-k", "seed", "logprobs", "stop", "compare-whole", "threads"),
                     Set.of("json", "stream")));
 
     private final PrintStream out;
@@ -167,6 +167,9 @@ public final class ButterflyCli {
         body.put("seed", a.longOption("seed", 0));
         if (a.has("top-p")) {
             body.put("top_p", a.doubleOption("top-p", 1));
+        }
+        if (a.has("top-k")) {
+            body.put("top_k", a.intOption("top-k", 0));
         }
         int logprobs = a.intOption("logprobs", 0);
         if (a.has("logprobs")) {

@@ -92,8 +92,8 @@ public record CompletionRequest(String model,
     /** The generation that completes {@code p}; {@code freshSeed} is its seed when the request gives none. */
     GenerationRequest generation(Prompt p, long freshSeed) {
         return new GenerationRequest(p.text(), p.tokenIds(), maxTokens,
-                temperature == null ? DEFAULT_TEMPERATURE : temperature, topP, seed == null ? freshSeed : seed,
-                logprobs, ignoreEos, stop);
+                temperature == null ? DEFAULT_TEMPERATURE : temperature, topP, topK == null || topK == -1 ? null : topK,
+                seed == null ? freshSeed : seed, logprobs, ignoreEos, stop);
     }
 
     private void refuseUnsupported() {
@@ -109,8 +109,10 @@ public record CompletionRequest(String model,
         requireNeutral("logit_bias", logitBias == null || logitBias.isEmpty(), "logit_bias is not supported; only {}");
         requireNeutral("repetition_penalty", repetitionPenalty == null || repetitionPenalty == 1,
                 "repetition_penalty is not supported; only 1");
-        requireNeutral("top_k", topK == null || topK == -1 || topK == 0, "top_k is not supported; only -1 or 0 (off): "
-                + "use top_p");
+        if (topK != null && topK < -1) { // vLLM's -1 (and 0) mean every token
+            throw new InvalidRequestException("top_k", "top_k must be a number of tokens, or -1 or 0 for all of them, got "
+                    + topK);
+        }
         requireNeutral("min_p", minP == null || minP == 0, "min_p is not supported; only 0");
         requireNeutral("min_tokens", minTokens == null || minTokens == 0, "min_tokens is not supported; only 0");
         requireNeutral("stop_token_ids", stopTokenIds == null || stopTokenIds.isEmpty(),

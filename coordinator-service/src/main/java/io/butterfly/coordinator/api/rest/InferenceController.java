@@ -38,6 +38,7 @@ public class InferenceController {
                        @JsonProperty("max_tokens") Integer maxTokens,
                        Double temperature,
                        @JsonProperty("top_p") Double topP,
+                       @JsonProperty("top_k") Integer topK,
                        Long seed,
                        Integer logprobs,
                        @JsonProperty("ignore_eos") Boolean ignoreEos,
@@ -45,7 +46,8 @@ public class InferenceController {
                        @JsonFormat(with = JsonFormat.Feature.ACCEPT_SINGLE_VALUE_AS_ARRAY) List<String> stop) {
 
         GenerationRequest request() {
-            return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, seed, logprobs, ignoreEos, stop);
+            return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, topK, seed, logprobs, ignoreEos,
+                    stop);
         }
 
         boolean withLogprobs() {

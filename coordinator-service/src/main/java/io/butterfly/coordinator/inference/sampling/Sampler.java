@@ -9,8 +9,10 @@ import java.util.SplittableRandom;
  * Picks the next token from the last stage's float32 logits.
  *
  * <p>Temperature 0 is greedy argmax (lowest id wins ties). Otherwise the token is drawn from
- * softmax(logits / temperature), restricted to the nucleus (smallest set of most likely tokens whose
- * mass reaches top_p). The random number of a step is derived from {@code (seed, step)} alone, not
+ * softmax(logits / temperature), restricted first to the top_k most likely tokens (with any tied with the k-th, as
+ * transformers' TopKLogitsWarper keeps them) and then to the nucleus (smallest set of the most likely remaining
+ * tokens whose mass reaches top_p), in transformers' order. The random number of a step is derived from
+ * {@code (seed, step)} alone, not
  * from a generator advanced across steps, so a replayed or retried step draws the same token and a
  * single-process run reproduces a distributed one exactly.
  *
@@ -94,6 +96,16 @@ public final class Sampler {
             p[i] = d == 0 ? 1.0 : Math.exp(d * invT);
             total += p[i];
         }
+        if (params.topK() > 0 && params.topK() < v) {
+            double kth = kthLargest(p, params.topK());
+            total = 0;
+            for (int i = 0; i < v; i++) {
+                if (p[i] < kth) {
+                    p[i] = 0;
+                }
+                total += p[i];
+            }
+        }
         double u = uniform(params.seed(), step);
         if (params.topP() >= 1.0) {
             return pick(p, identity(v), v, u * total);
@@ -124,6 +136,48 @@ public final class Sampler {
             }
         }
         return pick(p, members, n, u * keptMass);
+    }
+
+    /**
+     * The k-th largest of {@code values} (1 <= k <= length), through a min-heap of the k largest seen so far:
+     * O(n log k) without sorting the vocabulary (top_k is usually tens against tens of thousands of tokens).
+     */
+    static double kthLargest(double[] values, int k) {
+        double[] heap = new double[k];
+        for (int i = 0; i < k; i++) {
+            heap[i] = values[i];
+            for (int c = i; c > 0 && heap[(c - 1) / 2] > heap[c]; c = (c - 1) / 2) {
+                swap(heap, c, (c - 1) / 2);
+            }
+        }
+        for (int i = k; i < values.length; i++) {
+            if (values[i] > heap[0]) {
+                heap[0] = values[i];
+                for (int c = 0; ; ) {
+                    int smallest = c;
+                    int l = 2 * c + 1;
+                    int r = l + 1;
+                    if (l < k && heap[l] < heap[smallest]) {
+                        smallest = l;
+                    }
+                    if (r < k && heap[r] < heap[smallest]) {
+                        smallest = r;
+                    }
+                    if (smallest == c) {
+                        break;
+                    }
+                    swap(heap, c, smallest);
+                    c = smallest;
+                }
+            }
+        }
+        return heap[0];
+    }
+
+    private static void swap(double[] a, int i, int j) {
+        double t = a[i];
+        a[i] = a[j];
+        a[j] = t;
     }
 
     /** The first of {@code order[0..n)} at which the running mass exceeds {@code target}. */

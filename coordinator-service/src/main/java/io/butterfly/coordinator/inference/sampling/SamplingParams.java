@@ -5,10 +5,16 @@ package io.butterfly.coordinator.inference.sampling;
  *
  * @param temperature 0 for greedy argmax, otherwise the softmax temperature
  * @param topP        nucleus mass in (0, 1]; 1 keeps the whole vocabulary
+ * @param topK        only the k most likely tokens (and any tied with the k-th) are drawn from; 0 keeps them all
  * @param seed        seed of the per-step random draws (same seed and step, same token)
  * @param logprobs    how many top log-probabilities to report per step (0 for none)
  */
-public record SamplingParams(double temperature, double topP, long seed, int logprobs) {
+public record SamplingParams(double temperature, double topP, int topK, long seed, int logprobs) {
+
+    /** Without a top-k cut. */
+    public SamplingParams(double temperature, double topP, long seed, int logprobs) {
+        this(temperature, topP, 0, seed, logprobs);
+    }
 
     public SamplingParams {
         if (!(temperature >= 0) || Double.isInfinite(temperature)) {
@@ -16,6 +22,9 @@ public record SamplingParams(double temperature, double topP, long seed, int log
         }
         if (!(topP > 0 && topP <= 1)) {
             throw new IllegalArgumentException("topP must be in (0, 1], got " + topP);
+        }
+        if (topK < 0) {
+            throw new IllegalArgumentException("topK must not be negative (0 keeps every token), got " + topK);
         }
         if (logprobs < 0) {
             throw new IllegalArgumentException("logprobs must not be negative, got " + logprobs);

@@ -132,6 +132,18 @@ class CompletionsControllerTest {
         }
     }
 
+    @Test
+    void topKIsVllmsWithMinusOneForEveryToken() throws Exception {
+        for (int topK : new int[]{1, 3, -1}) {
+            JsonNode c = ok(completion("""
+                    {"prompt": [1, 17], "max_tokens": %d, "temperature": 1.5, "seed": 11, "top_k": %d, "ignore_eos": true}
+                    """.formatted(script.length, topK)));
+            GenerationResult same = inference.generate(new GenerationRequest(null, List.of(1L, 17L), script.length, 1.5,
+                    null, topK == -1 ? 0 : topK, 11L, null, true, null));
+            assertThat(c.path("choices").get(0).path("text").asString()).as("top_k " + topK).isEqualTo(same.text());
+        }
+    }
+
     /** Greedy over the script: the word's tokens' texts join to the word, as in the completion's text. */
     @Test
     void logprobTokensReadAsTheyDoInTheText() throws Exception {
@@ -212,7 +224,7 @@ class CompletionsControllerTest {
         assertRefused("{\"prompt\": \"hi\", \"logit_bias\": {\"5\": 10}}", 400, "logit_bias");
         assertRefused("{\"prompt\": \"hi\", \"stream_options\": {\"include_usage\": true}}", 400, "stream_options");
         assertRefused("{\"prompt\": \"hi\", \"repetition_penalty\": 1.2}", 400, "repetition_penalty");
-        assertRefused("{\"prompt\": \"hi\", \"top_k\": 40}", 400, "top_k");
+        assertRefused("{\"prompt\": \"hi\", \"top_k\": -2}", 400, "top_k");
         assertRefused("{\"prompt\": \"hi\", \"min_p\": 0.1}", 400, "min_p");
         assertRefused("{\"prompt\": \"hi\", \"min_tokens\": 5}", 400, "min_tokens");
         assertRefused("{\"prompt\": \"hi\", \"stop_token_ids\": [2]}", 400, "stop_token_ids");

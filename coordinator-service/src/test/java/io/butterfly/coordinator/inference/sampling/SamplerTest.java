@@ -191,6 +191,73 @@ class SamplerTest {
     }
 
     @Test
+    void topKKeepsTheKMostLikelyAndAnyTiedWithTheKth() {
+        assertEquals(Set.of(0), supportK(1.0, 1, 1.0, FOUR), "top_k 1 is greedy");
+        assertEquals(Set.of(0, 1), supportK(1.0, 2, 1.0, FOUR));
+        assertEquals(Set.of(0, 1, 2, 3), supportK(1.0, 4, 1.0, FOUR));
+        assertEquals(Set.of(0, 1, 2, 3), supportK(1.0, 50, 1.0, FOUR), "k beyond the vocabulary keeps it all");
+        // transformers removes only scores below the k-th: both tokens tied with it stay.
+        assertEquals(Set.of(0, 2, 3), supportK(1.0, 2, 1.0, new float[]{5, 1, 3, 3}));
+
+        // Within the top k the mass is renormalized: 0.5 / 0.8 and 0.3 / 0.8.
+        int zero = 0;
+        int draws = 20000;
+        for (int seed = 0; seed < draws; seed++) {
+            if (chooseK(1, 1.0, 2, seed, FOUR, 1).tokenId() == 0) {
+                zero++;
+            }
+        }
+        assertEquals(0.625, zero / (double) draws, 0.015);
+    }
+
+    @Test
+    void topKComesBeforeTopPAsInTransformers() {
+        // Top 2 of .5/.3/.15/.05 renormalize to .625/.375, so top_p 0.6 keeps the first alone; top_p first would
+        // have kept two (.5 < .6).
+        assertEquals(Set.of(0), supportK(1.0, 2, 0.6, FOUR));
+        assertEquals(Set.of(0, 1), supportK(1.0, 0, 0.6, FOUR));
+    }
+
+    /**
+     * Over random logits and settings every drawn token is one transformers' warpers keep, computed here from their
+     * definitions: TopK removes scores below the k-th largest, TopP (on the softmax of what is left) removes the
+     * tokens whose ascending cumulative probability stays at or under 1 - top_p (the nucleus's ties by id aside,
+     * so only tokens strictly inside or outside are checked).
+     */
+    @Test
+    void drawsStayWithinTheReferenceTopKAndTopPSets() {
+        Random random = new Random(5);
+        for (int trial = 0; trial < 300; trial++) {
+            int vocab = 2 + random.nextInt(60);
+            float[] logits = randomLogits(random, vocab, 0.5 + 3 * random.nextDouble());
+            double temperature = 0.2 + 2 * random.nextDouble();
+            int topK = random.nextInt(vocab + 2);
+            double topP = random.nextBoolean() ? 1.0 : 0.05 + 0.95 * random.nextDouble();
+            Set<Integer> allowed = referenceTopKTopP(logits, temperature, topK, topP);
+            for (int seed = 0; seed < 40; seed++) {
+                int token = chooseK(temperature, topP, topK, trial * 1000L + seed, logits, seed).tokenId();
+                assertTrue(allowed.contains(token), "trial " + trial + ": token " + token + " outside " + allowed
+                        + " (top_k " + topK + ", top_p " + topP + ", T " + temperature + ")");
+            }
+        }
+    }
+
+    @Test
+    void kthLargestEqualsTheSortedReference() {
+        Random random = new Random(9);
+        for (int trial = 0; trial < 500; trial++) {
+            double[] values = new double[1 + random.nextInt(200)];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = random.nextInt(4) == 0 ? random.nextInt(5) : random.nextGaussian(); // with ties
+            }
+            double[] sorted = values.clone();
+            java.util.Arrays.sort(sorted);
+            int k = 1 + random.nextInt(values.length);
+            assertEquals(sorted[values.length - k], Sampler.kthLargest(values, k), "k " + k);
+        }
+    }
+
+    @Test
     void temperatureSharpensOrFlattens() {
         float[] logits = randomLogits(new Random(17), 20, 1.5);
         int argmax = choose(0, 1, 0, 0, logits, 0).tokenId();
@@ -217,6 +284,61 @@ class SamplerTest {
         assertThrows(IllegalArgumentException.class, () -> new SamplingParams(1, 0, 0, 0));
         assertThrows(IllegalArgumentException.class, () -> new SamplingParams(1, 1.01, 0, 0));
         assertThrows(IllegalArgumentException.class, () -> new SamplingParams(1, 1, 0, -1));
+        assertThrows(IllegalArgumentException.class, () -> new SamplingParams(1, 1, -1, 0, 0));
+    }
+
+    private static TokenChoice chooseK(double temperature, double topP, int topK, long seed, float[] logits, int step) {
+        return new Sampler(new SamplingParams(temperature, topP, topK, seed, 0)).choose(logits, step);
+    }
+
+    private static Set<Integer> supportK(double temperature, int topK, double topP, float[] logits) {
+        Set<Integer> seen = new HashSet<>();
+        for (int seed = 0; seed < 3000; seed++) {
+            seen.add(chooseK(temperature, topP, topK, seed, logits, seed % 7).tokenId());
+        }
+        return seen;
+    }
+
+    /** Tokens transformers' TopK then TopP warpers may keep (boundary ties included), from their definitions. */
+    private static Set<Integer> referenceTopKTopP(float[] logits, double temperature, int topK, double topP) {
+        int v = logits.length;
+        double[] scores = new double[v];
+        for (int i = 0; i < v; i++) {
+            scores[i] = logits[i] / temperature;
+        }
+        if (topK > 0 && topK < v) {
+            double[] sorted = scores.clone();
+            java.util.Arrays.sort(sorted);
+            double kth = sorted[v - topK];
+            for (int i = 0; i < v; i++) {
+                if (scores[i] < kth) {
+                    scores[i] = Double.NEGATIVE_INFINITY;
+                }
+            }
+        }
+        double sum = 0;
+        for (double s : scores) {
+            sum += Math.exp(s);
+        }
+        Set<Integer> allowed = new HashSet<>();
+        for (int i = 0; i < v; i++) {
+            double pi = Math.exp(scores[i]) / sum;
+            if (pi == 0) {
+                continue;
+            }
+            // Mass strictly more likely than token i: if that alone reaches top_p, i is outside any nucleus.
+            double above = 0;
+            for (int j = 0; j < v; j++) {
+                double pj = Math.exp(scores[j]) / sum;
+                if (pj > pi) {
+                    above += pj;
+                }
+            }
+            if (above < topP * (1 - 1e-9) || topP >= 1.0) {
+                allowed.add(i);
+            }
+        }
+        return allowed;
     }
 
     private static Set<Integer> support(double topP, float[] logits) {
