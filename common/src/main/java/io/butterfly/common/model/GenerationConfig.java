@@ -26,16 +26,23 @@ public final class GenerationConfig {
 
     /**
      * {@code config} with the end-of-sequence tokens of {@code file} when it exists and names any, else {@code config}
-     * unchanged.
+     * unchanged. (transformers, given the file without any, would never stop at an end-of-sequence token; keeping
+     * config.json's is the safer reading of a file that only sets sampling defaults.)
      *
      * @throws IllegalArgumentException naming the file and field when it is not a JSON object or its
-     *                                  {@code eos_token_id} is not a token id or a list of them
+     *                                  {@code eos_token_id} is not a token id of the model or a list of them
      */
     public static ModelConfig applyTo(ModelConfig config, Path file) throws IOException {
         if (!Files.isRegularFile(file)) {
             return config;
         }
         List<Integer> eos = eosTokenIds(Files.readAllBytes(file));
+        for (int id : eos) {
+            if (id >= config.vocabSize()) {
+                throw new IllegalArgumentException(FILE + ": eos_token_id " + id + " is outside the model's vocabulary of "
+                        + config.vocabSize() + " tokens");
+            }
+        }
         return eos.isEmpty() ? config : config.withEndOfSequence(eos);
     }
 

@@ -2,6 +2,7 @@ package io.butterfly.common.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -53,6 +54,14 @@ class GenerationConfigTest {
             assertThatThrownBy(() -> GenerationConfig.eosTokenIds(bad.getBytes(StandardCharsets.UTF_8))).as(bad)
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(GenerationConfig.FILE);
         }
+    }
+
+    @Test
+    void anIdOutsideTheVocabularyIsRefused() {
+        assertThatThrownBy(() -> apply("{\"eos_token_id\": [2, 300]}"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("eos_token_id 300").hasMessageContaining("300 tokens");
+        assertThat(catchThrowable(() -> apply("{\"eos_token_id\": 299}"))).isNull();
     }
 
     private ModelConfig apply(String json) throws Exception {

@@ -26,7 +26,7 @@ import org.springframework.util.unit.DataSize;
  *                           resolve yet when the replica first starts
  * @param logSegmentSize     a log segment is closed at this size; the log is cut behind each snapshot a closed
  *                           segment at a time
- * @param logPreservedEntries entries kept behind the snapshot, so a replica lagging by fewer catches up from the log
+ * @param logPreservedEntries the newest entries never cut, so a replica lagging by fewer catches up from the log
  *                           instead of being sent the whole snapshot
  */
 @ConfigurationProperties("butterfly.coordinator.raft")

@@ -11,7 +11,7 @@ import java.util.List;
  * @param term            current Raft term
  * @param lastAppliedIndex last log index applied by this replica's state machine
  * @param logStartIndex   the oldest entry this replica's log still holds (those before it live only in snapshots);
- *                        -1 when the server cannot say
+ *                        -1 when the log is empty (cut right at a snapshot) or the server cannot say
  * @param peers           every replica as {@code id=host:port}
  */
 public record RaftStatus(String selfId, String role, String leaderId, long term, long lastAppliedIndex,

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.UUID;
 
 /**
@@ -26,6 +27,7 @@ public record ReplicaSettings(String selfId, List<Peer> peers, String groupName,
 
     public ReplicaSettings {
         peers = List.copyOf(peers);
+        Objects.requireNonNull(logRetention, "logRetention");
         if (snapshotThreshold < 1) {
             throw new IllegalArgumentException("snapshot-threshold must be at least 1, not " + snapshotThreshold);
         }
@@ -59,8 +61,8 @@ public record ReplicaSettings(String selfId, List<Peer> peers, String groupName,
      * down for good must not pin the log on the others (it catches up from the leader's snapshot when it returns).
      *
      * @param segmentBytes     a log segment is closed at this size; only closed segments are deleted
-     * @param preservedEntries entries kept before the snapshot index, so a replica lagging by fewer catches up from
-     *                         the log rather than by a whole snapshot
+     * @param preservedEntries the newest entries never cut (Ratis cuts up to min(snapshot index, last index - this)),
+     *                         so a replica lagging by fewer catches up from the log rather than by a whole snapshot
      */
     public record LogRetention(long segmentBytes, long preservedEntries) {
 

@@ -334,7 +334,7 @@ class SamplerTest {
                     above += pj;
                 }
             }
-            if (above < topP * (1 - 1e-9) || topP >= 1.0) {
+            if (above < topP * (1 + 1e-9) || topP >= 1.0) {
                 allowed.add(i);
             }
         }
