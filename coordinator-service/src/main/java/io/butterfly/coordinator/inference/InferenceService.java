@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
@@ -12,7 +13,7 @@ import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.coordinator.inference.sampling.TokenChoice;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepOutcome;
@@ -20,7 +21,6 @@ import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.SequenceSlice;
 import io.butterfly.proto.worker.v1.StageTiming;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -201,7 +201,7 @@ public class InferenceService {
             transportNanos += t1 - t0 - addTimings(response.getTimingsList(), stageMs);
             float[] logits = TensorCodec.toFloats(response.getLogits(), 2, "logits");
             if (response.getLogits().getShape(0) != 1 || logits.length != model.config().vocabSize()) {
-                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
                         "last stage returned logits of shape " + response.getLogits().getShapeList());
             }
             TokenChoice choice = choose(sampler, logits, step);
@@ -242,7 +242,7 @@ public class InferenceService {
         try {
             return sampler.choose(logits, step);
         } catch (IllegalArgumentException e) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INTERNAL,
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
                     "last stage returned logits that cannot be sampled at step " + step + ": " + e.getMessage());
         }
     }

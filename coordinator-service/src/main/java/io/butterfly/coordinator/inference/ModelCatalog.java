@@ -3,20 +3,20 @@ package io.butterfly.coordinator.inference;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.huggingface.tokenizers.jni.LibUtils;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.registry.v1.FileKind;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.grpc.ManagedChannel;
-import io.grpc.Status;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -117,13 +117,13 @@ public class ModelCatalog {
         try {
             model = load();
         } catch (ButterflyException e) {
-            throw new ButterflyException(e.code(), Status.Code.UNAVAILABLE, notHeld(merkleRoot) + e.getMessage(), e.context(), e);
+            throw new ButterflyException(e.code(), ErrorKind.UNAVAILABLE, notHeld(merkleRoot) + e.getMessage(), e.context(), e);
         } catch (IOException | RuntimeException e) {
-            throw new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, Status.Code.UNAVAILABLE, notHeld(merkleRoot) + e, Map.of(), e);
+            throw new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, ErrorKind.UNAVAILABLE, notHeld(merkleRoot) + e, Map.of(), e);
         }
         if (!model.manifest().getMerkleRoot().equals(merkleRoot)) {
             // This replica's tokenizer and config would be of another publication than the workers' weights.
-            throw new ButterflyException(ErrorCode.MERKLE_ROOT_MISMATCH, Status.Code.UNAVAILABLE, notHeld(merkleRoot)
+            throw new ButterflyException(ErrorCode.MERKLE_ROOT_MISMATCH, ErrorKind.UNAVAILABLE, notHeld(merkleRoot)
                     + "the registry serves model " + model.manifest().getModelId() + " with merkle root "
                     + model.manifest().getMerkleRoot());
         }

@@ -1,10 +1,12 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepFailure;
@@ -73,15 +75,15 @@ public class PipelineSteps {
             }
             return done;
         } catch (StatusRuntimeException e) {
-            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE,
+            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
                     "pipeline step " + request.getStep() + ": first stage " + first.getNodeId() + " unreachable: "
                             + e.getStatus().getDescription(), Map.of("unreachable", first.getNodeId()), e);
         } catch (TimeoutException e) {
-            throw new ButterflyException(ErrorCode.TIMEOUT, Status.Code.DEADLINE_EXCEEDED,
+            throw new ButterflyException(ErrorCode.TIMEOUT, ErrorKind.DEADLINE_EXCEEDED,
                     "pipeline step " + request.getStep() + " had no outcome within " + props.stepTimeoutSeconds() + " s");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.CANCELLED, "interrupted while waiting for a step");
+            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.CANCELLED, "interrupted while waiting for a step");
         } catch (ExecutionException e) {
             throw new IllegalStateException(e.getCause());
         } finally {
@@ -120,13 +122,13 @@ public class PipelineSteps {
     /** The failed outcome of a step whose stage {@code node} cannot answer (UNAVAILABLE: the client may retry). */
     private static StepOutcome unreachable(StepKey key, String node, String message) {
         return StepOutcome.newBuilder().setTaskId(key.taskId()).setStep(key.step())
-                .setFailure(StepFailure.newBuilder().setNodeId(node).setCode(ErrorCode.INTERNAL_ERROR)
+                .setFailure(StepFailure.newBuilder().setNodeId(node).setCode(GrpcErrors.toProto(ErrorCode.INTERNAL_ERROR))
                         .setGrpcStatus(Status.Code.UNAVAILABLE.value()).setMessage(message).putContext("unreachable", node))
                 .build();
     }
 
     private static ButterflyException failure(StepFailure f, int step) {
-        return new ButterflyException(f.getCode(), Status.fromCodeValue(f.getGrpcStatus()).getCode(),
+        return new ButterflyException(GrpcErrors.fromProto(f.getCode()), GrpcErrors.kindOf(Status.fromCodeValue(f.getGrpcStatus()).getCode()),
                 "pipeline step " + step + " failed on " + f.getNodeId() + ": " + f.getMessage(), f.getContextMap(), null);
     }
 

@@ -3,6 +3,7 @@ package io.butterfly.coordinator.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.config.CoordinatorProperties;
@@ -16,7 +17,6 @@ import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.grpc.Grpc;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
-import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
@@ -102,7 +102,7 @@ class FailedStageAbortsTest {
 
         ButterflyException e = failed.get(5, TimeUnit.SECONDS);
         assertThat(e).isNotNull();
-        assertThat(e.status()).isEqualTo(Status.Code.UNAVAILABLE);
+        assertThat(e.kind()).isEqualTo(ErrorKind.UNAVAILABLE);
         assertThat(e.getMessage()).contains("w2 was declared FAILED", "no heartbeat for 1400 ms");
         assertThat(e.context()).containsEntry("unreachable", "w2");
     }

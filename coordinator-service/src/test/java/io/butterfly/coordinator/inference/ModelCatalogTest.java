@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.google.protobuf.ByteString;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.manifest.ManifestVerifier;
@@ -13,7 +14,7 @@ import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.TokenizerGenerator;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.FileKind;
@@ -123,7 +124,7 @@ class ModelCatalogTest {
     void aRegistryThatCannotGiveTheModelMakesTheRequestRetryable() {
         assertThatThrownBy(() -> catalog.servedFor(registry.manifest.getMerkleRoot()))
                 .isInstanceOfSatisfying(ButterflyException.class, e -> {
-                    assertThat(e.status()).isEqualTo(Status.Code.UNAVAILABLE);
+                    assertThat(e.kind()).isEqualTo(ErrorKind.UNAVAILABLE);
                     assertThat(e.getMessage()).contains("this coordinator has not fetched model tiny (merkle root "
                             + registry.manifest.getMerkleRoot() + ")").contains("registry restarting");
                 });
@@ -137,7 +138,7 @@ class ModelCatalogTest {
 
         assertThatThrownBy(() -> catalog.servedFor(clusterRoot))
                 .isInstanceOfSatisfying(ButterflyException.class, e -> {
-                    assertThat(e.status()).isEqualTo(Status.Code.UNAVAILABLE);
+                    assertThat(e.kind()).isEqualTo(ErrorKind.UNAVAILABLE);
                     assertThat(e.code()).isEqualTo(ErrorCode.MERKLE_ROOT_MISMATCH);
                     assertThat(e.getMessage()).contains("the registry serves model tiny with merkle root "
                             + registry.manifest.getMerkleRoot());

@@ -7,6 +7,7 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.tensor.TensorCodec;
@@ -77,7 +78,7 @@ class UnusableLogitsTest {
             ButterflyException e = catchThrowableOfType(ButterflyException.class, () -> service(logits)
                     .generate(new GenerationRequest(null, List.of(1L, 2L), 2, 0.7, 1.0, 42L, null, null)));
             assertThat(e).as("logit %s", bad).isNotNull();
-            assertThat(e.status()).isEqualTo(Status.Code.INTERNAL); // 502: the stage's output, not this coordinator
+            assertThat(e.kind()).isEqualTo(ErrorKind.INTERNAL); // 502: the stage's output, not this coordinator
             assertThat(e.getMessage()).contains("logit 3 is " + bad);
         }
         assertThat(control.state().tasks().values()).hasSize(2)

@@ -2,17 +2,17 @@ package io.butterfly.discovery.admission;
 
 import com.google.protobuf.Parser;
 import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.SignedEnvelope;
 import io.butterfly.proto.discovery.v1.DiscoveryRequest;
 import io.butterfly.proto.discovery.v1.JoinRequest;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
-import io.grpc.Status;
 import java.time.Clock;
 import java.util.List;
 import java.util.Locale;
@@ -145,7 +145,7 @@ public final class AdmissionChain {
         }
         timestampWindow.check(envelope, now);
         MemberView member = registry.member(envelope.getSender()).orElseThrow(() -> new AdmissionException(
-                ErrorCode.INVALID_MESSAGE, Status.Code.NOT_FOUND, "'" + envelope.getSender() + "' is not a member; join first"));
+                ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + envelope.getSender() + "' is not a member; join first"));
         signature.verify(envelope, Ed25519.fromHex(member.publicKeyHex()));
         replay.check(envelope, now);
         return payload;

@@ -1,11 +1,11 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.GpuInfo;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.discovery.v1.NodeRole;
-import io.grpc.Status;
 
 /**
  * Reported capabilities must make physical sense (initialization-and-bootstrap.md §9.3 is_plausible):
@@ -28,7 +28,7 @@ public final class CapabilityPlausibility implements AdmissionCheck {
         String problem = problem(attempt.request().getMember().getCapabilities(),
                 attempt.request().getMember().getRole() == NodeRole.WORKER);
         if (problem != null) {
-            throw new AdmissionException(ErrorCode.INSUFFICIENT_CAPABILITIES, Status.Code.INVALID_ARGUMENT,
+            throw new AdmissionException(ErrorCode.INSUFFICIENT_CAPABILITIES, ErrorKind.INVALID_ARGUMENT,
                     "implausible capabilities reported by '" + attempt.nodeId() + "': " + problem);
         }
     }

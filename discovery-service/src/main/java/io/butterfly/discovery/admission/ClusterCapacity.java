@@ -1,9 +1,9 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MembershipStore;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 
 /** At most {@code maxMembers} members; a member re-joining keeps its slot. ClusterFull is retryable (§8.2). */
 public final class ClusterCapacity implements AdmissionCheck {
@@ -19,7 +19,7 @@ public final class ClusterCapacity implements AdmissionCheck {
     @Override
     public void check(JoinAttempt attempt) {
         if (registry.member(attempt.nodeId()).isEmpty() && registry.size() >= maxMembers) {
-            throw new AdmissionException(ErrorCode.CLUSTER_FULL, Status.Code.RESOURCE_EXHAUSTED,
+            throw new AdmissionException(ErrorCode.CLUSTER_FULL, ErrorKind.RESOURCE_EXHAUSTED,
                     "cluster is full (" + maxMembers + " members)");
         }
     }

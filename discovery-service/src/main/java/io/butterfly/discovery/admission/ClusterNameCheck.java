@@ -1,8 +1,8 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 
 /** A node asking for another cluster is refused (bootstrap-protocol.md §8.1 ClusterNameMismatch; not retryable). */
 public final class ClusterNameCheck implements AdmissionCheck {
@@ -17,7 +17,7 @@ public final class ClusterNameCheck implements AdmissionCheck {
     public void check(JoinAttempt attempt) {
         String requested = attempt.request().getClusterName();
         if (!clusterName.equals(requested)) {
-            throw new AdmissionException(ErrorCode.CLUSTER_NAME_MISMATCH, Status.Code.FAILED_PRECONDITION,
+            throw new AdmissionException(ErrorCode.CLUSTER_NAME_MISMATCH, ErrorKind.FAILED_PRECONDITION,
                     "cluster name '" + requested + "' does not match '" + clusterName + "'");
         }
     }

@@ -1,11 +1,11 @@
 package io.butterfly.discovery.admission;
 
 import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 import java.util.Optional;
 
 /**
@@ -31,7 +31,7 @@ public final class DuplicateNodeId implements AdmissionCheck {
         Optional<String> holder = existing.map(MemberView::publicKeyHex).or(() -> trust.pinnedKey(id));
         if (holder.isPresent() && !holder.get().equals(presented)) {
             String where = existing.map(m -> " (a member at " + m.host() + ":" + m.grpcPort() + ")").orElse(" (pinned earlier)");
-            throw new AdmissionException(ErrorCode.DUPLICATE_NODE_ID, Status.Code.ALREADY_EXISTS,
+            throw new AdmissionException(ErrorCode.DUPLICATE_NODE_ID, ErrorKind.ALREADY_EXISTS,
                     "node id '" + id + "' already belongs to another key" + where);
         }
     }

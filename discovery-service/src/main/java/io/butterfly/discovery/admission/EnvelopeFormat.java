@@ -2,11 +2,11 @@ package io.butterfly.discovery.admission;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Parser;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.SignedEnvelope;
-import io.grpc.Status;
 
 /**
  * Structural checks on an envelope before anything else looks at it: the expected message type, a
@@ -45,6 +45,6 @@ public final class EnvelopeFormat {
     }
 
     static AdmissionException invalid(String message) {
-        return new AdmissionException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT, message);
+        return new AdmissionException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, message);
     }
 }

@@ -1,8 +1,8 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -40,7 +40,7 @@ public final class JoinRateLimit implements AdmissionCheck {
         double tokens = refill(bucket, now);
         if (tokens < 1) {
             long retryAfter = (long) Math.ceil((1 - tokens) / perSecond * 1000);
-            throw new AdmissionException(ErrorCode.JOIN_RATE_LIMITED, Status.Code.RESOURCE_EXHAUSTED,
+            throw new AdmissionException(ErrorCode.JOIN_RATE_LIMITED, ErrorKind.RESOURCE_EXHAUSTED,
                     "too many join attempts from " + sourceAddress + "; retry in " + retryAfter + " ms",
                     Map.of("retry_after_ms", Long.toString(retryAfter)));
         }

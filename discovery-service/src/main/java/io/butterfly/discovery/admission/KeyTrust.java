@@ -1,9 +1,9 @@
 package io.butterfly.discovery.admission;
 
 import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -52,7 +52,7 @@ public final class KeyTrust implements AdmissionCheck {
     }
 
     private static AdmissionException untrusted(String id, String key, String why) {
-        return new AdmissionException(ErrorCode.INVALID_SIGNATURE, Status.Code.PERMISSION_DENIED,
+        return new AdmissionException(ErrorCode.INVALID_SIGNATURE, ErrorKind.PERMISSION_DENIED,
                 "key " + key + " is not trusted for node '" + id + "': " + why, Map.of("check", "untrusted_key"));
     }
 

@@ -1,9 +1,9 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.SignedEnvelope;
-import io.grpc.Status;
 import java.util.Map;
 
 /**
@@ -34,7 +34,7 @@ public final class MessageIdReplayGuard implements AdmissionCheck {
     public void check(SignedEnvelope envelope, long nowMs) {
         String key = envelope.getSender() + "/" + Long.toUnsignedString(envelope.getMessageId());
         if (!seen.firstSighting(key, nowMs, retainMs)) {
-            throw new AdmissionException(ErrorCode.INVALID_MESSAGE, Status.Code.ALREADY_EXISTS,
+            throw new AdmissionException(ErrorCode.INVALID_MESSAGE, ErrorKind.ALREADY_EXISTS,
                     "message id " + Long.toUnsignedString(envelope.getMessageId()) + " from " + envelope.getSender()
                             + " was already received: replay refused",
                     Map.of("check", "message_id_replay"));

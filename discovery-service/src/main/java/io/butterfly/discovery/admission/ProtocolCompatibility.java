@@ -1,9 +1,9 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.ProtocolVersion;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 
 /**
  * Version negotiation and feature flags at join (bootstrap-protocol.md §7): the envelope's major must
@@ -30,12 +30,12 @@ public final class ProtocolCompatibility implements AdmissionCheck {
         ProtocolVersion theirs = new ProtocolVersion(v.getMajor(), v.getMinor());
         ProtocolFeatures theirFeatures = new ProtocolFeatures(attempt.request().getFeatures());
         VersionNegotiation.Agreement agreement = negotiation.negotiate(theirs, theirFeatures)
-                .orElseThrow(() -> new AdmissionException(ErrorCode.UNSUPPORTED_VERSION, Status.Code.FAILED_PRECONDITION,
+                .orElseThrow(() -> new AdmissionException(ErrorCode.UNSUPPORTED_VERSION, ErrorKind.FAILED_PRECONDITION,
                         "protocol version " + v.getMajor() + "." + v.getMinor() + "." + v.getPatch()
                                 + " is not supported (this cluster speaks " + negotiation.ours().major() + ".x)"));
         long missing = requiredFeatures & ~theirFeatures.bits();
         if (missing != 0) {
-            throw new AdmissionException(ErrorCode.UNSUPPORTED_VERSION, Status.Code.FAILED_PRECONDITION,
+            throw new AdmissionException(ErrorCode.UNSUPPORTED_VERSION, ErrorKind.FAILED_PRECONDITION,
                     String.format("the node lacks required protocol features 0x%x", missing));
         }
         return agreement;

@@ -1,9 +1,9 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.SignedEnvelope;
-import io.grpc.Status;
 import java.time.Duration;
 import java.util.Map;
 
@@ -34,7 +34,7 @@ public final class TimestampWindow implements AdmissionCheck {
         // Bounds, not Math.abs(ts - now): that difference wraps for a timestamp near Long.MIN_VALUE, and a skew
         // of exactly Long.MIN_VALUE has a negative absolute value, which passed.
         if (ts < nowMs - windowMs || ts > nowMs + windowMs) {
-            throw new AdmissionException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT,
+            throw new AdmissionException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT,
                     "message timestamp is " + (ts < nowMs ? Long.toUnsignedString(nowMs - ts) + " ms old"
                             : Long.toUnsignedString(ts - nowMs) + " ms in the future")
                             + " (window ±" + windowMs + " ms): stale or replayed",

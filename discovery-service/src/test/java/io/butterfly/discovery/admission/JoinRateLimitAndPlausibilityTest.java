@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.GpuInfo;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import java.util.List;

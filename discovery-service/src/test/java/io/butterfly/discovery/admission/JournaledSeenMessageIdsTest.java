@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.SignedEnvelope;
-import io.grpc.Status;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -50,7 +50,7 @@ class JournaledSeenMessageIdsTest {
             MessageIdReplayGuard guard = new MessageIdReplayGuard(WINDOW_MS, after);
             AdmissionException e = assertThrows(AdmissionException.class, () -> guard.check(captured, T0 + 60_000));
             assertEquals(ErrorCode.INVALID_MESSAGE, e.code());
-            assertEquals(Status.Code.ALREADY_EXISTS, e.status());
+            assertEquals(ErrorKind.ALREADY_EXISTS, e.kind());
             assertDoesNotThrow(() -> guard.check(join("worker-0", 8), T0 + 60_000), "a new message id is accepted");
             assertDoesNotThrow(() -> guard.check(join("worker-1", -7L), T0 + 60_000), "ids are per sender");
         }

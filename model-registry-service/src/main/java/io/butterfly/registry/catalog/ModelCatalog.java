@@ -1,9 +1,9 @@
 package io.butterfly.registry.catalog;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.registry.store.ModelStore;
-import io.grpc.Status;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Comparator;
@@ -107,7 +107,7 @@ public class ModelCatalog {
     }
 
     public Manifest get(String modelId) {
-        return find(modelId).orElseThrow(() -> new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, Status.Code.NOT_FOUND,
+        return find(modelId).orElseThrow(() -> new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, ErrorKind.NOT_FOUND,
                 "no model '" + modelId + "' in the registry", Map.of("model_id", String.valueOf(modelId)), null));
     }
 
@@ -119,7 +119,7 @@ public class ModelCatalog {
     public StoredFile file(String modelId, String fileName) {
         Manifest m = get(modelId);
         ManifestFile f = m.file(fileName).orElseThrow(() -> new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND,
-                Status.Code.NOT_FOUND, "model '" + modelId + "' has no file '" + fileName + "'",
+                ErrorKind.NOT_FOUND, "model '" + modelId + "' has no file '" + fileName + "'",
                 Map.of("model_id", modelId, "file", String.valueOf(fileName)), null));
         return new StoredFile(m, f, store.file(modelId, f.name()));
     }

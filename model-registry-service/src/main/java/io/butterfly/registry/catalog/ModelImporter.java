@@ -1,6 +1,7 @@
 package io.butterfly.registry.catalog;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.model.GenerationConfig;
@@ -8,8 +9,7 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import io.butterfly.common.safetensors.TensorInfo;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -278,7 +278,7 @@ public final class ModelImporter {
     }
 
     static ButterflyException invalid(String field, String message) {
-        return new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.INVALID_ARGUMENT, message,
+        return new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.INVALID_ARGUMENT, message,
                 Map.of("field", field), null);
     }
 }

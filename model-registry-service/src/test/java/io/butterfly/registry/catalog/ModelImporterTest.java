@@ -10,7 +10,7 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import io.butterfly.common.safetensors.TensorInfo;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.registry.TinyModels;
 import io.butterfly.registry.store.ModelStore;
 import java.nio.ByteBuffer;

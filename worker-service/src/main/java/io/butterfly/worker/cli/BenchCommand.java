@@ -1,8 +1,8 @@
 package io.butterfly.worker.cli;
 
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.worker.execution.ExecutorOptions;
-import io.butterfly.worker.execution.PlainDjlLoop;
+import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.engine.PlainDjlLoop;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -1,13 +1,13 @@
 package io.butterfly.worker.cli;
 
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.worker.execution.DjlPartitionExecutor;
-import io.butterfly.worker.execution.ExecutorOptions;
-import io.butterfly.worker.execution.PartitionSpec;
-import io.butterfly.worker.execution.PlainDjlLoop;
-import io.butterfly.worker.execution.SequenceChunk;
-import io.butterfly.worker.execution.StageInput;
-import io.butterfly.worker.execution.StageResult;
+import io.butterfly.worker.engine.DjlPartitionExecutor;
+import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.engine.PartitionSpec;
+import io.butterfly.worker.engine.PlainDjlLoop;
+import io.butterfly.worker.engine.SequenceChunk;
+import io.butterfly.worker.engine.StageInput;
+import io.butterfly.worker.engine.StageResult;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,9 +1,10 @@
 package io.butterfly.worker.partition;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.LayerRange;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.ChecksumReport;
@@ -12,7 +13,6 @@ import io.butterfly.proto.worker.v1.FileChecksum;
 import io.butterfly.proto.worker.v1.ValidationAck;
 import io.butterfly.proto.worker.v1.ValidationResult;
 import io.butterfly.worker.config.WorkerProperties;
-import io.grpc.Status;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
@@ -45,12 +45,12 @@ public class PartitionChecksums {
     public synchronized ChecksumReport report(ChecksumRequest request) {
         LoadedPartition loaded = partitions.loaded();
         if (loaded == null) {
-            throw new ButterflyException(ErrorCode.VALIDATION_FAILED, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.VALIDATION_FAILED, ErrorKind.FAILED_PRECONDITION,
                     "no partition is loaded on " + props.nodeId());
         }
         long epoch = loaded.assignment().getEpoch();
         if (request.getEpoch() != epoch) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
                     "checksums asked for epoch " + request.getEpoch() + ", the loaded partition is of epoch " + epoch);
         }
         if (cached != null && cached.getEpoch() == epoch && cached.getLayerRange().equals(loaded.assignment().getLayers())) {

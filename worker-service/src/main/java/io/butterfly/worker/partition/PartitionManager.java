@@ -1,6 +1,8 @@
 package io.butterfly.worker.partition;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.model.ModelConfig;
@@ -12,7 +14,7 @@ import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.worker.config.RegistryClientProperties;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.coordinator.v1.LoadPhase;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.registry.v1.ModelManifest;
@@ -23,13 +25,12 @@ import io.butterfly.worker.cluster.CoordinatorLink;
 import io.butterfly.worker.cluster.Endpoints;
 import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
-import io.butterfly.worker.execution.DjlPartitionExecutor;
-import io.butterfly.worker.execution.ExecutorOptions;
-import io.butterfly.worker.execution.PartitionExecutor;
-import io.butterfly.worker.execution.PartitionSpec;
-import io.butterfly.worker.execution.SequenceChunk;
-import io.butterfly.worker.execution.StageInput;
-import io.grpc.Status;
+import io.butterfly.worker.engine.DjlPartitionExecutor;
+import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.engine.PartitionExecutor;
+import io.butterfly.worker.engine.PartitionSpec;
+import io.butterfly.worker.engine.SequenceChunk;
+import io.butterfly.worker.engine.StageInput;
 import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
@@ -109,12 +110,12 @@ public class PartitionManager {
      */
     public synchronized void assign(AssignPartitionRequest request) {
         if (request.getTerm() < highestTerm) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
                     "assignment from coordinator term " + request.getTerm() + " is older than term " + highestTerm
                             + " already seen");
         }
         if (request.getEpoch() < highestEpoch) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
                     "assignment epoch " + request.getEpoch() + " is older than epoch " + highestEpoch + " already seen");
         }
         if (request.getModelId().isBlank()) {
@@ -269,7 +270,7 @@ public class PartitionManager {
         } catch (ButterflyException e) {
             fail(request, gen, e.code(), e.getMessage());
         } catch (StatusRuntimeException e) {
-            ButterflyException be = io.butterfly.common.error.GrpcErrors.fromRemote(e, "registry");
+            ButterflyException be = io.butterfly.common.grpc.GrpcErrors.fromRemote(e, "registry");
             fail(request, gen, be.code(), be.getMessage());
         } catch (IllegalArgumentException e) {
             fail(request, gen, ErrorCode.INVALID_MANIFEST, e.getMessage());
@@ -376,7 +377,7 @@ public class PartitionManager {
         }
         log.error("partition load failed: {}: {}", code, message);
         coordinator.report(LoadReport.newBuilder().setModelId(request.getModelId()).setEpoch(request.getEpoch())
-                .setPhase(LoadPhase.FAILED).setErrorCode(code).setErrorMessage(message).build());
+                .setPhase(LoadPhase.FAILED).setErrorCode(GrpcErrors.toProto(code)).setErrorMessage(message).build());
     }
 
     public PartitionStatus status() {
@@ -387,7 +388,7 @@ public class PartitionManager {
     public PartitionExecutor executor() {
         PartitionExecutor e = loadedExecutor();
         if (e == null) {
-            throw new ButterflyException(ErrorCode.VALIDATION_FAILED, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.VALIDATION_FAILED, ErrorKind.FAILED_PRECONDITION,
                     "no partition is ready on this worker (phase " + status.phase() + ")");
         }
         return e;

@@ -1,11 +1,11 @@
 package io.butterfly.worker.partition;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.proto.registry.v1.FileKind;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.WeightFile;
-import io.grpc.Status;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -19,7 +19,7 @@ public final class ShardSelection {
     /** The needed files in manifest order; a layer the manifest lacks is WEIGHT_FILE_NOT_FOUND. */
     public static List<WeightFile> select(ModelManifest manifest, int start, int end, boolean embedding, boolean head) {
         if (end > manifest.getNumLayers()) {
-            throw new ButterflyException(ErrorCode.INVALID_MANIFEST, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.FAILED_PRECONDITION,
                     "layers [" + start + ", " + end + ") exceed the model's " + manifest.getNumLayers() + " layers");
         }
         List<WeightFile> out = new ArrayList<>();
@@ -57,7 +57,7 @@ public final class ShardSelection {
     }
 
     private static ButterflyException notFound(String what) {
-        return new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.FAILED_PRECONDITION,
+        return new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, ErrorKind.FAILED_PRECONDITION,
                 "manifest has no file for " + what);
     }
 }

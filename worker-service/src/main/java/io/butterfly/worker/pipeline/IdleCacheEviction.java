@@ -2,7 +2,7 @@ package io.butterfly.worker.pipeline;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.worker.config.WorkerProperties;
-import io.butterfly.worker.execution.PartitionExecutor;
+import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.partition.PartitionManager;
 import java.util.List;
 import org.slf4j.Logger;

@@ -1,10 +1,11 @@
 package io.butterfly.worker.pipeline;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.error.GrpcErrors;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.proto.common.v1.DType;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
@@ -17,13 +18,13 @@ import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.butterfly.worker.cluster.Endpoints;
 import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.WorkerProperties;
-import io.butterfly.worker.execution.CacheBudgetExceededException;
-import io.butterfly.worker.execution.PartitionExecutor;
-import io.butterfly.worker.execution.PartitionSpec;
-import io.butterfly.worker.execution.SequenceConflictException;
-import io.butterfly.worker.execution.SequenceChunk;
-import io.butterfly.worker.execution.StageInput;
-import io.butterfly.worker.execution.StageResult;
+import io.butterfly.worker.engine.CacheBudgetExceededException;
+import io.butterfly.worker.engine.PartitionExecutor;
+import io.butterfly.worker.engine.PartitionSpec;
+import io.butterfly.worker.engine.SequenceConflictException;
+import io.butterfly.worker.engine.SequenceChunk;
+import io.butterfly.worker.engine.StageInput;
+import io.butterfly.worker.engine.StageResult;
 import io.butterfly.worker.partition.PartitionManager;
 import io.grpc.Context;
 import io.grpc.Status;
@@ -81,11 +82,11 @@ public class PipelineStage {
     /** The code and status this stage would answer a call with. */
     static ButterflyException classify(Throwable e) {
         if (e instanceof SequenceConflictException conflict) {
-            return new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, conflict.getMessage());
+            return new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, conflict.getMessage());
         }
         if (e instanceof CacheBudgetExceededException full) {
             return new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
-                    full.neverFits() ? Status.Code.OUT_OF_RANGE : Status.Code.RESOURCE_EXHAUSTED, full.getMessage());
+                    full.neverFits() ? ErrorKind.OUT_OF_RANGE : ErrorKind.RESOURCE_EXHAUSTED, full.getMessage());
         }
         return GrpcErrors.classify(e);
     }
@@ -103,22 +104,22 @@ public class PipelineStage {
         long epoch = partitions.status().epoch();
         PartitionExecutor executor = partitions.executor();
         if (partitions.status().epoch() != epoch) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.ABORTED,
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.ABORTED,
                     "this worker's partition changed from epoch " + epoch + " while the step of epoch "
                             + request.getEpoch() + " arrived");
         }
         if (request.getEpoch() != epoch) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, Status.Code.ABORTED,
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.ABORTED,
                     "step carries epoch " + request.getEpoch() + " but this worker's partition is of epoch " + epoch);
         }
         PartitionSpec spec = executor.spec();
         // Routing is checked before the step runs: a refused step must not have advanced the KV cache.
         if (spec.hasHead() && request.getDownstreamCount() > 0) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION,
                     "this worker holds the LM head (last stage) but the step names " + request.getDownstreamCount() + " more stage(s)");
         }
         if (!spec.hasHead() && request.getDownstreamCount() == 0) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION,
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION,
                     "layers [" + spec.layerStart() + ", " + spec.layerEnd() + ") are not the last stage but the step names no next stage");
         }
         List<SequenceChunk> batch = batch(request);
@@ -177,8 +178,8 @@ public class PipelineStage {
     }
 
     private StepFailure failureOf(ButterflyException e) {
-        return StepFailure.newBuilder().setNodeId(props.nodeId()).setCode(e.code())
-                .setGrpcStatus(e.status().value())
+        return StepFailure.newBuilder().setNodeId(props.nodeId()).setCode(GrpcErrors.toProto(e.code()))
+                .setGrpcStatus(GrpcErrors.statusCode(e.kind()).value())
                 .setMessage(e.getMessage() == null ? e.code().name() : e.getMessage())
                 .putAllContext(e.context()).build();
     }

@@ -1,8 +1,10 @@
 package io.butterfly.worker.pipeline;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayStreams;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
@@ -72,14 +74,14 @@ public class StepStreams {
         ButterflyException e = unreachable(address, status);
         for (SentStep s : recent) {
             toCoordinator(s.replyTo(), StepOutcome.newBuilder().setTaskId(s.taskId()).setStep(s.step())
-                    .setFailure(StepFailure.newBuilder().setNodeId(nodeId).setCode(e.code())
-                            .setGrpcStatus(e.status().value()).setMessage(e.getMessage()).putAllContext(e.context()))
+                    .setFailure(StepFailure.newBuilder().setNodeId(nodeId).setCode(GrpcErrors.toProto(e.code()))
+                            .setGrpcStatus(GrpcErrors.statusCode(e.kind()).value()).setMessage(e.getMessage()).putAllContext(e.context()))
                     .build());
         }
     }
 
     private static ButterflyException unreachable(String address, Status status) {
-        return new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE,
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
                 "next stage " + address + " unreachable: " + status.getCode() + " " + status.getDescription(),
                 java.util.Map.of("unreachable", address), null);
     }

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
 import io.butterfly.common.model.generate.GenerateModelCommand;
-import io.butterfly.worker.execution.ExecutorOptions;
-import io.butterfly.worker.execution.PlainDjlLoop;
+import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.engine.PlainDjlLoop;
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;

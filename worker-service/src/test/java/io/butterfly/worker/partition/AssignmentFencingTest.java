@@ -5,7 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.proto.common.v1.LayerRange;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.Endpoint;
@@ -14,7 +15,6 @@ import io.butterfly.worker.cluster.PeerChannels;
 import io.butterfly.worker.config.RegistryClientProperties;
 import io.butterfly.worker.config.WorkerProperties;
 import org.springframework.util.unit.DataSize;
-import io.grpc.Status;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -38,7 +38,7 @@ class AssignmentFencingTest {
 
         ButterflyException refused = assertThrows(ButterflyException.class, () -> manager.assign(request(4, 2)));
         assertEquals(ErrorCode.STALE_TERM, refused.code());
-        assertEquals(Status.Code.FAILED_PRECONDITION, refused.status());
+        assertEquals(ErrorKind.FAILED_PRECONDITION, refused.kind());
 
         // The newly elected leader (higher term) is obeyed, and so is the current one again.
         assertDoesNotThrow(() -> manager.assign(request(6, 2)));

@@ -3,7 +3,8 @@ package io.butterfly.worker.pipeline;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
@@ -91,7 +92,7 @@ class MalformedStepTest {
         StepOutcome outcome = outcomes.poll(10, TimeUnit.SECONDS);
         assertThat(outcome).isNotNull();
         assertThat(outcome.getFailure().getGrpcStatus()).isEqualTo(Status.Code.INVALID_ARGUMENT.value());
-        assertThat(outcome.getFailure().getCode()).isEqualTo(ErrorCode.INVALID_MESSAGE);
+        assertThat(GrpcErrors.fromProto(outcome.getFailure().getCode())).isEqualTo(ErrorCode.INVALID_MESSAGE);
         assertThat(outcome.getFailure().getMessage()).contains("downstream[0].host", "no such host");
     }
 

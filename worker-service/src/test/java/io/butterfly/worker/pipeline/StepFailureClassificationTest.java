@@ -3,10 +3,10 @@ package io.butterfly.worker.pipeline;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.butterfly.worker.execution.CacheBudgetExceededException;
-import io.butterfly.worker.execution.SequenceConflictException;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.worker.engine.CacheBudgetExceededException;
+import io.butterfly.worker.engine.SequenceConflictException;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,7 +20,7 @@ class StepFailureClassificationTest {
     void aFullBudgetIsResourceExhaustedAndRetryable() {
         ButterflyException e = PipelineStage.classify(new CacheBudgetExceededException("budget full", false));
         assertThat(e.code()).isEqualTo(ErrorCode.INSUFFICIENT_MEMORY);
-        assertThat(e.status()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+        assertThat(e.kind()).isEqualTo(ErrorKind.RESOURCE_EXHAUSTED);
         assertThat(e.getMessage()).isEqualTo("budget full");
     }
 
@@ -28,19 +28,19 @@ class StepFailureClassificationTest {
     void aSequenceLargerThanTheWholeBudgetIsOutOfRange() {
         ButterflyException e = PipelineStage.classify(new CacheBudgetExceededException("never fits", true));
         assertThat(e.code()).isEqualTo(ErrorCode.INSUFFICIENT_MEMORY);
-        assertThat(e.status()).isEqualTo(Status.Code.OUT_OF_RANGE);
+        assertThat(e.kind()).isEqualTo(ErrorKind.OUT_OF_RANGE);
     }
 
     @Test
     void aStepOutOfOrderIsAFailedPrecondition() {
         ButterflyException e = PipelineStage.classify(new SequenceConflictException("released before this step"));
         assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MESSAGE);
-        assertThat(e.status()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+        assertThat(e.kind()).isEqualTo(ErrorKind.FAILED_PRECONDITION);
     }
 
     @Test
     void malformedInputIsInvalidArgument() {
         ButterflyException e = PipelineStage.classify(new IllegalArgumentException("sequences must not be empty"));
-        assertThat(e.status()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+        assertThat(e.kind()).isEqualTo(ErrorKind.INVALID_ARGUMENT);
     }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.bootstrap.CrossValidator;
 import io.butterfly.coordinator.bootstrap.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterCommand;
@@ -8,7 +9,7 @@ import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.PartitionState;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
@@ -63,7 +64,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         try {
             control.submit(command);
         } catch (IllegalTransitionException e) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.FAILED_PRECONDITION, e.getMessage());
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, e.getMessage());
         }
         telemetry.record(r);
         if (command instanceof ClusterCommand.LoadCompleted) {

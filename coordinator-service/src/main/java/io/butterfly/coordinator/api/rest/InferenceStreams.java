@@ -1,13 +1,13 @@
 package io.butterfly.coordinator.api.rest;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.AdmittedTask;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -135,7 +135,7 @@ public class InferenceStreams implements DisposableBean {
     }
 
     private static ButterflyException shuttingDown(Throwable cause) {
-        return new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE,
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
                 SHUTTING_DOWN + ": retry on another replica", Map.of(), cause);
     }
 

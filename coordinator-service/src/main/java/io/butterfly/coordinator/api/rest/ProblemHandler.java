@@ -8,7 +8,7 @@ import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.TaskAdmission;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import io.butterfly.coordinator.raft.ControlLogUnavailableException;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
@@ -131,7 +131,7 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     }
 
     private static ResponseEntity<ProblemDetail> clusterProblem(ButterflyException e) {
-        HttpStatus status = switch (e.status()) {
+        HttpStatus status = switch (e.kind()) {
             case UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, FAILED_PRECONDITION, NOT_FOUND, CANCELLED ->
                     HttpStatus.SERVICE_UNAVAILABLE;
             // a stage's KV cache budget is spent until other sequences finish
@@ -148,7 +148,7 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         }
         ResponseEntity.BodyBuilder response = ResponseEntity.status(status).contentType(MediaType.APPLICATION_PROBLEM_JSON);
         // Soon retried: the cluster between states or memory freed by other tasks; not after a step that timed out.
-        boolean soon = switch (e.status()) {
+        boolean soon = switch (e.kind()) {
             case UNAVAILABLE, ABORTED, FAILED_PRECONDITION, NOT_FOUND, RESOURCE_EXHAUSTED -> true;
             default -> false;
         };

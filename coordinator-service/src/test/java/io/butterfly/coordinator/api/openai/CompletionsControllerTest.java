@@ -10,6 +10,7 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.api.rest.InferenceStreams;
@@ -22,10 +23,9 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepOutcome;
-import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -336,7 +336,7 @@ class CompletionsControllerTest {
         PipelineSteps failing = mock(PipelineSteps.class);
         when(failing.run(any(), any())).thenAnswer(call -> {
             if (call.<ForwardRequest>getArgument(1).getStep() == 2) {
-                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE, "worker w2 is gone");
+                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
             }
             float[] logits = new float[CONFIG.vocabSize()];
             logits[100] = 5f;

@@ -9,6 +9,7 @@ import static org.mockito.Mockito.when;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.cluster.TaskRecord;
@@ -18,9 +19,8 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.worker.v1.StepOutcome;
-import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -66,14 +66,14 @@ class InferenceStreamsTest {
     @Test
     void aStageRefusingTheFirstStepIsAnsweredBeforeTheStreamStarts() {
         when(steps.run(any(), any())).thenThrow(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
-                Status.Code.RESOURCE_EXHAUSTED, "the KV cache budget of worker w2 is spent"));
+                ErrorKind.RESOURCE_EXHAUSTED, "the KV cache budget of worker w2 is spent"));
         InferenceService service = cluster.service(steps, 1);
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
 
         ButterflyException refused = catchThrowableOfType(ButterflyException.class,
                 () -> streams.start(request(5), task -> new NativeStreamFormat(false)));
         assertThat(refused).isNotNull(); // thrown to the handler: 429 with Retry-After, not a 200 stream
-        assertThat(refused.status()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+        assertThat(refused.kind()).isEqualTo(ErrorKind.RESOURCE_EXHAUSTED);
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(onlyTask().error()).contains("KV cache budget");
 
@@ -100,7 +100,7 @@ class InferenceStreamsTest {
     void aFailureAfterTheFirstTokenIsTheStreamsLastEvent() throws Exception {
         when(steps.run(any(), any())).thenAnswer(call -> {
             if (stepsRun.get() == 2) {
-                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.UNAVAILABLE, "worker w2 is gone");
+                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
             }
             return step();
         });

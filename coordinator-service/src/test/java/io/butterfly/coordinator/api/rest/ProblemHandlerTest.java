@@ -3,9 +3,9 @@ package io.butterfly.coordinator.api.rest;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.inference.TaskAdmission;
-import io.butterfly.proto.common.v1.ErrorCode;
-import io.grpc.Status;
+import io.butterfly.common.error.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;
@@ -19,14 +19,14 @@ class ProblemHandlerTest {
 
     @Test
     void stageFailuresAre5xxNever4xx() {
-        assertThat(statusOf(Status.Code.INVALID_ARGUMENT)).as("a stage refusing a corrupt activation").isEqualTo(502);
-        assertThat(statusOf(Status.Code.DATA_LOSS)).isEqualTo(502);
-        assertThat(statusOf(Status.Code.INTERNAL)).isEqualTo(502);
-        assertThat(statusOf(Status.Code.FAILED_PRECONDITION)).as("no partition ready yet: retry").isEqualTo(503);
-        assertThat(statusOf(Status.Code.NOT_FOUND)).isEqualTo(503);
-        assertThat(statusOf(Status.Code.UNAVAILABLE)).isEqualTo(503);
-        assertThat(statusOf(Status.Code.DEADLINE_EXCEEDED)).isEqualTo(503);
-        assertThat(statusOf(Status.Code.RESOURCE_EXHAUSTED)).isEqualTo(429);
+        assertThat(statusOf(ErrorKind.INVALID_ARGUMENT)).as("a stage refusing a corrupt activation").isEqualTo(502);
+        assertThat(statusOf(ErrorKind.DATA_LOSS)).isEqualTo(502);
+        assertThat(statusOf(ErrorKind.INTERNAL)).isEqualTo(502);
+        assertThat(statusOf(ErrorKind.FAILED_PRECONDITION)).as("no partition ready yet: retry").isEqualTo(503);
+        assertThat(statusOf(ErrorKind.NOT_FOUND)).isEqualTo(503);
+        assertThat(statusOf(ErrorKind.UNAVAILABLE)).isEqualTo(503);
+        assertThat(statusOf(ErrorKind.DEADLINE_EXCEEDED)).isEqualTo(503);
+        assertThat(statusOf(ErrorKind.RESOURCE_EXHAUSTED)).isEqualTo(429);
     }
 
     @Test
@@ -40,16 +40,16 @@ class ProblemHandlerTest {
     @Test
     void retryableRefusalsSayWhenToRetry() {
         ResponseEntity<ProblemDetail> full = handler.cluster(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
-                Status.Code.RESOURCE_EXHAUSTED, "kv cache budget spent"));
+                ErrorKind.RESOURCE_EXHAUSTED, "kv cache budget spent"));
         assertThat(full.getStatusCode().value()).isEqualTo(429);
         assertThat(full.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
         assertThat(full.getBody().getProperties()).containsEntry("error_code", "INSUFFICIENT_MEMORY");
-        assertThat(handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, Status.Code.INTERNAL, "bug"))
+        assertThat(handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.INTERNAL, "bug"))
                 .getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isNull();
-        assertThat(handler.cluster(new ButterflyException(ErrorCode.TIMEOUT, Status.Code.DEADLINE_EXCEEDED, "slow"))
+        assertThat(handler.cluster(new ButterflyException(ErrorCode.TIMEOUT, ErrorKind.DEADLINE_EXCEEDED, "slow"))
                 .getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).as("a step that timed out is no reason to hurry back").isNull();
         ResponseEntity<ProblemDetail> never = handler.cluster(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
-                Status.Code.OUT_OF_RANGE, "needs more than the whole budget"));
+                ErrorKind.OUT_OF_RANGE, "needs more than the whole budget"));
         assertThat(never.getStatusCode().value()).isEqualTo(413);
         assertThat(never.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isNull();
         assertThat(never.getBody().getProperties()).containsEntry("field", "max_tokens");
@@ -61,7 +61,7 @@ class ProblemHandlerTest {
         assertThat(busy.getBody().getTitle()).isEqualTo("Too many tasks");
     }
 
-    private int statusOf(Status.Code code) {
+    private int statusOf(ErrorKind code) {
         ResponseEntity<ProblemDetail> r = handler.cluster(new ButterflyException(ErrorCode.INTERNAL_ERROR, code, "stage said no"));
         assertThat(r.getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_PROBLEM_JSON);
         assertThat(r.getBody().getProperties()).containsEntry("error_code", "INTERNAL_ERROR");

@@ -4,12 +4,13 @@ import com.google.protobuf.ByteString;
 import io.butterfly.common.crypto.Ed25519;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.ProtocolVersion;
@@ -29,7 +30,6 @@ import io.butterfly.proto.discovery.v1.ListMembersRequest;
 import io.butterfly.proto.discovery.v1.ListMembersResponse;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
-import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
 import java.util.Locale;
@@ -140,7 +140,7 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
         DiscoveryHeartbeat beat = admission.openMemberMessage(request, MessageType.HEARTBEAT, DiscoveryHeartbeat.parser(),
                 DiscoveryHeartbeat::getNodeId);
         MemberView seen = registry.touch(beat.getNodeId(), admission.nowMs()).orElseThrow(() -> new AdmissionException(
-                ErrorCode.INVALID_MESSAGE, Status.Code.NOT_FOUND, "'" + beat.getNodeId() + "' is not a member; join first"));
+                ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + beat.getNodeId() + "' is not a member; join first"));
         response.onNext(DiscoveryHeartbeatResponse.newBuilder().setLastSeenMs(seen.lastSeenMs()).build());
         response.onCompleted();
     }

@@ -2,9 +2,10 @@ package io.butterfly.registry.api.grpc;
 
 import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.transfer.ChunkCodec;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.registry.v1.ChunkCompression;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
@@ -16,7 +17,6 @@ import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.store.BlockIndex;
 import io.butterfly.registry.store.ModelStore;
-import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
@@ -88,7 +88,7 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
         long size = stored.file().sizeBytes();
         long offset = request.getOffset();
         if (offset < 0 || offset > size) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, Status.Code.INVALID_ARGUMENT,
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT,
                     "offset " + offset + " is outside " + name + " (" + size + " bytes)",
                     Map.of("field", "offset", "file", name), null);
         }
@@ -102,11 +102,11 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
         try {
             open = catalog.open(stored);
         } catch (UncheckedIOException e) {
-            throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+            throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, ErrorKind.DATA_LOSS,
                     "cannot serve " + name + " of " + request.getModelId() + ": " + e.getCause().getMessage(),
                     Map.of("file", name), e);
         } catch (NoSuchFileException e) {
-            throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.NOT_FOUND,
+            throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, ErrorKind.NOT_FOUND,
                     name + " of " + request.getModelId() + " is missing from the store", Map.of("file", name), e);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -128,7 +128,7 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                 ByteBuffer buf = ByteBuffer.allocate(blockLen);
                 while (buf.hasRemaining()) {
                     if (ch.read(buf, blockStart + buf.position()) < 0) {
-                        throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                        throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, ErrorKind.DATA_LOSS,
                                 name + " of " + request.getModelId() + " is shorter on disk than its manifest size " + size,
                                 Map.of("file", name), null);
                     }
@@ -143,7 +143,7 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                     // manifest has it and as it is now, besides the block's checksums.
                     String expectedFile = stored.file().checksum();
                     String actualFile = Sha256.hexOfFile(stored.path());
-                    throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, Status.Code.DATA_LOSS,
+                    throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, ErrorKind.DATA_LOSS,
                             "registry store corrupted: " + name + " of " + request.getModelId() + " has sha256 "
                                     + actualFile + " but its manifest says " + expectedFile + " (block " + block
                                     + ", bytes " + blockStart + ".." + (blockStart + blockLen) + ", has " + index.algorithm()
@@ -179,7 +179,7 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
                 }
             }
         } catch (NoSuchFileException e) {
-            throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, Status.Code.NOT_FOUND,
+            throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, ErrorKind.NOT_FOUND,
                     name + " of " + request.getModelId() + " is missing from the store", Map.of("file", name), e);
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -4,11 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.error.GrpcErrors;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.transfer.ShardDownloader;
-import io.butterfly.proto.common.v1.ErrorCode;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
@@ -163,7 +164,7 @@ class FetchFileTransferTest {
                     () -> org.junit.jupiter.api.Assertions.assertThrows(ButterflyException.class,
                             () -> downloader.download(manifest, List.of(held, refused), dest, null)),
                     "the refused file must end the download while the other one is still streaming");
-            assertThat(e.status()).isEqualTo(Status.Code.PERMISSION_DENIED);
+            assertThat(e.kind()).isEqualTo(ErrorKind.PERMISSION_DENIED);
             // The held stream was cancelled, and its thread ended before download returned: nothing writes any more.
             assertThat(heldCancelled.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
             for (Thread t : Thread.getAllStackTraces().keySet()) {

@@ -4,7 +4,7 @@ import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.ClusterMembership;
 import io.butterfly.worker.cluster.CoordinatorLink;
 import io.butterfly.worker.config.WorkerProperties;
-import io.butterfly.worker.execution.PartitionExecutor;
+import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionStatus;
 import io.butterfly.worker.pipeline.PipelineStage;

@@ -1,0 +1,68 @@
+package io.butterfly.testsupport;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.lang.ArchRule;
+import java.util.Arrays;
+import java.util.stream.Stream;
+
+/**
+ * The layering rules every service's architecture test applies to its own packages (docs/architecture.md,
+ * "Layering"). A service names its packages relative to its root ({@code "cluster"}, {@code "api"}); each rule
+ * covers the package and everything under it.
+ */
+public final class ArchitectureRules {
+
+    /** Frameworks and transports: what a pure package must not touch. */
+    public static final String[] SPRING = {"org.springframework..", "jakarta..", "io.micrometer.."};
+    public static final String[] GRPC = {"io.grpc..", "com.google.rpc.."};
+    public static final String[] PROTO = {"io.butterfly.proto..", "com.google.protobuf.."};
+    public static final String[] RATIS = {"org.apache.ratis.."};
+    public static final String[] DJL = {"ai.djl.."};
+    public static final String[] HAZELCAST = {"com.hazelcast.."};
+
+    private ArchitectureRules() {
+    }
+
+    /** The production classes under {@code root} (no tests). */
+    public static JavaClasses productionClasses(String root) {
+        return new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS).importPackages(root);
+    }
+
+    /** No cycles between the packages right under {@code root} (each with its subpackages). */
+    public static ArchRule noPackageCycles(String root) {
+        return slices().matching(root + ".(*)..").should().beFreeOfCycles()
+                .because("packages that depend on each other cannot be understood, tested or moved apart");
+    }
+
+    /** Pure packages: the domain, apart from frameworks, transports and engines. */
+    public static ArchRule pure(String root, String... packages) {
+        return noClasses().that().resideInAnyPackage(under(root, packages))
+                .should().dependOnClassesThat().resideInAnyPackage(concat(SPRING, GRPC, PROTO, RATIS, DJL, HAZELCAST))
+                .because("the domain is plain Java: frameworks, transports, Raft and the engine stay at its edges");
+    }
+
+    /** {@code library} (package patterns) used only in {@code allowed} (packages under {@code root}). */
+    public static ArchRule onlyIn(String what, String[] library, String root, String... allowed) {
+        return noClasses().that().resideInAPackage(root + "..").and().resideOutsideOfPackages(under(root, allowed))
+                .should().dependOnClassesThat().resideInAnyPackage(library)
+                .because(what + " belongs in " + String.join(", ", allowed) + " only");
+    }
+
+    /** gRPC and generated protos only in the transport edges ({@code api} and the gateways to other services). */
+    public static ArchRule transportOnlyIn(String root, String... allowed) {
+        return onlyIn("gRPC and the generated protos", concat(GRPC, PROTO), root, allowed);
+    }
+
+    static String[] under(String root, String... packages) {
+        return Arrays.stream(packages).map(p -> root + "." + p + "..").toArray(String[]::new);
+    }
+
+    static String[] concat(String[]... groups) {
+        return Stream.of(groups).flatMap(Arrays::stream).toArray(String[]::new);
+    }
+}

@@ -1,0 +1,141 @@
+package io.butterfly.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.common.model.generate.ModelGenerator;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * Three coordinator replicas in one Raft group, as separate processes: the leader is SIGKILLed, a surviving
+ * replica is elected in a higher term and serves READY, a task committed before the kill is readable on the
+ * survivors, inference works again and gives the same tokens, and no term ever had two leaders.
+ */
+class CoordinatorFailoverIT {
+
+    private static final List<String> REPLICAS = List.of("coordinator", "coordinator-1", "coordinator-2");
+    private static final String REQUEST = "{\"token_ids\": [1, 17, 230, 5], \"max_tokens\": 6}";
+
+    @TempDir
+    Path work;
+
+    /** term -> the leader some replica reported for it; a second, different leader fails the test. */
+    private final Map<Long, String> leaders = new HashMap<>();
+
+    @Test
+    void killingTheLeaderElectsANewOneThatServesCommittedTasksAndInference() throws Exception {
+        Path model = work.resolve("tiny-llama");
+        ModelGenerator.generate(FailureDetectionIT.LLAMA, 5, model);
+        try (LocalCluster cluster = new LocalCluster(work)) {
+            cluster.startDiscovery();
+            cluster.startRegistry(model);
+            cluster.startWorker(0);
+            cluster.startWorker(1);
+            cluster.startCoordinatorGroup("tiny-llama", 2, 3);
+            String leader = awaitLeaderServing(cluster, REPLICAS, -1, Duration.ofMinutes(5));
+            long term = state(cluster, leader).path("raft").path("term").asLong();
+
+            LocalCluster.Reply before = cluster.postTo(leader, "/api/v1/inference", REQUEST);
+            assertThat(before.status()).as(before.body()).isEqualTo(200);
+            String taskId = before.json().path("task_id").asString();
+            JsonNode tokens = before.json().path("token_ids");
+
+            // The assignment named every replica: each worker heartbeats all three, so the next leader's
+            // failure detector already has their history.
+            awaitHeartbeatsToAllReplicas(cluster, "worker-0");
+
+            cluster.kill(leader);
+            List<String> survivors = REPLICAS.stream().filter(r -> !r.equals(leader)).toList();
+            String next = awaitLeaderServing(cluster, survivors, term, Duration.ofSeconds(30));
+            assertThat(state(cluster, next).path("raft").path("term").asLong()).isGreaterThan(term);
+
+            for (String r : survivors) {
+                JsonNode task = awaitTaskApplied(cluster, r, taskId);
+                assertThat(task.path("state").asString()).as(r + ": " + task).isEqualTo("COMPLETED");
+                // The committed result itself, not just its state, survives the leader.
+                assertThat(task.path("token_ids")).as(r + ": " + task).isEqualTo(tokens);
+            }
+            LocalCluster.Reply after = cluster.postTo(next, "/api/v1/inference", REQUEST);
+            assertThat(after.status()).as(after.body()).isEqualTo(200);
+            assertThat(after.json().path("token_ids")).isEqualTo(tokens);
+        }
+    }
+
+    /**
+     * The task as replica {@code r} reports it, once it has applied it: the entry was committed before the
+     * kill, but a follower applies it only when it learns the commit index (from the new leader, after the
+     * election), so it may answer "no task" for a moment.
+     */
+    private static JsonNode awaitTaskApplied(LocalCluster cluster, String r, String taskId) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        LocalCluster.Reply reply = cluster.getFrom(r, "/api/v1/tasks/" + taskId + "/state");
+        while (reply.status() == 404 && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            reply = cluster.getFrom(r, "/api/v1/tasks/" + taskId + "/state");
+        }
+        return reply.json();
+    }
+
+    private static void awaitHeartbeatsToAllReplicas(LocalCluster cluster, String worker) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        java.util.Set<String> acked = new java.util.TreeSet<>();
+        while (System.nanoTime() < deadline) {
+            acked.clear();
+            for (JsonNode c : cluster.getFrom(worker, "/api/v1/worker/connections").json()) {
+                if (c.path("kind").asString().equals("heartbeat") && !c.path("last_heartbeat_ack").isNull()) {
+                    acked.add(c.path("peer").asString());
+                }
+            }
+            if (acked.size() == REPLICAS.size()) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        assertThat(acked).as(worker + " heartbeats acknowledged by").hasSize(REPLICAS.size());
+    }
+
+    /** Polls the replicas until one leads in a term above {@code afterTerm} and serves READY; checks one leader per term. */
+    private String awaitLeaderServing(LocalCluster cluster, List<String> replicas, long afterTerm, Duration timeout)
+            throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            for (String r : replicas) {
+                JsonNode s = state(cluster, r);
+                if (s == null) {
+                    continue;
+                }
+                JsonNode raft = s.path("raft");
+                if ("LEADER".equals(raft.path("role").asString())) {
+                    String previous = leaders.putIfAbsent(raft.path("term").asLong(), raft.path("self_id").asString());
+                    assertThat(previous == null || previous.equals(raft.path("self_id").asString()))
+                            .as("two leaders in term %d: %s and %s", raft.path("term").asLong(), previous,
+                                    raft.path("self_id").asString()).isTrue();
+                    if (raft.path("term").asLong() > afterTerm && "READY".equals(s.path("system_state").asString())) {
+                        return r;
+                    }
+                }
+            }
+            Thread.sleep(50);
+        }
+        throw new IllegalStateException("no replica of " + replicas + " leads a READY system within " + timeout);
+    }
+
+    private static JsonNode state(LocalCluster cluster, String replica) {
+        try {
+            LocalCluster.Reply r = cluster.getFrom(replica, "/api/v1/system/state");
+            return r.status() == 200 ? r.json() : null;
+        } catch (IOException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    }
+}

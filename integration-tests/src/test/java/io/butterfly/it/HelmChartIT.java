@@ -1,0 +1,250 @@
+package io.butterfly.it;
+
+import static io.butterfly.it.ChartManifests.*;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.marcnuri.helm.Helm;
+import com.marcnuri.helm.LintResult;
+import io.butterfly.coordinator.config.ControlRaftProperties;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.config.InvariantProperties;
+import io.butterfly.coordinator.config.LivenessProperties;
+import io.butterfly.coordinator.config.PlanningProperties;
+import io.butterfly.discovery.config.DiscoveryProperties;
+import io.butterfly.registry.config.RegistryProperties;
+import io.butterfly.worker.config.RegistryClientProperties;
+import io.butterfly.worker.config.WorkerProperties;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.BindContext;
+import org.springframework.boot.context.properties.bind.BindHandler;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
+import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
+import org.yaml.snakeyaml.Yaml;
+
+/**
+ * The Helm chart (helm/butterfly) rendered by Helm itself (helm-java: Helm's Go library, no binary), and the
+ * plain manifests in k8s/ that are its default rendering. Checks what a deployment depends on: probes on
+ * the Actuator health groups the services expose, the ports the services are told to listen on, one Raft
+ * peer per coordinator pod, the expected worker count, and that only the registry sees the private
+ * publisher key.
+ *
+ * <p>After changing the chart: {@code ./mvnw -pl integration-tests test -Dtest=HelmChartIT
+ * -Dbutterfly.k8s.write=true} rewrites k8s/butterfly.yaml.
+ */
+class HelmChartIT {
+
+    private static final Path CHART = ChartManifests.CHART;
+
+    private static final Path MANIFESTS = LocalCluster.ROOT.resolve("k8s/butterfly.yaml");
+    private static final String MANIFESTS_HEADER = """
+            # Generated: the Helm chart helm/butterfly rendered with its default values, release "butterfly" in
+            # namespace "butterfly" (HelmChartIT checks it is up to date). For clusters without Helm:
+            #   kubectl create namespace butterfly
+            #   kubectl -n butterfly create secret generic butterfly-publisher --from-file=<dir from ./butterfly keygen>
+            #   kubectl -n butterfly apply -f k8s/butterfly.yaml
+            """;
+
+    @Test
+    void theChartLintsCleanInStrictMode() {
+        LintResult result = new Helm(CHART).lint().strict().call();
+
+        assertThat(result.isFailed()).as(String.join("\n", result.getMessages())).isFalse();
+    }
+
+    @Test
+    void everyServiceIsProbedOnItsActuatorHealthGroupsAtThePortItListensOn() {
+        List<Map<String, Object>> sets = kind(render(t -> t), "StatefulSet");
+
+        assertThat(sets).extracting(s -> name(s)).containsExactlyInAnyOrder(
+                "butterfly-discovery", "butterfly-registry", "butterfly-coordinator", "butterfly-worker");
+        for (Map<String, Object> set : sets) {
+            Map<String, Object> container = container(set);
+            String http = arg(container, "--server.port");
+            assertThat(port(container, "http")).as(name(set)).isEqualTo(Integer.parseInt(http));
+            assertThat(port(container, "grpc")).as(name(set)).isEqualTo(Integer.parseInt(arg(container, "--spring.grpc.server.port")));
+            assertThat(probePath(container, "startupProbe")).isEqualTo("/actuator/health/liveness");
+            assertThat(probePath(container, "livenessProbe")).isEqualTo("/actuator/health/liveness");
+            assertThat(probePath(container, "readinessProbe")).isEqualTo("/actuator/health/readiness");
+            // Spring Boot's HTTP server binds loopback by default here (application.yaml): a probe from the
+            // kubelet needs every interface.
+            assertThat(env(container, "BUTTERFLY_BIND_ADDRESS")).isEqualTo("0.0.0.0");
+            // Prometheus scrapes Actuator's endpoint on the same port.
+            assertThat(at(set, "spec", "template", "metadata", "annotations")).as(name(set)).isEqualTo(Map.of(
+                    "prometheus.io/scrape", "true", "prometheus.io/path", "/actuator/prometheus", "prometheus.io/port", http));
+            // A pod that waits for the others must not keep them from starting.
+            assertThat(at(set, "spec", "podManagementPolicy")).as(name(set))
+                    .isEqualTo(name(set).endsWith("registry") ? null : "Parallel");
+        }
+    }
+
+    /**
+     * Spring ignores a property nobody binds, so a misspelt argument would deploy silently with the default
+     * (say, a worker heartbeating 127.0.0.1): every {@code --butterfly.*} argument must bind to a property of
+     * the service's own configuration records.
+     */
+    @Test
+    void everyButterflyArgumentIsAPropertyOfItsService() {
+        List<Map<String, Object>> docs = render(t -> t.set("consul.enabled", true).set("worker.memoryLimit", "8GB")
+                .set("registry.sharedStoreClaim", "models"));
+        Map<String, List<Class<?>>> records = Map.of(
+                "butterfly-coordinator", List.of(CoordinatorProperties.class, ControlRaftProperties.class,
+                        PlanningProperties.class, LivenessProperties.class, InvariantProperties.class),
+                "butterfly-worker", List.of(WorkerProperties.class, RegistryClientProperties.class),
+                "butterfly-registry", List.of(RegistryProperties.class),
+                "butterfly-discovery", List.of(DiscoveryProperties.class));
+        for (Map<String, Object> set : kind(docs, "StatefulSet")) {
+            Map<String, String> args = new LinkedHashMap<>();
+            for (Object a : (List<?>) container(set).get("args")) {
+                String arg = String.valueOf(a);
+                if (arg.startsWith("--butterfly.")) {
+                    int eq = arg.indexOf('=');
+                    args.put(arg.substring(2, eq), arg.substring(eq + 1));
+                }
+            }
+            assertThat(args).as(name(set)).isNotEmpty();
+            Set<String> bound = new HashSet<>();
+            Binder binder = new Binder(new MapConfigurationPropertySource(args));
+            BindHandler recordBound = new BindHandler() {
+                @Override
+                public Object onSuccess(ConfigurationPropertyName n, Bindable<?> target, BindContext context, Object result) {
+                    bound.add(n.toString());
+                    return result;
+                }
+            };
+            for (Class<?> record : records.get(name(set))) {
+                binder.bind(record.getAnnotation(ConfigurationProperties.class).value(), Bindable.of(record), recordBound);
+            }
+            assertThat(bound).as(name(set) + " arguments bound to its properties").containsAll(args.keySet());
+        }
+    }
+
+    @Test
+    void theServicesExposeTheProbeGroupsTheChartUses() throws IOException {
+        for (String module : List.of("coordinator-service", "worker-service", "discovery-service", "model-registry-service")) {
+            Map<String, Object> config = new Yaml().load(Files.readString(
+                    LocalCluster.ROOT.resolve(module).resolve("src/main/resources/application.yaml")));
+            assertThat(at(config, "management", "endpoint", "health", "probes", "enabled")).as(module).isEqualTo(true);
+            assertThat(at(config, "server", "address")).as(module).isEqualTo("${BUTTERFLY_BIND_ADDRESS:127.0.0.1}");
+            assertThat(String.valueOf(at(config, "management", "endpoints", "web", "exposure", "include")).split(","))
+                    .as(module).contains("prometheus");
+        }
+    }
+
+    @Test
+    void coordinatorsFormOneRaftGroupOfTheirPodsAndWaitForEveryWorker() {
+        List<Map<String, Object>> docs = render(t -> t.set("coordinator.replicas", 5).set("worker.replicas", 7));
+        Map<String, Object> coordinator = container(named(docs, "StatefulSet", "butterfly-coordinator"));
+        String headless = "butterfly-coordinator-pods.butterfly.svc.cluster.local";
+
+        List<String> peers = Arrays.asList(arg(coordinator, "--butterfly.coordinator.raft.peers").split(","));
+        assertThat(peers).hasSize(5);
+        for (int i = 0; i < 5; i++) {
+            // Peer ids are the pods' names, which are also their node ids ($(POD_NAME)).
+            assertThat(peers.get(i)).isEqualTo("butterfly-coordinator-" + i + "=butterfly-coordinator-" + i + "." + headless + ":9070");
+        }
+        assertThat(arg(coordinator, "--butterfly.coordinator.node-id")).isEqualTo("$(POD_NAME)");
+        assertThat(arg(coordinator, "--butterfly.coordinator.raft.replica-grpc-endpoints").split(","))
+                .hasSize(5).allMatch(e -> e.endsWith(headless + ":9080"));
+        assertThat(arg(coordinator, "--butterfly.coordinator.expected-workers")).isEqualTo("7");
+        // Drains never take the group below a quorum of 3 of 5; a single replica gets no budget.
+        assertThat(at(named(docs, "PodDisruptionBudget", "butterfly-coordinator"), "spec", "minAvailable")).isEqualTo(3);
+        assertThat(kind(render(t -> t.set("coordinator.replicas", 1)), "PodDisruptionBudget")).isEmpty();
+        assertThat(at(named(docs, "StatefulSet", "butterfly-worker"), "spec", "replicas")).isEqualTo(7);
+        assertThat(arg(container(named(docs, "StatefulSet", "butterfly-worker")), "--butterfly.worker.coordinator-host"))
+                .isEqualTo("butterfly-coordinator-0." + headless);
+    }
+
+    @Test
+    void aLongReleaseNameKeepsNamesDistinctAndStatefulSetsWithinTheirLimit() {
+        String release = "production-llm-inference-cluster-europe-west1-canary"; // 52 characters (Helm allows 53)
+        List<Map<String, Object>> docs = render(t -> t.withName(release));
+
+        // A StatefulSet's pods carry controller-revision-hash=<name>-<10 characters>: at most 63.
+        assertThat(kind(docs, "StatefulSet")).extracting(d -> name(d)).hasSize(4).allSatisfy(n -> assertThat(n).hasSizeLessThanOrEqualTo(52));
+        List<String> services = kind(docs, "Service").stream().map(d -> name(d)).toList();
+        assertThat(services).doesNotHaveDuplicates().allSatisfy(n -> assertThat(n).hasSizeLessThanOrEqualTo(63));
+        // Cut to 40 characters, without the dash that would end it there.
+        assertThat(services).contains("production-llm-inference-cluster-europe-coordinator",
+                "production-llm-inference-cluster-europe-coordinator-pods");
+    }
+
+    @Test
+    void onlyTheRegistrySeesThePrivatePublisherKey() {
+        List<Map<String, Object>> docs = render(t -> t);
+
+        Map<String, Object> registry = named(docs, "StatefulSet", "butterfly-registry");
+        assertThat(arg(container(registry), "--butterfly.registry.publisher-dir")).isEqualTo("/etc/butterfly/publisher");
+        assertThat(secretVolume(registry, "publisher")).containsEntry("secretName", "butterfly-publisher").doesNotContainKey("items");
+        for (String role : List.of("coordinator", "worker")) {
+            Map<String, Object> set = named(docs, "StatefulSet", "butterfly-" + role);
+            Map<String, Object> secret = secretVolume(set, "trusted-publisher");
+            // identity.pub only, named after the property it sets through the config tree import.
+            assertThat(secret.get("items")).isEqualTo(List.of(Map.of("key", "identity.pub",
+                    "path", "butterfly." + role + ".trusted-publisher-keys")));
+            assertThat(arg(container(set), "--spring.config.import")).isEqualTo("configtree:/etc/butterfly/trust/");
+        }
+        assertThat(secretVolume(named(docs, "StatefulSet", "butterfly-discovery"), "publisher")).isNull();
+    }
+
+    @Test
+    void theRegistrysStoreIsSharedWithTheWorkersReadOnlyWhenAClaimIsGiven() {
+        List<Map<String, Object>> off = render(t -> t);
+        assertThat(arg(container(named(off, "StatefulSet", "butterfly-registry")), "--butterfly.registry.store-dir"))
+                .isEqualTo("/var/lib/butterfly/registry");
+        Map<String, Object> offWorker = named(off, "StatefulSet", "butterfly-worker");
+        assertThat(arg(container(offWorker), "--butterfly.worker.registry.shared-store")).isNull();
+        assertThat(volume(offWorker, "shared-store")).isNull();
+
+        List<Map<String, Object>> on = render(t -> t.set("registry.sharedStoreClaim", "models-rwx"));
+        String path = "/srv/butterfly/store";
+        Map<String, Object> registry = named(on, "StatefulSet", "butterfly-registry");
+        assertThat(arg(container(registry), "--butterfly.registry.store-dir")).isEqualTo(path);
+        assertThat(mount(container(registry), "shared-store")).containsEntry("mountPath", path).doesNotContainKey("readOnly");
+        assertThat(volume(registry, "shared-store")).containsEntry("persistentVolumeClaim", Map.of("claimName", "models-rwx"));
+        // The private publisher key stays in its Secret, outside the store the workers see.
+        assertThat(arg(container(registry), "--butterfly.registry.publisher-dir")).isEqualTo("/etc/butterfly/publisher");
+
+        Map<String, Object> worker = named(on, "StatefulSet", "butterfly-worker");
+        assertThat(arg(container(worker), "--butterfly.worker.registry.shared-store")).isEqualTo(path);
+        assertThat(mount(container(worker), "shared-store")).containsEntry("mountPath", path).containsEntry("readOnly", true);
+        assertThat(volume(worker, "shared-store")).containsEntry("persistentVolumeClaim",
+                Map.of("claimName", "models-rwx", "readOnly", true));
+        assertThat(volume(named(on, "StatefulSet", "butterfly-coordinator"), "shared-store")).isNull();
+    }
+
+    @Test
+    void consulMembershipIsASwitch() {
+        Map<String, Object> off = container(named(render(t -> t), "StatefulSet", "butterfly-discovery"));
+        Map<String, Object> on = container(named(render(t -> t.set("consul.enabled", true).set("consul.host", "consul")),
+                "StatefulSet", "butterfly-discovery"));
+
+        assertThat(env(off, "SPRING_PROFILES_ACTIVE")).isNull();
+        assertThat(arg(off, "--butterfly.discovery.backend")).isNull();
+        assertThat(env(on, "SPRING_PROFILES_ACTIVE")).isEqualTo("consul");
+        assertThat(env(on, "CONSUL_HOST")).isEqualTo("consul");
+        assertThat(arg(on, "--butterfly.discovery.backend")).isEqualTo("consul");
+    }
+
+    @Test
+    void k8sManifestsAreTheChartsDefaultRendering() throws IOException {
+        String rendered = MANIFESTS_HEADER + renderText(t -> t);
+        if (Boolean.getBoolean("butterfly.k8s.write")) {
+            Files.writeString(MANIFESTS, rendered);
+        }
+        assertThat(Files.readString(MANIFESTS))
+                .as("k8s/butterfly.yaml is stale: rerun this test with -Dbutterfly.k8s.write=true")
+                .isEqualTo(rendered);
+    }
+}

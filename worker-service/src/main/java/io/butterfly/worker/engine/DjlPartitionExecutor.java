@@ -1,0 +1,415 @@
+package io.butterfly.worker.engine;
+
+import ai.djl.Device;
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.text.ByteSize;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Runs a partition of a Llama-family or GPT-2 model with DJL on the PyTorch engine, in float32.
+ *
+ * <p>Loading reads only the tensors the partition needs from the given files (see {@link WeightStore}).
+ * Device: "cpu", "gpu:N", or "auto" (GPU 0 if the engine reports one). Threads: {@code threads > 0} sets
+ * libtorch's process-wide intra-op pool (see {@link EngineSetup}).
+ *
+ * <p>Memory: weights live in one sub-manager, each sequence's KV cache in its own sub-manager (freed by
+ * {@link #release}), and every temporary of a step is registered in an {@link NDScope} closed when the
+ * step ends, so native memory stays flat over any number of steps. Calls are serialized (synchronized):
+ * the engine's intra-op threads already use the cores.
+ */
+public final class DjlPartitionExecutor implements PartitionExecutor {
+
+    private final PartitionSpec spec;
+    private final NDManager root;
+    private final NDManager cacheManager;
+    private final StageModel model;
+    private final long weightBytes;
+    /** The most memory all KV caches may take together (0 = no limit), see {@link #checkCacheBudget}. */
+    private final long kvCacheBudget;
+    private final Map<String, SequenceCache> caches = new HashMap<>();
+    /** What the caches take and hold, recounted whenever they change: readable while a step runs. */
+    private volatile long cachedBytes;
+    /** Counted against the budget: each cache's reservation, or what it takes if that is more. */
+    private volatile long accountedBytes;
+    private volatile int cachedSequences;
+    /** When each cached sequence last ran a step (System.nanoTime), for {@link #evictIdle}. */
+    private final Map<String, Long> lastUsed = new HashMap<>();
+    /**
+     * Sequences released before any step of theirs arrived here: a release can overtake its own first step
+     * (a different stream), and that step must then not create a cache nobody would release. Bounded, oldest
+     * forgotten first.
+     */
+    private final Map<String, Boolean> releasedUnseen = new java.util.LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+            return size() > RELEASED_REMEMBERED;
+        }
+    };
+    private static final int RELEASED_REMEMBERED = 65_536;
+    private boolean closed;
+
+    private DjlPartitionExecutor(PartitionSpec spec, NDManager root, NDManager cacheManager, StageModel model, long weightBytes,
+                                 long kvCacheBudget) {
+        this.spec = spec;
+        this.weightBytes = weightBytes;
+        this.kvCacheBudget = kvCacheBudget;
+        this.root = root;
+        this.cacheManager = cacheManager;
+        this.model = model;
+    }
+
+    /**
+     * Loads the tensors this partition needs from the given safetensors files (any split of the
+     * checkpoint that holds them, with their Hugging Face names).
+     */
+    public static DjlPartitionExecutor load(PartitionSpec spec, List<Path> safetensorsFiles, ExecutorOptions options)
+            throws IOException {
+        List<SafetensorsFile> opened = new ArrayList<>(safetensorsFiles.size());
+        try {
+            for (Path p : safetensorsFiles) {
+                opened.add(SafetensorsFile.open(p));
+            }
+        } catch (IOException | RuntimeException e) {
+            SafetensorsFile.closeAll(opened, e);
+            throw e;
+        }
+        return loadOpened(spec, opened, options);
+    }
+
+    /**
+     * {@link #load} from safetensors files already open, e.g. through the channels their checksums were verified
+     * through, so that what is loaded is what was checked. Closes them, whether the load succeeds or fails.
+     */
+    public static DjlPartitionExecutor loadOpened(PartitionSpec spec, List<SafetensorsFile> opened, ExecutorOptions options)
+            throws IOException {
+        Objects.requireNonNull(spec, "spec");
+        Objects.requireNonNull(options, "options");
+        NDManager root;
+        try {
+            Engine engine = EngineSetup.start(options.threads());
+            Device device = EngineSetup.device(options.device(), engine);
+            root = NDManager.newBaseManager(device, EngineSetup.ENGINE);
+        } catch (RuntimeException e) {
+            SafetensorsFile.closeAll(opened, e);
+            throw e;
+        }
+        try {
+            NDManager weights = root.newSubManager();
+            StageModel model;
+            long bytes;
+            try (WeightStore store = WeightStore.open(opened, weights)) {
+                model = spec.config().architecture() == Architecture.GPT2
+                        ? Gpt2Stage.load(spec, store, weights)
+                        : LlamaStage.load(spec, store, weights);
+                bytes = store.bytesLoaded();
+            }
+            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, bytes, options.kvCacheBytes());
+        } catch (IOException | RuntimeException e) {
+            root.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public PartitionSpec spec() {
+        return spec;
+    }
+
+    /** Float32 bytes of the weights this partition loaded (a tied head counted once). */
+    public long weightBytes() {
+        return weightBytes;
+    }
+
+    /** The device the partition runs on. */
+    public Device device() {
+        return root.getDevice();
+    }
+
+    @SuppressWarnings("try") // the scope only frees temporaries on close
+    @Override
+    public synchronized StageResult forward(List<SequenceChunk> batch, StageInput input) {
+        if (closed) {
+            throw new SequenceConflictException("this partition was replaced by a newer assignment");
+        }
+        int totalTokens = validate(batch, input);
+        checkCacheBudget(batch);
+        List<String> created = new ArrayList<>();
+        List<StepBatch.Slice> slices = new ArrayList<>(batch.size());
+        try {
+            int offset = 0;
+            for (SequenceChunk chunk : batch) {
+                SequenceCache cache = caches.get(chunk.sequenceId());
+                if (cache == null) {
+                    ModelConfig c = spec.config();
+                    cache = new SequenceCache(cacheManager, spec.numLayers(), c.numKvHeads(), c.headDim(), c.maxPositions(),
+                            chunk.reservePositions());
+                    caches.put(chunk.sequenceId(), cache);
+                    created.add(chunk.sequenceId());
+                }
+                cache.ensureCapacity(chunk.position() + chunk.numTokens());
+                slices.add(new StepBatch.Slice(chunk, cache, offset));
+                offset += chunk.numTokens();
+            }
+            StageResult result;
+            try (NDScope ignored = new NDScope()) {
+                StepBatch step = new StepBatch(root, slices, totalTokens);
+                NDArray x = input instanceof StageInput.Tokens tokens
+                        ? model.embed(root.create(tokens.ids()), step)
+                        : hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens);
+                x = model.layers(x, step);
+                result = spec.hasHead()
+                        ? toResult(model.head(step.lastRows(x)), true)
+                        : toResult(x, false);
+            }
+            long now = System.nanoTime();
+            for (StepBatch.Slice s : slices) {
+                s.cache().advance(s.numTokens());
+                lastUsed.put(s.chunk().sequenceId(), now);
+            }
+            return result;
+        } catch (RuntimeException | Error e) { // an Error too (e.g. heap exhausted): no cache of a failed step stays
+            created.forEach(this::dropCache);
+            throw e;
+        } finally {
+            recount();
+        }
+    }
+
+    /** Checks the batch against the caches and the input against the batch; returns the token count. */
+    private int validate(List<SequenceChunk> batch, StageInput input) {
+        if (batch == null || batch.isEmpty()) {
+            throw new IllegalArgumentException("the batch has no sequences");
+        }
+        Objects.requireNonNull(input, "input");
+        ModelConfig c = spec.config();
+        Set<String> seen = new HashSet<>();
+        long total = 0;
+        for (SequenceChunk chunk : batch) {
+            if (!seen.add(chunk.sequenceId())) {
+                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' appears twice in the batch");
+            }
+            SequenceCache cache = caches.get(chunk.sequenceId());
+            if (cache == null && releasedUnseen.containsKey(chunk.sequenceId())) {
+                throw new SequenceConflictException("sequence '" + chunk.sequenceId() + "' was released before this step arrived");
+            }
+            int cached = cache == null ? 0 : cache.length();
+            if (chunk.position() != cached) {
+                throw new SequenceConflictException("sequence '" + chunk.sequenceId() + "' starts at position "
+                        + chunk.position() + " but " + cached + " positions are cached on layers ["
+                        + spec.layerStart() + ", " + spec.layerEnd() + ")");
+            }
+            long reach = (long) chunk.position() + chunk.numTokens();
+            if (reach > c.maxPositions()) {
+                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "' would reach position "
+                        + reach + " beyond the model's " + c.maxPositions());
+            }
+            // Attention builds an [n, cached + n] mask per sequence: keep it an addressable array.
+            if ((long) chunk.numTokens() * reach > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("sequence '" + chunk.sequenceId() + "': a step of " + chunk.numTokens()
+                        + " tokens reaching position " + reach + " is too large for one step; split it");
+            }
+            total += chunk.numTokens();
+        }
+        if (total > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("batch of " + total + " tokens is too large");
+        }
+        if (spec.hasEmbedding()) {
+            if (!(input instanceof StageInput.Tokens tokens)) {
+                throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + ") hold the embedding and take token ids, not hidden states");
+            }
+            if (tokens.ids().length != total) {
+                throw new IllegalArgumentException(tokens.ids().length + " token ids for a batch of " + total + " tokens");
+            }
+            for (long id : tokens.ids()) {
+                if (id < 0 || id >= c.vocabSize()) {
+                    throw new IllegalArgumentException("token id " + id + " is outside the vocabulary [0, " + c.vocabSize() + ")");
+                }
+            }
+        } else {
+            if (!(input instanceof StageInput.Hidden hidden)) {
+                throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + ") take hidden states from the previous stage, not token ids");
+            }
+            long expected = total * c.hiddenSize() * Float.BYTES;
+            if (hidden.littleEndianFloats().remaining() != expected) {
+                throw new IllegalArgumentException("hidden states of " + hidden.littleEndianFloats().remaining()
+                        + " bytes do not match [" + total + ", " + c.hiddenSize() + "] float32 (" + expected + " bytes)");
+            }
+        }
+        return (int) total;
+    }
+
+    /**
+     * Refuses a step whose cache growth would take all caches past the budget, before anything is cached
+     * or grown: many concurrent long sequences must not exhaust the worker's memory (and take down every
+     * sequence it holds) but be refused one at a time until others finish. A sequence that states its
+     * reservation gets its whole cache at its first step, so only a starting sequence is refused; one that
+     * could never fit, even alone, is told so (not to retry).
+     */
+    private void checkCacheBudget(List<SequenceChunk> batch) {
+        if (kvCacheBudget == 0) {
+            return;
+        }
+        long held = accountedBytes;
+        long growth = 0;
+        for (SequenceChunk chunk : batch) {
+            SequenceCache cache = caches.get(chunk.sequenceId());
+            int reach = chunk.position() + chunk.numTokens();
+            long needed = cache == null ? Math.max(newCacheBytes(reach), reservedBytes(chunk.reservePositions()))
+                    : Math.max(0, cache.bytesFor(reach) - cache.accountedBytes());
+            long alone = cache == null ? needed : cache.accountedBytes() + needed;
+            if (alone > kvCacheBudget) {
+                throw new CacheBudgetExceededException("sequence '" + chunk.sequenceId() + "' needs " + ByteSize.human(alone)
+                        + " of KV cache on layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + "), more than this worker's whole budget of " + ByteSize.human(kvCacheBudget)
+                        + " (butterfly.worker.kv-cache-budget): ask for fewer tokens", true);
+            }
+            growth += needed;
+        }
+        if (growth > 0 && held + growth > kvCacheBudget) {
+            throw new CacheBudgetExceededException("the KV caches of layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                    + ") would need " + ByteSize.human(held + growth) + " for this step, over this worker's budget of "
+                    + ByteSize.human(kvCacheBudget) + " (" + caches.size() + (caches.size() == 1 ? " sequence" : " sequences")
+                    + " cached, holding " + ByteSize.human(held) + "); retry once other sequences finish", false);
+        }
+    }
+
+    /** What a new sequence's cache takes for {@code positions}, as {@link SequenceCache} would grow it. */
+    private long newCacheBytes(int positions) {
+        return spec.numLayers() == 0 ? 0 : SequenceCache.capacityFor(0, positions, spec.config().maxPositions()) * bytesPerPosition();
+    }
+
+    /** The most a sequence's cache can grow to while it stays within {@code reservePositions}. */
+    private long reservedBytes(int reservePositions) {
+        return spec.numLayers() == 0 ? 0
+                : SequenceCache.reservedCapacity(reservePositions, spec.config().maxPositions()) * bytesPerPosition();
+    }
+
+    private long bytesPerPosition() {
+        ModelConfig c = spec.config();
+        return SequenceCache.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
+    }
+
+    /** Memory all sequences' KV caches take now; read without waiting for a step (metrics). */
+    @Override
+    public long cachedBytes() {
+        return cachedBytes;
+    }
+
+    /** Recounts the caches' memory after they changed (under this executor's lock). */
+    private void recount() {
+        long used = 0;
+        long accounted = 0;
+        for (SequenceCache cache : caches.values()) {
+            used += cache.bytes();
+            accounted += cache.accountedBytes();
+        }
+        cachedBytes = used;
+        accountedBytes = accounted;
+        cachedSequences = caches.size();
+    }
+
+    private NDArray hiddenStates(ByteBuffer littleEndian, int totalTokens) {
+        Shape shape = new Shape(totalTokens, spec.config().hiddenSize());
+        ByteBuffer bytes = littleEndian.slice().order(ByteOrder.LITTLE_ENDIAN);
+        if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
+            float[] values = new float[bytes.remaining() / Float.BYTES];
+            bytes.asFloatBuffer().get(values);
+            return root.create(values, shape);
+        }
+        // A heap buffer is copied by the engine; a direct one is read in place during this step only.
+        return root.create(bytes, shape, DataType.FLOAT32);
+    }
+
+    private static StageResult toResult(NDArray values, boolean logits) {
+        ByteBuffer nativeBytes = values.toByteBuffer().order(ByteOrder.nativeOrder());
+        ByteBuffer out = ByteBuffer.allocate(nativeBytes.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+        FloatBuffer dst = out.asFloatBuffer();
+        dst.put(nativeBytes.asFloatBuffer());
+        return new StageResult(out, values.getShape().getShape(), logits);
+    }
+
+    @Override
+    public synchronized void release(String sequenceId) {
+        if (!dropCache(sequenceId)) {
+            releasedUnseen.put(sequenceId, Boolean.TRUE);
+        }
+        recount();
+    }
+
+    /** Frees a sequence's cache; false if it had none. */
+    private boolean dropCache(String sequenceId) {
+        lastUsed.remove(sequenceId);
+        SequenceCache cache = caches.remove(sequenceId);
+        if (cache == null) {
+            return false;
+        }
+        cache.close();
+        return true;
+    }
+
+    /**
+     * Frees the caches of sequences that ran no step for {@code idleNanos}: their coordinator gave up long ago
+     * (it failed over, or a release never arrived), and nothing else would ever free them.
+     *
+     * @return the sequences evicted
+     */
+    public synchronized List<String> evictIdle(long idleNanos) {
+        long now = System.nanoTime();
+        List<String> idle = lastUsed.entrySet().stream().filter(e -> now - e.getValue() > idleNanos)
+                .map(Map.Entry::getKey).toList();
+        idle.forEach(this::dropCache);
+        recount();
+        return idle;
+    }
+
+    @Override
+    public int cachedSequences() {
+        return cachedSequences;
+    }
+
+    /** Positions cached for a sequence on this stage, 0 if unknown. */
+    public synchronized int cachedLength(String sequenceId) {
+        SequenceCache cache = caches.get(sequenceId);
+        return cache == null ? 0 : cache.length();
+    }
+
+    /** Native arrays currently held (weights, caches and anything a step failed to free); for leak checks. */
+    synchronized int liveArrays() {
+        return root.getManagedArrays().size();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        caches.values().forEach(SequenceCache::close);
+        caches.clear();
+        lastUsed.clear();
+        recount();
+        model.close();
+        root.close();
+    }
+}

@@ -1,0 +1,32 @@
+package io.butterfly.worker.engine;
+
+/**
+ * Where and how a partition runs.
+ *
+ * @param device       "cpu", "gpu:N" or "auto" (the first GPU the engine reports, else the CPU)
+ * @param threads      intra-op threads of the engine (process-wide); 0 keeps the engine default
+ * @param kvCacheBytes the most memory all sequences' KV caches may take together; 0 = no limit
+ */
+public record ExecutorOptions(String device, int threads, long kvCacheBytes) {
+
+    public ExecutorOptions {
+        if (device == null || device.isBlank()) {
+            device = "auto";
+        }
+        if (threads < 0) {
+            throw new IllegalArgumentException("threads must be >= 0, got " + threads);
+        }
+        if (kvCacheBytes < 0) {
+            throw new IllegalArgumentException("kvCacheBytes must be >= 0, got " + kvCacheBytes);
+        }
+    }
+
+    /** No limit on KV cache memory. */
+    public ExecutorOptions(String device, int threads) {
+        this(device, threads, 0);
+    }
+
+    public static ExecutorOptions cpu() {
+        return new ExecutorOptions("cpu", 0);
+    }
+}

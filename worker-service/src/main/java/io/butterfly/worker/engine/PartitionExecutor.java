@@ -1,0 +1,37 @@
+package io.butterfly.worker.engine;
+
+import java.util.List;
+
+/** Executes one partition of a model for packed batches of sequences, keeping each sequence's KV cache. */
+public interface PartitionExecutor extends AutoCloseable {
+
+    PartitionSpec spec();
+
+    /**
+     * One pipeline step for a packed batch: tokens of all sequences concatenated in batch order.
+     * Input: token ids (first stage, hasEmbedding) or hidden states {@code [totalTokens, hidden]}.
+     * Output: hidden states {@code [totalTokens, hidden]}, or, when hasHead, logits
+     * {@code [numSequences, vocab]} at each sequence's last position.
+     *
+     * @throws IllegalArgumentException if a chunk's position differs from its cached length, a sequence
+     *                                  appears twice, or the input does not match the batch
+     */
+    StageResult forward(List<SequenceChunk> batch, StageInput input);
+
+    /**
+     * Drops that sequence's KV cache. A sequence with no cache here yet is remembered as released, so a step
+     * of it that arrives after its release (overtaken on another stream) is refused instead of caching anew.
+     */
+    void release(String sequenceId);
+
+    /** Frees the caches of sequences that ran no step for {@code idleNanos}; the sequences evicted. */
+    List<String> evictIdle(long idleNanos);
+
+    int cachedSequences();
+
+    /** Memory all sequences' KV caches take now. */
+    long cachedBytes();
+
+    @Override
+    void close();
+}

@@ -1,0 +1,19 @@
+package io.butterfly.worker.engine;
+
+import ai.djl.ndarray.NDArray;
+
+/** The weights and math of one partition for one architecture. */
+interface StageModel extends AutoCloseable {
+
+    /** Token ids {@code [N]} (int64) to hidden states {@code [N, hidden]}. */
+    NDArray embed(NDArray tokenIds, StepBatch step);
+
+    /** Runs this stage's transformer layers over packed hidden states {@code [N, hidden]}. */
+    NDArray layers(NDArray hidden, StepBatch step);
+
+    /** Final norm and LM head: {@code [B, hidden]} to logits {@code [B, vocab]}. */
+    NDArray head(NDArray lastRows);
+
+    @Override
+    void close();
+}

@@ -1,0 +1,356 @@
+package io.butterfly.worker.engine;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.common.safetensors.TensorInfo;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Tensors by Hugging Face name across one or more safetensors files, loaded one at a time as float32
+ * NDArrays.
+ *
+ * <p>Why not DJL's decoder ({@code NDList.decode}): it reads a file's whole data section into one
+ * {@code byte[]} (int offsets, so at most 2 GiB) and creates every tensor, so a stage given the whole
+ * {@code model.safetensors} would hold every layer, and it aborts the JVM on BF16. Here each needed
+ * tensor's bytes are read alone through {@link SafetensorsFile} (F32 as they are, F16 and BF16 widened
+ * exactly to float32 in Java): on the host straight into the memory of an uninitialised engine tensor, or,
+ * for a tensor the engine transposes (and on a GPU), into one reused staging buffer first.
+ */
+final class WeightStore implements AutoCloseable {
+
+    private final List<SafetensorsFile> files = new ArrayList<>();
+    private final Map<String, SafetensorsFile> byName = new HashMap<>();
+    private final NDManager manager;
+    /**
+     * Whether the engine keeps tensors in host memory, where Java can write into them directly. A cold load
+     * then skips a copy per tensor, and the staging memory is the engine's (Java zero-fills a direct buffer:
+     * 15% of a worker's CPU during a cold bootstrap when it staged the 98 MB embedding).
+     */
+    private final boolean hostMemory;
+    /** Where a tensor's float32 values are staged for the engine (reused: tensors are loaded one at a time). */
+    private ByteBuffer staging = ByteBuffer.allocateDirect(0);
+    /** On the host, the engine tensor whose memory {@link #staging} is; null otherwise. */
+    private NDArray stagingArray;
+    private long bytesLoaded;
+
+    private WeightStore(NDManager manager) {
+        this.manager = manager;
+        this.hostMemory = Device.cpu().equals(manager.getDevice());
+    }
+
+    /**
+     * Over safetensors files already open (e.g. through the channels their checksums were verified through). The
+     * store owns them from here: closing it, or failing here, closes them.
+     */
+    static WeightStore open(List<SafetensorsFile> opened, NDManager manager) throws IOException {
+        WeightStore store = new WeightStore(manager);
+        store.files.addAll(opened);
+        try {
+            if (opened.isEmpty()) {
+                throw new IllegalArgumentException("no safetensors files given");
+            }
+            for (SafetensorsFile f : opened) {
+                Path p = f.path();
+                for (String name : f.tensors().keySet()) {
+                    SafetensorsFile previous = store.byName.putIfAbsent(name, f);
+                    // A tied head ships its own copy of the embedding: identical copies are one tensor.
+                    if (previous != null && !sameTensor(previous, f, name)) {
+                        throw new IllegalArgumentException("tensor '" + name + "' is in both " + previous.path() + " and " + p);
+                    }
+                }
+            }
+            return store;
+        } catch (IOException | RuntimeException e) {
+            store.close();
+            throw e;
+        }
+    }
+
+    boolean has(String name) {
+        return byName.containsKey(name);
+    }
+
+    /** The first of the names present, or a failure naming all of them. */
+    String firstPresent(String... names) {
+        for (String n : names) {
+            if (has(n)) {
+                return n;
+            }
+        }
+        throw new IllegalArgumentException("weights are missing tensor " + String.join(" / ", names));
+    }
+
+    long[] shape(String name) {
+        return info(name).shape();
+    }
+
+    /** Loads a tensor as float32 on the manager's device, checking its shape. */
+    NDArray load(String name, long... expectedShape) {
+        if (!hostMemory) {
+            int count = reserve(name, expectedShape);
+            stageAt(name, 0, expectedShape);
+            return toArray(count, expectedShape);
+        }
+        int count = floatCount(name, expectedShape);
+        checkShape(name, expectedShape);
+        NDArray array = manager.create(new Shape(expectedShape), DataType.FLOAT32); // uninitialised
+        try {
+            read(name, memoryOf(array));
+        } catch (RuntimeException e) {
+            array.close();
+            throw e;
+        }
+        bytesLoaded += (long) count * Float.BYTES;
+        return array;
+    }
+
+    /**
+     * Loads a 2-D tensor stored {@code [rows, cols]} as {@code [cols, rows]} (contiguous), e.g. a
+     * Hugging Face {@code [out, in]} projection as the {@code [in, out]} layout {@link Projection} wants.
+     */
+    NDArray loadTransposed(String name, long rows, long cols) {
+        return loadTransposedStacked(new String[]{name}, new long[]{rows}, cols);
+    }
+
+    /**
+     * Loads 2-D tensors stored {@code [rows_i, cols]} as one contiguous {@code [cols, sum(rows_i)]} matrix:
+     * projections that share an input (q/k/v, gate/up) fused in the {@code [in, out]} layout. Their stored rows
+     * are read one after another into the staging buffer and transposed together, so each weight is copied
+     * once by the engine (transposing each and concatenating the results copied everything twice; the
+     * concatenation alone was 14-34% of a cold partition load).
+     */
+    NDArray loadTransposedStacked(String[] names, long[] rows, long cols) {
+        if (names.length == 0 || names.length != rows.length) {
+            throw new IllegalArgumentException(names.length + " tensor names for " + rows.length + " row counts");
+        }
+        long totalRows = 0;
+        for (long r : rows) {
+            totalRows += r;
+        }
+        if (totalRows > 1 && cols > 1 && storedAsIs(names)) {
+            return transposedFromFile(names, rows, totalRows, cols);
+        }
+        int count = reserve(String.join(" + ", names), totalRows, cols);
+        long offset = 0;
+        for (int i = 0; i < names.length; i++) {
+            stageAt(names[i], offset, rows[i], cols);
+            offset += rows[i] * cols;
+        }
+        if (totalRows == 1 || cols == 1) {
+            // A vector's transpose has the same memory order; the engine would return a view of the staging
+            // buffer (already contiguous) instead of a copy.
+            return toArray(count, cols, totalRows);
+        }
+        try (NDArray stored = staged(count, totalRows, cols)) {
+            return transposedCopy(stored);
+        }
+    }
+
+    /**
+     * The engine's contiguous {@code [cols, rows]} copy of a {@code [rows, cols]} matrix (a blocked native copy: a
+     * Java loop over every element ran interpreted until the JIT caught up and took about half of a cold load).
+     */
+    private static NDArray transposedCopy(NDArray stored) {
+        long[] shape = stored.getShape().getShape();
+        try (NDArray view = stored.transpose(); NDArray flat = view.flatten()) {
+            return flat.reshape(shape[1], shape[0]);
+        }
+    }
+
+    /**
+     * Whether the engine can read these tensors where the file holds them, as one matrix: float32 on a little-endian
+     * host (the engine's own layout), stored back to back in this order in one file (q, k, v as a checkpoint lists
+     * them). A transposed load then copies straight from the file's pages, without staging the matrix in fresh
+     * memory first (98 MB for a 32000 x 768 head: on a cold start the kernel's zeroing of new pages cost more than
+     * the transpose).
+     */
+    private boolean storedAsIs(String... names) {
+        if (!hostMemory || ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
+            return false;
+        }
+        SafetensorsFile file = byName.get(names[0]);
+        for (String n : names) {
+            if (byName.get(n) != file || !info(n).dtype().equals("F32")) {
+                return false;
+            }
+        }
+        return file.backToBack(names);
+    }
+
+    /**
+     * The engine's contiguous transpose of float32 matrices {@code [rows_i, cols]} read in place from their file as
+     * one {@code [sum(rows_i), cols]} matrix.
+     */
+    private NDArray transposedFromFile(String[] names, long[] rows, long totalRows, long cols) {
+        for (int i = 0; i < names.length; i++) {
+            checkShape(names[i], rows[i], cols);
+        }
+        floatCount(String.join(" + ", names), totalRows, cols);
+        ByteBuffer stored;
+        try {
+            stored = byName.get(names[0]).mappedBytes(names).order(ByteOrder.nativeOrder());
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading '" + String.join(" + ", names) + "'", e);
+        }
+        bytesLoaded += stored.remaining();
+        // The view shares the mapped pages with the engine (read-only: only the transpose reads them).
+        try (NDArray view = manager.create(stored, new Shape(totalRows, cols), DataType.FLOAT32)) {
+            return transposedCopy(view);
+        } finally {
+            Reference.reachabilityFence(stored); // unmapped only once it is collected: not before the copy is made
+        }
+    }
+
+    /** Makes {@link #staging} hold at least the floats of {@code shape}; answers their count. */
+    private int reserve(String what, long... shape) {
+        int count = floatCount(what, shape);
+        int bytes = count * Float.BYTES;
+        if (staging.capacity() < bytes) {
+            if (hostMemory) {
+                NDArray previous = stagingArray;
+                stagingArray = manager.create(new Shape(count), DataType.FLOAT32);
+                staging = memoryOf(stagingArray);
+                if (previous != null) {
+                    previous.close();
+                }
+            } else {
+                staging = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+            }
+        }
+        return count;
+    }
+
+    /** The memory of a host tensor, as a buffer that writes into it (not a copy of it). */
+    private static ByteBuffer memoryOf(NDArray hostArray) {
+        ByteBuffer memory = hostArray.toByteBuffer(true);
+        if (!memory.isDirect()) {
+            throw new IllegalStateException("the engine gave a copy of a host tensor's memory, not the memory");
+        }
+        return memory;
+    }
+
+    private static int floatCount(String what, long... shape) {
+        long count = 1;
+        for (long d : shape) {
+            count *= d;
+        }
+        if (count * Float.BYTES > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("tensor '" + what + "' is larger than 2 GiB");
+        }
+        return (int) count;
+    }
+
+    /**
+     * Puts the tensor's values as float32 into {@link #staging} from float {@code offset} on (reserved
+     * before), checking its shape.
+     */
+    private void stageAt(String name, long offset, long... expectedShape) {
+        TensorInfo info = checkShape(name, expectedShape);
+        int from = (int) offset * Float.BYTES;
+        int bytes = (int) info.numElements() * Float.BYTES;
+        read(name, staging.clear().position(from).limit(from + bytes).slice());
+    }
+
+    private TensorInfo checkShape(String name, long... expectedShape) {
+        TensorInfo info = info(name);
+        if (!Arrays.equals(info.shape(), expectedShape)) {
+            throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(info.shape())
+                    + " but the model config implies " + Arrays.toString(expectedShape));
+        }
+        return info;
+    }
+
+    /**
+     * Fills {@code target} (exactly the tensor's float32 bytes long) with the tensor's values: F32 bytes are
+     * read straight into it (no Java copy on a little-endian machine), F16 and BF16 are widened exactly.
+     */
+    private void read(String name, ByteBuffer target) {
+        TensorInfo info = info(name);
+        ByteBuffer buf = target.order(ByteOrder.nativeOrder());
+        try {
+            if (info.dtype().equals("F32") && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
+                byName.get(name).readInto(name, buf);
+            } else {
+                buf.asFloatBuffer().put(byName.get(name).readFloats(name));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading '" + name + "'", e);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("tensor '" + name + "' has dtype " + info.dtype()
+                    + "; only F32, F16 and BF16 weights are supported", e);
+        }
+    }
+
+    /** An engine-owned copy of the first {@code count} floats staged in {@link #staging}. */
+    private NDArray toArray(int count, long... shape) {
+        // A direct buffer is shared, not copied, by the engine: copy into engine memory before reusing it.
+        try (NDArray shared = staged(count, shape)) {
+            return shared.duplicate();
+        }
+    }
+
+    /** The first {@code count} floats staged in {@link #staging}, shared with the engine (not copied). */
+    private NDArray staged(int count, long... shape) {
+        int bytes = count * Float.BYTES;
+        ByteBuffer buf = staging.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
+        bytesLoaded += bytes;
+        return manager.create(buf, new Shape(shape), DataType.FLOAT32);
+    }
+
+    /** Loads a tensor if present, else null. */
+    NDArray loadOptional(String name, long... expectedShape) {
+        return has(name) ? load(name, expectedShape) : null;
+    }
+
+    long bytesLoaded() {
+        return bytesLoaded;
+    }
+
+    private TensorInfo info(String name) {
+        SafetensorsFile f = byName.get(name);
+        if (f == null) {
+            throw new IllegalArgumentException("weights are missing tensor '" + name + "'");
+        }
+        return f.info(name);
+    }
+
+    @Override
+    public void close() throws IOException {
+        if (stagingArray != null) {
+            stagingArray.close();
+            stagingArray = null;
+        }
+        IOException first = null;
+        for (SafetensorsFile f : files) {
+            try {
+                f.close();
+            } catch (IOException e) {
+                first = first == null ? e : first;
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private static boolean sameTensor(SafetensorsFile a, SafetensorsFile b, String name) throws IOException {
+        var ta = a.tensors().get(name);
+        var tb = b.tensors().get(name);
+        return ta.dtype().equals(tb.dtype()) && java.util.Arrays.equals(ta.shape(), tb.shape())
+                && a.rawBytes(name).equals(b.rawBytes(name));
+    }
+}

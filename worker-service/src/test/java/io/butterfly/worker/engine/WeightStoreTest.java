@@ -1,0 +1,153 @@
+package io.butterfly.worker.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.common.safetensors.SafetensorsWriter;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Loads give the stored values in engine-owned memory: transposed ones (alone or stacked) whatever the matrix's
+ * shape, plain ones read straight into the tensor, widened from F16 and BF16.
+ */
+class WeightStoreTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void transposedMatricesAndVectorsSurviveTheNextLoad() throws Exception {
+        Path file = dir.resolve("w.safetensors");
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("row", new long[]{1, 4}, new float[]{1, 2, 3, 4}),
+                SafetensorsWriter.Entry.float32("col", new long[]{4, 1}, new float[]{5, 6, 7, 8}),
+                SafetensorsWriter.Entry.float32("m", new long[]{2, 3}, new float[]{0, 1, 2, 3, 4, 5}),
+                SafetensorsWriter.Entry.float32("other", new long[]{6}, new float[]{-1, -1, -1, -1, -1, -1})), Map.of());
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+            NDArray row = store.loadTransposed("row", 1, 4);
+            NDArray col = store.loadTransposed("col", 4, 1);
+            NDArray m = store.loadTransposed("m", 2, 3);
+            // Staging the next tensor reuses the buffer the transposed ones were read from.
+            store.load("other", 6);
+            assertThat(row.getShape().getShape()).containsExactly(4, 1);
+            assertThat(row.toFloatArray()).containsExactly(1, 2, 3, 4);
+            assertThat(col.getShape().getShape()).containsExactly(1, 4);
+            assertThat(col.toFloatArray()).containsExactly(5, 6, 7, 8);
+            assertThat(m.getShape().getShape()).containsExactly(3, 2);
+            assertThat(m.toFloatArray()).containsExactly(0, 3, 1, 4, 2, 5);
+        }
+    }
+
+    @Test
+    void stackedLoadEqualsTheTransposesConcatenatedAndOutlivesTheStagingBuffer() throws Exception {
+        Path file = dir.resolve("qkv.safetensors");
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("q", new long[]{2, 3}, new float[]{0, 1, 2, 3, 4, 5}),
+                SafetensorsWriter.Entry.float32("k", new long[]{1, 3}, new float[]{6, 7, 8}),
+                SafetensorsWriter.Entry.float32("v", new long[]{1, 3}, new float[]{9, 10, 11}),
+                SafetensorsWriter.Entry.float32("big", new long[]{4, 8}, new float[32])), Map.of());
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+            NDArray fused = store.loadTransposedStacked(new String[]{"q", "k", "v"}, new long[]{2, 1, 1}, 3);
+            // The next transposed load is larger: the staging buffer is replaced, then overwritten.
+            store.loadTransposed("big", 4, 8);
+            assertThat(fused.getShape().getShape()).containsExactly(3, 4);
+            // [in, q | k | v]: row j holds input j's weight in q's two outputs, then k's, then v's.
+            assertThat(fused.toFloatArray()).containsExactly(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11);
+            try (NDArray q = store.loadTransposed("q", 2, 3); NDArray k = store.loadTransposed("k", 1, 3);
+                 NDArray v = store.loadTransposed("v", 1, 3); NDArray concat = q.concat(k, 1).concat(v, 1)) {
+                assertThat(fused.contentEquals(concat)).isTrue();
+            }
+            // Not stored back to back in this order: staged instead of read in place, the same matrix all the same.
+            try (NDArray vq = store.loadTransposedStacked(new String[]{"v", "q"}, new long[]{1, 2}, 3);
+                 NDArray q = store.loadTransposed("q", 2, 3); NDArray v = store.loadTransposed("v", 1, 3);
+                 NDArray concat = v.concat(q, 1)) {
+                assertThat(vq.toFloatArray()).containsExactly(9, 0, 3, 10, 1, 4, 11, 2, 5);
+                assertThat(vq.contentEquals(concat)).isTrue();
+            }
+            assertThatThrownBy(() -> store.loadTransposedStacked(new String[]{"q", "k"}, new long[]{2, 2}, 3))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'k' has shape [1, 3]");
+        }
+    }
+
+    @Test
+    void aMatrixTransposedFromTheFilesPagesIsTheEnginesOwnWritableCopy() throws Exception {
+        Path file = dir.resolve("head.safetensors");
+        float[] stored = new float[64 * 48];
+        for (int i = 0; i < stored.length; i++) {
+            stored[i] = i * 0.5f - 7;
+        }
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("head", new long[]{64, 48}, stored),
+                // The same matrix's first rows as half floats: widened, so staged rather than read in place.
+                halves("half", "F16", new long[]{2, 3}, 0x3800, 0xBD00, 0x4200, 0x1419, 0x8000, 0x7BFF)), Map.of());
+        byte[] before = java.nio.file.Files.readAllBytes(file);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            NDArray head;
+            NDArray half;
+            try (WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+                head = store.loadTransposed("head", 64, 48);
+                half = store.loadTransposed("half", 2, 3);
+                assertThat(store.bytesLoaded()).isEqualTo(4L * (64 * 48 + 6));
+            }
+            System.gc(); // the file is closed and its mapping may be gone: the matrix must not depend on either
+            assertThat(head.getShape().getShape()).containsExactly(48, 64);
+            float[] t = head.toFloatArray();
+            for (int r = 0; r < 64; r++) {
+                for (int c = 0; c < 48; c++) {
+                    assertThat(t[c * 64 + r]).isEqualTo(stored[r * 48 + c]);
+                }
+            }
+            head.muli(2); // its own memory: the file's pages are mapped read-only and must stay as they were
+            assertThat(head.getFloat(1, 0)).isEqualTo(2 * stored[1]);
+            assertThat(half.toFloatArray()).containsExactly(0.5f, 0.0010004044f, -1.25f, -0f, 3f, 65504f);
+        }
+        assertThat(java.nio.file.Files.readAllBytes(file)).isEqualTo(before);
+    }
+
+    @Test
+    void plainLoadsHoldTheStoredValuesAndEachHasItsOwnMemory() throws Exception {
+        Path file = dir.resolve("plain.safetensors");
+        float[] values = {0.5f, -1.25f, 3f, 1e-3f, -0f, 65504f};
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("f32", new long[]{2, 3}, values),
+                // The same values as IEEE half floats (1e-3 rounds to 0.0010004044), and others as bfloat16.
+                halves("f16", "F16", new long[]{3, 2}, 0x3800, 0xBD00, 0x4200, 0x1419, 0x8000, 0x7BFF),
+                halves("bf16", "BF16", new long[]{6}, 0x3F80, 0xC000, 0x3F00, 0x4380, 0xBE00, 0x4040)),
+                Map.of());
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+            NDArray f32 = store.load("f32", 2, 3);
+            NDArray f16 = store.load("f16", 3, 2);
+            NDArray bf16 = store.load("bf16", 6);
+            NDArray again = store.load("f32", 2, 3);
+            again.muli(2); // a second load of the same tensor is its own copy
+            assertThat(f32.getShape().getShape()).containsExactly(2, 3);
+            assertThat(f32.toFloatArray()).containsExactly(values);
+            assertThat(f16.getShape().getShape()).containsExactly(3, 2);
+            assertThat(f16.toFloatArray()).containsExactly(0.5f, -1.25f, 3f, 0.0010004044f, -0f, 65504f);
+            assertThat(bf16.toFloatArray()).containsExactly(1f, -2f, 0.5f, 256f, -0.125f, 3f);
+            assertThat(store.bytesLoaded()).isEqualTo(4L * (6 + 6 + 6 + 6));
+            assertThatThrownBy(() -> store.load("f32", 3, 2))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'f32' has shape [2, 3]");
+        }
+    }
+
+    private static SafetensorsWriter.Entry halves(String name, String dtype, long[] shape, int... bits) {
+        ByteBuffer b = ByteBuffer.allocate(bits.length * 2).order(ByteOrder.LITTLE_ENDIAN);
+        for (int v : bits) {
+            b.putShort((short) v);
+        }
+        return new SafetensorsWriter.Entry(name, dtype, shape, b.flip());
+    }
+}
