@@ -61,9 +61,9 @@ public class AssignmentPlanning {
         control.submit(new ClusterCommand.FeasibilityAssessed(new Feasibility(props.planner().configName(),
                 report.feasible(), report.requiredBytes(), report.availableBytes(), report.reason(), now), now));
         if (plan == null) {
-            log.error("not assigning model {}: {}", model.manifest().getModelId(), report.reason());
+            log.error("not assigning model {}: {}", model.manifest().modelId(), report.reason());
         } else {
-            log.info("{} plan for {}: {} ({})", props.planner().configName(), model.manifest().getModelId(),
+            log.info("{} plan for {}: {} ({})", props.planner().configName(), model.manifest().modelId(),
                     plan.stages(), report.reason());
         }
         return plan;

@@ -144,8 +144,8 @@ public class BootstrapOrchestrator {
                 return; // partitions are assigned already: LeaderTakeover re-announces them with this term
             }
             ServedModel model = fetchModel();
-            control.submit(new ClusterCommand.ModelResolved(model.manifest().getModelId(),
-                    model.manifest().getMerkleRoot(), clock.millis()));
+            control.submit(new ClusterCommand.ModelResolved(model.manifest().modelId(),
+                    model.manifest().merkleRoot(), clock.millis()));
             List<Member> members = awaitWorkers(props.expectedWorkers());
             while (!assign(model, members)) {
                 // InsufficientResources (§7.6): nothing assigned; plan again once more capacity has joined.
@@ -164,8 +164,8 @@ public class BootstrapOrchestrator {
         while (true) {
             try {
                 ServedModel model = catalog.load();
-                log.info("serving model {} ({} layers, merkle root {})", model.manifest().getModelId(),
-                        model.manifest().getNumLayers(), model.manifest().getMerkleRoot());
+                log.info("serving model {} ({} layers, merkle root {})", model.manifest().modelId(),
+                        model.manifest().numLayers(), model.manifest().merkleRoot());
                 return model;
             } catch (io.butterfly.common.error.ButterflyException e) {
                 // An untrusted or forged manifest is never used; keep asking in case the registry is re-keyed.
@@ -245,9 +245,9 @@ public class BootstrapOrchestrator {
         for (StageAssignment stage : plan.stages()) {
             Member m = byId.get(stage.nodeId());
             log.info("assigning layers [{}, {}) of {} to {} (epoch {})", stage.layerStart(), stage.layerEnd(),
-                    model.manifest().getModelId(), stage.nodeId(), epoch);
+                    model.manifest().modelId(), stage.nodeId(), epoch);
             AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
-                    .setModelId(model.manifest().getModelId())
+                    .setModelId(model.manifest().modelId())
                     .setLayers(LayerRange.newBuilder().setStart(stage.layerStart()).setEnd(stage.layerEnd()))
                     .setHasEmbedding(stage.hasEmbedding())
                     .setHasHead(stage.hasHead())

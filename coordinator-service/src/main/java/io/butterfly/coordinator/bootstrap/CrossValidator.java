@@ -15,9 +15,8 @@ import io.butterfly.coordinator.integrity.CrossValidation;
 import io.butterfly.coordinator.integrity.ManifestFile;
 import io.butterfly.coordinator.integrity.PartitionReport;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.proto.registry.v1.FileKind;
-import io.butterfly.proto.registry.v1.ModelManifest;
-import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.proto.worker.v1.ChecksumReport;
 import io.butterfly.proto.worker.v1.ChecksumRequest;
 import io.butterfly.proto.worker.v1.ValidationResult;
@@ -137,8 +136,8 @@ public class CrossValidator {
                 log.warn("no checksum report from {} for epoch {}: {}", id, s.epoch(), cause.toString());
             }
         });
-        ModelManifest manifest = model.manifest();
-        WeightValidation v = CrossValidation.validate(s.epoch(), manifestFiles(manifest), manifest.getMerkleRoot(),
+        Manifest manifest = model.manifest();
+        WeightValidation v = CrossValidation.validate(s.epoch(), manifestFiles(manifest), manifest.merkleRoot(),
                 stages, reports, ownFiles(manifest), clock.millis());
         try {
             control.submit(new ClusterCommand.WeightsValidated(v, v.atMs()));
@@ -187,23 +186,23 @@ public class CrossValidator {
                 .map(f -> new PartitionReport.FileDigest(f.getName(), f.getSha256())).toList());
     }
 
-    static List<ManifestFile> manifestFiles(ModelManifest manifest) {
-        return manifest.getFilesList().stream().map(f -> new ManifestFile(f.getName(), f.getChecksum(),
-                f.getKind().name(), f.getLayerStart(), f.getLayerEnd())).toList();
+    static List<ManifestFile> manifestFiles(Manifest manifest) {
+        return manifest.files().stream().map(f -> new ManifestFile(f.name(), f.checksum(), f.kind().name(),
+                f.layerStart() == null ? 0 : f.layerStart(), f.layerEnd() == null ? 0 : f.layerEnd())).toList();
     }
 
     /** Digests of the coordinator's own copies (config, tokenizer), hashed from its disk like the workers do. */
-    private Map<String, String> ownFiles(ModelManifest manifest) {
-        Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
+    private Map<String, String> ownFiles(Manifest manifest) {
+        Path dir = props.dataDir().resolve("models").resolve(manifest.modelId());
         Map<String, String> out = new LinkedHashMap<>();
-        for (WeightFile f : manifest.getFilesList()) {
-            if (f.getKind() != FileKind.TOKENIZER && f.getKind() != FileKind.CONFIG) {
+        for (io.butterfly.common.manifest.ManifestFile f : manifest.files()) {
+            if (f.kind() != FileKind.TOKENIZER && f.kind() != FileKind.CONFIG) {
                 continue;
             }
-            Path p = dir.resolve(f.getName());
+            Path p = dir.resolve(f.name());
             if (Files.isRegularFile(p)) {
                 try {
-                    out.put(f.getName(), Sha256.hexOfFile(p));
+                    out.put(f.name(), Sha256.hexOfFile(p));
                 } catch (IOException e) {
                     log.warn("cannot hash {}: {}", p, e.toString());
                 }

@@ -3,8 +3,8 @@ package io.butterfly.coordinator.bootstrap;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.config.PlanningProperties;
 import io.butterfly.coordinator.planning.ModelFootprint;
-import io.butterfly.proto.registry.v1.ModelManifest;
-import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 
 /**
  * Estimates a model's memory need from its manifest and config (initialization-and-bootstrap.md §5.1):
@@ -17,23 +17,23 @@ public final class ModelFootprints {
     private ModelFootprints() {
     }
 
-    public static ModelFootprint of(ModelManifest manifest, ModelConfig config, PlanningProperties.Planning p) {
-        int layers = manifest.getNumLayers();
-        long widen = widening(manifest.getDtype());
+    public static ModelFootprint of(Manifest manifest, ModelConfig config, PlanningProperties.Planning p) {
+        int layers = manifest.numLayers();
+        long widen = widening(manifest.dtype());
         long tokens = p.kvCacheTokens() > 0 ? p.kvCacheTokens() : Math.max(1, config.maxPositions());
         long kvPerLayer = 2L * config.kvDim() * tokens * Math.max(1, p.kvCacheSequences()) * Float.BYTES;
         long[] layerBytes = new long[layers];
         long embedding = 0;
         long head = 0;
-        for (WeightFile f : manifest.getFilesList()) {
-            long bytes = f.getSizeBytes() * widen;
-            switch (f.getKind()) {
+        for (ManifestFile f : manifest.files()) {
+            long bytes = f.sizeBytes() * widen;
+            switch (f.kind()) {
                 case EMBEDDING -> embedding += bytes;
                 case HEAD -> head += bytes;
                 case LAYER -> {
                     // A shard may hold several layers: spread it evenly over them.
-                    int n = Math.max(1, f.getLayerEnd() - f.getLayerStart());
-                    for (int l = f.getLayerStart(); l < f.getLayerEnd() && l < layers; l++) {
+                    int n = Math.max(1, f.layerEnd() - f.layerStart());
+                    for (int l = f.layerStart(); l < f.layerEnd() && l < layers; l++) {
                         layerBytes[l] += bytes / n;
                     }
                 }

@@ -56,7 +56,7 @@ public class ReplicaModelLoader {
     private void load(String merkleRoot) {
         try {
             ServedModel model = catalog.servedFor(merkleRoot);
-            log.info("replica loaded model {} for serving (merkle root {})", model.manifest().getModelId(), merkleRoot);
+            log.info("replica loaded model {} for serving (merkle root {})", model.manifest().modelId(), merkleRoot);
         } catch (RuntimeException e) {
             log.info("replica could not load the served model yet: {}", e.getMessage());
         }

@@ -232,7 +232,7 @@ public class InferenceService {
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
         String whole = stopString ? text.textBeforeStop()
                 : model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
-        return new GenerationResult(taskId, model.manifest().getModelId(), prompt, generated, whole, finish,
+        return new GenerationResult(taskId, model.manifest().modelId(), prompt, generated, whole, finish,
                 chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
                 pipelineNanos / 1e6, samplingNanos / 1e6);
     }

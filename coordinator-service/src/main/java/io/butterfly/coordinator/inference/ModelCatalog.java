@@ -11,11 +11,12 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.registry.v1.FileKind;
+import io.butterfly.common.manifest.FileKind;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
-import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.grpc.ManifestMessages;
 import io.grpc.ManagedChannel;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
@@ -70,16 +71,16 @@ public class ModelCatalog {
      * bootstrap's would otherwise download into the same files.
      */
     public synchronized ServedModel load() throws IOException {
-        ModelManifest manifest = verifier.verifyFor(props.modelId(), registry().withDeadlineAfter(10, TimeUnit.SECONDS)
-                .getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build()));
+        Manifest manifest = verifier.verifyFor(props.modelId(), ManifestMessages.fromProto(registry().withDeadlineAfter(10,
+                TimeUnit.SECONDS).getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build())));
         if (served != null && served.manifest().equals(manifest)) {
             return served; // loaded already (by the warm-up) from this very manifest
         }
-        List<String> wanted = manifest.getFilesList().stream()
-                .filter(f -> f.getKind() == FileKind.CONFIG || f.getKind() == FileKind.TOKENIZER)
-                .map(WeightFile::getName)
+        List<String> wanted = manifest.files().stream()
+                .filter(f -> f.kind() == FileKind.CONFIG || f.kind() == FileKind.TOKENIZER)
+                .map(ManifestFile::name)
                 .toList();
-        Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
+        Path dir = props.dataDir().resolve("models").resolve(manifest.modelId());
         new ShardDownloader(registry()).download(manifest, wanted, dir, (file, done, total) -> { });
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
         if (wanted.contains(GenerationConfig.FILE)) { // only a file this manifest lists: not one an older one left
@@ -101,7 +102,7 @@ public class ModelCatalog {
     /** Whether this replica holds the publication with {@code merkleRoot}: its tokenizer and config. */
     public boolean holds(String merkleRoot) {
         ServedModel model = served;
-        return model != null && model.manifest().getMerkleRoot().equals(merkleRoot);
+        return model != null && model.manifest().merkleRoot().equals(merkleRoot);
     }
 
     /**
@@ -121,11 +122,11 @@ public class ModelCatalog {
         } catch (IOException | RuntimeException e) {
             throw new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, ErrorKind.UNAVAILABLE, notHeld(merkleRoot) + e, Map.of(), e);
         }
-        if (!model.manifest().getMerkleRoot().equals(merkleRoot)) {
+        if (!model.manifest().merkleRoot().equals(merkleRoot)) {
             // This replica's tokenizer and config would be of another publication than the workers' weights.
             throw new ButterflyException(ErrorCode.MERKLE_ROOT_MISMATCH, ErrorKind.UNAVAILABLE, notHeld(merkleRoot)
-                    + "the registry serves model " + model.manifest().getModelId() + " with merkle root "
-                    + model.manifest().getMerkleRoot());
+                    + "the registry serves model " + model.manifest().modelId() + " with merkle root "
+                    + model.manifest().merkleRoot());
         }
         return model;
     }

@@ -6,9 +6,10 @@ import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.config.PlanningProperties;
 import io.butterfly.coordinator.planning.ModelFootprint;
-import io.butterfly.proto.registry.v1.FileKind;
-import io.butterfly.proto.registry.v1.ModelManifest;
-import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.util.unit.DataSize;
 
@@ -21,12 +22,11 @@ class ModelFootprintsTest {
 
     @Test
     void layersHoldTheirShardAndAKvCacheThatIsNotCountedAsWeights() {
-        ModelManifest manifest = ModelManifest.newBuilder().setNumLayers(2).setDtype("BF16")
-                .addFiles(file("embed.safetensors", FileKind.EMBEDDING, 1_000, 0, 0))
-                .addFiles(file("layer-00000.safetensors", FileKind.LAYER, 300, 0, 1))
-                .addFiles(file("layer-00001.safetensors", FileKind.LAYER, 400, 1, 2))
-                .addFiles(file("head.safetensors", FileKind.HEAD, 1_100, 0, 0))
-                .build();
+        Manifest manifest = new Manifest("m", "llama", "1", 2, 0, 16, 64, "BF16", List.of(
+                file("embed.safetensors", FileKind.EMBEDDING, 1_000, null, null),
+                file("layer-00000.safetensors", FileKind.LAYER, 300, 0, 1),
+                file("layer-00001.safetensors", FileKind.LAYER, 400, 1, 2),
+                file("head.safetensors", FileKind.HEAD, 1_100, null, null)), "", 0, null, null);
         ModelFootprint f = ModelFootprints.of(manifest, CONFIG,
                 new PlanningProperties.Planning(10, 3, DataSize.ofBytes(7)));
 
@@ -41,8 +41,7 @@ class ModelFootprintsTest {
         assertEquals(7, f.stageOverheadBytes());
     }
 
-    private static WeightFile file(String name, FileKind kind, long size, int start, int end) {
-        return WeightFile.newBuilder().setName(name).setKind(kind).setSizeBytes(size).setLayerStart(start)
-                .setLayerEnd(end).build();
+    private static ManifestFile file(String name, FileKind kind, long size, Integer start, Integer end) {
+        return new ManifestFile(name, size, "sha256", "", kind, start, end, "safetensors");
     }
 }

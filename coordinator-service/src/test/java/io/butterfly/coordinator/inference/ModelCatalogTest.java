@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -113,7 +114,7 @@ class ModelCatalogTest {
 
         ServedModel model = catalog.servedFor(root);
 
-        assertThat(model.manifest()).isEqualTo(registry.manifest);
+        assertThat(model.manifest()).isEqualTo(ManifestMessages.fromProto(registry.manifest));
         assertThat(model.config().vocabSize()).isEqualTo(CONFIG.vocabSize());
         assertThat(model.tokenizer().encode("hello").getIds()).isNotEmpty();
         assertThat(catalog.holds(root)).isTrue();
@@ -182,7 +183,7 @@ class ModelCatalogTest {
                 .setDtype("F32").addAllFiles(files)
                 .setMerkleRoot(MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList()))
                 .build();
-        return ManifestVerifier.sign(unsigned, publisher);
+        return ManifestMessages.toProto(ManifestVerifier.sign(ManifestMessages.fromProto(unsigned), publisher));
     }
 
     private static WeightFile file(Path dir, String name, FileKind kind) throws IOException {

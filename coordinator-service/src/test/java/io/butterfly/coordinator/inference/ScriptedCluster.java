@@ -13,9 +13,10 @@ import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepOutcome;
+import java.util.List;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -57,8 +58,8 @@ public final class ScriptedCluster implements AutoCloseable {
                 p.dataDir(), p.maxNewTokens(), p.maxPromptTokens(), p.maxPromptChars(), p.stepTimeoutSeconds(),
                 p.taskTimeout(), p.trustedPublisherKeys(), maxConcurrentTasks);
         ModelCatalog catalog = mock(ModelCatalog.class);
-        when(catalog.servedFor("root")).thenReturn(new ServedModel(ModelManifest.newBuilder().setModelId("tiny")
-                .setMerkleRoot("root").build(), TINY, tokenizer));
+        when(catalog.servedFor("root")).thenReturn(new ServedModel(
+                new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
         return new InferenceService(props, control, catalog, new WorkerChannels(9999), steps, Clock.systemUTC());
     }
 

@@ -22,7 +22,7 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.grpc.Status;
 import java.nio.file.Path;
@@ -92,8 +92,7 @@ class UnusableLogitsTest {
                 Duration.ofMinutes(30), List.of(), 64);
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, VOCAB, 64, 1e-5, 10000.0, false, 1, 2);
         ModelCatalog catalog = mock(ModelCatalog.class);
-        when(catalog.servedFor("root")).thenReturn(new ServedModel(ModelManifest.newBuilder().setModelId("tiny")
-                .setMerkleRoot("root").build(), config, null));
+        when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));
         PipelineSteps steps = mock(PipelineSteps.class);
         when(steps.run(any(), any())).thenReturn(StepOutcome.newBuilder()
                 .setLogits(TensorCodec.float32(logits, 1, VOCAB)).build());

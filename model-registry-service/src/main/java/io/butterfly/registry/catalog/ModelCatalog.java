@@ -1,5 +1,7 @@
 package io.butterfly.registry.catalog;
 
+import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;

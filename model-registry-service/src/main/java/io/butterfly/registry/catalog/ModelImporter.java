@@ -1,5 +1,8 @@
 package io.butterfly.registry.catalog;
 
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.MerkleTree;

@@ -6,8 +6,6 @@ import io.butterfly.registry.catalog.ModelImporter;
 import io.butterfly.registry.store.ModelStore;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.manifest.ManifestVerifier;
-import io.butterfly.proto.registry.v1.ModelManifest;
-import io.butterfly.registry.api.grpc.ManifestMapper;
 import java.io.IOException;
 import java.util.List;
 import java.time.Clock;
@@ -30,10 +28,7 @@ public class RegistryConfiguration {
     @Bean
     ModelCatalog modelCatalog(ModelStore store, RegistryProperties props, Clock clock) throws IOException {
         NodeIdentity publisher = NodeIdentity.loadOrCreate(props.publisherDir());
-        ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> {
-            ModelManifest signed = ManifestVerifier.sign(ManifestMapper.toProto(m), publisher);
-            return m.signed(signed.getPublisherKey(), signed.getSignature());
-        });
+        ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> ManifestVerifier.sign(m, publisher));
         catalog.loadStored();
         return catalog;
     }

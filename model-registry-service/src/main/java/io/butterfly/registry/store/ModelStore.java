@@ -1,8 +1,8 @@
 package io.butterfly.registry.store;
 
 import io.butterfly.common.manifest.ModelIds;
-import io.butterfly.registry.catalog.Manifest;
-import io.butterfly.registry.catalog.ManifestFile;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -3,6 +3,9 @@ package io.butterfly.registry.catalog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;

@@ -5,8 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.registry.TinyModels;
-import io.butterfly.registry.api.grpc.ManifestMapper;
-import io.butterfly.registry.catalog.Manifest;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.store.ModelStore;
 import java.nio.file.Files;
@@ -36,7 +35,7 @@ class PublisherKeyTest {
         Manifest manifest = importTiny(tmp, provisioned);
 
         assertThat(manifest.publisherKey()).isEqualTo(key);
-        assertThat(new ManifestVerifier(List.of(key)).verify(ManifestMapper.toProto(manifest)).getModelId()).isEqualTo("tiny");
+        assertThat(new ManifestVerifier(List.of(key)).verify(manifest).modelId()).isEqualTo("tiny");
         assertThat(Files.exists(tmp.resolve("store/publisher"))).isFalse();
     }
 

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.hash.Sha256;
-import io.butterfly.registry.catalog.FileKind;
-import io.butterfly.registry.catalog.Manifest;
-import io.butterfly.registry.catalog.ManifestFile;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -3,9 +3,9 @@ package io.butterfly.registry.store;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.hash.Sha256;
-import io.butterfly.registry.catalog.FileKind;
-import io.butterfly.registry.catalog.Manifest;
-import io.butterfly.registry.catalog.ManifestFile;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

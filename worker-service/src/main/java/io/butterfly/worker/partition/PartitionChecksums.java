@@ -71,7 +71,7 @@ public class PartitionChecksums {
         for (int i = 0; i < loaded.files().size(); i++) {
             VerifiedFile v = loaded.verified().get(i);
             digests.add(v.sha256());
-            r.addFiles(FileChecksum.newBuilder().setName(loaded.files().get(i).getName()).setSha256(v.sha256())
+            r.addFiles(FileChecksum.newBuilder().setName(loaded.files().get(i).name()).setSha256(v.sha256())
                     .setSizeBytes(v.sizeBytes()));
         }
         return r.setWeightHash(MerkleTree.rootHex(digests)).setTimestampMs(System.currentTimeMillis()).build();

@@ -17,9 +17,9 @@ import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.coordinator.v1.LoadPhase;
 import io.butterfly.proto.coordinator.v1.LoadReport;
-import io.butterfly.proto.registry.v1.ModelManifest;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.worker.cluster.CoordinatorLink;
 import io.butterfly.worker.cluster.Endpoints;
@@ -200,13 +200,13 @@ public class PartitionManager {
             if (shared != null) {
                 downloader.withSharedStore(shared);
             }
-            ModelManifest manifest = verifier.verifyFor(request.getModelId(), downloader.manifest(request.getModelId()));
-            List<WeightFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
+            Manifest manifest = verifier.verifyFor(request.getModelId(), downloader.manifest(request.getModelId()));
+            List<ManifestFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
                     request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
-            Path dir = props.dataDir().resolve("models").resolve(manifest.getModelId());
+            Path dir = props.dataDir().resolve("models").resolve(manifest.modelId());
             long[] lastReport = {0};
             verified = downloader.downloadVerified(manifest,
-                    files.stream().map(WeightFile::getName).toList(), dir, (file, done, total) -> {
+                    files.stream().map(ManifestFile::name).toList(), dir, (file, done, total) -> {
                         // over all files of the partition
                         PartitionStatus s = update(gen, st -> st.withProgress(file, done, total));
                         long now = System.nanoTime();
@@ -220,7 +220,7 @@ public class PartitionManager {
                 return;
             }
             // The downloader verified every file against the manifest; the partition checksum binds them.
-            String checksum = MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList());
+            String checksum = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
             ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
             PartitionSpec spec = new PartitionSpec(config, request.getLayers().getStart(), request.getLayers().getEnd(),
                     request.getHasEmbedding(), request.getHasHead());
@@ -262,7 +262,7 @@ public class PartitionManager {
             }
             coordinator.partitionReady(request.getEpoch());
             log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms: {} streamed, {} verified in the shared store;"
-                            + " engine load {} ms, warm-up {} ms), checksum {}", manifest.getModelId(), spec.layerStart(),
+                            + " engine load {} ms, warm-up {} ms), checksum {}", manifest.modelId(), spec.layerStart(),
                     spec.layerEnd(), loadMs, TimeUnit.NANOSECONDS.toMillis(downloaded - started),
                     ByteSize.human(downloader.bytesFetched()), ByteSize.human(shared == null ? 0 : shared.bytesVerified()),
                     TimeUnit.NANOSECONDS.toMillis(engineLoaded - downloaded), String.format("%.1f", warmupMs), checksum);

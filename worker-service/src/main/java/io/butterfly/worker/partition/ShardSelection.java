@@ -3,9 +3,9 @@ package io.butterfly.worker.partition;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.proto.registry.v1.FileKind;
-import io.butterfly.proto.registry.v1.ModelManifest;
-import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -17,30 +17,30 @@ public final class ShardSelection {
     }
 
     /** The needed files in manifest order; a layer the manifest lacks is WEIGHT_FILE_NOT_FOUND. */
-    public static List<WeightFile> select(ModelManifest manifest, int start, int end, boolean embedding, boolean head) {
-        if (end > manifest.getNumLayers()) {
+    public static List<ManifestFile> select(Manifest manifest, int start, int end, boolean embedding, boolean head) {
+        if (end > manifest.numLayers()) {
             throw new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.FAILED_PRECONDITION,
-                    "layers [" + start + ", " + end + ") exceed the model's " + manifest.getNumLayers() + " layers");
+                    "layers [" + start + ", " + end + ") exceed the model's " + manifest.numLayers() + " layers");
         }
-        List<WeightFile> out = new ArrayList<>();
+        List<ManifestFile> out = new ArrayList<>();
         BitSet covered = new BitSet();
         boolean sawEmbedding = false;
         boolean sawHead = false;
-        for (WeightFile f : manifest.getFilesList()) {
-            boolean take = switch (f.getKind()) {
+        for (ManifestFile f : manifest.files()) {
+            boolean take = switch (f.kind()) {
                 case CONFIG -> true;
                 case EMBEDDING -> embedding;
                 case HEAD -> head;
-                case LAYER -> f.getLayerStart() < end && f.getLayerEnd() > start;
+                case LAYER -> f.layerStart() < end && f.layerEnd() > start;
                 default -> false;
             };
             if (take) {
                 out.add(f);
-                if (f.getKind() == FileKind.LAYER) {
-                    covered.set(Math.max(start, f.getLayerStart()), Math.min(end, f.getLayerEnd()));
+                if (f.kind() == FileKind.LAYER) {
+                    covered.set(Math.max(start, f.layerStart()), Math.min(end, f.layerEnd()));
                 }
-                sawEmbedding |= f.getKind() == FileKind.EMBEDDING;
-                sawHead |= f.getKind() == FileKind.HEAD;
+                sawEmbedding |= f.kind() == FileKind.EMBEDDING;
+                sawHead |= f.kind() == FileKind.HEAD;
             }
         }
         int missing = covered.nextClearBit(start);

@@ -8,7 +8,8 @@ import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.proto.common.v1.LayerRange;
-import io.butterfly.proto.registry.v1.WeightFile;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.ChecksumReport;
 import java.nio.charset.StandardCharsets;
@@ -27,9 +28,7 @@ class PartitionChecksumsTest {
         String shaA = Sha256.hex("layer zero bytes".getBytes(StandardCharsets.UTF_8));
         String shaB = Sha256.hex("layer one bytes".getBytes(StandardCharsets.UTF_8));
         String claimed = "ab".repeat(32); // what a (lying or stale) manifest says
-        List<WeightFile> files = List.of(
-                WeightFile.newBuilder().setName("layer_000.safetensors").setChecksum(claimed).build(),
-                WeightFile.newBuilder().setName("layer_001.safetensors").setChecksum(claimed).build());
+        List<ManifestFile> files = List.of(layer("layer_000.safetensors", claimed), layer("layer_001.safetensors", claimed));
         LoadedPartition loaded = new LoadedPartition(ASSIGNMENT, files, List.of(
                 new VerifiedFile(Path.of("layer_000.safetensors"), shaA, 16),
                 new VerifiedFile(Path.of("layer_001.safetensors"), shaB, 15)));
@@ -46,11 +45,15 @@ class PartitionChecksumsTest {
 
     @Test
     void otherBytesGiveAnotherWeightHash() {
-        List<WeightFile> files = List.of(WeightFile.newBuilder().setName("layer_000.safetensors").build());
+        List<ManifestFile> files = List.of(layer("layer_000.safetensors", ""));
         ChecksumReport one = PartitionChecksums.compute("w1", new LoadedPartition(ASSIGNMENT, files, List.of(
                 new VerifiedFile(Path.of("a"), Sha256.hex("layer one bytes".getBytes(StandardCharsets.UTF_8)), 15))));
         ChecksumReport flipped = PartitionChecksums.compute("w1", new LoadedPartition(ASSIGNMENT, files, List.of(
                 new VerifiedFile(Path.of("a"), Sha256.hex("layer one bytez".getBytes(StandardCharsets.UTF_8)), 15))));
         assertNotEquals(one.getWeightHash(), flipped.getWeightHash());
+    }
+
+    private static ManifestFile layer(String name, String checksum) {
+        return new ManifestFile(name, 0, "sha256", checksum, FileKind.LAYER, 0, 1, "safetensors");
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.worker.partition;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -297,7 +298,7 @@ class RepeatedAssignmentTest {
                 .addAllFiles(files)
                 .setMerkleRoot(MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList()))
                 .build();
-        return ManifestVerifier.sign(unsigned, publisher);
+        return ManifestMessages.toProto(ManifestVerifier.sign(ManifestMessages.fromProto(unsigned), publisher));
     }
 
     private static SafetensorsWriter.Entry tensor(Random rnd, String name, int... shape) {

@@ -1,7 +1,5 @@
 package io.butterfly.common.manifest;
 
-import io.butterfly.proto.registry.v1.ModelManifest;
-import io.butterfly.proto.registry.v1.WeightFile;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -19,8 +17,8 @@ import java.nio.charset.StandardCharsets;
  *     str name, i64 size_bytes, str checksum_algorithm, str checksum, str kind (enum name),
  *     i32 layer_start, i32 layer_end, str format
  * </pre>
- * where {@code str} is a big-endian u32 byte length followed by UTF-8 bytes and integers are big-endian
- * two's complement. Everything except {@code signature} itself is covered, including the publisher key,
+ * where {@code str} is a big-endian u32 byte length followed by UTF-8 bytes (an absent string is empty) and
+ * integers are big-endian two's complement (an absent layer is 0, as the message carries it). Everything except {@code signature} itself is covered, including the publisher key,
  * so a signature cannot be re-attributed to another key.
  */
 public final class ManifestCanonicalForm {
@@ -30,31 +28,31 @@ public final class ManifestCanonicalForm {
     private ManifestCanonicalForm() {
     }
 
-    public static byte[] of(ModelManifest m) {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream(256 + 128 * m.getFilesCount());
+    public static byte[] of(Manifest m) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(256 + 128 * m.files().size());
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             str(out, DOMAIN);
-            str(out, m.getModelId());
-            str(out, m.getArchitecture());
-            str(out, m.getVersion());
-            out.writeInt(m.getNumLayers());
-            out.writeLong(m.getParameterCount());
-            out.writeInt(m.getHiddenSize());
-            out.writeInt(m.getVocabSize());
-            str(out, m.getDtype());
-            str(out, m.getMerkleRoot());
-            out.writeLong(m.getCreatedAtMs());
-            str(out, m.getPublisherKey());
-            out.writeInt(m.getFilesCount());
-            for (WeightFile f : m.getFilesList()) {
-                str(out, f.getName());
-                out.writeLong(f.getSizeBytes());
-                str(out, f.getChecksumAlgorithm());
-                str(out, f.getChecksum());
-                str(out, f.getKind().name());
-                out.writeInt(f.getLayerStart());
-                out.writeInt(f.getLayerEnd());
-                str(out, f.getFormat());
+            str(out, m.modelId());
+            str(out, m.architecture());
+            str(out, m.version());
+            out.writeInt(m.numLayers());
+            out.writeLong(m.parameterCount());
+            out.writeInt(m.hiddenSize());
+            out.writeInt(m.vocabSize());
+            str(out, m.dtype());
+            str(out, m.merkleRoot());
+            out.writeLong(m.createdAtMs());
+            str(out, m.publisherKey());
+            out.writeInt(m.files().size());
+            for (ManifestFile f : m.files()) {
+                str(out, f.name());
+                out.writeLong(f.sizeBytes());
+                str(out, f.checksumAlgorithm());
+                str(out, f.checksum());
+                str(out, f.kind().name());
+                out.writeInt(f.layerStart() == null ? 0 : f.layerStart());
+                out.writeInt(f.layerEnd() == null ? 0 : f.layerEnd());
+                str(out, f.format());
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e); // cannot happen with an in-memory stream
@@ -63,7 +61,7 @@ public final class ManifestCanonicalForm {
     }
 
     private static void str(DataOutputStream out, String s) throws IOException {
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        byte[] b = s == null ? new byte[0] : s.getBytes(StandardCharsets.UTF_8);
         out.writeInt(b.length);
         out.write(b);
     }

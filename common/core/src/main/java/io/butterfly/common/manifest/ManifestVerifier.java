@@ -5,8 +5,6 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.registry.v1.ModelManifest;
-import io.butterfly.proto.registry.v1.WeightFile;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -32,37 +30,37 @@ public final class ManifestVerifier {
     }
 
     /** Returns the manifest if it is authentic; throws a {@link ButterflyException} naming the problem otherwise. */
-    public ModelManifest verify(ModelManifest m) {
-        String key = m.getPublisherKey().toLowerCase(Locale.ROOT);
-        Map<String, String> ctx = Map.of("model_id", m.getModelId(), "publisher_key", key);
+    public Manifest verify(Manifest m) {
+        String key = m.publisherKey() == null ? "" : m.publisherKey().toLowerCase(Locale.ROOT);
+        Map<String, String> ctx = Map.of("model_id", m.modelId(), "publisher_key", key);
         if (!trustedKeys.contains(key)) {
             throw new ButterflyException(ErrorCode.UNTRUSTED_PUBLISHER, ErrorKind.PERMISSION_DENIED,
-                    "manifest of '" + m.getModelId() + "' is signed by untrusted publisher key '" + key + "' (trusted: "
+                    "manifest of '" + m.modelId() + "' is signed by untrusted publisher key '" + key + "' (trusted: "
                             + (trustedKeys.isEmpty() ? "none configured" : String.join(", ", trustedKeys)) + ")",
                     ctx, null);
         }
         byte[] signature;
         try {
-            signature = Ed25519.fromHex(m.getSignature());
+            signature = m.signature() == null ? new byte[0] : Ed25519.fromHex(m.signature());
         } catch (IllegalArgumentException e) {
             signature = new byte[0];
         }
         if (signature.length != Ed25519.SIGNATURE_BYTES
                 || !Ed25519.verify(Ed25519.fromHex(key), ManifestCanonicalForm.of(m), signature)) {
             throw new ButterflyException(ErrorCode.INVALID_SIGNATURE, ErrorKind.PERMISSION_DENIED,
-                    "manifest of '" + m.getModelId() + "' has an invalid signature for publisher key '" + key + "'",
+                    "manifest of '" + m.modelId() + "' has an invalid signature for publisher key '" + key + "'",
                     ctx, null);
         }
         // Signed is not enough to be safe to use: the id and the file names become paths on this node.
-        if (!ModelIds.isValid(m.getModelId())) {
+        if (!ModelIds.isValid(m.modelId())) {
             throw new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.INVALID_ARGUMENT,
-                    "manifest names model id '" + m.getModelId() + "', which is not one path segment of letters, digits,"
+                    "manifest names model id '" + m.modelId() + "', which is not one path segment of letters, digits,"
                             + " '.', '_' or '-'", ctx, null);
         }
         java.util.Set<String> names = new java.util.HashSet<>();
-        for (WeightFile f : m.getFilesList()) {
-            if (!names.add(f.getName())) {
-                throw invalidFiles(m, "lists file '" + f.getName() + "' twice", ctx);
+        for (ManifestFile f : m.files()) {
+            if (!names.add(f.name())) {
+                throw invalidFiles(m, "lists file '" + f.name() + "' twice", ctx);
             }
         }
         for (String name : names) {
@@ -70,33 +68,33 @@ public final class ManifestVerifier {
                 throw invalidFiles(m, "lists both '" + name + "' and '" + name + ".part'", ctx);
             }
         }
-        String root = MerkleTree.rootHex(m.getFilesList().stream().map(WeightFile::getChecksum).toList());
-        if (!root.equals(m.getMerkleRoot())) {
+        String root = MerkleTree.rootHex(m.files().stream().map(ManifestFile::checksum).toList());
+        if (!root.equals(m.merkleRoot())) {
             throw new ButterflyException(ErrorCode.MERKLE_ROOT_MISMATCH, ErrorKind.DATA_LOSS,
-                    "manifest of '" + m.getModelId() + "' declares merkle root " + m.getMerkleRoot()
+                    "manifest of '" + m.modelId() + "' declares merkle root " + m.merkleRoot()
                             + " but its files hash to " + root, ctx, null);
         }
         return m;
     }
 
     /** {@link #verify}, and the manifest must be of the model that was asked for (a registry answering another). */
-    public ModelManifest verifyFor(String modelId, ModelManifest m) {
+    public Manifest verifyFor(String modelId, Manifest m) {
         verify(m);
-        if (!m.getModelId().equals(modelId)) {
+        if (!m.modelId().equals(modelId)) {
             throw new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.FAILED_PRECONDITION,
-                    "the registry answered the manifest of '" + m.getModelId() + "' when asked for '" + modelId + "'");
+                    "the registry answered the manifest of '" + m.modelId() + "' when asked for '" + modelId + "'");
         }
         return m;
     }
 
-    private static ButterflyException invalidFiles(ModelManifest m, String problem, Map<String, String> ctx) {
+    private static ButterflyException invalidFiles(Manifest m, String problem, Map<String, String> ctx) {
         return new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.INVALID_ARGUMENT,
-                "manifest of '" + m.getModelId() + "' " + problem, ctx, null);
+                "manifest of '" + m.modelId() + "' " + problem, ctx, null);
     }
 
     /** Signs a manifest (publisher side): sets the publisher key, then the signature over the canonical form. */
-    public static ModelManifest sign(ModelManifest unsigned, io.butterfly.common.crypto.NodeIdentity publisher) {
-        ModelManifest withKey = unsigned.toBuilder().clearSignature().setPublisherKey(publisher.publicKeyHex()).build();
-        return withKey.toBuilder().setSignature(Ed25519.hex(publisher.sign(ManifestCanonicalForm.of(withKey)))).build();
+    public static Manifest sign(Manifest unsigned, io.butterfly.common.crypto.NodeIdentity publisher) {
+        Manifest withKey = unsigned.signed(publisher.publicKeyHex(), null);
+        return withKey.signed(publisher.publicKeyHex(), Ed25519.hex(publisher.sign(ManifestCanonicalForm.of(withKey))));
     }
 }

@@ -5,14 +5,16 @@ import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.registry.v1.ChunkCompression;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.proto.registry.v1.WeightFile;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.grpc.Context;
 import io.grpc.Status;
@@ -154,7 +156,7 @@ public final class ShardDownloader {
      *
      * @return the local paths, in the order asked
      */
-    public List<Path> download(ModelManifest manifest, List<String> fileNames, Path dir, ProgressListener progress)
+    public List<Path> download(Manifest manifest, List<String> fileNames, Path dir, ProgressListener progress)
             throws IOException {
         List<VerifiedFile> verified = downloadVerified(manifest, fileNames, dir, progress);
         verified.forEach(VerifiedFile::closeChannel); // a caller of paths reads by path
@@ -166,18 +168,18 @@ public final class ShardDownloader {
      * the files' digests later (cross-validation) does not hash them again. Files used in place in the shared
      * store come with their open channels, the caller's to close; if the download fails, none is left open.
      */
-    public List<VerifiedFile> downloadVerified(ModelManifest manifest, List<String> fileNames, Path dir,
+    public List<VerifiedFile> downloadVerified(Manifest manifest, List<String> fileNames, Path dir,
                                                ProgressListener progress) throws IOException {
         ProgressListener listener = progress == null ? (f, d, t) -> { } : progress;
         Files.createDirectories(dir);
-        List<WeightFile> files = fileNames.stream().map(name -> find(manifest, name)).toList();
+        List<ManifestFile> files = fileNames.stream().map(name -> find(manifest, name)).toList();
         ProgressListener overall = new OverallProgress(files, listener);
         int threads = Math.min(parallelFiles, files.size());
         if (threads <= 1) {
             List<VerifiedFile> paths = new ArrayList<>(files.size());
             try {
-                for (WeightFile file : files) {
-                    paths.add(fetch(manifest.getModelId(), file, dir, overall));
+                for (ManifestFile file : files) {
+                    paths.add(fetch(manifest.modelId(), file, dir, overall));
                 }
             } catch (IOException | RuntimeException e) {
                 paths.forEach(VerifiedFile::closeChannel);
@@ -197,8 +199,8 @@ public final class ShardDownloader {
             // (waiting in file order kept fetching a large file while a later one had already failed).
             CompletionService<VerifiedFile> completed = new ExecutorCompletionService<>(pool);
             for (int i = 0; i < files.size(); i++) {
-                WeightFile file = files.get(i);
-                positions.put(completed.submit(() -> fetch(manifest.getModelId(), file, dir, overall)), i);
+                ManifestFile file = files.get(i);
+                positions.put(completed.submit(() -> fetch(manifest.modelId(), file, dir, overall)), i);
             }
             VerifiedFile[] paths = new VerifiedFile[files.size()];
             for (int n = 0; n < files.size(); n++) {
@@ -209,7 +211,7 @@ public final class ShardDownloader {
             return List.of(paths);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("download of " + manifest.getModelId() + " interrupted");
+            throw new java.io.InterruptedIOException("download of " + manifest.modelId() + " interrupted");
         } catch (ExecutionException e) {
             // The first failure wins; the other fetches are cancelled below.
             Throwable cause = e.getCause();
@@ -269,8 +271,8 @@ public final class ShardDownloader {
         private final long total;
         private final ProgressListener listener;
 
-        OverallProgress(List<WeightFile> files, ProgressListener listener) {
-            this.total = files.stream().mapToLong(WeightFile::getSizeBytes).sum();
+        OverallProgress(List<ManifestFile> files, ProgressListener listener) {
+            this.total = files.stream().mapToLong(ManifestFile::sizeBytes).sum();
             this.listener = listener;
         }
 
@@ -316,7 +318,7 @@ public final class ShardDownloader {
      * breaker and retried like a file stream while the registry is unreachable: a registry restarting when an
      * assignment arrives must not fail the partition.
      */
-    public ModelManifest manifest(String modelId) {
+    public Manifest manifest(String modelId) {
         int retries = 0;
         while (true) {
             StatusRuntimeException failure;
@@ -334,7 +336,7 @@ public final class ShardDownloader {
                     ModelManifest m = registry.withDeadlineAfter(30, TimeUnit.SECONDS)
                             .getManifest(io.butterfly.proto.registry.v1.GetManifestRequest.newBuilder().setModelId(modelId).build());
                     recordSuccess(started);
-                    return m;
+                    return ManifestMessages.fromProto(m);
                 } catch (StatusRuntimeException e) {
                     failure = e;
                     if (transientStatus(GrpcErrors.kindOf(e.getStatus().getCode()))) {
@@ -481,25 +483,25 @@ public final class ShardDownloader {
         }
     }
 
-    private static WeightFile find(ModelManifest manifest, String name) {
-        for (WeightFile f : manifest.getFilesList()) {
-            if (f.getName().equals(name)) {
+    private static ManifestFile find(Manifest manifest, String name) {
+        for (ManifestFile f : manifest.files()) {
+            if (f.name().equals(name)) {
                 return f;
             }
         }
         throw new ButterflyException(ErrorCode.WEIGHT_FILE_NOT_FOUND, ErrorKind.NOT_FOUND,
-                "file " + name + " is not in the manifest of model " + manifest.getModelId(),
-                Map.of("file", name, "model_id", manifest.getModelId()), null);
+                "file " + name + " is not in the manifest of model " + manifest.modelId(),
+                Map.of("file", name, "model_id", manifest.modelId()), null);
     }
 
-    private VerifiedFile fetch(String modelId, WeightFile file, Path dir, ProgressListener listener) throws IOException {
-        String name = file.getName();
+    private VerifiedFile fetch(String modelId, ManifestFile file, Path dir, ProgressListener listener) throws IOException {
+        String name = file.name();
         if (name.isEmpty() || name.contains("/") || name.contains("\\") || name.equals(".") || name.equals("..")) {
             throw new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.INVALID_ARGUMENT,
                     "manifest of model " + modelId + " names an unsafe file: '" + name + "'");
         }
-        String expected = file.getChecksum().toLowerCase(java.util.Locale.ROOT);
-        long size = file.getSizeBytes();
+        String expected = file.checksum().toLowerCase(java.util.Locale.ROOT);
+        long size = file.sizeBytes();
         Path target = dir.resolve(name);
         Path part = dir.resolve(name + ".part");
 

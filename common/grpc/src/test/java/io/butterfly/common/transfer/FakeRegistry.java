@@ -4,6 +4,9 @@ import com.google.protobuf.ByteString;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
+import io.butterfly.common.grpc.ManifestMessages;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.proto.registry.v1.FileKind;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
@@ -50,7 +53,7 @@ final class FakeRegistry implements AutoCloseable {
                 } else if (!request.getModelId().equals("tiny")) {
                     response.onError(io.grpc.Status.NOT_FOUND.withDescription("no model " + request.getModelId()).asRuntimeException());
                 } else {
-                    response.onNext(manifest());
+                    response.onNext(manifestMessage());
                     response.onCompleted();
                 }
             }
@@ -80,12 +83,17 @@ final class FakeRegistry implements AutoCloseable {
         return this;
     }
 
-    /** A manifest (unsigned: the downloader does not check signatures) of the files. */
-    ModelManifest manifest() {
+    /** A manifest (unsigned: the downloader does not check signatures) of the files, as the registry sends it. */
+    ModelManifest manifestMessage() {
         ModelManifest.Builder m = ModelManifest.newBuilder().setModelId("tiny");
         files.forEach((n, b) -> m.addFiles(WeightFile.newBuilder().setName(n).setSizeBytes(b.length)
-                .setChecksumAlgorithm("sha256").setChecksum(Sha256.hex(b))));
+                .setChecksumAlgorithm("sha256").setChecksum(Sha256.hex(b)).setKind(FileKind.LAYER)));
         return m.build();
+    }
+
+    /** {@link #manifestMessage()} as the downloader's callers hold it. */
+    Manifest manifest() {
+        return ManifestMessages.fromProto(manifestMessage());
     }
 
     /** Sends chunk {@code index} (of {@code chunkSize}) of the asked file, counted from the request's offset; false past the end. */

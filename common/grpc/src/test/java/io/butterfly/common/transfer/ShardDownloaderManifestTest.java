@@ -72,7 +72,7 @@ class ShardDownloaderManifestTest {
             });
             probeEnds.start();
 
-            assertThat(downloader.manifest("tiny").getModelId()).isEqualTo("tiny");
+            assertThat(downloader.manifest("tiny").modelId()).isEqualTo("tiny");
             probeEnds.join();
         }
     }

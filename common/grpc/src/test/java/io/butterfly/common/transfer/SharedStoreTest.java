@@ -75,7 +75,7 @@ class SharedStoreTest {
 
             VerifiedFile f = files.get(0);
             assertThat(f.path()).isEqualTo(shared);
-            assertThat(f.sha256()).isEqualTo(registry.manifest().getFiles(0).getChecksum());
+            assertThat(f.sha256()).isEqualTo(registry.manifest().files().get(0).checksum());
             assertThat(f.channel()).isNotNull();
             assertThat(f.channel().isOpen()).isTrue();
             ByteBuffer read = ByteBuffer.allocate(5000);

@@ -62,7 +62,7 @@ public class CompletionsController {
                             logprobs(body, task), body.includeUsage())));
         }
         List<AdmittedTask> tasks = admitAll(body, prompts, seed);
-        String model = tasks.get(0).model().manifest().getModelId();
+        String model = tasks.get(0).model().manifest().modelId();
         List<CompletionJson.Choice> choices = new ArrayList<>(tasks.size());
         try {
             for (AdmittedTask task : tasks) {
@@ -114,18 +114,18 @@ public class CompletionsController {
 
     private static Map<String, Object> describe(ServedModel served) {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("id", served.manifest().getModelId());
+        m.put("id", served.manifest().modelId());
         m.put("object", "model");
-        m.put("created", served.manifest().getCreatedAtMs() / 1000);
+        m.put("created", served.manifest().createdAtMs() / 1000);
         m.put("owned_by", "butterfly");
         m.put("max_model_len", served.config().maxPositions());
-        m.put("merkle_root", served.manifest().getMerkleRoot());
+        m.put("merkle_root", served.manifest().merkleRoot());
         return m;
     }
 
     /** The served model's id, if {@code requested} (optional, as in vLLM) names it. */
     private static String requireServed(String requested, ServedModel served) {
-        String id = served.manifest().getModelId();
+        String id = served.manifest().modelId();
         if (requested != null && !requested.equals(id)) {
             throw new UnknownModelException("model", requested, id);
         }

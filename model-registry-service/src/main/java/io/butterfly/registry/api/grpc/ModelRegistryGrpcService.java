@@ -1,5 +1,6 @@
 package io.butterfly.registry.api.grpc;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
@@ -70,14 +71,14 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
     @Override
     public void listModels(ListModelsRequest request, StreamObserver<ListModelsResponse> response) {
         ListModelsResponse.Builder out = ListModelsResponse.newBuilder();
-        catalog.list().forEach(m -> out.addModels(ManifestMapper.toProto(m)));
+        catalog.list().forEach(m -> out.addModels(ManifestMessages.toProto(m)));
         response.onNext(out.build());
         response.onCompleted();
     }
 
     @Override
     public void getManifest(GetManifestRequest request, StreamObserver<ModelManifest> response) {
-        response.onNext(ManifestMapper.toProto(catalog.get(request.getModelId())));
+        response.onNext(ManifestMessages.toProto(catalog.get(request.getModelId())));
         response.onCompleted();
     }
 

@@ -1,7 +1,7 @@
 package io.butterfly.registry.api.rest;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import io.butterfly.registry.catalog.Manifest;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.registry.catalog.ModelCatalog;
 import java.io.IOException;
 import java.net.URI;

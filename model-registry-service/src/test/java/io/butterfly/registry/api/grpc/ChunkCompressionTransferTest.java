@@ -1,7 +1,10 @@
 package io.butterfly.registry.api.grpc;
 
+import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.proto.registry.v1.ChunkCompression;
@@ -35,7 +38,7 @@ class ChunkCompressionTransferTest {
     private Server server;
     private ManagedChannel channel;
     private ModelRegistryGrpc.ModelRegistryBlockingStub stub;
-    private ModelManifest manifest;
+    private Manifest manifest;
     private final List<FileChunk> sent = new CopyOnWriteArrayList<>();
 
     @BeforeEach
@@ -48,7 +51,7 @@ class ChunkCompressionTransferTest {
                 .build().start();
         channel = InProcessChannelBuilder.forName(name).build();
         stub = ModelRegistryGrpc.newBlockingStub(channel);
-        manifest = stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build());
+        manifest = ManifestMessages.fromProto(stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build()));
     }
 
     @AfterEach
@@ -59,7 +62,7 @@ class ChunkCompressionTransferTest {
 
     @Test
     void offeringCompressionGetsZstdChunksOfCompressibleFilesAndIdenticalBytes() throws Exception {
-        List<String> names = manifest.getFilesList().stream().map(WeightFile::getName).toList();
+        List<String> names = manifest.files().stream().map(ManifestFile::name).toList();
         Path dest = tmp.resolve("with");
         List<Path> paths = new ShardDownloader(stub, Duration.ofSeconds(30), 4096).withCompression(true)
                 .download(manifest, names, dest, null);
@@ -75,7 +78,7 @@ class ChunkCompressionTransferTest {
 
     @Test
     void withoutTheFeatureNothingIsCompressed() throws Exception {
-        List<String> names = manifest.getFilesList().stream().map(WeightFile::getName).toList();
+        List<String> names = manifest.files().stream().map(ManifestFile::name).toList();
         List<Path> paths = new ShardDownloader(stub, Duration.ofSeconds(30), 4096)
                 .download(manifest, names, tmp.resolve("without"), null);
         assertThat(paths).hasSize(names.size());

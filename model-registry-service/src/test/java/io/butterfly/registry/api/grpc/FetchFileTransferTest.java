@@ -1,8 +1,11 @@
 package io.butterfly.registry.api.grpc;
 
+import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
@@ -52,7 +55,7 @@ class FetchFileTransferTest {
     private Server server;
     private ManagedChannel channel;
     private ModelRegistryGrpc.ModelRegistryBlockingStub stub;
-    private ModelManifest manifest;
+    private Manifest manifest;
     private final List<FetchFileRequest> fetches = new CopyOnWriteArrayList<>();
 
     @BeforeEach
@@ -66,7 +69,7 @@ class FetchFileTransferTest {
                 .build().start();
         channel = InProcessChannelBuilder.forName(name).build();
         stub = ModelRegistryGrpc.newBlockingStub(channel);
-        manifest = stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build());
+        manifest = ManifestMessages.fromProto(stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build()));
     }
 
     @AfterEach
@@ -77,19 +80,19 @@ class FetchFileTransferTest {
 
     @Test
     void aTinyChunkSizeIsRaisedToTheFloor() {
-        WeightFile largest = manifest.getFilesList().stream().max(java.util.Comparator.comparingLong(WeightFile::getSizeBytes))
+        ManifestFile largest = manifest.files().stream().max(java.util.Comparator.comparingLong(ManifestFile::sizeBytes))
                 .orElseThrow();
-        assertThat(largest.getSizeBytes()).isGreaterThan(ModelRegistryGrpcService.MIN_CHUNK_BYTES);
+        assertThat(largest.sizeBytes()).isGreaterThan(ModelRegistryGrpcService.MIN_CHUNK_BYTES);
         List<FileChunk> chunks = new ArrayList<>();
-        stub.fetchFile(FetchFileRequest.newBuilder().setModelId("tiny").setFileName(largest.getName()).setChunkSize(1)
+        stub.fetchFile(FetchFileRequest.newBuilder().setModelId("tiny").setFileName(largest.name()).setChunkSize(1)
                 .build()).forEachRemaining(chunks::add);
         assertThat(chunks.get(0).getData().size()).isEqualTo(ModelRegistryGrpcService.MIN_CHUNK_BYTES);
-        assertThat(chunks.stream().mapToLong(c -> c.getData().size()).sum()).isEqualTo(largest.getSizeBytes());
+        assertThat(chunks.stream().mapToLong(c -> c.getData().size()).sum()).isEqualTo(largest.sizeBytes());
     }
 
     @Test
     void downloadsEveryFileVerifiedAndDoesNotFetchPresentFilesAgain() throws Exception {
-        List<String> names = manifest.getFilesList().stream().map(WeightFile::getName).toList();
+        List<String> names = manifest.files().stream().map(ManifestFile::name).toList();
         Path dest = tmp.resolve("dest");
         List<long[]> progress = new ArrayList<>();
 
@@ -97,16 +100,16 @@ class FetchFileTransferTest {
                 (file, done, total) -> progress.add(new long[]{done, total}));
 
         assertThat(paths).extracting(p -> p.getFileName().toString()).containsExactlyElementsOf(names);
-        for (WeightFile f : manifest.getFilesList()) {
-            Path p = dest.resolve(f.getName());
-            assertThat(Sha256.hexOfFile(p)).isEqualTo(f.getChecksum());
-            assertThat(Files.size(p)).isEqualTo(f.getSizeBytes());
-            assertThat(p).hasSameBinaryContentAs(tmp.resolve("store/tiny").resolve(f.getName()));
+        for (ManifestFile f : manifest.files()) {
+            Path p = dest.resolve(f.name());
+            assertThat(Sha256.hexOfFile(p)).isEqualTo(f.checksum());
+            assertThat(Files.size(p)).isEqualTo(f.sizeBytes());
+            assertThat(p).hasSameBinaryContentAs(tmp.resolve("store/tiny").resolve(f.name()));
         }
         assertThat(fetches).hasSize(names.size());
         assertThat(progress).isNotEmpty().allSatisfy(p -> assertThat(p[0]).isLessThanOrEqualTo(p[1]));
         // Progress is over all files (fetched in parallel): it never goes back and ends at the sum of their sizes.
-        long allBytes = manifest.getFilesList().stream().mapToLong(WeightFile::getSizeBytes).sum();
+        long allBytes = manifest.files().stream().mapToLong(ManifestFile::sizeBytes).sum();
         assertThat(progress.get(progress.size() - 1)).containsExactly(allBytes, allBytes);
         for (int i = 1; i < progress.size(); i++) {
             assertThat(progress.get(i)[0]).isGreaterThanOrEqualTo(progress.get(i - 1)[0]);

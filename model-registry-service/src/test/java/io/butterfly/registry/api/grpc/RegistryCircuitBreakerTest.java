@@ -3,6 +3,7 @@ package io.butterfly.registry.api.grpc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.transfer.RegistryCircuitBreaker;
 import io.butterfly.common.transfer.ShardDownloader;
@@ -43,7 +44,7 @@ class RegistryCircuitBreakerTest {
     @Test
     void anUnreachableRegistryOpensTheBreakerAndTheDownloadCompletesOnceItIsBack() throws Exception {
         ModelCatalog catalog = TransferFixtures.importTiny(tmp, 2);
-        ModelManifest manifest = ManifestMapper.toProto(catalog.get("tiny"));
+        Manifest manifest = catalog.get("tiny");
         byte[] original = Files.readAllBytes(tmp.resolve("store/tiny").resolve(FILE));
 
         String name = InProcessServerBuilder.generateName();
@@ -102,7 +103,7 @@ class RegistryCircuitBreakerTest {
     @Test
     void aLocalFailureHandsTheHalfOpenProbeBackInsteadOfBlockingTheBreakerForEver() throws Exception {
         ModelCatalog catalog = TransferFixtures.importTiny(tmp, 2);
-        ModelManifest manifest = ManifestMapper.toProto(catalog.get("tiny"));
+        Manifest manifest = catalog.get("tiny");
         String name = InProcessServerBuilder.generateName();
         Server server = InProcessServerBuilder.forName(name)
                 .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),

@@ -1,7 +1,9 @@
 package io.butterfly.registry.api.grpc;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.transfer.ShardDownloader;
@@ -65,7 +67,7 @@ class RegistryRestartResumeTest {
         Server second = null;
         try {
             ModelRegistryGrpc.ModelRegistryBlockingStub stub = ModelRegistryGrpc.newBlockingStub(channel);
-            ModelManifest manifest = stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build());
+            Manifest manifest = ManifestMessages.fromProto(stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build()));
             ShardDownloader downloader = new ShardDownloader(stub, Duration.ofMinutes(1), CHUNK,
                     new ShardDownloader.RetryPolicy(2, 20, Duration.ofMillis(100), Duration.ofMillis(400)));
             Path dest = tmp.resolve("dest");

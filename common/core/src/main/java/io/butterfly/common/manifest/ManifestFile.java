@@ -1,4 +1,4 @@
-package io.butterfly.registry.catalog;
+package io.butterfly.common.manifest;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import tools.jackson.databind.PropertyNamingStrategies;

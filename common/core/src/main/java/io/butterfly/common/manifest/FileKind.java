@@ -1,4 +1,4 @@
-package io.butterfly.registry.catalog;
+package io.butterfly.common.manifest;
 
 /** What a stored file holds (mirrors the proto's FileKind; mapped at the edges). */
 public enum FileKind {

@@ -1,4 +1,4 @@
-package io.butterfly.registry.catalog;
+package io.butterfly.common.manifest;
 
 import java.util.List;
 import java.util.Optional;
