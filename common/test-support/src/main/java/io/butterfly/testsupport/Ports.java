@@ -3,12 +3,15 @@ package io.butterfly.testsupport;
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * Free ports for tests that must name a port before anything binds it (a Raft peer list, a Hazelcast join list,
@@ -76,5 +79,19 @@ public final class Ports {
             }
         }
         return false;
+    }
+
+    /**
+     * {@code action}'s result, with {@code port} held meanwhile by a socket bound on 127.0.0.1 but never listening:
+     * connections to it are refused, and no other process can take it. Fails with a {@link BindException} cause
+     * (which {@link #startOnFreePorts} retries) if the port was taken already.
+     */
+    public static <T> T whileHeld(int port, Supplier<T> action) {
+        try (Socket held = new Socket()) {
+            held.bind(new InetSocketAddress("127.0.0.1", port));
+            return action.get();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 }

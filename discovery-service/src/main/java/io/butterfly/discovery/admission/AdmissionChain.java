@@ -1,21 +1,13 @@
 package io.butterfly.discovery.admission;
 
-import com.google.protobuf.Parser;
 import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.common.v1.MessageType;
-import io.butterfly.proto.common.v1.SignedEnvelope;
-import io.butterfly.proto.discovery.v1.DiscoveryRequest;
-import io.butterfly.proto.discovery.v1.JoinRequest;
-import io.butterfly.proto.discovery.v1.Member;
-import io.butterfly.proto.discovery.v1.NodeRole;
 import java.time.Clock;
 import java.util.List;
-import java.util.Locale;
 import java.util.function.Function;
 
 /**
@@ -70,30 +62,30 @@ public final class AdmissionChain {
     }
 
     /** Judges a JOIN_REQUEST; returns the admitted member or throws the first refusal. */
-    public Admission admitJoin(SignedEnvelope envelope, String sourceAddress) {
+    public Admission admitJoin(SignedMessage message, PayloadReader<Join> reader, String sourceAddress) {
         long now = clock.millis();
         rateLimit.check(sourceAddress, now);
-        JoinRequest request = format.open(envelope, MessageType.JOIN_REQUEST, JoinRequest.parser());
-        Member m = request.getMember();
-        if (m.getNodeId().isBlank()) {
+        Join request = format.open(message, "JOIN_REQUEST", reader);
+        Candidate m = request.member();
+        if (m.nodeId().isBlank()) {
             throw EnvelopeFormat.invalid("member.node_id is required");
         }
-        if (!m.getNodeId().equals(envelope.getSender())) {
-            throw EnvelopeFormat.invalid("envelope sender '" + envelope.getSender() + "' joins as '" + m.getNodeId() + "'");
+        if (!m.nodeId().equals(message.sender())) {
+            throw EnvelopeFormat.invalid("envelope sender '" + message.sender() + "' joins as '" + m.nodeId() + "'");
         }
-        if (m.getRole() == NodeRole.NODE_ROLE_UNSPECIFIED || m.getRole() == NodeRole.UNRECOGNIZED) {
+        if (m.role() == null) {
             throw EnvelopeFormat.invalid("member.role is required");
         }
         requireDiallable(m);
-        JoinAttempt attempt = new JoinAttempt(envelope, request, sourceAddress, now);
+        JoinAttempt attempt = new JoinAttempt(message, request, sourceAddress, now);
         synchronized (this) {
             for (AdmissionCheck check : joinChecks) {
                 check.check(attempt);
             }
-            String key = Ed25519.hex(request.getPublicKey().toByteArray());
-            MemberView admitted = registry.admit(new MemberView(m.getNodeId(), m.getRole().name().toLowerCase(Locale.ROOT),
-                    m.getHost(), m.getGrpcPort(), m.getHttpPort(), m.getVersion(), now, now, m.getCapabilities(), key, false));
-            trust.pin(m.getNodeId(), key);
+            String key = Ed25519.hex(request.publicKey());
+            MemberView admitted = registry.admit(new MemberView(m.nodeId(), m.role(), m.host(), m.grpcPort(),
+                    m.httpPort(), m.version(), now, now, m.capabilityPayload(), key, false));
+            trust.pin(m.nodeId(), key);
             return new Admission(admitted, protocol.agree(attempt));
         }
     }
@@ -103,15 +95,15 @@ public final class AdmissionChain {
      * 1..65535) is refused here, where the joiner hears why, not when a coordinator's channel builder throws
      * on it while assigning partitions to every worker.
      */
-    private static void requireDiallable(Member m) {
-        if (m.getHost().isBlank() || m.getHost().chars().anyMatch(Character::isWhitespace)) {
-            throw EnvelopeFormat.invalid("member.host must be a host name or address, got '" + m.getHost() + "'");
+    private static void requireDiallable(Candidate m) {
+        if (m.host().isBlank() || m.host().chars().anyMatch(Character::isWhitespace)) {
+            throw EnvelopeFormat.invalid("member.host must be a host name or address, got '" + m.host() + "'");
         }
-        if (m.getGrpcPort() < 1 || m.getGrpcPort() > 65535) {
-            throw EnvelopeFormat.invalid("member.grpc_port must be 1..65535, got " + m.getGrpcPort());
+        if (m.grpcPort() < 1 || m.grpcPort() > 65535) {
+            throw EnvelopeFormat.invalid("member.grpc_port must be 1..65535, got " + m.grpcPort());
         }
-        if (m.getHttpPort() < 0 || m.getHttpPort() > 65535) {
-            throw EnvelopeFormat.invalid("member.http_port must be 0..65535, got " + m.getHttpPort());
+        if (m.httpPort() < 0 || m.httpPort() > 65535) {
+            throw EnvelopeFormat.invalid("member.http_port must be 0..65535, got " + m.httpPort());
         }
     }
 
@@ -119,17 +111,18 @@ public final class AdmissionChain {
      * Opens a DISCOVERY_REQUEST from a node that need not be a member yet: rate-limited like joins, fresh,
      * signed by the key it carries, not a replay. Nothing is granted by it, so no trust check applies.
      */
-    public DiscoveryRequest openDiscovery(SignedEnvelope envelope, String sourceAddress) {
+    public <T> T openDiscovery(SignedMessage message, PayloadReader<T> reader, Function<T, byte[]> publicKey,
+                               String sourceAddress) {
         long now = clock.millis();
         rateLimit.check(sourceAddress, now);
-        DiscoveryRequest request = format.open(envelope, MessageType.DISCOVERY_REQUEST, DiscoveryRequest.parser());
-        timestampWindow.check(envelope, now);
-        byte[] key = request.getPublicKey().toByteArray();
+        T request = format.open(message, "DISCOVERY_REQUEST", reader);
+        timestampWindow.check(message, now);
+        byte[] key = publicKey.apply(request);
         if (key.length != Ed25519.PUBLIC_KEY_BYTES) {
             throw EnvelopeFormat.invalid("public_key must be a raw 32-byte Ed25519 key, got " + key.length + " bytes");
         }
-        signature.verify(envelope, key);
-        replay.check(envelope, now);
+        signature.verify(message, key);
+        replay.check(message, now);
         return request;
     }
 
@@ -137,17 +130,18 @@ public final class AdmissionChain {
      * Opens a member's later message: fresh, signed by the member's key, not a replay, and about its sender.
      * A sender that is not a member is NOT_FOUND (after a discovery restart it simply joins again).
      */
-    public <T> T openMemberMessage(SignedEnvelope envelope, MessageType type, Parser<T> parser, Function<T, String> subject) {
+    public <T> T openMemberMessage(SignedMessage message, String type, PayloadReader<T> reader,
+                                   Function<T, String> subject) {
         long now = clock.millis();
-        T payload = format.open(envelope, type, parser);
-        if (!envelope.getSender().equals(subject.apply(payload))) {
-            throw EnvelopeFormat.invalid("'" + envelope.getSender() + "' cannot send " + type + " for '" + subject.apply(payload) + "'");
+        T payload = format.open(message, type, reader);
+        if (!message.sender().equals(subject.apply(payload))) {
+            throw EnvelopeFormat.invalid("'" + message.sender() + "' cannot send " + type + " for '" + subject.apply(payload) + "'");
         }
-        timestampWindow.check(envelope, now);
-        MemberView member = registry.member(envelope.getSender()).orElseThrow(() -> new AdmissionException(
-                ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + envelope.getSender() + "' is not a member; join first"));
-        signature.verify(envelope, Ed25519.fromHex(member.publicKeyHex()));
-        replay.check(envelope, now);
+        timestampWindow.check(message, now);
+        MemberView member = registry.member(message.sender()).orElseThrow(() -> new AdmissionException(
+                ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + message.sender() + "' is not a member; join first"));
+        signature.verify(message, Ed25519.fromHex(member.publicKeyHex()));
+        replay.check(message, now);
         return payload;
     }
 

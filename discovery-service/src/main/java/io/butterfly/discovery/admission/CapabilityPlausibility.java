@@ -3,9 +3,6 @@ package io.butterfly.discovery.admission;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.common.v1.GpuInfo;
-import io.butterfly.proto.common.v1.NodeCapabilities;
-import io.butterfly.proto.discovery.v1.NodeRole;
 
 /**
  * Reported capabilities must make physical sense (initialization-and-bootstrap.md §9.3 is_plausible):
@@ -25,8 +22,8 @@ public final class CapabilityPlausibility implements AdmissionCheck {
 
     @Override
     public void check(JoinAttempt attempt) {
-        String problem = problem(attempt.request().getMember().getCapabilities(),
-                attempt.request().getMember().getRole() == NodeRole.WORKER);
+        String problem = problem(attempt.request().member().capabilities(),
+                "worker".equals(attempt.request().member().role()));
         if (problem != null) {
             throw new AdmissionException(ErrorCode.INSUFFICIENT_CAPABILITIES, ErrorKind.INVALID_ARGUMENT,
                     "implausible capabilities reported by '" + attempt.nodeId() + "': " + problem);
@@ -34,38 +31,38 @@ public final class CapabilityPlausibility implements AdmissionCheck {
     }
 
     /** Why the capabilities are implausible, or null when they are plausible. */
-    static String problem(NodeCapabilities c, boolean worker) {
-        if (c.getCpuCores() < 1 || c.getCpuCores() > 1024) {
-            return "cpu_cores " + c.getCpuCores() + " outside 1..1024";
+    static String problem(Capabilities c, boolean worker) {
+        if (c.cpuCores() < 1 || c.cpuCores() > 1024) {
+            return "cpu_cores " + c.cpuCores() + " outside 1..1024";
         }
-        if (c.getMemoryBytes() < GIB || c.getMemoryBytes() > MAX_MEMORY) {
-            return "memory_bytes " + c.getMemoryBytes() + " outside 1 GiB..16 TiB";
+        if (c.memoryBytes() < GIB || c.memoryBytes() > MAX_MEMORY) {
+            return "memory_bytes " + c.memoryBytes() + " outside 1 GiB..16 TiB";
         }
-        if (!(c.getMeasuredGflops() >= 0) || c.getMeasuredGflops() > MAX_GFLOPS) {
-            return "measured_gflops " + c.getMeasuredGflops() + " outside 0..3e6";
+        if (!(c.measuredGflops() >= 0) || c.measuredGflops() > MAX_GFLOPS) {
+            return "measured_gflops " + c.measuredGflops() + " outside 0..3e6";
         }
-        if (!(c.getMemoryBandwidthGbps() >= 0) || c.getMemoryBandwidthGbps() > MAX_MEMORY_BANDWIDTH_GBPS) {
-            return "memory_bandwidth_gbps " + c.getMemoryBandwidthGbps() + " outside 0..10000";
+        if (!(c.memoryBandwidthGbps() >= 0) || c.memoryBandwidthGbps() > MAX_MEMORY_BANDWIDTH_GBPS) {
+            return "memory_bandwidth_gbps " + c.memoryBandwidthGbps() + " outside 0..10000";
         }
-        if (worker && c.getMeasuredGflops() == 0) {
+        if (worker && c.measuredGflops() == 0) {
             return "a worker must report a measured throughput (measured_gflops is 0)";
         }
-        if (c.getGpusCount() > MAX_GPUS) {
-            return c.getGpusCount() + " GPUs (at most " + MAX_GPUS + ")";
+        if (c.gpus().size() > MAX_GPUS) {
+            return c.gpus().size() + " GPUs (at most " + MAX_GPUS + ")";
         }
         long gpuMemory = 0;
-        for (GpuInfo g : c.getGpusList()) {
-            if (g.getMemoryBytes() < 0 || g.getMemoryBytes() > MAX_GPU_MEMORY) {
-                return "GPU " + g.getIndex() + " memory_bytes " + g.getMemoryBytes() + " outside 0..1 TiB";
+        for (Capabilities.Gpu g : c.gpus()) {
+            if (g.memoryBytes() < 0 || g.memoryBytes() > MAX_GPU_MEMORY) {
+                return "GPU " + g.index() + " memory_bytes " + g.memoryBytes() + " outside 0..1 TiB";
             }
-            gpuMemory += g.getMemoryBytes();
+            gpuMemory += g.memoryBytes();
         }
         // Model bytes live in host or device memory; the detector reports heap + half of RAM at most.
-        if (c.getMemoryLimitBytes() < 0 || c.getMemoryLimitBytes() > c.getMemoryBytes()) {
-            return "memory_limit_bytes " + c.getMemoryLimitBytes() + " outside 0..memory_bytes";
+        if (c.memoryLimitBytes() < 0 || c.memoryLimitBytes() > c.memoryBytes()) {
+            return "memory_limit_bytes " + c.memoryLimitBytes() + " outside 0..memory_bytes";
         }
-        if (c.getMaxModelBytes() < 0 || c.getMaxModelBytes() > 2 * c.getMemoryBytes() + gpuMemory) {
-            return "max_model_bytes " + c.getMaxModelBytes() + " exceeds the reported memory";
+        if (c.maxModelBytes() < 0 || c.maxModelBytes() > 2 * c.memoryBytes() + gpuMemory) {
+            return "max_model_bytes " + c.maxModelBytes() + " exceeds the reported memory";
         }
         return null;
     }

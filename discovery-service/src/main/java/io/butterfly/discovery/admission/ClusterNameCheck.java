@@ -15,7 +15,7 @@ public final class ClusterNameCheck implements AdmissionCheck {
 
     @Override
     public void check(JoinAttempt attempt) {
-        String requested = attempt.request().getClusterName();
+        String requested = attempt.request().clusterName();
         if (!clusterName.equals(requested)) {
             throw new AdmissionException(ErrorCode.CLUSTER_NAME_MISMATCH, ErrorKind.FAILED_PRECONDITION,
                     "cluster name '" + requested + "' does not match '" + clusterName + "'");

@@ -26,7 +26,7 @@ public final class DuplicateNodeId implements AdmissionCheck {
     @Override
     public void check(JoinAttempt attempt) {
         String id = attempt.nodeId();
-        String presented = Ed25519.hex(attempt.request().getPublicKey().toByteArray());
+        String presented = Ed25519.hex(attempt.request().publicKey());
         Optional<MemberView> existing = registry.member(id);
         Optional<String> holder = existing.map(MemberView::publicKeyHex).or(() -> trust.pinnedKey(id));
         if (holder.isPresent() && !holder.get().equals(presented)) {

@@ -41,7 +41,7 @@ public final class KeyTrust implements AdmissionCheck {
     @Override
     public void check(JoinAttempt attempt) {
         String id = attempt.nodeId();
-        String presented = Ed25519.hex(attempt.request().getPublicKey().toByteArray()).toLowerCase(Locale.ROOT);
+        String presented = Ed25519.hex(attempt.request().publicKey()).toLowerCase(Locale.ROOT);
         String expected = trusted.get(id);
         if (expected != null && !expected.equals(presented)) {
             throw untrusted(id, presented, "the trust store holds another key for this node id");

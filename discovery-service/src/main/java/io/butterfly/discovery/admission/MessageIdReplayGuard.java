@@ -3,7 +3,6 @@ package io.butterfly.discovery.admission;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.common.v1.SignedEnvelope;
 import java.util.Map;
 
 /**
@@ -28,14 +27,14 @@ public final class MessageIdReplayGuard implements AdmissionCheck {
 
     @Override
     public void check(JoinAttempt attempt) {
-        check(attempt.envelope(), attempt.nowMs());
+        check(attempt.message(), attempt.nowMs());
     }
 
-    public void check(SignedEnvelope envelope, long nowMs) {
-        String key = envelope.getSender() + "/" + Long.toUnsignedString(envelope.getMessageId());
+    public void check(SignedMessage message, long nowMs) {
+        String key = message.sender() + "/" + Long.toUnsignedString(message.messageId());
         if (!seen.firstSighting(key, nowMs, retainMs)) {
             throw new AdmissionException(ErrorCode.INVALID_MESSAGE, ErrorKind.ALREADY_EXISTS,
-                    "message id " + Long.toUnsignedString(envelope.getMessageId()) + " from " + envelope.getSender()
+                    "message id " + Long.toUnsignedString(message.messageId()) + " from " + message.sender()
                             + " was already received: replay refused",
                     Map.of("check", "message_id_replay"));
         }

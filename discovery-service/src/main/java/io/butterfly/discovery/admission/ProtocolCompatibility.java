@@ -26,12 +26,12 @@ public final class ProtocolCompatibility implements AdmissionCheck {
 
     /** The agreed version and common features; refuses an incompatible joiner. */
     public VersionNegotiation.Agreement agree(JoinAttempt attempt) {
-        io.butterfly.proto.common.v1.ProtocolVersion v = attempt.envelope().getProtocolVersion();
-        ProtocolVersion theirs = new ProtocolVersion(v.getMajor(), v.getMinor());
-        ProtocolFeatures theirFeatures = new ProtocolFeatures(attempt.request().getFeatures());
+        SignedMessage.Version v = attempt.message().version();
+        ProtocolVersion theirs = new ProtocolVersion(v.major(), v.minor());
+        ProtocolFeatures theirFeatures = new ProtocolFeatures(attempt.request().features());
         VersionNegotiation.Agreement agreement = negotiation.negotiate(theirs, theirFeatures)
                 .orElseThrow(() -> new AdmissionException(ErrorCode.UNSUPPORTED_VERSION, ErrorKind.FAILED_PRECONDITION,
-                        "protocol version " + v.getMajor() + "." + v.getMinor() + "." + v.getPatch()
+                        "protocol version " + v.major() + "." + v.minor() + "." + v.patch()
                                 + " is not supported (this cluster speaks " + negotiation.ours().major() + ".x)"));
         long missing = requiredFeatures & ~theirFeatures.bits();
         if (missing != 0) {

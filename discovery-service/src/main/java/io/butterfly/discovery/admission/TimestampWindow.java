@@ -3,7 +3,6 @@ package io.butterfly.discovery.admission;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.common.v1.SignedEnvelope;
 import java.time.Duration;
 import java.util.Map;
 
@@ -26,11 +25,11 @@ public final class TimestampWindow implements AdmissionCheck {
 
     @Override
     public void check(JoinAttempt attempt) {
-        check(attempt.envelope(), attempt.nowMs());
+        check(attempt.message(), attempt.nowMs());
     }
 
-    public void check(SignedEnvelope envelope, long nowMs) {
-        long ts = envelope.getTimestampMs();
+    public void check(SignedMessage message, long nowMs) {
+        long ts = message.timestampMs();
         // Bounds, not Math.abs(ts - now): that difference wraps for a timestamp near Long.MIN_VALUE, and a skew
         // of exactly Long.MIN_VALUE has a negative absolute value, which passed.
         if (ts < nowMs - windowMs || ts > nowMs + windowMs) {

@@ -7,6 +7,7 @@ import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.admission.JournaledSeenMessageIds;
 import io.butterfly.discovery.admission.SeenMessageIds;
 import io.butterfly.discovery.api.grpc.DiscoveryGrpcService;
+import io.butterfly.discovery.api.grpc.DiscoveryWarmUp;
 import io.butterfly.discovery.api.grpc.PeerAddressInterceptor;
 import io.butterfly.discovery.hazelcast.HazelcastSeenMessageIds;
 import io.butterfly.discovery.membership.MembershipStore;
@@ -69,6 +70,12 @@ public class DiscoveryConfiguration {
     DiscoveryGrpcService discoveryGrpcService(AdmissionChain admission, MembershipStore registry,
                                               NodeIdentity discoveryIdentity, DiscoveryProperties props) {
         return new DiscoveryGrpcService(admission, registry, discoveryIdentity, props.nodeId(), props.clusterName());
+    }
+
+    /** Answers once of its own when the gRPC server starts, so the first joining node does not pay for the cold path. */
+    @Bean
+    DiscoveryWarmUp discoveryWarmUp(DiscoveryGrpcService service, DiscoveryProperties props) {
+        return new DiscoveryWarmUp(service, props.clusterName());
     }
 
     @Bean

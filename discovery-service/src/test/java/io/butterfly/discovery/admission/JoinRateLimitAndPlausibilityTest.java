@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.butterfly.discovery.api.grpc.ControlMessages;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.GpuInfo;
@@ -69,13 +70,13 @@ class JoinRateLimitAndPlausibilityTest {
                 b -> b.setGpus(0, GpuInfo.newBuilder().setIndex(0).setMemoryBytes(1L << 50)));
         for (int round = 0; round < 200; round++) {
             NodeCapabilities ok = plausible(random);
-            assertNull(CapabilityPlausibility.problem(ok, true), ok::toString);
+            assertNull(CapabilityPlausibility.problem(ControlMessages.capabilities(ok), true), ok::toString);
             UnaryOperator<NodeCapabilities.Builder> breakIt = absurd.get(random.nextInt(absurd.size()));
             NodeCapabilities bad = breakIt.apply(ok.toBuilder()).build();
-            assertNotNull(CapabilityPlausibility.problem(bad, true), bad::toString);
+            assertNotNull(CapabilityPlausibility.problem(ControlMessages.capabilities(bad), true), bad::toString);
         }
         // Only workers must bring a measured throughput (the coordinator does not run layers).
         NodeCapabilities coordinator = plausible(random).toBuilder().setMeasuredGflops(0).build();
-        assertNull(CapabilityPlausibility.problem(coordinator, false));
+        assertNull(CapabilityPlausibility.problem(ControlMessages.capabilities(coordinator), false));
     }
 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.butterfly.discovery.api.grpc.ControlMessages;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
@@ -35,13 +36,14 @@ class JournaledSeenMessageIdsTest {
         return JournaledSeenMessageIds.open(journal(), SeenMessageIds.inMemory(), nowMs);
     }
 
-    private static SignedEnvelope join(String sender, long messageId) {
-        return SignedEnvelope.newBuilder().setSender(sender).setMessageId(messageId).setTimestampMs(T0).build();
+    private static SignedMessage join(String sender, long messageId) {
+        return ControlMessages.read(SignedEnvelope.newBuilder().setSender(sender).setMessageId(messageId)
+                .setTimestampMs(T0).build());
     }
 
     @Test
     void aReplayAfterARestartIsRefused() throws IOException {
-        SignedEnvelope captured = join("worker-0", -7L); // ids are unsigned 64-bit: the key must survive that too
+        SignedMessage captured = join("worker-0", -7L); // ids are unsigned 64-bit: the key must survive that too
         try (JournaledSeenMessageIds before = open(T0)) {
             assertDoesNotThrow(() -> new MessageIdReplayGuard(WINDOW_MS, before).check(captured, T0));
         }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.butterfly.discovery.api.grpc.ControlMessages;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.SignedEnvelope;
@@ -16,8 +17,8 @@ class TimestampWindowTest {
     private static final long NOW = 1_790_000_000_000L;
     private final TimestampWindow window = new TimestampWindow(Duration.ofMinutes(5));
 
-    private static SignedEnvelope stamped(long timestampMs) {
-        return SignedEnvelope.newBuilder().setTimestampMs(timestampMs).build();
+    private static SignedMessage stamped(long timestampMs) {
+        return ControlMessages.read(SignedEnvelope.newBuilder().setTimestampMs(timestampMs).build());
     }
 
     @Test

@@ -11,7 +11,7 @@ import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.discovery.DiscoveryApplication;
-import io.butterfly.discovery.TestPorts;
+import io.butterfly.testsupport.Ports;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.NodeCapabilities;
@@ -58,7 +58,7 @@ class DiscoveryProdProfileTest {
         NodeIdentity trusted = NodeIdentity.ephemeral();
         AtomicInteger grpcPort = new AtomicInteger();
         // Hazelcast needs its port number up front; started again on another one if that port was taken meanwhile.
-        try (ConfigurableApplicationContext ctx = TestPorts.startOnFreePorts(1, ports ->
+        try (ConfigurableApplicationContext ctx = Ports.startOnFreePorts(1, ports ->
                 new SpringApplicationBuilder(DiscoveryApplication.class)
                         .profiles("prod")
                         .listeners((ApplicationListener<GrpcServerStartedEvent>) e -> grpcPort.set(e.getPort()))

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.discovery.DiscoveryApplication;
-import io.butterfly.discovery.TestPorts;
+import io.butterfly.testsupport.Ports;
 import io.butterfly.discovery.hazelcast.HazelcastMembershipStore;
 import io.butterfly.discovery.membership.MemberState;
 import io.butterfly.discovery.membership.MemberView;
@@ -51,7 +51,7 @@ class ConsulProfileWithoutAgentTest {
 
     /** The default profile's context, started again on another Hazelcast port if its port was taken meanwhile. */
     private ConfigurableApplicationContext runWithFreeHazelcastPort() {
-        return TestPorts.startOnFreePorts(1, ports -> new SpringApplicationBuilder(DiscoveryApplication.class)
+        return Ports.startOnFreePorts(1, ports -> new SpringApplicationBuilder(DiscoveryApplication.class)
                 .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
                         "--butterfly.discovery.hazelcast.port=" + ports.get(0)));
     }

@@ -4,9 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.butterfly.discovery.api.grpc.ControlMessages;
 import com.hazelcast.core.Hazelcast;
 import com.hazelcast.core.HazelcastInstance;
-import io.butterfly.discovery.TestPorts;
+import io.butterfly.testsupport.Ports;
 import io.butterfly.discovery.api.grpc.NodeCapabilitiesJson;
 import io.butterfly.discovery.config.DiscoveryProperties;
 import io.butterfly.discovery.config.HazelcastConfiguration;
@@ -38,11 +39,11 @@ class HazelcastMembershipStoreTest {
         String cluster = "butterfly-test-" + UUID.randomUUID();
         // Two distinct ports (both members are named in the join list up front); if either was taken before its
         // member bound it, both start again on new ones.
-        TestPorts.startOnFreePorts(2, ports -> {
+        Ports.startOnFreePorts(2, ports -> {
             List<String> members = ports.stream().map(p -> "127.0.0.1:" + p).toList();
             // The second's port is held (refusing connections) while the first starts: had another process taken it
             // and listened there, the first member's join would wait on it for its whole join timeout (5 min).
-            first = TestPorts.whileHeld(ports.get(1), () -> member(cluster, "replica-a", ports.get(0), members));
+            first = Ports.whileHeld(ports.get(1), () -> member(cluster, "replica-a", ports.get(0), members));
             try {
                 second = member(cluster, "replica-b", ports.get(1), members);
             } catch (RuntimeException e) {
@@ -84,11 +85,11 @@ class HazelcastMembershipStoreTest {
                 .setMessageId(UUID.randomUUID().getMostSignificantBits()).build();
         long now = System.currentTimeMillis();
 
-        a.check(envelope, now);
+        a.check(ControlMessages.read(envelope), now);
         org.junit.jupiter.api.Assertions.assertThrows(io.butterfly.discovery.membership.AdmissionException.class,
-                () -> b.check(envelope, now + 10));
+                () -> b.check(ControlMessages.read(envelope), now + 10));
         // Another id from the same sender is fine at either replica.
-        b.check(envelope.toBuilder().setMessageId(envelope.getMessageId() + 1).build(), now + 20);
+        b.check(ControlMessages.read(envelope.toBuilder().setMessageId(envelope.getMessageId() + 1).build()), now + 20);
     }
 
     @Test

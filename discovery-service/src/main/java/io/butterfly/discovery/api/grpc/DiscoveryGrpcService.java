@@ -65,7 +65,9 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
      */
     @Override
     public void discover(SignedEnvelope request, StreamObserver<SignedEnvelope> response) {
-        DiscoveryRequest asked = admission.openDiscovery(request, PeerAddressInterceptor.currentPeerHost());
+        DiscoveryRequest asked = admission.openDiscovery(ControlMessages.read(request),
+                ControlMessages.parsing(DiscoveryRequest.parser()), r -> r.getPublicKey().toByteArray(),
+                PeerAddressInterceptor.currentPeerHost());
         AdmissionPolicy policy = admission.policy();
         ProtocolVersion version = ProtocolVersion.newBuilder().setMajor(policy.protocolVersion().major())
                 .setMinor(policy.protocolVersion().minor()).build();
@@ -95,7 +97,8 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
     public void join(SignedEnvelope request, StreamObserver<SignedEnvelope> response) {
         AdmissionChain.Admission admitted;
         try {
-            admitted = admission.admitJoin(request, PeerAddressInterceptor.currentPeerHost());
+            admitted = admission.admitJoin(ControlMessages.read(request), ControlMessages.JOIN,
+                    PeerAddressInterceptor.currentPeerHost());
         } catch (AdmissionException e) {
             log.info("join of '{}' from {} refused: {} {}", request.getSender(), PeerAddressInterceptor.currentPeerHost(),
                     e.code(), e.getMessage());
@@ -119,7 +122,8 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
 
     @Override
     public void acknowledgeJoin(SignedEnvelope request, StreamObserver<JoinAckResponse> response) {
-        JoinAck ack = admission.openMemberMessage(request, MessageType.JOIN_ACK, JoinAck.parser(), JoinAck::getNodeId);
+        JoinAck ack = admission.openMemberMessage(ControlMessages.read(request), MessageType.JOIN_ACK.name(),
+                ControlMessages.parsing(JoinAck.parser()), JoinAck::getNodeId);
         registry.acknowledge(ack.getNodeId(), admission.nowMs());
         response.onNext(JoinAckResponse.getDefaultInstance());
         response.onCompleted();
@@ -127,8 +131,8 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
 
     @Override
     public void leave(SignedEnvelope request, StreamObserver<LeaveResponse> response) {
-        LeaveRequest leave = admission.openMemberMessage(request, MessageType.LEAVE_NOTIFICATION, LeaveRequest.parser(),
-                LeaveRequest::getNodeId);
+        LeaveRequest leave = admission.openMemberMessage(ControlMessages.read(request),
+                MessageType.LEAVE_NOTIFICATION.name(), ControlMessages.parsing(LeaveRequest.parser()), LeaveRequest::getNodeId);
         registry.leave(leave.getNodeId());
         log.info("'{}' left", leave.getNodeId());
         response.onNext(LeaveResponse.getDefaultInstance());
@@ -137,8 +141,8 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
 
     @Override
     public void heartbeat(SignedEnvelope request, StreamObserver<DiscoveryHeartbeatResponse> response) {
-        DiscoveryHeartbeat beat = admission.openMemberMessage(request, MessageType.HEARTBEAT, DiscoveryHeartbeat.parser(),
-                DiscoveryHeartbeat::getNodeId);
+        DiscoveryHeartbeat beat = admission.openMemberMessage(ControlMessages.read(request), MessageType.HEARTBEAT.name(),
+                ControlMessages.parsing(DiscoveryHeartbeat.parser()), DiscoveryHeartbeat::getNodeId);
         MemberView seen = registry.touch(beat.getNodeId(), admission.nowMs()).orElseThrow(() -> new AdmissionException(
                 ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + beat.getNodeId() + "' is not a member; join first"));
         response.onNext(DiscoveryHeartbeatResponse.newBuilder().setLastSeenMs(seen.lastSeenMs()).build());

@@ -5,7 +5,6 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcChannels;
-import io.butterfly.discovery.config.DiscoveryProperties;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.SignedEnvelope;
 import io.butterfly.proto.discovery.v1.DiscoveryRequest;
@@ -20,7 +19,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.ApplicationListener;
 import org.springframework.grpc.server.lifecycle.GrpcServerStartedEvent;
-import org.springframework.stereotype.Component;
 
 /**
  * Once the gRPC server listens, discovery answers a health check of its own through loopback, then one
@@ -29,17 +27,16 @@ import org.springframework.stereotype.Component;
  * its first answer, which the first joining node paid; now that is paid while the nodes are still starting.
  * Read-only (nothing joins), and in process, so it takes no token from the loopback address's join rate limit.
  */
-@Component
-class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEvent> {
+public class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEvent> {
 
     private static final Logger log = LoggerFactory.getLogger(DiscoveryWarmUp.class);
 
     private final DiscoveryGrpcService service;
-    private final DiscoveryProperties props;
+    private final String clusterName;
 
-    DiscoveryWarmUp(DiscoveryGrpcService service, DiscoveryProperties props) {
+    public DiscoveryWarmUp(DiscoveryGrpcService service, String clusterName) {
         this.service = service;
-        this.props = props;
+        this.clusterName = clusterName;
     }
 
     @Override
@@ -76,7 +73,7 @@ class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEvent> {
         long started = System.nanoTime();
         try {
             NodeIdentity probe = NodeIdentity.ephemeral();
-            DiscoveryRequest request = DiscoveryRequest.newBuilder().setClusterName(props.clusterName())
+            DiscoveryRequest request = DiscoveryRequest.newBuilder().setClusterName(clusterName)
                     .setPublicKey(ByteString.copyFrom(probe.publicKey())).build();
             AtomicReference<SignedEnvelope> answer = new AtomicReference<>();
             service.discover(ControlEnvelopes.seal(probe, MessageType.DISCOVERY_REQUEST, "discovery-warm-up", request,
