@@ -1,11 +1,11 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.proto.registry.v1.ChunkCompression;
 import io.butterfly.proto.registry.v1.FileChunk;

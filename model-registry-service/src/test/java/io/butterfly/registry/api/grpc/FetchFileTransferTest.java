@@ -1,16 +1,16 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.registry.v1.FetchFileRequest;

@@ -1,8 +1,8 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.GrpcChannels;
