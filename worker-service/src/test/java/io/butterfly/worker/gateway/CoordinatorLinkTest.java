@@ -1,4 +1,4 @@
-package io.butterfly.worker.cluster;
+package io.butterfly.worker.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -8,14 +8,13 @@ import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.partition.LoadPhase;
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -23,7 +22,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.util.unit.DataSize;
 
 /** Heartbeats reach every coordinator replica; reports fall over to another replica when one is down. */
 class CoordinatorLinkTest {
@@ -41,7 +39,7 @@ class CoordinatorLinkTest {
         }
 
         Endpoint endpoint(String id) {
-            return Endpoint.newBuilder().setNodeId(id).setHost("127.0.0.1").setGrpcPort(server.getPort()).build();
+            return new Endpoint(id, "127.0.0.1", server.getPort());
         }
 
         @Override
@@ -85,17 +83,21 @@ class CoordinatorLinkTest {
     }
 
     private CoordinatorLink link() {
-        WorkerProperties props = new WorkerProperties("worker-7", "127.0.0.1", Path.of("target/link-test"), "cpu", 0,
-                "butterfly", "127.0.0.1", 1, 50, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
-        link = new CoordinatorLink(props, channels);
+        link = new CoordinatorLink("worker-7", 50, null, channels);
         link.startHeartbeats();
         return link;
+    }
+
+    /** A download progress report of model "m", epoch 1. */
+    private static io.butterfly.worker.partition.LoadReport progress(double progress) {
+        return new io.butterfly.worker.partition.LoadReport("m", 1, LoadPhase.DOWNLOADING, progress, 0, 0, null, -1,
+                false, null, 0, 0, 0, false, null, null);
     }
 
     @AfterEach
     void stop() throws InterruptedException {
         if (link != null) {
-            link.stop();
+            link.close();
         }
         channels.close();
         for (FakeReplica r : replicas) {
@@ -136,7 +138,7 @@ class CoordinatorLinkTest {
         Socket notYetUp = new Socket();
         notYetUp.bind(new InetSocketAddress("127.0.0.1", 0));
         int port = notYetUp.getLocalPort();
-        Endpoint starting = Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1").setGrpcPort(port).build();
+        Endpoint starting = new Endpoint("coordinator-0", "127.0.0.1", port);
         link.attach(starting, List.of(), 1);
         Thread.sleep(3_000); // refused again and again: the reconnect backoff reaches its 2 s ceiling
 
@@ -154,13 +156,13 @@ class CoordinatorLinkTest {
         FakeReplica b = replica();
         CoordinatorLink link = link();
         link.attach(a.endpoint("coordinator-0"), List.of(b.endpoint("coordinator-1")), 1);
-        link.report(LoadReport.newBuilder().setModelId("m").setEpoch(1).build());
+        link.report(progress(0));
         await().atMost(Duration.ofSeconds(10)).until(() -> a.reports.size() == 1);
         assertThat(a.reports.get(0).getNodeId()).isEqualTo("worker-7");
         assertThat(b.reports).isEmpty();
 
         a.server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
-        link.report(LoadReport.newBuilder().setModelId("m").setEpoch(1).setProgress(1.0).build());
+        link.report(progress(1.0));
         await().atMost(Duration.ofSeconds(15)).until(() -> b.reports.size() == 1);
     }
 }
