@@ -4,11 +4,11 @@ import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
-import io.butterfly.worker.gateway.CoordinatorLink;
+import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.gateway.PeerChannels;
 import io.butterfly.worker.gateway.RegistryGateway;
-import io.butterfly.worker.gateway.StepStreams;
+import io.butterfly.worker.gateway.StageGateway;
 import io.butterfly.worker.partition.LoadPhase;
 import io.butterfly.worker.partition.PartitionChecksums;
 import io.butterfly.worker.partition.PartitionManager;
@@ -42,12 +42,12 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    CoordinatorLink coordinatorLink(WorkerProperties props, PeerChannels channels) {
+    CoordinatorGateway coordinatorGateway(WorkerProperties props, PeerChannels channels) {
         Endpoint startup = props.coordinatorPort() > 0
                 ? new Endpoint("coordinator", props.coordinatorHost(), props.coordinatorPort()) : null;
-        CoordinatorLink link = new CoordinatorLink(props.nodeId(), props.heartbeatMillis(), startup, channels);
-        link.startHeartbeats();
-        return link;
+        CoordinatorGateway coordinators = new CoordinatorGateway(props.nodeId(), props.heartbeatMillis(), startup, channels);
+        coordinators.startHeartbeats();
+        return coordinators;
     }
 
     @Bean
@@ -57,8 +57,8 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    StepStreams stepStreams(WorkerProperties props, PeerChannels channels) {
-        return new StepStreams(channels, props.nodeId());
+    StageGateway stageGateway(WorkerProperties props, PeerChannels channels, CoordinatorGateway coordinators) {
+        return new StageGateway(channels, coordinators, props.nodeId());
     }
 
     @Bean
@@ -71,7 +71,7 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorLink coordinators) {
+    PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators) {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
                 new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes()));
         return new PartitionManager(settings, registry, coordinators);
@@ -83,8 +83,9 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    PipelineStage pipelineStage(WorkerProperties props, PartitionManager partitions, StepStreams streams) {
-        return new PipelineStage(partitions, streams, props.nodeId());
+    PipelineStage pipelineStage(WorkerProperties props, PartitionManager partitions, StageGateway nextStages,
+                                CoordinatorGateway coordinators) {
+        return new PipelineStage(partitions, nextStages, coordinators, props.nodeId());
     }
 
     @Bean

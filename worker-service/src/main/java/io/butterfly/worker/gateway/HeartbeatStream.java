@@ -133,7 +133,7 @@ final class HeartbeatStream {
         try {
             beats.execute(work);
         } catch (RejectedExecutionException shuttingDown) {
-            // the link is stopping
+            // the gateway is stopping
         }
     }
 

@@ -27,16 +27,18 @@ public class PipelineStage {
     private static final Logger log = LoggerFactory.getLogger(PipelineStage.class);
 
     private final PartitionManager partitions;
-    private final StepRoutes routes;
+    private final Downstream nextStages;
+    private final Outcomes outcomes;
     private final String nodeId;
     /** The engine runs one step at a time; KV caches are per sequence. */
     private final Object engineLock = new Object();
     private volatile long stepsExecuted;
     private volatile long computeNanosTotal;
 
-    public PipelineStage(PartitionManager partitions, StepRoutes routes, String nodeId) {
+    public PipelineStage(PartitionManager partitions, Downstream nextStages, Outcomes outcomes, String nodeId) {
         this.partitions = partitions;
-        this.routes = routes;
+        this.nextStages = nextStages;
+        this.outcomes = outcomes;
         this.nodeId = nodeId;
     }
 
@@ -125,13 +127,13 @@ public class PipelineStage {
             report(step, StepOutcome.logits(step, result, clock));
             return;
         }
-        routes.toNextStage(step, result, clock);
+        nextStages.forward(step, result, clock);
     }
 
     private void report(Step step, StepOutcome outcome) {
         String unusable = step.replyTo() == null ? "it names no coordinator to reply to" : step.replyTo().problem("reply_to");
         if (unusable == null) {
-            routes.toCoordinator(step.replyTo(), outcome);
+            outcomes.send(step.replyTo(), outcome);
         } else {
             log.warn("outcome of step {} of task {} dropped: {}", step.step(), step.taskId(), unusable);
         }
@@ -145,7 +147,7 @@ public class PipelineStage {
     public void release(List<String> sequenceIds, List<Endpoint> downstream) {
         if (!downstream.isEmpty()) {
             Endpoint next = downstream.get(0).requireValid("downstream[0]");
-            routes.releaseOn(next, sequenceIds, downstream.subList(1, downstream.size()));
+            nextStages.release(next, sequenceIds, downstream.subList(1, downstream.size()));
         }
         PartitionExecutor executor;
         try {

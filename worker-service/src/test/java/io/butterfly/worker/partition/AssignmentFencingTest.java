@@ -9,7 +9,7 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
-import io.butterfly.worker.gateway.CoordinatorLink;
+import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.PeerChannels;
 import io.butterfly.worker.gateway.RegistryGateway;
 import java.nio.file.Path;
@@ -26,14 +26,14 @@ class AssignmentFencingTest {
 
     private final PeerChannels channels = new PeerChannels();
 
-    private PartitionManager manager(CoordinatorLink link) {
+    private PartitionManager manager(CoordinatorGateway coordinators) {
         return new PartitionManager(new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),
-                new RegistryGateway(channels, 5, Duration.ofSeconds(5), 2, false, null), link);
+                new RegistryGateway(channels, 5, Duration.ofSeconds(5), 2, false, null), coordinators);
     }
 
     @Test
     void assignmentFromAnOlderTermIsRefusedWithStaleTerm() {
-        PartitionManager manager = manager(new CoordinatorLink("w1", 100, null, channels));
+        PartitionManager manager = manager(new CoordinatorGateway("w1", 100, null, channels));
 
         assertDoesNotThrow(() -> manager.assign(request(5, 1)));
 
@@ -49,18 +49,18 @@ class AssignmentFencingTest {
 
     @Test
     void aNewLeaderReAnnouncingTheAssignmentTakesOverReportsAndFencesTheOldOne() {
-        CoordinatorLink link = new CoordinatorLink("w1", 100, null, channels);
-        PartitionManager manager = manager(link);
+        CoordinatorGateway coordinators = new CoordinatorGateway("w1", 100, null, channels);
+        PartitionManager manager = manager(coordinators);
 
         manager.assign(request(3, 1));
-        assertEquals("coordinator-0", link.coordinator().nodeId());
+        assertEquals("coordinator-0", coordinators.coordinator().nodeId());
         // Same epoch and layers, new term, from the replica that now leads.
         Assignment takeover = request(4, 1, new Endpoint("coordinator-1", "127.0.0.1", 2));
         manager.assign(takeover);
-        assertEquals("coordinator-1", link.coordinator().nodeId());
+        assertEquals("coordinator-1", coordinators.coordinator().nodeId());
         ButterflyException refused = assertThrows(ButterflyException.class, () -> manager.assign(request(3, 1)));
         assertEquals(ErrorCode.STALE_TERM, refused.code());
-        assertEquals("coordinator-1", link.coordinator().nodeId());
+        assertEquals("coordinator-1", coordinators.coordinator().nodeId());
     }
 
     private static Assignment request(long term, long epoch) {

@@ -32,7 +32,7 @@ import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.engine.SequenceChunk;
 import io.butterfly.worker.engine.StageInput;
-import io.butterfly.worker.gateway.CoordinatorLink;
+import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.RegistryGateway;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
@@ -162,7 +162,7 @@ class RepeatedAssignmentTest {
         manager = new PartitionManager(new PartitionSettings("w1", tmp.resolve("worker"),
                 List.of(publisher.publicKeyHex()), new ExecutorOptions("cpu", 1)),
                 new RegistryGateway((host, port) -> peers.channel(), 5, Duration.ofSeconds(5), 2, false, null),
-                new CoordinatorLink("w1", 100, null, (host, port) -> peers.channel()));
+                new CoordinatorGateway("w1", 100, null, (host, port) -> peers.channel()));
     }
 
     @AfterEach

@@ -8,7 +8,7 @@ import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.testsupport.InProcessGrpc;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
-import io.butterfly.worker.gateway.CoordinatorLink;
+import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.RegistryGateway;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
@@ -53,7 +53,7 @@ class SupersededLoadTest {
         PartitionManager manager = new PartitionManager(
                 new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),
                 new RegistryGateway((host, port) -> registry.channel(), 5, Duration.ofSeconds(5), 2, false, null),
-                new CoordinatorLink("w1", 100, null, (host, port) -> registry.channel()));
+                new CoordinatorGateway("w1", 100, null, (host, port) -> registry.channel()));
         try {
             manager.assign(request("m1", 1));
             assertThat(asked.get("m1").await(10, TimeUnit.SECONDS)).isTrue();

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.grpc.GrpcErrors;
+import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.StreamClosed;
@@ -12,9 +13,9 @@ import io.butterfly.testsupport.InProcessGrpc;
 import io.butterfly.testsupport.OneWaySink;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
-import io.butterfly.worker.gateway.CoordinatorLink;
+import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.RegistryGateway;
-import io.butterfly.worker.gateway.StepStreams;
+import io.butterfly.worker.gateway.StageGateway;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionSettings;
 import io.grpc.Status;
@@ -38,6 +39,7 @@ class MalformedStepTest {
 
     private final OneWaySink<StepOutcome> outcomes = new OneWaySink<>();
     private InProcessGrpc coordinator;
+    private CoordinatorGateway coordinators;
     private PipelineStage stage;
 
     @BeforeEach
@@ -49,15 +51,17 @@ class MalformedStepTest {
             }
         });
         // Every address the stage dials leads to the fake coordinator.
+        OneWayStreams.Channels channels = (host, port) -> coordinator.channel();
+        coordinators = new CoordinatorGateway("w1", 100, null, channels);
         PartitionManager partitions = new PartitionManager(
                 new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),
-                new RegistryGateway((host, port) -> coordinator.channel(), 5, Duration.ofSeconds(5), 2, false, null),
-                new CoordinatorLink("w1", 100, null, (host, port) -> coordinator.channel()));
-        stage = new PipelineStage(partitions, new StepStreams((host, port) -> coordinator.channel(), "w1"), "w1");
+                new RegistryGateway(channels, 5, Duration.ofSeconds(5), 2, false, null), coordinators);
+        stage = new PipelineStage(partitions, new StageGateway(channels, coordinators, "w1"), coordinators, "w1");
     }
 
     @AfterEach
     void stop() {
+        coordinators.close();
         coordinator.close();
     }
 

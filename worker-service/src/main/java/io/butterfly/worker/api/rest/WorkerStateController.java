@@ -2,7 +2,7 @@ package io.butterfly.worker.api.rest;
 
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.engine.PartitionExecutor;
-import io.butterfly.worker.gateway.CoordinatorLink;
+import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionStatus;
@@ -21,11 +21,11 @@ public class WorkerStateController {
 
     private final PartitionManager partitions;
     private final DiscoveryGateway membership;
-    private final CoordinatorLink coordinator;
+    private final CoordinatorGateway coordinator;
     private final PipelineStage stage;
     private final CapabilityProbe capabilities;
 
-    public WorkerStateController(PartitionManager partitions, DiscoveryGateway membership, CoordinatorLink coordinator,
+    public WorkerStateController(PartitionManager partitions, DiscoveryGateway membership, CoordinatorGateway coordinator,
                                  PipelineStage stage, CapabilityProbe capabilities) {
         this.partitions = partitions;
         this.membership = membership;

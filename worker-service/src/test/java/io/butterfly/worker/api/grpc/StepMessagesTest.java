@@ -12,7 +12,8 @@ import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.butterfly.testsupport.InProcessGrpc;
 import io.butterfly.testsupport.OneWaySink;
 import io.butterfly.worker.engine.StageResult;
-import io.butterfly.worker.gateway.StepStreams;
+import io.butterfly.worker.gateway.CoordinatorGateway;
+import io.butterfly.worker.gateway.StageGateway;
 import io.butterfly.worker.pipeline.EncodedInput;
 import io.butterfly.worker.pipeline.StageClock;
 import io.butterfly.worker.pipeline.Step;
@@ -53,9 +54,10 @@ class StepMessagesTest {
 
             ByteBuffer hidden = ByteBuffer.allocate(6 * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
             hidden.asFloatBuffer().put(new float[]{-1, -2, -3, -4, -5, -6});
-            StepStreams streams = new StepStreams((host, port) -> next.channel(), "w1");
+            CoordinatorGateway coordinators = new CoordinatorGateway("w1", 100, null, (host, port) -> next.channel());
+            StageGateway nextStages = new StageGateway((host, port) -> next.channel(), coordinators, "w1");
             try {
-                streams.toNextStage(step, new StageResult(hidden, new long[]{3, 2}, false), new StageClock("w1", System.nanoTime(), 1234));
+                nextStages.forward(step, new StageResult(hidden, new long[]{3, 2}, false), new StageClock("w1", System.nanoTime(), 1234));
                 ForwardRequest handedOn = nextStage.poll(10);
 
                 assertThat(handedOn).isNotNull();
@@ -69,7 +71,8 @@ class StepMessagesTest {
                         .addTimings(mine)
                         .build());
             } finally {
-                streams.close();
+                nextStages.close();
+                coordinators.close();
             }
         }
     }

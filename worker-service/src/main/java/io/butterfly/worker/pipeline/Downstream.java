@@ -4,8 +4,8 @@ import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.StageResult;
 import java.util.List;
 
-/** Where this stage sends what a step leaves it with: the next stage, or the coordinator waiting for the outcome. */
-public interface StepRoutes {
+/** The stages after this one, reached through their Steps streams. */
+public interface Downstream {
 
     /**
      * Hands {@code step} on to its next stage (the first of its downstream), with this stage's hidden states as the
@@ -13,11 +13,8 @@ public interface StepRoutes {
      *
      * @throws io.butterfly.common.error.ButterflyException UNAVAILABLE if the next stage's stream cannot take it
      */
-    void toNextStage(Step step, StageResult hidden, StageClock here);
-
-    /** Sends a step's outcome to the coordinator waiting for it (best effort: it times out otherwise). */
-    void toCoordinator(Endpoint coordinator, StepOutcome outcome);
+    void forward(Step step, StageResult hidden, StageClock here);
 
     /** Asks {@code next} to free these sequences and pass the request on to {@code rest}; never waited for. */
-    void releaseOn(Endpoint next, List<String> sequenceIds, List<Endpoint> rest);
+    void release(Endpoint next, List<String> sequenceIds, List<Endpoint> rest);
 }

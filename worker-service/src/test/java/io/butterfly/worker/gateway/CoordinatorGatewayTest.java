@@ -24,7 +24,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** Heartbeats reach every coordinator replica; reports fall over to another replica when one is down. */
-class CoordinatorLinkTest {
+class CoordinatorGatewayTest {
 
     /** A coordinator replica that only counts what it receives. */
     static final class FakeReplica extends CoordinatorServiceGrpc.CoordinatorServiceImplBase {
@@ -74,7 +74,7 @@ class CoordinatorLinkTest {
 
     private final PeerChannels channels = new PeerChannels();
     private final List<FakeReplica> replicas = new CopyOnWriteArrayList<>();
-    private CoordinatorLink link;
+    private CoordinatorGateway gateway;
 
     private FakeReplica replica() throws Exception {
         FakeReplica r = new FakeReplica().start();
@@ -82,10 +82,10 @@ class CoordinatorLinkTest {
         return r;
     }
 
-    private CoordinatorLink link() {
-        link = new CoordinatorLink("worker-7", 50, null, channels);
-        link.startHeartbeats();
-        return link;
+    private CoordinatorGateway gateway() {
+        gateway = new CoordinatorGateway("worker-7", 50, null, channels);
+        gateway.startHeartbeats();
+        return gateway;
     }
 
     /** A download progress report of model "m", epoch 1. */
@@ -96,8 +96,8 @@ class CoordinatorLinkTest {
 
     @AfterEach
     void stop() throws InterruptedException {
-        if (link != null) {
-            link.close();
+        if (gateway != null) {
+            gateway.close();
         }
         channels.close();
         for (FakeReplica r : replicas) {
@@ -109,14 +109,14 @@ class CoordinatorLinkTest {
     void everyReplicaHearsTheHeartbeatsAndADroppedOneIsLetGo() throws Exception {
         FakeReplica a = replica();
         FakeReplica b = replica();
-        CoordinatorLink link = link();
-        link.attach(a.endpoint("coordinator-0"), List.of(a.endpoint("coordinator-0"), b.endpoint("coordinator-1")), 1);
+        CoordinatorGateway gateway = gateway();
+        gateway.attach(a.endpoint("coordinator-0"), List.of(a.endpoint("coordinator-0"), b.endpoint("coordinator-1")), 1);
         await().atMost(Duration.ofSeconds(10)).until(() -> a.pings.get() >= 5 && b.pings.get() >= 5);
-        assertThat(link.heartbeatAcks()).containsOnlyKeys("coordinator-0@127.0.0.1:" + a.server.getPort(),
+        assertThat(gateway.heartbeatAcks()).containsOnlyKeys("coordinator-0@127.0.0.1:" + a.server.getPort(),
                 "coordinator-1@127.0.0.1:" + b.server.getPort());
 
         // A new assignment names only b: a's stream is closed and a hears nothing more.
-        link.attach(b.endpoint("coordinator-1"), List.of(), 2);
+        gateway.attach(b.endpoint("coordinator-1"), List.of(), 2);
         await().atMost(Duration.ofSeconds(10)).until(() -> a.closedStreams.get() == 1);
         int heardByA = a.pings.get();
         int heardByB = b.pings.get();
@@ -126,11 +126,11 @@ class CoordinatorLinkTest {
 
     @Test
     void anAssignmentEndsTheBackoffOfAStreamToAReplicaThatWasStillStarting() throws Exception {
-        CoordinatorLink link = link();
+        CoordinatorGateway gateway = gateway();
         // A first heartbeat stream elsewhere: the first HTTP/2 connection of a fresh JVM loads and runs cold code on
         // both sides (hundreds of ms on a busy machine), which the 700 ms below are not meant to cover.
         FakeReplica warm = replica();
-        link.attach(warm.endpoint("coordinator-warm"), List.of(), 1);
+        gateway.attach(warm.endpoint("coordinator-warm"), List.of(), 1);
         await().atMost(Duration.ofSeconds(10)).until(() -> warm.pings.get() >= 1);
 
         // The replica's port, held until it starts by a socket bound but never listening: connections are refused,
@@ -139,14 +139,14 @@ class CoordinatorLinkTest {
         notYetUp.bind(new InetSocketAddress("127.0.0.1", 0));
         int port = notYetUp.getLocalPort();
         Endpoint starting = new Endpoint("coordinator-0", "127.0.0.1", port);
-        link.attach(starting, List.of(), 1);
+        gateway.attach(starting, List.of(), 1);
         Thread.sleep(3_000); // refused again and again: the reconnect backoff reaches its 2 s ceiling
 
         notYetUp.close(); // released only for the replica, which binds it at once
         FakeReplica up = new FakeReplica();
         up.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port)).addService(up).build().start();
         replicas.add(up);
-        link.attach(starting, List.of(), 1); // what the replica does once it is up
+        gateway.attach(starting, List.of(), 1); // what the replica does once it is up
         await().atMost(Duration.ofMillis(700)).until(() -> up.pings.get() >= 1);
     }
 
@@ -154,15 +154,15 @@ class CoordinatorLinkTest {
     void aReportGoesToTheAssigningReplicaAndFallsOverWhenItIsDown() throws Exception {
         FakeReplica a = replica();
         FakeReplica b = replica();
-        CoordinatorLink link = link();
-        link.attach(a.endpoint("coordinator-0"), List.of(b.endpoint("coordinator-1")), 1);
-        link.report(progress(0));
+        CoordinatorGateway gateway = gateway();
+        gateway.attach(a.endpoint("coordinator-0"), List.of(b.endpoint("coordinator-1")), 1);
+        gateway.report(progress(0));
         await().atMost(Duration.ofSeconds(10)).until(() -> a.reports.size() == 1);
         assertThat(a.reports.get(0).getNodeId()).isEqualTo("worker-7");
         assertThat(b.reports).isEmpty();
 
         a.server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
-        link.report(progress(1.0));
+        gateway.report(progress(1.0));
         await().atMost(Duration.ofSeconds(15)).until(() -> b.reports.size() == 1);
     }
 }

@@ -4,8 +4,10 @@ import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
 import io.butterfly.proto.coordinator.v1.LoadReport;
+import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.partition.Coordinators;
+import io.butterfly.worker.pipeline.Outcomes;
 import io.grpc.StatusRuntimeException;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -23,12 +25,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The worker's line to the coordinators: load reports (in order, retried on transport errors, to the
- * assigning coordinator first and then to the other replicas) and heartbeats on one long-lived stream per
- * coordinator replica, so a newly elected leader already knows every worker's heartbeat history.
+ * assigning coordinator first and then to the other replicas); heartbeats on one long-lived stream per
+ * coordinator replica, so a newly elected leader already knows every worker's heartbeat history; and the
+ * outcomes of steps, one-way, to the replica waiting for each.
  */
-public class CoordinatorLink implements Coordinators {
+public class CoordinatorGateway implements Coordinators, Outcomes {
 
-    private static final Logger log = LoggerFactory.getLogger(CoordinatorLink.class);
+    private static final Logger log = LoggerFactory.getLogger(CoordinatorGateway.class);
 
     private final String nodeId;
     private final long heartbeatMillis;
@@ -43,16 +46,21 @@ public class CoordinatorLink implements Coordinators {
     private volatile long loadedEpoch;
     // Heartbeat thread only: one stream per replica address.
     private final Map<String, HeartbeatStream> streams = new LinkedHashMap<>();
+    private final OneWayStreams<StepOutcome, String> outcomes;
 
     /**
      * @param heartbeatMillis period of heartbeats (state-machines.md §2.2: every 100 ms)
      * @param coordinator     the coordinator to heartbeat to from start-up, or null: only once an assignment names
      *                        one (a restarted worker needs it to be seen coming back)
      */
-    public CoordinatorLink(String nodeId, long heartbeatMillis, Endpoint coordinator, OneWayStreams.Channels channels) {
+    public CoordinatorGateway(String nodeId, long heartbeatMillis, Endpoint coordinator, OneWayStreams.Channels channels) {
         this.nodeId = nodeId;
         this.heartbeatMillis = heartbeatMillis;
         this.channels = channels;
+        this.outcomes = new OneWayStreams<>(channels,
+                (ch, r) -> CoordinatorServiceGrpc.newStub(ch).stepOutcomes(OneWayStreams.answers(r)),
+                StepOutcome::getTaskId,
+                (address, recent, status) -> log.warn("outcome stream to coordinator {} broke: {}", address, status));
         if (coordinator != null) {
             this.coordinator = coordinator;
             replicas = List.of(coordinator);
@@ -80,7 +88,7 @@ public class CoordinatorLink implements Coordinators {
                 beat();
             });
         } catch (RejectedExecutionException stopping) {
-            // the link is stopping
+            // the gateway is stopping
         }
     }
 
@@ -111,6 +119,26 @@ public class CoordinatorLink implements Coordinators {
                 }
             }
         });
+    }
+
+    @Override
+    public void send(Endpoint coordinator, io.butterfly.worker.pipeline.StepOutcome outcome) {
+        send(coordinator.host(), coordinator.grpcPort(), coordinator.nodeId(), GatewayMessages.outcome(outcome));
+    }
+
+    /** The outcome of a step the next stage's stream lost, to the coordinator the step named. */
+    void send(io.butterfly.proto.worker.v1.Endpoint coordinator, StepOutcome outcome) {
+        send(coordinator.getHost(), coordinator.getGrpcPort(), coordinator.getNodeId(), outcome);
+    }
+
+    /** Best effort: a coordinator that does not hear of a step times it out. */
+    private void send(String host, int port, String coordinator, StepOutcome outcome) {
+        try {
+            outcomes.send(host, port, outcome);
+        } catch (StatusRuntimeException e) {
+            log.warn("outcome of step {} of task {} not delivered to {}: {}", outcome.getStep(), outcome.getTaskId(),
+                    coordinator, e.getStatus());
+        }
     }
 
     /** One heartbeat tick: a ping on every replica's stream; streams of replicas no longer named are closed. */
@@ -172,8 +200,9 @@ public class CoordinatorLink implements Coordinators {
         }
     }
 
-    /** Ends every heartbeat stream cleanly (on shutdown). */
+    /** Ends every stream cleanly (on shutdown). */
     public void close() {
+        outcomes.closeAll();
         try {
             beats.submit(() -> streams.values().forEach(s -> s.close(true))).get(1, TimeUnit.SECONDS);
         } catch (Exception ignored) {

@@ -4,7 +4,6 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.OneWayStreams;
-import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.ReleaseResponse;
@@ -12,9 +11,9 @@ import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.StageResult;
+import io.butterfly.worker.pipeline.Downstream;
 import io.butterfly.worker.pipeline.StageClock;
 import io.butterfly.worker.pipeline.Step;
-import io.butterfly.worker.pipeline.StepRoutes;
 import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -26,13 +25,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * This worker's outgoing one-way streams: steps to the next stage, outcomes to coordinators; and releases passed
- * on to the next stage. When the stream to the next stage breaks, the coordinators of the steps last sent on it are
- * told at once (UNAVAILABLE) rather than left to time out.
+ * This worker's line to the next pipeline stages: steps on a one-way stream per next stage, releases passed on.
+ * When the stream to a next stage breaks, the coordinators of the steps last sent on it are told at once
+ * (UNAVAILABLE) rather than left to time out.
  */
-public class StepStreams implements StepRoutes {
+public class StageGateway implements Downstream {
 
-    private static final Logger log = LoggerFactory.getLogger(StepStreams.class);
+    private static final Logger log = LoggerFactory.getLogger(StageGateway.class);
 
     /** What the broken-stream report needs of a step sent downstream. */
     private record SentStep(String taskId, int step, io.butterfly.proto.worker.v1.Endpoint replyTo) {
@@ -40,24 +39,22 @@ public class StepStreams implements StepRoutes {
 
     private final OneWayStreams.Channels channels;
     private final OneWayStreams<ForwardRequest, SentStep> stages;
-    private final OneWayStreams<StepOutcome, String> coordinators;
+    private final CoordinatorGateway coordinators;
     private final String nodeId;
 
-    public StepStreams(OneWayStreams.Channels channels, String nodeId) {
+    /** @param coordinators where the steps lost with a broken stream are reported */
+    public StageGateway(OneWayStreams.Channels channels, CoordinatorGateway coordinators, String nodeId) {
         this.channels = channels;
+        this.coordinators = coordinators;
         this.nodeId = nodeId;
         this.stages = new OneWayStreams<>(channels,
                 (ch, r) -> WorkerServiceGrpc.newStub(ch).steps(OneWayStreams.answers(r)),
                 req -> new SentStep(req.getTaskId(), req.getStep(), req.getReplyTo()),
                 this::nextStageBroke);
-        this.coordinators = new OneWayStreams<>(channels,
-                (ch, r) -> CoordinatorServiceGrpc.newStub(ch).stepOutcomes(OneWayStreams.answers(r)),
-                StepOutcome::getTaskId,
-                (address, recent, status) -> log.warn("outcome stream to coordinator {} broke: {}", address, status));
     }
 
     @Override
-    public void toNextStage(Step step, StageResult hidden, StageClock here) {
+    public void forward(Step step, StageResult hidden, StageClock here) {
         Endpoint next = step.downstream().get(0);
         ForwardRequest request = GatewayMessages.forward(step, hidden, here);
         try {
@@ -68,21 +65,7 @@ public class StepStreams implements StepRoutes {
     }
 
     @Override
-    public void toCoordinator(Endpoint coordinator, io.butterfly.worker.pipeline.StepOutcome outcome) {
-        send(coordinator.host(), coordinator.grpcPort(), coordinator.nodeId(), GatewayMessages.outcome(outcome));
-    }
-
-    private void send(String host, int port, String coordinator, StepOutcome outcome) {
-        try {
-            coordinators.send(host, port, outcome);
-        } catch (StatusRuntimeException e) {
-            log.warn("outcome of step {} of task {} not delivered to {}: {}", outcome.getStep(), outcome.getTaskId(),
-                    coordinator, e.getStatus());
-        }
-    }
-
-    @Override
-    public void releaseOn(Endpoint next, List<String> sequenceIds, List<Endpoint> rest) {
+    public void release(Endpoint next, List<String> sequenceIds, List<Endpoint> rest) {
         ReleaseRequest onward = ReleaseRequest.newBuilder().addAllSequenceIds(sequenceIds)
                 .addAllDownstream(rest.stream().map(GatewayMessages::endpoint).toList()).build();
         // Not under the caller's deadline or cancellation: the later stages must free theirs whatever happens here.
@@ -106,8 +89,8 @@ public class StepStreams implements StepRoutes {
     private void nextStageBroke(String address, List<SentStep> recent, Status status) {
         ButterflyException e = unreachable(address, status);
         for (SentStep s : recent) {
-            send(s.replyTo().getHost(), s.replyTo().getGrpcPort(), s.replyTo().getNodeId(), StepOutcome.newBuilder()
-                    .setTaskId(s.taskId()).setStep(s.step()).setFailure(GatewayMessages.failure(nodeId, e)).build());
+            coordinators.send(s.replyTo(), StepOutcome.newBuilder().setTaskId(s.taskId()).setStep(s.step())
+                    .setFailure(GatewayMessages.failure(nodeId, e)).build());
         }
     }
 
@@ -120,6 +103,5 @@ public class StepStreams implements StepRoutes {
     /** Ends every stream (on shutdown). */
     public void close() {
         stages.closeAll();
-        coordinators.closeAll();
     }
 }
