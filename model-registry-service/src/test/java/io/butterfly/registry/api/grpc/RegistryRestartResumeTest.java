@@ -10,7 +10,6 @@ import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
-import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.grpc.ForwardingServerCall;
