@@ -1,17 +1,19 @@
 package io.butterfly.registry.config;
 
+import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.manifest.ManifestVerifier;
+import io.butterfly.registry.api.grpc.ModelRegistryGrpcService;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.catalog.ModelImporter;
 import io.butterfly.registry.store.ModelStore;
-import io.butterfly.common.crypto.NodeIdentity;
-import io.butterfly.common.manifest.ManifestVerifier;
 import java.io.IOException;
-import java.util.List;
 import java.time.Clock;
+import java.util.List;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
+/** The registry's parts, wired from its settings. */
 @Configuration
 public class RegistryConfiguration {
 
@@ -31,6 +33,11 @@ public class RegistryConfiguration {
         ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> ManifestVerifier.sign(m, publisher));
         catalog.loadStored();
         return catalog;
+    }
+
+    @Bean
+    ModelRegistryGrpcService modelRegistryGrpcService(ModelCatalog catalog, RegistryProperties props) {
+        return new ModelRegistryGrpcService(catalog, props.maxChunkBytes(), props.zstdLevel());
     }
 
     @Bean

@@ -10,12 +10,13 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import io.butterfly.common.safetensors.TensorInfo;
 import io.butterfly.common.error.ErrorCode;
-import io.butterfly.registry.TinyModels;
 import io.butterfly.registry.store.ModelStore;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,8 +36,8 @@ class ModelImporterTest {
 
     @Test
     void llamaWithItsOwnHeadIsSplitIntoOneShardPerStage() throws Exception {
-        ModelConfig config = TinyModels.llama(false);
-        List<SafetensorsWriter.Entry> source = TinyModels.write(tmp.resolve("src/llama-tiny"), config, "F32", 1, 7);
+        ModelConfig config = ModelFixtures.tinyLlama(false);
+        List<SafetensorsWriter.Entry> source = ModelFixtures.tensors(ModelFixtures.write(config, 7, tmp.resolve("src/llama-tiny")));
         ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
 
         Manifest m = catalog.importModel(tmp.resolve("src/llama-tiny"), null);
@@ -45,7 +46,7 @@ class ModelImporterTest {
         assertThat(m.architecture()).isEqualTo("llama");
         assertThat(m.numLayers()).isEqualTo(3);
         assertThat(m.hiddenSize()).isEqualTo(16);
-        assertThat(m.vocabSize()).isEqualTo(64);
+        assertThat(m.vocabSize()).isEqualTo(300);
         assertThat(m.dtype()).isEqualTo("F32");
         assertThat(m.parameterCount()).isEqualTo(config.parameterCount());
         assertThat(m.files()).extracting(ManifestFile::name).containsExactly("config.json", "tokenizer.json",
@@ -75,8 +76,9 @@ class ModelImporterTest {
 
     @Test
     void tiedGpt2InSeveralFilesKeepsNamesAndDtypeAndCopiesTheEmbeddingIntoTheHead() throws Exception {
-        ModelConfig config = TinyModels.gpt2();
-        List<SafetensorsWriter.Entry> source = TinyModels.write(tmp.resolve("src/gpt2-tiny"), config, "F16", 3, 11);
+        ModelConfig config = ModelFixtures.tinyGpt2();
+        List<SafetensorsWriter.Entry> source = ModelFixtures.tensors(ModelFixtures.write(config,
+                ModelGenerator.Options.defaults().withDtype("F16").withShards(3), 11, tmp.resolve("src/gpt2-tiny")));
         ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
 
         Manifest m = catalog.importModel(tmp.resolve("src/gpt2-tiny"), "gpt2-renamed");
@@ -101,7 +103,7 @@ class ModelImporterTest {
 
     @Test
     void importIsIdempotentAndRedoneWhenTheSourceChanges() throws Exception {
-        TinyModels.write(tmp.resolve("src/m"), TinyModels.llama(true), "F32", 1, 3);
+        ModelFixtures.write(ModelFixtures.tinyLlama(true), 3, tmp.resolve("src/m"));
         ModelStore store = new ModelStore(tmp.resolve("store"));
         Manifest first = new ModelCatalog(store, new ModelImporter(Clock.systemUTC())).importModel(tmp.resolve("src/m"), null);
         Path head = tmp.resolve("store/m/head.safetensors");
@@ -133,7 +135,7 @@ class ModelImporterTest {
     @Test
     void aGenerationConfigIsServedAsAConfigFileAndABadOneIsRefusedNamingIt() throws Exception {
         Path src = tmp.resolve("src/llama-tiny");
-        TinyModels.write(src, TinyModels.llama(false), "F32", 1, 7);
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, src);
         Files.writeString(src.resolve("generation_config.json"), "{\"eos_token_id\": [2, 5], \"do_sample\": true}");
         ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
 
@@ -173,8 +175,8 @@ class ModelImporterTest {
 
     @Test
     void aLayerIndexBeyondAnyIntIsRefusedAsInvalidNotACrash() throws Exception {
-        ModelConfig config = TinyModels.llama(false);
-        List<SafetensorsWriter.Entry> tensors = new ArrayList<>(TinyModels.write(tmp.resolve("src/big-index"), config, "F32", 1, 7));
+        List<SafetensorsWriter.Entry> tensors = new ArrayList<>(ModelFixtures.tensors(
+                ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, tmp.resolve("src/big-index"))));
         tensors.add(SafetensorsWriter.Entry.float32("model.layers.99999999999.extra.weight", new long[]{2}, new float[]{1, 2}));
         SafetensorsWriter.write(tmp.resolve("src/big-index/model.safetensors"), tensors, Map.of("format", "pt"));
         ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
@@ -193,7 +195,7 @@ class ModelImporterTest {
         Path publisher = store.resolve("publisher");
         Files.createDirectories(publisher);
         Files.writeString(publisher.resolve("identity.key"), "secret");
-        TinyModels.write(tmp.resolve("src/publisher"), TinyModels.llama(false), "F32", 1, 7);
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, tmp.resolve("src/publisher"));
         ModelCatalog catalog = new ModelCatalog(new ModelStore(store, List.of(publisher)), new ModelImporter(Clock.systemUTC()));
 
         for (String asked : new String[]{null, "publisher"}) {
@@ -216,7 +218,7 @@ class ModelImporterTest {
         ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
         for (String dtype : new String[]{"I8", "F64", "F8_E4M3"}) {
             Path src = tmp.resolve("src/q-" + dtype.toLowerCase());
-            TinyModels.write(src, TinyModels.llama(false), dtype, 1, 7);
+            retyped(ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, src), dtype);
             assertThatThrownBy(() -> catalog.importModel(src, null))
                     .isInstanceOfSatisfying(ButterflyException.class, e -> {
                         assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
@@ -225,7 +227,8 @@ class ModelImporterTest {
                     });
         }
         assertThat(catalog.list()).isEmpty();
-        TinyModels.write(tmp.resolve("src/bf16"), TinyModels.llama(false), "BF16", 1, 7);
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), ModelGenerator.Options.defaults().withDtype("BF16"), 7,
+                tmp.resolve("src/bf16"));
         assertThat(catalog.importModel(tmp.resolve("src/bf16"), null).dtype()).isEqualTo("BF16");
     }
 
@@ -239,7 +242,7 @@ class ModelImporterTest {
         ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store"), List.of(secret.getParent())),
                 new ModelImporter(Clock.systemUTC()));
         Path src = tmp.resolve("src/leaky");
-        TinyModels.write(src, TinyModels.llama(false), "F32", 1, 7);
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, src);
         Files.delete(src.resolve("tokenizer.json"));
         Files.createSymbolicLink(src.resolve("tokenizer.json"), secret);
 
@@ -254,9 +257,9 @@ class ModelImporterTest {
 
         // A weights file linked from elsewhere, through a link that stays inside, is refused too.
         Path other = tmp.resolve("src/other");
-        TinyModels.write(other, TinyModels.llama(false), "F32", 1, 7);
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, other);
         Path linked = tmp.resolve("src/linked");
-        TinyModels.write(linked, TinyModels.llama(false), "F32", 1, 7);
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, linked);
         Files.delete(linked.resolve("model.safetensors"));
         Files.createSymbolicLink(linked.resolve("inner.safetensors"), other.resolve("model.safetensors"));
         Files.createSymbolicLink(linked.resolve("model.safetensors"), linked.resolve("inner.safetensors"));
@@ -269,7 +272,7 @@ class ModelImporterTest {
         // models--org--name/snapshots/<revision>/<file> -> ../../blobs/<hash>, as huggingface_hub stores them.
         Path repo = tmp.resolve("hub/models--org--tiny");
         Path written = tmp.resolve("written");
-        TinyModels.write(written, TinyModels.llama(true), "F32", 2, 5);
+        ModelFixtures.write(ModelFixtures.tinyLlama(true), ModelGenerator.Options.defaults().withShards(2), 5, written);
         Path blobs = Files.createDirectories(repo.resolve("blobs"));
         Path snapshot = Files.createDirectories(repo.resolve("snapshots/0123abcd"));
         try (var files = Files.list(written)) {
@@ -284,6 +287,22 @@ class ModelImporterTest {
 
         assertThat(m.numLayers()).isEqualTo(3);
         assertChecksumsAndMerkleRoot(m, tmp.resolve("store/tiny"));
+    }
+
+    /**
+     * Rewrites the model in {@code dir} with every tensor in {@code dtype} (zero bytes of the right size): a dtype
+     * the generator does not write, as a quantised or double-precision checkpoint has it.
+     */
+    private static void retyped(Path dir, String dtype) throws Exception {
+        List<SafetensorsWriter.Entry> retyped = new ArrayList<>();
+        for (SafetensorsWriter.Entry e : ModelFixtures.tensors(dir)) {
+            long bytes = TensorInfo.elementSize(dtype);
+            for (long d : e.shape()) {
+                bytes *= d;
+            }
+            retyped.add(new SafetensorsWriter.Entry(e.name(), dtype, e.shape(), ByteBuffer.allocate((int) bytes)));
+        }
+        SafetensorsWriter.write(dir.resolve("model.safetensors"), retyped, Map.of("format", "pt"));
     }
 
     private static void assertChecksumsAndMerkleRoot(Manifest m, Path dir) throws Exception {

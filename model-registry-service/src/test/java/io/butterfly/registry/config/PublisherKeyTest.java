@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.manifest.ManifestVerifier;
-import io.butterfly.registry.TinyModels;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.store.ModelStore;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -19,7 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 class PublisherKeyTest {
 
     private static Manifest importTiny(Path tmp, Path publisherDir) throws Exception {
-        TinyModels.write(tmp.resolve("src/tiny"), TinyModels.llama(false), "F32", 1, 3);
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), 3, tmp.resolve("src/tiny"));
         RegistryProperties props = new RegistryProperties(tmp.resolve("store"), List.of(), 1 << 20, 0, publisherDir);
         RegistryConfiguration config = new RegistryConfiguration();
         ModelStore store = config.modelStore(props);

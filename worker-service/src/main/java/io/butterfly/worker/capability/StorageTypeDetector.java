@@ -1,6 +1,5 @@
 package io.butterfly.worker.capability;
 
-import io.butterfly.proto.common.v1.StorageType;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;

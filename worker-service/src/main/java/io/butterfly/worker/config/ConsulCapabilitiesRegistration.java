@@ -1,6 +1,6 @@
 package io.butterfly.worker.config;
 
-import io.butterfly.proto.common.v1.NodeCapabilities;
+import io.butterfly.worker.capability.Capabilities;
 import io.butterfly.worker.capability.CapabilityProbe;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -61,15 +61,15 @@ public class ConsulCapabilitiesRegistration {
     }
 
     /** The capabilities as compact JSON with the proto's field names (Consul metadata values hold up to 512 chars). */
-    static String summary(NodeCapabilities c) {
+    static String summary(Capabilities c) {
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("cpu_cores", c.getCpuCores());
-        out.put("memory_bytes", Long.toString(c.getMemoryBytes())); // proto JSON writes 64-bit integers as strings
-        out.put("measured_gflops", c.getMeasuredGflops());
-        out.put("memory_bandwidth_gbps", c.getMemoryBandwidthGbps());
-        out.put("storage_type", c.getStorageType().name());
-        out.put("device", c.getDevice());
-        out.put("gpu_count", c.getGpusCount()); // a count only: the full GPU list would not fit
+        out.put("cpu_cores", c.cpuCores());
+        out.put("memory_bytes", Long.toString(c.memoryBytes())); // proto JSON writes 64-bit integers as strings
+        out.put("measured_gflops", c.measuredGflops());
+        out.put("memory_bandwidth_gbps", c.memoryBandwidthGbps());
+        out.put("storage_type", c.storageType().name());
+        out.put("device", c.device());
+        out.put("gpu_count", c.gpus().size()); // a count only: the full GPU list would not fit
         return JSON.writeValueAsString(out);
     }
 }

@@ -1,19 +1,96 @@
 package io.butterfly.worker.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.proto.coordinator.v1.LoadPhase;
+import io.butterfly.worker.capability.CapabilityProbe;
+import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.gateway.CoordinatorGateway;
+import io.butterfly.worker.gateway.DiscoveryGateway;
+import io.butterfly.worker.gateway.PeerChannels;
+import io.butterfly.worker.gateway.RegistryGateway;
+import io.butterfly.worker.gateway.StageGateway;
+import io.butterfly.worker.partition.LoadPhase;
+import io.butterfly.worker.partition.PartitionChecksums;
 import io.butterfly.worker.partition.PartitionManager;
+import io.butterfly.worker.partition.PartitionSettings;
+import io.butterfly.worker.pipeline.IdleCacheEviction;
+import io.butterfly.worker.pipeline.PipelineStage;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-@Configuration
+/** The worker's parts, wired from its settings: the domain, and the gateways it reaches other services through. */
+@Configuration(proxyBeanMethods = false)
 public class WorkerConfiguration {
 
     @Bean
     ButterflyGrpcExceptionHandler grpcExceptionHandler() {
         return new ButterflyGrpcExceptionHandler();
+    }
+
+    @Bean
+    PeerChannels peerChannels() {
+        return new PeerChannels();
+    }
+
+    /** Starts measuring as the context starts (see {@link CapabilityProbe}). */
+    @Bean
+    CapabilityProbe capabilityProbe(WorkerProperties props) {
+        return new CapabilityProbe(props.device(), props.threads(), props.dataDir(), props.memoryLimit().toBytes());
+    }
+
+    @Bean
+    CoordinatorGateway coordinatorGateway(WorkerProperties props, PeerChannels channels) {
+        Endpoint startup = props.coordinatorPort() > 0
+                ? new Endpoint("coordinator", props.coordinatorHost(), props.coordinatorPort()) : null;
+        CoordinatorGateway coordinators = new CoordinatorGateway(props.nodeId(), props.heartbeatMillis(), startup, channels);
+        coordinators.startHeartbeats();
+        return coordinators;
+    }
+
+    @Bean
+    RegistryGateway registryGateway(RegistryClientProperties registry, PeerChannels channels) {
+        return new RegistryGateway(channels, registry.breakerFailuresToOpen(), registry.breakerOpenFor(),
+                registry.parallelFiles(), registry.compression(), registry.sharedStore());
+    }
+
+    @Bean
+    StageGateway stageGateway(WorkerProperties props, PeerChannels channels, CoordinatorGateway coordinators) {
+        return new StageGateway(channels, coordinators, props.nodeId());
+    }
+
+    @Bean
+    DiscoveryGateway discoveryGateway(WorkerProperties props, PeerChannels channels, CapabilityProbe capabilities,
+                                      @Value("${spring.grpc.server.port}") int grpcPort,
+                                      @Value("${server.port}") int httpPort) {
+        return new DiscoveryGateway(channels.get(props.discoveryHost(), props.discoveryPort()), props.dataDir(),
+                props.clusterName(), props.discoveryHeartbeatMillis(),
+                new DiscoveryGateway.Self(props.nodeId(), props.advertiseHost(), grpcPort, httpPort), capabilities::await);
+    }
+
+    @Bean
+    PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators) {
+        PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
+                new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes()));
+        return new PartitionManager(settings, registry, coordinators);
+    }
+
+    @Bean
+    PartitionChecksums partitionChecksums(PartitionManager partitions) {
+        return new PartitionChecksums(partitions);
+    }
+
+    @Bean
+    PipelineStage pipelineStage(WorkerProperties props, PartitionManager partitions, StageGateway nextStages,
+                                CoordinatorGateway coordinators) {
+        return new PipelineStage(partitions, nextStages, coordinators, props.nodeId());
+    }
+
+    @Bean
+    IdleCacheEviction idleCacheEviction(WorkerProperties props, PartitionManager partitions) {
+        return new IdleCacheEviction(partitions, props.cacheIdleTimeout());
     }
 
     /** Readiness of a worker = its partition is loaded and verified (DESIGN.md §1). */

@@ -2,7 +2,6 @@ package io.butterfly.worker.partition;
 
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
 import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import java.util.List;
 
 /**
@@ -10,7 +9,7 @@ import java.util.List;
  * each with the SHA-256 computed over its bytes when it was verified just before the load, in manifest
  * order ({@code verified.get(i)} holds {@code files.get(i)}).
  */
-public record LoadedPartition(AssignPartitionRequest assignment, List<ManifestFile> files, List<VerifiedFile> verified) {
+public record LoadedPartition(Assignment assignment, List<ManifestFile> files, List<VerifiedFile> verified) {
 
     public LoadedPartition {
         files = List.copyOf(files);

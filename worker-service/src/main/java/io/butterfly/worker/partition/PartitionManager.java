@@ -1,38 +1,22 @@
 package io.butterfly.worker.partition;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.common.grpc.GrpcErrors;
-import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.hash.MerkleTree;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.text.ByteSize;
-import io.butterfly.common.transfer.RegistryCircuitBreaker;
-import io.butterfly.common.transfer.SharedStore;
-import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
-import io.butterfly.worker.config.RegistryClientProperties;
-import io.github.resilience4j.circuitbreaker.CircuitBreaker;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.coordinator.v1.LoadPhase;
-import io.butterfly.proto.coordinator.v1.LoadReport;
-import io.butterfly.common.manifest.Manifest;
-import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.worker.cluster.CoordinatorLink;
-import io.butterfly.worker.cluster.Endpoints;
-import io.butterfly.worker.cluster.PeerChannels;
-import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.DjlPartitionExecutor;
-import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.engine.PartitionSpec;
 import io.butterfly.worker.engine.SequenceChunk;
 import io.butterfly.worker.engine.StageInput;
-import io.grpc.StatusRuntimeException;
-import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -42,17 +26,15 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.function.UnaryOperator;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.stereotype.Service;
 
 /**
  * Owns this worker's partition: accepts assignments (fenced by epoch), fetches exactly the shards
  * the layer range needs, verifies them, loads them into the engine, warms up and reports each phase.
  */
-@Service
 public class PartitionManager {
 
     private static final Logger log = LoggerFactory.getLogger(PartitionManager.class);
@@ -63,9 +45,9 @@ public class PartitionManager {
      */
     private static final long PROGRESS_REPORT_NANOS = 1_000_000_000L;
 
-    private final WorkerProperties props;
-    private final PeerChannels channels;
-    private final CoordinatorLink coordinator;
+    private final PartitionSettings settings;
+    private final ShardSource registry;
+    private final Coordinators coordinator;
     private final ManifestVerifier verifier;
     /** Executors replaced by a newer assignment, closed by the next load task (guarded by this). */
     private final List<PartitionExecutor> replaced = new ArrayList<>();
@@ -74,15 +56,13 @@ public class PartitionManager {
         t.setDaemon(true);
         return t;
     });
-    private final RegistryClientProperties registryProps;
-    private final CircuitBreaker registryBreaker;
     private volatile PartitionStatus status = PartitionStatus.unassigned();
     private volatile PartitionExecutor executor;
     private volatile LoadedPartition loaded;
     private volatile long loadStartedNanos;
     private long highestEpoch;
     private long highestTerm;
-    private AssignPartitionRequest current;
+    private Assignment current;
     /**
      * Bumped by every assignment that starts a new load (guarded by this). A load carries the generation it
      * started with: once superseded it is cancelled and never writes the status, reports or publishes its
@@ -91,52 +71,51 @@ public class PartitionManager {
     private long generation;
     private Future<?> running;
 
-    public PartitionManager(WorkerProperties props, RegistryClientProperties registryProps, PeerChannels channels,
-                            CoordinatorLink coordinator) {
-        this.verifier = new ManifestVerifier(props.trustedPublisherKeys());
-        this.registryProps = registryProps;
-        // One breaker for the worker's life: a registry that keeps failing is left alone for a while
-        // instead of being hammered by every retry of every file.
-        this.registryBreaker = RegistryCircuitBreaker.create("registry", registryProps.breakerFailuresToOpen(),
-                registryProps.breakerOpenFor());
-        this.props = props;
-        this.channels = channels;
+    public PartitionManager(PartitionSettings settings, ShardSource registry, Coordinators coordinator) {
+        this.verifier = new ManifestVerifier(settings.trustedPublisherKeys());
+        this.settings = settings;
+        this.registry = registry;
         this.coordinator = coordinator;
+    }
+
+    public PartitionSettings settings() {
+        return settings;
     }
 
     /**
      * Accepts an assignment and loads it in the background. Fencing: an assignment from an older coordinator
      * Raft term (a deposed leader) or an older epoch is refused.
      */
-    public synchronized void assign(AssignPartitionRequest request) {
-        if (request.getTerm() < highestTerm) {
+    public synchronized void assign(Assignment request) {
+        if (request.term() < highestTerm) {
             throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
-                    "assignment from coordinator term " + request.getTerm() + " is older than term " + highestTerm
+                    "assignment from coordinator term " + request.term() + " is older than term " + highestTerm
                             + " already seen");
         }
-        if (request.getEpoch() < highestEpoch) {
+        if (request.epoch() < highestEpoch) {
             throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
-                    "assignment epoch " + request.getEpoch() + " is older than epoch " + highestEpoch + " already seen");
+                    "assignment epoch " + request.epoch() + " is older than epoch " + highestEpoch + " already seen");
         }
-        if (request.getModelId().isBlank()) {
+        if (request.modelId().isBlank()) {
             throw new IllegalArgumentException("model_id is required");
         }
-        int start = request.getLayers().getStart();
-        int end = request.getLayers().getEnd();
+        int start = request.layerStart();
+        int end = request.layerEnd();
         if (start < 0 || end <= start) {
             throw new IllegalArgumentException("layers must be a non-empty range [start, end), got [" + start + ", " + end + ")");
         }
-        Endpoints.requireValid(request.getRegistry(), "registry");
-        Endpoints.requireValid(request.getCoordinator(), "coordinator");
-        for (int i = 0; i < request.getCoordinatorReplicasCount(); i++) {
-            Endpoints.requireValid(request.getCoordinatorReplicas(i), "coordinator_replicas[" + i + "]");
+        request.registry().requireValid("registry");
+        request.coordinator().requireValid("coordinator");
+        List<Endpoint> replicas = request.coordinatorReplicas();
+        for (int i = 0; i < replicas.size(); i++) {
+            replicas.get(i).requireValid("coordinator_replicas[" + i + "]");
         }
-        if (sameAssignment(request, current) && status.phase() != LoadPhase.FAILED) {
+        if (request.samePartitionAs(current) && status.phase() != LoadPhase.FAILED) {
             // A retry, or a newly elected coordinator leader re-announcing it: keep the partition, report to
             // the coordinator it names from now on.
-            highestTerm = request.getTerm();
+            highestTerm = request.term();
             current = request;
-            coordinator.attach(request.getCoordinator(), request.getCoordinatorReplicasList(), request.getEpoch());
+            coordinator.attach(request.coordinator(), replicas, request.epoch());
             if (status.phase() == LoadPhase.READY) {
                 // Said again: the coordinator asks because its state lacks it (e.g. the first report was
                 // refused while it held this node FAILED), and would otherwise wait for ever.
@@ -144,13 +123,13 @@ public class PartitionManager {
             }
             return;
         }
-        highestEpoch = request.getEpoch();
-        highestTerm = request.getTerm();
+        highestEpoch = request.epoch();
+        highestTerm = request.term();
         current = request;
-        coordinator.attach(request.getCoordinator(), request.getCoordinatorReplicasList(), request.getEpoch());
+        coordinator.attach(request.coordinator(), replicas, request.epoch());
         coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
-        status = new PartitionStatus(request.getModelId(), request.getEpoch(), start, end, request.getHasEmbedding(),
-                request.getHasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
+        status = new PartitionStatus(request.modelId(), request.epoch(), start, end, request.hasEmbedding(),
+                request.hasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
         long loadGeneration = ++generation;
         if (running != null) {
             running.cancel(true); // a superseded download stops at its next chunk instead of running to the end
@@ -180,32 +159,18 @@ public class PartitionManager {
         due.forEach(PartitionExecutor::close);
     }
 
-    /** Same partition of the same epoch, whichever coordinator leader (term) sends it. */
-    private static boolean sameAssignment(AssignPartitionRequest a, AssignPartitionRequest b) {
-        return b != null && a.toBuilder().clearTerm().clearCoordinator().clearCoordinatorReplicas().build()
-                .equals(b.toBuilder().clearTerm().clearCoordinator().clearCoordinatorReplicas().build());
-    }
-
-    private void load(AssignPartitionRequest request, long gen) {
+    private void load(Assignment request, long gen) {
         long started = System.nanoTime();
         loadStartedNanos = started;
         List<VerifiedFile> verified = List.of();
         try {
-            ModelRegistryGrpc.ModelRegistryBlockingStub registry = ModelRegistryGrpc.newBlockingStub(
-                    channels.get(request.getRegistry().getHost(), request.getRegistry().getGrpcPort()));
-            ShardDownloader downloader = new ShardDownloader(registry, ShardDownloader.DEFAULT_FILE_DEADLINE,
-                    ShardDownloader.DEFAULT_CHUNK_SIZE, ShardDownloader.RetryPolicy.DEFAULT, registryProps.parallelFiles())
-                    .withCircuitBreaker(registryBreaker).withCompression(registryProps.compression());
-            SharedStore shared = registryProps.sharedStore() == null ? null : new SharedStore(registryProps.sharedStore());
-            if (shared != null) {
-                downloader.withSharedStore(shared);
-            }
-            Manifest manifest = verifier.verifyFor(request.getModelId(), downloader.manifest(request.getModelId()));
-            List<ManifestFile> files = ShardSelection.select(manifest, request.getLayers().getStart(),
-                    request.getLayers().getEnd(), request.getHasEmbedding(), request.getHasHead());
-            Path dir = props.dataDir().resolve("models").resolve(manifest.modelId());
+            ShardSource.Fetch fetch = registry.from(request.registry());
+            Manifest manifest = verifier.verifyFor(request.modelId(), fetch.manifest(request.modelId()));
+            List<ManifestFile> files = ShardSelection.select(manifest, request.layerStart(), request.layerEnd(),
+                    request.hasEmbedding(), request.hasHead());
+            Path dir = settings.dataDir().resolve("models").resolve(manifest.modelId());
             long[] lastReport = {0};
-            verified = downloader.downloadVerified(manifest,
+            verified = fetch.download(manifest,
                     files.stream().map(ManifestFile::name).toList(), dir, (file, done, total) -> {
                         // over all files of the partition
                         PartitionStatus s = update(gen, st -> st.withProgress(file, done, total));
@@ -222,14 +187,13 @@ public class PartitionManager {
             // The downloader verified every file against the manifest; the partition checksum binds them.
             String checksum = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
             ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
-            PartitionSpec spec = new PartitionSpec(config, request.getLayers().getStart(), request.getLayers().getEnd(),
-                    request.getHasEmbedding(), request.getHasHead());
+            PartitionSpec spec = new PartitionSpec(config, request.layerStart(), request.layerEnd(), request.hasEmbedding(),
+                    request.hasHead());
             if (spec.layerEnd() > config.numLayers()) {
                 throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
                         + ") exceed the model's " + config.numLayers() + " layers");
             }
-            PartitionExecutor loaded = DjlPartitionExecutor.loadOpened(spec, openWeights(verified),
-                    new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes()));
+            PartitionExecutor loaded = DjlPartitionExecutor.loadOpened(spec, openWeights(verified), settings.executor());
             long engineLoaded = System.nanoTime();
             double warmupMs;
             long loadMs;
@@ -260,18 +224,15 @@ public class PartitionManager {
             if (previous != null) {
                 previous.close();
             }
-            coordinator.partitionReady(request.getEpoch());
+            coordinator.partitionReady(request.epoch());
             log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms: {} streamed, {} verified in the shared store;"
                             + " engine load {} ms, warm-up {} ms), checksum {}", manifest.modelId(), spec.layerStart(),
                     spec.layerEnd(), loadMs, TimeUnit.NANOSECONDS.toMillis(downloaded - started),
-                    ByteSize.human(downloader.bytesFetched()), ByteSize.human(shared == null ? 0 : shared.bytesVerified()),
+                    ByteSize.human(fetch.bytesStreamed()), ByteSize.human(fetch.bytesVerifiedInPlace()),
                     TimeUnit.NANOSECONDS.toMillis(engineLoaded - downloaded), String.format("%.1f", warmupMs), checksum);
             coordinator.report(readyReport(ready, loaded));
         } catch (ButterflyException e) {
             fail(request, gen, e.code(), e.getMessage());
-        } catch (StatusRuntimeException e) {
-            ButterflyException be = io.butterfly.common.grpc.GrpcErrors.fromRemote(e, "registry");
-            fail(request, gen, be.code(), be.getMessage());
         } catch (IllegalArgumentException e) {
             fail(request, gen, ErrorCode.INVALID_MANIFEST, e.getMessage());
         } catch (Throwable e) { // an Error from the engine (e.g. out of memory) must still end in FAILED
@@ -290,7 +251,7 @@ public class PartitionManager {
 
     /**
      * The weight files to load, each opened through the channel it was verified through where it was verified in
-     * place (see {@link SharedStore}), else by its path in the download directory.
+     * place (the registry's shared store), else by its path in the download directory.
      */
     private static List<SafetensorsFile> openWeights(List<VerifiedFile> verified) throws IOException {
         List<SafetensorsFile> opened = new ArrayList<>();
@@ -339,13 +300,7 @@ public class PartitionManager {
 
     /** LoadComplete (bootstrap-protocol §6.4) of a READY partition. */
     private static LoadReport readyReport(PartitionStatus s, PartitionExecutor loaded) {
-        return LoadReport.newBuilder()
-                .setModelId(s.modelId()).setEpoch(s.epoch()).setPhase(LoadPhase.READY)
-                .setProgress(1.0).setBytesDone(s.bytesTotal()).setBytesTotal(s.bytesTotal())
-                .setPartitionChecksum(s.partitionChecksum()).setLoadMillis(s.loadMillis()).setWarmupMillis(s.warmupMillis())
-                .setMemoryBytes(loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : s.bytesTotal())
-                .setEstimatedCompletionSecs(0).setWarmupStarted(true).setWarmupSuccess(true)
-                .build();
+        return LoadReport.ready(s, loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : s.bytesTotal());
     }
 
     /** Moves load {@code gen} to {@code phase} and reports it; false (nothing done) if it was superseded. */
@@ -359,25 +314,17 @@ public class PartitionManager {
     }
 
     private void report(PartitionStatus s, LoadPhase phase) {
-        LoadReport.Builder r = LoadReport.newBuilder().setModelId(s.modelId()).setEpoch(s.epoch()).setPhase(phase)
-                .setProgress(s.progress()).setBytesDone(s.bytesDone()).setBytesTotal(s.bytesTotal())
-                .setEstimatedCompletionSecs(LoadEta.seconds(s.bytesDone(), s.bytesTotal(),
-                        System.nanoTime() - loadStartedNanos))
-                .setWarmupStarted(phase == LoadPhase.WARMING);
-        if (s.currentFile() != null) {
-            r.setCurrentFile(s.currentFile());
-        }
-        coordinator.report(r.build());
+        coordinator.report(LoadReport.progress(s, phase,
+                LoadEta.seconds(s.bytesDone(), s.bytesTotal(), System.nanoTime() - loadStartedNanos)));
     }
 
-    private void fail(AssignPartitionRequest request, long gen, ErrorCode code, String message) {
+    private void fail(Assignment request, long gen, ErrorCode code, String message) {
         if (update(gen, st -> st.failed(code + ": " + message)) == null) {
-            log.info("superseded load of epoch {} ended: {}: {}", request.getEpoch(), code, message);
+            log.info("superseded load of epoch {} ended: {}: {}", request.epoch(), code, message);
             return;
         }
         log.error("partition load failed: {}: {}", code, message);
-        coordinator.report(LoadReport.newBuilder().setModelId(request.getModelId()).setEpoch(request.getEpoch())
-                .setPhase(LoadPhase.FAILED).setErrorCode(GrpcErrors.toProto(code)).setErrorMessage(message).build());
+        coordinator.report(LoadReport.failed(request, code, message));
     }
 
     public PartitionStatus status() {
@@ -405,12 +352,8 @@ public class PartitionManager {
         return status.phase() == LoadPhase.READY ? loaded : null;
     }
 
-    public synchronized long highestEpoch() {
-        return highestEpoch;
-    }
-
-    @PreDestroy
-    void close() {
+    /** Stops loading and frees the partition (on shutdown). */
+    public void close() {
         loader.shutdownNow();
         closeReplaced();
         PartitionExecutor e = executor;

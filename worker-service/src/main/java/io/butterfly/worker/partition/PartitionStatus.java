@@ -1,7 +1,5 @@
 package io.butterfly.worker.partition;
 
-import io.butterfly.proto.coordinator.v1.LoadPhase;
-
 /**
  * What this worker holds right now, as reported to the coordinator and on {@code /api/v1/worker/*}.
  *

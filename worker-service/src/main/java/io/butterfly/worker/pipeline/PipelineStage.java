@@ -1,64 +1,45 @@
 package io.butterfly.worker.pipeline;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
-import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.proto.common.v1.DType;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.ReleaseRequest;
-import io.butterfly.proto.worker.v1.ReleaseResponse;
-import io.butterfly.proto.worker.v1.SequenceSlice;
-import io.butterfly.proto.worker.v1.StageTiming;
-import io.butterfly.proto.worker.v1.StepFailure;
-import io.butterfly.proto.worker.v1.StepOutcome;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.butterfly.worker.cluster.Endpoints;
-import io.butterfly.worker.cluster.PeerChannels;
-import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.CacheBudgetExceededException;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.engine.PartitionSpec;
-import io.butterfly.worker.engine.SequenceConflictException;
 import io.butterfly.worker.engine.SequenceChunk;
+import io.butterfly.worker.engine.SequenceConflictException;
 import io.butterfly.worker.engine.StageInput;
 import io.butterfly.worker.engine.StageResult;
 import io.butterfly.worker.partition.PartitionManager;
-import io.grpc.Context;
-import io.grpc.Status;
-import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.stereotype.Service;
 
 /**
  * This worker's place in the pipeline: checks a step's input, runs the local layers, and hands the
  * activations on to the next stage; the last stage sends the logits straight to the waiting coordinator.
  */
-@Service
 public class PipelineStage {
 
     private static final Logger log = LoggerFactory.getLogger(PipelineStage.class);
 
     private final PartitionManager partitions;
-    private final PeerChannels channels;
-    private final StepStreams streams;
-    private final WorkerProperties props;
+    private final Downstream nextStages;
+    private final Outcomes outcomes;
+    private final String nodeId;
     /** The engine runs one step at a time; KV caches are per sequence. */
     private final Object engineLock = new Object();
     private volatile long stepsExecuted;
     private volatile long computeNanosTotal;
 
-    public PipelineStage(PartitionManager partitions, PeerChannels channels, StepStreams streams, WorkerProperties props) {
+    public PipelineStage(PartitionManager partitions, Downstream nextStages, Outcomes outcomes, String nodeId) {
         this.partitions = partitions;
-        this.channels = channels;
-        this.streams = streams;
-        this.props = props;
+        this.nextStages = nextStages;
+        this.outcomes = outcomes;
+        this.nodeId = nodeId;
     }
 
     /**
@@ -66,16 +47,16 @@ public class PipelineStage {
      * logits to the coordinator in {@code reply_to}. A step that fails here is reported there too, with the
      * error code and status this stage would have answered a call with; it never breaks the stream.
      */
-    public void accept(ForwardRequest request) {
+    public void accept(Step step) {
         long entry = System.nanoTime();
         try {
-            run(request, entry);
+            run(step, entry);
         } catch (RuntimeException | OutOfMemoryError e) { // reported, never thrown into the shared stream
             ButterflyException failure = classify(e);
             if (failure.code() == ErrorCode.INTERNAL_ERROR) {
-                log.error("step {} of task {} failed", request.getStep(), request.getTaskId(), e);
+                log.error("step {} of task {} failed", step.step(), step.taskId(), e);
             }
-            report(request, StepOutcome.newBuilder().setFailure(failureOf(failure)), entry, 0);
+            report(step, StepOutcome.failed(step, new StepOutcome.Failure(nodeId, failure), new StageClock(nodeId, entry, 0)));
         }
     }
 
@@ -91,13 +72,14 @@ public class PipelineStage {
         return GrpcErrors.classify(e);
     }
 
-    private void run(ForwardRequest request, long entry) {
-        if (!request.hasReplyTo()) {
+    private void run(Step step, long entry) {
+        if (step.replyTo() == null) {
             throw new IllegalArgumentException("reply_to must name the coordinator waiting for the step");
         }
-        Endpoints.requireValid(request.getReplyTo(), "reply_to");
-        for (int i = 0; i < request.getDownstreamCount(); i++) {
-            Endpoints.requireValid(request.getDownstream(i), "downstream[" + i + "]");
+        step.replyTo().requireValid("reply_to");
+        List<Endpoint> downstream = step.downstream();
+        for (int i = 0; i < downstream.size(); i++) {
+            downstream.get(i).requireValid("downstream[" + i + "]");
         }
         // The epoch is read on both sides of the executor: epochs only grow, so if it did not change, the
         // executor is of that epoch (not one an assignment replaced between the two reads).
@@ -106,28 +88,28 @@ public class PipelineStage {
         if (partitions.status().epoch() != epoch) {
             throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.ABORTED,
                     "this worker's partition changed from epoch " + epoch + " while the step of epoch "
-                            + request.getEpoch() + " arrived");
+                            + step.epoch() + " arrived");
         }
-        if (request.getEpoch() != epoch) {
+        if (step.epoch() != epoch) {
             throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.ABORTED,
-                    "step carries epoch " + request.getEpoch() + " but this worker's partition is of epoch " + epoch);
+                    "step carries epoch " + step.epoch() + " but this worker's partition is of epoch " + epoch);
         }
         PartitionSpec spec = executor.spec();
         // Routing is checked before the step runs: a refused step must not have advanced the KV cache.
-        if (spec.hasHead() && request.getDownstreamCount() > 0) {
+        if (spec.hasHead() && !downstream.isEmpty()) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION,
-                    "this worker holds the LM head (last stage) but the step names " + request.getDownstreamCount() + " more stage(s)");
+                    "this worker holds the LM head (last stage) but the step names " + downstream.size() + " more stage(s)");
         }
-        if (!spec.hasHead() && request.getDownstreamCount() == 0) {
+        if (!spec.hasHead() && downstream.isEmpty()) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION,
                     "layers [" + spec.layerStart() + ", " + spec.layerEnd() + ") are not the last stage but the step names no next stage");
         }
-        List<SequenceChunk> batch = batch(request);
+        List<SequenceChunk> batch = batch(step);
         int totalTokens = 0;
         for (SequenceChunk chunk : batch) {
             totalTokens += chunk.numTokens();
         }
-        StageInput input = input(request, spec, totalTokens);
+        StageInput input = input(step.input(), spec, totalTokens);
 
         long t0 = System.nanoTime();
         StageResult result;
@@ -135,53 +117,26 @@ public class PipelineStage {
             result = executor.forward(batch, input);
         }
         long computeNanos = System.nanoTime() - t0;
+        StageClock clock = new StageClock(nodeId, entry, computeNanos);
         synchronized (this) { // steps of several streams run at once; the counters are metrics, not the engine's lock
             stepsExecuted++;
             computeNanosTotal += computeNanos;
         }
 
         if (result.logits()) {
-            report(request, StepOutcome.newBuilder().setLogits(TensorCodec.float32(result.littleEndianFloats(), result.shape())),
-                    entry, computeNanos);
+            report(step, StepOutcome.logits(step, result, clock));
             return;
         }
-        Endpoint next = request.getDownstream(0);
-        ForwardRequest.Builder nextRequest = request.toBuilder()
-                .setInput(TensorCodec.float32(result.littleEndianFloats(), result.shape()))
-                .clearDownstream()
-                .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount()));
-        nextRequest.addTimings(timing(entry, computeNanos));
-        streams.toStage(next, nextRequest.build());
+        nextStages.forward(step, result, clock);
     }
 
-    private void report(ForwardRequest request, StepOutcome.Builder outcome, long entry, long computeNanos) {
-        outcome.setTaskId(request.getTaskId()).setStep(request.getStep())
-                .addAllTimings(request.getTimingsList())
-                .addTimings(timing(entry, computeNanos));
-        String unusable = unusableReplyTo(request);
+    private void report(Step step, StepOutcome outcome) {
+        String unusable = step.replyTo() == null ? "it names no coordinator to reply to" : step.replyTo().problem("reply_to");
         if (unusable == null) {
-            streams.toCoordinator(request.getReplyTo(), outcome.build());
+            outcomes.send(step.replyTo(), outcome);
         } else {
-            log.warn("outcome of step {} of task {} dropped: {}", request.getStep(), request.getTaskId(), unusable);
+            log.warn("outcome of step {} of task {} dropped: {}", step.step(), step.taskId(), unusable);
         }
-    }
-
-    /** Why the step's reply_to cannot be answered, or null if it can. */
-    private static String unusableReplyTo(ForwardRequest request) {
-        return request.hasReplyTo() ? Endpoints.problem(request.getReplyTo(), "reply_to")
-                : "it names no coordinator to reply to";
-    }
-
-    private StageTiming timing(long entry, long computeNanos) {
-        return StageTiming.newBuilder().setNodeId(props.nodeId()).setComputeNanos(computeNanos)
-                .setWallNanos(System.nanoTime() - entry).build();
-    }
-
-    private StepFailure failureOf(ButterflyException e) {
-        return StepFailure.newBuilder().setNodeId(props.nodeId()).setCode(GrpcErrors.toProto(e.code()))
-                .setGrpcStatus(GrpcErrors.statusCode(e.kind()).value())
-                .setMessage(e.getMessage() == null ? e.code().name() : e.getMessage())
-                .putAllContext(e.context()).build();
     }
 
     /**
@@ -189,26 +144,10 @@ public class PipelineStage {
      * first and on its own: neither a partition that is not ready here nor a wait for the engine (behind long
      * prefills) nor the caller's deadline may keep the later stages from freeing theirs.
      */
-    public void release(ReleaseRequest request) {
-        if (request.getDownstreamCount() > 0) {
-            Endpoint next = Endpoints.requireValid(request.getDownstream(0), "downstream[0]");
-            ReleaseRequest onward = request.toBuilder().clearDownstream()
-                    .addAllDownstream(request.getDownstreamList().subList(1, request.getDownstreamCount())).build();
-            Context.ROOT.run(() -> WorkerServiceGrpc.newStub(channels.get(next.getHost(), next.getGrpcPort()))
-                    .withDeadlineAfter(10, TimeUnit.SECONDS).release(onward, new StreamObserver<>() {
-                        @Override
-                        public void onNext(ReleaseResponse value) {
-                        }
-
-                        @Override
-                        public void onError(Throwable t) {
-                            log.warn("release on {} failed: {}", next.getNodeId(), Status.fromThrowable(t));
-                        }
-
-                        @Override
-                        public void onCompleted() {
-                        }
-                    }));
+    public void release(List<String> sequenceIds, List<Endpoint> downstream) {
+        if (!downstream.isEmpty()) {
+            Endpoint next = downstream.get(0).requireValid("downstream[0]");
+            nextStages.release(next, sequenceIds, downstream.subList(1, downstream.size()));
         }
         PartitionExecutor executor;
         try {
@@ -217,28 +156,28 @@ public class PipelineStage {
             return; // nothing is cached here
         }
         synchronized (engineLock) {
-            request.getSequenceIdsList().forEach(executor::release);
+            sequenceIds.forEach(executor::release);
         }
     }
 
-    private static List<SequenceChunk> batch(ForwardRequest request) {
-        if (request.getSequencesCount() == 0) {
+    private static List<SequenceChunk> batch(Step step) {
+        if (step.sequences().isEmpty()) {
             throw new IllegalArgumentException("sequences must not be empty");
         }
-        List<SequenceChunk> batch = new ArrayList<>(request.getSequencesCount());
-        for (SequenceSlice s : request.getSequencesList()) {
-            if (s.getSequenceId().isBlank() || s.getNumTokens() <= 0 || s.getPosition() < 0 || s.getReservePositions() < 0) {
-                throw new IllegalArgumentException("sequence '" + s.getSequenceId()
+        List<SequenceChunk> batch = new ArrayList<>(step.sequences().size());
+        for (Step.Slice s : step.sequences()) {
+            if (s.sequenceId().isBlank() || s.numTokens() <= 0 || s.position() < 0 || s.reservePositions() < 0) {
+                throw new IllegalArgumentException("sequence '" + s.sequenceId()
                         + "' needs an id, num_tokens > 0, position >= 0 and reserve_positions >= 0");
             }
-            batch.add(new SequenceChunk(s.getSequenceId(), s.getPosition(), s.getNumTokens(), s.getReservePositions()));
+            batch.add(new SequenceChunk(s.sequenceId(), s.position(), s.numTokens(), s.reservePositions()));
         }
         return batch;
     }
 
-    private static StageInput input(ForwardRequest request, PartitionSpec spec, int totalTokens) {
+    private static StageInput input(EncodedInput input, PartitionSpec spec, int totalTokens) {
         if (spec.hasEmbedding()) {
-            long[] ids = TensorCodec.toLongs(request.getInput(), 1, "input token ids");
+            long[] ids = input.tokenIds("input token ids");
             if (ids.length != totalTokens) {
                 throw new IllegalArgumentException(ids.length + " token ids for " + totalTokens + " tokens in the batch");
             }
@@ -250,14 +189,12 @@ public class PipelineStage {
             }
             return new StageInput.Tokens(ids);
         }
-        var data = TensorCodec.verify(request.getInput(), DType.FLOAT32, 2, "input hidden states");
-        long rows = request.getInput().getShape(0);
-        long cols = request.getInput().getShape(1);
-        if (rows != totalTokens || cols != spec.config().hiddenSize()) {
-            throw new IllegalArgumentException("hidden states of shape [" + rows + ", " + cols + "] do not match ["
-                    + totalTokens + ", " + spec.config().hiddenSize() + "]");
+        EncodedInput.Hidden hidden = input.hiddenStates("input hidden states");
+        if (hidden.rows() != totalTokens || hidden.cols() != spec.config().hiddenSize()) {
+            throw new IllegalArgumentException("hidden states of shape [" + hidden.rows() + ", " + hidden.cols()
+                    + "] do not match [" + totalTokens + ", " + spec.config().hiddenSize() + "]");
         }
-        return new StageInput.Hidden(data);
+        return new StageInput.Hidden(hidden.littleEndianFloats());
     }
 
     public long stepsExecuted() {

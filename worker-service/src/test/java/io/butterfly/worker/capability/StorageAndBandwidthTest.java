@@ -3,7 +3,6 @@ package io.butterfly.worker.capability;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.butterfly.proto.common.v1.StorageType;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -3,6 +3,8 @@ package io.butterfly.worker.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -26,8 +28,8 @@ class BatchEqualsSeparateTest {
 
     static Stream<Arguments> models() {
         return Stream.of(
-                Arguments.of("llama gqa", TestModels.llamaGqa(), TestModels.Options.plain().withAttentionBias()),
-                Arguments.of("gpt2", TestModels.gpt2(), TestModels.Options.plain()));
+                Arguments.of("llama gqa", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly().withAttentionBias(true)),
+                Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly()));
     }
 
     /**
@@ -51,8 +53,8 @@ class BatchEqualsSeparateTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
-    void batchedLogitsEqualSeparateLogits(String name, ModelConfig config, TestModels.Options options) throws Exception {
-        Path model = TestModels.write(config, options, 5, dir.resolve("model"));
+    void batchedLogitsEqualSeparateLogits(String name, ModelConfig config, ModelGenerator.Options options) throws Exception {
+        Path model = ModelFixtures.write(config, options, 5, dir.resolve("model"));
         Random rnd = new Random(9);
         long[] a = rnd.longs(9, 0, config.vocabSize()).toArray();
         long[] b = rnd.longs(9, 0, config.vocabSize()).toArray();

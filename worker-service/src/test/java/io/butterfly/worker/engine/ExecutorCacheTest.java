@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -24,8 +25,8 @@ class ExecutorCacheTest {
 
     @BeforeAll
     static void load() throws Exception {
-        config = TestModels.llamaGqa();
-        Path model = TestModels.write(config, TestModels.Options.plain(), 1, dir.resolve("model"));
+        config = ModelFixtures.llamaGqa();
+        Path model = ModelFixtures.write(config, ModelFixtures.weightsOnly(), 1, dir.resolve("model"));
         exec = DjlPartitionExecutor.load(PartitionSpec.whole(config), List.of(model.resolve("model.safetensors")), ExecutorOptions.cpu());
     }
 

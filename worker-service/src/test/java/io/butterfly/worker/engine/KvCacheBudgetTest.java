@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.LongStream;
@@ -27,8 +28,8 @@ class KvCacheBudgetTest {
 
     @BeforeAll
     static void load() throws Exception {
-        config = TestModels.llamaGqa(); // 160 positions
-        Path model = TestModels.write(config, TestModels.Options.plain(), 1, dir.resolve("model"));
+        config = ModelFixtures.llamaGqa(); // 160 positions
+        Path model = ModelFixtures.write(config, ModelFixtures.weightsOnly(), 1, dir.resolve("model"));
         // Room for two caches of one capacity step each, not three.
         exec = DjlPartitionExecutor.load(PartitionSpec.whole(config), List.of(model.resolve("model.safetensors")),
                 new ExecutorOptions("cpu", 0, BUDGET));

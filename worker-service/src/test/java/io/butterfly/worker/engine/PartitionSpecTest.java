@@ -4,11 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.testsupport.ModelFixtures;
 import org.junit.jupiter.api.Test;
 
 class PartitionSpecTest {
 
-    private final ModelConfig config = TestModels.llamaGqa();
+    private final ModelConfig config = ModelFixtures.llamaGqa();
 
     @Test
     void acceptsContiguousStagesAndEdgeStagesWithoutLayers() {

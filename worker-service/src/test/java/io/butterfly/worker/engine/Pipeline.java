@@ -1,5 +1,8 @@
 package io.butterfly.worker.engine;
 
+import java.io.UncheckedIOException;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.common.model.generate.ModelGenerator;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -25,13 +28,40 @@ final class Pipeline implements AutoCloseable {
         try {
             for (int i = 0; i + 1 < bounds.length; i++) {
                 PartitionSpec spec = new PartitionSpec(config, bounds[i], bounds[i + 1], i == 0, i + 2 == bounds.length);
-                stages.add(DjlPartitionExecutor.load(spec, TestModels.shardsFor(spec, shardDir), ExecutorOptions.cpu()));
+                stages.add(DjlPartitionExecutor.load(spec, shardsFor(spec, shardDir), ExecutorOptions.cpu()));
             }
         } catch (IOException | RuntimeException e) {
             stages.forEach(DjlPartitionExecutor::close);
             throw e;
         }
         return new Pipeline(stages);
+    }
+
+    /**
+     * The files of a model written in per-layer files ({@link ModelGenerator.Options#withPerLayerFiles()}) a stage
+     * loads: the embedding's too when the head is tied to it.
+     */
+    static List<Path> shardsFor(PartitionSpec spec, Path shardDir) {
+        List<Path> files = new ArrayList<>();
+        boolean tiedHead = spec.hasHead() && !headHasLmHead(shardDir);
+        if (spec.hasEmbedding() || tiedHead) {
+            files.add(shardDir.resolve(ModelGenerator.EMBED_FILE));
+        }
+        for (int i = spec.layerStart(); i < spec.layerEnd(); i++) {
+            files.add(shardDir.resolve(ModelGenerator.layerFile(i)));
+        }
+        if (spec.hasHead()) {
+            files.add(shardDir.resolve(ModelGenerator.HEAD_FILE));
+        }
+        return files;
+    }
+
+    private static boolean headHasLmHead(Path shardDir) {
+        try (SafetensorsFile f = SafetensorsFile.open(shardDir.resolve(ModelGenerator.HEAD_FILE))) {
+            return f.tensors().containsKey("lm_head.weight");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     static Pipeline whole(io.butterfly.common.model.ModelConfig config, Path modelDir) throws IOException {

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.RopeScaling;
+import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
@@ -25,21 +27,21 @@ class ReferenceMatchTest {
 
     static Stream<Arguments> models() {
         return Stream.of(
-                Arguments.of("llama, grouped-query attention (4 heads, 2 kv heads)", TestModels.llamaGqa(), TestModels.Options.plain()),
-                Arguments.of("llama, q/k/v biases (Qwen2 style), tied head", TestModels.llamaTied(), TestModels.Options.plain().withAttentionBias()),
-                Arguments.of("llama, biases on q/k/v/o, BF16 weights", TestModels.llamaGqa(), TestModels.Options.plain().withAllBiases().withDtype("BF16")),
-                Arguments.of("llama, F16 weights", TestModels.llamaGqa(), TestModels.Options.plain().withDtype("F16")),
-                Arguments.of("llama, llama3 rope scaling (Llama 3.1)", TestModels.llamaGqa(LLAMA3), TestModels.Options.plain()),
-                Arguments.of("llama, linear rope scaling", TestModels.llamaGqa(RopeScaling.linear(4.0)), TestModels.Options.plain()),
-                Arguments.of("gpt2", TestModels.gpt2(), TestModels.Options.plain()),
-                Arguments.of("gpt2, names without transformer. prefix, untied lm_head", TestModels.gpt2(),
-                        TestModels.Options.plain().withoutPrefix().withUntiedHead()));
+                Arguments.of("llama, grouped-query attention (4 heads, 2 kv heads)", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly()),
+                Arguments.of("llama, q/k/v biases (Qwen2 style), tied head", ModelFixtures.llamaTied(), ModelFixtures.weightsOnly().withAttentionBias(true)),
+                Arguments.of("llama, biases on q/k/v/o, BF16 weights", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly().withAllAttentionBiases().withDtype("BF16")),
+                Arguments.of("llama, F16 weights", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly().withDtype("F16")),
+                Arguments.of("llama, llama3 rope scaling (Llama 3.1)", ModelFixtures.llamaGqa(LLAMA3), ModelFixtures.weightsOnly()),
+                Arguments.of("llama, linear rope scaling", ModelFixtures.llamaGqa(RopeScaling.linear(4.0)), ModelFixtures.weightsOnly()),
+                Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly()),
+                Arguments.of("gpt2, names without transformer. prefix, untied lm_head", ModelFixtures.gpt2UntiedHead(),
+                        ModelFixtures.weightsOnly().withoutTransformerPrefix()));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
-    void prefillAndDecodeMatchReference(String name, ModelConfig config, TestModels.Options options) throws Exception {
-        Path model = TestModels.write(config, options, 42, dir.resolve("model"));
+    void prefillAndDecodeMatchReference(String name, ModelConfig config, ModelGenerator.Options options) throws Exception {
+        Path model = ModelFixtures.write(config, options, 42, dir.resolve("model"));
         ReferenceModel reference = new ReferenceModel(config, model.resolve("model.safetensors"));
         Random rnd = new Random(7);
         long[] prompt = rnd.longs(7, 0, config.vocabSize()).toArray();
@@ -64,9 +66,9 @@ class ReferenceMatchTest {
     /** The scaling is not a no-op at these positions: the reference's logits differ with it and without it. */
     @Test
     void ropeScalingChangesTheLogitsItIsCheckedOn() throws Exception {
-        Path model = TestModels.write(TestModels.llamaGqa(LLAMA3), TestModels.Options.plain(), 42, dir.resolve("model"));
-        ReferenceModel scaled = new ReferenceModel(TestModels.llamaGqa(LLAMA3), model.resolve("model.safetensors"));
-        ReferenceModel plain = new ReferenceModel(TestModels.llamaGqa(), model.resolve("model.safetensors"));
+        Path model = ModelFixtures.write(ModelFixtures.llamaGqa(LLAMA3), ModelFixtures.weightsOnly(), 42, dir.resolve("model"));
+        ReferenceModel scaled = new ReferenceModel(ModelFixtures.llamaGqa(LLAMA3), model.resolve("model.safetensors"));
+        ReferenceModel plain = new ReferenceModel(ModelFixtures.llamaGqa(), model.resolve("model.safetensors"));
         long[] prompt = new Random(7).longs(7, 0, 128).toArray();
         double[] a = scaled.feed(prompt);
         double[] b = plain.feed(prompt);

@@ -3,6 +3,8 @@ package io.butterfly.worker.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,17 +27,17 @@ class SplitEqualsWholeTest {
 
     static Stream<Arguments> models() {
         return Stream.of(
-                Arguments.of("llama gqa", TestModels.llamaGqa(), TestModels.Options.plain()),
-                Arguments.of("llama qkv-bias tied", TestModels.llamaTied(), TestModels.Options.plain().withAttentionBias()),
-                Arguments.of("gpt2", TestModels.gpt2(), TestModels.Options.plain()));
+                Arguments.of("llama gqa", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly()),
+                Arguments.of("llama qkv-bias tied", ModelFixtures.llamaTied(), ModelFixtures.weightsOnly().withAttentionBias(true)),
+                Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly()));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
-    void everySplitMatchesTheWholeModelBitForBit(String name, ModelConfig config, TestModels.Options options) throws Exception {
-        Path model = TestModels.write(config, options, 11, dir.resolve("model"));
-        Path shards = dir.resolve("shards");
-        TestModels.writeShards(model, shards);
+    void everySplitMatchesTheWholeModelBitForBit(String name, ModelConfig config, ModelGenerator.Options options) throws Exception {
+        // The same seed writes the same tensors, once in one file and once in the registry's per-layer files.
+        Path model = ModelFixtures.write(config, options, 11, dir.resolve("model"));
+        Path shards = ModelFixtures.write(config, options.withPerLayerFiles(), 11, dir.resolve("shards"));
         List<byte[]> expected;
         List<long[]> inputs;
         try (Pipeline whole = Pipeline.whole(config, model)) {

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -17,15 +19,14 @@ class WeightLoadingTest {
     @TempDir
     static Path dir;
 
-    private static final ModelConfig CONFIG = TestModels.llamaGqa();
+    private static final ModelConfig CONFIG = ModelFixtures.llamaGqa();
     private static Path model;
     private static Path shards;
 
     @BeforeAll
     static void write() throws Exception {
-        model = TestModels.write(CONFIG, TestModels.Options.plain(), 2, dir.resolve("model"));
-        shards = dir.resolve("shards");
-        TestModels.writeShards(model, shards);
+        model = ModelFixtures.write(CONFIG, ModelFixtures.weightsOnly(), 2, dir.resolve("model"));
+        shards = ModelFixtures.write(CONFIG, ModelFixtures.weightsOnly().withPerLayerFiles(), 2, dir.resolve("shards"));
     }
 
     private static long layerParams(ModelConfig c) {
@@ -45,9 +46,9 @@ class WeightLoadingTest {
     void edgeStagesLoadEmbeddingAndHead() throws Exception {
         long embed = (long) CONFIG.vocabSize() * CONFIG.hiddenSize();
         try (DjlPartitionExecutor first = DjlPartitionExecutor.load(new PartitionSpec(CONFIG, 0, 1, true, false),
-                TestModels.shardsFor(new PartitionSpec(CONFIG, 0, 1, true, false), shards), ExecutorOptions.cpu());
+                Pipeline.shardsFor(new PartitionSpec(CONFIG, 0, 1, true, false), shards), ExecutorOptions.cpu());
              DjlPartitionExecutor last = DjlPartitionExecutor.load(new PartitionSpec(CONFIG, 3, 4, false, true),
-                     TestModels.shardsFor(new PartitionSpec(CONFIG, 3, 4, false, true), shards), ExecutorOptions.cpu())) {
+                     Pipeline.shardsFor(new PartitionSpec(CONFIG, 3, 4, false, true), shards), ExecutorOptions.cpu())) {
             assertThat(first.weightBytes()).isEqualTo((embed + layerParams(CONFIG)) * Float.BYTES);
             assertThat(last.weightBytes()).isEqualTo((layerParams(CONFIG) + CONFIG.hiddenSize() + embed) * Float.BYTES);
         }
@@ -56,7 +57,7 @@ class WeightLoadingTest {
     @Test
     void aMissingLayerFileNamesTheMissingTensor() {
         PartitionSpec spec = new PartitionSpec(CONFIG, 1, 3, false, false);
-        assertThatThrownBy(() -> DjlPartitionExecutor.load(spec, List.of(shards.resolve("layer-1.safetensors")), ExecutorOptions.cpu()))
+        assertThatThrownBy(() -> DjlPartitionExecutor.load(spec, List.of(shards.resolve(ModelGenerator.layerFile(1))), ExecutorOptions.cpu()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("model.layers.2.");
     }
 
@@ -82,13 +83,12 @@ class WeightLoadingTest {
     }
     @Test
     void anIdenticalCopyOfATensorInTwoFilesIsOneTensorButADifferentOneIsRefused() throws Exception {
-        ModelConfig tied = TestModels.llamaTied();
-        Path tiedModel = TestModels.write(tied, TestModels.Options.plain().withAttentionBias(), 5, dir.resolve("tied"));
-        Path other = TestModels.write(tied, TestModels.Options.plain().withAttentionBias(), 6, dir.resolve("tied-other"));
-        Path tiedShards = dir.resolve("tied-shards");
-        TestModels.writeShards(tiedModel, tiedShards);
+        ModelConfig tied = ModelFixtures.llamaTied();
+        ModelGenerator.Options qkvBias = ModelFixtures.weightsOnly().withAttentionBias(true);
+        Path other = ModelFixtures.write(tied, qkvBias, 6, dir.resolve("tied-other"));
+        Path tiedShards = ModelFixtures.write(tied, qkvBias.withPerLayerFiles(), 5, dir.resolve("tied-shards"));
         io.butterfly.common.safetensors.SafetensorsWriter.Entry embedding;
-        try (var f = io.butterfly.common.safetensors.SafetensorsFile.open(tiedShards.resolve("embed.safetensors"))) {
+        try (var f = io.butterfly.common.safetensors.SafetensorsFile.open(tiedShards.resolve(ModelGenerator.EMBED_FILE))) {
             var t = f.tensors().get("model.embed_tokens.weight");
             embedding = new io.butterfly.common.safetensors.SafetensorsWriter.Entry(t.name(), t.dtype(), t.shape(),
                     f.rawBytes(t.name()));
@@ -97,12 +97,12 @@ class WeightLoadingTest {
         Path copy = dir.resolve("embedding-copy.safetensors");
         io.butterfly.common.safetensors.SafetensorsWriter.write(copy, List.of(embedding), java.util.Map.of());
         PartitionSpec whole = PartitionSpec.whole(tied);
-        List<Path> files = new java.util.ArrayList<>(TestModels.shardsFor(whole, tiedShards));
+        List<Path> files = new java.util.ArrayList<>(Pipeline.shardsFor(whole, tiedShards));
         files.add(copy);
         try (DjlPartitionExecutor exec = DjlPartitionExecutor.load(whole, files, ExecutorOptions.cpu())) {
             assertThat(exec.spec()).isEqualTo(whole);
         }
-        List<Path> conflicting = new java.util.ArrayList<>(TestModels.shardsFor(whole, tiedShards));
+        List<Path> conflicting = new java.util.ArrayList<>(Pipeline.shardsFor(whole, tiedShards));
         conflicting.add(other.resolve("model.safetensors"));
         assertThatThrownBy(() -> DjlPartitionExecutor.load(whole, conflicting, ExecutorOptions.cpu()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is in both");

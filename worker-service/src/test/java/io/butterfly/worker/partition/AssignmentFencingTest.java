@@ -7,14 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.proto.common.v1.LayerRange;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.worker.cluster.CoordinatorLink;
-import io.butterfly.worker.cluster.PeerChannels;
-import io.butterfly.worker.config.RegistryClientProperties;
-import io.butterfly.worker.config.WorkerProperties;
-import org.springframework.util.unit.DataSize;
+import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.gateway.CoordinatorGateway;
+import io.butterfly.worker.gateway.PeerChannels;
+import io.butterfly.worker.gateway.RegistryGateway;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -27,12 +24,16 @@ class AssignmentFencingTest {
     @TempDir
     Path dataDir;
 
+    private final PeerChannels channels = new PeerChannels();
+
+    private PartitionManager manager(CoordinatorGateway coordinators) {
+        return new PartitionManager(new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),
+                new RegistryGateway(channels, 5, Duration.ofSeconds(5), 2, false, null), coordinators);
+    }
+
     @Test
     void assignmentFromAnOlderTermIsRefusedWithStaleTerm() {
-        WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", dataDir, "cpu", 1, "butterfly", "127.0.0.1",
-                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
-        PeerChannels channels = new PeerChannels();
-        PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null), channels, new CoordinatorLink(props, channels));
+        PartitionManager manager = manager(new CoordinatorGateway("w1", 100, null, channels));
 
         assertDoesNotThrow(() -> manager.assign(request(5, 1)));
 
@@ -48,31 +49,27 @@ class AssignmentFencingTest {
 
     @Test
     void aNewLeaderReAnnouncingTheAssignmentTakesOverReportsAndFencesTheOldOne() {
-        WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", dataDir, "cpu", 1, "butterfly", "127.0.0.1",
-                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
-        PeerChannels channels = new PeerChannels();
-        CoordinatorLink link = new CoordinatorLink(props, channels);
-        PartitionManager manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null), channels, link);
+        CoordinatorGateway coordinators = new CoordinatorGateway("w1", 100, null, channels);
+        PartitionManager manager = manager(coordinators);
 
         manager.assign(request(3, 1));
-        assertEquals("coordinator-0", link.coordinator().getNodeId());
+        assertEquals("coordinator-0", coordinators.coordinator().nodeId());
         // Same epoch and layers, new term, from the replica that now leads.
-        AssignPartitionRequest takeover = request(4, 1).toBuilder()
-                .setCoordinator(Endpoint.newBuilder().setNodeId("coordinator-1").setHost("127.0.0.1").setGrpcPort(2))
-                .build();
+        Assignment takeover = request(4, 1, new Endpoint("coordinator-1", "127.0.0.1", 2));
         manager.assign(takeover);
-        assertEquals("coordinator-1", link.coordinator().getNodeId());
+        assertEquals("coordinator-1", coordinators.coordinator().nodeId());
         ButterflyException refused = assertThrows(ButterflyException.class, () -> manager.assign(request(3, 1)));
         assertEquals(ErrorCode.STALE_TERM, refused.code());
-        assertEquals("coordinator-1", link.coordinator().getNodeId());
+        assertEquals("coordinator-1", coordinators.coordinator().nodeId());
     }
 
-    private static AssignPartitionRequest request(long term, long epoch) {
+    private static Assignment request(long term, long epoch) {
+        return request(term, epoch, new Endpoint("coordinator-0", "127.0.0.1", 1));
+    }
+
+    private static Assignment request(long term, long epoch, Endpoint coordinator) {
         // The registry endpoint is closed: loading fails in the background, which is irrelevant to fencing.
-        return AssignPartitionRequest.newBuilder().setModelId("m").setTerm(term).setEpoch(epoch)
-                .setLayers(LayerRange.newBuilder().setStart(0).setEnd(2))
-                .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost("127.0.0.1").setGrpcPort(1))
-                .setCoordinator(Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1").setGrpcPort(1))
-                .build();
+        return new Assignment("m", 0, 2, false, false, epoch, term, new Endpoint("registry", "127.0.0.1", 1), coordinator,
+                List.of());
     }
 }

@@ -7,11 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
-import io.butterfly.proto.common.v1.LayerRange;
 import io.butterfly.common.manifest.FileKind;
 import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.ChecksumReport;
+import io.butterfly.worker.cluster.Endpoint;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
@@ -20,8 +18,8 @@ import org.junit.jupiter.api.Test;
 /** The worker's ChecksumReport carries the digests its loaded bytes were verified with, whatever the manifest claims. */
 class PartitionChecksumsTest {
 
-    private static final AssignPartitionRequest ASSIGNMENT = AssignPartitionRequest.newBuilder().setEpoch(3)
-            .setLayers(LayerRange.newBuilder().setStart(0).setEnd(2)).setHasEmbedding(true).build();
+    private static final Endpoint NOWHERE = new Endpoint("", "", 0);
+    private static final Assignment ASSIGNMENT = new Assignment("", 0, 2, true, false, 3, 0, NOWHERE, NOWHERE, List.of());
 
     @Test
     void digestsComeFromTheVerifiedBytesNotFromTheManifest() {
@@ -34,13 +32,13 @@ class PartitionChecksumsTest {
                 new VerifiedFile(Path.of("layer_001.safetensors"), shaB, 15)));
 
         ChecksumReport r = PartitionChecksums.compute("w1", loaded);
-        assertEquals("w1", r.getNodeId());
-        assertEquals(3, r.getEpoch());
-        assertEquals(2, r.getLayerRange().getEnd());
-        assertTrue(r.getHasEmbedding());
-        assertEquals(List.of(shaA, shaB), r.getFilesList().stream().map(f -> f.getSha256()).toList());
-        assertEquals(List.of(16L, 15L), r.getFilesList().stream().map(f -> f.getSizeBytes()).toList());
-        assertEquals(MerkleTree.rootHex(List.of(shaA, shaB)), r.getWeightHash());
+        assertEquals("w1", r.nodeId());
+        assertEquals(3, r.epoch());
+        assertEquals(2, r.layerEnd());
+        assertTrue(r.hasEmbedding());
+        assertEquals(List.of(shaA, shaB), r.files().stream().map(ChecksumReport.FileChecksum::sha256).toList());
+        assertEquals(List.of(16L, 15L), r.files().stream().map(ChecksumReport.FileChecksum::sizeBytes).toList());
+        assertEquals(MerkleTree.rootHex(List.of(shaA, shaB)), r.weightHash());
     }
 
     @Test
@@ -50,7 +48,7 @@ class PartitionChecksumsTest {
                 new VerifiedFile(Path.of("a"), Sha256.hex("layer one bytes".getBytes(StandardCharsets.UTF_8)), 15))));
         ChecksumReport flipped = PartitionChecksums.compute("w1", new LoadedPartition(ASSIGNMENT, files, List.of(
                 new VerifiedFile(Path.of("a"), Sha256.hex("layer one bytez".getBytes(StandardCharsets.UTF_8)), 15))));
-        assertNotEquals(one.getWeightHash(), flipped.getWeightHash());
+        assertNotEquals(one.weightHash(), flipped.weightHash());
     }
 
     private static ManifestFile layer(String name, String checksum) {

@@ -1,23 +1,21 @@
 package io.butterfly.worker.partition;
 
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.ByteString;
 import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.safetensors.SafetensorsWriter;
-import io.butterfly.proto.common.v1.LayerRange;
+import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
-import io.butterfly.proto.coordinator.v1.LoadPhase;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
@@ -27,30 +25,24 @@ import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.worker.cluster.CoordinatorLink;
-import io.butterfly.worker.cluster.PeerChannels;
-import io.butterfly.worker.config.RegistryClientProperties;
-import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.testsupport.InProcessGrpc;
+import io.butterfly.testsupport.ModelFixtures;
+import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.engine.SequenceChunk;
 import io.butterfly.worker.engine.StageInput;
-import io.grpc.Server;
-import io.grpc.netty.NettyServerBuilder;
+import io.butterfly.worker.gateway.CoordinatorGateway;
+import io.butterfly.worker.gateway.RegistryGateway;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -60,18 +52,18 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.springframework.util.unit.DataSize;
 
 /**
  * The coordinator sends a worker the assignment it already holds READY when its state lacks that (the first READY
  * report was refused while it held the node FAILED): the worker says READY again, from the partition it has, instead
  * of ignoring the request or loading it again. A repeat that arrives while the load is still running says nothing
  * early. A real load of a one-layer Llama stage from a fake registry (signed manifest, chunked files), reporting to
- * a fake coordinator over gRPC.
+ * a fake coordinator over (in-process) gRPC.
  */
 class RepeatedAssignmentTest {
 
     private static final String MODEL = "m";
+    private static final String LAYER_0 = ModelGenerator.layerFile(0);
     private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 8, 2, 1, 16, 16, 32, 1e-5,
             10000.0, false, 1, 2);
 
@@ -148,7 +140,7 @@ class RepeatedAssignmentTest {
         }
 
         List<LoadPhase> phases() {
-            return reports.stream().map(LoadReport::getPhase).toList();
+            return reports.stream().map(r -> LoadPhase.valueOf(r.getPhase().name())).toList();
         }
     }
 
@@ -157,7 +149,7 @@ class RepeatedAssignmentTest {
 
     private final FakeRegistry registry = new FakeRegistry();
     private final FakeCoordinator coordinator = new FakeCoordinator();
-    private final List<Server> servers = new ArrayList<>();
+    private InProcessGrpc peers;
     private PartitionManager manager;
 
     @BeforeEach
@@ -165,21 +157,19 @@ class RepeatedAssignmentTest {
         NodeIdentity publisher = NodeIdentity.ephemeral();
         registry.dir = Files.createDirectories(tmp.resolve("published"));
         registry.manifest = publish(registry.dir, publisher);
-        servers.add(serve(new InetSocketAddress("127.0.0.1", 0), registry));
-        servers.add(serve(new InetSocketAddress("127.0.0.1", 0), coordinator));
-        WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", tmp.resolve("worker"), "cpu", 1, "butterfly",
-                "127.0.0.1", 1, 100, "127.0.0.1", 0, List.of(publisher.publicKeyHex()), 5000, DataSize.ofBytes(0),
-                Duration.ofMinutes(10), DataSize.ofBytes(0));
-        PeerChannels channels = new PeerChannels();
-        manager = new PartitionManager(props, new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null),
-                channels, new CoordinatorLink(props, channels));
+        // Both fakes in one in-process server: every address the worker dials leads there.
+        peers = InProcessGrpc.serving(registry, coordinator);
+        manager = new PartitionManager(new PartitionSettings("w1", tmp.resolve("worker"),
+                List.of(publisher.publicKeyHex()), new ExecutorOptions("cpu", 1)),
+                new RegistryGateway((host, port) -> peers.channel(), 5, Duration.ofSeconds(5), 2, false, null),
+                new CoordinatorGateway("w1", 100, null, (host, port) -> peers.channel()));
     }
 
     @AfterEach
     void stop() {
         registry.release.countDown();
         manager.close();
-        servers.forEach(Server::shutdownNow);
+        peers.close();
     }
 
     @Test
@@ -187,7 +177,7 @@ class RepeatedAssignmentTest {
         manager.assign(assignment());
         awaitReports(LoadPhase.READY, 1);
         LoadReport firstReady = coordinator.reports.get(coordinator.reports.size() - 1);
-        assertThat(firstReady.getPhase()).isEqualTo(LoadPhase.READY);
+        assertThat(firstReady.getPhase()).isEqualTo(io.butterfly.proto.coordinator.v1.LoadPhase.READY);
         assertThat(coordinator.phases()).containsSubsequence(LoadPhase.VALIDATING, LoadPhase.LOADED,
                 LoadPhase.WARMING, LoadPhase.READY);
         int reportsBefore = coordinator.reports.size();
@@ -240,7 +230,7 @@ class RepeatedAssignmentTest {
 
         // Epoch 2 is assigned; its manifest is held back, so its load does not finish (or, later, fails).
         registry.release = new CountDownLatch(1);
-        manager.assign(assignment().toBuilder().setEpoch(2).build());
+        manager.assign(assignment(2));
 
         // Nothing can run on epoch 1's partition any more: it must not hold its weights and caches meanwhile
         // (a worker sized for one partition held two while the new one loaded, and kept the old one for ever
@@ -252,14 +242,13 @@ class RepeatedAssignmentTest {
         assertThat(manager.loadedExecutor()).isNull();
     }
 
-    private AssignPartitionRequest assignment() {
-        return AssignPartitionRequest.newBuilder().setModelId(MODEL).setTerm(3).setEpoch(1)
-                .setLayers(LayerRange.newBuilder().setStart(0).setEnd(1))
-                .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost("127.0.0.1")
-                        .setGrpcPort(servers.get(0).getPort()))
-                .setCoordinator(Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1")
-                        .setGrpcPort(servers.get(1).getPort()))
-                .build();
+    private static Assignment assignment() {
+        return assignment(1);
+    }
+
+    private static Assignment assignment(long epoch) {
+        return new Assignment(MODEL, 0, 1, false, false, epoch, 3, new Endpoint("registry", "127.0.0.1", 1),
+                new Endpoint("coordinator-0", "127.0.0.1", 2), List.of());
     }
 
     /** The first load starts the engine, which may take a while on a busy machine; a repeat is answered at once. */
@@ -268,51 +257,18 @@ class RepeatedAssignmentTest {
                 .until(() -> coordinator.phases().stream().filter(p -> p == phase).count() >= count);
     }
 
-    private static Server serve(InetSocketAddress address, io.grpc.BindableService service) throws IOException {
-        return NettyServerBuilder.forAddress(address).addService(service).build().start();
-    }
-
     /** Writes config.json and layer 0 of a tiny Llama into {@code dir}; the signed manifest of both. */
     private static ModelManifest publish(Path dir, NodeIdentity publisher) throws IOException {
-        CONFIG.write(dir.resolve("config.json"));
-        int h = CONFIG.hiddenSize();
-        int kv = CONFIG.kvDim();
-        int inter = CONFIG.intermediateSize();
-        Random rnd = new Random(42);
-        String p = "model.layers.0.";
-        SafetensorsWriter.write(dir.resolve("layer-0.safetensors"), List.of(
-                tensor(rnd, p + "input_layernorm.weight", h),
-                tensor(rnd, p + "self_attn.q_proj.weight", h, h),
-                tensor(rnd, p + "self_attn.k_proj.weight", kv, h),
-                tensor(rnd, p + "self_attn.v_proj.weight", kv, h),
-                tensor(rnd, p + "self_attn.o_proj.weight", h, h),
-                tensor(rnd, p + "post_attention_layernorm.weight", h),
-                tensor(rnd, p + "mlp.gate_proj.weight", inter, h),
-                tensor(rnd, p + "mlp.up_proj.weight", inter, h),
-                tensor(rnd, p + "mlp.down_proj.weight", h, inter)), Map.of());
+        ModelFixtures.write(CONFIG, ModelFixtures.weightsOnly().withPerLayerFiles(), 42, dir);
         List<WeightFile> files = List.of(
                 file(dir, "config.json", FileKind.CONFIG, "json", 0, 0),
-                file(dir, "layer-0.safetensors", FileKind.LAYER, "safetensors", 0, 1));
+                file(dir, LAYER_0, FileKind.LAYER, "safetensors", 0, 1));
         ModelManifest unsigned = ModelManifest.newBuilder().setModelId(MODEL).setArchitecture("llama").setVersion("1")
-                .setNumLayers(CONFIG.numLayers()).setHiddenSize(h).setVocabSize(CONFIG.vocabSize()).setDtype("F32")
-                .addAllFiles(files)
+                .setNumLayers(CONFIG.numLayers()).setHiddenSize(CONFIG.hiddenSize()).setVocabSize(CONFIG.vocabSize())
+                .setDtype("F32").addAllFiles(files)
                 .setMerkleRoot(MerkleTree.rootHex(files.stream().map(WeightFile::getChecksum).toList()))
                 .build();
         return ManifestMessages.toProto(ManifestVerifier.sign(ManifestMessages.fromProto(unsigned), publisher));
-    }
-
-    private static SafetensorsWriter.Entry tensor(Random rnd, String name, int... shape) {
-        int n = 1;
-        long[] dims = new long[shape.length];
-        for (int i = 0; i < shape.length; i++) {
-            n *= shape[i];
-            dims[i] = shape[i];
-        }
-        float[] values = new float[n];
-        for (int i = 0; i < n; i++) {
-            values[i] = (float) (0.1 * rnd.nextGaussian());
-        }
-        return SafetensorsWriter.Entry.float32(name, dims, values);
     }
 
     private static WeightFile file(Path dir, String name, FileKind kind, String format, int start, int end)

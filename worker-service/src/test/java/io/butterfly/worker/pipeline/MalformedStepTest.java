@@ -5,31 +5,28 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.grpc.GrpcErrors;
+import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.StreamClosed;
-import io.butterfly.worker.cluster.CoordinatorLink;
-import io.butterfly.worker.cluster.PeerChannels;
-import io.butterfly.worker.config.RegistryClientProperties;
-import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.testsupport.InProcessGrpc;
+import io.butterfly.testsupport.OneWaySink;
+import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.gateway.CoordinatorGateway;
+import io.butterfly.worker.gateway.RegistryGateway;
+import io.butterfly.worker.gateway.StageGateway;
 import io.butterfly.worker.partition.PartitionManager;
-import io.grpc.Grpc;
-import io.grpc.InsecureServerCredentials;
-import io.grpc.Server;
+import io.butterfly.worker.partition.PartitionSettings;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.springframework.util.unit.DataSize;
 
 /**
  * A step naming unusable peer addresses is refused naming the field, and never escapes {@code accept}: an
@@ -40,56 +37,41 @@ class MalformedStepTest {
     @TempDir
     Path dataDir;
 
-    private final LinkedBlockingQueue<StepOutcome> outcomes = new LinkedBlockingQueue<>();
-    private Server coordinator;
+    private final OneWaySink<StepOutcome> outcomes = new OneWaySink<>();
+    private InProcessGrpc coordinator;
+    private CoordinatorGateway coordinators;
     private PipelineStage stage;
 
     @BeforeEach
-    void start() throws Exception {
-        coordinator = Grpc.newServerBuilderForPort(0, InsecureServerCredentials.create())
-                .addService(new CoordinatorServiceGrpc.CoordinatorServiceImplBase() {
-                    @Override
-                    public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
-                        return new StreamObserver<>() {
-                            @Override
-                            public void onNext(StepOutcome outcome) {
-                                outcomes.add(outcome);
-                            }
-
-                            @Override
-                            public void onError(Throwable t) {
-                            }
-
-                            @Override
-                            public void onCompleted() {
-                                closed.onNext(StreamClosed.getDefaultInstance());
-                                closed.onCompleted();
-                            }
-                        };
-                    }
-                })
-                .build().start();
-        WorkerProperties props = new WorkerProperties("w1", "127.0.0.1", dataDir, "cpu", 1, "butterfly", "127.0.0.1",
-                1, 100, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
-        PeerChannels channels = new PeerChannels();
-        PartitionManager partitions = new PartitionManager(props,
-                new RegistryClientProperties(5, Duration.ofSeconds(5), 2, false, null), channels, new CoordinatorLink(props, channels));
-        stage = new PipelineStage(partitions, channels, new StepStreams(channels, props), props);
+    void start() {
+        coordinator = InProcessGrpc.serving(new CoordinatorServiceGrpc.CoordinatorServiceImplBase() {
+            @Override
+            public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
+                return outcomes.open(closed);
+            }
+        });
+        // Every address the stage dials leads to the fake coordinator.
+        OneWayStreams.Channels channels = (host, port) -> coordinator.channel();
+        coordinators = new CoordinatorGateway("w1", 100, null, channels);
+        PartitionManager partitions = new PartitionManager(
+                new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),
+                new RegistryGateway(channels, 5, Duration.ofSeconds(5), 2, false, null), coordinators);
+        stage = new PipelineStage(partitions, new StageGateway(channels, coordinators, "w1"), coordinators, "w1");
     }
 
     @AfterEach
     void stop() {
-        coordinator.shutdownNow();
+        coordinators.close();
+        coordinator.close();
     }
 
     @Test
     void aStepNamingAnUnusableNextStageIsAnsweredInvalidArgumentNamingTheField() throws Exception {
-        ForwardRequest step = step(endpoint("127.0.0.1", coordinator.getPort()))
-                .addDownstream(endpoint("no such host", 9091)).build();
+        Step step = step(endpoint("127.0.0.1", 9080), List.of(endpoint("no such host", 9091)));
 
         assertThatCode(() -> stage.accept(step)).doesNotThrowAnyException();
 
-        StepOutcome outcome = outcomes.poll(10, TimeUnit.SECONDS);
+        StepOutcome outcome = outcomes.poll(10);
         assertThat(outcome).isNotNull();
         assertThat(outcome.getFailure().getGrpcStatus()).isEqualTo(Status.Code.INVALID_ARGUMENT.value());
         assertThat(GrpcErrors.fromProto(outcome.getFailure().getCode())).isEqualTo(ErrorCode.INVALID_MESSAGE);
@@ -99,15 +81,16 @@ class MalformedStepTest {
     @Test
     void aStepWhoseReplyToCannotBeDialledIsDroppedWithoutBreakingTheStream() {
         for (Endpoint replyTo : List.of(endpoint("", 9080), endpoint("127.0.0.1", 0), endpoint("127.0.0.1", 70000))) {
-            assertThatCode(() -> stage.accept(step(replyTo).build())).doesNotThrowAnyException();
+            assertThatCode(() -> stage.accept(step(replyTo, List.of()))).doesNotThrowAnyException();
         }
     }
 
-    private static ForwardRequest.Builder step(Endpoint replyTo) {
-        return ForwardRequest.newBuilder().setTaskId("t").setStep(0).setEpoch(1).setReplyTo(replyTo);
+    /** A step of task "t" whose input is never reached: the addresses are checked first. */
+    private static Step step(Endpoint replyTo, List<Endpoint> downstream) {
+        return new Step("t", 0, 1, List.of(), null, downstream, replyTo, List.of());
     }
 
     private static Endpoint endpoint(String host, int port) {
-        return Endpoint.newBuilder().setNodeId("n").setHost(host).setGrpcPort(port).build();
+        return new Endpoint("n", host, port);
     }
 }

@@ -34,14 +34,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.stereotype.Service;
 
 /**
  * gRPC edge of the registry: manifests and chunked file transfer. Each chunk carries its SHA-256; the
  * client verifies chunks and the whole file against the manifest and refuses what does not match.
  */
-@Service
 public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImplBase {
 
     /** The smallest chunk served, whatever a request asks. */
@@ -53,15 +50,15 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
     private final int maxChunkBytes;
     private final int zstdLevel;
 
-    @Autowired
-    public ModelRegistryGrpcService(ModelCatalog catalog, io.butterfly.registry.config.RegistryProperties props) {
-        this(catalog, props.maxChunkBytes(), props.zstdLevel());
-    }
-
+    /** Serves uncompressed chunks of at most {@code maxChunkBytes}. */
     public ModelRegistryGrpcService(ModelCatalog catalog, int maxChunkBytes) {
         this(catalog, maxChunkBytes, 0);
     }
 
+    /**
+     * @param maxChunkBytes the largest chunk served (clients may ask for less)
+     * @param zstdLevel     zstd level of chunks sent to clients that offer COMPRESSION (0: never compress)
+     */
     public ModelRegistryGrpcService(ModelCatalog catalog, int maxChunkBytes, int zstdLevel) {
         this.catalog = catalog;
         this.maxChunkBytes = maxChunkBytes;

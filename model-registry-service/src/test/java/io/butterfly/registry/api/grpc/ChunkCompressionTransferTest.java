@@ -1,24 +1,19 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.proto.registry.v1.ChunkCompression;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
-import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.proto.registry.v1.WeightFile;
 import io.butterfly.registry.catalog.ModelCatalog;
-import io.grpc.ManagedChannel;
-import io.grpc.Server;
+import io.butterfly.testsupport.InProcessGrpc;
 import io.grpc.ServerInterceptors;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -35,8 +30,7 @@ class ChunkCompressionTransferTest {
     @TempDir
     Path tmp;
 
-    private Server server;
-    private ManagedChannel channel;
+    private InProcessGrpc registry;
     private ModelRegistryGrpc.ModelRegistryBlockingStub stub;
     private Manifest manifest;
     private final List<FileChunk> sent = new CopyOnWriteArrayList<>();
@@ -44,20 +38,16 @@ class ChunkCompressionTransferTest {
     @BeforeEach
     void start() throws Exception {
         ModelCatalog catalog = TransferFixtures.importTiny(tmp, 5);
-        String name = InProcessServerBuilder.generateName();
-        server = InProcessServerBuilder.forName(name)
-                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 4096, 3),
-                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), TransferFixtures.recordResponses(FileChunk.class, sent)))
-                .build().start();
-        channel = InProcessChannelBuilder.forName(name).build();
-        stub = ModelRegistryGrpc.newBlockingStub(channel);
+        registry = InProcessGrpc.serving(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 4096, 3),
+                new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()),
+                TransferFixtures.recordResponses(FileChunk.class, sent)));
+        stub = ModelRegistryGrpc.newBlockingStub(registry.channel());
         manifest = ManifestMessages.fromProto(stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build()));
     }
 
     @AfterEach
     void stop() {
-        channel.shutdownNow();
-        server.shutdownNow();
+        registry.close();
     }
 
     @Test

@@ -1,16 +1,16 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
@@ -18,19 +18,15 @@ import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.proto.registry.v1.WeightFile;
 import io.butterfly.registry.catalog.ModelCatalog;
-import io.grpc.ManagedChannel;
+import io.butterfly.testsupport.InProcessGrpc;
 import io.grpc.Metadata;
-import io.grpc.Server;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -52,8 +48,7 @@ class FetchFileTransferTest {
     @TempDir
     Path tmp;
 
-    private Server server;
-    private ManagedChannel channel;
+    private InProcessGrpc registry;
     private ModelRegistryGrpc.ModelRegistryBlockingStub stub;
     private Manifest manifest;
     private final List<FetchFileRequest> fetches = new CopyOnWriteArrayList<>();
@@ -61,21 +56,17 @@ class FetchFileTransferTest {
     @BeforeEach
     void start() throws Exception {
         ModelCatalog catalog = TransferFixtures.importTiny(tmp, 5);
-        String name = InProcessServerBuilder.generateName();
         // Small chunks so every shard takes several messages.
-        server = InProcessServerBuilder.forName(name)
-                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
-                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()), TransferFixtures.recordRequests(FetchFileRequest.class, fetches)))
-                .build().start();
-        channel = InProcessChannelBuilder.forName(name).build();
-        stub = ModelRegistryGrpc.newBlockingStub(channel);
+        registry = InProcessGrpc.serving(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
+                new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()),
+                TransferFixtures.recordRequests(FetchFileRequest.class, fetches)));
+        stub = ModelRegistryGrpc.newBlockingStub(registry.channel());
         manifest = ManifestMessages.fromProto(stub.getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build()));
     }
 
     @AfterEach
     void stop() {
-        channel.shutdownNow();
-        server.shutdownNow();
+        registry.close();
     }
 
     @Test
@@ -153,13 +144,9 @@ class FetchFileTransferTest {
                 };
             }
         };
-        String name = InProcessServerBuilder.generateName();
-        Server gated = InProcessServerBuilder.forName(name)
-                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(TransferFixtures.openStore(tmp), 1000), gate))
-                .build().start();
-        ManagedChannel gatedChannel = InProcessChannelBuilder.forName(name).build();
-        try {
-            ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(gatedChannel),
+        try (InProcessGrpc gated = InProcessGrpc.serving(
+                ServerInterceptors.intercept(new ModelRegistryGrpcService(TransferFixtures.openStore(tmp), 1000), gate))) {
+            ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(gated.channel()),
                     Duration.ofMinutes(5), 1000, ShardDownloader.RetryPolicy.DEFAULT, 2);
             Path dest = tmp.resolve("dest");
 
@@ -176,9 +163,6 @@ class FetchFileTransferTest {
                     assertThat(t.isAlive()).as("a fetch thread outlived the download").isFalse();
                 }
             }
-        } finally {
-            gatedChannel.shutdownNow();
-            gated.shutdownNow();
         }
     }
 
@@ -287,16 +271,12 @@ class FetchFileTransferTest {
         String name = "layer-00001.safetensors";
         ModelCatalog catalog = TransferFixtures.openStore(tmp);
         catalog.loadStored();
-        String serverName = InProcessServerBuilder.generateName();
-        Server flipping = InProcessServerBuilder.forName(serverName)
-                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
-                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()),
-                        flipThirdChunk(new java.util.concurrent.atomic.AtomicInteger(corruptStreams), dropCrc)))
-                .build().start();
-        ManagedChannel ch = InProcessChannelBuilder.forName(serverName).build();
+        InProcessGrpc flipping = InProcessGrpc.serving(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
+                new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler()),
+                flipThirdChunk(new java.util.concurrent.atomic.AtomicInteger(corruptStreams), dropCrc)));
         Path dest = tmp.resolve("dest-transit");
         byte[] original = Files.readAllBytes(tmp.resolve("store/tiny").resolve(name));
-        ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(ch), Duration.ofMinutes(1),
+        ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(flipping.channel()), Duration.ofMinutes(1),
                 ShardDownloader.DEFAULT_CHUNK_SIZE,
                 new ShardDownloader.RetryPolicy(2, 2, Duration.ofMillis(10), Duration.ofMillis(50)));
         try {
@@ -323,8 +303,7 @@ class FetchFileTransferTest {
                 assertThat(downloader.bytesFetched()).isEqualTo(original.length);
             }
         } finally {
-            ch.shutdownNow();
-            flipping.shutdownNow();
+            flipping.close();
         }
     }
 

@@ -7,9 +7,9 @@ import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.transfer.RegistryCircuitBreaker;
 import io.butterfly.common.transfer.ShardDownloader;
-import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.registry.catalog.ModelCatalog;
+import io.butterfly.testsupport.InProcessGrpc;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -47,6 +47,7 @@ class RegistryCircuitBreakerTest {
         Manifest manifest = catalog.get("tiny");
         byte[] original = Files.readAllBytes(tmp.resolve("store/tiny").resolve(FILE));
 
+        // Not InProcessGrpc: the registry must be absent at first and appear later under the name the client dials.
         String name = InProcessServerBuilder.generateName();
         AtomicInteger calls = new AtomicInteger();
         ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
@@ -104,17 +105,12 @@ class RegistryCircuitBreakerTest {
     void aLocalFailureHandsTheHalfOpenProbeBackInsteadOfBlockingTheBreakerForEver() throws Exception {
         ModelCatalog catalog = TransferFixtures.importTiny(tmp, 2);
         Manifest manifest = catalog.get("tiny");
-        String name = InProcessServerBuilder.generateName();
-        Server server = InProcessServerBuilder.forName(name)
-                .addService(ServerInterceptors.intercept(new ModelRegistryGrpcService(catalog, 1000),
-                        new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler())))
-                .build().start();
-        ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
-        try {
+        try (InProcessGrpc registry = InProcessGrpc.serving(ServerInterceptors.intercept(
+                new ModelRegistryGrpcService(catalog, 1000), new GrpcExceptionHandlerInterceptor(new ButterflyGrpcExceptionHandler())))) {
             CircuitBreaker breaker = RegistryCircuitBreaker.create("registry", 3, Duration.ofSeconds(60));
             breaker.transitionToOpenState();
             breaker.transitionToHalfOpenState(); // one probe call allowed
-            ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(channel),
+            ShardDownloader downloader = new ShardDownloader(ModelRegistryGrpc.newBlockingStub(registry.channel()),
                     Duration.ofSeconds(30), 1000, ShardDownloader.RetryPolicy.DEFAULT).withCircuitBreaker(breaker);
 
             // A failure on this side while the probe call streams (here the progress callback; a full disk
@@ -125,9 +121,6 @@ class RegistryCircuitBreakerTest {
 
             assertThat(breaker.getState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
             assertThat(breaker.tryAcquirePermission()).as("the probe permission was handed back").isTrue();
-        } finally {
-            channel.shutdownNow();
-            server.shutdownNow();
         }
     }
 }

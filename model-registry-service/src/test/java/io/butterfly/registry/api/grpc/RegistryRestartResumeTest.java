@@ -1,8 +1,8 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.GrpcChannels;
@@ -10,7 +10,6 @@ import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
-import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.grpc.ForwardingServerCall;

@@ -1,6 +1,6 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.registry.TinyModels;
+import io.butterfly.testsupport.ModelFixtures;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.catalog.ModelImporter;
 import io.butterfly.registry.store.ModelStore;
@@ -20,9 +20,9 @@ final class TransferFixtures {
     private TransferFixtures() {
     }
 
-    /** The catalog over {@code <tmp>/store} with model "tiny" (a Llama of {@code layers} layers) imported. */
-    static ModelCatalog importTiny(Path tmp, int layers) throws Exception {
-        TinyModels.write(tmp.resolve("src/tiny"), TinyModels.llama(true), "F32", 1, layers);
+    /** The catalog over {@code <tmp>/store} with model "tiny" (a three-layer Llama, weights seeded with {@code seed}) imported. */
+    static ModelCatalog importTiny(Path tmp, long seed) throws Exception {
+        ModelFixtures.write(ModelFixtures.tinyLlama(true), seed, tmp.resolve("src/tiny"));
         ModelCatalog catalog = openStore(tmp);
         catalog.importModel(tmp.resolve("src/tiny"), null);
         return catalog;

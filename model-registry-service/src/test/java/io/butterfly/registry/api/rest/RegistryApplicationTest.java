@@ -7,7 +7,7 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.jsonPath;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
 
-import io.butterfly.registry.TinyModels;
+import io.butterfly.testsupport.ModelFixtures;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -31,8 +31,8 @@ class RegistryApplicationTest {
     static {
         try {
             WORK = Files.createTempDirectory("registry-app-test");
-            TinyModels.write(WORK.resolve("models/app-tiny"), TinyModels.llama(false), "F32", 1, 9);
-            TinyModels.write(WORK.resolve("models/posted"), TinyModels.gpt2(), "F32", 1, 10);
+            ModelFixtures.write(ModelFixtures.tinyLlama(false), 9, WORK.resolve("models/app-tiny"));
+            ModelFixtures.write(ModelFixtures.tinyGpt2(), 10, WORK.resolve("models/posted"));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -1,10 +1,9 @@
 package io.butterfly.worker.api.rest;
 
 import io.butterfly.worker.capability.CapabilityProbe;
-import io.butterfly.worker.cluster.ClusterMembership;
-import io.butterfly.worker.cluster.CoordinatorLink;
-import io.butterfly.worker.config.WorkerProperties;
 import io.butterfly.worker.engine.PartitionExecutor;
+import io.butterfly.worker.gateway.CoordinatorGateway;
+import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionStatus;
 import io.butterfly.worker.pipeline.PipelineStage;
@@ -20,16 +19,14 @@ import org.springframework.web.bind.annotation.RestController;
 @RequestMapping("/api/v1/worker")
 public class WorkerStateController {
 
-    private final WorkerProperties props;
     private final PartitionManager partitions;
-    private final ClusterMembership membership;
-    private final CoordinatorLink coordinator;
+    private final DiscoveryGateway membership;
+    private final CoordinatorGateway coordinator;
     private final PipelineStage stage;
     private final CapabilityProbe capabilities;
 
-    public WorkerStateController(WorkerProperties props, PartitionManager partitions, ClusterMembership membership,
-                                 CoordinatorLink coordinator, PipelineStage stage, CapabilityProbe capabilities) {
-        this.props = props;
+    public WorkerStateController(PartitionManager partitions, DiscoveryGateway membership, CoordinatorGateway coordinator,
+                                 PipelineStage stage, CapabilityProbe capabilities) {
         this.partitions = partitions;
         this.membership = membership;
         this.coordinator = coordinator;
@@ -41,7 +38,7 @@ public class WorkerStateController {
     public Map<String, Object> state() {
         PartitionStatus s = partitions.status();
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("node_id", props.nodeId());
+        out.put("node_id", partitions.settings().nodeId());
         out.put("state", workerState(s));
         out.put("joined", membership.joined());
         if (membership.joinError() != null) {
@@ -85,7 +82,7 @@ public class WorkerStateController {
         PartitionExecutor executor = partitions.loadedExecutor();
         out.put("cached_sequences", executor == null ? 0 : executor.cachedSequences());
         out.put("kv_cache_bytes", executor == null ? 0 : executor.cachedBytes());
-        out.put("kv_cache_budget_bytes", props.kvCacheBudget().toBytes());
+        out.put("kv_cache_budget_bytes", partitions.settings().executor().kvCacheBytes());
         return out;
     }
 

@@ -9,6 +9,7 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -18,39 +19,96 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Writes a seeded random Hugging Face model directory: {@code config.json}, {@code tokenizer.json} and
- * {@code model.safetensors} (written last, so its presence marks a complete directory).
+ * {@code model.safetensors} (written last, so its presence marks a complete directory), or the variants
+ * {@link Options} describes.
  *
  * <p>Tensor names, shapes and initialisation scales follow Hugging Face layouts: Llama
  * ({@code model.embed_tokens.weight}, {@code model.layers.N.*}, {@code model.norm.weight}, {@code lm_head.weight}
  * unless tied) and GPT-2 ({@code transformer.wte}, {@code wpe}, {@code h.N.…}, {@code ln_f}, Conv1D weights stored {@code [in, out]}). Values
- * come from one {@link Random} seeded with {@code seed}, so the same config and seed give identical bytes.
+ * come from one {@link Random} seeded with {@code seed}, so the same config and seed give identical bytes, whatever
+ * the {@link Options#shards() files} they are spread over.
  */
 public final class ModelGenerator {
 
+    /** The weights file of a one-file model. */
+    public static final String WEIGHTS_FILE = "model.safetensors";
+    /** Where each tensor of a sharded model is (Hugging Face's index of its shards). */
+    public static final String SHARD_INDEX_FILE = "model.safetensors.index.json";
+    /** Per-layer layout: the token (and position) embeddings. */
+    public static final String EMBED_FILE = "embed.safetensors";
+    /** Per-layer layout: the final norm and the LM head. */
+    public static final String HEAD_FILE = "head.safetensors";
+
     /**
-     * Generation options.
+     * Generation options. The defaults ({@link #defaults()}) are what {@code model generate} writes; the others make
+     * the variants tests load: checkpoints other tools write, and the per-stage files the registry serves.
      *
-     * @param dtype         tensor dtype: {@code F32}, {@code F16} or {@code BF16}
-     * @param attentionBias Qwen2-style q/k/v projection biases (Llama only; the config then says qwen2)
+     * @param dtype             tensor dtype: {@code F32}, {@code F16} or {@code BF16}
+     * @param attentionBias     Qwen2-style q/k/v projection biases (Llama only; the config then says qwen2)
+     * @param outputBias        an o_proj bias as well (Llama only, with {@code attentionBias}: Llama's
+     *                          {@code attention_bias}, which puts a bias on all four projections)
+     * @param transformerPrefix GPT-2 tensor names start with {@code transformer.}, as {@code GPT2LMHeadModel} saves
+     *                          them; without it they are named as {@code GPT2Model} saves them
+     * @param tokenizer         write {@code tokenizer.json}; without it the vocabulary may be smaller than the 256
+     *                          byte symbols a byte-level tokenizer needs (weights-only test models)
+     * @param shards            weights files: 1 writes {@value #WEIGHTS_FILE}; more write Hugging Face shards
+     *                          {@code model-0000i-of-0000n.safetensors} (the tensors in order, split evenly by count)
+     *                          and {@value #SHARD_INDEX_FILE}
+     * @param perLayerFiles     one file per pipeline part instead, as the registry serves a model:
+     *                          {@value #EMBED_FILE}, {@code layer-00000.safetensors}..., {@value #HEAD_FILE} (each
+     *                          tensor once: a tied head's stage needs {@value #EMBED_FILE} too)
      */
-    public record Options(String dtype, boolean attentionBias) {
+    public record Options(String dtype, boolean attentionBias, boolean outputBias, boolean transformerPrefix,
+                          boolean tokenizer, int shards, boolean perLayerFiles) {
 
         public Options {
             dtype = normaliseDtype(dtype);
+            if (outputBias && !attentionBias) {
+                throw new IllegalArgumentException("an o_proj bias without q/k/v biases is no Hugging Face layout");
+            }
+            if (shards < 1) {
+                throw new IllegalArgumentException("shards must be at least 1, got " + shards);
+            }
+            if (perLayerFiles && shards > 1) {
+                throw new IllegalArgumentException("per-layer files and Hugging Face shards are two layouts: choose one");
+            }
         }
 
         public static Options defaults() {
-            return new Options("F32", false);
+            return new Options("F32", false, false, true, true, 1, false);
         }
 
         public Options withDtype(String d) {
-            return new Options(d, attentionBias);
+            return new Options(d, attentionBias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles);
         }
 
         public Options withAttentionBias(boolean bias) {
-            return new Options(dtype, bias);
+            return new Options(dtype, bias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles);
+        }
+
+        /** q/k/v and o_proj biases (Llama's {@code attention_bias}). */
+        public Options withAllAttentionBiases() {
+            return new Options(dtype, true, true, transformerPrefix, tokenizer, shards, perLayerFiles);
+        }
+
+        public Options withoutTransformerPrefix() {
+            return new Options(dtype, attentionBias, outputBias, false, tokenizer, shards, perLayerFiles);
+        }
+
+        public Options withoutTokenizer() {
+            return new Options(dtype, attentionBias, outputBias, transformerPrefix, false, shards, perLayerFiles);
+        }
+
+        public Options withShards(int n) {
+            return new Options(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, n, perLayerFiles);
+        }
+
+        public Options withPerLayerFiles() {
+            return new Options(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, shards, true);
         }
     }
+
+    private static final Map<String, String> METADATA = Map.of("format", "pt");
 
     private ModelGenerator() {
     }
@@ -66,11 +124,20 @@ public final class ModelGenerator {
     }
 
     public static void generate(ModelConfig config, long seed, Path dir, Options options) throws IOException {
-        TokenizerGenerator.specialTokens(config); // validates the vocabulary before any heavy work
+        if (options.tokenizer()) {
+            TokenizerGenerator.specialTokens(config); // validates the vocabulary before any heavy work
+        }
         Files.createDirectories(dir);
-        TokenizerGenerator.write(config, dir.resolve("tokenizer.json"));
+        if (options.tokenizer()) {
+            TokenizerGenerator.write(config, dir.resolve("tokenizer.json"));
+        }
         writeConfig(config, options, dir.resolve("config.json"));
-        SafetensorsWriter.write(dir.resolve("model.safetensors"), tensors(config, seed, options), Map.of("format", "pt"));
+        writeWeights(parts(config, seed, options), options, dir);
+    }
+
+    /** The name of layer {@code layer}'s file in the per-layer layout. */
+    public static String layerFile(int layer) {
+        return String.format("layer-%05d.safetensors", layer);
     }
 
     /** Maps {@code f32|float32|f16|float16|fp16|bf16|bfloat16} (any case) to a safetensors dtype. */
@@ -97,7 +164,9 @@ public final class ModelGenerator {
             case "BF16" -> "bfloat16";
             default -> "float32";
         });
-        if (options.attentionBias() && config.architecture() == Architecture.LLAMA) {
+        if (options.outputBias() && config.architecture() == Architecture.LLAMA) {
+            hf.put("attention_bias", true); // Llama's: biases on q, k, v and o
+        } else if (options.attentionBias() && config.architecture() == Architecture.LLAMA) {
             // Biases on q/k/v only are Qwen2's layout. A Llama config's attention_bias would promise an o_proj bias
             // too, which Hugging Face would then initialise at random: the checkpoint would not mean what we run.
             hf.put("architectures", List.of("Qwen2ForCausalLM"));
@@ -106,17 +175,56 @@ public final class ModelGenerator {
         Files.write(file, JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build().writeValueAsBytes(hf));
     }
 
-    /** The tensors, in file order. */
-    static List<SafetensorsWriter.Entry> tensors(ModelConfig c, long seed, Options o) {
-        List<SafetensorsWriter.Entry> entries = new ArrayList<>();
-        TensorWriter w = new TensorWriter(entries, new Random(seed), o.dtype());
+    /** Writes the weights in the layout {@code options} asks for; the one-file layout's file last of all. */
+    private static void writeWeights(List<Part> parts, Options options, Path dir) throws IOException {
+        if (options.perLayerFiles()) {
+            for (Part p : parts) {
+                SafetensorsWriter.write(dir.resolve(p.file()), p.entries(), METADATA);
+            }
+            return;
+        }
+        List<SafetensorsWriter.Entry> all = parts.stream().flatMap(p -> p.entries().stream()).toList();
+        int n = options.shards();
+        if (n == 1) {
+            SafetensorsWriter.write(dir.resolve(WEIGHTS_FILE), all, METADATA);
+            return;
+        }
+        int perShard = (all.size() + n - 1) / n;
+        Map<String, String> weightMap = new LinkedHashMap<>();
+        long totalBytes = 0;
+        for (int i = 0; i < n; i++) {
+            String file = String.format("model-%05d-of-%05d.safetensors", i + 1, n);
+            List<SafetensorsWriter.Entry> shard = all.subList(Math.min(all.size(), i * perShard),
+                    Math.min(all.size(), (i + 1) * perShard));
+            for (SafetensorsWriter.Entry e : shard) {
+                weightMap.put(e.name(), file);
+                totalBytes += e.data().remaining();
+            }
+            SafetensorsWriter.write(dir.resolve(file), shard, METADATA);
+        }
+        Map<String, Object> index = new LinkedHashMap<>();
+        index.put("metadata", Map.of("total_size", totalBytes));
+        index.put("weight_map", weightMap);
+        Files.write(dir.resolve(SHARD_INDEX_FILE),
+                JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build().writeValueAsBytes(index));
+    }
+
+    /** The tensors of one file of the per-layer layout, in file order. */
+    private record Part(String file, List<SafetensorsWriter.Entry> entries) {
+    }
+
+    /** The tensors, in file order, by the pipeline part they belong to (embedding, each layer, head). */
+    private static List<Part> parts(ModelConfig c, long seed, Options o) {
+        TensorWriter w = new TensorWriter(new ArrayList<>(), new Random(seed), o.dtype());
         int h = c.hiddenSize();
         if (c.architecture() == Architecture.GPT2) {
-            String t = "transformer.";
+            String t = o.transformerPrefix() ? "transformer." : "";
             int inner = c.intermediateSize();
+            w.part(EMBED_FILE);
             w.matrix(t + "wte.weight", c.vocabSize(), h, 0.3);
             w.matrix(t + "wpe.weight", c.maxPositions(), h, 0.1);
             for (int i = 0; i < c.numLayers(); i++) {
+                w.part(layerFile(i));
                 String p = t + "h." + i + ".";
                 w.norm(p + "ln_1.weight", h);
                 w.vector(p + "ln_1.bias", h, 0.05);
@@ -131,6 +239,7 @@ public final class ModelGenerator {
                 w.matrix(p + "mlp.c_proj.weight", inner, h, 0.08);
                 w.vector(p + "mlp.c_proj.bias", h, 0.05);
             }
+            w.part(HEAD_FILE);
             w.norm(t + "ln_f.weight", h);
             w.vector(t + "ln_f.bias", h, 0.05);
             if (!c.tieWordEmbeddings()) {
@@ -140,8 +249,10 @@ public final class ModelGenerator {
             int q = c.numHeads() * c.headDim();
             int kv = c.kvDim();
             int inter = c.intermediateSize();
+            w.part(EMBED_FILE);
             w.matrix("model.embed_tokens.weight", c.vocabSize(), h, 0.5);
             for (int i = 0; i < c.numLayers(); i++) {
+                w.part(layerFile(i));
                 String p = "model.layers." + i + ".";
                 w.norm(p + "input_layernorm.weight", h);
                 w.matrix(p + "self_attn.q_proj.weight", q, h, 0.25);
@@ -153,21 +264,29 @@ public final class ModelGenerator {
                     w.vector(p + "self_attn.v_proj.bias", kv, 0.1);
                 }
                 w.matrix(p + "self_attn.o_proj.weight", h, q, 0.1);
+                if (o.outputBias()) {
+                    w.vector(p + "self_attn.o_proj.bias", h, 0.05);
+                }
                 w.norm(p + "post_attention_layernorm.weight", h);
                 w.matrix(p + "mlp.gate_proj.weight", inter, h, 0.15);
                 w.matrix(p + "mlp.up_proj.weight", inter, h, 0.15);
                 w.matrix(p + "mlp.down_proj.weight", h, inter, 0.1);
             }
+            w.part(HEAD_FILE);
             w.norm("model.norm.weight", h);
             if (!c.tieWordEmbeddings()) {
                 w.matrix("lm_head.weight", c.vocabSize(), h, 0.2);
             }
         }
-        return entries;
+        return w.parts();
     }
 
-    /** Appends Gaussian tensors in one dtype, straight into little-endian buffers. */
-    private record TensorWriter(List<SafetensorsWriter.Entry> entries, Random rnd, String dtype) {
+    /** Appends Gaussian tensors in one dtype, straight into little-endian buffers, to the part begun last. */
+    private record TensorWriter(List<Part> parts, Random rnd, String dtype) {
+
+        void part(String file) {
+            parts.add(new Part(file, new ArrayList<>()));
+        }
 
         void matrix(String name, int rows, int cols, double std) {
             add(name, new long[]{rows, cols}, Math.multiplyExact(rows, cols), std, 0);
@@ -193,7 +312,7 @@ public final class ModelGenerator {
                     default -> b.putShort(toBf16(v));
                 }
             }
-            entries.add(new SafetensorsWriter.Entry(name, dtype, shape, b.flip()));
+            parts.get(parts.size() - 1).entries().add(new SafetensorsWriter.Entry(name, dtype, shape, b.flip()));
         }
     }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.model.Architecture;
+import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.TensorInfo;
@@ -111,6 +112,112 @@ class ModelGeneratorTest {
         }
     }
 
+    /**
+     * The bytes the generator has always written (demo and benchmark models, every committed result measured on
+     * them): pinned, so that a new option cannot change what the defaults write.
+     */
+    @Test
+    void theDefaultsWriteWhatTheyAlwaysWrote() throws Exception {
+        ModelGenerator.generate(LLAMA, 7, tmp.resolve("l"));
+        ModelGenerator.generate(GPT2, 7, tmp.resolve("g"), ModelGenerator.Options.defaults().withDtype("bf16"));
+        ModelGenerator.generate(LLAMA, 7, tmp.resolve("q"), ModelGenerator.Options.defaults().withDtype("f16").withAttentionBias(true));
+        Map<String, String> expected = new LinkedHashMap<>();
+        expected.put("l/config.json", "ea9805a43b014b0426cd707fde44a6080b1eb88c61b3d66b9cef906c3992fa7c");
+        expected.put("l/tokenizer.json", "b1481ff43459b3869715caa73d8ba054dee80e6fb0bb8d165b62264354b511e6");
+        expected.put("l/model.safetensors", "d429f67508b8f109ba06f24e6ad41e3db89faa487d9064670ba46e67cc293f5a");
+        expected.put("g/config.json", "c3af7355baef52d35d2c77031abbfeadf2313c363262b0b1f6c4e8d734604477");
+        expected.put("g/tokenizer.json", "0b6379fbd2c7270d918cf8aed430808f355039a83eb1f5ac7fc02c5812fb30e7");
+        expected.put("g/model.safetensors", "67108a5244d32c7257107250498a937f8529b101c5a8e0d1eb91efc4a48ab894");
+        expected.put("q/config.json", "db3c54e1a278e1590e28bedbf066a88a4fd69a5e48e3d296d8c8f2a5ed931d06");
+        expected.put("q/model.safetensors", "755b9f7927c90ada728d6b778e3fe17f398c9d07f7bb2251b77a5a5794e2d347");
+        for (Map.Entry<String, String> e : expected.entrySet()) {
+            assertThat(Sha256.hexOfFile(tmp.resolve(e.getKey()))).as(e.getKey()).isEqualTo(e.getValue());
+        }
+        try (var files = Files.list(tmp.resolve("l"))) {
+            assertThat(files.map(f -> f.getFileName().toString()))
+                    .containsExactlyInAnyOrder("config.json", "tokenizer.json", "model.safetensors");
+        }
+    }
+
+    @Test
+    void perLayerFilesHoldTheOneFileModelsTensorsByPipelinePart() throws Exception {
+        for (ModelConfig config : List.of(LLAMA, GPT2)) {
+            Path whole = tmp.resolve(config.architecture().id() + "-whole");
+            Path split = tmp.resolve(config.architecture().id() + "-split");
+            ModelGenerator.generate(config, 5, whole);
+            ModelGenerator.generate(config, 5, split, ModelGenerator.Options.defaults().withPerLayerFiles());
+
+            Map<String, String> fileOf = tensorFiles(split);
+            assertThat(split.resolve("model.safetensors")).doesNotExist();
+            assertSameTensors(whole, split);
+            boolean gpt2 = config.architecture() == Architecture.GPT2;
+            assertThat(fileOf.get(gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight")).isEqualTo("embed.safetensors");
+            assertThat(fileOf.get(gpt2 ? "transformer.h.1.mlp.c_proj.bias" : "model.layers.1.mlp.down_proj.weight"))
+                    .isEqualTo("layer-00001.safetensors");
+            assertThat(fileOf.get(gpt2 ? "transformer.ln_f.bias" : "model.norm.weight")).isEqualTo("head.safetensors");
+            assertThat(fileOf).containsKeys(gpt2 ? "transformer.h.0.ln_1.weight" : "model.layers.0.input_layernorm.weight");
+            assertThat(fileOf.values()).containsOnly("embed.safetensors", "layer-00000.safetensors",
+                    "layer-00001.safetensors", "head.safetensors");
+        }
+    }
+
+    @Test
+    void huggingFaceShardsSplitTheTensorsInOrderAndIndexThem() throws Exception {
+        Path whole = tmp.resolve("whole");
+        Path sharded = tmp.resolve("sharded");
+        ModelGenerator.generate(LLAMA, 5, whole);
+        ModelGenerator.generate(LLAMA, 5, sharded, ModelGenerator.Options.defaults().withShards(3));
+
+        Map<String, String> fileOf = tensorFiles(sharded);
+        assertThat(new java.util.TreeSet<>(fileOf.values())).containsExactly("model-00001-of-00003.safetensors",
+                "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors");
+        assertSameTensors(whole, sharded);
+        var index = tools.jackson.databind.json.JsonMapper.builder().build()
+                .readTree(Files.readString(sharded.resolve("model.safetensors.index.json")));
+        Map<String, String> indexed = new LinkedHashMap<>();
+        index.get("weight_map").properties().forEach(e -> indexed.put(e.getKey(), e.getValue().asString()));
+        assertThat(indexed).isEqualTo(fileOf);
+        assertThat(index.get("metadata").get("total_size").asLong()).isEqualTo(LLAMA.parameterCount() * 4);
+        assertThatThrownBy(() -> ModelGenerator.Options.defaults().withShards(2).withPerLayerFiles())
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> ModelGenerator.Options.defaults().withShards(0)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void allFourAttentionBiasesAreLlamasAttentionBias() throws Exception {
+        ModelGenerator.generate(LLAMA, 3, tmp, ModelGenerator.Options.defaults().withAllAttentionBiases());
+        try (SafetensorsFile f = SafetensorsFile.open(tmp.resolve("model.safetensors"))) {
+            assertThat(f.tensors()).containsKeys("model.layers.0.self_attn.q_proj.bias", "model.layers.1.self_attn.o_proj.bias");
+            assertThat(f.info("model.layers.1.self_attn.o_proj.bias").shape()).containsExactly(64);
+        }
+        String config = Files.readString(tmp.resolve("config.json"));
+        assertThat(config).contains("\"attention_bias\" : true").contains("\"model_type\" : \"llama\"");
+        assertThatThrownBy(() -> new ModelGenerator.Options("F32", false, true, true, true, 1, false))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("o_proj");
+    }
+
+    @Test
+    void gpt2NamesWithoutTheTransformerPrefixAndAnUntiedHead() throws Exception {
+        ModelConfig untied = new ModelConfig(Architecture.GPT2, 2, 64, 4, 4, 256, 400, 64, 1e-5, 0, false, -1, -1);
+        ModelGenerator.generate(untied, 1, tmp, ModelGenerator.Options.defaults().withoutTransformerPrefix());
+        try (SafetensorsFile f = SafetensorsFile.open(tmp.resolve("model.safetensors"))) {
+            assertThat(f.tensors()).containsKeys("wte.weight", "wpe.weight", "h.1.attn.c_attn.weight", "ln_f.bias",
+                    "lm_head.weight");
+            assertThat(f.tensors().keySet()).noneMatch(name -> name.startsWith("transformer."));
+        }
+    }
+
+    @Test
+    void withoutATokenizerTheVocabularyMayBeSmallerThanTheByteSymbols() throws Exception {
+        ModelConfig small = new ModelConfig(Architecture.LLAMA, 1, 16, 2, 2, 32, 100, 16, 1e-5, 10000.0, false, 1, 2);
+        ModelGenerator.generate(small, 1, tmp, ModelGenerator.Options.defaults().withoutTokenizer());
+        assertThat(tmp.resolve("tokenizer.json")).doesNotExist();
+        assertThat(ModelConfig.read(tmp.resolve("config.json"))).isEqualTo(small);
+        try (SafetensorsFile f = SafetensorsFile.open(tmp.resolve("model.safetensors"))) {
+            assertThat(f.info("model.embed_tokens.weight").shape()).containsExactly(100, 16);
+        }
+    }
+
     @Test
     void halfConversionRoundsToNearest() {
         float[] samples = {0f, 1f, -2.5f, 0.1f, 65504f, 1e-6f, 6.1e-5f, 3.3e-3f, -0.333f};
@@ -149,6 +256,34 @@ class ModelGeneratorTest {
             err.reset();
             assertThat(GenerateModelCommand.run(bad, new PrintStream(out), new PrintStream(err))).as(String.join(" ", bad)).isEqualTo(2);
             assertThat(err.toString()).contains("error:").contains("usage:");
+        }
+    }
+
+    /** Which file of {@code dir} holds each tensor. */
+    private static Map<String, String> tensorFiles(Path dir) throws Exception {
+        Map<String, String> fileOf = new LinkedHashMap<>();
+        try (var files = Files.list(dir)) {
+            for (Path p : files.filter(f -> f.toString().endsWith(".safetensors")).sorted().toList()) {
+                try (SafetensorsFile f = SafetensorsFile.open(p)) {
+                    for (String name : f.tensors().keySet()) {
+                        assertThat(fileOf.put(name, p.getFileName().toString())).as(name + " in one file only").isNull();
+                    }
+                }
+            }
+        }
+        return fileOf;
+    }
+
+    /** {@code split}'s files hold exactly the tensors of {@code whole}'s model.safetensors, byte for byte. */
+    private static void assertSameTensors(Path whole, Path split) throws Exception {
+        Map<String, String> fileOf = tensorFiles(split);
+        try (SafetensorsFile w = SafetensorsFile.open(whole.resolve("model.safetensors"))) {
+            assertThat(fileOf.keySet()).containsExactlyInAnyOrderElementsOf(w.tensors().keySet());
+            for (String name : fileOf.keySet()) {
+                try (SafetensorsFile f = SafetensorsFile.open(split.resolve(fileOf.get(name)))) {
+                    assertThat(f.rawBytes(name)).as(name).isEqualTo(w.rawBytes(name));
+                }
+            }
         }
     }
 

@@ -3,36 +3,36 @@ package io.butterfly.worker.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.butterfly.proto.worker.v1.Endpoint;
 import org.junit.jupiter.api.Test;
 
-class EndpointsTest {
+class EndpointTest {
 
     @Test
     void acceptsHostNamesAndAddressesWithAPortInRange() {
         for (String host : new String[]{"127.0.0.1", "butterfly-worker-0.butterfly-worker-pods", "::1"}) {
             Endpoint e = endpoint(host, 9090);
-            assertThat(Endpoints.requireValid(e, "downstream[0]")).isSameAs(e);
+            assertThat(e.requireValid("downstream[0]")).isSameAs(e);
         }
-        Endpoints.requireValid(endpoint("h", 1), "x");
-        Endpoints.requireValid(endpoint("h", 65535), "x");
+        endpoint("h", 1).requireValid("x");
+        endpoint("h", 65535).requireValid("x");
     }
 
     @Test
     void refusesBlankHostsHostsWithWhitespaceAndPortsOutOfRangeNamingTheField() {
-        assertThatThrownBy(() -> Endpoints.requireValid(endpoint("", 9090), "reply_to"))
+        assertThatThrownBy(() -> endpoint("", 9090).requireValid("reply_to"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("reply_to.host");
-        assertThatThrownBy(() -> Endpoints.requireValid(endpoint("a b", 9090), "downstream[1]"))
+        assertThatThrownBy(() -> endpoint("a b", 9090).requireValid("downstream[1]"))
                 .hasMessageContaining("downstream[1].host").hasMessageContaining("'a b'");
-        assertThatThrownBy(() -> Endpoints.requireValid(endpoint("h", 0), "registry"))
+        assertThatThrownBy(() -> endpoint("h", 0).requireValid("registry"))
                 .hasMessageContaining("registry.grpc_port").hasMessageContaining("0");
-        assertThatThrownBy(() -> Endpoints.requireValid(endpoint("h", 65536), "coordinator"))
+        assertThatThrownBy(() -> endpoint("h", 65536).requireValid("coordinator"))
                 .hasMessageContaining("coordinator.grpc_port");
-        assertThatThrownBy(() -> Endpoints.requireValid(Endpoint.getDefaultInstance(), "registry"))
+        // what an absent endpoint field of a message maps to
+        assertThatThrownBy(() -> new Endpoint("", "", 0).requireValid("registry"))
                 .hasMessageContaining("registry.host");
     }
 
     private static Endpoint endpoint(String host, int port) {
-        return Endpoint.newBuilder().setHost(host).setGrpcPort(port).build();
+        return new Endpoint("", host, port);
     }
 }

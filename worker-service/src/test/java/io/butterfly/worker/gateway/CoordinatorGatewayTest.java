@@ -1,4 +1,4 @@
-package io.butterfly.worker.cluster;
+package io.butterfly.worker.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -8,14 +8,13 @@ import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.partition.LoadPhase;
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -23,10 +22,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.util.unit.DataSize;
 
 /** Heartbeats reach every coordinator replica; reports fall over to another replica when one is down. */
-class CoordinatorLinkTest {
+class CoordinatorGatewayTest {
 
     /** A coordinator replica that only counts what it receives. */
     static final class FakeReplica extends CoordinatorServiceGrpc.CoordinatorServiceImplBase {
@@ -41,7 +39,7 @@ class CoordinatorLinkTest {
         }
 
         Endpoint endpoint(String id) {
-            return Endpoint.newBuilder().setNodeId(id).setHost("127.0.0.1").setGrpcPort(server.getPort()).build();
+            return new Endpoint(id, "127.0.0.1", server.getPort());
         }
 
         @Override
@@ -76,7 +74,7 @@ class CoordinatorLinkTest {
 
     private final PeerChannels channels = new PeerChannels();
     private final List<FakeReplica> replicas = new CopyOnWriteArrayList<>();
-    private CoordinatorLink link;
+    private CoordinatorGateway gateway;
 
     private FakeReplica replica() throws Exception {
         FakeReplica r = new FakeReplica().start();
@@ -84,18 +82,22 @@ class CoordinatorLinkTest {
         return r;
     }
 
-    private CoordinatorLink link() {
-        WorkerProperties props = new WorkerProperties("worker-7", "127.0.0.1", Path.of("target/link-test"), "cpu", 0,
-                "butterfly", "127.0.0.1", 1, 50, "127.0.0.1", 0, List.of(), 5000, DataSize.ofBytes(0), java.time.Duration.ofMinutes(10), DataSize.ofBytes(0));
-        link = new CoordinatorLink(props, channels);
-        link.startHeartbeats();
-        return link;
+    private CoordinatorGateway gateway() {
+        gateway = new CoordinatorGateway("worker-7", 50, null, channels);
+        gateway.startHeartbeats();
+        return gateway;
+    }
+
+    /** A download progress report of model "m", epoch 1. */
+    private static io.butterfly.worker.partition.LoadReport progress(double progress) {
+        return new io.butterfly.worker.partition.LoadReport("m", 1, LoadPhase.DOWNLOADING, progress, 0, 0, null, -1,
+                false, null, 0, 0, 0, false, null, null);
     }
 
     @AfterEach
     void stop() throws InterruptedException {
-        if (link != null) {
-            link.stop();
+        if (gateway != null) {
+            gateway.close();
         }
         channels.close();
         for (FakeReplica r : replicas) {
@@ -107,14 +109,14 @@ class CoordinatorLinkTest {
     void everyReplicaHearsTheHeartbeatsAndADroppedOneIsLetGo() throws Exception {
         FakeReplica a = replica();
         FakeReplica b = replica();
-        CoordinatorLink link = link();
-        link.attach(a.endpoint("coordinator-0"), List.of(a.endpoint("coordinator-0"), b.endpoint("coordinator-1")), 1);
+        CoordinatorGateway gateway = gateway();
+        gateway.attach(a.endpoint("coordinator-0"), List.of(a.endpoint("coordinator-0"), b.endpoint("coordinator-1")), 1);
         await().atMost(Duration.ofSeconds(10)).until(() -> a.pings.get() >= 5 && b.pings.get() >= 5);
-        assertThat(link.heartbeatAcks()).containsOnlyKeys("coordinator-0@127.0.0.1:" + a.server.getPort(),
+        assertThat(gateway.heartbeatAcks()).containsOnlyKeys("coordinator-0@127.0.0.1:" + a.server.getPort(),
                 "coordinator-1@127.0.0.1:" + b.server.getPort());
 
         // A new assignment names only b: a's stream is closed and a hears nothing more.
-        link.attach(b.endpoint("coordinator-1"), List.of(), 2);
+        gateway.attach(b.endpoint("coordinator-1"), List.of(), 2);
         await().atMost(Duration.ofSeconds(10)).until(() -> a.closedStreams.get() == 1);
         int heardByA = a.pings.get();
         int heardByB = b.pings.get();
@@ -124,11 +126,11 @@ class CoordinatorLinkTest {
 
     @Test
     void anAssignmentEndsTheBackoffOfAStreamToAReplicaThatWasStillStarting() throws Exception {
-        CoordinatorLink link = link();
+        CoordinatorGateway gateway = gateway();
         // A first heartbeat stream elsewhere: the first HTTP/2 connection of a fresh JVM loads and runs cold code on
         // both sides (hundreds of ms on a busy machine), which the 700 ms below are not meant to cover.
         FakeReplica warm = replica();
-        link.attach(warm.endpoint("coordinator-warm"), List.of(), 1);
+        gateway.attach(warm.endpoint("coordinator-warm"), List.of(), 1);
         await().atMost(Duration.ofSeconds(10)).until(() -> warm.pings.get() >= 1);
 
         // The replica's port, held until it starts by a socket bound but never listening: connections are refused,
@@ -136,15 +138,15 @@ class CoordinatorLinkTest {
         Socket notYetUp = new Socket();
         notYetUp.bind(new InetSocketAddress("127.0.0.1", 0));
         int port = notYetUp.getLocalPort();
-        Endpoint starting = Endpoint.newBuilder().setNodeId("coordinator-0").setHost("127.0.0.1").setGrpcPort(port).build();
-        link.attach(starting, List.of(), 1);
+        Endpoint starting = new Endpoint("coordinator-0", "127.0.0.1", port);
+        gateway.attach(starting, List.of(), 1);
         Thread.sleep(3_000); // refused again and again: the reconnect backoff reaches its 2 s ceiling
 
         notYetUp.close(); // released only for the replica, which binds it at once
         FakeReplica up = new FakeReplica();
         up.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port)).addService(up).build().start();
         replicas.add(up);
-        link.attach(starting, List.of(), 1); // what the replica does once it is up
+        gateway.attach(starting, List.of(), 1); // what the replica does once it is up
         await().atMost(Duration.ofMillis(700)).until(() -> up.pings.get() >= 1);
     }
 
@@ -152,15 +154,15 @@ class CoordinatorLinkTest {
     void aReportGoesToTheAssigningReplicaAndFallsOverWhenItIsDown() throws Exception {
         FakeReplica a = replica();
         FakeReplica b = replica();
-        CoordinatorLink link = link();
-        link.attach(a.endpoint("coordinator-0"), List.of(b.endpoint("coordinator-1")), 1);
-        link.report(LoadReport.newBuilder().setModelId("m").setEpoch(1).build());
+        CoordinatorGateway gateway = gateway();
+        gateway.attach(a.endpoint("coordinator-0"), List.of(b.endpoint("coordinator-1")), 1);
+        gateway.report(progress(0));
         await().atMost(Duration.ofSeconds(10)).until(() -> a.reports.size() == 1);
         assertThat(a.reports.get(0).getNodeId()).isEqualTo("worker-7");
         assertThat(b.reports).isEmpty();
 
         a.server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
-        link.report(LoadReport.newBuilder().setModelId("m").setEpoch(1).setProgress(1.0).build());
+        gateway.report(progress(1.0));
         await().atMost(Duration.ofSeconds(15)).until(() -> b.reports.size() == 1);
     }
 }

@@ -1,13 +1,14 @@
-package io.butterfly.worker.cluster;
+package io.butterfly.worker.gateway;
 
+import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
 import io.butterfly.proto.coordinator.v1.LoadReport;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.worker.config.WorkerProperties;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.partition.Coordinators;
+import io.butterfly.worker.pipeline.Outcomes;
 import io.grpc.StatusRuntimeException;
-import jakarta.annotation.PostConstruct;
-import jakarta.annotation.PreDestroy;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -21,20 +22,20 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.stereotype.Component;
 
 /**
  * The worker's line to the coordinators: load reports (in order, retried on transport errors, to the
- * assigning coordinator first and then to the other replicas) and heartbeats on one long-lived stream per
- * coordinator replica, so a newly elected leader already knows every worker's heartbeat history.
+ * assigning coordinator first and then to the other replicas); heartbeats on one long-lived stream per
+ * coordinator replica, so a newly elected leader already knows every worker's heartbeat history; and the
+ * outcomes of steps, one-way, to the replica waiting for each.
  */
-@Component
-public class CoordinatorLink {
+public class CoordinatorGateway implements Coordinators, Outcomes {
 
-    private static final Logger log = LoggerFactory.getLogger(CoordinatorLink.class);
+    private static final Logger log = LoggerFactory.getLogger(CoordinatorGateway.class);
 
-    private final WorkerProperties props;
-    private final PeerChannels channels;
+    private final String nodeId;
+    private final long heartbeatMillis;
+    private final OneWayStreams.Channels channels;
     private final ExecutorService sender = Executors.newSingleThreadExecutor(r -> daemon(r, "coordinator-reports"));
     private final ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(
             r -> daemon(r, "coordinator-heartbeat"));
@@ -45,24 +46,33 @@ public class CoordinatorLink {
     private volatile long loadedEpoch;
     // Heartbeat thread only: one stream per replica address.
     private final Map<String, HeartbeatStream> streams = new LinkedHashMap<>();
+    private final OneWayStreams<StepOutcome, String> outcomes;
 
-    public CoordinatorLink(WorkerProperties props, PeerChannels channels) {
-        this.props = props;
+    /**
+     * @param heartbeatMillis period of heartbeats (state-machines.md §2.2: every 100 ms)
+     * @param coordinator     the coordinator to heartbeat to from start-up, or null: only once an assignment names
+     *                        one (a restarted worker needs it to be seen coming back)
+     */
+    public CoordinatorGateway(String nodeId, long heartbeatMillis, Endpoint coordinator, OneWayStreams.Channels channels) {
+        this.nodeId = nodeId;
+        this.heartbeatMillis = heartbeatMillis;
         this.channels = channels;
-        if (props.coordinatorPort() > 0) {
-            coordinator = Endpoint.newBuilder().setNodeId("coordinator").setHost(props.coordinatorHost())
-                    .setGrpcPort(props.coordinatorPort()).build();
+        this.outcomes = new OneWayStreams<>(channels,
+                (ch, r) -> CoordinatorServiceGrpc.newStub(ch).stepOutcomes(OneWayStreams.answers(r)),
+                StepOutcome::getTaskId,
+                (address, recent, status) -> log.warn("outcome stream to coordinator {} broke: {}", address, status));
+        if (coordinator != null) {
+            this.coordinator = coordinator;
             replicas = List.of(coordinator);
         }
     }
 
-    @PostConstruct
-    void startHeartbeats() {
-        long period = Math.max(1, props.heartbeatMillis());
+    public void startHeartbeats() {
+        long period = Math.max(1, heartbeatMillis);
         beats.scheduleWithFixedDelay(this::beat, period, period, TimeUnit.MILLISECONDS);
     }
 
-    /** An assignment names its coordinator and (where replicated) every coordinator replica. */
+    @Override
     public void attach(Endpoint coordinator, List<Endpoint> replicas, long epoch) {
         List<Endpoint> all = new ArrayList<>();
         all.add(coordinator);
@@ -78,37 +88,57 @@ public class CoordinatorLink {
                 beat();
             });
         } catch (RejectedExecutionException stopping) {
-            // the link is stopping
+            // the gateway is stopping
         }
     }
 
-    /** The partition of {@code epoch} is loaded and READY (0: none); heartbeats carry it. */
+    @Override
     public void partitionReady(long epoch) {
         this.loadedEpoch = epoch;
     }
 
-    /** Queues a report; reports reach the coordinators in the order they were made. */
-    public void report(LoadReport report) {
+    @Override
+    public void report(io.butterfly.worker.partition.LoadReport report) {
         List<Endpoint> targets = replicas;
         if (targets.isEmpty()) {
             return;
         }
-        LoadReport mine = report.toBuilder().setNodeId(props.nodeId()).build();
+        LoadReport mine = GatewayMessages.loadReport(nodeId, report);
         sender.execute(() -> {
             for (int attempt = 0; attempt < 5; attempt++) {
                 // Any replica takes a report into the replicated control log; the assigning one is tried first.
                 Endpoint target = targets.get(attempt % targets.size());
                 try {
-                    CoordinatorServiceGrpc.newBlockingStub(channels.get(target.getHost(), target.getGrpcPort()))
+                    CoordinatorServiceGrpc.newBlockingStub(channels.get(target.host(), target.grpcPort()))
                             .withDeadlineAfter(5, TimeUnit.SECONDS)
                             .reportLoad(mine);
                     return;
                 } catch (StatusRuntimeException e) {
-                    log.warn("load report {} to {} failed: {}", report.getPhase(), target.getNodeId(), e.getStatus());
+                    log.warn("load report {} to {} failed: {}", report.phase(), target.nodeId(), e.getStatus());
                     sleep(200L << attempt);
                 }
             }
         });
+    }
+
+    @Override
+    public void send(Endpoint coordinator, io.butterfly.worker.pipeline.StepOutcome outcome) {
+        send(coordinator.host(), coordinator.grpcPort(), coordinator.nodeId(), GatewayMessages.outcome(outcome));
+    }
+
+    /** The outcome of a step the next stage's stream lost, to the coordinator the step named. */
+    void send(io.butterfly.proto.worker.v1.Endpoint coordinator, StepOutcome outcome) {
+        send(coordinator.getHost(), coordinator.getGrpcPort(), coordinator.getNodeId(), outcome);
+    }
+
+    /** Best effort: a coordinator that does not hear of a step times it out. */
+    private void send(String host, int port, String coordinator, StepOutcome outcome) {
+        try {
+            outcomes.send(host, port, outcome);
+        } catch (StatusRuntimeException e) {
+            log.warn("outcome of step {} of task {} not delivered to {}: {}", outcome.getStep(), outcome.getTaskId(),
+                    coordinator, e.getStatus());
+        }
     }
 
     /** One heartbeat tick: a ping on every replica's stream; streams of replicas no longer named are closed. */
@@ -116,7 +146,7 @@ public class CoordinatorLink {
         try {
             List<Endpoint> targets = replicas;
             Map<String, Endpoint> wanted = new LinkedHashMap<>();
-            targets.forEach(t -> wanted.put(address(t), t));
+            targets.forEach(t -> wanted.put(t.address(), t));
             streams.entrySet().removeIf(e -> {
                 if (!wanted.containsKey(e.getKey())) {
                     e.getValue().close(false); // the new assignment names other coordinators
@@ -128,13 +158,13 @@ public class CoordinatorLink {
                 return;
             }
             HeartbeatPing ping = HeartbeatPing.newBuilder()
-                    .setNodeId(props.nodeId())
+                    .setNodeId(nodeId)
                     .setEpoch(epoch)
                     .setSequence(sequence.incrementAndGet())
                     .setSentAtMs(System.currentTimeMillis())
                     .setLoadedEpoch(loadedEpoch)
                     .build();
-            long period = Math.max(1, props.heartbeatMillis());
+            long period = Math.max(1, heartbeatMillis);
             wanted.forEach((addr, target) -> streams
                     .computeIfAbsent(addr, a -> new HeartbeatStream(target, channels, beats, period))
                     .send(ping));
@@ -147,34 +177,18 @@ public class CoordinatorLink {
         }
     }
 
-    private static String address(Endpoint e) {
-        return e.getHost() + ":" + e.getGrpcPort();
-    }
-
     private static boolean sameAddress(Endpoint a, Endpoint b) {
-        return b != null && address(a).equals(address(b));
+        return b != null && a.address().equals(b.address());
     }
 
     public Endpoint coordinator() {
         return coordinator;
     }
 
-    /** The latest ack from any replica. */
-    public Instant lastHeartbeatAck() {
-        Instant latest = null;
-        for (HeartbeatStream s : List.copyOf(streamsSnapshot())) {
-            Instant at = s.lastAck();
-            if (at != null && (latest == null || at.isAfter(latest))) {
-                latest = at;
-            }
-        }
-        return latest;
-    }
-
     /** Each replica's address and its latest ack (null: none yet), for the worker's REST state. */
     public Map<String, Instant> heartbeatAcks() {
         Map<String, Instant> out = new LinkedHashMap<>();
-        streamsSnapshot().forEach(s -> out.put(s.target().getNodeId() + "@" + address(s.target()), s.lastAck()));
+        streamsSnapshot().forEach(s -> out.put(s.target().nodeId() + "@" + s.target().address(), s.lastAck()));
         return out;
     }
 
@@ -186,8 +200,9 @@ public class CoordinatorLink {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    /** Ends every stream cleanly (on shutdown). */
+    public void close() {
+        outcomes.closeAll();
         try {
             beats.submit(() -> streams.values().forEach(s -> s.close(true))).get(1, TimeUnit.SECONDS);
         } catch (Exception ignored) {

@@ -1,9 +1,10 @@
-package io.butterfly.worker.cluster;
+package io.butterfly.worker.gateway;
 
+import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
-import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.worker.cluster.Endpoint;
 import io.grpc.ManagedChannel;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
@@ -26,7 +27,7 @@ final class HeartbeatStream {
     static final long MAX_BACKOFF_MS = 2_000;
 
     private final Endpoint target;
-    private final PeerChannels channels;
+    private final OneWayStreams.Channels channels;
     private final Executor beats;
     private final long periodMs;
     private ClientCallStreamObserver<HeartbeatPing> stream;
@@ -34,7 +35,7 @@ final class HeartbeatStream {
     private long reconnectAtMs;
     private volatile Instant lastAck;
 
-    HeartbeatStream(Endpoint target, PeerChannels channels, Executor beats, long periodMs) {
+    HeartbeatStream(Endpoint target, OneWayStreams.Channels channels, Executor beats, long periodMs) {
         this.target = target;
         this.channels = channels;
         this.beats = beats;
@@ -60,7 +61,7 @@ final class HeartbeatStream {
             }
             stream.onNext(ping);
         } catch (RuntimeException e) {
-            log.debug("heartbeat to {} failed: {}", target.getNodeId(), e.toString());
+            log.debug("heartbeat to {} failed: {}", target.nodeId(), e.toString());
             broken(stream);
         }
     }
@@ -86,7 +87,7 @@ final class HeartbeatStream {
     private ClientCallStreamObserver<HeartbeatPing> open() {
         @SuppressWarnings("unchecked")
         ClientCallStreamObserver<HeartbeatPing>[] opened = new ClientCallStreamObserver[1];
-        ManagedChannel channel = channels.get(target.getHost(), target.getGrpcPort());
+        ManagedChannel channel = channels.get(target.host(), target.grpcPort());
         channel.resetConnectBackoff(); // our own backoff paces the reconnects
         CoordinatorServiceGrpc.newStub(channel)
                 .heartbeatStream(new ClientResponseObserver<HeartbeatPing, HeartbeatAck>() {
@@ -101,8 +102,8 @@ final class HeartbeatStream {
                     @Override
                     public void onNext(HeartbeatAck ack) {
                         if (lastAck == null || backoffMs != MIN_BACKOFF_MS) {
-                            log.info("heartbeating to {} at {}:{} every {} ms", target.getNodeId(), target.getHost(),
-                                    target.getGrpcPort(), periodMs);
+                            log.info("heartbeating to {} at {}:{} every {} ms", target.nodeId(), target.host(),
+                                    target.grpcPort(), periodMs);
                         }
                         lastAck = Instant.now();
                         onBeatThread(() -> backoffMs = MIN_BACKOFF_MS);
@@ -112,9 +113,9 @@ final class HeartbeatStream {
                     public void onError(Throwable t) {
                         // Loud once, quiet while the replica stays unreachable (e.g. still starting).
                         if (backoffMs == MIN_BACKOFF_MS) {
-                            log.info("heartbeat stream to {} broke: {}", target.getNodeId(), t.toString());
+                            log.info("heartbeat stream to {} broke: {}", target.nodeId(), t.toString());
                         } else {
-                            log.debug("heartbeat stream to {} broke: {}", target.getNodeId(), t.toString());
+                            log.debug("heartbeat stream to {} broke: {}", target.nodeId(), t.toString());
                         }
                         onBeatThread(() -> broken(self));
                     }
@@ -132,7 +133,7 @@ final class HeartbeatStream {
         try {
             beats.execute(work);
         } catch (RejectedExecutionException shuttingDown) {
-            // the link is stopping
+            // the gateway is stopping
         }
     }
 

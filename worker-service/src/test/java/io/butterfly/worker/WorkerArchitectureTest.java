@@ -1,0 +1,56 @@
+package io.butterfly.worker;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import io.butterfly.testsupport.ArchitectureRules;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The worker's layering: a domain (partition, pipeline, capability, cluster) of plain Java; the engine, the only
+ * place DJL is; api/ for what comes in and gateway/ for what goes out, the only places gRPC and the protos are;
+ * config/ wiring it all, which nothing depends on.
+ */
+class WorkerArchitectureTest {
+
+    private static final String ROOT = "io.butterfly.worker";
+    private static final JavaClasses WORKER = ArchitectureRules.productionClasses(ROOT);
+
+    @Test
+    void packagesHaveNoCycles() {
+        ArchitectureRules.noPackageCycles(ROOT).check(WORKER);
+    }
+
+    @Test
+    void theDomainIsPlainJava() {
+        ArchitectureRules.pure(ROOT, "partition", "pipeline", "capability", "cluster").check(WORKER);
+    }
+
+    @Test
+    void djlOnlyInTheEngine() {
+        ArchitectureRules.onlyIn("DJL", ArchitectureRules.DJL, ROOT, "engine").check(WORKER);
+    }
+
+    @Test
+    void grpcAndProtosOnlyInApiAndGateways() {
+        ArchitectureRules.transportOnlyIn(ROOT, "api", "gateway").check(WORKER);
+    }
+
+    @Test
+    void springOnlyInApiAndConfig() {
+        noClasses().that().resideInAPackage(ROOT + "..")
+                .and().resideOutsideOfPackages(ROOT + ".api..", ROOT + ".config..")
+                .and().doNotHaveFullyQualifiedName(WorkerApplication.class.getName())
+                .should().dependOnClassesThat().resideInAnyPackage(ArchitectureRules.SPRING)
+                .because("the domain, the engine and the gateways are wired in config/ with @Bean, not annotated")
+                .check(WORKER);
+    }
+
+    @Test
+    void nothingDependsOnConfig() {
+        noClasses().that().resideOutsideOfPackage(ROOT + ".config..")
+                .should().dependOnClassesThat().resideInAPackage(ROOT + ".config..")
+                .because("config/ wires the worker from its settings; the parts get plain values")
+                .check(WORKER);
+    }
+}
