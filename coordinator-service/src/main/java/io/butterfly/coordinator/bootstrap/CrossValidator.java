@@ -1,11 +1,12 @@
 package io.butterfly.coordinator.bootstrap;
 
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
@@ -15,8 +16,7 @@ import io.butterfly.coordinator.integrity.CrossValidation;
 import io.butterfly.coordinator.integrity.ManifestFile;
 import io.butterfly.coordinator.integrity.PartitionReport;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.common.manifest.FileKind;
-import io.butterfly.common.manifest.Manifest;
+import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.proto.worker.v1.ChecksumReport;
 import io.butterfly.proto.worker.v1.ChecksumRequest;
 import io.butterfly.proto.worker.v1.ValidationResult;

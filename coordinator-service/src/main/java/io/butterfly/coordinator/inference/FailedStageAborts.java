@@ -1,8 +1,8 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import org.springframework.stereotype.Component;
 
 /**

@@ -11,14 +11,14 @@ import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
 import io.butterfly.coordinator.invariants.Invariant;
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.TestReplicas;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.List;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import java.nio.file.Path;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -88,7 +88,7 @@ class InvariantMonitorTest {
         control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c", 5));
         control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
                 "partition-root", List.of("w1"), List.of(), List.of(), 6), 6));
-        assertThat(control.state().system()).isEqualTo(io.butterfly.coordinator.cluster.SystemState.READY);
+        assertThat(control.state().system()).isEqualTo(io.butterfly.coordinator.statemachine.SystemState.READY);
         beats.heartbeat("w1", 1);
         assertThat(monitor.check().violations()).isEmpty();
 

@@ -3,12 +3,12 @@ package io.butterfly.coordinator.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;

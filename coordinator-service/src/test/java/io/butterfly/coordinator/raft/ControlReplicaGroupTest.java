@@ -10,7 +10,7 @@ import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NotReadyException;
-import io.butterfly.coordinator.cluster.SystemState;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

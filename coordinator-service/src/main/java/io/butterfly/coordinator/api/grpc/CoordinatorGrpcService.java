@@ -1,15 +1,17 @@
 package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.coordinator.bootstrap.CrossValidator;
 import io.butterfly.coordinator.bootstrap.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
-import io.butterfly.coordinator.cluster.PartitionState;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
-import io.butterfly.common.error.ErrorCode;
+import io.butterfly.coordinator.inference.PipelineSteps;
+import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
@@ -17,12 +19,10 @@ import io.butterfly.proto.coordinator.v1.HeartbeatRequest;
 import io.butterfly.proto.coordinator.v1.HeartbeatResponse;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
-import io.grpc.Status;
-import io.grpc.stub.StreamObserver;
-import io.butterfly.common.grpc.OneWayReceiver;
-import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.StreamClosed;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
 import java.time.Clock;
 import org.springframework.stereotype.Service;
 

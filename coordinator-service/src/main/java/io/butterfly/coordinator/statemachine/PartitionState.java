@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.cluster;
+package io.butterfly.coordinator.statemachine;
 
 /**
  * A worker's model partition (state-machines.md §2.5). The names of the load phases match the

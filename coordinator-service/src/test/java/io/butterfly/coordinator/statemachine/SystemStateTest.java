@@ -1,6 +1,6 @@
-package io.butterfly.coordinator.cluster;
+package io.butterfly.coordinator.statemachine;
 
-import static io.butterfly.coordinator.cluster.SystemState.*;
+import static io.butterfly.coordinator.statemachine.SystemState.*;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

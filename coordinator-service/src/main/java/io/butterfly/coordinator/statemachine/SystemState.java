@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.cluster;
+package io.butterfly.coordinator.statemachine;
 
 import java.util.EnumSet;
 import java.util.Set;

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.cluster;
+package io.butterfly.coordinator.statemachine;
 
 /** A worker as the control log sees it (state-machines.md §2.2). */
 public enum WorkerState {
