@@ -1,9 +1,9 @@
 package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
-import io.butterfly.coordinator.raft.ReplicaView;
 import java.util.List;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;

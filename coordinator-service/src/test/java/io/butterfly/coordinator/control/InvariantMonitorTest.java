@@ -11,9 +11,6 @@ import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
 import io.butterfly.coordinator.invariants.Invariant;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -22,7 +19,6 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.support.StaticListableBeanFactory;
 
 /** A violation is reported only once it holds for confirm-after checks, and disappears when it clears. */
@@ -48,8 +44,7 @@ class InvariantMonitorTest {
     private final LivenessProperties liveness = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250), Duration.ofSeconds(10));
-    private ControlReplica replica;
-    private ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     private final Liveness beats = new Liveness(liveness, clock);
     private final CoordinatorClaims alone = new CoordinatorClaims() {
         @Override
@@ -65,9 +60,7 @@ class InvariantMonitorTest {
     private InvariantMonitor monitor;
 
     @BeforeEach
-    void setUp(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void setUp() {
         monitor = new InvariantMonitor(control, beats, alone,
                 new InvariantProperties(Duration.ofSeconds(1), 2, Duration.ofSeconds(2)), clock,
                 new StaticListableBeanFactory().getBeanProvider(io.micrometer.core.instrument.MeterRegistry.class));
@@ -75,7 +68,7 @@ class InvariantMonitorTest {
 
     @AfterEach
     void tearDown() {
-        replica.close();
+        control.close();
     }
 
     @Test

@@ -9,11 +9,8 @@ import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -24,7 +21,6 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** The monitor's ticks with a fake clock: verdicts reach the log and listeners; a late tick takes none. */
 class LivenessMonitorTest {
@@ -54,14 +50,11 @@ class LivenessMonitorTest {
             Duration.ofMillis(250), Duration.ofSeconds(10));
     private final Liveness liveness = new Liveness(props, clock);
     private final List<ClusterCommand> heard = new ArrayList<>();
-    private ControlReplica replica;
-    private ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     private LivenessMonitor monitor;
 
     @BeforeEach
-    void setUp(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void setUp() {
         monitor = new LivenessMonitor(control, liveness, props, clock);
         control.submit(new ClusterCommand.Bootstrap("tiny", 1, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
@@ -76,7 +69,7 @@ class LivenessMonitorTest {
 
     @AfterEach
     void tearDown() {
-        replica.close();
+        control.close();
     }
 
     /** Ticks every 25 ms for {@code ms}; w1 beats every 100 ms if {@code beating}. */

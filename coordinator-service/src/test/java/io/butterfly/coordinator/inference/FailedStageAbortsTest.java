@@ -7,9 +7,7 @@ import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StreamClosed;
@@ -18,13 +16,11 @@ import io.grpc.Grpc;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.stub.StreamObserver;
-import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A step waiting on a stage that the failure detector declares FAILED ends at once with UNAVAILABLE naming the
@@ -32,17 +28,14 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class FailedStageAbortsTest {
 
-    private ControlReplica replica;
-    private ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     private Server firstStage;
     private PipelineSteps steps;
     /** Steps the first stage received (a step waits for its outcome from before it is sent). */
     private final java.util.concurrent.BlockingQueue<ForwardRequest> received = new java.util.concurrent.LinkedBlockingQueue<>();
 
     @BeforeEach
-    void start(@TempDir Path raftDir) throws Exception {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void start() throws Exception {
         ReadyCluster.bootstrap(control);
 
         // A first stage that takes every step and passes it to a second stage that never answers.
@@ -77,7 +70,7 @@ class FailedStageAbortsTest {
     void stop() {
         steps.close();
         firstStage.shutdownNow();
-        replica.close();
+        control.close();
     }
 
     @Test

@@ -5,11 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
+import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.statemachine.SystemState;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,7 +17,6 @@ import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * An open task keeps the system COMPUTING: a task whose runner restarted (or never came back) is failed, so the
@@ -30,21 +26,18 @@ class OrphanedTasksTest {
 
     private static final long STARTED = 1_000_000;
 
-    private ControlReplica replica;
-    private ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     /** Task ids whose sequences a sweep released on the stages. */
     private final List<String> released = new ArrayList<>();
 
     @BeforeEach
-    void ready(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void ready() {
         ReadyCluster.bootstrap(control);
     }
 
     @AfterEach
     void close() {
-        replica.close();
+        control.close();
     }
 
     @Test

@@ -5,24 +5,23 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.common.manifest.Manifest;
+import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepOutcome;
-import java.util.List;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.List;
 
 /**
- * What the scripted inference tests serve from: a one-replica control log bootstrapped to READY
+ * What the scripted inference tests serve from: an in-memory control log bootstrapped to READY
  * ({@link ReadyCluster}) and the tiny model's generated tokenizer. The pipeline's steps are the test's to script.
  */
 public final class ScriptedCluster implements AutoCloseable {
@@ -31,13 +30,10 @@ public final class ScriptedCluster implements AutoCloseable {
     public static final ModelConfig TINY = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
             10000.0, false, 1, 2);
 
-    private final ControlReplica replica;
-    private final ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     private final HuggingFaceTokenizer tokenizer;
 
     public ScriptedCluster(Path dir) throws IOException {
-        replica = TestReplicas.single(dir.resolve("raft"));
-        control = new ControlLog(replica);
         ReadyCluster.bootstrap(control);
         tokenizer = TestTokenizers.generated(TINY, dir);
     }
@@ -87,6 +83,6 @@ public final class ScriptedCluster implements AutoCloseable {
     @Override
     public void close() {
         tokenizer.close();
-        replica.close();
+        control.close();
     }
 }

@@ -18,10 +18,8 @@ import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.grpc.Status;
@@ -33,7 +31,6 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Logits the last stage computed but that cannot be sampled (NaN or +infinity, e.g. an overflowing fp16 model) are
@@ -44,14 +41,11 @@ class UnusableLogitsTest {
 
     private static final int VOCAB = 8;
 
-    private ControlReplica replica;
-    private ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     private WorkerChannels channels;
 
     @BeforeEach
-    void ready(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void ready() {
         control.submit(new ClusterCommand.Bootstrap("tiny", 1, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
         control.submit(new ClusterCommand.NodeJoined(new NodeInfo("w1", "worker", "127.0.0.1", 1, 8000, 4, 8L << 30,
@@ -66,7 +60,7 @@ class UnusableLogitsTest {
 
     @AfterEach
     void close() {
-        replica.close();
+        control.close();
     }
 
     @Test

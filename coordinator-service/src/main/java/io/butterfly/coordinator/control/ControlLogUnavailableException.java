@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.raft;
+package io.butterfly.coordinator.control;
 
 /** The control log could not commit a command (no leader reachable, no quorum, timeout). Retryable. */
 public class ControlLogUnavailableException extends RuntimeException {

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.raft;
+package io.butterfly.coordinator.control;
 
 /** A replica's leadership view in a chosen role, for tests of leader-only work without a Raft group. */
 public final class TestLeadership {

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
  * asserts it, and closes the replica otherwise). A Ratis-default pause that leaves the machine RUNNING killed such
  * a follower.
  */
-class ControlStateMachineLifecycleTest {
+class ControlStateMachineLifecycleIT {
 
     @Test
     void aPausedMachineReloadsTheLatestSnapshotAndRunsOn(@TempDir Path dir) throws Exception {

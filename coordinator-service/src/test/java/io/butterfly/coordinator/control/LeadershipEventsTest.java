@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.raft;
+package io.butterfly.coordinator.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class LeadershipEventsTest {
 
     @Test
-    void leadingOnlyOnceReadyAndUntilAnotherLeaderOrStepDown() {
+    void leadingOnlyOnceReadyAndUntilAnotherLeaderOrStepDown() throws InterruptedException {
         try (LeadershipEvents events = new LeadershipEvents("c0")) {
             List<Leadership> heard = new CopyOnWriteArrayList<>();
             events.addListener(heard::add);
@@ -37,7 +37,7 @@ class LeadershipEventsTest {
 
             long deadline = System.currentTimeMillis() + 5000;
             while (heard.size() < 8 && System.currentTimeMillis() < deadline) {
-                TestReplicas.sleep(5);
+                Thread.sleep(5);
             }
             // Listeners hear the initial view and then every change, in order.
             assertEquals(List.of(false, false, true, false, false, false, true, false),

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.raft;
+package io.butterfly.coordinator.control;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -9,9 +9,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Leadership changes of one replica, fed by the Raft state machine's notifications. {@link #current()} is
- * updated at once; listeners run in order on their own thread, because Raft notifies while it applies the
- * log and a listener that submits a command from that thread would wait for itself.
+ * Leadership changes of one replica, fed by the Raft state machine's notifications (raft/ControlStateMachine).
+ * {@link #current()} is updated at once; listeners run in order on their own thread, because Raft notifies while
+ * it applies the log and a listener that submits a command from that thread would wait for itself.
  */
 public final class LeadershipEvents implements AutoCloseable {
 
@@ -46,16 +46,19 @@ public final class LeadershipEvents implements AutoCloseable {
         dispatcher.execute(() -> deliver(listener, now));
     }
 
-    void leaderChanged(String leaderId, long term) {
+    /** The replica now follows {@code leaderId} (itself included; null during an election) in {@code term}. */
+    public void leaderChanged(String leaderId, long term) {
         // A new leader (even this replica) is not ready until its first entry of the term commits.
         publish(new Leadership(current.selfId(), leaderId, term, false));
     }
 
-    void leaderReady(long term) {
+    /** This replica leads {@code term} and committed its first entry of it: leader-only work may start. */
+    public void leaderReady(long term) {
         publish(new Leadership(current.selfId(), current.selfId(), term, true));
     }
 
-    void notLeader(long term) {
+    /** This replica stepped down (or was deposed) in {@code term}. */
+    public void notLeader(long term) {
         Leadership now = current;
         publish(new Leadership(now.selfId(), now.selfId().equals(now.leaderId()) ? null : now.leaderId(), term, false));
     }

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.raft;
+package io.butterfly.coordinator.control;
 
 import java.util.List;
 

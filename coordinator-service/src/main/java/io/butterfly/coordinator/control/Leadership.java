@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.raft;
+package io.butterfly.coordinator.control;
 
 /**
  * What one replica knows about the Raft leadership at a moment.

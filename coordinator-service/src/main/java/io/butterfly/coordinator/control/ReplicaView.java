@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.raft;
+package io.butterfly.coordinator.control;
 
 /**
  * What one replica of the control-log group says about itself, asked of that replica.

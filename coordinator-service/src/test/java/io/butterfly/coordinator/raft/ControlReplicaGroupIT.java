@@ -10,7 +10,10 @@ import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NotReadyException;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
+import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.testsupport.Ports;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -33,7 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * from its own storage (snapshot + log), and one back after the leader cut its log being sent the snapshot.
  * The log is cut as soon as it can be (snapshots every 5 entries, 1 KB segments, no entries preserved).
  */
-class ControlReplicaGroupTest {
+class ControlReplicaGroupIT {
 
     private static final Duration WAIT = Duration.ofSeconds(15);
 
@@ -42,19 +46,19 @@ class ControlReplicaGroupTest {
 
     /** Where the replicas of this group keep their storage (one directory per start of the group). */
     private Path storage;
+    private final AtomicInteger starts = new AtomicInteger();
     private final List<ReplicaSettings.Peer> peers = new ArrayList<>();
     private final List<ControlReplica> replicas = new ArrayList<>();
     /** term -> every leader any replica was told about in that term. */
     private final Map<Long, Set<String>> leadersByTerm = new ConcurrentHashMap<>();
 
     @BeforeEach
-    void startGroup() throws IOException {
-        // The ports are only known free until freePorts() closes them: if another process binds one before its
-        // replica does, start the whole group again on new ports and in new storage (the replicas already
-        // started may have elected a leader and logged the old addresses).
-        for (int attempt = 1; ; attempt++) {
-            storage = dir.resolve("group-" + attempt);
-            List<Integer> ports = TestReplicas.freePorts(3);
+    void startGroup() {
+        // The ports are only known free until the replicas bind them: if another process binds one first, the whole
+        // group starts again on new ports and in new storage (the replicas already started may have elected a
+        // leader and logged the old addresses).
+        Ports.startOnFreePorts(3, ports -> {
+            storage = dir.resolve("group-" + starts.incrementAndGet());
             for (int i = 0; i < 3; i++) {
                 peers.add(new ReplicaSettings.Peer("coordinator-" + i, "127.0.0.1", ports.get(i)));
             }
@@ -62,17 +66,15 @@ class ControlReplicaGroupTest {
                 for (int i = 0; i < 3; i++) {
                     replicas.add(start(i));
                 }
-                return;
-            } catch (IOException | RuntimeException e) {
+                return replicas;
+            } catch (RuntimeException e) {
                 stopGroup();
                 replicas.clear();
                 peers.clear();
                 leadersByTerm.clear();
-                if (attempt == 3 || !TestReplicas.portTaken(e)) {
-                    throw e;
-                }
+                throw e;
             }
-        }
+        });
     }
 
     @AfterEach
@@ -80,8 +82,8 @@ class ControlReplicaGroupTest {
         replicas.stream().filter(r -> r != null).forEach(ControlReplica::close);
     }
 
-    private ControlReplica start(int i) throws IOException {
-        ControlReplica r = ControlReplica.start(TestReplicas.settings(peers.get(i).id(), peers,
+    private ControlReplica start(int i) {
+        ControlReplica r = TestReplicas.start(TestReplicas.settings(peers.get(i).id(), peers,
                 storage.resolve(peers.get(i).id()), 5, new ReplicaSettings.LogRetention(1024, 0)));
         r.leadership().addListener(l -> {
             if (l.leaderId() != null) {
@@ -95,12 +97,12 @@ class ControlReplicaGroupTest {
      * Starts replica {@code i} again on its old port, the one its peers know. Another process may have bound that
      * port since the replica closed it, and nothing can hold it across the restart: try again a few times.
      */
-    private ControlReplica restart(int i) throws IOException {
+    private ControlReplica restart(int i) {
         for (int attempt = 1; ; attempt++) {
             try {
                 return start(i);
-            } catch (IOException | RuntimeException e) {
-                if (attempt == 5 || !TestReplicas.portTaken(e)) {
+            } catch (RuntimeException e) {
+                if (attempt == 5 || !Ports.taken(e)) {
                     throw e;
                 }
                 TestReplicas.sleep(200);
