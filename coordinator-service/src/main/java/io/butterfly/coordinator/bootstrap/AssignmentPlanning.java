@@ -4,7 +4,7 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.Feasibility;
 import io.butterfly.coordinator.config.PlanningProperties;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.inference.ServedModel;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.FeasibilityCheck;
 import io.butterfly.coordinator.planning.FeasibilityReport;
 import io.butterfly.coordinator.planning.InfeasiblePlanException;

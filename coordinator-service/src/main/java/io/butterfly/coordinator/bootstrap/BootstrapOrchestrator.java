@@ -9,8 +9,9 @@ import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
-import io.butterfly.coordinator.inference.ModelCatalog;
-import io.butterfly.coordinator.inference.ServedModel;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.RegistryUnavailableException;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.PartitionPlan;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.SystemState;
@@ -169,8 +170,8 @@ public class BootstrapOrchestrator {
             } catch (io.butterfly.common.error.ButterflyException e) {
                 // An untrusted or forged manifest is never used; keep asking in case the registry is re-keyed.
                 log.error("refusing the manifest of model '{}': {}: {}", props.modelId(), e.code(), e.getMessage());
-            } catch (StatusRuntimeException e) {
-                log.info("waiting for the registry to serve model '{}': {}", props.modelId(), e.getStatus());
+            } catch (RegistryUnavailableException e) {
+                log.info("waiting for the registry to serve model '{}': {}", props.modelId(), e.getMessage());
             } catch (Exception e) {
                 log.warn("fetching model '{}' failed: {}", props.modelId(), e.toString());
             }

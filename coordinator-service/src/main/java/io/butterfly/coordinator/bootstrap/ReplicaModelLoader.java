@@ -1,9 +1,8 @@
 package io.butterfly.coordinator.bootstrap;
 
-import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.inference.ModelCatalog;
-import io.butterfly.coordinator.inference.ServedModel;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
 import jakarta.annotation.PreDestroy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

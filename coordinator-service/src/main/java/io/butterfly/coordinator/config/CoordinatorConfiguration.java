@@ -4,7 +4,7 @@ import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.TransportThreadMethods;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.inference.ModelCatalog;
+import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.planning.PartitionPlanner;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.model.ModelCatalog;
 import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -47,4 +48,8 @@ public record CoordinatorProperties(
         @DefaultValue("30m") java.time.Duration taskTimeout,
         @DefaultValue List<String> trustedPublisherKeys,
         @DefaultValue("64") int maxConcurrentTasks) {
+
+    public ModelCatalog.Settings catalog() {
+        return new ModelCatalog.Settings(modelId, dataDir, trustedPublisherKeys);
+    }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.proto.worker.v1.Endpoint;
 import java.util.List;
 

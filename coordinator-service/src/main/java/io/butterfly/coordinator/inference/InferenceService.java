@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.bootstrap.WorkerChannels;
@@ -13,13 +14,14 @@ import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.coordinator.inference.sampling.TokenChoice;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
-import io.butterfly.common.error.ErrorCode;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.SequenceSlice;
 import io.butterfly.proto.worker.v1.StageTiming;
+import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.grpc.StatusRuntimeException;
 import java.time.Clock;
@@ -175,7 +177,7 @@ public class InferenceService {
         Sampler sampler = new Sampler(task.sampling());
         // The text is followed token by token only for a listener or stop strings.
         IncrementalText text = listener == null && task.stop().isEmpty() ? null
-                : new IncrementalText(ids -> model.tokenizer().decode(ids, true), task.stop());
+                : new IncrementalText(model.tokenizer()::decode, task.stop());
         boolean stopString = false;
         long epoch = control.state().epoch();
         List<Long> generated = new ArrayList<>();
@@ -231,7 +233,7 @@ public class InferenceService {
         double decodeSeconds = (end - firstToken) / 1e9;
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
         String whole = stopString ? text.textBeforeStop()
-                : model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
+                : model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray());
         return new GenerationResult(taskId, model.manifest().modelId(), prompt, generated, whole, finish,
                 chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
                 pipelineNanos / 1e6, samplingNanos / 1e6);
@@ -317,7 +319,7 @@ public class InferenceService {
     }
 
     private static List<Long> tokenize(ServedModel model, String prompt) {
-        long[] ids = model.tokenizer().encode(prompt).getIds();
+        long[] ids = model.tokenizer().encode(prompt);
         if (ids.length == 0) {
             throw new InvalidRequestException("prompt", "prompt tokenizes to no tokens");
         }

@@ -13,6 +13,10 @@ import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.InMemoryControlLog;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
+import io.butterfly.coordinator.model.Tokenizer;
+import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import java.io.IOException;
@@ -31,18 +35,23 @@ public final class ScriptedCluster implements AutoCloseable {
             10000.0, false, 1, 2);
 
     private final InMemoryControlLog control = new InMemoryControlLog();
-    private final HuggingFaceTokenizer tokenizer;
+    /** The tokenizer served, opened as the coordinator opens it. */
+    private final Tokenizer tokenizer;
+    /** The same file read directly, to script token ids without special tokens. */
+    private final HuggingFaceTokenizer raw;
 
     public ScriptedCluster(Path dir) throws IOException {
         ReadyCluster.bootstrap(control);
-        tokenizer = TestTokenizers.generated(TINY, dir);
+        Path file = TestTokenizers.write(TINY, dir);
+        tokenizer = new DjlTokenizers().open(file);
+        raw = HuggingFaceTokenizer.newInstance(file);
     }
 
     public ControlLog control() {
         return control;
     }
 
-    public HuggingFaceTokenizer tokenizer() {
+    public Tokenizer tokenizer() {
         return tokenizer;
     }
 
@@ -61,8 +70,8 @@ public final class ScriptedCluster implements AutoCloseable {
 
     /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */
     public long[] wordThenCheckMark() {
-        long[] word = tokenizer.encode("the", false, false).getIds();
-        long[] mark = tokenizer.encode("✓", false, false).getIds();
+        long[] word = raw.encode("the", false, false).getIds();
+        long[] mark = raw.encode("✓", false, false).getIds();
         long[] script = new long[word.length + mark.length];
         System.arraycopy(word, 0, script, 0, word.length);
         System.arraycopy(mark, 0, script, word.length, mark.length);
@@ -83,6 +92,7 @@ public final class ScriptedCluster implements AutoCloseable {
     @Override
     public void close() {
         tokenizer.close();
+        raw.close();
         control.close();
     }
 }

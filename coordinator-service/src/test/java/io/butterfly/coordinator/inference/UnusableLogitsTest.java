@@ -19,6 +19,8 @@ import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.InMemoryControlLog;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.proto.worker.v1.StepOutcome;

@@ -1,48 +1,45 @@
-package io.butterfly.coordinator.inference;
+package io.butterfly.coordinator.model;
 
-import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
-import ai.djl.huggingface.tokenizers.jni.LibUtils;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.transfer.ShardDownloader;
-import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.common.manifest.FileKind;
-import io.butterfly.proto.registry.v1.GetManifestRequest;
-import io.butterfly.common.manifest.Manifest;
-import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
-import io.butterfly.common.manifest.ManifestFile;
-import io.butterfly.common.grpc.ManifestMessages;
-import io.grpc.ManagedChannel;
-import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.LoggerFactory;
-import org.springframework.stereotype.Component;
 
 /**
- * Fetches, from the model registry, what the coordinator itself needs of the served model: the
- * manifest (for planning), config.json and tokenizer.json (verified like any other shard).
+ * Fetches, from the model registry, what the coordinator itself needs of the served model: the manifest (for
+ * planning), config.json and tokenizer.json (verified like any other shard).
  */
-@Component
-public class ModelCatalog {
+public class ModelCatalog implements AutoCloseable {
 
-    private final CoordinatorProperties props;
-    private final ManagedChannel channel;
+    /**
+     * @param modelId              the model to serve (as the registry knows it)
+     * @param dataDir              where the coordinator keeps the tokenizer and config it fetched
+     * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every one is refused)
+     */
+    public record Settings(String modelId, Path dataDir, List<String> trustedPublisherKeys) {
+    }
+
+    private final Settings settings;
+    private final ModelRegistry registry;
+    private final Tokenizer.Loader tokenizers;
     private final ManifestVerifier verifier;
     private volatile ServedModel served;
 
-    public ModelCatalog(CoordinatorProperties props) {
-        this.props = props;
-        this.verifier = new ManifestVerifier(props.trustedPublisherKeys());
-        this.channel = GrpcChannels.open(props.registryHost(), props.registryPort());
+    public ModelCatalog(Settings settings, ModelRegistry registry, Tokenizer.Loader tokenizers) {
+        this.settings = settings;
+        this.registry = registry;
+        this.tokenizers = tokenizers;
+        this.verifier = new ManifestVerifier(settings.trustedPublisherKeys());
         // Loading the tokenizer's native library takes over a second, and the first manifest fetch from a
         // freshly started registry as long again: do both while the coordinator joins and its control log
         // elects a leader, instead of on the way to the first assignment.
@@ -53,16 +50,12 @@ public class ModelCatalog {
 
     private void warmUp() {
         try {
-            LibUtils.checkStatus();
+            tokenizers.preload();
             load();
         } catch (Exception | LinkageError e) {
             // bootstrap's own load() reports it, and retries
             LoggerFactory.getLogger(ModelCatalog.class).debug("served model not loaded ahead: {}", e.toString());
         }
-    }
-
-    public ModelRegistryGrpc.ModelRegistryBlockingStub registry() {
-        return ModelRegistryGrpc.newBlockingStub(channel);
     }
 
     /**
@@ -71,8 +64,7 @@ public class ModelCatalog {
      * bootstrap's would otherwise download into the same files.
      */
     public synchronized ServedModel load() throws IOException {
-        Manifest manifest = verifier.verifyFor(props.modelId(), ManifestMessages.fromProto(registry().withDeadlineAfter(10,
-                TimeUnit.SECONDS).getManifest(GetManifestRequest.newBuilder().setModelId(props.modelId()).build())));
+        Manifest manifest = verifier.verifyFor(settings.modelId(), registry.manifest(settings.modelId()));
         if (served != null && served.manifest().equals(manifest)) {
             return served; // loaded already (by the warm-up) from this very manifest
         }
@@ -80,17 +72,15 @@ public class ModelCatalog {
                 .filter(f -> f.kind() == FileKind.CONFIG || f.kind() == FileKind.TOKENIZER)
                 .map(ManifestFile::name)
                 .toList();
-        Path dir = props.dataDir().resolve("models").resolve(manifest.modelId());
-        new ShardDownloader(registry()).download(manifest, wanted, dir, (file, done, total) -> { });
+        Path dir = settings.dataDir().resolve("models").resolve(manifest.modelId());
+        registry.download(manifest, wanted, dir);
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
         if (wanted.contains(GenerationConfig.FILE)) { // only a file this manifest lists: not one an older one left
             // Stop tokens as transformers' generate() takes them: generation_config.json's when it names any.
             config = GenerationConfig.applyTo(config, dir.resolve(GenerationConfig.FILE));
         }
         // Prompts are tokenized exactly as the tokenizer file says (its own special-token rules).
-        HuggingFaceTokenizer tokenizer = HuggingFaceTokenizer.newInstance(dir.resolve("tokenizer.json"),
-                Map.of("addSpecialTokens", "true", "truncation", "false", "padding", "false"));
-        served = new ServedModel(manifest, config, tokenizer);
+        served = new ServedModel(manifest, config, tokenizers.open(dir.resolve("tokenizer.json")));
         return served;
     }
 
@@ -119,6 +109,9 @@ public class ModelCatalog {
             model = load();
         } catch (ButterflyException e) {
             throw new ButterflyException(e.code(), ErrorKind.UNAVAILABLE, notHeld(merkleRoot) + e.getMessage(), e.context(), e);
+        } catch (RegistryUnavailableException e) {
+            throw new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, ErrorKind.UNAVAILABLE,
+                    notHeld(merkleRoot) + e.getMessage(), Map.of(), e);
         } catch (IOException | RuntimeException e) {
             throw new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, ErrorKind.UNAVAILABLE, notHeld(merkleRoot) + e, Map.of(), e);
         }
@@ -132,15 +125,15 @@ public class ModelCatalog {
     }
 
     private String notHeld(String merkleRoot) {
-        return "this coordinator has not fetched model " + props.modelId() + " (merkle root " + merkleRoot
+        return "this coordinator has not fetched model " + settings.modelId() + " (merkle root " + merkleRoot
                 + ") from the registry: ";
     }
 
-    @PreDestroy
-    void close() {
-        GrpcChannels.close(channel);
-        if (served != null) {
-            served.tokenizer().close();
+    @Override
+    public void close() {
+        ServedModel model = served;
+        if (model != null) {
+            model.tokenizer().close();
         }
     }
 }

@@ -1,21 +1,22 @@
-package io.butterfly.coordinator.inference;
+package io.butterfly.coordinator.model;
 
-import io.butterfly.common.grpc.ManifestMessages;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.TokenizerGenerator;
-import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.common.error.ErrorCode;
+import io.butterfly.coordinator.gateway.registry.RegistryGateway;
+import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
 import io.butterfly.proto.registry.v1.FileKind;
@@ -23,15 +24,12 @@ import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
-import io.grpc.Server;
+import io.butterfly.testsupport.InProcessGrpc;
 import io.grpc.Status;
-import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -43,6 +41,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A coordinator replica asked to serve right after the cluster became READY, before its background fetch of the
  * model got it (the registry refused that fetch here), fetches the model itself instead of refusing the request.
+ * The registry is a fake served in-process, reached through the real gateway.
  */
 class ModelCatalogTest {
 
@@ -87,23 +86,25 @@ class ModelCatalogTest {
 
     private final Registry registry = new Registry();
     private final NodeIdentity publisher = NodeIdentity.ephemeral();
-    private Server server;
+    private InProcessGrpc server;
+    private RegistryGateway gateway;
     private ModelCatalog catalog;
 
     @BeforeEach
     void start() throws Exception {
         registry.dir = Files.createDirectories(tmp.resolve("published"));
         registry.manifest = publish(registry.dir, publisher, null);
-        server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).addService(registry).build().start();
-        catalog = new ModelCatalog(new CoordinatorProperties("coordinator-1", "127.0.0.1", "butterfly", "tiny", 2,
-                "127.0.0.1", 9082, "127.0.0.1", server.getPort(), tmp.resolve("coordinator"), 1024, 4096, 65536, 120,
-                Duration.ofMinutes(30), List.of(publisher.publicKeyHex()), 64));
+        server = InProcessGrpc.serving(registry);
+        gateway = new RegistryGateway(server.channel());
+        catalog = new ModelCatalog(new ModelCatalog.Settings("tiny", tmp.resolve("coordinator"),
+                List.of(publisher.publicKeyHex())), gateway, new DjlTokenizers());
     }
 
     @AfterEach
     void stop() {
         catalog.close();
-        server.shutdownNow();
+        gateway.close();
+        server.close();
     }
 
     @Test
@@ -116,7 +117,7 @@ class ModelCatalogTest {
 
         assertThat(model.manifest()).isEqualTo(ManifestMessages.fromProto(registry.manifest));
         assertThat(model.config().vocabSize()).isEqualTo(CONFIG.vocabSize());
-        assertThat(model.tokenizer().encode("hello").getIds()).isNotEmpty();
+        assertThat(model.tokenizer().encode("hello")).isNotEmpty();
         assertThat(catalog.holds(root)).isTrue();
         assertThat(catalog.servedFor(root)).isSameAs(model);
     }
