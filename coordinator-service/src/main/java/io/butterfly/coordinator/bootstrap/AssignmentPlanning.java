@@ -2,6 +2,7 @@ package io.butterfly.coordinator.bootstrap;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.Feasibility;
+import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.config.PlanningProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.model.ServedModel;
@@ -12,7 +13,6 @@ import io.butterfly.coordinator.planning.ModelFootprint;
 import io.butterfly.coordinator.planning.PartitionPlan;
 import io.butterfly.coordinator.planning.PartitionPlanner;
 import io.butterfly.coordinator.planning.WorkerCapacity;
-import io.butterfly.proto.discovery.v1.Member;
 import java.time.Clock;
 import java.util.List;
 import org.slf4j.Logger;
@@ -42,10 +42,9 @@ public class AssignmentPlanning {
     }
 
     /** The plan for these members, or null when the cluster cannot hold the model (recorded in the state). */
-    public PartitionPlan plan(ServedModel model, List<Member> members) {
+    public PartitionPlan plan(ServedModel model, List<NodeInfo> members) {
         List<WorkerCapacity> workers = members.stream()
-                .map(m -> new WorkerCapacity(m.getNodeId(), Math.max(m.getCapabilities().getMeasuredGflops(), 1e-3),
-                        BootstrapOrchestrator.usableMemory(m.getCapabilities())))
+                .map(m -> new WorkerCapacity(m.nodeId(), Math.max(m.throughput(), 1e-3), m.memoryBytes()))
                 .toList();
         ModelFootprint footprint = ModelFootprints.of(model.manifest(), model.config(), props.planning());
         FeasibilityReport report = FeasibilityCheck.check(footprint, workers);

@@ -1,7 +1,6 @@
 package io.butterfly.coordinator.bootstrap;
 
 import io.butterfly.common.envelope.ControlEnvelopes;
-import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
@@ -15,25 +14,18 @@ import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.PartitionPlan;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.SystemState;
-import io.butterfly.proto.common.v1.LayerRange;
-import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
-import io.butterfly.proto.discovery.v1.ListMembersRequest;
-import io.butterfly.proto.discovery.v1.Member;
-import io.butterfly.proto.discovery.v1.NodeRole;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
@@ -53,30 +45,27 @@ public class BootstrapOrchestrator {
     private static final long POLL_MILLIS = 50;
 
     private final CoordinatorProperties props;
-
-    private final AssignmentAddresses addresses;
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final AssignmentPlanning planning;
-    private final WorkerChannels workers;
+    private final Workers workers;
+    private final WorkerDirectory directory;
     private final Clock clock;
-    private final ManagedChannel discovery;
     private final LeaderTakeover takeover;
     private volatile Thread thread;
     private volatile boolean retrying;
 
     public BootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
-                                 AssignmentPlanning planning, WorkerChannels workers, Clock clock,
-                                 LeaderTakeover takeover, AssignmentAddresses addresses) {
-        this.addresses = addresses;
+                                 AssignmentPlanning planning, Workers workers, WorkerDirectory directory, Clock clock,
+                                 LeaderTakeover takeover) {
         this.takeover = takeover;
         this.props = props;
         this.control = control;
         this.catalog = catalog;
         this.planning = planning;
         this.workers = workers;
+        this.directory = directory;
         this.clock = clock;
-        this.discovery = GrpcChannels.open(props.discoveryHost(), props.discoveryPort());
     }
 
     /** Leader-only work: runs while this replica leads the control log, stops when it loses leadership. */
@@ -146,7 +135,7 @@ public class BootstrapOrchestrator {
             ServedModel model = fetchModel();
             control.submit(new ClusterCommand.ModelResolved(model.manifest().modelId(),
                     model.manifest().merkleRoot(), clock.millis()));
-            List<Member> members = awaitWorkers(props.expectedWorkers());
+            List<NodeInfo> members = awaitWorkers(props.expectedWorkers());
             while (!assign(model, members)) {
                 // InsufficientResources (§7.6): nothing assigned; plan again once more capacity has joined.
                 members = awaitWorkers(members.size() + 1);
@@ -192,28 +181,19 @@ public class BootstrapOrchestrator {
     }
 
     /** Polls discovery until {@code wanted} workers have joined (recording each join); the first {@code wanted} by id. */
-    private List<Member> awaitWorkers(int wanted) throws InterruptedException {
+    private List<NodeInfo> awaitWorkers(int wanted) throws InterruptedException {
         long lastLog = 0;
         while (true) {
-            List<Member> found;
-            try {
-                found = DiscoveryServiceGrpc.newBlockingStub(discovery).withDeadlineAfter(2, TimeUnit.SECONDS)
-                        .listMembers(ListMembersRequest.newBuilder().setRole(NodeRole.WORKER).build())
-                        .getMembersList();
-            } catch (StatusRuntimeException e) {
-                found = List.of();
-                log.debug("discovery not reachable yet: {}", e.getStatus());
-            }
+            List<NodeInfo> found = directory.joinedWorkers();
             ClusterState state = control.state();
-            for (Member m : found) {
-                if (!state.nodes().containsKey(m.getNodeId())) {
-                    control.submit(new ClusterCommand.NodeJoined(toNodeInfo(m), clock.millis()));
+            for (NodeInfo m : found) {
+                if (!state.nodes().containsKey(m.nodeId())) {
+                    control.submit(new ClusterCommand.NodeJoined(m, clock.millis()));
                 }
             }
             commitConfig();
             if (found.size() >= wanted) {
-                return found.stream().sorted((a, b) -> a.getNodeId().compareTo(b.getNodeId()))
-                        .limit(wanted).toList();
+                return found.stream().sorted(Comparator.comparing(NodeInfo::nodeId)).limit(wanted).toList();
             }
             if (clock.millis() - lastLog > 5000) {
                 lastLog = clock.millis();
@@ -224,15 +204,15 @@ public class BootstrapOrchestrator {
     }
 
     /** Plans and assigns; false (nothing sent) when the members cannot hold the model (the state says why). */
-    private boolean assign(ServedModel model, List<Member> members) throws InterruptedException {
+    private boolean assign(ServedModel model, List<NodeInfo> members) throws InterruptedException {
         PartitionPlan plan = planning.plan(model, members);
         if (plan == null) {
             return false;
         }
         long epoch = control.state().epoch() + 1;
         control.submit(new ClusterCommand.PartitionsAssigned(epoch, plan.stages(), clock.millis()));
-        Map<String, Member> byId = new java.util.HashMap<>();
-        members.forEach(m -> byId.put(m.getNodeId(), m));
+        Map<String, NodeInfo> byId = new HashMap<>();
+        members.forEach(m -> byId.put(m.nodeId(), m));
         // Sent to all workers at once: each starts fetching as soon as it has its range, instead of
         // waiting for the workers before it to answer (seconds apiece on a busy machine).
         ExecutorService senders = Executors.newFixedThreadPool(
@@ -243,19 +223,14 @@ public class BootstrapOrchestrator {
                 });
         List<Future<?>> sent = new ArrayList<>();
         for (StageAssignment stage : plan.stages()) {
-            Member m = byId.get(stage.nodeId());
+            NodeInfo m = byId.get(stage.nodeId());
             log.info("assigning layers [{}, {}) of {} to {} (epoch {})", stage.layerStart(), stage.layerEnd(),
                     model.manifest().modelId(), stage.nodeId(), epoch);
-            AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
-                    .setModelId(model.manifest().modelId())
-                    .setLayers(LayerRange.newBuilder().setStart(stage.layerStart()).setEnd(stage.layerEnd()))
-                    .setHasEmbedding(stage.hasEmbedding())
-                    .setHasHead(stage.hasHead())
-                    .setEpoch(epoch)
-                    .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
-                    .build();
+            // Fenced: workers refuse older terms.
+            Assignment assignment = Assignment.of(model.manifest().modelId(), stage, epoch,
+                    control.leadership().current().term());
             sent.add(senders.submit(() -> {
-                assignWithRetry(m, request);
+                assignWithRetry(m, assignment);
                 return null;
             }));
         }
@@ -271,34 +246,20 @@ public class BootstrapOrchestrator {
         return true;
     }
 
-    private void assignWithRetry(Member m, AssignPartitionRequest request) throws InterruptedException {
+    private void assignWithRetry(NodeInfo m, Assignment assignment) throws InterruptedException {
         for (int attempt = 1; ; attempt++) {
             try {
-                WorkerServiceGrpc.newBlockingStub(workers.channel(m.getNodeId(), m.getHost(), m.getGrpcPort()))
-                        .withDeadlineAfter(10, TimeUnit.SECONDS)
-                        .assignPartition(request);
+                workers.assign(m, assignment, Duration.ofSeconds(10));
                 return;
-            } catch (StatusRuntimeException e) {
+            } catch (WorkerCallFailedException e) {
                 if (attempt >= 10) {
-                    control.submit(new ClusterCommand.LoadFailed(m.getNodeId(), request.getEpoch(), "TIMEOUT",
-                            "assignment not accepted after " + attempt + " attempts: " + e.getStatus(), clock.millis()));
+                    control.submit(new ClusterCommand.LoadFailed(m.nodeId(), assignment.epoch(), "TIMEOUT",
+                            "assignment not accepted after " + attempt + " attempts: " + e.getMessage(), clock.millis()));
                     return;
                 }
                 Thread.sleep(Math.min(200L << attempt, 5000));
             }
         }
-    }
-
-    /** Memory a worker offers for its partition: its limit where it set one, else all its memory. */
-    static long usableMemory(io.butterfly.proto.common.v1.NodeCapabilities c) {
-        long limit = c.getMemoryLimitBytes();
-        return limit > 0 ? Math.min(limit, c.getMemoryBytes()) : c.getMemoryBytes();
-    }
-
-    static NodeInfo toNodeInfo(Member m) {
-        return new NodeInfo(m.getNodeId(), "worker", m.getHost(), m.getGrpcPort(), m.getHttpPort(),
-                m.getCapabilities().getCpuCores(), usableMemory(m.getCapabilities()),
-                m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice());
     }
 
     @PreDestroy
@@ -307,6 +268,5 @@ public class BootstrapOrchestrator {
         if (t != null) {
             t.interrupt();
         }
-        GrpcChannels.close(discovery);
     }
 }

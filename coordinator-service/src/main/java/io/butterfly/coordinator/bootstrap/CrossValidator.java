@@ -17,17 +17,12 @@ import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.SystemState;
-import io.butterfly.proto.worker.v1.ChecksumReport;
-import io.butterfly.proto.worker.v1.ChecksumRequest;
-import io.butterfly.proto.worker.v1.ValidationResult;
-import io.butterfly.proto.worker.v1.ValidationStatus;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,7 +30,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.scheduling.annotation.Scheduled;
@@ -56,7 +50,7 @@ public class CrossValidator {
 
     private final ControlLog control;
     private final ModelCatalog catalog;
-    private final WorkerChannels workers;
+    private final Workers workers;
     private final CoordinatorProperties props;
     private final Clock clock;
     private long lastAttemptEpoch = -1;
@@ -68,7 +62,7 @@ public class CrossValidator {
         return t;
     });
 
-    public CrossValidator(ControlLog control, ModelCatalog catalog, WorkerChannels workers,
+    public CrossValidator(ControlLog control, ModelCatalog catalog, Workers workers,
                           CoordinatorProperties props, Clock clock) {
         this.control = control;
         this.catalog = catalog;
@@ -119,20 +113,18 @@ public class CrossValidator {
             NodeRecord n = s.nodes().get(id);
             stages.add(new StageAssignment(id, n.layerStart(), n.layerEnd(), n.hasEmbedding(), n.hasHead()));
         }
-        Map<String, CompletableFuture<ChecksumReport>> pending = new LinkedHashMap<>();
+        Map<String, CompletableFuture<PartitionReport>> pending = new LinkedHashMap<>();
         for (String id : s.pipeline()) {
             NodeRecord n = s.nodes().get(id);
-            pending.put(id, CompletableFuture.supplyAsync(() -> WorkerServiceGrpc.newBlockingStub(
-                            workers.channel(id, n.info().host(), n.info().grpcPort()))
-                    .withDeadlineAfter(60, TimeUnit.SECONDS)
-                    .reportChecksums(ChecksumRequest.newBuilder().setEpoch(s.epoch()).build())));
+            pending.put(id, CompletableFuture.supplyAsync(() -> workers.checksums(n.info(), s.epoch(),
+                    Duration.ofSeconds(60))));
         }
         Map<String, PartitionReport> reports = new LinkedHashMap<>();
         pending.forEach((id, f) -> {
             try {
-                reports.put(id, toReport(f.join()));
+                reports.put(id, f.join());
             } catch (RuntimeException e) {
-                Throwable cause = e.getCause() instanceof StatusRuntimeException sre ? sre : e;
+                Throwable cause = e.getCause() instanceof WorkerCallFailedException failed ? failed : e;
                 log.warn("no checksum report from {} for epoch {}: {}", id, s.epoch(), cause.toString());
             }
         });
@@ -162,28 +154,13 @@ public class CrossValidator {
 
     /** ValidationResult to every stage (§6.5); a worker that misses it only loses the log line. */
     private void broadcast(ClusterState s, WeightValidation v) {
-        ValidationResult result = ValidationResult.newBuilder().setEpoch(v.epoch())
-                .setMerkleRoot(v.merkleRoot() == null ? "" : v.merkleRoot())
-                .setPartitionRoot(v.partitionRoot() == null ? "" : v.partitionRoot())
-                .setStatus(ValidationStatus.valueOf(v.status().name()))
-                .setClusterReady(v.status() == WeightValidation.Status.VALID)
-                .addAllValidatedNodes(v.validatedNodes()).addAllFailedNodes(v.failedNodes())
-                .addAllProblems(v.problems()).build();
         for (String id : s.pipeline()) {
-            NodeRecord n = s.nodes().get(id);
             try {
-                WorkerServiceGrpc.newBlockingStub(workers.channel(id, n.info().host(), n.info().grpcPort()))
-                        .withDeadlineAfter(5, TimeUnit.SECONDS).applyValidation(result);
-            } catch (StatusRuntimeException e) {
-                log.debug("validation result not delivered to {}: {}", id, e.getStatus());
+                workers.announceValidation(s.nodes().get(id).info(), v, Duration.ofSeconds(5));
+            } catch (WorkerCallFailedException e) {
+                log.debug("validation result not delivered to {}: {}", id, e.getMessage());
             }
         }
-    }
-
-    private static PartitionReport toReport(ChecksumReport r) {
-        return new PartitionReport(r.getNodeId(), r.getLayerRange().getStart(), r.getLayerRange().getEnd(),
-                r.getWeightHash(), r.getFilesList().stream()
-                .map(f -> new PartitionReport.FileDigest(f.getName(), f.getSha256())).toList());
     }
 
     static List<ManifestFile> manifestFiles(Manifest manifest) {

@@ -3,18 +3,13 @@ package io.butterfly.coordinator.bootstrap;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.LivenessMonitor;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
-import io.butterfly.proto.common.v1.LayerRange;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
 import jakarta.annotation.PreDestroy;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -56,21 +51,15 @@ public class StageReloader {
     LongSupplier nanoTime = System::nanoTime;
 
     private final ControlLog control;
-
-    private final AssignmentAddresses addresses;
-    private final CoordinatorProperties props;
-    private final WorkerChannels workers;
+    private final Workers workers;
     private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "stage-reloader");
         t.setDaemon(true);
         return t;
     });
 
-    public StageReloader(ControlLog control, CoordinatorProperties props, WorkerChannels workers,
-                         LivenessMonitor monitor, AssignmentAddresses addresses) {
-        this.addresses = addresses;
+    public StageReloader(ControlLog control, Workers workers, LivenessMonitor monitor) {
         this.control = control;
-        this.props = props;
         this.workers = workers;
         monitor.onVerdict(this::onVerdict);
     }
@@ -168,21 +157,12 @@ public class StageReloader {
                     || !(joinedUnloaded(n) || retryableLoadFailure(n))) {
                 return; // reassigned, failed again or already loading: nothing (more) to do
             }
-            AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
-                    .setModelId(s.modelId())
-                    .setLayers(LayerRange.newBuilder().setStart(n.layerStart()).setEnd(n.layerEnd()))
-                    .setHasEmbedding(n.hasEmbedding())
-                    .setHasHead(n.hasHead())
-                    .setEpoch(s.epoch())
-                    .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
-                    .build();
-            ManagedChannel channel = workers.channel(nodeId, n.info().host(), n.info().grpcPort());
-            // The channel backed off while the worker was down; it is back now (it heartbeats).
-            channel.resetConnectBackoff();
+            // Fencing: workers refuse older terms.
+            Assignment assignment = Assignment.current(s, n, control.leadership().current().term());
+            // The connection backed off while the worker was down; it is back now (it heartbeats).
+            workers.reconnect(n.info());
             try {
-                WorkerServiceGrpc.newBlockingStub(channel)
-                        .withDeadlineAfter(10, TimeUnit.SECONDS)
-                        .assignPartition(request);
+                workers.assign(n.info(), assignment, Duration.ofSeconds(10));
                 if (retryableLoadFailure(n)) {
                     log.info("sent {} its assignment of layers [{}, {}) again to retry its failed load ({}: {}) (epoch {})",
                             nodeId, n.layerStart(), n.layerEnd(), n.failureCode(), n.failureMessage(), s.epoch());
@@ -191,8 +171,8 @@ public class StageReloader {
                             nodeId, n.layerStart(), n.layerEnd(), s.epoch());
                 }
                 return;
-            } catch (StatusRuntimeException e) {
-                log.info("reload on {} not accepted yet (attempt {}): {}", nodeId, attempt, e.getStatus());
+            } catch (WorkerCallFailedException e) {
+                log.info("reload on {} not accepted yet (attempt {}): {}", nodeId, attempt, e.getMessage());
             }
             try {
                 Thread.sleep(Math.min(250L * attempt, 2_000));

@@ -12,13 +12,13 @@ import org.springframework.stereotype.Component;
 @Component
 class FailedStageAborts {
 
-    FailedStageAborts(ControlLog control, PipelineSteps steps) {
+    FailedStageAborts(ControlLog control, Pipeline pipeline) {
         control.onApplied((before, after, command, index) -> {
             for (NodeRecord n : after.nodes().values()) {
                 NodeRecord was = before.nodes().get(n.info().nodeId());
                 if (n.state() == WorkerState.FAILED && (was == null || was.state() != WorkerState.FAILED)) {
                     String why = n.health().failedByDetector() ? n.health().cause() : n.failureMessage();
-                    steps.abortThrough(n.info().nodeId(), why == null || why.isEmpty() ? "no reason recorded" : why);
+                    pipeline.abortThrough(n.info().nodeId(), why == null || why.isEmpty() ? "no reason recorded" : why);
                 }
             }
         });

@@ -97,7 +97,7 @@ class OrphanedTasksTest {
     /** One sweep by replica {@code nodeId} whose inference started at STARTED and runs {@code running}, at {@code nowMs}. */
     private void sweep(String nodeId, long nowMs, Set<String> running) {
         CoordinatorProperties props = ReadyCluster.props(nodeId);
-        InferenceService inference = new InferenceService(props, control, null, null, null, at(STARTED)) {
+        InferenceService inference = new InferenceService(props, control, null, null, at(STARTED)) {
             @Override
             void releaseAbandoned(List<String> taskIds) {
                 released.addAll(taskIds);

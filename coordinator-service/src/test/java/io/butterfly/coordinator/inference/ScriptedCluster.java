@@ -8,8 +8,6 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.InMemoryControlLog;
@@ -17,8 +15,6 @@ import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.model.Tokenizer;
 import io.butterfly.coordinator.tokenizer.DjlTokenizers;
-import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.StepOutcome;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -56,7 +52,7 @@ public final class ScriptedCluster implements AutoCloseable {
     }
 
     /** An inference service over this control log whose pipeline steps are what {@code steps} answers. */
-    public InferenceService service(PipelineSteps steps, int maxConcurrentTasks) {
+    public InferenceService service(Pipeline steps, int maxConcurrentTasks) {
         CoordinatorProperties p = ReadyCluster.props("coordinator-0");
         CoordinatorProperties props = new CoordinatorProperties(p.nodeId(), p.advertiseHost(), p.clusterName(),
                 p.modelId(), p.expectedWorkers(), p.discoveryHost(), p.discoveryPort(), p.registryHost(), p.registryPort(),
@@ -65,7 +61,7 @@ public final class ScriptedCluster implements AutoCloseable {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
-        return new InferenceService(props, control, catalog, new WorkerChannels(9999), steps, Clock.systemUTC());
+        return new InferenceService(props, control, catalog, steps, Clock.systemUTC());
     }
 
     /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */
@@ -79,14 +75,34 @@ public final class ScriptedCluster implements AutoCloseable {
     }
 
     /** Steps whose last stage makes {@code script[step % length]} of each task the likeliest token (logit 5, the rest 0). */
-    public static PipelineSteps following(long[] script) {
-        PipelineSteps steps = mock(PipelineSteps.class);
-        when(steps.run(any(), any())).thenAnswer(call -> {
+    public static Pipeline following(long[] script) {
+        Pipeline steps = mock(Pipeline.class);
+        when(steps.step(any(), any())).thenAnswer(call -> {
             float[] logits = new float[TINY.vocabSize()];
-            logits[(int) script[call.<ForwardRequest>getArgument(1).getStep() % script.length]] = 5f;
-            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, TINY.vocabSize())).build();
+            logits[(int) script[call.<StepInput>getArgument(1).step() % script.length]] = 5f;
+            return answer(logits);
         });
         return steps;
+    }
+
+    /** The last stage's answer: these logits, for one position. */
+    public static StepResult answer(float[] logits) {
+        return new StepResult() {
+            @Override
+            public float[] logits() {
+                return logits;
+            }
+
+            @Override
+            public List<Long> logitsShape() {
+                return List.of(1L, (long) logits.length);
+            }
+
+            @Override
+            public List<StageTiming> timings() {
+                return List.of();
+            }
+        };
     }
 
     @Override

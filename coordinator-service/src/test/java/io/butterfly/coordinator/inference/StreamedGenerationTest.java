@@ -31,7 +31,7 @@ class StreamedGenerationTest {
     private ScriptedCluster cluster;
     private ControlLog control;
     private Tokenizer tokenizer;
-    private PipelineSteps steps;
+    private Pipeline steps;
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
@@ -145,7 +145,7 @@ class StreamedGenerationTest {
         InferenceService service = service(1);
         assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L, 512L), 3, 0.0, null, null, null,
                 null))).isInstanceOfSatisfying(InvalidRequestException.class, e -> assertThat(e.field()).isEqualTo("token_ids[1]"));
-        verify(steps, never()).run(any(), any());
+        verify(steps, never()).step(any(), any());
         assertThat(control.state().tasks()).isEmpty();
         AdmittedTask admitted = service.admit(request(2));
         admitted.close(); // given up before it ran: its place is free

@@ -11,8 +11,6 @@ import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.TaskRecord;
@@ -23,8 +21,6 @@ import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.SystemState;
-import io.butterfly.proto.worker.v1.StepOutcome;
-import io.grpc.Status;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -44,7 +40,6 @@ class UnusableLogitsTest {
     private static final int VOCAB = 8;
 
     private final InMemoryControlLog control = new InMemoryControlLog();
-    private WorkerChannels channels;
 
     @BeforeEach
     void ready() {
@@ -57,7 +52,6 @@ class UnusableLogitsTest {
         control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
                 "partition-root", List.of("w1"), List.of(), List.of(), 6), 6));
         assertThat(control.state().system()).isEqualTo(SystemState.READY);
-        channels = new WorkerChannels(9999);
     }
 
     @AfterEach
@@ -89,9 +83,8 @@ class UnusableLogitsTest {
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, VOCAB, 64, 1e-5, 10000.0, false, 1, 2);
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));
-        PipelineSteps steps = mock(PipelineSteps.class);
-        when(steps.run(any(), any())).thenReturn(StepOutcome.newBuilder()
-                .setLogits(TensorCodec.float32(logits, 1, VOCAB)).build());
-        return new InferenceService(props, control, catalog, channels, steps, Clock.systemUTC());
+        Pipeline steps = mock(Pipeline.class);
+        when(steps.step(any(), any())).thenReturn(ScriptedCluster.answer(logits));
+        return new InferenceService(props, control, catalog, steps, Clock.systemUTC());
     }
 }

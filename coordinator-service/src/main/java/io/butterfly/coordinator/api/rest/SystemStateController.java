@@ -1,6 +1,6 @@
 package io.butterfly.coordinator.api.rest;
 
-import io.butterfly.coordinator.bootstrap.LoadTelemetry;
+import io.butterfly.coordinator.api.grpc.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeHealth;

@@ -12,7 +12,6 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.ProblemHandler;
 import io.butterfly.coordinator.cluster.TaskRecord;
@@ -20,12 +19,11 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.coordinator.inference.PipelineSteps;
+import io.butterfly.coordinator.inference.Pipeline;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
+import io.butterfly.coordinator.inference.StepInput;
 import io.butterfly.coordinator.model.Tokenizer;
-import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.StepOutcome;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -333,14 +331,14 @@ class CompletionsControllerTest {
     /** The status line was sent long before: the failure is a last data event with OpenAI's error object, then [DONE]. */
     @Test
     void aFailureAfterTheFirstTokenEndsTheStreamWithAnError() throws Exception {
-        PipelineSteps failing = mock(PipelineSteps.class);
-        when(failing.run(any(), any())).thenAnswer(call -> {
-            if (call.<ForwardRequest>getArgument(1).getStep() == 2) {
+        Pipeline failing = mock(Pipeline.class);
+        when(failing.step(any(), any())).thenAnswer(call -> {
+            if (call.<StepInput>getArgument(1).step() == 2) {
                 throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
             }
             float[] logits = new float[CONFIG.vocabSize()];
             logits[100] = 5f;
-            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
+            return ScriptedCluster.answer(logits);
         });
         mvc = mvcOver(cluster.service(failing, 4));
         List<String> data = stream("{\"prompt\": [1, 17], \"max_tokens\": 8, \"stream\": true}");
@@ -359,7 +357,7 @@ class CompletionsControllerTest {
 
     @Test
     void tooManyTasksIsARateLimitError() throws Exception {
-        InferenceService one = cluster.service(mock(PipelineSteps.class), 1);
+        InferenceService one = cluster.service(mock(Pipeline.class), 1);
         MockMvc single = mvcOver(one);
         try (var held = one.admit(new GenerationRequest(null, List.of(1L), 1, 0.0, null, null, null, null))) {
             MockHttpServletResponse r = single.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON)

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.proto.coordinator.v1.LoadPhase;
 import io.butterfly.proto.coordinator.v1.LoadReport;
@@ -8,9 +8,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.stereotype.Component;
 
 /**
- * The latest LoadProgress/LoadComplete figures per worker (bootstrap-protocol.md §6.4): bytes, ETA,
- * current file, load time, memory used, warm-up latency. Observations, not decisions, so they live
- * here rather than in the replicated log (the phase and checksum go through the log).
+ * The latest LoadProgress/LoadComplete figures per worker (bootstrap-protocol.md §6.4), as they arrived: bytes,
+ * ETA, current file, load time, memory used, warm-up latency. Observations, not decisions, kept as reported for the
+ * state endpoints rather than in the replicated log (the phase and checksum go through the log).
  */
 @Component
 public class LoadTelemetry {

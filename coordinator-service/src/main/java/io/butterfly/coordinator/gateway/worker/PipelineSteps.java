@@ -1,12 +1,10 @@
-package io.butterfly.coordinator.inference;
+package io.butterfly.coordinator.gateway.worker;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayStreams;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
-import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepFailure;
@@ -14,8 +12,6 @@ import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import jakarta.annotation.PreDestroy;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -24,14 +20,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.springframework.stereotype.Component;
 
 /**
  * Sends pipeline steps into the first stage's Steps stream and waits for each step's outcome, which the
  * last stage (or a failing one) sends straight back to this replica (CoordinatorService.StepOutcomes).
  */
-@Component
-public class PipelineSteps {
+final class PipelineSteps implements AutoCloseable {
 
     private record StepKey(String taskId, int step) {
     }
@@ -42,13 +36,10 @@ public class PipelineSteps {
 
     private final Map<StepKey, Pending> waiting = new ConcurrentHashMap<>();
     private final OneWayStreams<ForwardRequest, StepKey> firstStages;
-    private final CoordinatorProperties props;
-    private final Endpoint self;
+    private final long stepTimeoutSeconds;
 
-    public PipelineSteps(WorkerChannels channels, CoordinatorProperties props) {
-        this.props = props;
-        this.self = Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
-                .setGrpcPort(channels.coordinatorGrpcPort()).build();
+    PipelineSteps(WorkerChannels channels, long stepTimeoutSeconds) {
+        this.stepTimeoutSeconds = stepTimeoutSeconds;
         this.firstStages = new OneWayStreams<>((host, port) -> channels.channel("stage", host, port),
                 (ch, r) -> WorkerServiceGrpc.newStub(ch).steps(OneWayStreams.answers(r)),
                 req -> new StepKey(req.getTaskId(), req.getStep()),
@@ -56,20 +47,17 @@ public class PipelineSteps {
     }
 
     /**
-     * Runs one step through the pipeline: {@code request} goes to {@code first} with this replica as
-     * {@code reply_to}; returns the outcome with logits, or throws the failing stage's error.
+     * Runs one step through the pipeline of {@code stages}: {@code request} (whose {@code reply_to} is this replica)
+     * goes to {@code first}; returns the outcome with logits, or throws the failing stage's error.
      */
-    public StepOutcome run(Endpoint first, ForwardRequest request) {
+    StepOutcome run(Endpoint first, Set<String> stages, ForwardRequest request) {
         StepKey key = new StepKey(request.getTaskId(), request.getStep());
         CompletableFuture<StepOutcome> outcome = new CompletableFuture<>();
-        Set<String> stages = new HashSet<>();
-        stages.add(first.getNodeId());
-        request.getDownstreamList().forEach(e -> stages.add(e.getNodeId()));
         Pending pending = new Pending(outcome, stages);
         waiting.put(key, pending);
         try {
-            firstStages.send(first.getHost(), first.getGrpcPort(), request.toBuilder().setReplyTo(self).build());
-            StepOutcome done = outcome.get(props.stepTimeoutSeconds(), TimeUnit.SECONDS);
+            firstStages.send(first.getHost(), first.getGrpcPort(), request);
+            StepOutcome done = outcome.get(stepTimeoutSeconds, TimeUnit.SECONDS);
             if (done.hasFailure()) {
                 throw failure(done.getFailure(), request.getStep());
             }
@@ -80,7 +68,7 @@ public class PipelineSteps {
                             + e.getStatus().getDescription(), Map.of("unreachable", first.getNodeId()), e);
         } catch (TimeoutException e) {
             throw new ButterflyException(ErrorCode.TIMEOUT, ErrorKind.DEADLINE_EXCEEDED,
-                    "pipeline step " + request.getStep() + " had no outcome within " + props.stepTimeoutSeconds() + " s");
+                    "pipeline step " + request.getStep() + " had no outcome within " + stepTimeoutSeconds + " s");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.CANCELLED, "interrupted while waiting for a step");
@@ -92,19 +80,15 @@ public class PipelineSteps {
     }
 
     /** An outcome arrived; one nobody waits for any more (late, or reported twice) is dropped. */
-    public void complete(StepOutcome outcome) {
+    void complete(StepOutcome outcome) {
         Pending p = waiting.get(new StepKey(outcome.getTaskId(), outcome.getStep()));
         if (p != null) {
             p.outcome().complete(outcome);
         }
     }
 
-    /**
-     * Fails at once the steps waiting on a stage the failure detector declared FAILED: a paused or cut-off
-     * stage never answers, and the previous stage's stream to it only breaks when its keepalive gives up
-     * (tens of seconds), so without this a task would hang that long before its client heard 503.
-     */
-    public void abortThrough(String nodeId, String why) {
+    /** Fails at once the steps waiting on {@code nodeId} (see {@code Pipeline#abortThrough}). */
+    void abortThrough(String nodeId, String why) {
         waiting.forEach((key, p) -> {
             if (p.stages().contains(nodeId)) {
                 p.outcome().complete(unreachable(key, nodeId, "stage " + nodeId + " was declared FAILED: " + why));
@@ -132,9 +116,8 @@ public class PipelineSteps {
                 "pipeline step " + step + " failed on " + f.getNodeId() + ": " + f.getMessage(), f.getContextMap(), null);
     }
 
-
-    @PreDestroy
-    void close() {
+    @Override
+    public void close() {
         firstStages.closeAll();
     }
 }

@@ -1,44 +1,35 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.gateway.worker;
 
-import io.butterfly.coordinator.config.ControlRaftProperties;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.Endpoint;
 import java.util.ArrayList;
 import java.util.List;
-import org.springframework.stereotype.Component;
 
 /**
  * Where an assignment tells a worker to reach the cluster: the registry, this coordinator (the leader that
  * sends it), and every coordinator replica, so the worker heartbeats all of them and whichever replica
  * leads next already has the history its failure detector needs.
  */
-@Component
-public class AssignmentAddresses {
+final class AssignmentAddresses {
 
-    private final CoordinatorProperties props;
+    private final Endpoint registry;
     private final Endpoint self;
     private final List<Endpoint> replicas;
 
-    public AssignmentAddresses(CoordinatorProperties props, ControlRaftProperties raft, WorkerChannels workers) {
-        this.props = props;
-        this.self = Endpoint.newBuilder().setNodeId(props.nodeId()).setHost(props.advertiseHost())
-                .setGrpcPort(workers.coordinatorGrpcPort()).build();
-        this.replicas = replicas(self, raft.replicaGrpcEndpoints());
+    AssignmentAddresses(WorkerGateway.Settings settings) {
+        this.registry = Endpoint.newBuilder().setNodeId("registry").setHost(settings.registryHost())
+                .setGrpcPort(settings.registryPort()).build();
+        this.self = WorkerGateway.self(settings);
+        this.replicas = replicas(self, settings.replicaGrpcEndpoints());
     }
 
     /** Sets registry, coordinator and coordinator replicas on an assignment. */
-    public AssignPartitionRequest.Builder address(AssignPartitionRequest.Builder request) {
+    AssignPartitionRequest.Builder address(AssignPartitionRequest.Builder request) {
         return request
-                .setRegistry(Endpoint.newBuilder().setNodeId("registry").setHost(props.registryHost())
-                        .setGrpcPort(props.registryPort()))
+                .setRegistry(registry)
                 .setCoordinator(self)
                 .clearCoordinatorReplicas()
                 .addAllCoordinatorReplicas(replicas);
-    }
-
-    public List<Endpoint> replicas() {
-        return replicas;
     }
 
     /** This replica first, then the configured others ({@code id=host:port}; an entry naming this one is skipped). */
