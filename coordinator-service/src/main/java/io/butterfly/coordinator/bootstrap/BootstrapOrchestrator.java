@@ -5,7 +5,6 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.model.ModelCatalog;
@@ -14,7 +13,6 @@ import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.PartitionPlan;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.SystemState;
-import jakarta.annotation.PreDestroy;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,23 +26,27 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.context.event.ApplicationReadyEvent;
-import org.springframework.context.event.EventListener;
-import org.springframework.stereotype.Component;
 
 /**
  * Drives the cluster from UNINITIALIZED to READY (initialization-and-bootstrap.md): fetch the
  * model's manifest, wait for the expected workers to join, plan contiguous layer ranges weighted by
  * measured capacity, assign them (fenced by epoch) and let the load reports complete the picture.
  */
-@Component
-public class BootstrapOrchestrator {
+public class BootstrapOrchestrator implements AutoCloseable {
+
+    /**
+     * @param modelId         the model to serve (as the registry knows it)
+     * @param expectedWorkers the workers awaited before the first plan
+     * @param clusterName     the cluster's name in its committed configuration
+     */
+    public record Settings(String modelId, int expectedWorkers, String clusterName) {
+    }
 
     private static final Logger log = LoggerFactory.getLogger(BootstrapOrchestrator.class);
     /** How often discovery is asked for members while workers are awaited (only during a bootstrap). */
     private static final long POLL_MILLIS = 50;
 
-    private final CoordinatorProperties props;
+    private final Settings settings;
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final AssignmentPlanning planning;
@@ -55,11 +57,11 @@ public class BootstrapOrchestrator {
     private volatile Thread thread;
     private volatile boolean retrying;
 
-    public BootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
+    public BootstrapOrchestrator(Settings settings, ControlLog control, ModelCatalog catalog,
                                  AssignmentPlanning planning, Workers workers, WorkerDirectory directory, Clock clock,
                                  LeaderTakeover takeover) {
         this.takeover = takeover;
-        this.props = props;
+        this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.planning = planning;
@@ -69,7 +71,6 @@ public class BootstrapOrchestrator {
     }
 
     /** Leader-only work: runs while this replica leads the control log, stops when it loses leadership. */
-    @EventListener(ApplicationReadyEvent.class)
     public void start() {
         control.leadership().addListener(l -> onLeadership(l.leading()));
     }
@@ -123,7 +124,7 @@ public class BootstrapOrchestrator {
         try {
             // A leader elected mid-bootstrap continues from the replicated state.
             if (control.state().system() == SystemState.UNINITIALIZED) {
-                control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
+                control.submit(new ClusterCommand.Bootstrap(settings.modelId(), settings.expectedWorkers(), clock.millis()));
             }
             commitConfig();
             if (control.state().epoch() > 0) {
@@ -135,7 +136,7 @@ public class BootstrapOrchestrator {
             ServedModel model = fetchModel();
             control.submit(new ClusterCommand.ModelResolved(model.manifest().modelId(),
                     model.manifest().merkleRoot(), clock.millis()));
-            List<NodeInfo> members = awaitWorkers(props.expectedWorkers());
+            List<NodeInfo> members = awaitWorkers(settings.expectedWorkers());
             while (!assign(model, members)) {
                 // InsufficientResources (§7.6): nothing assigned; plan again once more capacity has joined.
                 members = awaitWorkers(members.size() + 1);
@@ -158,11 +159,11 @@ public class BootstrapOrchestrator {
                 return model;
             } catch (io.butterfly.common.error.ButterflyException e) {
                 // An untrusted or forged manifest is never used; keep asking in case the registry is re-keyed.
-                log.error("refusing the manifest of model '{}': {}: {}", props.modelId(), e.code(), e.getMessage());
+                log.error("refusing the manifest of model '{}': {}: {}", settings.modelId(), e.code(), e.getMessage());
             } catch (RegistryUnavailableException e) {
-                log.info("waiting for the registry to serve model '{}': {}", props.modelId(), e.getMessage());
+                log.info("waiting for the registry to serve model '{}': {}", settings.modelId(), e.getMessage());
             } catch (Exception e) {
-                log.warn("fetching model '{}' failed: {}", props.modelId(), e.toString());
+                log.warn("fetching model '{}' failed: {}", settings.modelId(), e.toString());
             }
             Thread.sleep(1000);
         }
@@ -173,7 +174,7 @@ public class BootstrapOrchestrator {
         ClusterState s = control.state();
         var v = ControlEnvelopes.CURRENT_VERSION;
         // No stage replicas yet: every stage is needed (quorum = pipeline size) and no failure is tolerated.
-        ClusterConfig config = new ClusterConfig(props.clusterName(), Math.max(1, s.expectedWorkers()), 0,
+        ClusterConfig config = new ClusterConfig(settings.clusterName(), Math.max(1, s.expectedWorkers()), 0,
                 s.nodes().size(), v.getMajor() + "." + v.getMinor() + "." + v.getPatch());
         if (!config.equals(s.config())) {
             control.submit(new ClusterCommand.ConfigChange(config, clock.millis()));
@@ -262,8 +263,8 @@ public class BootstrapOrchestrator {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         Thread t = thread;
         if (t != null) {
             t.interrupt();

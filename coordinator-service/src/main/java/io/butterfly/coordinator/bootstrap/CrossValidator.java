@@ -8,7 +8,6 @@ import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.integrity.CrossValidation;
 import io.butterfly.coordinator.integrity.ManifestFile;
@@ -17,7 +16,6 @@ import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.SystemState;
-import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,8 +30,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.scheduling.annotation.Scheduled;
-import org.springframework.stereotype.Component;
 
 /**
  * Runs the cross-validation (bootstrap-protocol.md §6.5) whenever every stage of the current epoch is
@@ -42,8 +38,7 @@ import org.springframework.stereotype.Component;
  * cluster become READY) and sent back to the workers. A validation with missing reports is retried; a
  * disagreeing one is final for that epoch (the state names node and file).
  */
-@Component
-public class CrossValidator {
+public class CrossValidator implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(CrossValidator.class);
     private static final long RETRY_MILLIS = 2_000;
@@ -51,7 +46,6 @@ public class CrossValidator {
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final Workers workers;
-    private final CoordinatorProperties props;
     private final Clock clock;
     private long lastAttemptEpoch = -1;
     private long lastAttemptAtMs;
@@ -62,12 +56,10 @@ public class CrossValidator {
         return t;
     });
 
-    public CrossValidator(ControlLog control, ModelCatalog catalog, Workers workers,
-                          CoordinatorProperties props, Clock clock) {
+    public CrossValidator(ControlLog control, ModelCatalog catalog, Workers workers, Clock clock) {
         this.control = control;
         this.catalog = catalog;
         this.workers = workers;
-        this.props = props;
         this.clock = clock;
     }
 
@@ -79,13 +71,12 @@ public class CrossValidator {
         nudges.execute(this::validateWhenLoaded);
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         nudges.shutdownNow();
     }
 
-    @Scheduled(fixedDelay = 200)
-    synchronized void validateWhenLoaded() {
+    public synchronized void validateWhenLoaded() {
         if (!control.leadership().leading()) {
             return; // the leader validates; a follower's result would only duplicate (or contradict) it
         }
@@ -170,7 +161,7 @@ public class CrossValidator {
 
     /** Digests of the coordinator's own copies (config, tokenizer), hashed from its disk like the workers do. */
     private Map<String, String> ownFiles(Manifest manifest) {
-        Path dir = props.dataDir().resolve("models").resolve(manifest.modelId());
+        Path dir = catalog.directory(manifest.modelId());
         Map<String, String> out = new LinkedHashMap<>();
         for (io.butterfly.common.manifest.ManifestFile f : manifest.files()) {
             if (f.kind() != FileKind.TOKENIZER && f.kind() != FileKind.CONFIG) {

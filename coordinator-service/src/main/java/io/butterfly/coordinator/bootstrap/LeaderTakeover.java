@@ -5,16 +5,11 @@ import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Leadership;
-import jakarta.annotation.PostConstruct;
-import jakarta.annotation.PreDestroy;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.context.event.ApplicationReadyEvent;
-import org.springframework.context.event.EventListener;
-import org.springframework.stereotype.Component;
 
 /**
  * A replica that becomes leader after partitions were assigned (failover, or a restart that recovered the
@@ -22,8 +17,7 @@ import org.springframework.stereotype.Component;
  * partition, but the new Raft term, so the worker fences the deposed leader and reports and heartbeats to
  * this replica from now on (its failure detector then has observations to judge).
  */
-@Component
-public class LeaderTakeover {
+public class LeaderTakeover implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(LeaderTakeover.class);
     private static final int MAX_ATTEMPTS = 5;
@@ -46,8 +40,7 @@ public class LeaderTakeover {
      * besides settling the log (below), that first commit is the one that pays for a cold Raft client path
      * (a second or two on a fresh JVM), which the bootstrap's first command then no longer does.
      */
-    @PostConstruct
-    void commitNoOpOnLeadership() {
+    public void commitNoOpOnLeadership() {
         control.leadership().addListener(l -> {
             if (l.leading()) {
                 executor.execute(() -> commitNoOp(l));
@@ -56,7 +49,6 @@ public class LeaderTakeover {
     }
 
     /** Re-announcing needs the running application (workers report back to its gRPC server). */
-    @EventListener(ApplicationReadyEvent.class)
     public void start() {
         control.leadership().addListener(l -> {
             if (l.leading()) {
@@ -119,8 +111,8 @@ public class LeaderTakeover {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         executor.shutdownNow();
     }
 }

@@ -8,7 +8,6 @@ import io.butterfly.coordinator.control.LivenessMonitor;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
-import jakarta.annotation.PreDestroy;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -20,8 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.scheduling.annotation.Scheduled;
-import org.springframework.stereotype.Component;
 
 /**
  * When a worker that was declared FAILED comes back without its partition (it was restarted), sends it
@@ -31,8 +28,7 @@ import org.springframework.stereotype.Component;
  * during the bootstrap alike; one refused for bad or untrusted data or too little memory is left to an
  * operator. This is the minimal same-node recovery; moving a stage to another node is not done here.
  */
-@Component
-public class StageReloader {
+public class StageReloader implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(StageReloader.class);
     private static final int MAX_ATTEMPTS = 30;
@@ -93,8 +89,7 @@ public class StageReloader {
      * unloaded with the system DEGRADED. Stages whose load failed for a reason worth another attempt are
      * retried here too, during the bootstrap as well: nothing else would ever ask them again.
      */
-    @Scheduled(fixedDelay = 5_000, initialDelay = 5_000)
-    void reloadUnloadedStages() {
+    public void reloadUnloadedStages() {
         ClusterState s = control.state();
         boolean degraded = s.system() == SystemState.DEGRADED;
         boolean bootstrapping = s.system() == SystemState.BOOTSTRAPPING && s.epoch() > 0;
@@ -183,8 +178,8 @@ public class StageReloader {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         executor.shutdownNow();
     }
 }

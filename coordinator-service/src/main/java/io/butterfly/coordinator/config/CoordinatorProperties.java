@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.bootstrap.BootstrapOrchestrator;
+import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.model.ModelCatalog;
 import java.nio.file.Path;
 import java.util.List;
@@ -51,5 +53,13 @@ public record CoordinatorProperties(
 
     public ModelCatalog.Settings catalog() {
         return new ModelCatalog.Settings(modelId, dataDir, trustedPublisherKeys);
+    }
+
+    public BootstrapOrchestrator.Settings bootstrap() {
+        return new BootstrapOrchestrator.Settings(modelId, expectedWorkers, clusterName);
+    }
+
+    public InferenceService.Settings inference() {
+        return new InferenceService.Settings(nodeId, maxNewTokens, maxPromptTokens, maxPromptChars, maxConcurrentTasks);
     }
 }

@@ -4,8 +4,6 @@ import io.butterfly.coordinator.gateway.discovery.DiscoveryGateway;
 import io.butterfly.coordinator.gateway.registry.RegistryGateway;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
 import org.springframework.beans.factory.annotation.Value;
-import org.springframework.boot.context.event.ApplicationReadyEvent;
-import org.springframework.context.ApplicationListener;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -31,11 +29,5 @@ public class GatewayConfiguration {
                                       @Value("${server.port}") int httpPort) {
         return new DiscoveryGateway(props.discoveryHost(), props.discoveryPort(), new DiscoveryGateway.Self(
                 props.nodeId(), props.clusterName(), props.advertiseHost(), grpcPort, httpPort, props.dataDir()));
-    }
-
-    /** This coordinator joins discovery once it serves. */
-    @Bean
-    ApplicationListener<ApplicationReadyEvent> registerInDiscovery(DiscoveryGateway discovery) {
-        return ready -> discovery.register();
     }
 }

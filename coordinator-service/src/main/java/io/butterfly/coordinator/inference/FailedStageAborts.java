@@ -3,16 +3,14 @@ package io.butterfly.coordinator.inference;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.statemachine.WorkerState;
-import org.springframework.stereotype.Component;
 
 /**
  * When a node becomes FAILED in the control log, this replica's steps waiting on it are failed at once
  * (503 to their clients, who may retry on the reassigned pipeline) instead of waiting for a transport timeout.
  */
-@Component
-class FailedStageAborts {
+public class FailedStageAborts {
 
-    FailedStageAborts(ControlLog control, Pipeline pipeline) {
+    public FailedStageAborts(ControlLog control, Pipeline pipeline) {
         control.onApplied((before, after, command, index) -> {
             for (NodeRecord n : after.nodes().values()) {
                 NodeRecord was = before.nodes().get(n.info().nodeId());

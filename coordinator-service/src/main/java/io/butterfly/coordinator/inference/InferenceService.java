@@ -7,7 +7,6 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
@@ -26,19 +25,28 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.stereotype.Service;
 
 /**
  * Runs a generation through the pipeline: one prefill step with the whole prompt, then one step per
  * token. Each step enters the first stage, flows worker to worker, and the last stage sends its logits
  * back to this coordinator, which samples (seeded, so a replayed step picks the same token).
  */
-@Service
 public class InferenceService {
+
+    /**
+     * @param nodeId             this coordinator replica, the owner of the tasks it runs
+     * @param maxNewTokens       upper bound for a request's max_tokens
+     * @param maxPromptTokens    upper bound for a prompt's length in tokens
+     * @param maxPromptChars     upper bound for a text prompt's length in characters, checked before it is tokenized
+     * @param maxConcurrentTasks tasks this replica runs at once; one more is refused
+     */
+    public record Settings(String nodeId, int maxNewTokens, int maxPromptTokens, int maxPromptChars,
+                           int maxConcurrentTasks) {
+    }
 
     private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
 
-    private final CoordinatorProperties props;
+    private final Settings settings;
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final Pipeline pipeline;
@@ -49,14 +57,14 @@ public class InferenceService {
     /** Tasks a runner here holds, from before their TaskSubmitted until their outcome was (or failed to be) logged. */
     private final Set<String> running = ConcurrentHashMap.newKeySet();
 
-    public InferenceService(CoordinatorProperties props, ControlLog control, ModelCatalog catalog, Pipeline pipeline,
+    public InferenceService(Settings settings, ControlLog control, ModelCatalog catalog, Pipeline pipeline,
                             Clock clock) {
-        this.props = props;
+        this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
         this.clock = clock;
-        this.admission = new TaskAdmission(props.maxConcurrentTasks());
+        this.admission = new TaskAdmission(settings.maxConcurrentTasks());
         this.startedAtMs = clock.millis();
     }
 
@@ -96,14 +104,14 @@ public class InferenceService {
         ClusterState state = control.state();
         ServedModel model = servedModel(state);
         if (request.prompt() != null) {
-            RequestValidator.checkPromptChars(request.prompt(), props.maxPromptChars());
+            RequestValidator.checkPromptChars(request.prompt(), settings.maxPromptChars());
         }
         List<Long> prompt = request.tokenIds() != null
                 ? RequestValidator.checkTokenIds(request.tokenIds(), model.config().vocabSize())
                 : tokenize(model, request.prompt());
         RequestValidator.checkPromptLength(request.tokenIds() != null ? "token_ids" : "prompt", prompt.size(),
-                props.maxPromptTokens(), model.config().maxPositions());
-        int maxTokens = RequestValidator.maxTokens(request, prompt.size(), props.maxNewTokens(), model.config().maxPositions());
+                settings.maxPromptTokens(), model.config().maxPositions());
+        int maxTokens = RequestValidator.maxTokens(request, prompt.size(), settings.maxNewTokens(), model.config().maxPositions());
         SamplingParams sampling = RequestValidator.sampling(request);
         StopSequences stop = RequestValidator.stop(request);
 
@@ -129,7 +137,7 @@ public class InferenceService {
         String taskId = UUID.randomUUID().toString();
         running.add(taskId);
         try {
-            control.submit(new ClusterCommand.TaskSubmitted(taskId, task.prompt().size(), props.nodeId(), startedAtMs,
+            control.submit(new ClusterCommand.TaskSubmitted(taskId, task.prompt().size(), settings.nodeId(), startedAtMs,
                     clock.millis()));
             return runSubmitted(taskId, task, listener);
         } finally {

@@ -72,7 +72,7 @@ public class ModelCatalog implements AutoCloseable {
                 .filter(f -> f.kind() == FileKind.CONFIG || f.kind() == FileKind.TOKENIZER)
                 .map(ManifestFile::name)
                 .toList();
-        Path dir = settings.dataDir().resolve("models").resolve(manifest.modelId());
+        Path dir = directory(manifest.modelId());
         registry.download(manifest, wanted, dir);
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
         if (wanted.contains(GenerationConfig.FILE)) { // only a file this manifest lists: not one an older one left
@@ -82,6 +82,11 @@ public class ModelCatalog implements AutoCloseable {
         // Prompts are tokenized exactly as the tokenizer file says (its own special-token rules).
         served = new ServedModel(manifest, config, tokenizers.open(dir.resolve("tokenizer.json")));
         return served;
+    }
+
+    /** Where this replica keeps the files it fetched of {@code modelId}. */
+    public Path directory(String modelId) {
+        return settings.dataDir().resolve("models").resolve(modelId);
     }
 
     /** The served model, once bootstrap fetched it. */

@@ -80,7 +80,7 @@ class StageReloaderScanTest {
     @AfterEach
     void stop() {
         if (reloader != null) {
-            reloader.stop();
+            reloader.close();
         }
         gateway.close();
         workers.values().forEach(w -> w.server.close());
@@ -199,8 +199,8 @@ class StageReloaderScanTest {
         LivenessProperties liveness = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
                 Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
                 Duration.ofMillis(250), Duration.ofSeconds(10));
-        LivenessMonitor monitor = new LivenessMonitor(control, new Liveness(liveness, Clock.systemUTC()), liveness,
-                Clock.systemUTC());
+        LivenessMonitor monitor = new LivenessMonitor(control, new Liveness(liveness.detectorSettings(),
+                Clock.systemUTC()), liveness.monitorSettings(), Clock.systemUTC());
         StageReloader r = new StageReloader(control, gateway, monitor);
         r.nanoTime = () -> nowNanos;
         return r;

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
-import io.butterfly.coordinator.config.InvariantProperties;
 import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
@@ -19,7 +18,6 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.support.StaticListableBeanFactory;
 
 /** A violation is reported only once it holds for confirm-after checks, and disappears when it clears. */
 class InvariantMonitorTest {
@@ -45,7 +43,7 @@ class InvariantMonitorTest {
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250), Duration.ofSeconds(10));
     private final InMemoryControlLog control = new InMemoryControlLog();
-    private final Liveness beats = new Liveness(liveness, clock);
+    private final Liveness beats = new Liveness(liveness.detectorSettings(), clock);
     private final CoordinatorClaims alone = new CoordinatorClaims() {
         @Override
         public List<CoordinatorClaim> claims() {
@@ -62,8 +60,7 @@ class InvariantMonitorTest {
     @BeforeEach
     void setUp() {
         monitor = new InvariantMonitor(control, beats, alone,
-                new InvariantProperties(Duration.ofSeconds(1), 2, Duration.ofSeconds(2)), clock,
-                new StaticListableBeanFactory().getBeanProvider(io.micrometer.core.instrument.MeterRegistry.class));
+                new InvariantMonitor.Settings(Duration.ofSeconds(1), 2, Duration.ofSeconds(2)), clock);
     }
 
     @AfterEach

@@ -48,14 +48,14 @@ class LivenessMonitorTest {
     private final LivenessProperties props = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250), Duration.ofSeconds(10));
-    private final Liveness liveness = new Liveness(props, clock);
+    private final Liveness liveness = new Liveness(props.detectorSettings(), clock);
     private final List<ClusterCommand> heard = new ArrayList<>();
     private final InMemoryControlLog control = new InMemoryControlLog();
     private LivenessMonitor monitor;
 
     @BeforeEach
     void setUp() {
-        monitor = new LivenessMonitor(control, liveness, props, clock);
+        monitor = new LivenessMonitor(control, liveness, props.monitorSettings(), clock);
         control.submit(new ClusterCommand.Bootstrap("tiny", 1, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
         control.submit(new ClusterCommand.NodeJoined(new NodeInfo("w1", "worker", "127.0.0.1", 1, 2, 2, 1L << 30, 1,

@@ -8,7 +8,6 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.model.ModelCatalog;
@@ -53,15 +52,13 @@ public final class ScriptedCluster implements AutoCloseable {
 
     /** An inference service over this control log whose pipeline steps are what {@code steps} answers. */
     public InferenceService service(Pipeline steps, int maxConcurrentTasks) {
-        CoordinatorProperties p = ReadyCluster.props("coordinator-0");
-        CoordinatorProperties props = new CoordinatorProperties(p.nodeId(), p.advertiseHost(), p.clusterName(),
-                p.modelId(), p.expectedWorkers(), p.discoveryHost(), p.discoveryPort(), p.registryHost(), p.registryPort(),
-                p.dataDir(), p.maxNewTokens(), p.maxPromptTokens(), p.maxPromptChars(), p.stepTimeoutSeconds(),
-                p.taskTimeout(), p.trustedPublisherKeys(), maxConcurrentTasks);
+        InferenceService.Settings p = ReadyCluster.props("coordinator-0").inference();
+        InferenceService.Settings settings = new InferenceService.Settings(p.nodeId(), p.maxNewTokens(),
+                p.maxPromptTokens(), p.maxPromptChars(), maxConcurrentTasks);
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
-        return new InferenceService(props, control, catalog, steps, Clock.systemUTC());
+        return new InferenceService(settings, control, catalog, steps, Clock.systemUTC());
     }
 
     /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */

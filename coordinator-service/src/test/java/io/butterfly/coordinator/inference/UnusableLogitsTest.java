@@ -85,6 +85,6 @@ class UnusableLogitsTest {
         when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));
         Pipeline steps = mock(Pipeline.class);
         when(steps.step(any(), any())).thenReturn(ScriptedCluster.answer(logits));
-        return new InferenceService(props, control, catalog, steps, Clock.systemUTC());
+        return new InferenceService(props.inference(), control, catalog, steps, Clock.systemUTC());
     }
 }
