@@ -1,6 +1,5 @@
 package io.butterfly.coordinator.bootstrap;
 
-import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
@@ -38,8 +37,9 @@ public class BootstrapOrchestrator implements AutoCloseable {
      * @param modelId         the model to serve (as the registry knows it)
      * @param expectedWorkers the workers awaited before the first plan
      * @param clusterName     the cluster's name in its committed configuration
+     * @param protocolVersion the protocol version (major.minor.patch) this coordinator speaks, committed with it
      */
-    public record Settings(String modelId, int expectedWorkers, String clusterName) {
+    public record Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion) {
     }
 
     private static final Logger log = LoggerFactory.getLogger(BootstrapOrchestrator.class);
@@ -172,10 +172,9 @@ public class BootstrapOrchestrator implements AutoCloseable {
     /** Commits the cluster configuration (§5.3 ConfigChange) when it differs from the committed one. */
     private void commitConfig() {
         ClusterState s = control.state();
-        var v = ControlEnvelopes.CURRENT_VERSION;
         // No stage replicas yet: every stage is needed (quorum = pipeline size) and no failure is tolerated.
         ClusterConfig config = new ClusterConfig(settings.clusterName(), Math.max(1, s.expectedWorkers()), 0,
-                s.nodes().size(), v.getMajor() + "." + v.getMinor() + "." + v.getPatch());
+                s.nodes().size(), settings.protocolVersion());
         if (!config.equals(s.config())) {
             control.submit(new ClusterCommand.ConfigChange(config, clock.millis()));
         }

@@ -10,6 +10,7 @@ import io.butterfly.coordinator.bootstrap.WorkerDirectory;
 import io.butterfly.coordinator.bootstrap.Workers;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.LivenessMonitor;
+import io.butterfly.coordinator.gateway.discovery.DiscoveryGateway;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.planning.PartitionPlanner;
 import java.time.Clock;
@@ -37,7 +38,7 @@ public class BootstrapConfiguration {
     BootstrapOrchestrator bootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
                                                 AssignmentPlanning planning, Workers workers,
                                                 WorkerDirectory directory, Clock clock, LeaderTakeover takeover) {
-        return new BootstrapOrchestrator(props.bootstrap(), control, catalog, planning, workers, directory, clock,
+        return new BootstrapOrchestrator(props.bootstrap(DiscoveryGateway.protocolVersion()), control, catalog, planning, workers, directory, clock,
                 takeover);
     }
 

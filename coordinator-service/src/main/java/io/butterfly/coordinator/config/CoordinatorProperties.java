@@ -55,8 +55,8 @@ public record CoordinatorProperties(
         return new ModelCatalog.Settings(modelId, dataDir, trustedPublisherKeys);
     }
 
-    public BootstrapOrchestrator.Settings bootstrap() {
-        return new BootstrapOrchestrator.Settings(modelId, expectedWorkers, clusterName);
+    public BootstrapOrchestrator.Settings bootstrap(String protocolVersion) {
+        return new BootstrapOrchestrator.Settings(modelId, expectedWorkers, clusterName, protocolVersion);
     }
 
     public InferenceService.Settings inference() {

@@ -1,10 +1,12 @@
 package io.butterfly.coordinator.gateway.discovery;
 
 import io.butterfly.common.discovery.DiscoveryMembership;
+import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.coordinator.bootstrap.WorkerDirectory;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.proto.common.v1.NodeCapabilities;
+import io.butterfly.proto.common.v1.ProtocolVersion;
 import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
 import io.butterfly.proto.discovery.v1.ListMembersRequest;
 import io.butterfly.proto.discovery.v1.Member;
@@ -57,6 +59,12 @@ public final class DiscoveryGateway implements WorkerDirectory, AutoCloseable {
                 .build();
         this.membership = new DiscoveryMembership(channel, self.dataDir(), self.nodeId(), self.clusterName(), 0,
                 HEARTBEAT_MILLIS, () -> member);
+    }
+
+    /** The protocol version this coordinator speaks (its signed envelopes', offered at join), as major.minor.patch. */
+    public static String protocolVersion() {
+        ProtocolVersion v = ControlEnvelopes.CURRENT_VERSION;
+        return v.getMajor() + "." + v.getMinor() + "." + v.getPatch();
     }
 
     /** Joins discovery in the background (and keeps heartbeating) once the coordinator serves. */
