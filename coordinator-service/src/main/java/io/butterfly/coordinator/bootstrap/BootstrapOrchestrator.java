@@ -1,86 +1,76 @@
 package io.butterfly.coordinator.bootstrap;
 
-import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.SystemState;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlLogUnavailableException;
-import io.butterfly.coordinator.inference.ModelCatalog;
-import io.butterfly.coordinator.cluster.ClusterConfig;
-import io.butterfly.common.envelope.ControlEnvelopes;
-import io.butterfly.coordinator.inference.ServedModel;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.RegistryUnavailableException;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.PartitionPlan;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.proto.common.v1.LayerRange;
-import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
-import io.butterfly.proto.discovery.v1.ListMembersRequest;
-import io.butterfly.proto.discovery.v1.Member;
-import io.butterfly.proto.discovery.v1.NodeRole;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
-import jakarta.annotation.PreDestroy;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.context.event.ApplicationReadyEvent;
-import org.springframework.context.event.EventListener;
-import org.springframework.stereotype.Component;
 
 /**
  * Drives the cluster from UNINITIALIZED to READY (initialization-and-bootstrap.md): fetch the
  * model's manifest, wait for the expected workers to join, plan contiguous layer ranges weighted by
  * measured capacity, assign them (fenced by epoch) and let the load reports complete the picture.
  */
-@Component
-public class BootstrapOrchestrator {
+public class BootstrapOrchestrator implements AutoCloseable {
+
+    /**
+     * @param modelId         the model to serve (as the registry knows it)
+     * @param expectedWorkers the workers awaited before the first plan
+     * @param clusterName     the cluster's name in its committed configuration
+     * @param protocolVersion the protocol version (major.minor.patch) this coordinator speaks, committed with it
+     */
+    public record Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion) {
+    }
 
     private static final Logger log = LoggerFactory.getLogger(BootstrapOrchestrator.class);
     /** How often discovery is asked for members while workers are awaited (only during a bootstrap). */
     private static final long POLL_MILLIS = 50;
 
-    private final CoordinatorProperties props;
-
-    private final AssignmentAddresses addresses;
+    private final Settings settings;
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final AssignmentPlanning planning;
-    private final WorkerChannels workers;
+    private final Workers workers;
+    private final WorkerDirectory directory;
     private final Clock clock;
-    private final ManagedChannel discovery;
     private final LeaderTakeover takeover;
     private volatile Thread thread;
     private volatile boolean retrying;
 
-    public BootstrapOrchestrator(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
-                                 AssignmentPlanning planning, WorkerChannels workers, Clock clock,
-                                 LeaderTakeover takeover, AssignmentAddresses addresses) {
-        this.addresses = addresses;
+    public BootstrapOrchestrator(Settings settings, ControlLog control, ModelCatalog catalog,
+                                 AssignmentPlanning planning, Workers workers, WorkerDirectory directory, Clock clock,
+                                 LeaderTakeover takeover) {
         this.takeover = takeover;
-        this.props = props;
+        this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.planning = planning;
         this.workers = workers;
+        this.directory = directory;
         this.clock = clock;
-        this.discovery = GrpcChannels.open(props.discoveryHost(), props.discoveryPort());
     }
 
     /** Leader-only work: runs while this replica leads the control log, stops when it loses leadership. */
-    @EventListener(ApplicationReadyEvent.class)
     public void start() {
         control.leadership().addListener(l -> onLeadership(l.leading()));
     }
@@ -134,7 +124,7 @@ public class BootstrapOrchestrator {
         try {
             // A leader elected mid-bootstrap continues from the replicated state.
             if (control.state().system() == SystemState.UNINITIALIZED) {
-                control.submit(new ClusterCommand.Bootstrap(props.modelId(), props.expectedWorkers(), clock.millis()));
+                control.submit(new ClusterCommand.Bootstrap(settings.modelId(), settings.expectedWorkers(), clock.millis()));
             }
             commitConfig();
             if (control.state().epoch() > 0) {
@@ -146,7 +136,7 @@ public class BootstrapOrchestrator {
             ServedModel model = fetchModel();
             control.submit(new ClusterCommand.ModelResolved(model.manifest().modelId(),
                     model.manifest().merkleRoot(), clock.millis()));
-            List<Member> members = awaitWorkers(props.expectedWorkers());
+            List<NodeInfo> members = awaitWorkers(settings.expectedWorkers());
             while (!assign(model, members)) {
                 // InsufficientResources (§7.6): nothing assigned; plan again once more capacity has joined.
                 members = awaitWorkers(members.size() + 1);
@@ -169,11 +159,11 @@ public class BootstrapOrchestrator {
                 return model;
             } catch (io.butterfly.common.error.ButterflyException e) {
                 // An untrusted or forged manifest is never used; keep asking in case the registry is re-keyed.
-                log.error("refusing the manifest of model '{}': {}: {}", props.modelId(), e.code(), e.getMessage());
-            } catch (StatusRuntimeException e) {
-                log.info("waiting for the registry to serve model '{}': {}", props.modelId(), e.getStatus());
+                log.error("refusing the manifest of model '{}': {}: {}", settings.modelId(), e.code(), e.getMessage());
+            } catch (RegistryUnavailableException e) {
+                log.info("waiting for the registry to serve model '{}': {}", settings.modelId(), e.getMessage());
             } catch (Exception e) {
-                log.warn("fetching model '{}' failed: {}", props.modelId(), e.toString());
+                log.warn("fetching model '{}' failed: {}", settings.modelId(), e.toString());
             }
             Thread.sleep(1000);
         }
@@ -182,38 +172,28 @@ public class BootstrapOrchestrator {
     /** Commits the cluster configuration (§5.3 ConfigChange) when it differs from the committed one. */
     private void commitConfig() {
         ClusterState s = control.state();
-        var v = ControlEnvelopes.CURRENT_VERSION;
         // No stage replicas yet: every stage is needed (quorum = pipeline size) and no failure is tolerated.
-        ClusterConfig config = new ClusterConfig(props.clusterName(), Math.max(1, s.expectedWorkers()), 0,
-                s.nodes().size(), v.getMajor() + "." + v.getMinor() + "." + v.getPatch());
+        ClusterConfig config = new ClusterConfig(settings.clusterName(), Math.max(1, s.expectedWorkers()), 0,
+                s.nodes().size(), settings.protocolVersion());
         if (!config.equals(s.config())) {
             control.submit(new ClusterCommand.ConfigChange(config, clock.millis()));
         }
     }
 
     /** Polls discovery until {@code wanted} workers have joined (recording each join); the first {@code wanted} by id. */
-    private List<Member> awaitWorkers(int wanted) throws InterruptedException {
+    private List<NodeInfo> awaitWorkers(int wanted) throws InterruptedException {
         long lastLog = 0;
         while (true) {
-            List<Member> found;
-            try {
-                found = DiscoveryServiceGrpc.newBlockingStub(discovery).withDeadlineAfter(2, TimeUnit.SECONDS)
-                        .listMembers(ListMembersRequest.newBuilder().setRole(NodeRole.WORKER).build())
-                        .getMembersList();
-            } catch (StatusRuntimeException e) {
-                found = List.of();
-                log.debug("discovery not reachable yet: {}", e.getStatus());
-            }
+            List<NodeInfo> found = directory.joinedWorkers();
             ClusterState state = control.state();
-            for (Member m : found) {
-                if (!state.nodes().containsKey(m.getNodeId())) {
-                    control.submit(new ClusterCommand.NodeJoined(toNodeInfo(m), clock.millis()));
+            for (NodeInfo m : found) {
+                if (!state.nodes().containsKey(m.nodeId())) {
+                    control.submit(new ClusterCommand.NodeJoined(m, clock.millis()));
                 }
             }
             commitConfig();
             if (found.size() >= wanted) {
-                return found.stream().sorted((a, b) -> a.getNodeId().compareTo(b.getNodeId()))
-                        .limit(wanted).toList();
+                return found.stream().sorted(Comparator.comparing(NodeInfo::nodeId)).limit(wanted).toList();
             }
             if (clock.millis() - lastLog > 5000) {
                 lastLog = clock.millis();
@@ -224,15 +204,15 @@ public class BootstrapOrchestrator {
     }
 
     /** Plans and assigns; false (nothing sent) when the members cannot hold the model (the state says why). */
-    private boolean assign(ServedModel model, List<Member> members) throws InterruptedException {
+    private boolean assign(ServedModel model, List<NodeInfo> members) throws InterruptedException {
         PartitionPlan plan = planning.plan(model, members);
         if (plan == null) {
             return false;
         }
         long epoch = control.state().epoch() + 1;
         control.submit(new ClusterCommand.PartitionsAssigned(epoch, plan.stages(), clock.millis()));
-        Map<String, Member> byId = new java.util.HashMap<>();
-        members.forEach(m -> byId.put(m.getNodeId(), m));
+        Map<String, NodeInfo> byId = new HashMap<>();
+        members.forEach(m -> byId.put(m.nodeId(), m));
         // Sent to all workers at once: each starts fetching as soon as it has its range, instead of
         // waiting for the workers before it to answer (seconds apiece on a busy machine).
         ExecutorService senders = Executors.newFixedThreadPool(
@@ -243,19 +223,14 @@ public class BootstrapOrchestrator {
                 });
         List<Future<?>> sent = new ArrayList<>();
         for (StageAssignment stage : plan.stages()) {
-            Member m = byId.get(stage.nodeId());
+            NodeInfo m = byId.get(stage.nodeId());
             log.info("assigning layers [{}, {}) of {} to {} (epoch {})", stage.layerStart(), stage.layerEnd(),
                     model.manifest().modelId(), stage.nodeId(), epoch);
-            AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
-                    .setModelId(model.manifest().modelId())
-                    .setLayers(LayerRange.newBuilder().setStart(stage.layerStart()).setEnd(stage.layerEnd()))
-                    .setHasEmbedding(stage.hasEmbedding())
-                    .setHasHead(stage.hasHead())
-                    .setEpoch(epoch)
-                    .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
-                    .build();
+            // Fenced: workers refuse older terms.
+            Assignment assignment = Assignment.of(model.manifest().modelId(), stage, epoch,
+                    control.leadership().current().term());
             sent.add(senders.submit(() -> {
-                assignWithRetry(m, request);
+                assignWithRetry(m, assignment);
                 return null;
             }));
         }
@@ -271,17 +246,15 @@ public class BootstrapOrchestrator {
         return true;
     }
 
-    private void assignWithRetry(Member m, AssignPartitionRequest request) throws InterruptedException {
+    private void assignWithRetry(NodeInfo m, Assignment assignment) throws InterruptedException {
         for (int attempt = 1; ; attempt++) {
             try {
-                WorkerServiceGrpc.newBlockingStub(workers.channel(m.getNodeId(), m.getHost(), m.getGrpcPort()))
-                        .withDeadlineAfter(10, TimeUnit.SECONDS)
-                        .assignPartition(request);
+                workers.assign(m, assignment, Duration.ofSeconds(10));
                 return;
-            } catch (StatusRuntimeException e) {
+            } catch (WorkerCallFailedException e) {
                 if (attempt >= 10) {
-                    control.submit(new ClusterCommand.LoadFailed(m.getNodeId(), request.getEpoch(), "TIMEOUT",
-                            "assignment not accepted after " + attempt + " attempts: " + e.getStatus(), clock.millis()));
+                    control.submit(new ClusterCommand.LoadFailed(m.nodeId(), assignment.epoch(), "TIMEOUT",
+                            "assignment not accepted after " + attempt + " attempts: " + e.getMessage(), clock.millis()));
                     return;
                 }
                 Thread.sleep(Math.min(200L << attempt, 5000));
@@ -289,24 +262,11 @@ public class BootstrapOrchestrator {
         }
     }
 
-    /** Memory a worker offers for its partition: its limit where it set one, else all its memory. */
-    static long usableMemory(io.butterfly.proto.common.v1.NodeCapabilities c) {
-        long limit = c.getMemoryLimitBytes();
-        return limit > 0 ? Math.min(limit, c.getMemoryBytes()) : c.getMemoryBytes();
-    }
-
-    static NodeInfo toNodeInfo(Member m) {
-        return new NodeInfo(m.getNodeId(), "worker", m.getHost(), m.getGrpcPort(), m.getHttpPort(),
-                m.getCapabilities().getCpuCores(), usableMemory(m.getCapabilities()),
-                m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice());
-    }
-
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         Thread t = thread;
         if (t != null) {
             t.interrupt();
         }
-        GrpcChannels.close(discovery);
     }
 }

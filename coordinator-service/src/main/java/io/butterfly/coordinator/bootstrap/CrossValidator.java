@@ -1,33 +1,26 @@
 package io.butterfly.coordinator.bootstrap;
 
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.WeightValidation;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.inference.ModelCatalog;
-import io.butterfly.coordinator.inference.ServedModel;
 import io.butterfly.coordinator.integrity.CrossValidation;
 import io.butterfly.coordinator.integrity.ManifestFile;
 import io.butterfly.coordinator.integrity.PartitionReport;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.common.manifest.FileKind;
-import io.butterfly.common.manifest.Manifest;
-import io.butterfly.proto.worker.v1.ChecksumReport;
-import io.butterfly.proto.worker.v1.ChecksumRequest;
-import io.butterfly.proto.worker.v1.ValidationResult;
-import io.butterfly.proto.worker.v1.ValidationStatus;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.StatusRuntimeException;
-import jakarta.annotation.PreDestroy;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,11 +28,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.scheduling.annotation.Scheduled;
-import org.springframework.stereotype.Component;
 
 /**
  * Runs the cross-validation (bootstrap-protocol.md §6.5) whenever every stage of the current epoch is
@@ -48,16 +38,14 @@ import org.springframework.stereotype.Component;
  * cluster become READY) and sent back to the workers. A validation with missing reports is retried; a
  * disagreeing one is final for that epoch (the state names node and file).
  */
-@Component
-public class CrossValidator {
+public class CrossValidator implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(CrossValidator.class);
     private static final long RETRY_MILLIS = 2_000;
 
     private final ControlLog control;
     private final ModelCatalog catalog;
-    private final WorkerChannels workers;
-    private final CoordinatorProperties props;
+    private final Workers workers;
     private final Clock clock;
     private long lastAttemptEpoch = -1;
     private long lastAttemptAtMs;
@@ -68,12 +56,10 @@ public class CrossValidator {
         return t;
     });
 
-    public CrossValidator(ControlLog control, ModelCatalog catalog, WorkerChannels workers,
-                          CoordinatorProperties props, Clock clock) {
+    public CrossValidator(ControlLog control, ModelCatalog catalog, Workers workers, Clock clock) {
         this.control = control;
         this.catalog = catalog;
         this.workers = workers;
-        this.props = props;
         this.clock = clock;
     }
 
@@ -85,13 +71,12 @@ public class CrossValidator {
         nudges.execute(this::validateWhenLoaded);
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         nudges.shutdownNow();
     }
 
-    @Scheduled(fixedDelay = 200)
-    synchronized void validateWhenLoaded() {
+    public synchronized void validateWhenLoaded() {
         if (!control.leadership().leading()) {
             return; // the leader validates; a follower's result would only duplicate (or contradict) it
         }
@@ -119,20 +104,18 @@ public class CrossValidator {
             NodeRecord n = s.nodes().get(id);
             stages.add(new StageAssignment(id, n.layerStart(), n.layerEnd(), n.hasEmbedding(), n.hasHead()));
         }
-        Map<String, CompletableFuture<ChecksumReport>> pending = new LinkedHashMap<>();
+        Map<String, CompletableFuture<PartitionReport>> pending = new LinkedHashMap<>();
         for (String id : s.pipeline()) {
             NodeRecord n = s.nodes().get(id);
-            pending.put(id, CompletableFuture.supplyAsync(() -> WorkerServiceGrpc.newBlockingStub(
-                            workers.channel(id, n.info().host(), n.info().grpcPort()))
-                    .withDeadlineAfter(60, TimeUnit.SECONDS)
-                    .reportChecksums(ChecksumRequest.newBuilder().setEpoch(s.epoch()).build())));
+            pending.put(id, CompletableFuture.supplyAsync(() -> workers.checksums(n.info(), s.epoch(),
+                    Duration.ofSeconds(60))));
         }
         Map<String, PartitionReport> reports = new LinkedHashMap<>();
         pending.forEach((id, f) -> {
             try {
-                reports.put(id, toReport(f.join()));
+                reports.put(id, f.join());
             } catch (RuntimeException e) {
-                Throwable cause = e.getCause() instanceof StatusRuntimeException sre ? sre : e;
+                Throwable cause = e.getCause() instanceof WorkerCallFailedException failed ? failed : e;
                 log.warn("no checksum report from {} for epoch {}: {}", id, s.epoch(), cause.toString());
             }
         });
@@ -162,28 +145,13 @@ public class CrossValidator {
 
     /** ValidationResult to every stage (§6.5); a worker that misses it only loses the log line. */
     private void broadcast(ClusterState s, WeightValidation v) {
-        ValidationResult result = ValidationResult.newBuilder().setEpoch(v.epoch())
-                .setMerkleRoot(v.merkleRoot() == null ? "" : v.merkleRoot())
-                .setPartitionRoot(v.partitionRoot() == null ? "" : v.partitionRoot())
-                .setStatus(ValidationStatus.valueOf(v.status().name()))
-                .setClusterReady(v.status() == WeightValidation.Status.VALID)
-                .addAllValidatedNodes(v.validatedNodes()).addAllFailedNodes(v.failedNodes())
-                .addAllProblems(v.problems()).build();
         for (String id : s.pipeline()) {
-            NodeRecord n = s.nodes().get(id);
             try {
-                WorkerServiceGrpc.newBlockingStub(workers.channel(id, n.info().host(), n.info().grpcPort()))
-                        .withDeadlineAfter(5, TimeUnit.SECONDS).applyValidation(result);
-            } catch (StatusRuntimeException e) {
-                log.debug("validation result not delivered to {}: {}", id, e.getStatus());
+                workers.announceValidation(s.nodes().get(id).info(), v, Duration.ofSeconds(5));
+            } catch (WorkerCallFailedException e) {
+                log.debug("validation result not delivered to {}: {}", id, e.getMessage());
             }
         }
-    }
-
-    private static PartitionReport toReport(ChecksumReport r) {
-        return new PartitionReport(r.getNodeId(), r.getLayerRange().getStart(), r.getLayerRange().getEnd(),
-                r.getWeightHash(), r.getFilesList().stream()
-                .map(f -> new PartitionReport.FileDigest(f.getName(), f.getSha256())).toList());
     }
 
     static List<ManifestFile> manifestFiles(Manifest manifest) {
@@ -193,7 +161,7 @@ public class CrossValidator {
 
     /** Digests of the coordinator's own copies (config, tokenizer), hashed from its disk like the workers do. */
     private Map<String, String> ownFiles(Manifest manifest) {
-        Path dir = props.dataDir().resolve("models").resolve(manifest.modelId());
+        Path dir = catalog.directory(manifest.modelId());
         Map<String, String> out = new LinkedHashMap<>();
         for (io.butterfly.common.manifest.ManifestFile f : manifest.files()) {
             if (f.kind() != FileKind.TOKENIZER && f.kind() != FileKind.CONFIG) {

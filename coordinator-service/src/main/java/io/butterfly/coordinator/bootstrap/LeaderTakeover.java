@@ -3,24 +3,13 @@ package io.butterfly.coordinator.bootstrap;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.Leadership;
-import io.butterfly.proto.common.v1.LayerRange;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.StatusRuntimeException;
-import jakarta.annotation.PostConstruct;
-import jakarta.annotation.PreDestroy;
+import io.butterfly.coordinator.control.Leadership;
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.context.event.ApplicationReadyEvent;
-import org.springframework.context.event.EventListener;
-import org.springframework.stereotype.Component;
 
 /**
  * A replica that becomes leader after partitions were assigned (failover, or a restart that recovered the
@@ -28,27 +17,21 @@ import org.springframework.stereotype.Component;
  * partition, but the new Raft term, so the worker fences the deposed leader and reports and heartbeats to
  * this replica from now on (its failure detector then has observations to judge).
  */
-@Component
-public class LeaderTakeover {
+public class LeaderTakeover implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(LeaderTakeover.class);
     private static final int MAX_ATTEMPTS = 5;
 
     private final ControlLog control;
-
-    private final AssignmentAddresses addresses;
-    private final CoordinatorProperties props;
-    private final WorkerChannels workers;
+    private final Workers workers;
     private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "leader-takeover");
         t.setDaemon(true);
         return t;
     });
 
-    public LeaderTakeover(ControlLog control, CoordinatorProperties props, WorkerChannels workers, AssignmentAddresses addresses) {
-        this.addresses = addresses;
+    public LeaderTakeover(ControlLog control, Workers workers) {
         this.control = control;
-        this.props = props;
         this.workers = workers;
     }
 
@@ -57,8 +40,7 @@ public class LeaderTakeover {
      * besides settling the log (below), that first commit is the one that pays for a cold Raft client path
      * (a second or two on a fresh JVM), which the bootstrap's first command then no longer does.
      */
-    @PostConstruct
-    void commitNoOpOnLeadership() {
+    public void commitNoOpOnLeadership() {
         control.leadership().addListener(l -> {
             if (l.leading()) {
                 executor.execute(() -> commitNoOp(l));
@@ -67,7 +49,6 @@ public class LeaderTakeover {
     }
 
     /** Re-announcing needs the running application (workers report back to its gRPC server). */
-    @EventListener(ApplicationReadyEvent.class)
     public void start() {
         control.leadership().addListener(l -> {
             if (l.leading()) {
@@ -109,26 +90,17 @@ public class LeaderTakeover {
     }
 
     private void send(Leadership leadership, ClusterState s, String nodeId, NodeRecord n) {
-        AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
-                .setModelId(s.modelId())
-                .setLayers(LayerRange.newBuilder().setStart(n.layerStart()).setEnd(n.layerEnd()))
-                .setHasEmbedding(n.hasEmbedding())
-                .setHasHead(n.hasHead())
-                .setEpoch(s.epoch())
-                .setTerm(leadership.term())
-                    .build();
+        Assignment assignment = Assignment.current(s, n, leadership.term());
         for (int attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
             if (!control.leadership().leading() || control.leadership().current().term() != leadership.term()) {
                 return; // deposed meanwhile: the next leader announces itself
             }
             try {
-                WorkerServiceGrpc.newBlockingStub(workers.channel(nodeId, n.info().host(), n.info().grpcPort()))
-                        .withDeadlineAfter(5, TimeUnit.SECONDS)
-                        .assignPartition(request);
+                workers.assign(n.info(), assignment, Duration.ofSeconds(5));
                 return;
-            } catch (StatusRuntimeException e) {
+            } catch (WorkerCallFailedException e) {
                 // A worker that is down is the failure detector's business; it is reloaded when it recovers.
-                log.info("re-announcing to {} failed (attempt {}): {}", nodeId, attempt, e.getStatus());
+                log.info("re-announcing to {} failed (attempt {}): {}", nodeId, attempt, e.getMessage());
             }
             try {
                 Thread.sleep(250L * attempt);
@@ -139,8 +111,8 @@ public class LeaderTakeover {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         executor.shutdownNow();
     }
 }

@@ -1,10 +1,9 @@
 package io.butterfly.coordinator.bootstrap;
 
-import io.butterfly.common.model.ModelConfig;
-import io.butterfly.coordinator.config.PlanningProperties;
-import io.butterfly.coordinator.planning.ModelFootprint;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.planning.ModelFootprint;
 
 /**
  * Estimates a model's memory need from its manifest and config (initialization-and-bootstrap.md §5.1):
@@ -14,10 +13,18 @@ import io.butterfly.common.manifest.ManifestFile;
  */
 public final class ModelFootprints {
 
+    /**
+     * @param kvCacheTokens           tokens of KV cache reserved per layer (0 = the model's maximum positions)
+     * @param kvCacheSequences        sequences held at once (the KV cache is per sequence)
+     * @param activationHeadroomBytes memory each stage needs beyond weights and KV cache (activations, scratch)
+     */
+    public record Settings(int kvCacheTokens, int kvCacheSequences, long activationHeadroomBytes) {
+    }
+
     private ModelFootprints() {
     }
 
-    public static ModelFootprint of(Manifest manifest, ModelConfig config, PlanningProperties.Planning p) {
+    public static ModelFootprint of(Manifest manifest, ModelConfig config, Settings p) {
         int layers = manifest.numLayers();
         long widen = widening(manifest.dtype());
         long tokens = p.kvCacheTokens() > 0 ? p.kvCacheTokens() : Math.max(1, config.maxPositions());
@@ -43,7 +50,7 @@ public final class ModelFootprints {
         for (int l = 0; l < layers; l++) {
             layerBytes[l] += kvPerLayer;
         }
-        return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroom().toBytes(), kvPerLayer);
+        return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroomBytes(), kvPerLayer);
     }
 
     /** How much larger than on disk a tensor is once widened to float32. */

@@ -1,15 +1,10 @@
 package io.butterfly.coordinator.bootstrap;
 
-import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.inference.ModelCatalog;
-import io.butterfly.coordinator.inference.ServedModel;
-import jakarta.annotation.PreDestroy;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.context.event.ApplicationReadyEvent;
-import org.springframework.context.event.EventListener;
-import org.springframework.stereotype.Component;
 
 /**
  * Every coordinator replica serves inference, not only the leader: once the replicated state names the model
@@ -18,8 +13,7 @@ import org.springframework.stereotype.Component;
  * It keeps watching: a later publication (another Merkle root) is fetched the same way. Until then the
  * replica is not ready (its readiness probe) and a request it is sent fetches the model itself.
  */
-@Component
-public class ReplicaModelLoader {
+public class ReplicaModelLoader implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(ReplicaModelLoader.class);
 
@@ -32,7 +26,6 @@ public class ReplicaModelLoader {
         this.catalog = catalog;
     }
 
-    @EventListener(ApplicationReadyEvent.class)
     public void start() {
         thread = new Thread(this::run, "replica-model-loader");
         thread.setDaemon(true);
@@ -62,8 +55,8 @@ public class ReplicaModelLoader {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         Thread t = thread;
         if (t != null) {
             t.interrupt();

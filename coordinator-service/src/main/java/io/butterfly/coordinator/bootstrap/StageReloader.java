@@ -3,19 +3,12 @@ package io.butterfly.coordinator.bootstrap;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.PartitionState;
-import io.butterfly.coordinator.cluster.SystemState;
-import io.butterfly.coordinator.cluster.WorkerState;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.LivenessMonitor;
-import io.butterfly.proto.common.v1.LayerRange;
-import io.butterfly.proto.worker.v1.AssignPartitionRequest;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
-import jakarta.annotation.PreDestroy;
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -26,8 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.scheduling.annotation.Scheduled;
-import org.springframework.stereotype.Component;
 
 /**
  * When a worker that was declared FAILED comes back without its partition (it was restarted), sends it
@@ -37,8 +28,7 @@ import org.springframework.stereotype.Component;
  * during the bootstrap alike; one refused for bad or untrusted data or too little memory is left to an
  * operator. This is the minimal same-node recovery; moving a stage to another node is not done here.
  */
-@Component
-public class StageReloader {
+public class StageReloader implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(StageReloader.class);
     private static final int MAX_ATTEMPTS = 30;
@@ -57,21 +47,15 @@ public class StageReloader {
     LongSupplier nanoTime = System::nanoTime;
 
     private final ControlLog control;
-
-    private final AssignmentAddresses addresses;
-    private final CoordinatorProperties props;
-    private final WorkerChannels workers;
+    private final Workers workers;
     private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "stage-reloader");
         t.setDaemon(true);
         return t;
     });
 
-    public StageReloader(ControlLog control, CoordinatorProperties props, WorkerChannels workers,
-                         LivenessMonitor monitor, AssignmentAddresses addresses) {
-        this.addresses = addresses;
+    public StageReloader(ControlLog control, Workers workers, LivenessMonitor monitor) {
         this.control = control;
-        this.props = props;
         this.workers = workers;
         monitor.onVerdict(this::onVerdict);
     }
@@ -105,8 +89,7 @@ public class StageReloader {
      * unloaded with the system DEGRADED. Stages whose load failed for a reason worth another attempt are
      * retried here too, during the bootstrap as well: nothing else would ever ask them again.
      */
-    @Scheduled(fixedDelay = 5_000, initialDelay = 5_000)
-    void reloadUnloadedStages() {
+    public void reloadUnloadedStages() {
         ClusterState s = control.state();
         boolean degraded = s.system() == SystemState.DEGRADED;
         boolean bootstrapping = s.system() == SystemState.BOOTSTRAPPING && s.epoch() > 0;
@@ -169,21 +152,12 @@ public class StageReloader {
                     || !(joinedUnloaded(n) || retryableLoadFailure(n))) {
                 return; // reassigned, failed again or already loading: nothing (more) to do
             }
-            AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
-                    .setModelId(s.modelId())
-                    .setLayers(LayerRange.newBuilder().setStart(n.layerStart()).setEnd(n.layerEnd()))
-                    .setHasEmbedding(n.hasEmbedding())
-                    .setHasHead(n.hasHead())
-                    .setEpoch(s.epoch())
-                    .setTerm(control.leadership().current().term()) // fencing: workers refuse older terms
-                    .build();
-            ManagedChannel channel = workers.channel(nodeId, n.info().host(), n.info().grpcPort());
-            // The channel backed off while the worker was down; it is back now (it heartbeats).
-            channel.resetConnectBackoff();
+            // Fencing: workers refuse older terms.
+            Assignment assignment = Assignment.current(s, n, control.leadership().current().term());
+            // The connection backed off while the worker was down; it is back now (it heartbeats).
+            workers.reconnect(n.info());
             try {
-                WorkerServiceGrpc.newBlockingStub(channel)
-                        .withDeadlineAfter(10, TimeUnit.SECONDS)
-                        .assignPartition(request);
+                workers.assign(n.info(), assignment, Duration.ofSeconds(10));
                 if (retryableLoadFailure(n)) {
                     log.info("sent {} its assignment of layers [{}, {}) again to retry its failed load ({}: {}) (epoch {})",
                             nodeId, n.layerStart(), n.layerEnd(), n.failureCode(), n.failureMessage(), s.epoch());
@@ -192,8 +166,8 @@ public class StageReloader {
                             nodeId, n.layerStart(), n.layerEnd(), s.epoch());
                 }
                 return;
-            } catch (StatusRuntimeException e) {
-                log.info("reload on {} not accepted yet (attempt {}): {}", nodeId, attempt, e.getStatus());
+            } catch (WorkerCallFailedException e) {
+                log.info("reload on {} not accepted yet (attempt {}): {}", nodeId, attempt, e.getMessage());
             }
             try {
                 Thread.sleep(Math.min(250L * attempt, 2_000));
@@ -204,8 +178,8 @@ public class StageReloader {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         executor.shutdownNow();
     }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.cluster;
 
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.PartitionState;
 import java.util.List;
 import java.util.Objects;
 

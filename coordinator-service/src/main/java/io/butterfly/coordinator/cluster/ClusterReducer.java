@@ -1,8 +1,11 @@
 package io.butterfly.coordinator.cluster;
 
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.StateMachines;
 import io.butterfly.coordinator.statemachine.SystemDeviations;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;

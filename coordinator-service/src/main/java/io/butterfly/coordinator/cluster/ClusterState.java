@@ -1,5 +1,8 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;

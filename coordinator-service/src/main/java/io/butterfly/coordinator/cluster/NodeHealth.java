@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.WorkerState;
+
 /**
  * What the failure detector decided about a node, as committed to the log. Times are Unix epoch
  * milliseconds taken from the commands (0 = never), so a benchmark can compute detection time as

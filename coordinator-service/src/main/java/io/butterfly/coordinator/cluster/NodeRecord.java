@@ -1,5 +1,8 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.coordinator.statemachine.WorkerState;
+
 /**
  * A node in the replicated state: what it declared, its lifecycle, and its assigned partition.
  * {@code layerStart}/{@code layerEnd} are null while the node has no assignment.

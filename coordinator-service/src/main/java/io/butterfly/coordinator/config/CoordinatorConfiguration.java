@@ -1,19 +1,15 @@
 package io.butterfly.coordinator.config;
 
-import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.common.grpc.TransportThreadMethods;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.inference.ModelCatalog;
+import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.planning.PartitionPlanner;
-import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.time.Clock;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.grpc.server.ServerBuilderCustomizer;
 
 @Configuration
 public class CoordinatorConfiguration {
@@ -27,18 +23,6 @@ public class CoordinatorConfiguration {
     @Bean
     PartitionPlanner partitionPlanner(PlanningProperties planning) {
         return planning.planner().create();
-    }
-
-    /** A step outcome completes its waiting request on the thread that read it off the wire. */
-    @Bean
-    @SuppressWarnings("rawtypes")
-    ServerBuilderCustomizer stepOutcomesOnTransportThread() {
-        return TransportThreadMethods.customizer(CoordinatorServiceGrpc.getStepOutcomesMethod());
-    }
-
-    @Bean
-    ButterflyGrpcExceptionHandler grpcExceptionHandler() {
-        return new ButterflyGrpcExceptionHandler();
     }
 
     /**

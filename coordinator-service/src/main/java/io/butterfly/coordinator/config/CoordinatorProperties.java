@@ -1,5 +1,8 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.bootstrap.BootstrapOrchestrator;
+import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.model.ModelCatalog;
 import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -47,4 +50,16 @@ public record CoordinatorProperties(
         @DefaultValue("30m") java.time.Duration taskTimeout,
         @DefaultValue List<String> trustedPublisherKeys,
         @DefaultValue("64") int maxConcurrentTasks) {
+
+    public ModelCatalog.Settings catalog() {
+        return new ModelCatalog.Settings(modelId, dataDir, trustedPublisherKeys);
+    }
+
+    public BootstrapOrchestrator.Settings bootstrap(String protocolVersion) {
+        return new BootstrapOrchestrator.Settings(modelId, expectedWorkers, clusterName, protocolVersion);
+    }
+
+    public InferenceService.Settings inference() {
+        return new InferenceService.Settings(nodeId, maxNewTokens, maxPromptTokens, maxPromptChars, maxConcurrentTasks);
+    }
 }

@@ -1,10 +1,16 @@
 package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.InvariantMonitor;
+import io.butterfly.coordinator.control.Liveness;
+import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
-import io.butterfly.coordinator.raft.ReplicaView;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Clock;
 import java.util.List;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -31,5 +37,16 @@ public class InvariantConfiguration {
                 return "LEADER".equals(control.raftStatus().role());
             }
         };
+    }
+
+    /** Its confirmed violations are counted in the {@code butterfly.invariant.violations} gauge. */
+    @Bean(initMethod = "start", destroyMethod = "close")
+    InvariantMonitor invariantMonitor(ControlLog control, Liveness liveness, CoordinatorClaims claims,
+                                      InvariantProperties props, Clock clock, ObjectProvider<MeterRegistry> meters) {
+        InvariantMonitor monitor = new InvariantMonitor(control, liveness, claims, props.monitorSettings(), clock);
+        meters.ifAvailable(m -> Gauge.builder("butterfly.invariant.violations", monitor,
+                        x -> x.report().violations().size())
+                .description("invariants of state-machines.md §3.3 currently violated").register(m));
+        return monitor;
     }
 }

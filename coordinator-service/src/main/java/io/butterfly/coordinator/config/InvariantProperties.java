@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.control.InvariantMonitor;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -23,5 +24,9 @@ public record InvariantProperties(
             throw new IllegalArgumentException("butterfly.coordinator.invariants.confirm-after must be >= 1: "
                     + confirmAfter);
         }
+    }
+
+    public InvariantMonitor.Settings monitorSettings() {
+        return new InvariantMonitor.Settings(interval, confirmAfter, connectionTimeout);
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.control.LivenessMonitor;
 import io.butterfly.coordinator.liveness.DetectorSettings;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -42,5 +43,9 @@ public record LivenessProperties(
     public DetectorSettings detectorSettings() {
         return new DetectorSettings(failureThreshold, suspicionThreshold, windowSize, minStdDeviation.toMillis(),
                 acceptableHeartbeatPause.toMillis(), firstHeartbeatEstimate.toMillis(), reconnectGrace.toMillis());
+    }
+
+    public LivenessMonitor.Settings monitorSettings() {
+        return new LivenessMonitor.Settings(detectorSettings(), monitorInterval, maxLocalPause, unheardGrace);
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.bootstrap.ModelFootprints;
 import io.butterfly.coordinator.planning.PlannerKind;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -26,5 +27,9 @@ public record PlanningProperties(
             @DefaultValue("0") int kvCacheTokens,
             @DefaultValue("1") int kvCacheSequences,
             @DefaultValue("64MB") DataSize activationHeadroom) {
+
+        public ModelFootprints.Settings footprint() {
+            return new ModelFootprints.Settings(kvCacheTokens, kvCacheSequences, activationHeadroom.toBytes());
+        }
     }
 }

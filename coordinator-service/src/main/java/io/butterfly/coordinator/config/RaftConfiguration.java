@@ -1,6 +1,8 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.raft.ControlReplica;
+import io.butterfly.coordinator.raft.RaftControlLog;
 import io.butterfly.coordinator.raft.ReplicaSettings;
 import java.io.IOException;
 import java.util.List;
@@ -8,7 +10,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
-/** Starts this coordinator's replica of the control log (closed when the context closes). */
+/** Starts this coordinator's replica of the control log (closed when the context closes) and commits through it. */
 @Configuration
 public class RaftConfiguration {
 
@@ -16,6 +18,11 @@ public class RaftConfiguration {
     ControlReplica controlReplica(CoordinatorProperties coordinator, ControlRaftProperties raft, Environment env)
             throws IOException {
         return ControlReplica.start(settings(coordinator, raft, env.getProperty("spring.grpc.server.port", Integer.class, 9090)));
+    }
+
+    @Bean
+    ControlLog controlLog(ControlReplica replica) {
+        return new RaftControlLog(replica);
     }
 
     static ReplicaSettings settings(CoordinatorProperties coordinator, ControlRaftProperties raft, int grpcPort) {

@@ -1,16 +1,12 @@
 package io.butterfly.coordinator.control;
 
-import io.butterfly.coordinator.config.InvariantProperties;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
 import io.butterfly.coordinator.invariants.Invariant;
 import io.butterfly.coordinator.invariants.InvariantChecker;
 import io.butterfly.coordinator.invariants.InvariantInputs;
 import io.butterfly.coordinator.invariants.Violation;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
-import jakarta.annotation.PostConstruct;
-import jakarta.annotation.PreDestroy;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -21,16 +17,21 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.stereotype.Component;
 
 /**
  * Runs the invariant checker every second (state-machines.md §7.4) on every replica. A violation is reported
  * once it holds for {@code confirmAfter} consecutive checks, logged at ERROR when it appears and at INFO when it
- * clears, counted in the {@code butterfly.invariant.violations} gauge and listed by the REST API.
+ * clears, and listed by the REST API (config/ counts it in the {@code butterfly.invariant.violations} gauge).
  */
-@Component
-public class InvariantMonitor {
+public class InvariantMonitor implements AutoCloseable {
+
+    /**
+     * @param interval          how often the invariants are checked
+     * @param confirmAfter      consecutive failed checks before a violation is reported
+     * @param connectionTimeout silence after which an operational node breaks connection liveness
+     */
+    public record Settings(Duration interval, int confirmAfter, Duration connectionTimeout) {
+    }
 
     private static final Logger log = LoggerFactory.getLogger(InvariantMonitor.class);
 
@@ -45,7 +46,7 @@ public class InvariantMonitor {
     private final ControlLog control;
     private final Liveness liveness;
     private final CoordinatorClaims claims;
-    private final InvariantProperties props;
+    private final Settings settings;
     private final Clock clock;
     private final InvariantChecker checker = new InvariantChecker();
     private final Map<Invariant, Standing> seen = new EnumMap<>(Invariant.class);
@@ -56,25 +57,22 @@ public class InvariantMonitor {
         return t;
     });
 
-    public InvariantMonitor(ControlLog control, Liveness liveness, CoordinatorClaims claims, InvariantProperties props,
-                            Clock clock, ObjectProvider<MeterRegistry> meters) {
+    public InvariantMonitor(ControlLog control, Liveness liveness, CoordinatorClaims claims, Settings settings,
+                            Clock clock) {
         this.control = control;
         this.liveness = liveness;
         this.claims = claims;
-        this.props = props;
+        this.settings = settings;
         this.clock = clock;
-        meters.ifAvailable(m -> Gauge.builder("butterfly.invariant.violations", this, x -> x.report.violations().size())
-                .description("invariants of state-machines.md §3.3 currently violated").register(m));
     }
 
-    @PostConstruct
-    void start() {
-        long ms = Math.max(1, props.interval().toMillis());
+    public void start() {
+        long ms = Math.max(1, settings.interval().toMillis());
         timer.scheduleWithFixedDelay(this::checkSafely, ms, ms, TimeUnit.MILLISECONDS);
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         timer.shutdownNow();
     }
 
@@ -95,7 +93,7 @@ public class InvariantMonitor {
         long now = clock.millis();
         InvariantInputs in = new InvariantInputs(control.state(), claims.claims(),
                 claims.receivesHeartbeats() ? id -> liveness.observe(id, now) : null, now,
-                props.connectionTimeout().toMillis());
+                settings.connectionTimeout().toMillis());
         Map<Invariant, Violation> current = new EnumMap<>(Invariant.class);
         for (Violation v : checker.check(in)) {
             current.putIfAbsent(v.invariant(), v);
@@ -103,7 +101,7 @@ public class InvariantMonitor {
         for (Invariant gone : new ArrayList<>(seen.keySet())) {
             if (!current.containsKey(gone)) {
                 Standing s = seen.remove(gone);
-                if (s.checks() >= props.confirmAfter()) {
+                if (s.checks() >= settings.confirmAfter()) {
                     log.info("invariant {} holds again (violated since {})", gone, s.since());
                 }
             }
@@ -115,10 +113,10 @@ public class InvariantMonitor {
             Standing s = before == null ? new Standing(inv, v.message(), at, 1)
                     : new Standing(inv, v.message(), before.since(), before.checks() + 1);
             seen.put(inv, s);
-            if (s.checks() == props.confirmAfter()) {
+            if (s.checks() == settings.confirmAfter()) {
                 log.error("invariant violated: invariant={} since={} detail={}", inv, s.since(), v.message());
             }
-            if (s.checks() >= props.confirmAfter()) {
+            if (s.checks() >= settings.confirmAfter()) {
                 confirmed.add(s);
             }
         });

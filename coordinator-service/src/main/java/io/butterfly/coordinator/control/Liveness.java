@@ -1,28 +1,25 @@
 package io.butterfly.coordinator.control;
 
-import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.liveness.DetectorSettings;
 import io.butterfly.coordinator.liveness.HeartbeatTracker;
 import io.butterfly.coordinator.liveness.NodeObservation;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.concurrent.atomic.AtomicLong;
-import org.springframework.stereotype.Component;
 
 /**
  * Heartbeats and heartbeat streams per node, fed to a phi-accrual detector. Liveness is observed
  * here; verdicts (SUSPECT, FAILED, back) are decided by {@link LivenessMonitor} and go through the
  * control log.
  */
-@Component
 public class Liveness {
 
     private final HeartbeatTracker tracker;
     private final Clock clock;
     private final AtomicLong streamIds = new AtomicLong();
 
-    public Liveness(LivenessProperties props, Clock clock) {
-        this.tracker = new HeartbeatTracker(props.detectorSettings());
+    public Liveness(DetectorSettings settings, Clock clock) {
+        this.tracker = new HeartbeatTracker(settings);
         this.clock = clock;
     }
 

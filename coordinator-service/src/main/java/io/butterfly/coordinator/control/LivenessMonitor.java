@@ -2,11 +2,10 @@ package io.butterfly.coordinator.control;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
-import io.butterfly.coordinator.config.LivenessProperties;
+import io.butterfly.coordinator.liveness.DetectorSettings;
 import io.butterfly.coordinator.liveness.LivenessPolicy;
-import jakarta.annotation.PostConstruct;
-import jakarta.annotation.PreDestroy;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -14,7 +13,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.stereotype.Component;
 
 /**
  * Leader-side failure monitor: every few tens of milliseconds it evaluates phi for every node and
@@ -22,8 +20,19 @@ import org.springframework.stereotype.Component;
  * coordinator can delay detection. Listeners hear about committed verdicts (e.g. to reload a stage on
  * a node that came back without its partition).
  */
-@Component
-public class LivenessMonitor {
+public class LivenessMonitor implements AutoCloseable {
+
+    /**
+     * @param detector        the phi-accrual detector's thresholds and window
+     * @param monitorInterval how often phi is evaluated
+     * @param maxLocalPause   a tick this much later than due means this coordinator itself was paused (GC, CPU
+     *                        starvation): heartbeats may be queued unread, so it takes no verdicts for that long
+     * @param unheardGrace    an assigned node this leader has not heard once in this long after it began leading is
+     *                        FAILED
+     */
+    public record Settings(DetectorSettings detector, Duration monitorInterval, Duration maxLocalPause,
+                           Duration unheardGrace) {
+    }
 
     private static final Logger log = LoggerFactory.getLogger(LivenessMonitor.class);
 
@@ -43,17 +52,16 @@ public class LivenessMonitor {
         return t;
     });
 
-    public LivenessMonitor(ControlLog control, Liveness liveness, LivenessProperties props, Clock clock) {
+    public LivenessMonitor(ControlLog control, Liveness liveness, Settings settings, Clock clock) {
         this.control = control;
         this.liveness = liveness;
-        this.policy = new LivenessPolicy(props.detectorSettings(), props.unheardGrace().toMillis());
+        this.policy = new LivenessPolicy(settings.detector(), settings.unheardGrace().toMillis());
         this.clock = clock;
-        this.intervalMs = Math.max(1, props.monitorInterval().toMillis());
-        this.maxLocalPauseMs = props.maxLocalPause().toMillis();
+        this.intervalMs = Math.max(1, settings.monitorInterval().toMillis());
+        this.maxLocalPauseMs = settings.maxLocalPause().toMillis();
     }
 
-    @PostConstruct
-    void start() {
+    public void start() {
         timer.scheduleWithFixedDelay(this::tick, intervalMs, intervalMs, TimeUnit.MILLISECONDS);
     }
 
@@ -104,8 +112,8 @@ public class LivenessMonitor {
         }
     }
 
-    @PreDestroy
-    void stop() {
+    @Override
+    public void close() {
         timer.shutdownNow();
     }
 }

@@ -1,24 +1,22 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.control.ControlLog;
-import org.springframework.stereotype.Component;
+import io.butterfly.coordinator.statemachine.WorkerState;
 
 /**
  * When a node becomes FAILED in the control log, this replica's steps waiting on it are failed at once
  * (503 to their clients, who may retry on the reassigned pipeline) instead of waiting for a transport timeout.
  */
-@Component
-class FailedStageAborts {
+public class FailedStageAborts {
 
-    FailedStageAborts(ControlLog control, PipelineSteps steps) {
+    public FailedStageAborts(ControlLog control, Pipeline pipeline) {
         control.onApplied((before, after, command, index) -> {
             for (NodeRecord n : after.nodes().values()) {
                 NodeRecord was = before.nodes().get(n.info().nodeId());
                 if (n.state() == WorkerState.FAILED && (was == null || was.state() != WorkerState.FAILED)) {
                     String why = n.health().failedByDetector() ? n.health().cause() : n.failureMessage();
-                    steps.abortThrough(n.info().nodeId(), why == null || why.isEmpty() ? "no reason recorded" : why);
+                    pipeline.abortThrough(n.info().nodeId(), why == null || why.isEmpty() ? "no reason recorded" : why);
                 }
             }
         });

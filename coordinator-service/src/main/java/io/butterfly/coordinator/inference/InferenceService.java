@@ -1,27 +1,19 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.coordinator.inference.sampling.TokenChoice;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.worker.v1.Endpoint;
-import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.StepOutcome;
-import io.butterfly.proto.worker.v1.ReleaseRequest;
-import io.butterfly.proto.worker.v1.SequenceSlice;
-import io.butterfly.proto.worker.v1.StageTiming;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.StatusRuntimeException;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -31,26 +23,33 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.stereotype.Service;
 
 /**
  * Runs a generation through the pipeline: one prefill step with the whole prompt, then one step per
  * token. Each step enters the first stage, flows worker to worker, and the last stage sends its logits
  * back to this coordinator, which samples (seeded, so a replayed step picks the same token).
  */
-@Service
 public class InferenceService {
+
+    /**
+     * @param nodeId             this coordinator replica, the owner of the tasks it runs
+     * @param maxNewTokens       upper bound for a request's max_tokens
+     * @param maxPromptTokens    upper bound for a prompt's length in tokens
+     * @param maxPromptChars     upper bound for a text prompt's length in characters, checked before it is tokenized
+     * @param maxConcurrentTasks tasks this replica runs at once; one more is refused
+     */
+    public record Settings(String nodeId, int maxNewTokens, int maxPromptTokens, int maxPromptChars,
+                           int maxConcurrentTasks) {
+    }
 
     private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
 
-    private final CoordinatorProperties props;
+    private final Settings settings;
     private final ControlLog control;
     private final ModelCatalog catalog;
-    private final WorkerChannels channels;
-    private final PipelineSteps steps;
+    private final Pipeline pipeline;
     private final Clock clock;
     private final TaskAdmission admission;
     /** When this replica's inference started: the tasks it logs carry it, see {@link OrphanedTasks}. */
@@ -58,15 +57,14 @@ public class InferenceService {
     /** Tasks a runner here holds, from before their TaskSubmitted until their outcome was (or failed to be) logged. */
     private final Set<String> running = ConcurrentHashMap.newKeySet();
 
-    public InferenceService(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
-                            WorkerChannels channels, PipelineSteps steps, Clock clock) {
-        this.props = props;
+    public InferenceService(Settings settings, ControlLog control, ModelCatalog catalog, Pipeline pipeline,
+                            Clock clock) {
+        this.settings = settings;
         this.control = control;
         this.catalog = catalog;
-        this.channels = channels;
-        this.steps = steps;
+        this.pipeline = pipeline;
         this.clock = clock;
-        this.admission = new TaskAdmission(props.maxConcurrentTasks());
+        this.admission = new TaskAdmission(settings.maxConcurrentTasks());
         this.startedAtMs = clock.millis();
     }
 
@@ -106,21 +104,21 @@ public class InferenceService {
         ClusterState state = control.state();
         ServedModel model = servedModel(state);
         if (request.prompt() != null) {
-            RequestValidator.checkPromptChars(request.prompt(), props.maxPromptChars());
+            RequestValidator.checkPromptChars(request.prompt(), settings.maxPromptChars());
         }
         List<Long> prompt = request.tokenIds() != null
                 ? RequestValidator.checkTokenIds(request.tokenIds(), model.config().vocabSize())
                 : tokenize(model, request.prompt());
         RequestValidator.checkPromptLength(request.tokenIds() != null ? "token_ids" : "prompt", prompt.size(),
-                props.maxPromptTokens(), model.config().maxPositions());
-        int maxTokens = RequestValidator.maxTokens(request, prompt.size(), props.maxNewTokens(), model.config().maxPositions());
+                settings.maxPromptTokens(), model.config().maxPositions());
+        int maxTokens = RequestValidator.maxTokens(request, prompt.size(), settings.maxNewTokens(), model.config().maxPositions());
         SamplingParams sampling = RequestValidator.sampling(request);
         StopSequences stop = RequestValidator.stop(request);
 
         // Resolved before the task is logged: a task that is submitted is always finished or failed, never
         // left open (an open task keeps the system COMPUTING and blocks reassignment).
-        List<Endpoint> pipeline = pipeline(state);
-        return new AdmittedTask(model, pipeline, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()),
+        Pipeline.Route route = route(state);
+        return new AdmittedTask(model, route, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()),
                 stop, admission.admit());
     }
 
@@ -139,7 +137,7 @@ public class InferenceService {
         String taskId = UUID.randomUUID().toString();
         running.add(taskId);
         try {
-            control.submit(new ClusterCommand.TaskSubmitted(taskId, task.prompt().size(), props.nodeId(), startedAtMs,
+            control.submit(new ClusterCommand.TaskSubmitted(taskId, task.prompt().size(), settings.nodeId(), startedAtMs,
                     clock.millis()));
             return runSubmitted(taskId, task, listener);
         } finally {
@@ -163,19 +161,18 @@ public class InferenceService {
             }
             throw e;
         } finally {
-            release(taskId, task.pipeline());
+            pipeline.release(task.route(), List.of(taskId));
         }
     }
 
     private GenerationResult run(String taskId, AdmittedTask task, TokenListener listener) {
         ServedModel model = task.model();
-        List<Endpoint> pipeline = task.pipeline();
         List<Long> prompt = task.prompt();
         int maxTokens = task.maxTokens();
         Sampler sampler = new Sampler(task.sampling());
         // The text is followed token by token only for a listener or stop strings.
         IncrementalText text = listener == null && task.stop().isEmpty() ? null
-                : new IncrementalText(ids -> model.tokenizer().decode(ids, true), task.stop());
+                : new IncrementalText(model.tokenizer()::decode, task.stop());
         boolean stopString = false;
         long epoch = control.state().epoch();
         List<Long> generated = new ArrayList<>();
@@ -195,14 +192,14 @@ public class InferenceService {
         long samplingNanos = 0;
         for (int step = 0; step < maxTokens; step++) {
             long t0 = System.nanoTime();
-            StepOutcome response = step(taskId, step, epoch, pipeline, position, input, reserve);
+            StepResult response = pipeline.step(task.route(), new StepInput(taskId, step, epoch, position, input, reserve));
             long t1 = System.nanoTime();
             pipelineNanos += t1 - t0;
-            transportNanos += t1 - t0 - addTimings(response.getTimingsList(), stageMs);
-            float[] logits = TensorCodec.toFloats(response.getLogits(), 2, "logits");
-            if (response.getLogits().getShape(0) != 1 || logits.length != model.config().vocabSize()) {
+            transportNanos += t1 - t0 - addTimings(response.timings(), stageMs);
+            float[] logits = response.logits();
+            if (response.logitsShape().get(0) != 1 || logits.length != model.config().vocabSize()) {
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
-                        "last stage returned logits of shape " + response.getLogits().getShapeList());
+                        "last stage returned logits of shape " + response.logitsShape());
             }
             TokenChoice choice = choose(sampler, logits, step);
             samplingNanos += System.nanoTime() - t1;
@@ -231,7 +228,7 @@ public class InferenceService {
         double decodeSeconds = (end - firstToken) / 1e9;
         double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
         String whole = stopString ? text.textBeforeStop()
-                : model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray(), true);
+                : model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray());
         return new GenerationResult(taskId, model.manifest().modelId(), prompt, generated, whole, finish,
                 chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
                 pipelineNanos / 1e6, samplingNanos / 1e6);
@@ -248,27 +245,13 @@ public class InferenceService {
     }
 
     /** Adds one step's compute time per stage; returns the time the step spent in stages (the rest was transport). */
-    private static long addTimings(List<StageTiming> timings, Map<String, Double> stageMs) {
+    private static long addTimings(List<StepResult.StageTiming> timings, Map<String, Double> stageMs) {
         long inStages = 0;
-        for (StageTiming t : timings) {
-            stageMs.merge(t.getNodeId(), t.getComputeNanos() / 1e6, Double::sum);
-            inStages += t.getWallNanos();
+        for (StepResult.StageTiming t : timings) {
+            stageMs.merge(t.nodeId(), t.computeNanos() / 1e6, Double::sum);
+            inStages += t.wallNanos();
         }
         return inStages;
-    }
-
-    private StepOutcome step(String taskId, int step, long epoch, List<Endpoint> pipeline, int position, long[] tokens,
-                             int reserve) {
-        ForwardRequest request = ForwardRequest.newBuilder()
-                .setTaskId(taskId)
-                .setStep(step)
-                .setEpoch(epoch)
-                .addSequences(SequenceSlice.newBuilder().setSequenceId(taskId).setPosition(position).setNumTokens(tokens.length)
-                        .setReservePositions(reserve))
-                .setInput(TensorCodec.int64(tokens, tokens.length))
-                .addAllDownstream(pipeline.subList(1, pipeline.size()))
-                .build();
-        return steps.run(pipeline.get(0), request);
     }
 
     /**
@@ -276,48 +259,33 @@ public class InferenceService {
      * is gone, so no release would come, and the stages' KV caches would hold their budget until they idle out.
      */
     void releaseAbandoned(List<String> taskIds) {
-        List<Endpoint> pipeline;
+        Pipeline.Route route;
         try {
-            pipeline = pipeline(control.state());
+            route = route(control.state());
         } catch (NotServingException noPipeline) {
             return;
         }
-        release(taskIds, pipeline);
+        pipeline.release(route, taskIds);
     }
 
-    private void release(String taskId, List<Endpoint> pipeline) {
-        release(List.of(taskId), pipeline);
-    }
-
-    private void release(List<String> taskIds, List<Endpoint> pipeline) {
-        Endpoint first = pipeline.get(0);
-        try {
-            WorkerServiceGrpc.newBlockingStub(channels.channel(first.getNodeId(), first.getHost(), first.getGrpcPort()))
-                    .withDeadlineAfter(10, TimeUnit.SECONDS)
-                    .release(ReleaseRequest.newBuilder().addAllSequenceIds(taskIds)
-                            .addAllDownstream(pipeline.subList(1, pipeline.size())).build());
-        } catch (StatusRuntimeException e) {
-            log.warn("releasing task(s) {} failed: {}", taskIds, e.getStatus());
-        }
-    }
-
-    private static List<Endpoint> pipeline(ClusterState state) {
-        List<Endpoint> out = new ArrayList<>();
+    /** The stages of the pipeline {@code state} assigns, first to last. */
+    private Pipeline.Route route(ClusterState state) {
+        List<NodeInfo> stages = new ArrayList<>();
         for (String id : state.pipeline()) {
             NodeRecord n = state.nodes().get(id);
             if (n == null) {
                 throw new NotServingException("the pipeline names " + id + ", which is not a member");
             }
-            out.add(Endpoint.newBuilder().setNodeId(id).setHost(n.info().host()).setGrpcPort(n.info().grpcPort()).build());
+            stages.add(n.info());
         }
-        if (out.isEmpty()) {
+        if (stages.isEmpty()) {
             throw new NotServingException("no pipeline is assigned");
         }
-        return out;
+        return pipeline.route(stages);
     }
 
     private static List<Long> tokenize(ServedModel model, String prompt) {
-        long[] ids = model.tokenizer().encode(prompt).getIds();
+        long[] ids = model.tokenizer().encode(prompt);
         if (ids.length == 0) {
             throw new InvalidRequestException("prompt", "prompt tokenizes to no tokens");
         }

@@ -3,15 +3,13 @@ package io.butterfly.coordinator.inference;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.TaskRecord;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.scheduling.annotation.Scheduled;
-import org.springframework.stereotype.Component;
 
 /**
  * Ends tasks whose runner is gone. Only the replica that runs a task records its outcome; if it restarts
@@ -22,38 +20,43 @@ import org.springframework.stereotype.Component;
  * timed out in the control log yet committed, so nobody would end it until task-timeout. Either way the task's
  * sequence is released on the stages: nobody else would free its KV caches.
  */
-@Component
-class OrphanedTasks {
+public class OrphanedTasks {
 
     private static final Logger log = LoggerFactory.getLogger(OrphanedTasks.class);
 
     private final ControlLog control;
     private final InferenceService inference;
-    private final CoordinatorProperties props;
+    private final String nodeId;
+    private final Duration taskTimeout;
     private final Clock clock;
 
-    OrphanedTasks(ControlLog control, InferenceService inference, CoordinatorProperties props, Clock clock) {
+    /**
+     * @param nodeId      this replica
+     * @param taskTimeout how long the leader lets a task stay open before it fails it
+     */
+    public OrphanedTasks(ControlLog control, InferenceService inference, String nodeId, Duration taskTimeout,
+                         Clock clock) {
         this.control = control;
         this.inference = inference;
-        this.props = props;
+        this.nodeId = nodeId;
+        this.taskTimeout = taskTimeout;
         this.clock = clock;
     }
 
-    @Scheduled(fixedDelay = 2_000, initialDelay = 2_000)
-    void failOrphanedTasks() {
+    public void failOrphanedTasks() {
         ClusterState s = control.state();
         long now = clock.millis();
         boolean leading = control.leadership().leading();
         List<String> failed = new ArrayList<>();
         for (TaskRecord t : s.tasks().values()) {
             String why = null;
-            if (t.orphanedBy(props.nodeId(), inference.startedAtMs())) {
-                why = "coordinator " + props.nodeId() + " restarted while the task ran";
-            } else if (t.ownedBy(props.nodeId(), inference.startedAtMs()) && !inference.running(t.taskId())) {
+            if (t.orphanedBy(nodeId, inference.startedAtMs())) {
+                why = "coordinator " + nodeId + " restarted while the task ran";
+            } else if (t.ownedBy(nodeId, inference.startedAtMs()) && !inference.running(t.taskId())) {
                 // Its runner gave up: a TaskSubmitted or outcome that timed out but committed (or was never followed).
-                why = "coordinator " + props.nodeId() + " no longer runs the task (its outcome could not be recorded)";
-            } else if (leading && !t.state().terminal() && now - t.createdAtMs() > props.taskTimeout().toMillis()) {
-                why = "no outcome within " + props.taskTimeout() + " (its coordinator " + t.owner() + " is gone)";
+                why = "coordinator " + nodeId + " no longer runs the task (its outcome could not be recorded)";
+            } else if (leading && !t.state().terminal() && now - t.createdAtMs() > taskTimeout.toMillis()) {
+                why = "no outcome within " + taskTimeout + " (its coordinator " + t.owner() + " is gone)";
             }
             if (why != null) {
                 try {

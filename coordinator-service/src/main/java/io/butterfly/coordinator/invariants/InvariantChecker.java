@@ -2,9 +2,9 @@ package io.butterfly.coordinator.invariants;
 
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.SystemState;
-import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.liveness.NodeObservation;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

@@ -3,7 +3,7 @@ package io.butterfly.coordinator.liveness;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.PartitionState;
+import io.butterfly.coordinator.statemachine.PartitionState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;

@@ -1,13 +1,13 @@
 package io.butterfly.coordinator.raft;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.PartitionState;
-import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.proto.coordinator.v1.BootstrapCommand;
-import io.butterfly.proto.coordinator.v1.ConfigChangeCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.proto.coordinator.v1.BootstrapCommand;
 import io.butterfly.proto.coordinator.v1.CleanupCompletedCommand;
+import io.butterfly.proto.coordinator.v1.ConfigChangeCommand;
 import io.butterfly.proto.coordinator.v1.ControlCommand;
 import io.butterfly.proto.coordinator.v1.ControlNodeInfo;
 import io.butterfly.proto.coordinator.v1.ControlStage;

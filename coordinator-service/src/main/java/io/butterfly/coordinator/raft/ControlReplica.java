@@ -4,6 +4,12 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NotReadyException;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
+import io.butterfly.coordinator.control.Leadership;
+import io.butterfly.coordinator.control.LeadershipEvents;
+import io.butterfly.coordinator.control.RaftStatus;
+import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.proto.coordinator.v1.ControlApplyResult;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -18,10 +24,10 @@ import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.client.RaftClientConfigKeys;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
-import org.apache.ratis.protocol.Message;
-import org.apache.ratis.protocol.GroupInfoReply;
-import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
+import org.apache.ratis.protocol.GroupInfoReply;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
@@ -200,7 +206,7 @@ public final class ControlReplica implements AutoCloseable {
         return leadership;
     }
 
-    public void addAppliedListener(ControlStateMachine.AppliedListener listener) {
+    public void addAppliedListener(ControlLog.AppliedListener listener) {
         machine.addAppliedListener(listener);
     }
 

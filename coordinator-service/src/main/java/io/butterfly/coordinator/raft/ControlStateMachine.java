@@ -5,6 +5,9 @@ import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NotReadyException;
+import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
+import io.butterfly.coordinator.control.LeadershipEvents;
 import io.butterfly.proto.coordinator.v1.ControlApplyResult;
 import java.io.File;
 import java.io.IOException;
@@ -48,18 +51,13 @@ public class ControlStateMachine extends BaseStateMachine {
 
     private static final Logger log = LoggerFactory.getLogger(ControlStateMachine.class);
 
-    /** Hears every applied command on this replica (logging, transition history). */
-    public interface AppliedListener {
-        void applied(ClusterState before, ClusterState after, ClusterCommand command, long index);
-    }
-
     static final String NOT_READY = "NOT_READY";
     static final String ILLEGAL_TRANSITION = "ILLEGAL_TRANSITION";
     static final String INVALID_COMMAND = "INVALID_COMMAND";
 
     private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
     private final LeadershipEvents leadership;
-    private final List<AppliedListener> listeners = new CopyOnWriteArrayList<>();
+    private final List<ControlLog.AppliedListener> listeners = new CopyOnWriteArrayList<>();
     /** Guards state together with the last applied term-index, so a snapshot pairs them consistently. */
     private final Object lock = new Object();
     private volatile ClusterState state = ClusterState.initial();
@@ -72,7 +70,7 @@ public class ControlStateMachine extends BaseStateMachine {
         return state;
     }
 
-    public void addAppliedListener(AppliedListener listener) {
+    public void addAppliedListener(ControlLog.AppliedListener listener) {
         listeners.add(listener);
     }
 
@@ -218,7 +216,7 @@ public class ControlStateMachine extends BaseStateMachine {
     }
 
     private void fireApplied(ClusterState before, ClusterState after, ClusterCommand command, long index) {
-        for (AppliedListener l : listeners) {
+        for (ControlLog.AppliedListener l : listeners) {
             try {
                 l.applied(before, after, command, index);
             } catch (RuntimeException e) {

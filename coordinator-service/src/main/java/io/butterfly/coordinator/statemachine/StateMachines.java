@@ -1,8 +1,5 @@
 package io.butterfly.coordinator.statemachine;
 
-import io.butterfly.coordinator.cluster.PartitionState;
-import io.butterfly.coordinator.cluster.SystemState;
-import io.butterfly.coordinator.cluster.WorkerState;
 import java.util.List;
 
 /**

@@ -1,6 +1,5 @@
 package io.butterfly.coordinator.statemachine;
 
-import io.butterfly.coordinator.cluster.SystemState;
 import java.util.List;
 
 /**

@@ -2,16 +2,14 @@ package io.butterfly.coordinator.bootstrap;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.butterfly.common.model.Architecture;
-import io.butterfly.common.model.ModelConfig;
-import io.butterfly.coordinator.config.PlanningProperties;
-import io.butterfly.coordinator.planning.ModelFootprint;
 import io.butterfly.common.manifest.FileKind;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.planning.ModelFootprint;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.springframework.util.unit.DataSize;
 
 /** The memory estimate from a manifest: widened shards plus a KV cache per layer, kept apart from the weights. */
 class ModelFootprintsTest {
@@ -28,7 +26,7 @@ class ModelFootprintsTest {
                 file("layer-00001.safetensors", FileKind.LAYER, 400, 1, 2),
                 file("head.safetensors", FileKind.HEAD, 1_100, null, null)), "", 0, null, null);
         ModelFootprint f = ModelFootprints.of(manifest, CONFIG,
-                new PlanningProperties.Planning(10, 3, DataSize.ofBytes(7)));
+                new ModelFootprints.Settings(10, 3, 7));
 
         long kv = 2L * 16 * 10 * 3 * Float.BYTES; // keys and values, kv dim, tokens, sequences, float32
         assertEquals(kv, f.kvBytesPerLayer());

@@ -2,55 +2,44 @@ package io.butterfly.coordinator.bootstrap;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
-import static org.mockito.Mockito.mock;
-import static org.mockito.Mockito.when;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.ClusterReducer;
-import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.PartitionState;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.WeightValidation;
-import io.butterfly.coordinator.cluster.WorkerState;
-import io.butterfly.coordinator.config.ControlRaftProperties;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.config.LivenessProperties;
-import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.coordinator.control.LivenessMonitor;
+import io.butterfly.coordinator.control.TestLeadership;
+import io.butterfly.coordinator.gateway.worker.WorkerGateway;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.coordinator.raft.LeadershipEvents;
-import io.butterfly.coordinator.raft.TestLeadership;
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import io.butterfly.proto.common.v1.LayerRange;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.AssignPartitionResponse;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.Server;
-import io.grpc.netty.NettyServerBuilder;
+import io.butterfly.testsupport.InProcessGrpc;
 import io.grpc.stub.StreamObserver;
-import java.net.InetSocketAddress;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.util.unit.DataSize;
 
 /**
  * The leader's reload scan: a DEGRADED pipeline's stage that is JOINED and UNLOADED is sent its assignment again,
  * at most once every 30 s per node; loaded, loading or FAILED stages, a pipeline that is not DEGRADED, and a
- * replica that does not lead send nothing. The state comes from the real reducer, the assignments go over gRPC
- * (the real WorkerChannels) to one fake worker per node, and the scan's clock is moved by hand.
+ * replica that does not lead send nothing. The state comes from the real reducer (an in-memory control log), the
+ * assignments go through the real worker gateway to one fake worker per node, served in-process, and the scan's
+ * clock is moved by hand.
  */
 class StageReloaderScanTest {
 
@@ -60,7 +49,7 @@ class StageReloaderScanTest {
     /** A worker that only records the assignments it is sent. */
     static final class FakeWorker extends WorkerServiceGrpc.WorkerServiceImplBase {
         final List<AssignPartitionRequest> assigned = new CopyOnWriteArrayList<>();
-        Server server;
+        InProcessGrpc server;
 
         @Override
         public void assignPartition(AssignPartitionRequest request, StreamObserver<AssignPartitionResponse> response) {
@@ -70,22 +59,20 @@ class StageReloaderScanTest {
         }
     }
 
+    /** Each fake worker is reached at its node id as host name. */
     private final Map<String, FakeWorker> workers = new LinkedHashMap<>();
-    private final AtomicReference<ClusterState> state = new AtomicReference<>();
-    private final List<LeadershipEvents> leaderships = new ArrayList<>();
-    private final CoordinatorProperties props = new CoordinatorProperties("coordinator-0", "127.0.0.1", "butterfly",
-            "tiny", 4, "127.0.0.1", 9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120,
-            Duration.ofMinutes(30), List.of(), 64);
-    private final WorkerChannels channels = new WorkerChannels(9083);
+    /** This replica leads, unless a test makes it a follower before the state is built. */
+    private InMemoryControlLog control = new InMemoryControlLog(TestLeadership.leading("coordinator-0", TERM));
+    private final WorkerGateway gateway = new WorkerGateway(new WorkerGateway.Settings("coordinator-0", "127.0.0.1",
+            9083, "127.0.0.1", 9081, List.of(), 120), (host, port) -> workers.get(host).server.channel());
     private long nowNanos = 1_000_000_000L;
-    private long index;
     private StageReloader reloader;
 
     @BeforeEach
-    void startWorkers() throws Exception {
+    void startWorkers() {
         for (String id : WORKERS) {
             FakeWorker w = new FakeWorker();
-            w.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).addService(w).build().start();
+            w.server = InProcessGrpc.serving(w);
             workers.put(id, w);
         }
     }
@@ -93,11 +80,11 @@ class StageReloaderScanTest {
     @AfterEach
     void stop() {
         if (reloader != null) {
-            reloader.stop();
+            reloader.close();
         }
-        channels.close();
-        workers.values().forEach(w -> w.server.shutdownNow());
-        leaderships.forEach(LeadershipEvents::close);
+        gateway.close();
+        workers.values().forEach(w -> w.server.close());
+        control.close();
     }
 
     @Test
@@ -107,7 +94,7 @@ class StageReloaderScanTest {
         assertThat(node("w2")).isEqualTo(WorkerState.READY + "/" + PartitionState.READY);
         assertThat(node("w3")).isEqualTo(WorkerState.JOINED + "/" + PartitionState.DOWNLOADING);
         assertThat(node("w4")).startsWith(WorkerState.FAILED + "/");
-        reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
+        reloader = reloader();
 
         scanAt(0);
         awaitAssigned("w1", 1);
@@ -138,8 +125,10 @@ class StageReloaderScanTest {
 
     @Test
     void aReplicaThatDoesNotLeadSendsNothing() {
+        control.close();
+        control = new InMemoryControlLog(TestLeadership.following("coordinator-1", "coordinator-0", TERM));
         degradedPipeline();
-        reloader = reloader(TestLeadership.following("coordinator-1", "coordinator-0", TERM));
+        reloader = reloader();
         scanAt(0);
         scanAt(31);
         assertQuietly(Map.of("w1", 0, "w2", 0, "w3", 0, "w4", 0));
@@ -148,9 +137,9 @@ class StageReloaderScanTest {
     @Test
     void aBootstrappingStageIsLeftToTheBootstrapForAMinuteThenSentItsAssignmentAgain() {
         assigned(); // every stage JOINED and UNLOADED, the first load still to come
-        assertThat(state.get().system()).isNotEqualTo(SystemState.DEGRADED);
+        assertThat(control.state().system()).isNotEqualTo(SystemState.DEGRADED);
         assertThat(WORKERS).allSatisfy(id -> assertThat(node(id)).isEqualTo("JOINED/UNLOADED"));
-        reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
+        reloader = reloader();
         scanAt(0);
         assertQuietly(Map.of("w1", 0, "w2", 0, "w3", 0, "w4", 0));
 
@@ -175,9 +164,9 @@ class StageReloaderScanTest {
         apply(new ClusterCommand.LoadFailed("w2", 1, "CHECKSUM_MISMATCH", "layer-1.safetensors: expected aa, got bb", 5));
         apply(new ClusterCommand.LoadFailed("w3", 1, "INSUFFICIENT_MEMORY", "needs 2 GiB", 5));
         apply(new ClusterCommand.LoadProgressed("w4", 1, PartitionState.DOWNLOADING, 0.1, "layer-3.safetensors", 5));
-        assertThat(state.get().system()).isEqualTo(SystemState.BOOTSTRAPPING);
+        assertThat(control.state().system()).isEqualTo(SystemState.BOOTSTRAPPING);
         assertThat(node("w1")).isEqualTo(WorkerState.FAILED + "/" + PartitionState.FAILED);
-        reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
+        reloader = reloader();
 
         scanAt(0);
         awaitAssigned("w1", 1);
@@ -200,26 +189,19 @@ class StageReloaderScanTest {
         assigned();
         apply(new ClusterCommand.LoadFailed("w1", 1, null, "no code recorded", 5));
         apply(new ClusterCommand.LoadFailed("w2", 1, "TIMEOUT", "registry unreachable", 5));
-        reloader = reloader(TestLeadership.leading("coordinator-0", TERM));
+        reloader = reloader();
 
         scanAt(0);
         awaitAssigned("w2", 1);
     }
 
-    private StageReloader reloader(LeadershipEvents leadership) {
-        leaderships.add(leadership);
-        ControlLog control = mock(ControlLog.class);
-        when(control.state()).thenAnswer(i -> state.get());
-        when(control.leadership()).thenReturn(leadership);
+    private StageReloader reloader() {
         LivenessProperties liveness = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
                 Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
                 Duration.ofMillis(250), Duration.ofSeconds(10));
-        LivenessMonitor monitor = new LivenessMonitor(control, new Liveness(liveness, Clock.systemUTC()), liveness,
-                Clock.systemUTC());
-        ControlRaftProperties raft = new ControlRaftProperties("", List.of(), 20, "", Duration.ofMillis(150),
-                Duration.ofMillis(300), 1000, Duration.ofSeconds(5), List.of(), "", DataSize.ofMegabytes(8), 1000);
-        StageReloader r = new StageReloader(control, props, channels, monitor,
-                new AssignmentAddresses(props, raft, channels));
+        LivenessMonitor monitor = new LivenessMonitor(control, new Liveness(liveness.detectorSettings(),
+                Clock.systemUTC()), liveness.monitorSettings(), Clock.systemUTC());
+        StageReloader r = new StageReloader(control, gateway, monitor);
         r.nanoTime = () -> nowNanos;
         return r;
     }
@@ -232,12 +214,10 @@ class StageReloaderScanTest {
 
     /** w1..w4 assigned one layer each (w1 with the embedding, w4 with the head), nothing loaded yet. */
     private void assigned() {
-        state.set(ClusterState.initial());
         apply(new ClusterCommand.Bootstrap("tiny", 4, 1));
         apply(new ClusterCommand.ModelResolved("tiny", "root", 2));
         for (String id : WORKERS) {
-            apply(new ClusterCommand.NodeJoined(new NodeInfo(id, "worker", "127.0.0.1",
-                    workers.get(id).server.getPort(), 8000, 4, 8L << 30, 12.5, "cpu"), 3));
+            apply(new ClusterCommand.NodeJoined(new NodeInfo(id, "worker", id, 9000, 8000, 4, 8L << 30, 12.5, "cpu"), 3));
         }
         apply(new ClusterCommand.PartitionsAssigned(1, List.of(new StageAssignment("w1", 0, 1, true, false),
                 new StageAssignment("w2", 1, 2, false, false), new StageAssignment("w3", 2, 3, false, false),
@@ -255,7 +235,7 @@ class StageReloaderScanTest {
         }
         apply(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
                 "partition-root", WORKERS, List.of(), List.of(), 6), 6));
-        assertThat(state.get().system()).isEqualTo(SystemState.READY);
+        assertThat(control.state().system()).isEqualTo(SystemState.READY);
         for (String id : List.of("w1", "w3", "w4")) {
             apply(new ClusterCommand.NodeSuspected(id, 100, 4.2, "no heartbeat for 500 ms", 600));
             apply(new ClusterCommand.NodeFailed(id, 100, 8.1, "no heartbeat for 1400 ms", 1_500));
@@ -264,15 +244,15 @@ class StageReloaderScanTest {
         apply(new ClusterCommand.NodeRecovered("w3", false, 9_000, 9_010));
         apply(new ClusterCommand.LoadProgressed("w3", 1, PartitionState.DOWNLOADING, 0.5, "layer-2.safetensors",
                 9_100));
-        assertThat(state.get().system()).isEqualTo(SystemState.DEGRADED);
+        assertThat(control.state().system()).isEqualTo(SystemState.DEGRADED);
     }
 
     private void apply(ClusterCommand c) {
-        state.set(ClusterReducer.apply(state.get(), c, ++index));
+        control.submit(c);
     }
 
     private String node(String id) {
-        var n = state.get().nodes().get(id);
+        var n = control.state().nodes().get(id);
         return n.state() + "/" + n.partition();
     }
 

@@ -9,6 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

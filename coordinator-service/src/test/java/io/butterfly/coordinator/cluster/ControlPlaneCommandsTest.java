@@ -3,6 +3,7 @@ package io.butterfly.coordinator.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.coordinator.statemachine.SystemState;
 import org.junit.jupiter.api.Test;
 
 /** The §5.3 control-plane entries: Checkpoint records the served epoch and root; NoOp only moves the index. */

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;

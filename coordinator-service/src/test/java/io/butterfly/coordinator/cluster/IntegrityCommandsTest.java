@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

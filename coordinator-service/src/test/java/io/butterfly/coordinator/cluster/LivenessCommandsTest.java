@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.butterfly.coordinator.statemachine.PartitionState;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import org.junit.jupiter.api.Test;
 
 /** The failure-detector commands: legal transitions only, timestamps recorded, system state follows. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.coordinator.statemachine.StateMachines;
 import io.butterfly.coordinator.statemachine.SystemDeviations;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
-import io.butterfly.coordinator.config.InvariantProperties;
 import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.invariants.CoordinatorClaim;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
@@ -16,14 +15,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.List;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import java.nio.file.Path;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import org.springframework.beans.factory.support.StaticListableBeanFactory;
 
 /** A violation is reported only once it holds for confirm-after checks, and disappears when it clears. */
 class InvariantMonitorTest {
@@ -48,9 +42,8 @@ class InvariantMonitorTest {
     private final LivenessProperties liveness = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250), Duration.ofSeconds(10));
-    private ControlReplica replica;
-    private ControlLog control;
-    private final Liveness beats = new Liveness(liveness, clock);
+    private final InMemoryControlLog control = new InMemoryControlLog();
+    private final Liveness beats = new Liveness(liveness.detectorSettings(), clock);
     private final CoordinatorClaims alone = new CoordinatorClaims() {
         @Override
         public List<CoordinatorClaim> claims() {
@@ -65,17 +58,14 @@ class InvariantMonitorTest {
     private InvariantMonitor monitor;
 
     @BeforeEach
-    void setUp(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void setUp() {
         monitor = new InvariantMonitor(control, beats, alone,
-                new InvariantProperties(Duration.ofSeconds(1), 2, Duration.ofSeconds(2)), clock,
-                new StaticListableBeanFactory().getBeanProvider(io.micrometer.core.instrument.MeterRegistry.class));
+                new InvariantMonitor.Settings(Duration.ofSeconds(1), 2, Duration.ofSeconds(2)), clock);
     }
 
     @AfterEach
     void tearDown() {
-        replica.close();
+        control.close();
     }
 
     @Test
@@ -88,7 +78,7 @@ class InvariantMonitorTest {
         control.submit(new ClusterCommand.LoadCompleted("w1", 1, "c", 5));
         control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
                 "partition-root", List.of("w1"), List.of(), List.of(), 6), 6));
-        assertThat(control.state().system()).isEqualTo(io.butterfly.coordinator.cluster.SystemState.READY);
+        assertThat(control.state().system()).isEqualTo(io.butterfly.coordinator.statemachine.SystemState.READY);
         beats.heartbeat("w1", 1);
         assertThat(monitor.check().violations()).isEmpty();
 

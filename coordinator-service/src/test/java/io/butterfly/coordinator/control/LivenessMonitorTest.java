@@ -6,11 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.WeightValidation;
-import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -18,13 +18,9 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import java.nio.file.Path;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** The monitor's ticks with a fake clock: verdicts reach the log and listeners; a late tick takes none. */
 class LivenessMonitorTest {
@@ -52,17 +48,14 @@ class LivenessMonitorTest {
     private final LivenessProperties props = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
             Duration.ofMillis(250), Duration.ofSeconds(10));
-    private final Liveness liveness = new Liveness(props, clock);
+    private final Liveness liveness = new Liveness(props.detectorSettings(), clock);
     private final List<ClusterCommand> heard = new ArrayList<>();
-    private ControlReplica replica;
-    private ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     private LivenessMonitor monitor;
 
     @BeforeEach
-    void setUp(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
-        monitor = new LivenessMonitor(control, liveness, props, clock);
+    void setUp() {
+        monitor = new LivenessMonitor(control, liveness, props.monitorSettings(), clock);
         control.submit(new ClusterCommand.Bootstrap("tiny", 1, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
         control.submit(new ClusterCommand.NodeJoined(new NodeInfo("w1", "worker", "127.0.0.1", 1, 2, 2, 1L << 30, 1,
@@ -76,7 +69,7 @@ class LivenessMonitorTest {
 
     @AfterEach
     void tearDown() {
-        replica.close();
+        control.close();
     }
 
     /** Ticks every 25 ms for {@code ms}; w1 beats every 100 ms if {@code beating}. */

@@ -4,96 +4,63 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.control.InMemoryControlLog;
+import io.butterfly.coordinator.gateway.worker.WorkerGateway;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StreamClosed;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import io.grpc.Grpc;
-import io.grpc.InsecureServerCredentials;
-import io.grpc.Server;
+import io.butterfly.testsupport.InProcessGrpc;
+import io.butterfly.testsupport.OneWaySink;
 import io.grpc.stub.StreamObserver;
-import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A step waiting on a stage that the failure detector declares FAILED ends at once with UNAVAILABLE naming the
  * stage (a paused stage never answers, and the stream to it breaks only when keepalive gives up, ~45 s later).
+ * The steps go through the real worker gateway to a fake first stage served in-process.
  */
 class FailedStageAbortsTest {
 
-    private ControlReplica replica;
-    private ControlLog control;
-    private Server firstStage;
-    private PipelineSteps steps;
-    /** Steps the first stage received (a step waits for its outcome from before it is sent). */
-    private final java.util.concurrent.BlockingQueue<ForwardRequest> received = new java.util.concurrent.LinkedBlockingQueue<>();
+    private final InMemoryControlLog control = new InMemoryControlLog();
+    /** The first stage: it takes every step (and passes it to a second stage that never answers). */
+    private final OneWaySink<ForwardRequest> received = new OneWaySink<>();
+    private InProcessGrpc firstStage;
+    private WorkerGateway workers;
 
     @BeforeEach
-    void start(@TempDir Path raftDir) throws Exception {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void start() {
         ReadyCluster.bootstrap(control);
-
-        // A first stage that takes every step and passes it to a second stage that never answers.
-        firstStage = Grpc.newServerBuilderForPort(0, InsecureServerCredentials.create())
-                .addService(new WorkerServiceGrpc.WorkerServiceImplBase() {
-                    @Override
-                    public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
-                        return new StreamObserver<>() {
-                            @Override
-                            public void onNext(ForwardRequest value) {
-                                received.add(value);
-                            }
-
-                            @Override
-                            public void onError(Throwable t) {
-                            }
-
-                            @Override
-                            public void onCompleted() {
-                                closed.onNext(StreamClosed.getDefaultInstance());
-                                closed.onCompleted();
-                            }
-                        };
-                    }
-                }).build().start();
-        CoordinatorProperties props = ReadyCluster.props("coordinator-0");
-        steps = new PipelineSteps(new WorkerChannels(9999), props);
-        new FailedStageAborts(control, steps);
+        firstStage = InProcessGrpc.serving(new WorkerServiceGrpc.WorkerServiceImplBase() {
+            @Override
+            public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
+                return received.open(closed);
+            }
+        });
+        workers = new WorkerGateway(new WorkerGateway.Settings("coordinator-0", "127.0.0.1", 9999, "127.0.0.1", 9081,
+                List.of(), 120), (host, port) -> firstStage.channel());
+        new FailedStageAborts(control, workers);
     }
 
     @AfterEach
     void stop() {
-        steps.close();
-        firstStage.shutdownNow();
-        replica.close();
+        workers.close();
+        firstStage.close();
+        control.close();
     }
 
     @Test
     void aStepThroughAStageDeclaredFailedEndsAtOnceNamingIt() throws Exception {
-        CompletableFuture<ButterflyException> failed = CompletableFuture.supplyAsync(() -> {
-            try {
-                steps.run(endpoint("w1", firstStage.getPort()), ForwardRequest.newBuilder().setTaskId("t").setStep(3)
-                        .setEpoch(1).addDownstream(endpoint("w2", 9)).build());
-                return null;
-            } catch (ButterflyException e) {
-                return e;
-            }
-        });
+        CompletableFuture<ButterflyException> failed = step("t", 3, ReadyCluster.worker("w1"), ReadyCluster.worker("w2"));
         // The step is waiting: it reached the first stage. (A fixed pause let the verdict come first when the task
         // started late, and the abort then found no step to end: it waited for its 120 s timeout.)
-        assertThat(received.poll(10, TimeUnit.SECONDS)).as("the step reached the first stage").isNotNull();
+        assertThat(received.poll(10)).as("the step reached the first stage").isNotNull();
         assertThat(failed).isNotDone();
 
         control.submit(new ClusterCommand.NodeSuspected("w2", 9_000, 4.2, "no heartbeat for 500 ms", 9_500));
@@ -109,26 +76,26 @@ class FailedStageAbortsTest {
 
     @Test
     void aStepNotThroughTheFailedStageWaitsOn() throws Exception {
-        CompletableFuture<ButterflyException> other = CompletableFuture.supplyAsync(() -> {
+        CompletableFuture<ButterflyException> other = step("t2", 0, ReadyCluster.worker("w1"));
+        assertThat(received.poll(10)).as("the step reached the first stage").isNotNull();
+        control.submit(new ClusterCommand.NodeSuspected("w2", 9_000, 4.2, "no heartbeat for 500 ms", 9_500));
+        control.submit(new ClusterCommand.NodeFailed("w2", 9_000, 8.1, "no heartbeat for 1400 ms", 10_400));
+        Thread.sleep(300);
+        assertThat(other).isNotDone();
+        workers.abortThrough("w1", "test over"); // ends it, so the test does not wait for the step timeout
+        assertThat(other.get(5, TimeUnit.SECONDS).getMessage()).contains("w1 was declared FAILED");
+    }
+
+    /** Runs step {@code step} of {@code taskId} through {@code stages} in the background; its failure, if any. */
+    private CompletableFuture<ButterflyException> step(String taskId, int step, NodeInfo... stages) {
+        Pipeline.Route route = workers.route(List.of(stages));
+        return CompletableFuture.supplyAsync(() -> {
             try {
-                steps.run(endpoint("w1", firstStage.getPort()), ForwardRequest.newBuilder().setTaskId("t2").setStep(0)
-                        .setEpoch(1).build());
+                workers.step(route, new StepInput(taskId, step, 1, 0, new long[]{1}, 8));
                 return null;
             } catch (ButterflyException e) {
                 return e;
             }
         });
-        assertThat(received.poll(10, TimeUnit.SECONDS)).as("the step reached the first stage").isNotNull();
-        control.submit(new ClusterCommand.NodeSuspected("w2", 9_000, 4.2, "no heartbeat for 500 ms", 9_500));
-        control.submit(new ClusterCommand.NodeFailed("w2", 9_000, 8.1, "no heartbeat for 1400 ms", 10_400));
-        Thread.sleep(300);
-        assertThat(other).isNotDone();
-        steps.abortThrough("w1", "test over"); // ends it, so the test does not wait for the step timeout
-        assertThat(other.get(5, TimeUnit.SECONDS).getMessage()).contains("w1 was declared FAILED");
     }
-
-    private static Endpoint endpoint(String id, int port) {
-        return Endpoint.newBuilder().setNodeId(id).setHost("127.0.0.1").setGrpcPort(port).build();
-    }
-
 }

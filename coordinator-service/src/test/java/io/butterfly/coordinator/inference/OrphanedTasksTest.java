@@ -3,13 +3,10 @@ package io.butterfly.coordinator.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import java.nio.file.Path;
+import io.butterfly.coordinator.control.InMemoryControlLog;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,7 +17,6 @@ import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * An open task keeps the system COMPUTING: a task whose runner restarted (or never came back) is failed, so the
@@ -30,21 +26,18 @@ class OrphanedTasksTest {
 
     private static final long STARTED = 1_000_000;
 
-    private ControlReplica replica;
-    private ControlLog control;
+    private final InMemoryControlLog control = new InMemoryControlLog();
     /** Task ids whose sequences a sweep released on the stages. */
     private final List<String> released = new ArrayList<>();
 
     @BeforeEach
-    void ready(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void ready() {
         ReadyCluster.bootstrap(control);
     }
 
     @AfterEach
     void close() {
-        replica.close();
+        control.close();
     }
 
     @Test
@@ -104,7 +97,7 @@ class OrphanedTasksTest {
     /** One sweep by replica {@code nodeId} whose inference started at STARTED and runs {@code running}, at {@code nowMs}. */
     private void sweep(String nodeId, long nowMs, Set<String> running) {
         CoordinatorProperties props = ReadyCluster.props(nodeId);
-        InferenceService inference = new InferenceService(props, control, null, null, null, at(STARTED)) {
+        InferenceService inference = new InferenceService(props.inference(), control, null, null, at(STARTED)) {
             @Override
             void releaseAbandoned(List<String> taskIds) {
                 released.addAll(taskIds);
@@ -115,7 +108,7 @@ class OrphanedTasksTest {
                 return running.contains(taskId);
             }
         };
-        new OrphanedTasks(control, inference, props, at(nowMs)).failOrphanedTasks();
+        new OrphanedTasks(control, inference, props.nodeId(), props.taskTimeout(), at(nowMs)).failOrphanedTasks();
     }
 
     private TaskRecord task(String id) {

@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

@@ -5,24 +5,22 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
-import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.common.manifest.Manifest;
-import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.StepOutcome;
-import java.util.List;
+import io.butterfly.coordinator.control.InMemoryControlLog;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
+import io.butterfly.coordinator.model.Tokenizer;
+import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.List;
 
 /**
- * What the scripted inference tests serve from: a one-replica control log bootstrapped to READY
+ * What the scripted inference tests serve from: an in-memory control log bootstrapped to READY
  * ({@link ReadyCluster}) and the tiny model's generated tokenizer. The pipeline's steps are the test's to script.
  */
 public final class ScriptedCluster implements AutoCloseable {
@@ -31,42 +29,42 @@ public final class ScriptedCluster implements AutoCloseable {
     public static final ModelConfig TINY = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5,
             10000.0, false, 1, 2);
 
-    private final ControlReplica replica;
-    private final ControlLog control;
-    private final HuggingFaceTokenizer tokenizer;
+    private final InMemoryControlLog control = new InMemoryControlLog();
+    /** The tokenizer served, opened as the coordinator opens it. */
+    private final Tokenizer tokenizer;
+    /** The same file read directly, to script token ids without special tokens. */
+    private final HuggingFaceTokenizer raw;
 
     public ScriptedCluster(Path dir) throws IOException {
-        replica = TestReplicas.single(dir.resolve("raft"));
-        control = new ControlLog(replica);
         ReadyCluster.bootstrap(control);
-        tokenizer = TestTokenizers.generated(TINY, dir);
+        Path file = TestTokenizers.write(TINY, dir);
+        tokenizer = new DjlTokenizers().open(file);
+        raw = HuggingFaceTokenizer.newInstance(file);
     }
 
     public ControlLog control() {
         return control;
     }
 
-    public HuggingFaceTokenizer tokenizer() {
+    public Tokenizer tokenizer() {
         return tokenizer;
     }
 
     /** An inference service over this control log whose pipeline steps are what {@code steps} answers. */
-    public InferenceService service(PipelineSteps steps, int maxConcurrentTasks) {
-        CoordinatorProperties p = ReadyCluster.props("coordinator-0");
-        CoordinatorProperties props = new CoordinatorProperties(p.nodeId(), p.advertiseHost(), p.clusterName(),
-                p.modelId(), p.expectedWorkers(), p.discoveryHost(), p.discoveryPort(), p.registryHost(), p.registryPort(),
-                p.dataDir(), p.maxNewTokens(), p.maxPromptTokens(), p.maxPromptChars(), p.stepTimeoutSeconds(),
-                p.taskTimeout(), p.trustedPublisherKeys(), maxConcurrentTasks);
+    public InferenceService service(Pipeline steps, int maxConcurrentTasks) {
+        InferenceService.Settings p = ReadyCluster.props("coordinator-0").inference();
+        InferenceService.Settings settings = new InferenceService.Settings(p.nodeId(), p.maxNewTokens(),
+                p.maxPromptTokens(), p.maxPromptChars(), maxConcurrentTasks);
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
-        return new InferenceService(props, control, catalog, new WorkerChannels(9999), steps, Clock.systemUTC());
+        return new InferenceService(settings, control, catalog, steps, Clock.systemUTC());
     }
 
     /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */
     public long[] wordThenCheckMark() {
-        long[] word = tokenizer.encode("the", false, false).getIds();
-        long[] mark = tokenizer.encode("✓", false, false).getIds();
+        long[] word = raw.encode("the", false, false).getIds();
+        long[] mark = raw.encode("✓", false, false).getIds();
         long[] script = new long[word.length + mark.length];
         System.arraycopy(word, 0, script, 0, word.length);
         System.arraycopy(mark, 0, script, word.length, mark.length);
@@ -74,19 +72,40 @@ public final class ScriptedCluster implements AutoCloseable {
     }
 
     /** Steps whose last stage makes {@code script[step % length]} of each task the likeliest token (logit 5, the rest 0). */
-    public static PipelineSteps following(long[] script) {
-        PipelineSteps steps = mock(PipelineSteps.class);
-        when(steps.run(any(), any())).thenAnswer(call -> {
+    public static Pipeline following(long[] script) {
+        Pipeline steps = mock(Pipeline.class);
+        when(steps.step(any(), any())).thenAnswer(call -> {
             float[] logits = new float[TINY.vocabSize()];
-            logits[(int) script[call.<ForwardRequest>getArgument(1).getStep() % script.length]] = 5f;
-            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, TINY.vocabSize())).build();
+            logits[(int) script[call.<StepInput>getArgument(1).step() % script.length]] = 5f;
+            return answer(logits);
         });
         return steps;
+    }
+
+    /** The last stage's answer: these logits, for one position. */
+    public static StepResult answer(float[] logits) {
+        return new StepResult() {
+            @Override
+            public float[] logits() {
+                return logits;
+            }
+
+            @Override
+            public List<Long> logitsShape() {
+                return List.of(1L, (long) logits.length);
+            }
+
+            @Override
+            public List<StageTiming> timings() {
+                return List.of();
+            }
+        };
     }
 
     @Override
     public void close() {
         tokenizer.close();
-        replica.close();
+        raw.close();
+        control.close();
     }
 }

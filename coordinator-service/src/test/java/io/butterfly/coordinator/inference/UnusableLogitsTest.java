@@ -8,23 +8,19 @@ import static org.mockito.Mockito.when;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerChannels;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.InMemoryControlLog;
+import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import io.butterfly.common.manifest.Manifest;
-import io.butterfly.proto.worker.v1.StepOutcome;
-import io.grpc.Status;
+import io.butterfly.coordinator.statemachine.SystemState;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -33,7 +29,6 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Logits the last stage computed but that cannot be sampled (NaN or +infinity, e.g. an overflowing fp16 model) are
@@ -44,14 +39,10 @@ class UnusableLogitsTest {
 
     private static final int VOCAB = 8;
 
-    private ControlReplica replica;
-    private ControlLog control;
-    private WorkerChannels channels;
+    private final InMemoryControlLog control = new InMemoryControlLog();
 
     @BeforeEach
-    void ready(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
+    void ready() {
         control.submit(new ClusterCommand.Bootstrap("tiny", 1, 1));
         control.submit(new ClusterCommand.ModelResolved("tiny", "root", 2));
         control.submit(new ClusterCommand.NodeJoined(new NodeInfo("w1", "worker", "127.0.0.1", 1, 8000, 4, 8L << 30,
@@ -61,12 +52,11 @@ class UnusableLogitsTest {
         control.submit(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.VALID, "root",
                 "partition-root", List.of("w1"), List.of(), List.of(), 6), 6));
         assertThat(control.state().system()).isEqualTo(SystemState.READY);
-        channels = new WorkerChannels(9999);
     }
 
     @AfterEach
     void close() {
-        replica.close();
+        control.close();
     }
 
     @Test
@@ -93,9 +83,8 @@ class UnusableLogitsTest {
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, VOCAB, 64, 1e-5, 10000.0, false, 1, 2);
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));
-        PipelineSteps steps = mock(PipelineSteps.class);
-        when(steps.run(any(), any())).thenReturn(StepOutcome.newBuilder()
-                .setLogits(TensorCodec.float32(logits, 1, VOCAB)).build());
-        return new InferenceService(props, control, catalog, channels, steps, Clock.systemUTC());
+        Pipeline steps = mock(Pipeline.class);
+        when(steps.step(any(), any())).thenReturn(ScriptedCluster.answer(logits));
+        return new InferenceService(props.inference(), control, catalog, steps, Clock.systemUTC());
     }
 }

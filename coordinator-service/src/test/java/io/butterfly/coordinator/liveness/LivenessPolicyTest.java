@@ -9,10 +9,10 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.WeightValidation;
-import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

@@ -1,12 +1,10 @@
 package io.butterfly.coordinator.raft;
 
+import io.butterfly.testsupport.Ports;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.BindException;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.ratis.util.ExitUtils;
 
@@ -14,8 +12,8 @@ import org.apache.ratis.util.ExitUtils;
 public final class TestReplicas {
 
     static {
-        // Ratis calls System.exit when its gRPC server cannot bind its port, which would end the whole surefire
-        // fork; in tests it throws instead, so a replica whose port was taken can be started again (portTaken).
+        // Ratis calls System.exit when its gRPC server cannot bind its port, which would end the whole test fork;
+        // in tests it throws instead, so a replica whose port was taken can be started again (Ports.taken).
         ExitUtils.disableSystemExit();
     }
 
@@ -35,32 +33,23 @@ public final class TestReplicas {
 
     /** A started one-replica group that already leads (as on the embedded default). */
     public static ControlReplica single(Path storage) {
-        // The port is only known free until freePort() closes it (Ratis needs the number up front: its peers and
-        // clients are addressed by it); if another process binds it first, start again on another port.
-        for (int attempt = 1; ; attempt++) {
-            ReplicaSettings.Peer self = new ReplicaSettings.Peer("coordinator-0", "127.0.0.1", freePort());
-            ControlReplica replica;
-            try {
-                replica = ControlReplica.start(settings(self.id(), List.of(self), storage, 1000));
-            } catch (IOException | RuntimeException e) {
-                if (attempt < 3 && portTaken(e)) {
-                    continue;
-                }
-                throw e instanceof IOException io ? new UncheckedIOException(io) : (RuntimeException) e;
-            }
-            awaitLeading(replica, Duration.ofSeconds(10));
-            return replica;
-        }
+        // Ratis needs the port number up front (its peers and clients are addressed by it), so another process may
+        // bind it first: then the replica is started again on another port.
+        ControlReplica replica = Ports.startOnFreePorts(1, ports -> {
+            ReplicaSettings.Peer self = new ReplicaSettings.Peer("coordinator-0", "127.0.0.1", ports.get(0));
+            return start(settings(self.id(), List.of(self), storage, 1000));
+        });
+        awaitLeading(replica, Duration.ofSeconds(10));
+        return replica;
     }
 
-    /** Whether a replica failed to start because its port was taken (it could not bind it). */
-    public static boolean portTaken(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof BindException || String.valueOf(t.getMessage()).contains("Address already in use")) {
-                return true;
-            }
+    /** Starts a replica; a failure to start (its port taken, say) is unchecked, for {@link Ports#startOnFreePorts}. */
+    public static ControlReplica start(ReplicaSettings settings) {
+        try {
+            return ControlReplica.start(settings);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
-        return false;
     }
 
     public static void awaitLeading(ControlReplica replica, Duration timeout) {
@@ -70,34 +59,6 @@ public final class TestReplicas {
                 throw new AssertionError("replica " + replica.settings().selfId() + " did not become leader");
             }
             sleep(10);
-        }
-    }
-
-    public static int freePort() {
-        return freePorts(1).get(0);
-    }
-
-    /**
-     * {@code n} distinct ports that were free a moment ago: all are held until the last is picked, since a port
-     * opened and closed again may be handed out again by the very next pick.
-     */
-    public static List<Integer> freePorts(int n) {
-        List<ServerSocket> held = new ArrayList<>();
-        try {
-            for (int i = 0; i < n; i++) {
-                held.add(new ServerSocket(0));
-            }
-            return held.stream().map(ServerSocket::getLocalPort).toList();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } finally {
-            for (ServerSocket s : held) {
-                try {
-                    s.close();
-                } catch (IOException ignored) {
-                    // closing an unused listening socket; nothing to do
-                }
-            }
         }
     }
 

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.butterfly.coordinator.cluster.SystemState;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;

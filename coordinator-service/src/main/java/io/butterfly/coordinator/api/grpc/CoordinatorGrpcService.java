@@ -1,15 +1,16 @@
 package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.coordinator.bootstrap.CrossValidator;
-import io.butterfly.coordinator.bootstrap.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
-import io.butterfly.coordinator.cluster.PartitionState;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
-import io.butterfly.common.error.ErrorCode;
+import io.butterfly.coordinator.gateway.worker.WorkerGateway;
+import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
@@ -17,12 +18,10 @@ import io.butterfly.proto.coordinator.v1.HeartbeatRequest;
 import io.butterfly.proto.coordinator.v1.HeartbeatResponse;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
-import io.grpc.Status;
-import io.grpc.stub.StreamObserver;
-import io.butterfly.common.grpc.OneWayReceiver;
-import io.butterfly.coordinator.inference.PipelineSteps;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.StreamClosed;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
 import java.time.Clock;
 import org.springframework.stereotype.Service;
 
@@ -34,12 +33,12 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final Liveness liveness;
     private final Clock clock;
     private final LoadTelemetry telemetry;
-    private final PipelineSteps steps;
+    private final WorkerGateway workers;
     private final CrossValidator validator;
 
     public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
-                                  PipelineSteps steps, CrossValidator validator) {
-        this.steps = steps;
+                                  WorkerGateway workers, CrossValidator validator) {
+        this.workers = workers;
         this.validator = validator;
         this.control = control;
         this.liveness = liveness;
@@ -133,6 +132,6 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     /** Outcomes of the steps this replica started, one-way from the last stage or a failing one. */
     @Override
     public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
-        return OneWayReceiver.of(steps::complete, closed);
+        return OneWayReceiver.of(workers::complete, closed);
     }
 }

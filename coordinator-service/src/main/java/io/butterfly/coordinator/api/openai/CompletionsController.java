@@ -6,8 +6,8 @@ import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
-import io.butterfly.coordinator.inference.ServedModel;
 import io.butterfly.coordinator.inference.UnknownModelException;
+import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -134,7 +134,7 @@ public class CompletionsController {
 
     private static CompletionLogprobs logprobs(CompletionRequest body, AdmittedTask task) {
         return body.withLogprobs()
-                ? new CompletionLogprobs(ids -> task.model().tokenizer().decode(ids, true), task.prompt())
+                ? new CompletionLogprobs(task.model().tokenizer()::decode, task.prompt())
                 : null;
     }
 

@@ -1,14 +1,14 @@
 package io.butterfly.coordinator.api.rest;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.json.JsonFieldPath;
 import io.butterfly.coordinator.cluster.NotReadyException;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.TaskAdmission;
 import io.butterfly.coordinator.inference.UnknownModelException;
-import io.butterfly.coordinator.raft.ControlLogUnavailableException;
-import io.butterfly.common.error.ErrorCode;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;

@@ -1,18 +1,18 @@
 package io.butterfly.coordinator.api.rest;
 
-import io.butterfly.coordinator.bootstrap.LoadTelemetry;
+import io.butterfly.coordinator.api.grpc.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeHealth;
 import io.butterfly.coordinator.cluster.NodeRecord;
-import io.butterfly.coordinator.cluster.SystemState;
 import io.butterfly.coordinator.cluster.TaskRecord;
-import io.butterfly.coordinator.cluster.WorkerState;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
+import io.butterfly.coordinator.control.RaftStatus;
 import io.butterfly.coordinator.liveness.NodeObservation;
-import io.butterfly.coordinator.raft.RaftStatus;
+import io.butterfly.coordinator.statemachine.SystemState;
+import io.butterfly.coordinator.statemachine.WorkerState;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

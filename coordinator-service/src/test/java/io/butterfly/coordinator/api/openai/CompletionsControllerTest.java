@@ -8,11 +8,10 @@ import static org.springframework.test.web.servlet.request.MockMvcRequestBuilder
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.request;
 
-import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.ProblemHandler;
 import io.butterfly.coordinator.cluster.TaskRecord;
@@ -20,12 +19,11 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.coordinator.inference.PipelineSteps;
+import io.butterfly.coordinator.inference.Pipeline;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.worker.v1.ForwardRequest;
-import io.butterfly.proto.worker.v1.StepOutcome;
+import io.butterfly.coordinator.inference.StepInput;
+import io.butterfly.coordinator.model.Tokenizer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -59,7 +57,7 @@ class CompletionsControllerTest {
     private long[] script;
     private ScriptedCluster cluster;
     private ControlLog control;
-    private HuggingFaceTokenizer tokenizer;
+    private Tokenizer tokenizer;
     private InferenceService inference;
     private MockMvc mvc;
 
@@ -287,7 +285,7 @@ class CompletionsControllerTest {
             assertThat(choices.get(i).path("text").asString()).isEqualTo("the✓");
             assertThat(choices.get(i).path("logprobs").path("text_offset").get(0).asInt()).isZero();
         }
-        int promptTokens = 2 + tokenizer.encode("hello there").getIds().length + 2;
+        int promptTokens = 2 + tokenizer.encode("hello there").length + 2;
         assertThat(c.path("usage").path("prompt_tokens").asInt()).isEqualTo(promptTokens);
         assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(3 * script.length);
         assertThat(control.state().tasks()).hasSize(3)
@@ -333,14 +331,14 @@ class CompletionsControllerTest {
     /** The status line was sent long before: the failure is a last data event with OpenAI's error object, then [DONE]. */
     @Test
     void aFailureAfterTheFirstTokenEndsTheStreamWithAnError() throws Exception {
-        PipelineSteps failing = mock(PipelineSteps.class);
-        when(failing.run(any(), any())).thenAnswer(call -> {
-            if (call.<ForwardRequest>getArgument(1).getStep() == 2) {
+        Pipeline failing = mock(Pipeline.class);
+        when(failing.step(any(), any())).thenAnswer(call -> {
+            if (call.<StepInput>getArgument(1).step() == 2) {
                 throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
             }
             float[] logits = new float[CONFIG.vocabSize()];
             logits[100] = 5f;
-            return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
+            return ScriptedCluster.answer(logits);
         });
         mvc = mvcOver(cluster.service(failing, 4));
         List<String> data = stream("{\"prompt\": [1, 17], \"max_tokens\": 8, \"stream\": true}");
@@ -359,7 +357,7 @@ class CompletionsControllerTest {
 
     @Test
     void tooManyTasksIsARateLimitError() throws Exception {
-        InferenceService one = cluster.service(mock(PipelineSteps.class), 1);
+        InferenceService one = cluster.service(mock(Pipeline.class), 1);
         MockMvc single = mvcOver(one);
         try (var held = one.admit(new GenerationRequest(null, List.of(1L), 1, 0.0, null, null, null, null))) {
             MockHttpServletResponse r = single.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON)

@@ -9,18 +9,17 @@ import static org.mockito.Mockito.when;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.coordinator.inference.PipelineSteps;
+import io.butterfly.coordinator.inference.Pipeline;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.proto.worker.v1.StepOutcome;
+import io.butterfly.coordinator.inference.StepResult;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -49,7 +48,7 @@ class InferenceStreamsTest {
 
     private ScriptedCluster cluster;
     private ControlLog control;
-    private final PipelineSteps steps = mock(PipelineSteps.class);
+    private final Pipeline steps = mock(Pipeline.class);
     private final AtomicInteger stepsRun = new AtomicInteger();
 
     @BeforeEach
@@ -65,7 +64,7 @@ class InferenceStreamsTest {
 
     @Test
     void aStageRefusingTheFirstStepIsAnsweredBeforeTheStreamStarts() {
-        when(steps.run(any(), any())).thenThrow(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
+        when(steps.step(any(), any())).thenThrow(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
                 ErrorKind.RESOURCE_EXHAUSTED, "the KV cache budget of worker w2 is spent"));
         InferenceService service = cluster.service(steps, 1);
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
@@ -78,14 +77,14 @@ class InferenceStreamsTest {
         assertThat(onlyTask().error()).contains("KV cache budget");
 
         // Its one place (max-concurrent-tasks 1) is free again.
-        doAnswer(call -> step()).when(steps).run(any(), any());
+        doAnswer(call -> step()).when(steps).step(any(), any());
         streams.start(request(3), task -> new NativeStreamFormat(false));
         awaitTasksEnded(2);
     }
 
     @Test
     void streamsStartedRunToTheEndAfterTheirFirstToken() {
-        when(steps.run(any(), any())).thenAnswer(call -> step());
+        when(steps.step(any(), any())).thenAnswer(call -> step());
         InferenceStreams streams = new InferenceStreams(cluster.service(steps, 4),
                 ReadyCluster.props("coordinator-0"));
         streams.start(request(6), task -> new NativeStreamFormat(true));
@@ -98,7 +97,7 @@ class InferenceStreamsTest {
     /** The status line was sent long before: the failure is the stream's last event, a problem document. */
     @Test
     void aFailureAfterTheFirstTokenIsTheStreamsLastEvent() throws Exception {
-        when(steps.run(any(), any())).thenAnswer(call -> {
+        when(steps.step(any(), any())).thenAnswer(call -> {
             if (stepsRun.get() == 2) {
                 throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
             }
@@ -128,7 +127,7 @@ class InferenceStreamsTest {
 
     @Test
     void aStoppingCoordinatorEndsItsStreamedTasksAsFailed() throws Exception {
-        when(steps.run(any(), any())).thenAnswer(call -> {
+        when(steps.step(any(), any())).thenAnswer(call -> {
             Thread.sleep(20);
             return step();
         });
@@ -144,10 +143,10 @@ class InferenceStreamsTest {
         assertThat(stepsRun.get()).isLessThan(60);
     }
 
-    private StepOutcome step() {
+    private StepResult step() {
         float[] logits = new float[CONFIG.vocabSize()];
         logits[100 + stepsRun.getAndIncrement() % 50] = 5f;
-        return StepOutcome.newBuilder().setLogits(TensorCodec.float32(logits, 1, CONFIG.vocabSize())).build();
+        return ScriptedCluster.answer(logits);
     }
 
     private static GenerationRequest request(int maxTokens) {

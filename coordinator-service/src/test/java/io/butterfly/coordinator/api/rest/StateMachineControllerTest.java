@@ -8,33 +8,20 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.raft.ControlReplica;
-import io.butterfly.coordinator.raft.TestReplicas;
-import java.nio.file.Path;
+import io.butterfly.coordinator.control.InMemoryControlLog;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.springframework.test.web.servlet.MockMvc;
 import org.springframework.test.web.servlet.setup.MockMvcBuilders;
 
 class StateMachineControllerTest {
 
-    private ControlReplica replica;
-    private ControlLog control;
-    private MockMvc mvc;
-
-    @BeforeEach
-    void setUp(@TempDir Path raftDir) {
-        replica = TestReplicas.single(raftDir);
-        control = new ControlLog(replica);
-        mvc = MockMvcBuilders.standaloneSetup(new StateMachineController(control)).build();
-    }
+    private final InMemoryControlLog control = new InMemoryControlLog();
+    private final MockMvc mvc = MockMvcBuilders.standaloneSetup(new StateMachineController(control)).build();
 
     @AfterEach
     void tearDown() {
-        replica.close();
+        control.close();
     }
 
     @Test

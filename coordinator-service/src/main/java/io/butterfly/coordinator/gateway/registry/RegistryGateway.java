@@ -1,0 +1,62 @@
+package io.butterfly.coordinator.gateway.registry;
+
+import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.grpc.ManifestMessages;
+import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.transfer.ShardDownloader;
+import io.butterfly.coordinator.model.ModelRegistry;
+import io.butterfly.coordinator.model.RegistryUnavailableException;
+import io.butterfly.proto.registry.v1.GetManifestRequest;
+import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** The model registry over gRPC: manifests, and files fetched in verified chunks by the shared downloader. */
+public final class RegistryGateway implements ModelRegistry, AutoCloseable {
+
+    private final ManagedChannel channel;
+
+    public RegistryGateway(ManagedChannel channel) {
+        this.channel = channel;
+    }
+
+    public static RegistryGateway connect(String host, int port) {
+        return new RegistryGateway(GrpcChannels.open(host, port));
+    }
+
+    @Override
+    public Manifest manifest(String modelId) {
+        try {
+            return ManifestMessages.fromProto(registry().withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .getManifest(GetManifestRequest.newBuilder().setModelId(modelId).build()));
+        } catch (StatusRuntimeException e) {
+            throw unavailable(e);
+        }
+    }
+
+    @Override
+    public void download(Manifest manifest, List<String> files, Path dir) throws IOException {
+        try {
+            new ShardDownloader(registry()).download(manifest, files, dir, (file, done, total) -> { });
+        } catch (StatusRuntimeException e) {
+            throw unavailable(e);
+        }
+    }
+
+    private ModelRegistryGrpc.ModelRegistryBlockingStub registry() {
+        return ModelRegistryGrpc.newBlockingStub(channel);
+    }
+
+    private static RegistryUnavailableException unavailable(StatusRuntimeException e) {
+        return new RegistryUnavailableException(e.toString(), e);
+    }
+
+    @Override
+    public void close() {
+        GrpcChannels.close(channel);
+    }
+}

@@ -1,0 +1,221 @@
+package io.butterfly.coordinator.gateway.worker;
+
+import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.coordinator.bootstrap.Assignment;
+import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
+import io.butterfly.coordinator.bootstrap.Workers;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.WeightValidation;
+import io.butterfly.coordinator.inference.Pipeline;
+import io.butterfly.coordinator.inference.StepInput;
+import io.butterfly.coordinator.inference.StepResult;
+import io.butterfly.coordinator.integrity.PartitionReport;
+import io.butterfly.proto.common.v1.LayerRange;
+import io.butterfly.proto.worker.v1.AssignPartitionRequest;
+import io.butterfly.proto.worker.v1.ChecksumReport;
+import io.butterfly.proto.worker.v1.ChecksumRequest;
+import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.ReleaseRequest;
+import io.butterfly.proto.worker.v1.SequenceSlice;
+import io.butterfly.proto.worker.v1.StepOutcome;
+import io.butterfly.proto.worker.v1.ValidationResult;
+import io.butterfly.proto.worker.v1.ValidationStatus;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The workers over gRPC (WorkerService), the only code that builds their requests and reads their replies: for the
+ * bootstrap, assignments, checksums and the validation verdict; for inference, steps on one-way streams, their
+ * outcomes (which arrive through api/grpc) and releases.
+ */
+public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(WorkerGateway.class);
+
+    /** Opens a channel to a worker ({@code GrpcChannels::open}; tests open in-process ones). */
+    public interface ChannelOpener {
+        ManagedChannel open(String host, int port);
+    }
+
+    /**
+     * @param nodeId               this coordinator replica, as workers reach it: steps' reply_to, assignments'
+     *                             coordinator (with {@code advertiseHost} and {@code grpcPort})
+     * @param registryHost         where assignments tell workers to fetch their weights (with {@code registryPort})
+     * @param replicaGrpcEndpoints the other coordinator replicas ({@code id=host:port}), which workers heartbeat too
+     * @param stepTimeoutSeconds   deadline of one pipeline step
+     */
+    public record Settings(String nodeId, String advertiseHost, int grpcPort, String registryHost, int registryPort,
+                           List<String> replicaGrpcEndpoints, long stepTimeoutSeconds) {
+    }
+
+    /** The stages' addresses, built once per task. */
+    private record StageRoute(Endpoint first, List<Endpoint> downstream, Set<String> stages) implements Route {
+    }
+
+    private final WorkerChannels channels;
+    private final AssignmentAddresses addresses;
+    private final PipelineSteps steps;
+    private final Endpoint self;
+
+    public WorkerGateway(Settings settings, ChannelOpener opener) {
+        this.channels = new WorkerChannels(opener);
+        this.addresses = new AssignmentAddresses(settings);
+        this.steps = new PipelineSteps(channels, settings.stepTimeoutSeconds());
+        this.self = self(settings);
+    }
+
+    /** Reaches the workers over the network. */
+    public static WorkerGateway connecting(Settings settings) {
+        return new WorkerGateway(settings, GrpcChannels::open);
+    }
+
+    static Endpoint self(Settings s) {
+        return Endpoint.newBuilder().setNodeId(s.nodeId()).setHost(s.advertiseHost()).setGrpcPort(s.grpcPort()).build();
+    }
+
+    // --- the bootstrap's calls ----------------------------------------------------------------------------------
+
+    @Override
+    public void assign(NodeInfo worker, Assignment a, Duration deadline) {
+        AssignPartitionRequest request = addresses.address(AssignPartitionRequest.newBuilder())
+                .setModelId(a.modelId())
+                .setLayers(LayerRange.newBuilder().setStart(a.layerStart()).setEnd(a.layerEnd()))
+                .setHasEmbedding(a.hasEmbedding())
+                .setHasHead(a.hasHead())
+                .setEpoch(a.epoch())
+                .setTerm(a.term())
+                .build();
+        call(() -> stub(worker, deadline).assignPartition(request));
+    }
+
+    @Override
+    public void reconnect(NodeInfo worker) {
+        channel(worker).resetConnectBackoff();
+    }
+
+    @Override
+    public PartitionReport checksums(NodeInfo worker, long epoch, Duration deadline) {
+        ChecksumReport r = call(() -> stub(worker, deadline)
+                .reportChecksums(ChecksumRequest.newBuilder().setEpoch(epoch).build()));
+        return new PartitionReport(r.getNodeId(), r.getLayerRange().getStart(), r.getLayerRange().getEnd(),
+                r.getWeightHash(), r.getFilesList().stream()
+                .map(f -> new PartitionReport.FileDigest(f.getName(), f.getSha256())).toList());
+    }
+
+    @Override
+    public void announceValidation(NodeInfo worker, WeightValidation v, Duration deadline) {
+        ValidationResult result = ValidationResult.newBuilder().setEpoch(v.epoch())
+                .setMerkleRoot(v.merkleRoot() == null ? "" : v.merkleRoot())
+                .setPartitionRoot(v.partitionRoot() == null ? "" : v.partitionRoot())
+                .setStatus(ValidationStatus.valueOf(v.status().name()))
+                .setClusterReady(v.status() == WeightValidation.Status.VALID)
+                .addAllValidatedNodes(v.validatedNodes()).addAllFailedNodes(v.failedNodes())
+                .addAllProblems(v.problems()).build();
+        call(() -> stub(worker, deadline).applyValidation(result));
+    }
+
+    private ManagedChannel channel(NodeInfo worker) {
+        return channels.channel(worker.nodeId(), worker.host(), worker.grpcPort());
+    }
+
+    private WorkerServiceGrpc.WorkerServiceBlockingStub stub(NodeInfo worker, Duration deadline) {
+        return WorkerServiceGrpc.newBlockingStub(channel(worker)).withDeadlineAfter(deadline.toMillis(),
+                TimeUnit.MILLISECONDS);
+    }
+
+    private static <T> T call(Supplier<T> rpc) {
+        try {
+            return rpc.get();
+        } catch (StatusRuntimeException e) {
+            throw new WorkerCallFailedException(e.getStatus().toString(), e);
+        }
+    }
+
+    // --- the inference path -------------------------------------------------------------------------------------
+
+    @Override
+    public Route route(List<NodeInfo> stages) {
+        List<Endpoint> endpoints = stages.stream()
+                .map(n -> Endpoint.newBuilder().setNodeId(n.nodeId()).setHost(n.host()).setGrpcPort(n.grpcPort()).build())
+                .toList();
+        return new StageRoute(endpoints.get(0), endpoints.subList(1, endpoints.size()),
+                stages.stream().map(NodeInfo::nodeId).collect(Collectors.toUnmodifiableSet()));
+    }
+
+    /** The tokens go out as one tensor; the logits that come back are decoded only when asked for. */
+    @Override
+    public StepResult step(Route route, StepInput in) {
+        StageRoute r = (StageRoute) route;
+        ForwardRequest request = ForwardRequest.newBuilder()
+                .setTaskId(in.taskId())
+                .setStep(in.step())
+                .setEpoch(in.epoch())
+                .addSequences(SequenceSlice.newBuilder().setSequenceId(in.taskId()).setPosition(in.position())
+                        .setNumTokens(in.tokens().length).setReservePositions(in.reservePositions()))
+                .setInput(TensorCodec.int64(in.tokens(), in.tokens().length))
+                .addAllDownstream(r.downstream())
+                .setReplyTo(self)
+                .build();
+        return new ReceivedStep(steps.run(r.first(), r.stages(), request));
+    }
+
+    @Override
+    public void abortThrough(String nodeId, String why) {
+        steps.abortThrough(nodeId, why);
+    }
+
+    @Override
+    public void release(Route route, List<String> taskIds) {
+        StageRoute r = (StageRoute) route;
+        try {
+            WorkerServiceGrpc.newBlockingStub(channels.channel(r.first().getNodeId(), r.first().getHost(),
+                            r.first().getGrpcPort()))
+                    .withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .release(ReleaseRequest.newBuilder().addAllSequenceIds(taskIds).addAllDownstream(r.downstream())
+                            .build());
+        } catch (StatusRuntimeException e) {
+            log.warn("releasing task(s) {} failed: {}", taskIds, e.getStatus());
+        }
+    }
+
+    /** A step's outcome, sent one-way by the last stage or a failing one to this replica. */
+    public void complete(StepOutcome outcome) {
+        steps.complete(outcome);
+    }
+
+    private record ReceivedStep(StepOutcome outcome) implements StepResult {
+
+        @Override
+        public float[] logits() {
+            return TensorCodec.toFloats(outcome.getLogits(), 2, "logits");
+        }
+
+        @Override
+        public List<Long> logitsShape() {
+            return outcome.getLogits().getShapeList();
+        }
+
+        @Override
+        public List<StageTiming> timings() {
+            return outcome.getTimingsList().stream()
+                    .map(t -> new StageTiming(t.getNodeId(), t.getComputeNanos(), t.getWallNanos())).toList();
+        }
+    }
+
+    @Override
+    public void close() {
+        steps.close();
+        channels.close();
+    }
+}

@@ -1,0 +1,26 @@
+package io.butterfly.coordinator.model;
+
+import java.io.IOException;
+import java.nio.file.Path;
+
+/** The served model's tokenizer: text to token ids and back, exactly as its tokenizer.json says. */
+public interface Tokenizer extends AutoCloseable {
+
+    /** The token ids of {@code text}, with the special tokens the tokenizer file says to add. */
+    long[] encode(String text);
+
+    /** The text of {@code ids}, special tokens left out. */
+    String decode(long[] ids);
+
+    @Override
+    void close();
+
+    /** Opens tokenizer files (tokenizer/ holds the implementation). */
+    interface Loader {
+
+        /** Loads what every tokenizer needs (a native library) ahead of the first one, which then opens faster. */
+        void preload();
+
+        Tokenizer open(Path tokenizerJson) throws IOException;
+    }
+}

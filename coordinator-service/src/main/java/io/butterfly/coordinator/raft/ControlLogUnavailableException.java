@@ -1,9 +1,0 @@
-package io.butterfly.coordinator.raft;
-
-/** The control log could not commit a command (no leader reachable, no quorum, timeout). Retryable. */
-public class ControlLogUnavailableException extends RuntimeException {
-
-    public ControlLogUnavailableException(String message, Throwable cause) {
-        super(message, cause);
-    }
-}

@@ -1,0 +1,42 @@
+package io.butterfly.coordinator.tokenizer;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.huggingface.tokenizers.jni.LibUtils;
+import io.butterfly.coordinator.model.Tokenizer;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Map;
+
+/** Tokenizers read by Hugging Face's tokenizers library (through DJL's binding, its native library in the jar). */
+public final class DjlTokenizers implements Tokenizer.Loader {
+
+    @Override
+    public void preload() {
+        LibUtils.checkStatus();
+    }
+
+    /** Prompts are tokenized exactly as the file says: its own special-token rules, no truncation, no padding. */
+    @Override
+    public Tokenizer open(Path tokenizerJson) throws IOException {
+        return new Opened(HuggingFaceTokenizer.newInstance(tokenizerJson,
+                Map.of("addSpecialTokens", "true", "truncation", "false", "padding", "false")));
+    }
+
+    private record Opened(HuggingFaceTokenizer tokenizer) implements Tokenizer {
+
+        @Override
+        public long[] encode(String text) {
+            return tokenizer.encode(text).getIds();
+        }
+
+        @Override
+        public String decode(long[] ids) {
+            return tokenizer.decode(ids, true);
+        }
+
+        @Override
+        public void close() {
+            tokenizer.close();
+        }
+    }
+}

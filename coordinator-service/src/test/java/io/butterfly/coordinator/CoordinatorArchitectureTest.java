@@ -1,0 +1,68 @@
+package io.butterfly.coordinator;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import io.butterfly.testsupport.ArchitectureRules;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The coordinator's layering, checked on its production classes: plain-Java domain packages; Raft, the tokenizer
+ * library, gRPC and the generated messages each confined to the package that adapts them; no package cycles.
+ */
+class CoordinatorArchitectureTest {
+
+    private static final String ROOT = "io.butterfly.coordinator";
+    private static final JavaClasses CLASSES = ArchitectureRules.productionClasses(ROOT);
+
+    /** State, reducer, planners, policies and the orchestration that uses them. */
+    private static final String[] DOMAIN = {"cluster", "statemachine", "planning", "liveness", "integrity",
+            "invariants", "inference", "bootstrap", "control", "model"};
+
+    @Test
+    void noPackageCycles() {
+        ArchitectureRules.noPackageCycles(ROOT).check(CLASSES);
+    }
+
+    @Test
+    void theDomainIsPlainJava() {
+        ArchitectureRules.pure(ROOT, DOMAIN).check(CLASSES);
+    }
+
+    @Test
+    void theDomainTakesItsSettingsRatherThanTheConfiguration() {
+        noClasses().that().resideInAnyPackage(under(DOMAIN))
+                .should().dependOnClassesThat().resideInAPackage(ROOT + ".config..")
+                .because("config/ wires the domain and may depend on everything; the domain is given plain settings")
+                .check(CLASSES);
+    }
+
+    @Test
+    void ratisOnlyInRaft() {
+        ArchitectureRules.onlyIn("Ratis", ArchitectureRules.RATIS, ROOT, "raft").check(CLASSES);
+    }
+
+    @Test
+    void djlOnlyInTheTokenizerAdapter() {
+        ArchitectureRules.onlyIn("DJL", ArchitectureRules.DJL, ROOT, "tokenizer").check(CLASSES);
+    }
+
+    /** raft/ may use the generated messages only to encode its own log entries. */
+    @Test
+    void grpcAndGeneratedMessagesOnlyInTheApiTheGatewaysAndTheLogCodec() {
+        ArchitectureRules.transportOnlyIn(ROOT, "api", "gateway", "raft").check(CLASSES);
+        ArchitectureRules.onlyIn("gRPC", ArchitectureRules.GRPC, ROOT, "api", "gateway").check(CLASSES);
+        ArchitectureRules.onlyIn("Butterfly's gRPC support (channels, streams, transfers, discovery client)",
+                new String[]{"io.butterfly.common.grpc..", "io.butterfly.common.transfer..",
+                        "io.butterfly.common.discovery.."}, ROOT, "api", "gateway").check(CLASSES);
+        noClasses().that().resideInAPackage(ROOT + ".raft..").should().dependOnClassesThat()
+                .resideInAnyPackage("io.butterfly.proto.worker..", "io.butterfly.proto.registry..",
+                        "io.butterfly.proto.discovery..")
+                .because("raft/ encodes the control log's own entries, not other services' messages").check(CLASSES);
+    }
+
+    private static String[] under(String... packages) {
+        return Arrays.stream(packages).map(p -> ROOT + "." + p + "..").toArray(String[]::new);
+    }
+}
