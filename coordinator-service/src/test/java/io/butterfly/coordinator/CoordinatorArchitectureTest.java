@@ -4,7 +4,6 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import io.butterfly.testsupport.ArchitectureRules;
-import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -32,10 +31,12 @@ class CoordinatorArchitectureTest {
 
     @Test
     void theDomainTakesItsSettingsRatherThanTheConfiguration() {
-        noClasses().that().resideInAnyPackage(under(DOMAIN))
-                .should().dependOnClassesThat().resideInAPackage(ROOT + ".config..")
-                .because("config/ wires the domain and may depend on everything; the domain is given plain settings")
-                .check(CLASSES);
+        ArchitectureRules.independentOfConfig(ROOT, DOMAIN).check(CLASSES);
+    }
+
+    @Test
+    void springOnlyInApiAndConfig() {
+        ArchitectureRules.springOnlyIn(ROOT, "api", "config").check(CLASSES);
     }
 
     @Test
@@ -62,7 +63,4 @@ class CoordinatorArchitectureTest {
                 .because("raft/ encodes the control log's own entries, not other services' messages").check(CLASSES);
     }
 
-    private static String[] under(String... packages) {
-        return Arrays.stream(packages).map(p -> ROOT + "." + p + "..").toArray(String[]::new);
-    }
 }

@@ -34,4 +34,15 @@ class DiscoveryArchitectureTest {
     void hazelcastOnlyInItsAdapterAndConfiguration() {
         ArchitectureRules.onlyIn("Hazelcast", HAZELCAST, ROOT, "hazelcast", "config").check(CLASSES);
     }
+
+    @Test
+    void springOnlyInApiConfigAndTheConsulAdapter() {
+        ArchitectureRules.springOnlyIn(ROOT, "api", "config", "consul").check(CLASSES);
+    }
+
+    @Test
+    void nothingDependsOnConfig() {
+        ArchitectureRules.independentOfConfig(ROOT, "api", "admission", "membership", "hazelcast", "consul")
+                .check(CLASSES);
+    }
 }

@@ -1,7 +1,5 @@
 package io.butterfly.registry;
 
-import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
-
 import com.tngtech.archunit.core.domain.JavaClasses;
 import io.butterfly.testsupport.ArchitectureRules;
 import org.junit.jupiter.api.Test;
@@ -31,10 +29,12 @@ class RegistryArchitectureTest {
     }
 
     @Test
+    void springOnlyInApiAndConfig() {
+        ArchitectureRules.springOnlyIn(ROOT, "api", "config").check(REGISTRY);
+    }
+
+    @Test
     void nothingDependsOnConfig() {
-        noClasses().that().resideOutsideOfPackage(ROOT + ".config..")
-                .should().dependOnClassesThat().resideInAPackage(ROOT + ".config..")
-                .because("config/ wires the registry from its settings; the parts get plain values")
-                .check(REGISTRY);
+        ArchitectureRules.independentOfConfig(ROOT, "api", "catalog", "store").check(REGISTRY);
     }
 }

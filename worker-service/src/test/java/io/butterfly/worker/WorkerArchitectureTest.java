@@ -1,7 +1,5 @@
 package io.butterfly.worker;
 
-import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
-
 import com.tngtech.archunit.core.domain.JavaClasses;
 import io.butterfly.testsupport.ArchitectureRules;
 import org.junit.jupiter.api.Test;
@@ -38,19 +36,12 @@ class WorkerArchitectureTest {
 
     @Test
     void springOnlyInApiAndConfig() {
-        noClasses().that().resideInAPackage(ROOT + "..")
-                .and().resideOutsideOfPackages(ROOT + ".api..", ROOT + ".config..")
-                .and().doNotHaveFullyQualifiedName(WorkerApplication.class.getName())
-                .should().dependOnClassesThat().resideInAnyPackage(ArchitectureRules.SPRING)
-                .because("the domain, the engine and the gateways are wired in config/ with @Bean, not annotated")
-                .check(WORKER);
+        ArchitectureRules.springOnlyIn(ROOT, "api", "config").check(WORKER);
     }
 
     @Test
     void nothingDependsOnConfig() {
-        noClasses().that().resideOutsideOfPackage(ROOT + ".config..")
-                .should().dependOnClassesThat().resideInAPackage(ROOT + ".config..")
-                .because("config/ wires the worker from its settings; the parts get plain values")
-                .check(WORKER);
+        ArchitectureRules.independentOfConfig(ROOT, "api", "gateway", "engine", "partition", "pipeline", "capability",
+                "cluster").check(WORKER);
     }
 }

@@ -53,6 +53,24 @@ public final class ArchitectureRules {
                 .because(what + " belongs in " + String.join(", ", allowed) + " only");
     }
 
+    /** Nothing in {@code packages} depends on config/: config wires the parts from the settings, they get plain values. */
+    public static ArchRule independentOfConfig(String root, String... packages) {
+        return noClasses().that().resideInAnyPackage(under(root, packages))
+                .should().dependOnClassesThat().resideInAPackage(root + ".config..")
+                .because("config/ wires the service and may depend on everything; the parts are given plain settings");
+    }
+
+    /**
+     * Spring (and jakarta) only in {@code allowed} and the application class at the root: everything else is plain
+     * classes that config/ wires with @Bean methods, not annotated components.
+     */
+    public static ArchRule springOnlyIn(String root, String... allowed) {
+        return noClasses().that().resideInAPackage(root + "..").and().resideOutsideOfPackage(root)
+                .and().resideOutsideOfPackages(under(root, allowed))
+                .should().dependOnClassesThat().resideInAnyPackage(SPRING)
+                .because("the domain, the engines and the gateways are wired in config/ with @Bean, not annotated");
+    }
+
     /** gRPC and generated protos only in the transport edges ({@code api} and the gateways to other services). */
     public static ArchRule transportOnlyIn(String root, String... allowed) {
         return onlyIn("gRPC and the generated protos", concat(GRPC, PROTO), root, allowed);

@@ -3,7 +3,6 @@ package io.butterfly.worker.pipeline;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.CacheBudgetExceededException;
 import io.butterfly.worker.engine.PartitionExecutor;
@@ -69,7 +68,7 @@ public class PipelineStage {
             return new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
                     full.neverFits() ? ErrorKind.OUT_OF_RANGE : ErrorKind.RESOURCE_EXHAUSTED, full.getMessage());
         }
-        return GrpcErrors.classify(e);
+        return ButterflyException.of(e);
     }
 
     private void run(Step step, long entry) {

@@ -24,6 +24,20 @@ public class ButterflyException extends RuntimeException {
         this.context = Map.copyOf(context);
     }
 
+    /**
+     * Any failure as a ButterflyException: ours keep their code and kind, a bad argument is INVALID_ARGUMENT,
+     * anything else INTERNAL, without its internals (the caller sees its class name only).
+     */
+    public static ButterflyException of(Throwable t) {
+        if (t instanceof ButterflyException be) {
+            return be;
+        }
+        if (t instanceof IllegalArgumentException) {
+            return new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, t.getMessage());
+        }
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.INTERNAL, "internal error: " + t.getClass().getSimpleName());
+    }
+
     public ErrorCode code() {
         return code;
     }

@@ -80,21 +80,9 @@ public final class GrpcErrors {
         return Optional.empty();
     }
 
-    /**
-     * Any failure as a ButterflyException: domain errors keep their code and kind, remote gRPC errors
-     * keep theirs, bad arguments become INVALID_ARGUMENT, anything else INTERNAL without internals.
-     */
+    /** Any failure as a ButterflyException: a remote gRPC error keeps its code and status, the rest as {@link ButterflyException#of}. */
     public static ButterflyException classify(Throwable t) {
-        if (t instanceof ButterflyException be) {
-            return be;
-        }
-        if (t instanceof StatusRuntimeException sre) {
-            return fromRemote(sre, "remote call");
-        }
-        if (t instanceof IllegalArgumentException) {
-            return new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, t.getMessage());
-        }
-        return new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.INTERNAL, "internal error: " + t.getClass().getSimpleName());
+        return t instanceof StatusRuntimeException sre ? fromRemote(sre, "remote call") : ButterflyException.of(t);
     }
 
     /** Rebuilds a ButterflyException from a remote gRPC error, keeping code, status and message. */
