@@ -3,10 +3,10 @@ package io.butterfly.it;
 import static io.butterfly.it.ChartManifests.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.butterfly.common.crypto.KeygenCommand;
+import io.butterfly.cli.command.Commands;
+import io.butterfly.cli.generate.KeygenCommand;
 import io.butterfly.registry.store.ModelStore;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -81,7 +81,7 @@ class KubernetesRehearsalIT {
 
         // The publisher Secret: identity.key and identity.pub from ./butterfly keygen.
         Path secret = work.resolve("secret/butterfly-publisher");
-        check(KeygenCommand.run(new String[]{"--out", secret.toString()}, new PrintStream(PrintStream.nullOutputStream()), System.err));
+        check(Commands.line(new KeygenCommand()).execute("--out", secret.toString()));
 
         StringBuilder hosts = new StringBuilder("127.0.0.1 localhost\n");
         int next = 10;
@@ -91,9 +91,8 @@ class KubernetesRehearsalIT {
             String headless = (String) at(set, "spec", "serviceName");
             for (int i = 0; i < replicas; i++) {
                 String podName = name(set) + "-" + i;
-                String module = component.equals("registry") ? "model-registry-service" : component + "-service";
                 Pod pod = new Pod(podName, component, set, net(next), "bf-" + tag + "-" + next, work.resolve(podName),
-                        ServiceImages.jar(module).toString());
+                        imageJar(container(set)));
                 next++;
                 addNamespace(pod);
                 pods.add(pod);
@@ -266,6 +265,16 @@ class KubernetesRehearsalIT {
         }
     }
 
+    /**
+     * The extracted jar standing in for a container's image, {@code <prefix>-<module>}: a service module's, or the
+     * tools' (butterfly-cli) for {@code <prefix>-cli}.
+     */
+    private static String imageJar(Map<String, Object> container) {
+        String image = (String) container.get("image");
+        String module = image.substring(image.lastIndexOf('/') + 1, image.lastIndexOf(':')).substring("butterfly-".length());
+        return ServiceImages.jar(module.equals("cli") ? "butterfly-cli" : module).toString();
+    }
+
     /** Paths in args and env live under the pod's root; /app/app.jar is the module's extracted jar. */
     private static String inPod(Pod pod, String value) {
         return value.replace("/app/app.jar", pod.jar())
@@ -304,7 +313,8 @@ class KubernetesRehearsalIT {
         for (Map<String, Object> init : (List<Map<String, Object>>) at(pod.set(), "spec", "template", "spec", "initContainers")) {
             List<String> cmd = new ArrayList<>((List<String>) init.get("command"));
             for (Object a : (List<Object>) init.get("args")) {
-                cmd.add(inPod(pod, String.valueOf(a)).replace("java ", ServiceImages.javaBin() + " "));
+                String arg = String.valueOf(a).replace("/app/app.jar", imageJar(init)); // its own image's
+                cmd.add(inPod(pod, arg).replace("java ", ServiceImages.javaBin() + " "));
             }
             Process p = process(pod, cmd, Map.of(), pod.root().resolve(init.get("name") + ".log"), hostsFile);
             assertThat(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0)

@@ -104,7 +104,7 @@ final class ServiceImages {
         }
     }
 
-    private static Path execJar(String module) {
+    static Path execJar(String module) {
         try (var files = Files.list(LocalCluster.ROOT.resolve(module).resolve("target"))) {
             return files.filter(p -> p.getFileName().toString().endsWith("-exec.jar")).findFirst()
                     .orElseThrow(() -> new IllegalStateException("no exec jar for " + module + "; run the build first"));
