@@ -272,7 +272,7 @@ class KubernetesRehearsalIT {
     private static String imageJar(Map<String, Object> container) {
         String image = (String) container.get("image");
         String module = image.substring(image.lastIndexOf('/') + 1, image.lastIndexOf(':')).substring("butterfly-".length());
-        return ServiceImages.jar(module.equals("cli") ? "butterfly-cli" : module).toString();
+        return LocalCluster.IMAGES.jar(module.equals("cli") ? "butterfly-cli" : module).toString();
     }
 
     /** Paths in args and env live under the pod's root; /app/app.jar is the module's extracted jar. */
@@ -314,7 +314,7 @@ class KubernetesRehearsalIT {
             List<String> cmd = new ArrayList<>((List<String>) init.get("command"));
             for (Object a : (List<Object>) init.get("args")) {
                 String arg = String.valueOf(a).replace("/app/app.jar", imageJar(init)); // its own image's
-                cmd.add(inPod(pod, arg).replace("java ", ServiceImages.javaBin() + " "));
+                cmd.add(inPod(pod, arg).replace("java ", LocalCluster.IMAGES.java().java() + " "));
             }
             Process p = process(pod, cmd, Map.of(), pod.root().resolve(init.get("name") + ".log"), hostsFile);
             assertThat(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0)
@@ -328,7 +328,7 @@ class KubernetesRehearsalIT {
     private void start(Pod pod, Path hostsFile) throws IOException {
         Map<String, Object> container = container(pod.set());
         Map<String, String> env = environment(pod, container);
-        List<String> cmd = new ArrayList<>(List.of(ServiceImages.javaBin(), "-XX:TieredStopAtLevel=1", "-jar", inPod(pod, "/app/app.jar")));
+        List<String> cmd = new ArrayList<>(List.of(LocalCluster.IMAGES.java().java(), "-XX:TieredStopAtLevel=1", "-jar", inPod(pod, "/app/app.jar")));
         for (Object a : (List<Object>) container.get("args")) {
             cmd.add(inPod(pod, expand(String.valueOf(a), env)));
         }

@@ -47,7 +47,7 @@ class LauncherBuildIT {
         Files.createDirectories(tools.resolve("src/main/java"));
         Files.writeString(tools.resolve("src/main/java/Butterfly.java"), "class Butterfly {}");
         mvnw.append("mkdir -p '").append(tools.resolve("target")).append("' && cp '")
-                .append(ServiceImages.execJar("butterfly-cli")).append("' '")
+                .append(LocalCluster.IMAGES.executableJar("butterfly-cli")).append("' '")
                 .append(tools.resolve("target/butterfly-cli-0.1.0-exec.jar")).append("'\n");
         Files.createDirectories(root.resolve("common/core/src/main/java"));
         Files.createDirectories(root.resolve("proto/src/main/proto"));
