@@ -44,7 +44,7 @@ public final class Launcher {
     private final PortLayout ports;
     private final ServiceSupervisor supervisor;
     /** Set once an interrupted or failed {@code up} stops what it started: it starts nothing more. */
-    private volatile boolean stopping;
+    private boolean stopping;
 
     public Launcher(ButterflyHome home, PortLayout ports) {
         this.home = home;
@@ -86,7 +86,9 @@ public final class Launcher {
      *     answers): where the bootstrap's time begins
      */
     public Instant up(UpOptions options, PrintWriter progress) {
-        stopping = false;
+        synchronized (this) {
+            stopping = false;
+        }
         createDirectories(home.run(), home.logs());
         if (running()) {
             throw new CommandFailedException("a cluster is already running (./butterfly down first)");
@@ -99,7 +101,9 @@ public final class Launcher {
                 + (options.coordinators() == 1 ? "the coordinator" : options.coordinators() + " coordinators")
                 + " (model " + modelId + ")");
         try (ExitGuard stopOnFailure = ExitGuard.arm(() -> {
-            stopping = true;
+            synchronized (this) { // after a start under way, before the next: each started service is stopped
+                stopping = true;
+            }
             Log.info("up failed: stopping the services it started");
             down();
         })) {
@@ -219,7 +223,7 @@ public final class Launcher {
         return Math.max(1, Runtime.getRuntime().availableProcessors() / workers);
     }
 
-    private ServiceProcess start(ServiceLaunch launch) {
+    private synchronized ServiceProcess start(ServiceLaunch launch) {
         if (stopping) {
             throw new CommandFailedException("stopping: " + launch.name() + " not started");
         }
@@ -304,6 +308,11 @@ public final class Launcher {
     }
 
     private void checkRunning(ServiceProcess p) {
+        synchronized (this) {
+            if (stopping) { // stopped with the others, no news
+                throw new CommandFailedException("stopped while " + p.name() + " was starting");
+            }
+        }
         if (!supervisor.isRunning(p)) {
             supervisor.tail(p.name(), 30).forEach(System.err::println);
             throw new CommandFailedException(p.name() + " exited during start-up (log: " + supervisor.log(p.name()) + ")");

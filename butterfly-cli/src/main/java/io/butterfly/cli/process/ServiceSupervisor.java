@@ -58,6 +58,11 @@ public final class ServiceSupervisor {
     private final Map<String, List<String>> commands = new HashMap<>();
     /** Services told to stop since they were (re)started: their exit is no surprise. */
     private final Set<String> stopped = new HashSet<>();
+    /**
+     * The processes this supervisor started, by pid: known to be ours even before their command line is the
+     * service's (between the fork and the exec it is not).
+     */
+    private final Map<Long, Process> started = new HashMap<>();
 
     public ServiceSupervisor(ServiceImages images, Settings settings) {
         this.images = images;
@@ -117,10 +122,11 @@ public final class ServiceSupervisor {
                     .redirectOutput(appendToLog ? ProcessBuilder.Redirect.appendTo(log.toFile())
                             : ProcessBuilder.Redirect.to(log.toFile()));
             builder.environment().putAll(settings.environment());
-            long pid = builder.start().pid();
+            Process process = builder.start();
+            started.put(process.pid(), process);
             commands.put(name, List.copyOf(command));
             stopped.remove(name);
-            return pid;
+            return process.pid();
         } catch (IOException e) {
             throw new UncheckedIOException("could not start " + name, e);
         }
@@ -155,6 +161,10 @@ public final class ServiceSupervisor {
 
     /** Whether the process runs, as a service of this checkout. */
     public synchronized boolean isRunning(ServiceProcess process) {
+        Process child = started.get(process.pid());
+        if (child != null) {
+            return child.isAlive();
+        }
         Optional<List<String>> command = commandLine(process.pid());
         if (command.isEmpty() || command.get().stream().noneMatch(a -> a.contains(settings.root() + File.separator))) {
             return false;
@@ -171,18 +181,11 @@ public final class ServiceSupervisor {
         if (signal == Signal.TERM || signal == Signal.KILL) {
             stopped.add(process.name());
         }
-        ProcessHandle handle = ProcessHandle.of(process.pid()).orElse(null);
-        switch (signal) {
-            case TERM -> {
-                return handle != null && handle.destroy();
-            }
-            case KILL -> {
-                return handle != null && handle.destroyForcibly();
-            }
-            default -> {
-                return kill(signal, process.pid());
-            }
-        }
+        return switch (signal) {
+            case TERM -> ProcessHandle.of(process.pid()).map(ProcessHandle::destroy).orElse(false);
+            case KILL -> ProcessHandle.of(process.pid()).map(ProcessHandle::destroyForcibly).orElse(false);
+            case STOP, CONT -> kill(signal, process.pid());
+        };
     }
 
     /** SIGKILLs a service and waits until it has exited. */
@@ -222,6 +225,7 @@ public final class ServiceSupervisor {
         write("", StandardOpenOption.TRUNCATE_EXISTING);
         commands.clear();
         stopped.clear();
+        started.clear();
     }
 
     public Path log(String name) {

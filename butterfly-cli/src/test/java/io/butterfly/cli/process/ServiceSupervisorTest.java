@@ -16,8 +16,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The supervisor's view of a process list written by an earlier invocation: which listed pids are services of this
  * checkout, signalling them (and only them), starting a stopped one again and stopping them all. The "services" are
- * {@code sleep} processes run through a link inside the checkout, so that their command line names it as a
- * service's does.
+ * {@code sleep} processes run from a copy inside the checkout, so that their command line names it as a service's
+ * does.
  */
 class ServiceSupervisorTest {
 
@@ -31,11 +31,12 @@ class ServiceSupervisorTest {
 
     @BeforeEach
     void listAServiceAStalePidAndAnUnrelatedProcess() throws Exception {
-        sleep = Files.createSymbolicLink(Files.createDirectories(root.resolve("bin")).resolve("sleep"),
-                Path.of(Files.exists(Path.of("/bin/sleep")) ? "/bin/sleep" : "/usr/bin/sleep"));
+        sleep = Files.copy(Path.of(Files.exists(Path.of("/bin/sleep")) ? "/bin/sleep" : "/usr/bin/sleep"),
+                Files.createDirectories(root.resolve("bin")).resolve("sleep"));
+        assertThat(sleep.toFile().setExecutable(true)).isTrue();
         supervisor = new ServiceSupervisor(ServiceImages.under(root.resolve("images"), root, JavaRuntime.current()),
                 new ServiceSupervisor.Settings(root, root.resolve("run/procs"), root.resolve("logs"), m -> List.of(), Map.of()));
-        service = new ProcessBuilder(sleep.toString(), "600").start();
+        service = started(new ProcessBuilder(sleep.toString(), "600").start());
         Process ended = new ProcessBuilder(sleep.toString(), "0").start();
         ended.waitFor(10, TimeUnit.SECONDS);
         stale = ended.pid();
@@ -117,6 +118,14 @@ class ServiceSupervisorTest {
         supervisor.signal(worker, Signal.TERM);
         supervisor.awaitExit(worker, Duration.ofSeconds(10));
         assertThat(service.isAlive()).isFalse();
+    }
+
+    /** {@code process} once it runs {@code sleep} (until its exec, its command line is this JVM's). */
+    private Process started(Process process) throws Exception {
+        for (int i = 0; i < 250 && !ServiceSupervisor.commandLine(process.pid()).orElse(List.of()).contains("600"); i++) {
+            Thread.sleep(20);
+        }
+        return process;
     }
 
     /** The process's state letter from /proc (S sleeping, T stopped), once it has settled. */
