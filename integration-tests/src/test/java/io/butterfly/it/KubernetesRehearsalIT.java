@@ -7,7 +7,9 @@ import io.butterfly.cli.command.Commands;
 import io.butterfly.cli.generate.KeygenCommand;
 import io.butterfly.registry.store.ModelStore;
 import java.io.IOException;
+import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,6 +31,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import picocli.CommandLine;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -81,7 +84,9 @@ class KubernetesRehearsalIT {
 
         // The publisher Secret: identity.key and identity.pub from ./butterfly keygen.
         Path secret = work.resolve("secret/butterfly-publisher");
-        check(Commands.line(new KeygenCommand()).execute("--out", secret.toString()));
+        CommandLine keygen = Commands.line(new KeygenCommand());
+        keygen.setOut(new PrintWriter(Writer.nullWriter()));
+        check(keygen.execute("--out", secret.toString()));
 
         StringBuilder hosts = new StringBuilder("127.0.0.1 localhost\n");
         int next = 10;
