@@ -36,7 +36,8 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
-{{/* Image of a service module, e.g. butterfly/butterfly-worker-service:0.1.0. */}}
+{{/* Image of a service module, e.g. butterfly/butterfly-worker-service:0.1.0, or of the tools (module "cli":
+butterfly/butterfly-cli, built from butterfly-cli). */}}
 {{- define "butterfly.image" -}}
 {{- $img := .root.Values.image -}}
 {{- $repo := printf "%s-%s" $img.prefix .module -}}

@@ -2,6 +2,7 @@ package io.butterfly.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.cli.process.Signal;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
@@ -35,11 +36,10 @@ class FailureDetectionIT {
                     && "OPEN".equals(node(s, "worker-1").path("heartbeat_stream").asString()), Duration.ofMinutes(4));
 
             // A one-second pause (SIGSTOP/SIGCONT): the connection stays open, phi stays under the threshold.
-            long pid = cluster.process("worker-1").pid();
             long stoppedAt = System.currentTimeMillis();
-            signal("STOP", pid);
+            cluster.signal("worker-1", Signal.STOP);
             Thread.sleep(1_000);
-            signal("CONT", pid);
+            cluster.signal("worker-1", Signal.CONT);
             Thread.sleep(1_500);
             JsonNode afterPause = cluster.get("/api/v1/nodes/worker-1/state").json();
             assertThat(afterPause.path("state").asString()).as(afterPause.toString()).isEqualTo("READY");
@@ -81,10 +81,5 @@ class FailureDetectionIT {
             }
         }
         return LocalCluster.JSON.createObjectNode();
-    }
-
-    private static void signal(String signal, long pid) throws Exception {
-        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
-        assertThat(kill.waitFor()).isZero();
     }
 }

@@ -3,11 +3,13 @@ package io.butterfly.it;
 import static io.butterfly.it.ChartManifests.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.butterfly.common.crypto.KeygenCommand;
+import io.butterfly.cli.command.Commands;
+import io.butterfly.cli.generate.KeygenCommand;
 import io.butterfly.registry.store.ModelStore;
 import java.io.IOException;
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,6 +31,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import picocli.CommandLine;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -81,7 +84,9 @@ class KubernetesRehearsalIT {
 
         // The publisher Secret: identity.key and identity.pub from ./butterfly keygen.
         Path secret = work.resolve("secret/butterfly-publisher");
-        check(KeygenCommand.run(new String[]{"--out", secret.toString()}, new PrintStream(PrintStream.nullOutputStream()), System.err));
+        CommandLine keygen = Commands.line(new KeygenCommand());
+        keygen.setOut(new PrintWriter(Writer.nullWriter()));
+        check(keygen.execute("--out", secret.toString()));
 
         StringBuilder hosts = new StringBuilder("127.0.0.1 localhost\n");
         int next = 10;
@@ -91,9 +96,8 @@ class KubernetesRehearsalIT {
             String headless = (String) at(set, "spec", "serviceName");
             for (int i = 0; i < replicas; i++) {
                 String podName = name(set) + "-" + i;
-                String module = component.equals("registry") ? "model-registry-service" : component + "-service";
                 Pod pod = new Pod(podName, component, set, net(next), "bf-" + tag + "-" + next, work.resolve(podName),
-                        ServiceImages.jar(module).toString());
+                        imageJar(container(set)));
                 next++;
                 addNamespace(pod);
                 pods.add(pod);
@@ -266,6 +270,16 @@ class KubernetesRehearsalIT {
         }
     }
 
+    /**
+     * The extracted jar standing in for a container's image, {@code <prefix>-<module>}: a service module's, or the
+     * tools' (butterfly-cli) for {@code <prefix>-cli}.
+     */
+    private static String imageJar(Map<String, Object> container) {
+        String image = (String) container.get("image");
+        String module = image.substring(image.lastIndexOf('/') + 1, image.lastIndexOf(':')).substring("butterfly-".length());
+        return LocalCluster.IMAGES.jar(module.equals("cli") ? "butterfly-cli" : module).toString();
+    }
+
     /** Paths in args and env live under the pod's root; /app/app.jar is the module's extracted jar. */
     private static String inPod(Pod pod, String value) {
         return value.replace("/app/app.jar", pod.jar())
@@ -304,7 +318,8 @@ class KubernetesRehearsalIT {
         for (Map<String, Object> init : (List<Map<String, Object>>) at(pod.set(), "spec", "template", "spec", "initContainers")) {
             List<String> cmd = new ArrayList<>((List<String>) init.get("command"));
             for (Object a : (List<Object>) init.get("args")) {
-                cmd.add(inPod(pod, String.valueOf(a)).replace("java ", ServiceImages.javaBin() + " "));
+                String arg = String.valueOf(a).replace("/app/app.jar", imageJar(init)); // its own image's
+                cmd.add(inPod(pod, arg).replace("java ", LocalCluster.IMAGES.java().java() + " "));
             }
             Process p = process(pod, cmd, Map.of(), pod.root().resolve(init.get("name") + ".log"), hostsFile);
             assertThat(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0)
@@ -318,7 +333,7 @@ class KubernetesRehearsalIT {
     private void start(Pod pod, Path hostsFile) throws IOException {
         Map<String, Object> container = container(pod.set());
         Map<String, String> env = environment(pod, container);
-        List<String> cmd = new ArrayList<>(List.of(ServiceImages.javaBin(), "-XX:TieredStopAtLevel=1", "-jar", inPod(pod, "/app/app.jar")));
+        List<String> cmd = new ArrayList<>(List.of(LocalCluster.IMAGES.java().java(), "-XX:TieredStopAtLevel=1", "-jar", inPod(pod, "/app/app.jar")));
         for (Object a : (List<Object>) container.get("args")) {
             cmd.add(inPod(pod, expand(String.valueOf(a), env)));
         }

@@ -17,8 +17,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The launcher's "build what is missing" step, on a copy of {@code ./butterfly} in a project tree whose
- * {@code mvnw} only records that it ran and writes the service jars: a fresh clone (no jars) builds, a
- * built tree does not, a source edited after the build builds again.
+ * {@code mvnw} only records that it ran, writes the service jars and copies in the real tools jar: a fresh clone
+ * (no jars) builds, a built tree does not, a source edited after the build builds again. The tools then run from
+ * that tree ({@code build} prints its service jars).
  */
 class LauncherBuildIT {
 
@@ -42,6 +43,12 @@ class LauncherBuildIT {
             mvnw.append("mkdir -p '").append(root.resolve(m).resolve("target")).append("' && touch '")
                     .append(root.resolve(m).resolve("target").resolve(m + "-0.1.0-exec.jar")).append("'\n");
         }
+        Path tools = root.resolve("butterfly-cli");
+        Files.createDirectories(tools.resolve("src/main/java"));
+        Files.writeString(tools.resolve("src/main/java/Butterfly.java"), "class Butterfly {}");
+        mvnw.append("mkdir -p '").append(tools.resolve("target")).append("' && cp '")
+                .append(LocalCluster.IMAGES.executableJar("butterfly-cli")).append("' '")
+                .append(tools.resolve("target/butterfly-cli-0.1.0-exec.jar")).append("'\n");
         Files.createDirectories(root.resolve("common/core/src/main/java"));
         Files.createDirectories(root.resolve("proto/src/main/proto"));
         Files.writeString(root.resolve("mvnw"), mvnw.toString());
@@ -63,6 +70,15 @@ class LauncherBuildIT {
         Files.setLastModifiedTime(source, FileTime.from(Instant.now().plusSeconds(60)));
         launcher("build");
         assertThat(buildCount()).as("a source newer than its jar: it builds again").isEqualTo(2);
+    }
+
+    @Test
+    void aToolsSourceNewerThanTheToolsJarBuildsToo() throws Exception {
+        launcher("build");
+        Path source = root.resolve("butterfly-cli/src/main/java/Butterfly.java");
+        Files.setLastModifiedTime(source, FileTime.from(Instant.now().plusSeconds(60)));
+        launcher("build");
+        assertThat(buildCount()).isEqualTo(2);
     }
 
     private long buildCount() throws IOException {

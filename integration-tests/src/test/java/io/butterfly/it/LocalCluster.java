@@ -1,62 +1,62 @@
 package io.butterfly.it;
 
+import io.butterfly.cli.process.JavaRuntime;
+import io.butterfly.cli.process.ServiceImages;
+import io.butterfly.cli.process.ServiceLaunch;
+import io.butterfly.cli.process.ServiceProcess;
+import io.butterfly.cli.process.ServiceSupervisor;
+import io.butterfly.cli.process.Signal;
 import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.testsupport.Ports;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Starts the real services as separate JVM processes on loopback (free ports), the way
- * {@code ./butterfly up} does, and stops them afterwards.
+ * Starts the real services as separate JVM processes on loopback (free ports) with the tools' process supervisor,
+ * as {@code ./butterfly up} does, and stops them afterwards.
  */
 final class LocalCluster implements AutoCloseable {
 
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final Path ROOT = Path.of("").toAbsolutePath().getParent();
-    /** Test services listen in [PORTS_FROM, PORTS_TO): clear of the launcher's 8080-9190 and the ephemeral range. */
-    private static final int PORTS_FROM = 20000;
-    private static final int PORTS_TO = 32000;
+    /**
+     * The services' images (extracted jars and class-data archives), apart from the launcher's: a test never
+     * extracts anew what a cluster started by {@code ./butterfly up} runs from.
+     */
+    static final ServiceImages IMAGES =
+            ServiceImages.under(ROOT.resolve("integration-tests/target/service-images"), ROOT, JavaRuntime.current());
+    /** Short-lived services: C1 only (they start sooner). */
+    private static final List<String> JVM_OPTIONS = List.of("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dai.djl.offline=true");
 
     private final Path workDir;
-    private final List<Process> processes = new ArrayList<>();
+    private final ServiceSupervisor supervisor;
     private String publisherKey;
-    private final List<Path> logs = new ArrayList<>();
-    private final Map<String, Process> byName = new HashMap<>();
-    /** Processes recording a class-data archive (they write it on the way out). */
-    private final Set<Process> recorders = new HashSet<>();
-    private final Map<String, List<String>> commands = new HashMap<>();
-    private final Map<String, Integer> httpPorts = new HashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-    final int discoveryGrpc = freePort();
-    final int registryGrpc = freePort();
-    final int registryHttp = freePort();
-    final int coordinatorHttp = freePort();
-    final int coordinatorGrpc = freePort();
+    final int discoveryGrpc = Ports.free();
+    final int registryGrpc = Ports.free();
+    final int registryHttp = Ports.free();
+    final int coordinatorHttp = Ports.free();
+    final int coordinatorGrpc = Ports.free();
     /** The coordinator's Raft (control log) port: its own free port, not the default gRPC port + 20. */
-    final int coordinatorRaft = freePort();
+    final int coordinatorRaft = Ports.free();
 
+    /** Services log to {@code <workDir>/<name>.log}. */
     LocalCluster(Path workDir) {
         this.workDir = workDir;
+        this.supervisor = new ServiceSupervisor(IMAGES, new ServiceSupervisor.Settings(ROOT, workDir.resolve("procs"),
+                workDir, module -> JVM_OPTIONS, Map.of("DJL_CACHE_DIR", ROOT.resolve(".butterfly/djl-cache").toString(),
+                        "OMP_WAIT_POLICY", "PASSIVE")));
     }
 
     Path registryStore() {
@@ -64,9 +64,9 @@ final class LocalCluster implements AutoCloseable {
     }
 
     void startDiscovery() {
-        start("discovery", "discovery-service", "256m", freePort(), discoveryGrpc,
+        start("discovery", "discovery-0", "discovery-service", "256m", Ports.free(), discoveryGrpc,
                 "--butterfly.discovery.data-dir=" + workDir.resolve("discovery"),
-                "--butterfly.discovery.hazelcast.port=" + freePort()); // its embedded membership store
+                "--butterfly.discovery.hazelcast.port=" + Ports.free()); // its embedded membership store
     }
 
     /**
@@ -82,7 +82,7 @@ final class LocalCluster implements AutoCloseable {
 
     void startRegistry(Path modelDir) {
         publisherKey();
-        start("registry", "model-registry-service", "768m", registryHttp, registryGrpc,
+        start("registry", "registry-0", "model-registry-service", "768m", registryHttp, registryGrpc,
                 "--butterfly.registry.store-dir=" + registryStore(),
                 "--butterfly.registry.import-dirs=" + modelDir);
     }
@@ -101,7 +101,7 @@ final class LocalCluster implements AutoCloseable {
                 "--butterfly.worker.coordinator-port=" + coordinatorGrpc,
                 "--butterfly.worker.trusted-publisher-keys=" + publisherKey()));
         args.addAll(List.of(extra));
-        start("worker-" + i, "worker-service", "768m", freePort(), freePort(), args.toArray(String[]::new));
+        start("worker-" + i, "worker-" + i, "worker-service", "768m", Ports.free(), Ports.free(), args.toArray(String[]::new));
     }
 
     /** @param extra further {@code --key=value} arguments (e.g. the planner) */
@@ -116,7 +116,7 @@ final class LocalCluster implements AutoCloseable {
                 "--butterfly.coordinator.raft.peers=coordinator-0=127.0.0.1:" + coordinatorRaft,
                 "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey()));
         args.addAll(List.of(extra));
-        start("coordinator", "coordinator-service", "512m", coordinatorHttp, coordinatorGrpc,
+        start("coordinator", "coordinator-0", "coordinator-service", "512m", coordinatorHttp, coordinatorGrpc,
                 args.toArray(String[]::new));
     }
 
@@ -128,7 +128,7 @@ final class LocalCluster implements AutoCloseable {
         List<int[]> ports = new ArrayList<>(); // http, grpc, raft
         ports.add(new int[] {coordinatorHttp, coordinatorGrpc, coordinatorRaft});
         for (int c = 1; c < replicas; c++) {
-            ports.add(new int[] {freePort(), freePort(), freePort()});
+            ports.add(new int[] {Ports.free(), Ports.free(), Ports.free()});
         }
         StringBuilder peers = new StringBuilder();
         StringBuilder endpoints = new StringBuilder();
@@ -138,7 +138,7 @@ final class LocalCluster implements AutoCloseable {
         }
         for (int c = 0; c < replicas; c++) {
             String name = c == 0 ? "coordinator" : "coordinator-" + c;
-            start(name, "coordinator-service", "512m", ports.get(c)[0], ports.get(c)[1],
+            start(name, "coordinator-" + c, "coordinator-service", "512m", ports.get(c)[0], ports.get(c)[1],
                     "--butterfly.coordinator.node-id=coordinator-" + c,
                     "--butterfly.coordinator.model-id=" + modelId,
                     "--butterfly.coordinator.expected-workers=" + expectedWorkers,
@@ -154,7 +154,7 @@ final class LocalCluster implements AutoCloseable {
 
     /** POST on a service's own HTTP port. */
     Reply postTo(String name, String path, String json) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPorts.get(name) + path))
+        return send(HttpRequest.newBuilder(URI.create(urlOf(name) + path))
                 .timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(json)).build());
     }
@@ -174,54 +174,37 @@ final class LocalCluster implements AutoCloseable {
         startCoordinator(modelDir.getFileName().toString(), workers);
     }
 
-    private void start(String name, String module, String heap, int httpPort, int grpcPort, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(ServiceImages.javaBin(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dai.djl.offline=true", "-Xmx" + heap));
-        cmd.addAll(ServiceImages.cdsOptions(module, name));
-        cmd.addAll(List.of("-jar", ServiceImages.jar(module).toString(),
-                "--server.port=" + httpPort, "--spring.grpc.server.port=" + grpcPort));
-        cmd.addAll(List.of(args));
-        commands.put(name, cmd);
-        httpPorts.put(name, httpPort);
-        launch(name, cmd, false);
+    private void start(String name, String nodeId, String module, String heap, int httpPort, int grpcPort,
+                       String... args) {
+        String role = module.replace("model-", "").replace("-service", "");
+        supervisor.start(new ServiceLaunch(name, role, nodeId, module, httpPort, grpcPort, heap, List.of(args)));
     }
 
-    private void launch(String name, List<String> cmd, boolean append) {
-        Path log = workDir.resolve(name + ".log");
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
-                .redirectOutput(append ? ProcessBuilder.Redirect.appendTo(log.toFile()) : ProcessBuilder.Redirect.to(log.toFile()));
-        pb.environment().put("DJL_CACHE_DIR", ROOT.resolve(".butterfly/djl-cache").toString());
-        pb.environment().put("OMP_WAIT_POLICY", "PASSIVE");
-        try {
-            Process p = pb.start();
-            processes.add(p);
-            byName.put(name, p);
-            if (ServiceImages.records(cmd)) {
-                recorders.add(p);
-            }
-            if (!logs.contains(log)) {
-                logs.add(log);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+    /** The pid of a service ("worker-1", "coordinator", ...). */
+    long pid(String name) {
+        return supervisor.listed(name).orElseThrow().pid();
+    }
+
+    /** Sends a signal to a service (STOP and CONT pause and resume it; TERM and KILL end it). */
+    void signal(String name, Signal signal) {
+        if (!supervisor.signal(supervisor.listed(name).orElseThrow(), signal)) {
+            throw new IllegalStateException(name + " does not run");
         }
     }
 
-    /** The running process of a service ("worker-1", "coordinator", ...). */
-    Process process(String name) {
-        return byName.get(name);
-    }
-
     /** SIGKILLs a service; it no longer counts as exited early. */
-    void kill(String name) throws InterruptedException {
-        Process p = byName.remove(name);
-        processes.remove(p);
-        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    void kill(String name) {
+        supervisor.kill(name);
     }
 
     /** Starts a killed service again with the same command line (same ports and id), appending to its log. */
     void restart(String name) {
-        launch(name, commands.get(name), true);
+        supervisor.restart(name);
+    }
+
+    /** A service's own HTTP address. */
+    private String urlOf(String name) {
+        return "http://127.0.0.1:" + supervisor.listed(name).orElseThrow().httpPort();
     }
 
     String coordinatorUrl() {
@@ -233,10 +216,8 @@ final class LocalCluster implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         JsonNode last = null;
         while (System.nanoTime() < deadline) {
-            for (Process p : processes) {
-                if (!p.isAlive()) {
-                    throw new IllegalStateException("a service exited early:\n" + tails());
-                }
+            if (!supervisor.exited().isEmpty()) {
+                throw new IllegalStateException("a service exited early:\n" + tails());
             }
             try {
                 last = get("/api/v1/system/state").json();
@@ -273,7 +254,7 @@ final class LocalCluster implements AutoCloseable {
 
     /** GET on a service's own HTTP port ({@code "worker-0"}, ...). */
     Reply getFrom(String name, String path) throws IOException, InterruptedException {
-        return getAbsolute("http://127.0.0.1:" + httpPorts.get(name) + path);
+        return getAbsolute(urlOf(name) + path);
     }
 
     Reply getAbsolute(String url) throws IOException, InterruptedException {
@@ -287,54 +268,16 @@ final class LocalCluster implements AutoCloseable {
 
     String tails() {
         StringBuilder sb = new StringBuilder();
-        for (Path log : logs) {
-            try {
-                List<String> lines = Files.readAllLines(log);
-                sb.append("==== ").append(log.getFileName()).append('\n');
-                lines.subList(Math.max(0, lines.size() - 25), lines.size()).forEach(l -> sb.append(l).append('\n'));
-            } catch (IOException e) {
-                sb.append("(no log ").append(log).append(")\n");
-            }
+        for (ServiceProcess p : supervisor.listed()) {
+            sb.append("==== ").append(p.name()).append(".log\n");
+            supervisor.tail(p.name(), 25).forEach(l -> sb.append(l).append('\n'));
         }
         return sb.toString();
     }
 
+    /** Stops every service (giving one that records its class-data archive time to write it). */
     @Override
     public void close() {
-        processes.forEach(Process::destroy);
-        for (Process p : processes) {
-            try {
-                if (!p.waitFor(recorders.contains(p) ? 90 : 15, TimeUnit.SECONDS)) {
-                    p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-                }
-            } catch (InterruptedException e) {
-                p.destroyForcibly();
-                Thread.currentThread().interrupt();
-            }
-        }
-        ServiceImages.settle();
-    }
-
-    /** Where the next {@link #freePort()} search starts: random per test JVM, so parallel builds rarely meet. */
-    private static final AtomicInteger NEXT_PORT =
-            new AtomicInteger(PORTS_FROM + ThreadLocalRandom.current().nextInt(PORTS_TO - PORTS_FROM));
-
-    /**
-     * A port nothing listens on, below the kernel's ephemeral range (32768-60999). The services bind it
-     * seconds later (a JVM starts slowly); a port from the ephemeral range may meanwhile be taken as the
-     * local end of some outgoing connection, and the service then fails with "Address already in use".
-     */
-    static int freePort() {
-        for (int tries = 0; tries < PORTS_TO - PORTS_FROM; tries++) {
-            int port = PORTS_FROM + Math.floorMod(NEXT_PORT.getAndIncrement() - PORTS_FROM, PORTS_TO - PORTS_FROM);
-            try (ServerSocket s = new ServerSocket()) {
-                s.setReuseAddress(false);
-                s.bind(new InetSocketAddress(port));
-                return port;
-            } catch (IOException busy) {
-                // taken: try the next one
-            }
-        }
-        throw new IllegalStateException("no free port in " + PORTS_FROM + "-" + PORTS_TO);
+        supervisor.stopAll();
     }
 }

@@ -13,15 +13,18 @@ import java.util.Locale;
  * {@link JniUtils#setNumThreads} ({@code torch::set_num_threads}) changes it, so both are applied.
  * The inter-op pool is left alone: it can only be sized before the first parallel op and this code runs
  * no inter-op parallel work (no TorchScript graphs).
+ *
+ * <p>Public for the tools' plain DJL loop (butterfly-cli), a benchmark baseline that starts the engine as the
+ * workers do.
  */
-final class EngineSetup {
+public final class EngineSetup {
 
-    static final String ENGINE = "PyTorch";
+    public static final String ENGINE = "PyTorch";
 
     private EngineSetup() {
     }
 
-    static synchronized Engine start(int threads) {
+    public static synchronized Engine start(int threads) {
         if (threads > 0 && System.getProperty("ai.djl.pytorch.num_threads") == null) {
             System.setProperty("ai.djl.pytorch.num_threads", Integer.toString(threads));
         }
@@ -33,7 +36,7 @@ final class EngineSetup {
     }
 
     /** "cpu", "gpu" / "gpu:N", or "auto" (first GPU if the engine reports one, else CPU). */
-    static Device device(String name, Engine engine) {
+    public static Device device(String name, Engine engine) {
         String n = name == null ? "auto" : name.trim().toLowerCase(Locale.ROOT);
         if (n.isEmpty() || n.equals("auto")) {
             return engine.getGpuCount() > 0 ? Device.gpu(0) : Device.cpu();

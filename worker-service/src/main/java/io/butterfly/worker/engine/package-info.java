@@ -10,8 +10,6 @@
  *       hidden states crossing stages as little-endian float32 (tested).</li>
  *   <li>Batching is exact up to float32 rounding only: the GEMM kernels round a row differently
  *       depending on how many rows share the call.</li>
- *   <li>{@link io.butterfly.worker.engine.PlainDjlLoop} is the benchmark's baseline: the plain
- *       in-process loop a DJL user would write.</li>
  * </ul>
  */
 package io.butterfly.worker.engine;

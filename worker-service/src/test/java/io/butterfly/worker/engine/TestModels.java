@@ -82,11 +82,6 @@ final class TestModels {
         return new ModelConfig(Architecture.GPT2, 4, 64, 4, 4, 256, 128, 64, 1e-5, 0, true, -1, -1);
     }
 
-    /** ~100M parameters: the benchmark's shape. */
-    static ModelConfig bench100m() {
-        return new ModelConfig(Architecture.LLAMA, 12, 768, 12, 12, 2048, 32000, 2048, 1e-5, 10000.0, false, 1, 2);
-    }
-
     /** Writes config.json and model.safetensors into {@code dir}; returns {@code dir}. */
     static Path write(ModelConfig c, Options o, long seed, Path dir) throws IOException {
         Files.createDirectories(dir);

@@ -17,8 +17,8 @@ import java.security.PublicKey;
  */
 public final class NodeIdentity {
 
-    static final String PRIVATE_FILE = "identity.key";
-    static final String PUBLIC_FILE = "identity.pub";
+    public static final String PRIVATE_FILE = "identity.key";
+    public static final String PUBLIC_FILE = "identity.pub";
 
     private final PrivateKey privateKey;
     private final byte[] publicKey;

@@ -8,8 +8,6 @@ import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.TensorInfo;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -234,29 +232,6 @@ class ModelGeneratorTest {
         assertThatThrownBy(() -> ModelGenerator.generate(tiny, 1, tmp))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("vocab size 257");
         assertThat(tmp.resolve("model.safetensors")).doesNotExist();
-    }
-
-    @Test
-    void commandDemoPresetAndBadArguments() throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        Path dir = tmp.resolve("demo");
-        int code = GenerateModelCommand.run(new String[]{"--preset", "demo", "--out", dir.toString()},
-                new PrintStream(out), new PrintStream(err));
-        assertThat(code).as(err.toString()).isZero();
-        assertThat(out.toString()).contains("parameters").contains(dir.getFileName().toString());
-        ModelConfig c = ModelConfig.read(dir.resolve("config.json"));
-        assertThat(c.numLayers()).isEqualTo(6);
-        assertThat(c.vocabSize()).isEqualTo(4096);
-
-        for (String[] bad : List.of(new String[]{"--arch", "llama"}, new String[]{"--bogus", "1", "--out", "x"},
-                new String[]{"--preset", "demo"}, new String[]{"--preset", "demo", "--dtype", "f8", "--out", "x"},
-                new String[]{"--arch", "gpt2", "--layers", "2", "--hidden", "30", "--heads", "4", "--vocab", "300", "--out", "x"},
-                new String[]{"--preset", "demo", "--vocab", "100", "--out", "x"})) {
-            err.reset();
-            assertThat(GenerateModelCommand.run(bad, new PrintStream(out), new PrintStream(err))).as(String.join(" ", bad)).isEqualTo(2);
-            assertThat(err.toString()).contains("error:").contains("usage:");
-        }
     }
 
     /** Which file of {@code dir} holds each tensor. */

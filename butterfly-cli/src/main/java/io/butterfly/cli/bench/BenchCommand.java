@@ -1,0 +1,185 @@
+package io.butterfly.cli.bench;
+
+import io.butterfly.cli.cluster.ButterflyHome;
+import io.butterfly.cli.cluster.Launcher;
+import io.butterfly.cli.cluster.PortLayout;
+import io.butterfly.cli.cluster.UpOptions;
+import io.butterfly.cli.generate.GenerateModelCommand;
+import io.butterfly.cli.reference.PlainDjlLoop;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.worker.engine.ExecutorOptions;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * {@code bench}: decode tokens/s of one model (a) in a plain in-process DJL loop, (b) in a cluster with one worker
+ * and (c) split over N worker processes, all measured in the same run.
+ *
+ * <p>Both clusters run at the same time (each under its own state directory and port offset) and the three are
+ * measured in interleaved rounds, so a burst of load from elsewhere on the machine hits all three alike; each figure
+ * is the median over the rounds. The last line is {@code ratio=X.XX}: the median over the rounds of (c) / (b)
+ * measured in the same round. The plain loop runs in this JVM, which ./butterfly starts with the services' JIT for
+ * this command.
+ */
+@Command(name = "bench", description = "decode tokens/s: plain loop, 1 worker, N workers")
+public final class BenchCommand implements Callable<Integer> {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final int PROMPT_TOKENS = 16;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--workers", paramLabel = "N", description = "workers of the split cluster (default 3)")
+    int workers = 3;
+
+    @Option(names = "--model", paramLabel = "DIR", description = "default: the generated bench-100m model (~100M parameters)")
+    Path model;
+
+    @Option(names = "--tokens", paramLabel = "N", description = "tokens decoded per measurement (default 64)")
+    int tokens = 64;
+
+    @Option(names = "--rounds", paramLabel = "R", description = "measured rounds (default 5)")
+    int rounds = 5;
+
+    /**
+     * Unmeasured interleaved runs first, for at least this long: the per-step path (gRPC, protobuf, codec, DJL calls)
+     * runs a few dozen times a second, so the JIT needs about a thousand steps to compile it.
+     */
+    @Option(names = "--warmup-seconds", paramLabel = "S", description = "unmeasured rounds first, at least this long"
+            + " (default 60)")
+    int warmupSeconds = 60;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        ButterflyHome home = ButterflyHome.fromEnvironment();
+        int portOffset = PortLayout.fromEnvironment().offset();
+        Path dir = model != null ? model : home.model("bench-100m");
+        if (!Files.exists(dir.resolve("model.safetensors"))) {
+            out.println("generating the benchmark model (~100M parameters) in " + dir);
+            GenerateModelCommand.generatePreset("bench-100m", dir, out, spec.commandLine().getErr());
+        }
+        dir = dir.toAbsolutePath();
+        ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+        long[] prompt = LongStream.range(0, PROMPT_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
+        out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens;"
+                        + " >= %d s of warm-up, median of %d interleaved rounds%n",
+                dir.getFileName(), config.architecture().id(), config.numLayers(), config.hiddenSize(),
+                config.parameterCount(), PROMPT_TOKENS, tokens, warmupSeconds, rounds);
+
+        // Port offsets 700 and 800 keep the two clusters apart from each other and from a cluster on the offset.
+        Cluster one = new Cluster(new Launcher(home.withState(home.state().resolve("bench/one-worker")),
+                PortLayout.withOffset(portOffset + 700)), 1);
+        Cluster many = new Cluster(new Launcher(home.withState(home.state().resolve("bench/" + workers + "-workers")),
+                PortLayout.withOffset(portOffset + 800)), workers);
+        try (PlainDjlLoop plainLoop = PlainDjlLoop.load(dir, new ExecutorOptions("auto", 0))) {
+            one.start(dir, out);
+            many.start(dir, out);
+            out.printf("engine threads per worker: 1 worker %d, %d workers %d (each cluster as `up` starts it)%n",
+                    one.engineThreads(), workers, many.engineThreads());
+            String body = requestBody(prompt, tokens);
+            long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+            int warmupRounds = 0;
+            while (warmupRounds < 2 || System.nanoTime() < warmupEnd) {
+                plainLoop.generate(prompt, tokens);
+                one.decodeTokensPerSecond(body);
+                many.decodeTokensPerSecond(body);
+                warmupRounds++;
+            }
+            out.printf("warm-up: %d rounds%n", warmupRounds);
+            double[] plain = new double[rounds];
+            double[] single = new double[rounds];
+            double[] split = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                plain[r] = plainLoop.generate(prompt, tokens).decodeTokensPerSecond();
+                single[r] = one.decodeTokensPerSecond(body);
+                split[r] = many.decodeTokensPerSecond(body);
+                out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%n",
+                        r + 1, plain[r], single[r], workers, split[r]);
+            }
+            double p = Stats.median(plain);
+            double s = Stats.median(single);
+            double m = Stats.median(split);
+            // Each round measures all three back to back, so a ratio within a round compares them under the
+            // same load; the median of those paired ratios is what the last line reports.
+            double[] singleVsPlain = new double[rounds];
+            double[] splitVsSingle = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                singleVsPlain[r] = single[r] / plain[r];
+                splitVsSingle[r] = split[r] / single[r];
+            }
+            out.printf("plain in-process DJL loop:  %8.2f tokens/s%n", p);
+            out.printf("cluster, 1 worker:          %8.2f tokens/s  (%.2fx the plain loop; paired %.2fx)%n",
+                    s, s / p, Stats.median(singleVsPlain));
+            out.printf("cluster, %d workers:         %8.2f tokens/s  (%.2fx one worker; paired %.2fx)%n",
+                    workers, m, m / s, Stats.median(splitVsSingle));
+            out.printf("per-round ratios %d workers / 1 worker: %s%n", workers, Arrays.stream(splitVsSingle)
+                    .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
+            out.printf("ratio=%.2f%n", Stats.median(splitVsSingle));
+        } finally {
+            many.launcher.down();
+            one.launcher.down();
+        }
+        return 0;
+    }
+
+    private static String requestBody(long[] prompt, int tokens) {
+        return "{\"token_ids\": " + Arrays.stream(prompt).mapToObj(Long::toString)
+                .collect(Collectors.joining(", ", "[", "]")) + ", \"max_tokens\": " + tokens
+                + ", \"temperature\": 0, \"ignore_eos\": true}";
+    }
+
+    /** A cluster under its own state directory and port offset. */
+    private static final class Cluster {
+        private final Launcher launcher;
+        private final int workers;
+        private final HttpClient http = HttpClient.newHttpClient();
+
+        Cluster(Launcher launcher, int workers) {
+            this.launcher = launcher;
+            this.workers = workers;
+        }
+
+        void start(Path model, PrintWriter progress) {
+            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model), progress);
+        }
+
+        /** The intra-op threads the first worker computes with (the launcher gives each worker the same). */
+        int engineThreads() throws IOException, InterruptedException {
+            URI uri = URI.create("http://127.0.0.1:" + launcher.ports().workerHttp(0) + "/api/v1/worker/state");
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return JSON.readTree(r.body()).path("engine_threads").asInt();
+        }
+
+        double decodeTokensPerSecond(String body) throws IOException, InterruptedException {
+            URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/inference");
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri)
+                    .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200) {
+                throw new IllegalStateException("inference on " + workers + " worker(s) failed: HTTP " + r.statusCode() + " " + r.body());
+            }
+            JsonNode json = JSON.readTree(r.body());
+            return json.path("timings").path("decode_tokens_per_second").asDouble();
+        }
+    }
+}

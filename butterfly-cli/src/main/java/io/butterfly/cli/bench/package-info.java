@@ -1,0 +1,5 @@
+/**
+ * The benchmarks: decode tokens/s ({@code bench}), cold load ({@code bench-load}), failure detection
+ * ({@code bench-detect}) and coordinator failover ({@code bench-failover}).
+ */
+package io.butterfly.cli.bench;

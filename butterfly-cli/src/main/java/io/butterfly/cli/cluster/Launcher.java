@@ -1,0 +1,403 @@
+package io.butterfly.cli.cluster;
+
+import io.butterfly.cli.command.CommandFailedException;
+import io.butterfly.cli.command.Log;
+import io.butterfly.cli.generate.GenerateModelCommand;
+import io.butterfly.cli.http.PlainHttp;
+import io.butterfly.cli.process.FileTrees;
+import io.butterfly.cli.process.JavaRuntime;
+import io.butterfly.cli.process.ServiceImages;
+import io.butterfly.cli.process.ServiceLaunch;
+import io.butterfly.cli.process.ServiceProcess;
+import io.butterfly.cli.process.ServiceSupervisor;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * A cluster on this machine, each service its own process on loopback, as {@code up} lays it out
+ * ({@link PortLayout}): discovery, the registry, the workers and the coordinator replicas. Starts it and waits for
+ * READY, stops it, lists it.
+ */
+public final class Launcher {
+
+    /** The directory's name is the model id the registry imports it as: one path segment of safe characters. */
+    private static final Pattern MODEL_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+    private static final Pattern STARTED = Pattern.compile("Started [A-Za-z]+Application in");
+    private static final Duration PUBLISHER_KEY_TIMEOUT = Duration.ofSeconds(120);
+
+    private final ButterflyHome home;
+    private final PortLayout ports;
+    private final ServiceSupervisor supervisor;
+    /** Set once an interrupted or failed {@code up} stops what it started: it starts nothing more. */
+    private boolean stopping;
+
+    public Launcher(ButterflyHome home, PortLayout ports) {
+        this.home = home;
+        this.ports = ports;
+        List<String> extra = ServiceJvm.extraFromEnvironment();
+        this.supervisor = new ServiceSupervisor(ServiceImages.besideTheJars(home.root(), JavaRuntime.current()),
+                new ServiceSupervisor.Settings(home.root(), home.processList(), home.logs(),
+                        module -> ServiceJvm.options(home.root(), module, extra), Map.of()));
+    }
+
+    /** The cluster the environment names: {@code BUTTERFLY_HOME}, {@code BUTTERFLY_PORT_OFFSET}. */
+    public static Launcher fromEnvironment() {
+        return new Launcher(ButterflyHome.fromEnvironment(), PortLayout.fromEnvironment());
+    }
+
+    public ButterflyHome home() {
+        return home;
+    }
+
+    public PortLayout ports() {
+        return ports;
+    }
+
+    public ServiceSupervisor supervisor() {
+        return supervisor;
+    }
+
+    /** Whether a cluster started from here runs. */
+    public boolean running() {
+        return !supervisor.running().isEmpty();
+    }
+
+    /**
+     * Starts a cluster and returns once it is READY, its progress printed to {@code progress}. A failure (or an
+     * interruption) from the first start on stops what was started, so no partial cluster blocks the next
+     * {@code up}.
+     *
+     * @return when the last service logged that it had started (a worker may join and load before a probe of it
+     *     answers): where the bootstrap's time begins
+     */
+    public Instant up(UpOptions options, PrintWriter progress) {
+        synchronized (this) {
+            stopping = false;
+        }
+        createDirectories(home.run(), home.logs());
+        if (running()) {
+            throw new CommandFailedException("a cluster is already running (./butterfly down first)");
+        }
+        supervisor.newList();
+        Path model = checkModel(options.model() == null ? defaultModel() : options.model());
+        String modelId = model.getFileName().toString();
+        checkPortsFree(options.workers(), options.coordinators());
+        Log.info("starting discovery, registry, " + options.workers() + " worker(s) and "
+                + (options.coordinators() == 1 ? "the coordinator" : options.coordinators() + " coordinators")
+                + " (model " + modelId + ")");
+        try (ExitGuard stopOnFailure = ExitGuard.arm(() -> {
+            synchronized (this) { // after a start under way, before the next: each started service is stopped
+                stopping = true;
+            }
+            Log.info("up failed: stopping the services it started");
+            down();
+        })) {
+            Instant servicesStarted = start(options, model, modelId, progress);
+            stopOnFailure.disarm();
+            return servicesStarted;
+        }
+    }
+
+    private Instant start(UpOptions options, Path model, String modelId, PrintWriter progress) {
+        ServiceProcess discovery = start(new ServiceLaunch("discovery", "discovery", "discovery-0", "discovery-service",
+                ports.discoveryHttp(), ports.discoveryGrpc(), "256m", List.of(
+                        "--butterfly.discovery.data-dir=" + home.data("discovery"),
+                        "--butterfly.discovery.hazelcast.port=" + ports.hazelcast())));
+        ServiceProcess registry = start(new ServiceLaunch("registry", "registry", "registry-0", "model-registry-service",
+                ports.registryHttp(), ports.registryGrpc(), "1g", List.of(
+                        "--butterfly.registry.store-dir=" + home.registryStore(),
+                        "--butterfly.registry.import-dirs=" + model)));
+        awaitLive(discovery, Duration.ofSeconds(120));
+        // Coordinators and workers accept only manifests signed by this registry's publisher key.
+        String publisher = awaitPublisherKey(registry);
+        Log.info("registry publisher key " + publisher);
+
+        List<ServiceProcess> awaited = new ArrayList<>();
+        for (int i = 0; i < options.workers(); i++) {
+            awaited.add(start(worker(i, options, publisher)));
+        }
+        // Coordinator replicas form one Raft group (the control log); workers heartbeat every replica.
+        List<String> peers = new ArrayList<>();
+        List<String> endpoints = new ArrayList<>();
+        for (int c = 0; c < options.coordinators(); c++) {
+            peers.add("coordinator-" + c + "=127.0.0.1:" + ports.raft(c));
+            endpoints.add("coordinator-" + c + "=127.0.0.1:" + ports.coordinatorGrpc(c));
+        }
+        List<ServiceProcess> coordinators = new ArrayList<>();
+        for (int c = 0; c < options.coordinators(); c++) {
+            coordinators.add(start(coordinator(c, options, modelId, publisher, String.join(",", peers),
+                    String.join(",", endpoints))));
+        }
+        awaited.addAll(0, coordinators);
+
+        // Watched from now on: the watch prints the workers' progress while their start-up is awaited.
+        ReadyWatch.Running watch = ReadyWatch.start(ports.coordinatorUrl(), Duration.ofSeconds(600), progress);
+        try {
+            // Every service, workers too: one that dies while starting is reported here with its log, not as a
+            // READY timeout.
+            for (ServiceProcess p : awaited) {
+                awaitLive(p, Duration.ofSeconds(180));
+            }
+            Instant servicesStarted = servicesStarted();
+            if (!watch.await()) {
+                throw new CommandFailedException("the cluster did not become READY (logs: " + home.logs() + ")");
+            }
+            return servicesStarted;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CommandFailedException("interrupted while waiting for READY");
+        } finally {
+            watch.cancel();
+            progress.flush();
+        }
+    }
+
+    private ServiceLaunch worker(int i, UpOptions options, String publisher) {
+        List<String> args = new ArrayList<>(List.of(
+                "--butterfly.worker.node-id=worker-" + i,
+                "--butterfly.worker.data-dir=" + home.data("worker-" + i),
+                "--butterfly.worker.discovery-port=" + ports.discoveryGrpc(),
+                "--butterfly.worker.coordinator-port=" + ports.coordinatorGrpc(0),
+                "--butterfly.worker.trusted-publisher-keys=" + publisher));
+        // Workers on one machine share its cores: each gets its share of engine (intra-op) threads, at least one,
+        // as torchrun gives each of several processes on a node one OpenMP thread. Three workers of two threads
+        // each on two cores decoded 7% slower (bench: 33.7 vs 36.1 tokens/s). BUTTERFLY_WORKER_THREADS (which
+        // the workers read themselves) overrides.
+        if (System.getenv("BUTTERFLY_WORKER_THREADS") == null || System.getenv("BUTTERFLY_WORKER_THREADS").isEmpty()) {
+            args.add("--butterfly.worker.threads=" + threadsPerWorker(options.workers()));
+        }
+        // On one machine the workers see the registry's store: they copy their shards from it, checking each
+        // against the signed manifest, instead of streaming them over loopback gRPC.
+        if (options.transfer() == UpOptions.Transfer.SHARED) {
+            args.add("--butterfly.worker.registry.shared-store=" + home.registryStore());
+        }
+        if (i < options.workerMemory().size() && !options.workerMemory().get(i).isEmpty()) {
+            args.add("--butterfly.worker.memory-limit=" + options.workerMemory().get(i));
+        }
+        return new ServiceLaunch("worker-" + i, "worker", "worker-" + i, "worker-service", ports.workerHttp(i),
+                ports.workerGrpc(i), "1g", args);
+    }
+
+    private ServiceLaunch coordinator(int c, UpOptions options, String modelId, String publisher, String peers,
+                                      String endpoints) {
+        // Replica 0 keeps the classic name and data directory.
+        String name = c == 0 ? "coordinator" : "coordinator-" + c;
+        Path data = home.data(name);
+        // `up` starts a new cluster (fresh workers), so the Raft control log starts empty too; it survives a
+        // coordinator restart within one cluster (it lives in <data-dir>/raft).
+        FileTrees.delete(data.resolve("raft"));
+        List<String> args = new ArrayList<>(List.of(
+                "--butterfly.coordinator.node-id=coordinator-" + c,
+                "--butterfly.coordinator.model-id=" + modelId,
+                "--butterfly.coordinator.expected-workers=" + options.workers(),
+                "--butterfly.coordinator.data-dir=" + data,
+                "--butterfly.coordinator.discovery-port=" + ports.discoveryGrpc(),
+                "--butterfly.coordinator.registry-port=" + ports.registryGrpc(),
+                "--butterfly.coordinator.trusted-publisher-keys=" + publisher,
+                "--butterfly.coordinator.raft.peers=" + peers,
+                "--butterfly.coordinator.raft.replica-grpc-endpoints=" + endpoints));
+        if (options.planner() != null) {
+            args.add("--butterfly.coordinator.planner=" + options.planner());
+        }
+        return new ServiceLaunch(name, "coordinator", "coordinator-" + c, "coordinator-service",
+                ports.coordinatorHttp(c), ports.coordinatorGrpc(c), "512m", args);
+    }
+
+    /** Engine threads per worker: the machine's cores shared by the workers, at least one. */
+    public static int threadsPerWorker(int workers) {
+        return Math.max(1, Runtime.getRuntime().availableProcessors() / workers);
+    }
+
+    private synchronized ServiceProcess start(ServiceLaunch launch) {
+        if (stopping) {
+            throw new CommandFailedException("stopping: " + launch.name() + " not started");
+        }
+        return supervisor.start(launch);
+    }
+
+    /** Stops everything {@code up} started. */
+    public void down() {
+        if (!Files.exists(home.processList())) {
+            Log.info("nothing is running");
+            return;
+        }
+        supervisor.stopAll();
+        Log.info("stopped");
+    }
+
+    /** The started processes as a JSON array, one object per line. */
+    public String ps() {
+        StringBuilder json = new StringBuilder("[");
+        List<ServiceProcess> listed = supervisor.listed();
+        for (int i = 0; i < listed.size(); i++) {
+            ServiceProcess p = listed.get(i);
+            json.append(i == 0 ? "" : ",").append(String.format(
+                    "%n  {\"name\": \"%s\", \"role\": \"%s\", \"pid\": %d, \"node_id\": \"%s\", \"http_port\": %d,"
+                            + " \"grpc_port\": %d, \"alive\": %s}",
+                    p.name(), p.role(), p.pid(), p.nodeId(), p.httpPort(), p.grpcPort(), supervisor.isRunning(p)));
+        }
+        return json.append(listed.isEmpty() ? "]" : String.format("%n]")).toString();
+    }
+
+    /** The demo model (the generator's demo preset), generated into the state directory the first time. */
+    public Path defaultModel() {
+        Path dir = home.model("demo");
+        if (!Files.exists(dir.resolve("model.safetensors"))) {
+            Log.info("generating the demo model in " + dir + " ...");
+            PrintWriter err = new PrintWriter(System.err, true);
+            GenerateModelCommand.generatePreset("demo", dir, err, err);
+        }
+        return dir;
+    }
+
+    private static Path checkModel(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            throw new CommandFailedException("--model " + dir + " is not a directory");
+        }
+        Path model = dir.toAbsolutePath().normalize();
+        if (!Files.exists(model.resolve("config.json"))) {
+            throw new CommandFailedException("--model " + model + " has no config.json");
+        }
+        String id = model.getFileName().toString();
+        if (!MODEL_ID.matcher(id).matches()) {
+            throw new CommandFailedException("--model " + model + ": the directory's name '" + id
+                    + "' is the model id; use letters, digits, '.', '_' or '-' (rename or link it)");
+        }
+        return model;
+    }
+
+    /** All of them before anything starts: a port found taken half-way would leave a partial cluster. */
+    private void checkPortsFree(int workers, int coordinators) {
+        for (PortLayout.Use use : ports.ports(workers, coordinators)) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", use.port()), 1_000);
+                throw new CommandFailedException("port " + use.port() + " (for " + use.owner() + ") is already in use");
+            } catch (IOException free) {
+                // nothing answers there
+            }
+        }
+    }
+
+    /** Waits until the service's liveness probe answers; fails with its log's end if it exits first. */
+    private void awaitLive(ServiceProcess p, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        String url = "http://127.0.0.1:" + p.httpPort() + "/actuator/health/liveness";
+        while (!answers(url)) {
+            checkRunning(p);
+            if (System.nanoTime() > deadline) {
+                throw new CommandFailedException(p.name() + " did not start within " + timeout.toSeconds() + " s (log: "
+                        + supervisor.log(p.name()) + ")");
+            }
+            sleep(300);
+        }
+    }
+
+    private void checkRunning(ServiceProcess p) {
+        synchronized (this) {
+            if (stopping) { // stopped with the others, no news
+                throw new CommandFailedException("stopped while " + p.name() + " was starting");
+            }
+        }
+        if (!supervisor.isRunning(p)) {
+            supervisor.tail(p.name(), 30).forEach(System.err::println);
+            throw new CommandFailedException(p.name() + " exited during start-up (log: " + supervisor.log(p.name()) + ")");
+        }
+    }
+
+    private static boolean answers(String url) {
+        try {
+            int status = PlainHttp.get(url, Duration.ofSeconds(5)).status();
+            return status >= 200 && status < 300;
+        } catch (IOException notYet) {
+            return false;
+        }
+    }
+
+    /** The registry's publisher key (hex) once the registry has written it. */
+    private String awaitPublisherKey(ServiceProcess registry) {
+        Path file = home.registryStore().resolve("publisher").resolve("identity.pub");
+        long deadline = System.nanoTime() + PUBLISHER_KEY_TIMEOUT.toNanos();
+        try {
+            while (!Files.exists(file) || Files.size(file) == 0) {
+                checkRunning(registry);
+                if (System.nanoTime() > deadline) {
+                    throw new CommandFailedException("the registry wrote no publisher key (" + file + ") within "
+                            + PUBLISHER_KEY_TIMEOUT.toSeconds() + "s");
+                }
+                sleep(500);
+            }
+            return Files.readString(file).replaceAll("\\s", "");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * The latest moment a listed service logged that it had started ({@code Started ...Application in}), or now if
+     * none did.
+     */
+    private Instant servicesStarted() {
+        Instant latest = null;
+        for (ServiceProcess p : supervisor.listed()) {
+            Optional<Instant> started = startedAt(supervisor.log(p.name()));
+            if (started.isPresent() && (latest == null || started.get().isAfter(latest))) {
+                latest = started.get();
+            }
+        }
+        return latest == null ? Instant.now() : latest;
+    }
+
+    /** The timestamp (the line's first field) of the first "Started ...Application in" line of a log. */
+    static Optional<Instant> startedAt(Path log) {
+        if (!Files.exists(log)) {
+            return Optional.empty();
+        }
+        try (Stream<String> lines = Files.lines(log)) {
+            return lines.filter(l -> STARTED.matcher(l).find()).findFirst().flatMap(Launcher::timestamp);
+        } catch (IOException | UncheckedIOException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static Optional<Instant> timestamp(String line) {
+        try {
+            return Optional.of(OffsetDateTime.parse(line.strip().split("\\s+", 2)[0]).toInstant());
+        } catch (DateTimeParseException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static void createDirectories(Path... dirs) {
+        try {
+            for (Path d : dirs) {
+                Files.createDirectories(d);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CommandFailedException("interrupted");
+        }
+    }
+}

@@ -1,0 +1,158 @@
+package io.butterfly.cli.cluster;
+
+import io.butterfly.cli.http.PlainHttp;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Watches a coordinator until the system is READY, printing each worker's load progress as it changes; gives up
+ * when a worker fails, the cluster cannot hold the model, or the weights fail cross-validation. Runs beside the
+ * services' start-up (it polls until the coordinator answers), in a thread of its own.
+ */
+final class ReadyWatch {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final String url;
+    private final Duration timeout;
+    private final PrintWriter out;
+    private volatile boolean cancelled;
+
+    private ReadyWatch(String url, Duration timeout, PrintWriter out) {
+        this.url = url;
+        this.timeout = timeout;
+        this.out = out;
+    }
+
+    /** Starts watching the coordinator at {@code url}; {@link #await()} gives the outcome. */
+    static Running start(String url, Duration timeout, PrintWriter out) {
+        ReadyWatch watch = new ReadyWatch(url, timeout, out);
+        CompletableFuture<Boolean> ready = new CompletableFuture<>();
+        Thread thread = new Thread(() -> {
+            try {
+                ready.complete(watch.watch());
+            } catch (InterruptedException e) {
+                ready.complete(false);
+            } catch (RuntimeException e) {
+                ready.completeExceptionally(e);
+            }
+        }, "ready-watch");
+        thread.setDaemon(true);
+        thread.start();
+        return new Running(watch, thread, ready);
+    }
+
+    /** A watch under way. */
+    record Running(ReadyWatch watch, Thread thread, CompletableFuture<Boolean> ready) {
+
+        /** Whether the system became READY (false: it failed, or did not in time, and the watch said why). */
+        boolean await() throws InterruptedException {
+            try {
+                return ready.get();
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("watching for READY failed", e.getCause());
+            }
+        }
+
+        void cancel() {
+            watch.cancelled = true;
+            thread.interrupt();
+        }
+    }
+
+    private boolean watch() throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Map<String, String> shown = new LinkedHashMap<>();
+        while (System.nanoTime() < deadline && !cancelled) {
+            JsonNode state;
+            try {
+                state = JSON.readTree(PlainHttp.get(url + "/api/v1/system/state", Duration.ofSeconds(10)).body());
+            } catch (IOException | RuntimeException notYet) {
+                Thread.sleep(500);
+                continue;
+            }
+            for (JsonNode n : state.path("nodes")) {
+                if (!"worker".equals(n.path("role").asString())) {
+                    continue;
+                }
+                String line = progressLine(n);
+                String id = n.path("id").asString();
+                if (!line.equals(shown.get(id))) {
+                    shown.put(id, line);
+                    out.println(line);
+                }
+                if (n.has("error")) {
+                    out.println("worker " + id + " failed: " + n.path("error").path("code").asString() + ": "
+                            + n.path("error").path("message").asString());
+                    return false;
+                }
+            }
+            JsonNode feasibility = state.path("feasibility");
+            if (feasibility.isObject() && !feasibility.path("feasible").asBoolean(true)) {
+                out.println("the cluster cannot hold the model: " + feasibility.path("reason").asString());
+                return false;
+            }
+            JsonNode validation = state.path("weight_validation");
+            if (validation.isObject() && "INVALID".equals(validation.path("status").asString())) {
+                out.println("weights failed cross-validation: " + validation.path("problems"));
+                return false;
+            }
+            if ("READY".equals(state.path("system_state").asString())) {
+                out.printf("READY: model %s on %d worker(s), epoch %d, merkle root %s%n",
+                        state.path("model_id").asString(), state.path("pipeline").size(),
+                        state.path("epoch").asLong(), state.path("merkle_root").asString());
+                List<String> idle = idleWorkers(state);
+                if (!idle.isEmpty()) {
+                    // More workers than layers (or than the plan could use): say so rather than let them look lost.
+                    out.printf("note: %s hold%s no layers: the plan used %d of %d worker(s)%n", String.join(", ", idle),
+                            idle.size() == 1 ? "s" : "", state.path("pipeline").size(),
+                            state.path("pipeline").size() + idle.size());
+                }
+                out.flush();
+                return true;
+            }
+            Thread.sleep(100); // `up` returns (and bench-load stops its clock) within ~0.1 s of READY
+        }
+        if (!cancelled) {
+            out.println("timed out waiting for READY");
+        }
+        return false;
+    }
+
+    /** Workers that joined but are not stages of the pipeline. */
+    static List<String> idleWorkers(JsonNode state) {
+        Set<String> stages = new HashSet<>();
+        state.path("pipeline").forEach(p -> stages.add(p.asString()));
+        List<String> idle = new ArrayList<>();
+        for (JsonNode n : state.path("nodes")) {
+            if ("worker".equals(n.path("role").asString()) && !stages.contains(n.path("id").asString())) {
+                idle.add(n.path("id").asString());
+            }
+        }
+        return idle;
+    }
+
+    static String progressLine(JsonNode n) {
+        double p = n.path("progress").asDouble();
+        int width = 20;
+        int filled = (int) Math.round(p * width);
+        String bar = "#".repeat(filled) + ".".repeat(width - filled);
+        JsonNode range = n.path("layer_range");
+        String layers = range.isArray() ? "layers [" + range.get(0).asInt() + ", " + range.get(1).asInt() + ")" : "unassigned";
+        JsonNode eta = n.path("load").path("estimated_completion_secs");
+        String etaText = eta.isNumber() && eta.asDouble() > 0 ? String.format(" ETA %.0fs", eta.asDouble()) : "";
+        return String.format("  %-10s %-18s [%s] %3d%% %s%s", n.path("id").asString(), layers, bar, Math.round(p * 100),
+                n.path("partition_state").asString(), etaText);
+    }
+}

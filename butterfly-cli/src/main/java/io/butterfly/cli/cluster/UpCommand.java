@@ -1,0 +1,84 @@
+package io.butterfly.cli.cluster;
+
+import io.butterfly.cli.command.Commands;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code up}: starts a cluster and returns once it is READY; its services run on. */
+@Command(name = "up", description = "start a cluster and return once it is READY (its services run on)")
+public final class UpCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--workers", defaultValue = "3", paramLabel = "N", description = "worker processes, 1-99 (default 3)")
+    String workers;
+
+    @Option(names = "--model", paramLabel = "DIR", description = "a Hugging Face model directory (default: the generated demo"
+            + " model); its name is the model id")
+    Path model;
+
+    @Option(names = "--coordinators", defaultValue = "1", paramLabel = "1-3", description = "coordinator replicas: 2-3"
+            + " form a Raft group on HTTP 8080/8083/8084; only 3 tolerate a failed one (default 1)")
+    String coordinators;
+
+    @Option(names = "--planner", paramLabel = "capacity-weighted|optimal", description = "partition planner (default"
+            + " capacity-weighted)")
+    String planner;
+
+    @Option(names = "--worker-memory", paramLabel = "300MB,1GB,...", description = "per-worker memory limit (the i-th"
+            + " entry for worker-i; empty: the machine's), to show heterogeneous nodes")
+    String workerMemory;
+
+    @Option(names = "--transfer", defaultValue = "shared", paramLabel = "shared|stream", description = "workers copy"
+            + " their shards from the registry's store and verify them (shared, default) or stream them over gRPC")
+    String transfer;
+
+    @Override
+    public Integer call() {
+        UpOptions options = UpOptions.defaults().withWorkers(workers(spec, workers)).withModel(model)
+                .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
+                .withTransfer(transfer(spec, transfer));
+        if (workerMemory != null) {
+            options = new UpOptions(options.workers(), options.model(), options.planner(),
+                    Arrays.asList(workerMemory.split(",", -1)), options.coordinators(), options.transfer());
+        }
+        Launcher.fromEnvironment().up(options, spec.commandLine().getOut());
+        return 0;
+    }
+
+    public static int workers(CommandSpec spec, String value) {
+        if (!value.matches("[1-9][0-9]?")) {
+            throw Commands.usageError(spec, "--workers must be a number from 1 to 99");
+        }
+        return Integer.parseInt(value);
+    }
+
+    public static int coordinators(CommandSpec spec, String value) {
+        if (!value.matches("[1-3]")) {
+            throw Commands.usageError(spec, "--coordinators must be 1, 2 or 3");
+        }
+        return Integer.parseInt(value);
+    }
+
+    public static String planner(CommandSpec spec, String value) {
+        if (value != null && !List.of("capacity-weighted", "optimal").contains(value)) {
+            throw Commands.usageError(spec, "--planner must be capacity-weighted or optimal, not '" + value + "'");
+        }
+        return value;
+    }
+
+    public static UpOptions.Transfer transfer(CommandSpec spec, String value) {
+        if (!List.of("shared", "stream").contains(value)) {
+            throw Commands.usageError(spec, "--transfer must be shared or stream, not '" + value + "'");
+        }
+        return UpOptions.Transfer.valueOf(value.toUpperCase(Locale.ROOT));
+    }
+}

@@ -1,0 +1,355 @@
+package io.butterfly.cli.generate;
+
+import io.butterfly.cli.command.CommandFailedException;
+import io.butterfly.cli.command.Commands;
+import io.butterfly.cli.command.ShowsUsageOnError;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
+import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.common.model.generate.TokenizerGenerator;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code model generate}: writes a seeded random Hugging Face model directory (config.json, tokenizer.json,
+ * model.safetensors) with the model generator. Sizes are read as given (a later option overrides an earlier one and
+ * a preset's) and checked as the workers would, each refusal naming the option, before anything is written.
+ */
+@Command(name = "generate", description = "write a seeded random Hugging Face model directory (config.json,"
+        + " tokenizer.json, model.safetensors)")
+public final class GenerateModelCommand implements Callable<Integer>, ShowsUsageOnError {
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--preset", paramLabel = "NAME", description = {"demo (Llama, 6 layers, hidden 256, 8/4 heads, vocab"
+            + " 4096) or bench-100m (Llama, 12 layers, hidden 768, 12 heads, vocab 32000, fp32);",
+            "explicit options override the preset"})
+    String preset;
+
+    @Option(names = "--arch", paramLabel = "llama|gpt2", description = "architecture (required without a preset)")
+    String arch;
+
+    @Option(names = "--layers", paramLabel = "N", description = "transformer blocks (required without a preset)")
+    String layers;
+
+    @Option(names = "--hidden", paramLabel = "N", description = "model width (required without a preset)")
+    String hidden;
+
+    @Option(names = "--heads", paramLabel = "N", description = "attention heads (required without a preset)")
+    String heads;
+
+    @Option(names = "--kv-heads", paramLabel = "N", description = "key/value heads (default: heads; must equal heads"
+            + " for gpt2)")
+    String kvHeads;
+
+    @Option(names = "--intermediate", paramLabel = "N", description = "MLP width (default: 4*hidden for gpt2, ~8/3*hidden"
+            + " rounded to 8 for llama)")
+    String intermediate;
+
+    @Option(names = "--vocab", paramLabel = "N", description = "vocabulary size, >= 258 (required without a preset)")
+    String vocab;
+
+    @Option(names = "--max-positions", paramLabel = "N", description = "longest sequence (default: 1024 gpt2, 2048 llama)")
+    String maxPositions;
+
+    @Option(names = "--tie-embeddings", paramLabel = "true|false", description = "LM head tied to the embeddings"
+            + " (default: true gpt2, false llama)")
+    String tieEmbeddings;
+
+    @Option(names = "--attention-bias", arity = "0", description = "add Qwen2-style q/k/v biases (llama only;"
+            + " config.json says qwen2)")
+    boolean attentionBias;
+
+    @Option(names = "--rope-theta", paramLabel = "T", description = "rotary base (llama only, default 10000)")
+    String ropeTheta;
+
+    @Option(names = "--rope-scaling", paramLabel = "S", description = {"rotary scaling (llama only): linear:FACTOR, or"
+            + " llama3:FACTOR:ORIGINAL_POSITIONS", "(Llama 3.1's, with low/high frequency factors 1 and 4)"})
+    String ropeScaling;
+
+    @Option(names = "--seed", paramLabel = "S", description = "random seed (default 42)")
+    String seed;
+
+    @Option(names = "--dtype", paramLabel = "f32|f16|bf16", description = "tensor dtype (default f32)")
+    String dtype;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "output directory (required)")
+    String out;
+
+    /** Runs the command on {@code args}; returns its exit code (0 ok, 1 I/O failure, 2 bad arguments). */
+    public static int run(String[] args, PrintWriter out, PrintWriter err) {
+        CommandLine line = Commands.line(new GenerateModelCommand());
+        line.setOut(out);
+        line.setErr(err);
+        return line.execute(args);
+    }
+
+    /** Generates a preset's model into {@code dir}, saying so on {@code out}; fails the command if it cannot. */
+    public static void generatePreset(String preset, Path dir, PrintWriter out, PrintWriter err) {
+        if (run(new String[]{"--preset", preset, "--out", dir.toString()}, out, err) != 0) {
+            throw new CommandFailedException("could not generate the " + preset + " model in " + dir);
+        }
+    }
+
+    @Override
+    public Integer call() {
+        PrintWriter stdout = spec.commandLine().getOut();
+        PrintWriter stderr = spec.commandLine().getErr();
+        ModelConfig config;
+        ModelGenerator.Options options;
+        long seedValue;
+        Path dir;
+        try {
+            Map<String, String> given = given();
+            config = config(given);
+            options = ModelGenerator.Options.defaults()
+                    .withDtype(dtype == null ? "f32" : dtype)
+                    .withAttentionBias(attentionBias);
+            if (options.attentionBias() && config.architecture() != Architecture.LLAMA) {
+                throw new IllegalArgumentException("--attention-bias applies to llama only");
+            }
+            seedValue = parseLong(given, "seed", 42);
+            if (out == null || out.isBlank()) {
+                throw new IllegalArgumentException("--out DIR is required");
+            }
+            dir = Path.of(out);
+            checkOutputDirectory(dir);
+            TokenizerGenerator.specialTokens(config); // vocab sanity before writing anything
+        } catch (IllegalArgumentException e) {
+            throw Commands.usageError(spec, e.getMessage());
+        }
+        long t0 = System.nanoTime();
+        try {
+            ModelGenerator.generate(config, seedValue, dir, options);
+        } catch (IOException e) {
+            stderr.println("error: could not write the model to " + dir + ": " + describe(e));
+            return 1;
+        } catch (UncheckedIOException e) {
+            stderr.println("error: could not write the model to " + dir + ": " + describe(e.getCause()));
+            return 1;
+        }
+        long bytes = directoryBytes(dir);
+        stdout.printf("wrote %s model to %s: %d layers, hidden %d, %d/%d heads, intermediate %d, vocab %d, %s, seed %d%n",
+                options.attentionBias() ? "qwen2 (llama family, q/k/v biases)" : config.architecture().id(),
+                dir.toAbsolutePath(), config.numLayers(), config.hiddenSize(),
+                config.numHeads(), config.numKvHeads(), config.intermediateSize(), config.vocabSize(),
+                options.dtype(), seedValue);
+        stdout.printf("  %,d parameters, %,d bytes (config.json, tokenizer.json, model.safetensors) in %.1f s%n",
+                config.parameterCount(), bytes, (System.nanoTime() - t0) / 1e9);
+        return 0;
+    }
+
+    /** The options given, by name without the dashes. */
+    private Map<String, String> given() {
+        Map<String, String> o = new LinkedHashMap<>();
+        String[][] options = {{"preset", preset}, {"arch", arch}, {"layers", layers}, {"hidden", hidden},
+                {"heads", heads}, {"kv-heads", kvHeads}, {"intermediate", intermediate}, {"vocab", vocab},
+                {"max-positions", maxPositions}, {"tie-embeddings", tieEmbeddings}, {"rope-theta", ropeTheta},
+                {"rope-scaling", ropeScaling}, {"seed", seed}};
+        for (String[] option : options) {
+            if (option[1] != null) {
+                o.put(option[0], option[1]);
+            }
+        }
+        return o;
+    }
+
+    static ModelConfig config(Map<String, String> o) {
+        Map<String, String> p = new LinkedHashMap<>();
+        String preset = o.get("preset");
+        if (preset != null) {
+            switch (preset) {
+                case "demo" -> p.putAll(Map.of("arch", "llama", "layers", "6", "hidden", "256", "heads", "8",
+                        "kv-heads", "4", "intermediate", "688", "vocab", "4096", "max-positions", "1024"));
+                case "bench-100m" -> p.putAll(Map.of("arch", "llama", "layers", "12", "hidden", "768", "heads", "12",
+                        "kv-heads", "12", "intermediate", "2048", "vocab", "32000", "max-positions", "2048"));
+                default -> throw new IllegalArgumentException("unknown preset '" + preset + "' (demo, bench-100m)");
+            }
+        }
+        o.forEach((k, v) -> {
+            if (!k.equals("preset")) {
+                p.put(k, v);
+            }
+        });
+        String archId = p.get("arch");
+        if (archId == null) {
+            throw new IllegalArgumentException("--arch llama|gpt2 (or --preset) is required");
+        }
+        Architecture arch;
+        try {
+            arch = Architecture.fromId(archId);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("unknown --arch '" + archId + "' (llama or gpt2)");
+        }
+        boolean gpt2 = arch == Architecture.GPT2;
+        int layers = positiveInt(p, "layers", null);
+        int hidden = positiveInt(p, "hidden", null);
+        int heads = positiveInt(p, "heads", null);
+        int kvHeads = positiveInt(p, "kv-heads", (long) heads);
+        if (gpt2 && kvHeads != heads) {
+            throw new IllegalArgumentException("gpt2 has no grouped-query attention: --kv-heads must equal --heads");
+        }
+        int intermediate = positiveInt(p, "intermediate", gpt2 ? 4L * hidden : ((8L * hidden / 3) + 7) / 8 * 8);
+        int vocab = positiveInt(p, "vocab", null);
+        int maxPositions = positiveInt(p, "max-positions", gpt2 ? 1024L : 2048L);
+        boolean tie = parseBoolean(p, "tie-embeddings", gpt2);
+        checkHeads(arch, hidden, heads, kvHeads);
+        if (gpt2) {
+            if (p.containsKey("rope-theta") || p.containsKey("rope-scaling")) {
+                throw new IllegalArgumentException("--rope-theta and --rope-scaling apply to llama only");
+            }
+            return new ModelConfig(arch, layers, hidden, heads, heads, intermediate, vocab, maxPositions,
+                    1e-5, 0, tie, -1, -1);
+        }
+        return new ModelConfig(arch, layers, hidden, heads, kvHeads, intermediate, vocab, maxPositions,
+                1e-5, ropeTheta(p), tie, 1, 2, ropeScaling(p.get("rope-scaling")));
+    }
+
+    private static double ropeTheta(Map<String, String> p) {
+        String v = p.get("rope-theta");
+        if (v == null) {
+            return 10000.0;
+        }
+        double theta = parseNumber("--rope-theta", v);
+        if (!(theta > 1) || Double.isInfinite(theta)) {
+            throw new IllegalArgumentException("--rope-theta must be a number above 1, was '" + v + "'");
+        }
+        return theta;
+    }
+
+    /** {@code linear:FACTOR} or {@code llama3:FACTOR:ORIGINAL_POSITIONS}; null without the option. */
+    static RopeScaling ropeScaling(String v) {
+        if (v == null) {
+            return null;
+        }
+        String[] parts = v.split(":", -1);
+        if (parts.length == 2 && parts[0].equals(RopeScaling.LINEAR)) {
+            return RopeScaling.linear(parseNumber("--rope-scaling factor", parts[1]));
+        }
+        if (parts.length == 3 && parts[0].equals(RopeScaling.LLAMA3)) {
+            double original = parseNumber("--rope-scaling original positions", parts[2]);
+            if (original != Math.rint(original) || original < 1 || original > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("--rope-scaling original positions must be a positive integer, was '"
+                        + parts[2] + "'");
+            }
+            return RopeScaling.llama3(parseNumber("--rope-scaling factor", parts[1]), 1.0, 4.0, (int) original);
+        }
+        throw new IllegalArgumentException("--rope-scaling must be linear:FACTOR or llama3:FACTOR:ORIGINAL_POSITIONS, was '"
+                + v + "'");
+    }
+
+    private static double parseNumber(String what, String v) {
+        try {
+            return Double.parseDouble(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(what + " must be a number, was '" + v + "'");
+        }
+    }
+
+    /**
+     * The attention shape checks {@link ModelConfig} and the workers make, reported in terms of the options: the
+     * heads split the width evenly, the kv heads group the heads evenly, and Llama's rotary embeddings rotate
+     * pairs of dimensions, so its head dimension must be even (the workers refuse to load the model otherwise).
+     */
+    static void checkHeads(Architecture arch, int hidden, int heads, int kvHeads) {
+        if (hidden % heads != 0) {
+            throw new IllegalArgumentException("--hidden " + hidden + " is not divisible by --heads " + heads);
+        }
+        if (heads % kvHeads != 0) {
+            throw new IllegalArgumentException("--heads " + heads + " is not divisible by --kv-heads " + kvHeads);
+        }
+        int headDim = hidden / heads;
+        if (arch == Architecture.LLAMA && headDim % 2 != 0) {
+            throw new IllegalArgumentException("--hidden " + hidden + " / --heads " + heads + " gives head dimension "
+                    + headDim + ", but llama's rotary embeddings need an even head dimension");
+        }
+    }
+
+    /** An existing file (or a file where a parent directory should be) cannot become the output directory. */
+    static void checkOutputDirectory(Path dir) {
+        for (Path p = dir.toAbsolutePath(); p != null; p = p.getParent()) {
+            if (Files.isDirectory(p)) {
+                return;
+            }
+            if (Files.exists(p)) {
+                throw new IllegalArgumentException(p.equals(dir.toAbsolutePath())
+                        ? "--out " + dir + " exists and is not a directory"
+                        : "--out " + dir + ": " + p + " exists and is not a directory");
+            }
+        }
+    }
+
+    /** The reason of an I/O failure; a file-system exception's message alone is often just the path. */
+    private static String describe(IOException e) {
+        if (e instanceof FileSystemException f) {
+            return f.getClass().getSimpleName() + " on " + f.getFile()
+                    + (f.getReason() == null ? "" : ": " + f.getReason());
+        }
+        return e.getMessage();
+    }
+
+    /** A size option, or {@code fallback} when absent (null: the option is required); must be a positive int. */
+    private static int positiveInt(Map<String, String> p, String key, Long fallback) {
+        if (!p.containsKey(key) && fallback == null) {
+            throw new IllegalArgumentException("--" + key + " is required (or use --preset)");
+        }
+        long v = parseLong(p, key, fallback == null ? 0 : fallback);
+        if (v <= 0) {
+            throw new IllegalArgumentException("--" + key + " must be positive, got " + v);
+        }
+        if (v > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("--" + key + " is too large: " + v);
+        }
+        return (int) v;
+    }
+
+    private static long parseLong(Map<String, String> p, String key, long fallback) {
+        String v = p.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        try {
+            return Long.parseLong(v.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + key + " must be an integer, got '" + v + "'");
+        }
+    }
+
+    private static boolean parseBoolean(Map<String, String> p, String key, boolean fallback) {
+        String v = p.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "true", "yes", "1" -> true;
+            case "false", "no", "0" -> false;
+            default -> throw new IllegalArgumentException("--" + key + " expects true or false, got '" + v + "'");
+        };
+    }
+
+    private static long directoryBytes(Path dir) {
+        long total = 0;
+        for (String f : new String[]{"config.json", "tokenizer.json", "model.safetensors"}) {
+            try {
+                total += Files.size(dir.resolve(f));
+            } catch (IOException e) {
+                // reported as missing bytes only
+            }
+        }
+        return total;
+    }
+}

@@ -1,0 +1,99 @@
+package io.butterfly.cli.http;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+
+/**
+ * The command-line client's HTTP calls, over the JDK's {@link HttpURLConnection}. Not
+ * {@code java.net.http.HttpClient}: its selector thread waits in native code, and a JDK 17 VM waits
+ * ~300 ms at exit for threads in native code, which every {@code ./butterfly status} and {@code generate}
+ * paid, and the READY watcher too (so {@code up} returned, and bench-load stopped its clock, 0.3 s late).
+ */
+public final class PlainHttp {
+
+    /** A response: its status code and body (the error body for a 4xx/5xx). */
+    public record Response(int status, String body) {
+    }
+
+    private PlainHttp() {
+    }
+
+    public static Response get(String url, Duration timeout) throws IOException {
+        return exchange(open(url, timeout));
+    }
+
+    public static Response postJson(String url, String json, Duration timeout) throws IOException {
+        return exchange(post(url, json, "*/*", timeout));
+    }
+
+    /** Receives each server-sent event of a stream as it arrives: its name and its data. */
+    public interface EventHandler {
+        void onEvent(String name, String data) throws IOException;
+    }
+
+    /**
+     * POSTs JSON to an endpoint answering with server-sent events and hands each event to {@code handler} as it
+     * arrives; answers the status and, when that is not 200, the (problem) body. Events are read as the
+     * text/event-stream format has them: {@code event:} and {@code data:} fields, a blank line ending each.
+     */
+    public static Response postForEvents(String url, String json, Duration timeout, EventHandler handler) throws IOException {
+        HttpURLConnection c = post(url, json, "text/event-stream", timeout);
+        if (c.getResponseCode() != 200) {
+            return exchange(c);
+        }
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8))) {
+            String name = "message";
+            StringBuilder data = new StringBuilder();
+            for (String line = in.readLine(); line != null; line = in.readLine()) {
+                if (line.isEmpty()) {
+                    if (!data.isEmpty()) {
+                        handler.onEvent(name, data.toString());
+                    }
+                    name = "message";
+                    data.setLength(0);
+                } else if (line.startsWith("event:")) {
+                    name = line.substring(6).strip();
+                } else if (line.startsWith("data:")) {
+                    data.append(data.isEmpty() ? "" : "\n").append(line.substring(5).stripLeading());
+                }
+            }
+        }
+        return new Response(200, "");
+    }
+
+    /** Sends a JSON body by POST, accepting {@code accept}; the answer is read from the returned connection. */
+    private static HttpURLConnection post(String url, String json, String accept, Duration timeout) throws IOException {
+        HttpURLConnection c = open(url, timeout);
+        c.setRequestMethod("POST");
+        c.setRequestProperty("Content-Type", "application/json");
+        c.setRequestProperty("Accept", accept);
+        c.setDoOutput(true);
+        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+        c.setFixedLengthStreamingMode(bytes.length);
+        try (OutputStream out = c.getOutputStream()) {
+            out.write(bytes);
+        }
+        return c;
+    }
+
+    private static HttpURLConnection open(String url, Duration timeout) throws IOException {
+        HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection();
+        c.setConnectTimeout(5_000);
+        c.setReadTimeout((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
+        return c;
+    }
+
+    private static Response exchange(HttpURLConnection c) throws IOException {
+        int status = c.getResponseCode();
+        try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
+            return new Response(status, in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        }
+    }
+}

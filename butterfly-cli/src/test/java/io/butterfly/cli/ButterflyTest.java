@@ -1,0 +1,84 @@
+package io.butterfly.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** The tools' entry point: its commands, and the command lines refused before anything starts. */
+class ButterflyTest {
+
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int run(String... args) {
+        CommandLine line = Butterfly.commandLine();
+        line.setOut(new PrintWriter(out, true));
+        line.setErr(new PrintWriter(err, true));
+        return line.execute(args);
+    }
+
+    @Test
+    void helpListsEveryCommand() {
+        assertThat(run("help")).isZero();
+        assertThat(out.toString()).contains("usage: ./butterfly").contains("demo", "up", "down", "ps", "status",
+                "generate", "model", "keygen", "bench", "bench-detect", "bench-failover", "bench-load", "build");
+        out.getBuffer().setLength(0);
+        assertThat(run()).isZero();
+        assertThat(out.toString()).contains("bench-failover");
+    }
+
+    @Test
+    void helpOfACommandShowsItsOptions() {
+        assertThat(run("help", "up")).isZero();
+        assertThat(out.toString()).contains("--workers=N", "--coordinators=1-3", "--planner", "--worker-memory", "--transfer");
+        out.getBuffer().setLength(0);
+        assertThat(run("model", "generate", "--help")).isZero();
+        assertThat(out.toString()).contains("--preset=NAME", "--rope-scaling=S");
+    }
+
+    @Test
+    void anUnknownCommandIsNamedAndTheCommandsListed() {
+        assertThat(run("frobnicate")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("error: unknown command 'frobnicate'").contains("bench-load");
+    }
+
+    @Test
+    void commandsWithoutArgumentsRefuseThem() {
+        assertThat(run("down", "now")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: down takes no arguments (got: now)" + System.lineSeparator());
+    }
+
+    @Test
+    void upChecksItsOptionsBeforeStartingAnything() {
+        String[][] cases = {
+                {"--workers", "0"}, {"--workers", "100"}, {"--workers", "01"}, {"--coordinators", "4"},
+                {"--planner", "greedy"}, {"--transfer", "nfs"}};
+        String[] messages = {
+                "--workers must be a number from 1 to 99", "--workers must be a number from 1 to 99",
+                "--workers must be a number from 1 to 99", "--coordinators must be 1, 2 or 3",
+                "--planner must be capacity-weighted or optimal, not 'greedy'", "--transfer must be shared or stream, not 'nfs'"};
+        for (int i = 0; i < cases.length; i++) {
+            err.getBuffer().setLength(0);
+            String[] args = new String[cases[i].length + 1];
+            args[0] = "up";
+            System.arraycopy(cases[i], 0, args, 1, cases[i].length);
+            assertThat(run(args)).as(String.join(" ", args)).isEqualTo(2);
+            assertThat(err.toString()).isEqualTo("error: " + messages[i] + System.lineSeparator());
+        }
+    }
+
+    @Test
+    void benchLoadChecksItsRounds() {
+        assertThat(run("bench-load", "--rounds", "0")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: --rounds must be a number from 1 to 99" + System.lineSeparator());
+    }
+
+    @Test
+    void modelNeedsItsSubcommand() {
+        assertThat(run("model")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("error: model needs a subcommand: generate").contains("usage: ./butterfly model");
+    }
+}

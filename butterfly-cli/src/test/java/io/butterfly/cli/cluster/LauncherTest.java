@@ -1,0 +1,50 @@
+package io.butterfly.cli.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LauncherTest {
+
+    @TempDir
+    Path root;
+
+    @Test
+    void psPrintsTheProcessListAsAJsonArrayOneProcessPerLine() throws Exception {
+        Launcher launcher = new Launcher(new ButterflyHome(root, root.resolve(".butterfly")), PortLayout.withOffset(0));
+        assertThat(launcher.ps()).isEqualTo("[]");
+
+        Files.createDirectories(root.resolve(".butterfly/run"));
+        Files.writeString(root.resolve(".butterfly/run/procs"), """
+                discovery discovery 2147483 discovery-0 8082 9082
+                worker-0 worker 2147484 worker-0 8090 9090
+                """);
+        assertThat(launcher.ps()).isEqualTo("""
+                [
+                  {"name": "discovery", "role": "discovery", "pid": 2147483, "node_id": "discovery-0", "http_port": 8082, "grpc_port": 9082, "alive": false},
+                  {"name": "worker-0", "role": "worker", "pid": 2147484, "node_id": "worker-0", "http_port": 8090, "grpc_port": 9090, "alive": false}
+                ]""");
+    }
+
+    @Test
+    void downWithNothingStartedStopsNothing() {
+        Launcher launcher = new Launcher(new ButterflyHome(root, root.resolve(".butterfly")), PortLayout.withOffset(0));
+        launcher.down();
+        assertThat(launcher.running()).isFalse();
+    }
+
+    @Test
+    void servicesStartedAtTheTimeOfTheirStartedLine() throws Exception {
+        Path log = Files.writeString(root.resolve("worker-0.log"), """
+                2026-11-26T20:10:01.000Z  INFO 1 --- [main] i.b.worker.WorkerApplication : Starting WorkerApplication
+                2026-11-26T20:10:03.123+01:00  INFO 1 --- [main] i.b.worker.WorkerApplication : Started WorkerApplication in 3.2 seconds
+                2026-11-26T20:10:04.000Z  INFO 1 --- [main] i.b.worker.WorkerApplication : Started WorkerApplication in 9 seconds
+                """);
+        assertThat(Launcher.startedAt(log)).contains(Instant.parse("2026-11-26T19:10:03.123Z"));
+        assertThat(Launcher.startedAt(root.resolve("none.log"))).isEmpty();
+    }
+}
