@@ -80,7 +80,7 @@ class PipelineEndToEndIT {
             }
         }
         assertThat(workers).isEqualTo(3);
-        // The committed ConfigChange (§5.3): three members, all needed.
+        // The committed ConfigChange (docs/bootstrap-protocol.md §5.3): three members, all needed.
         assertThat(s.path("config").path("current_member_count").asInt()).isEqualTo(3);
         assertThat(s.path("config").path("quorum_size").asInt()).isEqualTo(3);
         assertThat(s.path("config").path("cluster_name").asString()).isNotBlank();
@@ -93,7 +93,7 @@ class PipelineEndToEndIT {
         assertThat(v.path("validated_nodes")).hasSize(3);
         assertThat(layers.cardinality()).isEqualTo(LLAMA.numLayers());
         assertThat(layers.nextClearBit(0)).isEqualTo(LLAMA.numLayers());
-        // The validated weights are checkpointed in the control log (bootstrap-protocol.md §5.3).
+        // The validated weights are checkpointed in the control log (docs/bootstrap-protocol.md §5.3).
         JsonNode checkpoints = cluster.get("/api/v1/checkpoints").json().path("checkpoints");
         for (int i = 0; i < 100 && checkpoints.isEmpty(); i++) { // committed right after READY
             Thread.sleep(100);

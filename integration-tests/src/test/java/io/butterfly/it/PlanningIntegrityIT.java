@@ -58,7 +58,7 @@ class PlanningIntegrityIT {
             assertThat(refused.path("epoch").asLong()).isZero(); // no assignment was sent
             assertThat(refused.path("pipeline")).isEmpty();
 
-            // More capacity joins: the coordinator plans again (§7.6) and this time assigns.
+            // More capacity joins: the coordinator plans again (docs/initialization-and-bootstrap.md §7.6) and this time assigns.
             cluster.startWorker(2); // no limit: the machine's memory
             JsonNode s = cluster.awaitState(st -> "READY".equals(st.path("system_state").asString()),
                     Duration.ofMinutes(5));

@@ -18,7 +18,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Feasibility check and plan before an assignment (initialization-and-bootstrap.md §5.1, §7.6): the
+ * Feasibility check and plan before an assignment (docs/initialization-and-bootstrap.md §5.1, §7.6): the
  * verdict goes into the log either way; an infeasible cluster gets no plan (InsufficientResources in
  * the system state, naming need and capacity) and so no assignment is sent.
  */

@@ -27,7 +27,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Drives the cluster from UNINITIALIZED to READY (initialization-and-bootstrap.md): fetch the
+ * Drives the cluster from UNINITIALIZED to READY (docs/initialization-and-bootstrap.md): fetch the
  * model's manifest, wait for the expected workers to join, plan contiguous layer ranges weighted by
  * measured capacity, assign them (fenced by epoch) and let the load reports complete the picture.
  */
@@ -138,7 +138,7 @@ public class BootstrapOrchestrator implements AutoCloseable {
                     model.manifest().merkleRoot(), clock.millis()));
             List<NodeInfo> members = awaitWorkers(settings.expectedWorkers());
             while (!assign(model, members)) {
-                // InsufficientResources (§7.6): nothing assigned; plan again once more capacity has joined.
+                // InsufficientResources (docs/initialization-and-bootstrap.md §7.6): nothing assigned; plan again once more capacity has joined.
                 members = awaitWorkers(members.size() + 1);
             }
         } catch (InterruptedException e) {
@@ -169,7 +169,7 @@ public class BootstrapOrchestrator implements AutoCloseable {
         }
     }
 
-    /** Commits the cluster configuration (§5.3 ConfigChange) when it differs from the committed one. */
+    /** Commits the cluster configuration (docs/bootstrap-protocol.md §5.3 ConfigChange) when it differs from the committed one. */
     private void commitConfig() {
         ClusterState s = control.state();
         // No stage replicas yet: every stage is needed (quorum = pipeline size) and no failure is tolerated.

@@ -32,7 +32,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs the cross-validation (bootstrap-protocol.md §6.5) whenever every stage of the current epoch is
+ * Runs the cross-validation (docs/bootstrap-protocol.md §6.5) whenever every stage of the current epoch is
  * loaded but its weights are not validated yet: ChecksumRequest to each stage, the reports checked and
  * the Merkle root rebuilt ({@link CrossValidation}), the ValidationResult logged (only VALID lets the
  * cluster become READY) and sent back to the workers. A validation with missing reports is retried; a
@@ -131,7 +131,7 @@ public class CrossValidator implements AutoCloseable {
         if (v.status() == WeightValidation.Status.VALID) {
             log.info("weights cross-validated (epoch {}): merkle root {} equals the manifest's, partition root {}",
                     v.epoch(), v.merkleRoot(), v.partitionRoot());
-            // §5.3 Checkpoint: this epoch serves these validated weights.
+            // docs/bootstrap-protocol.md §5.3 Checkpoint: this epoch serves these validated weights.
             try {
                 control.submit(new ClusterCommand.Checkpoint(v.epoch(), v.merkleRoot(), clock.millis()));
             } catch (IllegalArgumentException | IllegalTransitionException e) {
@@ -143,7 +143,7 @@ public class CrossValidator implements AutoCloseable {
         broadcast(s, v);
     }
 
-    /** ValidationResult to every stage (§6.5); a worker that misses it only loses the log line. */
+    /** ValidationResult to every stage (docs/bootstrap-protocol.md §6.5); a worker that misses it only loses the log line. */
     private void broadcast(ClusterState s, WeightValidation v) {
         for (String id : s.pipeline()) {
             try {

@@ -57,7 +57,7 @@ public class LeaderTakeover implements AutoCloseable {
         });
     }
 
-    /** §5.3 NoOp: an entry of the new term, so everything earlier is known committed before the leader acts. */
+    /** docs/bootstrap-protocol.md §5.3 NoOp: an entry of the new term, so everything earlier is known committed before the leader acts. */
     private void commitNoOp(Leadership l) {
         try {
             control.submit(new ClusterCommand.NoOp(l.selfId(), l.term(), System.currentTimeMillis()));

@@ -6,7 +6,7 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.planning.ModelFootprint;
 
 /**
- * Estimates a model's memory need from its manifest and config (initialization-and-bootstrap.md §5.1):
+ * Estimates a model's memory need from its manifest and config (docs/initialization-and-bootstrap.md §5.1):
  * each shard's size, widened to float32 as the workers hold it (F16/BF16 shards take twice their file
  * size in memory), plus per layer a float32 KV cache (keys and values) for the configured tokens and
  * sequences, plus the activation headroom per stage.

@@ -17,7 +17,7 @@ public interface Workers {
     /** Connects to {@code worker} again at once, without waiting out the backoff its earlier absence caused. */
     void reconnect(NodeInfo worker);
 
-    /** The digests of the partition {@code worker} loaded for {@code epoch} (bootstrap-protocol.md §6.5). */
+    /** The digests of the partition {@code worker} loaded for {@code epoch} (docs/bootstrap-protocol.md §6.5). */
     PartitionReport checksums(NodeInfo worker, long epoch, Duration deadline);
 
     /** Tells {@code worker} the cross-validation's verdict. */

@@ -2,8 +2,8 @@ package io.butterfly.coordinator.cluster;
 
 /**
  * What the coordinator established about the model before serving it: whether the cluster can hold
- * it (initialization-and-bootstrap.md §5.1) and whether the weights the workers loaded are the
- * manifest's (§4.5). Either is null until it was done.
+ * it (docs/initialization-and-bootstrap.md §5.1) and whether the weights the workers loaded are the
+ * manifest's (docs/initialization-and-bootstrap.md §4.5). Either is null until it was done.
  */
 public record BootstrapChecks(Feasibility feasibility, WeightValidation validation) {
 

@@ -1,7 +1,7 @@
 package io.butterfly.coordinator.cluster;
 
 /**
- * A control-plane checkpoint in the replicated log (bootstrap-protocol.md §5.3 {@code Checkpoint}): the epoch
+ * A control-plane checkpoint in the replicated log (docs/bootstrap-protocol.md §5.3 {@code Checkpoint}): the epoch
  * and the Merkle root of the weights it serves, recorded once they were cross-validated.
  *
  * @param id             {@code ckpt-<log index>}, unique and increasing

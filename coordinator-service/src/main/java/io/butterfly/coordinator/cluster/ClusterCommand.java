@@ -69,7 +69,7 @@ public sealed interface ClusterCommand {
         }
     }
 
-    /** The cluster configuration changed (§5.3 ConfigChange): committed at bootstrap and when membership changes. */
+    /** The cluster configuration changed (docs/bootstrap-protocol.md §5.3 ConfigChange): committed at bootstrap and when membership changes. */
     record ConfigChange(ClusterConfig config, long atMs) implements ClusterCommand {
         public ConfigChange {
             Objects.requireNonNull(config, "config");
@@ -163,7 +163,7 @@ public sealed interface ClusterCommand {
         }
     }
 
-    // Model integrity (initialization-and-bootstrap.md §4.5, §5.1).
+    // Model integrity (docs/initialization-and-bootstrap.md §4.5, §5.1).
 
     /** The feasibility check before an assignment; an infeasible verdict means no assignment follows. */
     record FeasibilityAssessed(Feasibility feasibility, long atMs) implements ClusterCommand {
@@ -179,7 +179,7 @@ public sealed interface ClusterCommand {
         }
     }
 
-    // Control-plane entries of bootstrap-protocol.md §5.3.
+    // Control-plane entries of docs/bootstrap-protocol.md §5.3.
 
     /** {@code Checkpoint}: the epoch and the Merkle root of the weights it serves, once validated. */
     record Checkpoint(long epoch, String merkleRoot, long atMs) implements ClusterCommand {

@@ -1,11 +1,11 @@
 package io.butterfly.coordinator.cluster;
 
 /**
- * The cluster's configuration as committed by a ConfigChange (bootstrap-protocol.md §5.3,
- * initialization-and-bootstrap.md §3.2 ClusterConfig).
+ * The cluster's configuration as committed by a ConfigChange (docs/bootstrap-protocol.md §5.3,
+ * docs/initialization-and-bootstrap.md §3.2 ClusterConfig).
  *
  * @param clusterName     cluster the members belong to
- * @param quorumSize      operational nodes the system needs to serve (state-machines.md §1.1); with no stage
+ * @param quorumSize      operational nodes the system needs to serve (docs/state-machines.md §1.1); with no stage
  *                        replicas every stage is needed, so it is the pipeline's size
  * @param maxByzantine    failures tolerated (f, with quorum = 2f + 1)
  * @param memberCount     workers known to the cluster

@@ -112,7 +112,7 @@ public final class ClusterReducer {
     }
 
     private static ClusterState bootstrap(ClusterState s, ClusterCommand.Bootstrap c) {
-        // Re-bootstrapping a running system is forbidden (§1.4), even one still bootstrapping.
+        // Re-bootstrapping a running system is forbidden (docs/state-machines.md §1.4), even one still bootstrapping.
         if (s.system() != SystemState.UNINITIALIZED) {
             throw new IllegalTransitionException("cannot bootstrap a system that is " + s.system());
         }
@@ -224,7 +224,7 @@ public final class ClusterReducer {
 
     /**
      * Records a task's outcome. When the last in-flight task ends, COMPUTING passes through COMMITTING
-     * back to READY in this one command: the log entry itself is the commit (§1.4 forbids skipping it).
+     * back to READY in this one command: the log entry itself is the commit (docs/state-machines.md §1.4 forbids skipping it).
      */
     private static ClusterState taskEnded(ClusterState s, String taskId, TaskRecord ended) {
         Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
@@ -351,7 +351,7 @@ public final class ClusterReducer {
             return move(s, SystemState.READY, servingMessage(s), c);
         }
         if (s.merkleRoot() != null && s.pipelineReady() && !validated) {
-            // READY only once the loaded weights are cross-validated against the manifest (§6.2 check 4).
+            // READY only once the loaded weights are cross-validated against the manifest (docs/initialization-and-bootstrap.md §6.2 check 4).
             WeightValidation v = s.checks().validation();
             return s.withSystem(s.system(), v != null && v.epoch() == s.epoch() ? validationMessage(v)
                     : "all " + s.pipeline().size() + " stages loaded; cross-validating the weights (epoch "

@@ -1,7 +1,7 @@
 package io.butterfly.coordinator.cluster;
 
 /**
- * The feasibility check's verdict as recorded in the log (initialization-and-bootstrap.md §5.1, §7.6).
+ * The feasibility check's verdict as recorded in the log (docs/initialization-and-bootstrap.md §5.1, §7.6).
  *
  * @param planner        planner that was (or would have been) used
  * @param feasible       whether a plan within the workers' memory exists

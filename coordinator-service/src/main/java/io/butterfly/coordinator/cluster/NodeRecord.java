@@ -71,7 +71,7 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
                 health);
     }
 
-    // Failure-detector transitions (state-machines.md §2.2: JOINED/READY -> SUSPECT -> FAILED).
+    // Failure-detector transitions (docs/state-machines.md §2.2: JOINED/READY -> SUSPECT -> FAILED).
 
     NodeRecord suspected(long lastHeartbeatMs, double phi, String cause, long atMs) {
         return withLiveness(WorkerState.SUSPECT, partition, health.suspected(state, lastHeartbeatMs, phi, cause, atMs),

@@ -3,7 +3,7 @@ package io.butterfly.coordinator.cluster;
 import java.util.List;
 
 /**
- * One inference task as committed to the log (state-machines.md §2.3). Times are the command's, never
+ * One inference task as committed to the log (docs/state-machines.md §2.3). Times are the command's, never
  * a clock read inside the reducer.
  */
 public record TaskRecord(String taskId, State state, int promptTokens, int generatedTokens, String finishReason,

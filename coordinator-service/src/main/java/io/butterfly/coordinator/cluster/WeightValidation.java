@@ -3,7 +3,7 @@ package io.butterfly.coordinator.cluster;
 import java.util.List;
 
 /**
- * Result of the cross-validation of loaded weights (bootstrap-protocol.md §6.5 ValidationResult).
+ * Result of the cross-validation of loaded weights (docs/bootstrap-protocol.md §6.5 ValidationResult).
  *
  * @param epoch          assignment the workers reported for
  * @param status         VALID, INVALID (some checksum disagrees) or INCOMPLETE (some node did not answer)

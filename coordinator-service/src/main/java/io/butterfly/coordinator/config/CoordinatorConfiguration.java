@@ -26,7 +26,7 @@ public class CoordinatorConfiguration {
     }
 
     /**
-     * Readiness of a coordinator = the system is READY or DEGRADED (DESIGN.md §1) and this replica holds the
+     * Readiness of a coordinator = the system is READY or DEGRADED (docs/architecture.md) and this replica holds the
      * served model's tokenizer and config (a follower fetches them just after the cluster became READY).
      */
     @Bean

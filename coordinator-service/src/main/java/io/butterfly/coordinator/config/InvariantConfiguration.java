@@ -46,7 +46,7 @@ public class InvariantConfiguration {
         InvariantMonitor monitor = new InvariantMonitor(control, liveness, claims, props.monitorSettings(), clock);
         meters.ifAvailable(m -> Gauge.builder("butterfly.invariant.violations", monitor,
                         x -> x.report().violations().size())
-                .description("invariants of state-machines.md §3.3 currently violated").register(m));
+                .description("invariants of docs/state-machines.md §3.3 currently violated").register(m));
         return monitor;
     }
 }

@@ -6,7 +6,7 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
- * The run-time invariant checker (state-machines.md §7.4).
+ * The run-time invariant checker (docs/state-machines.md §7.4).
  *
  * @param interval          how often the invariants are checked
  * @param confirmAfter      consecutive failed checks before a violation is reported; transitions that are

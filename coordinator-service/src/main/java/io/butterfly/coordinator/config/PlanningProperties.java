@@ -10,7 +10,7 @@ import org.springframework.util.unit.DataSize;
  * Partition planning settings, under the coordinator's prefix so the planner is chosen with
  * {@code butterfly.coordinator.planner}. Kept apart from {@link CoordinatorProperties}.
  *
- * @param planner  {@code capacity-weighted} (§4.2) or {@code optimal} (dynamic programming, §5.2)
+ * @param planner  {@code capacity-weighted} (docs/initialization-and-bootstrap.md §4.2) or {@code optimal} (dynamic programming, §5.2)
  * @param planning how the memory need of a stage is estimated
  */
 @ConfigurationProperties("butterfly.coordinator")

@@ -35,7 +35,7 @@ public interface ControlLog {
     /** Calls {@code listener} on this replica after each committed command is applied. */
     void onApplied(AppliedListener listener);
 
-    /** The newest {@code limit} applied transitions, newest first (§7.2). */
+    /** The newest {@code limit} applied transitions, newest first (docs/state-machines.md §7.2). */
     List<TransitionRecord> transitions(int limit);
 
     /** Leadership of this replica; leader-only work (bootstrap, failure detection) follows it. */

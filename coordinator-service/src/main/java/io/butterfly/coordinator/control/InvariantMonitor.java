@@ -19,7 +19,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs the invariant checker every second (state-machines.md §7.4) on every replica. A violation is reported
+ * Runs the invariant checker every second (docs/state-machines.md §7.4) on every replica. A violation is reported
  * once it holds for {@code confirmAfter} consecutive checks, logged at ERROR when it appears and at INFO when it
  * clears, and listed by the REST API (config/ counts it in the {@code butterfly.invariant.violations} gauge).
  */

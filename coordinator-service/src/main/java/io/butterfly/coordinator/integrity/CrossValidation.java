@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Cross-validation of the loaded weights (initialization-and-bootstrap.md §4.5, bootstrap-protocol.md
+ * Cross-validation of the loaded weights (docs/initialization-and-bootstrap.md §4.5, docs/bootstrap-protocol.md
  * §6.5), pure. Every stage's report is checked against its assignment and the manifest (each file it
  * must hold is there, with the manifest's digest; its weight hash is the root of its files), then the
  * manifest's Merkle root is rebuilt, in manifest order, from the digests the nodes computed (plus the
@@ -120,7 +120,7 @@ public final class CrossValidation {
         return s != null && s.length() == 64 && s.chars().allMatch(c -> Character.digit(c, 16) >= 0);
     }
 
-    /** §4.5 leaf: SHA-256(node id || start || end (little-endian u64) || weight hash). */
+    /** docs/initialization-and-bootstrap.md §4.5 leaf: SHA-256(node id || start || end (little-endian u64) || weight hash). */
     static byte[] partitionLeaf(String nodeId, int start, int end, String weightHash) {
         var d = Sha256.newDigest();
         d.update(nodeId.getBytes(StandardCharsets.UTF_8));

@@ -3,7 +3,7 @@ package io.butterfly.coordinator.integrity;
 import java.util.List;
 
 /**
- * A worker's ChecksumReport (bootstrap-protocol.md §6.5): what it says it loaded, hashed by itself.
+ * A worker's ChecksumReport (docs/bootstrap-protocol.md §6.5): what it says it loaded, hashed by itself.
  *
  * @param weightHash Merkle root over {@code files}' digests, in the order given
  * @param files      per-file SHA-256 of the bytes loaded

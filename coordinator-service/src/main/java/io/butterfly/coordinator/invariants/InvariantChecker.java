@@ -13,7 +13,7 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
- * Checks the invariants of state-machines.md §3.3 against one snapshot (§7.4). It remembers only the highest
+ * Checks the invariants of docs/state-machines.md §3.3 against one snapshot (§7.4). It remembers only the highest
  * epoch seen, for monotonicity; everything else is a pure function of the inputs.
  */
 public final class InvariantChecker {
@@ -84,7 +84,7 @@ public final class InvariantChecker {
         };
     }
 
-    /** §3.1: in READY every pipeline worker is READY. (Other states' rows describe transient phases.) */
+    /** docs/state-machines.md §3.1: in READY every pipeline worker is READY. (Other states' rows describe transient phases.) */
     private static void alignment(ClusterState s, List<Violation> out) {
         if (s.system() != SystemState.READY) {
             return;

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.stream.IntStream;
 
 /**
- * Contiguous layer ranges sized in proportion to measured throughput (initialization-and-bootstrap.md
+ * Contiguous layer ranges sized in proportion to measured throughput (docs/initialization-and-bootstrap.md
  * §4.2, "capacity-weighted"), optionally capped by how many layers fit into a worker's memory.
  *
  * <p>The spec's sketch rounds every share up, which can leave the last workers with nothing; here the

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The check before any assignment (initialization-and-bootstrap.md §5.1): the model's total memory
+ * The check before any assignment (docs/initialization-and-bootstrap.md §5.1): the model's total memory
  * need against the workers' total memory, and the largest single stage piece against the largest
  * worker. It is necessary, not sufficient: the planners still check every stage against its worker
  * and fail with the same error when the memory is too fragmented.

@@ -1,7 +1,7 @@
 package io.butterfly.coordinator.planning;
 
 /**
- * Outcome of the feasibility check (initialization-and-bootstrap.md §5.1).
+ * Outcome of the feasibility check (docs/initialization-and-bootstrap.md §5.1).
  *
  * @param feasible       whether the cluster can hold the model
  * @param requiredBytes  memory the model needs: weights, KV cache and per-stage activation headroom

@@ -1,7 +1,7 @@
 package io.butterfly.coordinator.planning;
 
 /**
- * No plan fits the workers' memory (initialization-and-bootstrap.md §7.6, InsufficientResources). Carries
+ * No plan fits the workers' memory (docs/initialization-and-bootstrap.md §7.6, InsufficientResources). Carries
  * the figures so the caller can report need and capacity.
  */
 public class InfeasiblePlanException extends IllegalArgumentException {

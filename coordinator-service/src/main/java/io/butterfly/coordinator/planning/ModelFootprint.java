@@ -3,7 +3,7 @@ package io.butterfly.coordinator.planning;
 import java.util.Arrays;
 
 /**
- * The memory a model needs once loaded (initialization-and-bootstrap.md §5.1): per transformer layer
+ * The memory a model needs once loaded (docs/initialization-and-bootstrap.md §5.1): per transformer layer
  * (its weights as held in memory plus its KV cache), the embedding (first stage only), the final norm
  * and LM head (last stage only), and a fixed headroom every stage needs for activations and scratch.
  *

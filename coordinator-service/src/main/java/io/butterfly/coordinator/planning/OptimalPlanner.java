@@ -6,7 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * The optimal split (initialization-and-bootstrap.md §5.2) by dynamic programming: contiguous half-open
+ * The optimal split (docs/initialization-and-bootstrap.md §5.2) by dynamic programming: contiguous half-open
  * ranges, in the workers' order, minimising the slowest stage's time (its work over the worker's measured
  * throughput: in a pipeline the slowest stage bounds the token rate) while every stage fits its
  * worker's memory. Unlike the spec's sketch (which sums the stage times, i.e. optimises a single

@@ -2,7 +2,7 @@ package io.butterfly.coordinator.planning;
 
 import java.util.List;
 
-/** Splits a model's transformer layers over workers (initialization-and-bootstrap.md §4.2, §5.2). */
+/** Splits a model's transformer layers over workers (docs/initialization-and-bootstrap.md §4.2, §5.2). */
 public interface PartitionPlanner {
 
     /**

@@ -1,6 +1,6 @@
 package io.butterfly.coordinator.statemachine;
 
-/** A node-to-node connection's lifecycle (state-machines.md §2.4). */
+/** A node-to-node connection's lifecycle (docs/state-machines.md §2.4). */
 public enum ConnectionState {
     CONNECTING, ESTABLISHED, ACTIVE, IDLE, SUSPECTED, TERMINATED
 }

@@ -1,8 +1,8 @@
 package io.butterfly.coordinator.statemachine;
 
 /**
- * A worker's model partition (state-machines.md §2.5). The names of the load phases match the
- * worker's LoadPhase proto enum so the gRPC edge can map by name. FAILED is not in §2.5: it records a
+ * A worker's model partition (docs/state-machines.md §2.5). The names of the load phases match the
+ * worker's LoadPhase proto enum so the gRPC edge can map by name. FAILED is not in docs/state-machines.md §2.5: it records a
  * failed load until the worker retries or is reassigned.
  */
 public enum PartitionState {

@@ -3,8 +3,8 @@ package io.butterfly.coordinator.statemachine;
 import java.util.List;
 
 /**
- * The transition tables of state-machines.md §1.3 and §2.1-2.5, exactly as the spec lists them (edges of the
- * component diagrams where the spec has no table), and the forbidden transitions of §1.4 with their reasons. The
+ * The transition tables of docs/state-machines.md §1.3 and §2.1-2.5, exactly as the spec lists them (edges of the
+ * component diagrams where the spec has no table), and the forbidden transitions of docs/state-machines.md §1.4 with their reasons. The
  * tables include states the current implementation does not use yet (COMPUTING/COMMITTING, Byzantine phases).
  */
 public final class StateMachines {
@@ -72,8 +72,8 @@ public final class StateMachines {
                 t(CoordinatorState.COORDINATING, CoordinatorState.AGGREGATING, "computation_complete()"),
                 t(CoordinatorState.AGGREGATING, CoordinatorState.COMMITTING, "results_collected()"),
                 t(CoordinatorState.COMMITTING, CoordinatorState.MONITORING, "commit_finalized()"),
-                // §2.1 draws failure_detected() off the working loop; COMMITTING is excluded like §1.4's
-                // COMMITTING -> DEGRADED (agreement completes atomically). §2 lists no forbidden transitions for components.
+                // docs/state-machines.md §2.1 draws failure_detected() off the working loop; COMMITTING is excluded like §1.4's
+                // COMMITTING -> DEGRADED (agreement completes atomically). docs/state-machines.md §2 lists no forbidden transitions for components.
                 t(CoordinatorState.MONITORING, CoordinatorState.RECOVERING, "failure_detected()"),
                 t(CoordinatorState.ASSIGNING, CoordinatorState.RECOVERING, "failure_detected()"),
                 t(CoordinatorState.COORDINATING, CoordinatorState.RECOVERING, "failure_detected()"),
@@ -123,7 +123,7 @@ public final class StateMachines {
     }
 
     private static TransitionTable<PartitionState> partition() {
-        // PartitionState.FAILED is implementation-only (a failed load); §2.5 has no edge for it.
+        // PartitionState.FAILED is implementation-only (a failed load); docs/state-machines.md §2.5 has no edge for it.
         return new TransitionTable<>("partition", PartitionState.class, PartitionState.UNLOADED, List.of(
                 t(PartitionState.UNLOADED, PartitionState.DOWNLOADING, "download_initiated()"),
                 t(PartitionState.DOWNLOADING, PartitionState.VALIDATING, "download_complete()"),

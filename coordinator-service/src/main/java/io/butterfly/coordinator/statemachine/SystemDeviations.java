@@ -3,7 +3,7 @@ package io.butterfly.coordinator.statemachine;
 import java.util.List;
 
 /**
- * System transitions the reducer performs that §1.3 does not list, each with why. They are kept out of
+ * System transitions the reducer performs that docs/state-machines.md §1.3 does not list, each with why. They are kept out of
  * {@link StateMachines#SYSTEM} so the spec table stays exact (and its diagram and tests stay the spec's).
  */
 public final class SystemDeviations {
@@ -18,7 +18,7 @@ public final class SystemDeviations {
             new ForbiddenTransition<>(SystemState.BOOTSTRAPPING, SystemState.SHUTDOWN,
                     "a bootstrap that cannot finish (no quorum, model missing) must still be stoppable"));
 
-    /** The deviation's reason if the reducer may move from -> to although §1.3 does not list it. */
+    /** The deviation's reason if the reducer may move from -> to although docs/state-machines.md §1.3 does not list it. */
     public static String reason(SystemState from, SystemState to) {
         return ALLOWED.stream().filter(d -> d.matches(from, to)).map(ForbiddenTransition::reason).findFirst()
                 .orElse(null);

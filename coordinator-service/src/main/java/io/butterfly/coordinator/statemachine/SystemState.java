@@ -3,7 +3,7 @@ package io.butterfly.coordinator.statemachine;
 import java.util.EnumSet;
 import java.util.Set;
 
-/** System-level lifecycle (state-machines.md §1); the transition table lives here so tests can check it alone. */
+/** System-level lifecycle (docs/state-machines.md §1); the transition table lives here so tests can check it alone. */
 public enum SystemState {
     UNINITIALIZED,
     BOOTSTRAPPING,
@@ -15,7 +15,7 @@ public enum SystemState {
     TERMINATED;
 
     /**
-     * Whether {@code next} is reachable in one step (§1.3). Staying put is always allowed except for
+     * Whether {@code next} is reachable in one step (docs/state-machines.md §1.3). Staying put is always allowed except for
      * TERMINATED, which is absorbing only in the sense that nothing new may happen there. Beyond the
      * table: BOOTSTRAPPING may go to SHUTDOWN so a bootstrap that cannot finish can still be stopped,
      * and READY may go to DEGRADED (a failure or a reassignment while idle).
@@ -40,7 +40,7 @@ public enum SystemState {
         };
     }
 
-    /** States in which new inference work is accepted (DEGRADED is not: no new work during recovery, §1.4). */
+    /** States in which new inference work is accepted (DEGRADED is not: no new work during recovery, docs/state-machines.md §1.4). */
     public boolean acceptsWork() {
         return this == READY || this == COMPUTING;
     }

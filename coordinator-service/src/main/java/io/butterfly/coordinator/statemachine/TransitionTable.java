@@ -68,7 +68,7 @@ public final class TransitionTable<S extends Enum<S>> {
         return transitions.stream().filter(t -> t.from() == from && t.to() == to).findFirst();
     }
 
-    /** Mermaid {@code stateDiagram-v2} text (§7.3) generated from the table. */
+    /** Mermaid {@code stateDiagram-v2} text (docs/state-machines.md §7.3) generated from the table. */
     public String mermaid() {
         StringBuilder sb = new StringBuilder("stateDiagram-v2\n");
         sb.append("    %% ").append(machine).append('\n');

@@ -1,6 +1,6 @@
 package io.butterfly.coordinator.statemachine;
 
-/** A worker as the control log sees it (state-machines.md §2.2). */
+/** A worker as the control log sees it (docs/state-machines.md §2.2). */
 public enum WorkerState {
     INITIALIZED,
     JOINED,

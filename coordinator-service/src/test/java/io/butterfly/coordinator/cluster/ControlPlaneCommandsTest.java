@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.butterfly.coordinator.statemachine.SystemState;
 import org.junit.jupiter.api.Test;
 
-/** The §5.3 control-plane entries: Checkpoint records the served epoch and root; NoOp only moves the index. */
+/** The docs/bootstrap-protocol.md §5.3 control-plane entries: Checkpoint records the served epoch and root; NoOp only moves the index. */
 class ControlPlaneCommandsTest {
 
     @Test

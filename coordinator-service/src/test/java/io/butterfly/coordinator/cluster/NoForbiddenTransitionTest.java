@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * 1000 seeded random command sequences of 200 commands through the reducer: the epoch never decreases and every
- * applied system change is in the §1.3 table (COMPUTING -> READY only through COMMITTING within one command) or a
- * documented deviation; never one of §1.4's forbidden transitions.
+ * applied system change is in the docs/state-machines.md §1.3 table (COMPUTING -> READY only through COMMITTING within one command) or a
+ * documented deviation; never one of docs/state-machines.md §1.4's forbidden transitions.
  */
 class NoForbiddenTransitionTest {
 

@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
-/** Each invariant of state-machines.md §3.3 holds on a healthy cluster and is reported when broken. */
+/** Each invariant of docs/state-machines.md §3.3 holds on a healthy cluster and is reported when broken. */
 class InvariantCheckerTest {
 
     private static final long NOW = 100_000;

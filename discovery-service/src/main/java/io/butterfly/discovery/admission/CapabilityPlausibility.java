@@ -5,7 +5,7 @@ import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
 
 /**
- * Reported capabilities must make physical sense (initialization-and-bootstrap.md §9.3 is_plausible):
+ * Reported capabilities must make physical sense (docs/initialization-and-bootstrap.md §9.3 is_plausible):
  * the planner weights layer ranges by them, so a node claiming absurd resources could pull the whole
  * model onto itself. Bounds follow the spec: 1-1024 cores, 1 GiB-16 TiB memory, fp throughput up to
  * 3000 TFLOPS (the generous bound for an unknown GPU). A worker must report a measured throughput.

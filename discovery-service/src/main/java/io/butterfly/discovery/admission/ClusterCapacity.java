@@ -5,7 +5,7 @@ import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.common.error.ErrorCode;
 
-/** At most {@code maxMembers} members; a member re-joining keeps its slot. ClusterFull is retryable (§8.2). */
+/** At most {@code maxMembers} members; a member re-joining keeps its slot. ClusterFull is retryable (docs/bootstrap-protocol.md §8.2). */
 public final class ClusterCapacity implements AdmissionCheck {
 
     private final MembershipStore registry;

@@ -4,7 +4,7 @@ import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;
 
-/** A node asking for another cluster is refused (bootstrap-protocol.md §8.1 ClusterNameMismatch; not retryable). */
+/** A node asking for another cluster is refused (docs/bootstrap-protocol.md §8.1 ClusterNameMismatch; not retryable). */
 public final class ClusterNameCheck implements AdmissionCheck {
 
     private final String clusterName;

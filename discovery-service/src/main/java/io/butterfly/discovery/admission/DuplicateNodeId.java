@@ -9,7 +9,7 @@ import io.butterfly.common.error.ErrorCode;
 import java.util.Optional;
 
 /**
- * Two processes cannot share a node id (initialization-and-bootstrap.md §9.3 step 3): the same id with
+ * Two processes cannot share a node id (docs/initialization-and-bootstrap.md §9.3 step 3): the same id with
  * a different key than the current member's, or than the key pinned on first use, is a duplicate. The
  * same id with the same key is that node restarting, which replaces its entry.
  */

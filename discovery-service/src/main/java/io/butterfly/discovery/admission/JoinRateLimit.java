@@ -7,9 +7,9 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Join attempts per source address (initialization-and-bootstrap.md §9.3 step 4): a token bucket per
+ * Join attempts per source address (docs/initialization-and-bootstrap.md §9.3 step 4): a token bucket per
  * host, {@code burst} deep, refilled at {@code perSecond}. A refusal says when the next token is due
- * ({@code retry_after_ms}), and clients treat JOIN_RATE_LIMITED as retryable (bootstrap-protocol.md §8.2).
+ * ({@code retry_after_ms}), and clients treat JOIN_RATE_LIMITED as retryable (docs/bootstrap-protocol.md §8.2).
  */
 public final class JoinRateLimit implements AdmissionCheck {
 

@@ -11,7 +11,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Which key may speak for which node id (initialization-and-bootstrap.md §9.1 step 2).
+ * Which key may speak for which node id (docs/initialization-and-bootstrap.md §9.1 step 2).
  *
  * <p>A node listed in the configured trust store must present exactly that key. A node not listed is
  * refused, unless trust-on-first-use is on (the embedded one-machine default; off in production):

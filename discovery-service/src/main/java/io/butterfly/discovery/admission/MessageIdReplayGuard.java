@@ -6,7 +6,7 @@ import io.butterfly.common.error.ErrorCode;
 import java.util.Map;
 
 /**
- * Replay protection, second half (bootstrap-protocol.md §9.2): an authentic message id is accepted once.
+ * Replay protection, second half (docs/bootstrap-protocol.md §9.2): an authentic message id is accepted once.
  * Ids are kept per sender for as long as {@link TimestampWindow} would still accept their message
  * (twice the window, for timestamps in the future); older ones are dropped because the window refuses them anyway.
  * Runs after the signature check so forged traffic cannot fill the table or burn honest ids.

@@ -6,7 +6,7 @@ import io.butterfly.discovery.membership.ProtocolVersion;
 import io.butterfly.common.error.ErrorCode;
 
 /**
- * Version negotiation and feature flags at join (bootstrap-protocol.md §7): the envelope's major must
+ * Version negotiation and feature flags at join (docs/bootstrap-protocol.md §7): the envelope's major must
  * match ours, and the joiner must support every feature this cluster requires.
  */
 public final class ProtocolCompatibility implements AdmissionCheck {

@@ -1,7 +1,7 @@
 package io.butterfly.discovery.admission;
 
 /**
- * Feature-flag bitmap exchanged at join (bootstrap-protocol.md §7.2). Two nodes use only the features both support,
+ * Feature-flag bitmap exchanged at join (docs/bootstrap-protocol.md §7.2). Two nodes use only the features both support,
  * so a newer node never sends something an older one cannot read.
  */
 public record ProtocolFeatures(long bits) {

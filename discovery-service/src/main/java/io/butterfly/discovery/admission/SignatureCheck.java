@@ -8,7 +8,7 @@ import java.util.Arrays;
 import java.util.Map;
 
 /**
- * The envelope's Ed25519 signature must verify over its canonical bytes (bootstrap-protocol.md §9.1).
+ * The envelope's Ed25519 signature must verify over its canonical bytes (docs/bootstrap-protocol.md §9.1).
  * For a join, the key is the one the request presents (whether it is trusted is {@link KeyTrust}'s
  * question); for later messages, the key the member joined with.
  */

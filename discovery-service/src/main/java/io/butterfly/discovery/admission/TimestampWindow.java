@@ -7,7 +7,7 @@ import java.time.Duration;
 import java.util.Map;
 
 /**
- * Replay protection, first half (bootstrap-protocol.md §9.2): a message stamped more than the window
+ * Replay protection, first half (docs/bootstrap-protocol.md §9.2): a message stamped more than the window
  * away from our clock, in either direction, is refused. This bounds how long message ids must be
  * remembered ({@link MessageIdReplayGuard}).
  */

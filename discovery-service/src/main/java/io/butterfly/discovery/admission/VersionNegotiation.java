@@ -4,7 +4,7 @@ import io.butterfly.discovery.membership.ProtocolVersion;
 import java.util.Optional;
 
 /**
- * Protocol version negotiation (bootstrap-protocol.md §7.1): majors must match; the lower minor is used because the
+ * Protocol version negotiation (docs/bootstrap-protocol.md §7.1): majors must match; the lower minor is used because the
  * node with the higher minor is the one obliged to keep a compatibility layer.
  */
 public final class VersionNegotiation {

@@ -14,14 +14,14 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param dataDir          where discovery keeps its Ed25519 identity
  * @param clusterName      joins naming another cluster are refused
  * @param protocolVersion  this node's protocol version (major.minor); majors must match to join
- * @param features         protocol feature flags this service supports (bootstrap-protocol.md §7.2 bitmap)
+ * @param features         protocol feature flags this service supports (docs/bootstrap-protocol.md §7.2 bitmap)
  * @param requiredFeatures flags a joining node must support
  * @param maxMembers       members beyond this are refused with CLUSTER_FULL
  * @param admission        authentication, replay and rate-limit settings
  * @param backend          where membership is kept: embedded (Hazelcast, the default), static (seed list) or consul
  * @param memberTtl        a member that sends no heartbeat (or join/ack) for this long drops out (every backend's joins)
  * @param hazelcast        embedded: the Hazelcast member this replica runs
- * @param staticMembers    static: seeds as {@code [role/]node-id=host:grpc-port} (initialization-and-bootstrap.md §3.1)
+ * @param staticMembers    static: seeds as {@code [role/]node-id=host:grpc-port} (docs/initialization-and-bootstrap.md §3.1)
  * @param staticProbeTimeout  static: TCP connect timeout of a seed's reachability probe
  * @param staticProbeInterval static: how long a probe result is reused
  */
@@ -42,7 +42,7 @@ public record DiscoveryProperties(
         @DefaultValue("300ms") Duration staticProbeTimeout,
         @DefaultValue("2s") Duration staticProbeInterval) {
 
-    /** Membership backends (DESIGN.md §1); see the README's "Membership backends". */
+    /** Membership backends (docs/architecture.md); see docs/kubernetes.md, "Membership backends". */
     public enum Backend { EMBEDDED, STATIC, CONSUL }
 
     /**
@@ -61,7 +61,7 @@ public record DiscoveryProperties(
      * @param trustOnFirstUse admit node ids missing from the trust store and pin their first key; for the
      *                        embedded one-machine default only (the {@code prod} profile turns it off)
      * @param trustedKeys     trust store: node id → hex raw Ed25519 public key
-     * @param replayWindow    accepted clock skew of a message timestamp, both directions (bootstrap-protocol.md §9.2)
+     * @param replayWindow    accepted clock skew of a message timestamp, both directions (docs/bootstrap-protocol.md §9.2)
      * @param joinBurst       join attempts one source address may make back to back
      * @param joinsPerSecond  sustained join attempts per source address
      */

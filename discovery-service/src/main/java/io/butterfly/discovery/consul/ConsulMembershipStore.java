@@ -17,7 +17,7 @@ import org.springframework.cloud.consul.model.http.health.Check;
 import org.springframework.cloud.consul.model.http.health.HealthService;
 
 /**
- * The {@code consul} backend (bootstrap-protocol.md §4.2): every service registers itself through Spring Cloud
+ * The {@code consul} backend (docs/bootstrap-protocol.md §4.2): every service registers itself through Spring Cloud
  * Consul with the tags {@code cluster:<name>} and {@code version:<v>} and the metadata {@code node_id},
  * {@code role}, {@code grpc_port} (and {@code capabilities} where known), so the listing is the Consul catalog
  * filtered by the cluster tag, each entry's state taken from its health checks.

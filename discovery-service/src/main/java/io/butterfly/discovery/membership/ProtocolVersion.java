@@ -1,6 +1,6 @@
 package io.butterfly.discovery.membership;
 
-/** A "major.minor" protocol version (bootstrap-protocol.md §7.1: majors must match). */
+/** A "major.minor" protocol version (docs/bootstrap-protocol.md §7.1: majors must match). */
 public record ProtocolVersion(int major, int minor) {
 
     public static ProtocolVersion parse(String text) {

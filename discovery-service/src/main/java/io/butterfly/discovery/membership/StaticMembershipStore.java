@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The {@code static} backend (initialization-and-bootstrap.md §3.1): a configured seed list. The listing holds
+ * The {@code static} backend (docs/initialization-and-bootstrap.md §3.1): a configured seed list. The listing holds
  * the nodes that joined this replica (they carry signed identities and capabilities) plus every seed that
  * answers a reachability probe and has not joined (state {@link MemberState#REACHABLE}). Probe results are
  * reused for {@code probeInterval}, so a listing does not wait for a down seed's connect timeout every time.

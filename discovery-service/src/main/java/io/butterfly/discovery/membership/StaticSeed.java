@@ -1,7 +1,7 @@
 package io.butterfly.discovery.membership;
 
 /**
- * One configured seed of the {@code static} backend (initialization-and-bootstrap.md §3.1).
+ * One configured seed of the {@code static} backend (docs/initialization-and-bootstrap.md §3.1).
  *
  * @param nodeId   the node id it is known by
  * @param role     "worker" | "coordinator" | "registry" | "discovery"

@@ -55,7 +55,7 @@ public final class ModelImporter {
     public static final String EMBED_FILE = "embed.safetensors";
     public static final String HEAD_FILE = "head.safetensors";
 
-    /** The dtypes a worker widens to float32 (DESIGN.md §2). */
+    /** The dtypes a worker widens to float32 (docs/models.md). */
     private static final Set<String> LOADABLE_DTYPES = Set.of("F32", "F16", "BF16");
     private static final Pattern LAYER = Pattern.compile("(?:^|\\.)(?:layers|h)\\.(\\d+)\\.");
     private static final Pattern TOKEN_EMBEDDING = Pattern.compile("(?:^|\\.)(?:embed_tokens|wte)\\.weight$");

@@ -3,7 +3,7 @@ package io.butterfly.worker.capability;
 import java.util.List;
 
 /**
- * What this worker can do (initialization-and-bootstrap.md §2.3), as it joins the cluster.
+ * What this worker can do (docs/initialization-and-bootstrap.md §2.3), as it joins the cluster.
  *
  * @param memoryBytes         the machine's physical memory
  * @param memoryLimitBytes    memory this worker offers for its partition (butterfly.worker.memory-limit); 0 = all of

@@ -7,7 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Detects what this worker can do (initialization-and-bootstrap.md §2.3): cores, memory, GPUs, a
+ * Detects what this worker can do (docs/initialization-and-bootstrap.md §2.3): cores, memory, GPUs, a
  * measured float32 matmul throughput (which the planner uses to weight layer ranges), measured memory
  * bandwidth and the storage type behind the data directory.
  */

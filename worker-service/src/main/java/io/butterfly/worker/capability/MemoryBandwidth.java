@@ -1,7 +1,7 @@
 package io.butterfly.worker.capability;
 
 /**
- * Main-memory bandwidth (initialization-and-bootstrap.md §2.3 memory_bandwidth_gbps): copies a 32 MiB
+ * Main-memory bandwidth (docs/initialization-and-bootstrap.md §2.3 memory_bandwidth_gbps): copies a 32 MiB
  * array (larger than most last-level caches, so it streams from DRAM) until the time budget, which
  * includes allocating and touching the arrays, is spent, and reports the best pass in GB/s, counting
  * the bytes read and the bytes written. Decode is memory-bound, so this predicts

@@ -9,7 +9,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Storage kind (initialization-and-bootstrap.md §2.3 storage_type) from Linux sysfs: the block device
+ * Storage kind (docs/initialization-and-bootstrap.md §2.3 storage_type) from Linux sysfs: the block device
  * behind the data directory if it can be named (its file store "/dev/sda1" → "sda"), otherwise the first
  * real disk. {@code queue/rotational} = 1 is a spinning disk; an "nvme" device is NVMe; anything else SSD.
  */

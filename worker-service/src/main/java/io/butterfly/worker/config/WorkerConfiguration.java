@@ -93,7 +93,7 @@ public class WorkerConfiguration {
         return new IdleCacheEviction(partitions, props.cacheIdleTimeout());
     }
 
-    /** Readiness of a worker = its partition is loaded and verified (DESIGN.md §1). */
+    /** Readiness of a worker = its partition is loaded and verified (docs/architecture.md). */
     @Bean
     HealthIndicator partitionHealthIndicator(PartitionManager partitions) {
         return () -> {

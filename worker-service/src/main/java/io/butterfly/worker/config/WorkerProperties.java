@@ -17,7 +17,7 @@ import org.springframework.util.unit.DataSize;
  * @param clusterName     cluster to join
  * @param discoveryHost   discovery-service host
  * @param discoveryPort   discovery-service gRPC port
- * @param heartbeatMillis period of heartbeats to the coordinator (state-machines.md §2.2: every 100 ms)
+ * @param heartbeatMillis period of heartbeats to the coordinator (docs/state-machines.md §2.2: every 100 ms)
  * @param coordinatorHost coordinator host, used with {@code coordinatorPort}
  * @param coordinatorPort coordinator gRPC port to heartbeat to from start-up; 0 = only once an assignment
  *                        names the coordinator (a restarted worker needs it to be seen coming back)

@@ -49,7 +49,7 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
     private final OneWayStreams<StepOutcome, String> outcomes;
 
     /**
-     * @param heartbeatMillis period of heartbeats (state-machines.md §2.2: every 100 ms)
+     * @param heartbeatMillis period of heartbeats (docs/state-machines.md §2.2: every 100 ms)
      * @param coordinator     the coordinator to heartbeat to from start-up, or null: only once an assignment names
      *                        one (a restarted worker needs it to be seen coming back)
      */

@@ -14,7 +14,7 @@ import java.util.function.Supplier;
  */
 public class DiscoveryGateway {
 
-    /** Optional protocol features this worker implements (bootstrap-protocol.md §7.2): none yet. */
+    /** Optional protocol features this worker implements (docs/bootstrap-protocol.md §7.2): none yet. */
     static final long FEATURES = 0;
 
     /** This worker as other nodes reach it. */

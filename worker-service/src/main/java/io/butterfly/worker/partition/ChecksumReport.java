@@ -3,7 +3,7 @@ package io.butterfly.worker.partition;
 import java.util.List;
 
 /**
- * What this worker loaded, for cross-validation (bootstrap-protocol.md §6.5): every file's SHA-256 as computed over
+ * What this worker loaded, for cross-validation (docs/bootstrap-protocol.md §6.5): every file's SHA-256 as computed over
  * the bytes it loaded, and their Merkle root.
  *
  * @param weightHash  Merkle root over {@code files} in manifest order

@@ -1,6 +1,6 @@
 package io.butterfly.worker.partition;
 
-/** Time left of a load, extrapolated from the transfer rate so far (bootstrap-protocol.md §6.4). */
+/** Time left of a load, extrapolated from the transfer rate so far (docs/bootstrap-protocol.md §6.4). */
 final class LoadEta {
 
     private LoadEta() {

@@ -3,7 +3,7 @@ package io.butterfly.worker.partition;
 import io.butterfly.common.error.ErrorCode;
 
 /**
- * What the coordinator is told of a load (LoadProgress, LoadComplete or a failure, bootstrap-protocol.md §6.4).
+ * What the coordinator is told of a load (LoadProgress, LoadComplete or a failure, docs/bootstrap-protocol.md §6.4).
  * Absent values are null, zero or false.
  *
  * @param estimatedCompletionSecs seconds until every byte is fetched, from the rate so far (-1: unknown)

@@ -11,7 +11,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * This worker's side of cross-validation (bootstrap-protocol.md §6.5): a ChecksumReport of the files its
+ * This worker's side of cross-validation (docs/bootstrap-protocol.md §6.5): a ChecksumReport of the files its
  * engine loaded, with the SHA-256 this worker computed over each file's bytes when it verified them just
  * before the load (never copied from the manifest), so a node that loaded other bytes than its peers shows
  * up at the coordinator; and the coordinator's verdict. The files are not hashed again: the weights in memory

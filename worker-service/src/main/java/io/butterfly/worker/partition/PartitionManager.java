@@ -298,7 +298,7 @@ public class PartitionManager {
         return (System.nanoTime() - t0) / 1e6;
     }
 
-    /** LoadComplete (bootstrap-protocol §6.4) of a READY partition. */
+    /** LoadComplete (docs/bootstrap-protocol.md §6.4) of a READY partition. */
     private static LoadReport readyReport(PartitionStatus s, PartitionExecutor loaded) {
         return LoadReport.ready(s, loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : s.bytesTotal());
     }

@@ -7,7 +7,7 @@ package io.butterfly.worker.partition;
  * @param epoch             epoch of the assignment
  * @param layerStart        first layer (inclusive)
  * @param layerEnd          last layer (exclusive)
- * @param phase             load phase (partition state machine, state-machines.md §2.5)
+ * @param phase             load phase (partition state machine, docs/state-machines.md §2.5)
  * @param progress          0..1 of the bytes to fetch
  * @param bytesDone         bytes fetched and verified
  * @param bytesTotal        bytes to fetch

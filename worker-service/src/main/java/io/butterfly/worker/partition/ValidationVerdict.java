@@ -3,7 +3,7 @@ package io.butterfly.worker.partition;
 import java.util.List;
 
 /**
- * The coordinator's verdict on a cross-validation (bootstrap-protocol.md §6.5).
+ * The coordinator's verdict on a cross-validation (docs/bootstrap-protocol.md §6.5).
  *
  * @param status          VALID, INVALID or INCOMPLETE
  * @param validatedNodes  the nodes whose reports contributed to the root

@@ -10,7 +10,7 @@ import io.butterfly.proto.common.v1.SignedEnvelope;
 import java.security.SecureRandom;
 
 /**
- * Sealing and verifying control-message envelopes (bootstrap-protocol.md §2.1, §9.1).
+ * Sealing and verifying control-message envelopes (docs/bootstrap-protocol.md §2.1, §9.1).
  *
  * <p>The signature covers the <em>canonical bytes</em>: the envelope with {@code signature} cleared,
  * serialized by protobuf. The envelope holds only scalar and bytes fields, which protobuf writes in
@@ -19,7 +19,7 @@ import java.security.SecureRandom;
  */
 public final class ControlEnvelopes {
 
-    /** The protocol this build speaks (bootstrap-protocol.md: butterfly-bootstrap/1.0). */
+    /** The protocol this build speaks (docs/bootstrap-protocol.md: butterfly-bootstrap/1.0). */
     public static final ProtocolVersion CURRENT_VERSION = ProtocolVersion.newBuilder().setMajor(1).setMinor(0).setPatch(0).build();
 
     private static final SecureRandom RANDOM = new SecureRandom();

@@ -5,7 +5,7 @@ import java.util.Set;
 import java.util.random.RandomGenerator;
 
 /**
- * Which refusals a client retries and how long it waits (bootstrap-protocol.md §8.2): transient and
+ * Which refusals a client retries and how long it waits (docs/bootstrap-protocol.md §8.2): transient and
  * resource errors are retried with exponential backoff plus jitter; protocol and semantic errors are not.
  *
  * @param baseMillis first delay when the server suggests none

@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Binary Merkle tree over leaf digests (initialization-and-bootstrap.md §4.5): leaves are
+ * Binary Merkle tree over leaf digests (docs/initialization-and-bootstrap.md §4.5): leaves are
  * SHA-256(0x00 || leaf), inner nodes SHA-256(0x01 || left || right) (domain separation so a leaf
  * cannot pose as a node); an odd node is promoted unchanged to the next level.
  */

@@ -2,7 +2,7 @@ package io.butterfly.common.model;
 
 import java.util.Locale;
 
-/** Model families Butterfly executes (DESIGN.md §2). */
+/** Model families Butterfly executes (docs/models.md). */
 public enum Architecture {
     /** Llama family: RMSNorm, rotary embeddings, grouped-query attention, SiLU-gated MLP (also Qwen2/Mistral). */
     LLAMA,

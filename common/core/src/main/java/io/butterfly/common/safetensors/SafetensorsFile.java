@@ -22,7 +22,7 @@ import tools.jackson.databind.json.JsonMapper;
  *
  * <p>The registry repackages byte ranges into per-layer shards with it, and the worker reads each tensor it needs
  * straight into engine memory (DJL's own decoder reads a whole file into one array and aborts on BF16, which is
- * widened here to float32: DESIGN.md §2). The header is validated before use:
+ * widened here to float32: docs/models.md). The header is validated before use:
  * every range lies inside the file, matches its dtype and shape, ranges do not overlap, and no name is given twice.
  */
 public final class SafetensorsFile implements AutoCloseable {

@@ -15,7 +15,7 @@ import java.util.Arrays;
 
 /**
  * Wire form of tensors: explicit dtype, shape, little-endian bytes and their SHA-256
- * (deterministic-cluster-protocol.md §3, §6). Decoding checks all three and rejects a mismatch
+ * (docs/deterministic-execution.md §3, §6). Decoding checks all three and rejects a mismatch
  * with INVALID_MESSAGE, so a corrupt or truncated activation never reaches a kernel.
  */
 public final class TensorCodec {

@@ -19,8 +19,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A node's membership in discovery, the same for every role: the node's Ed25519 identity from its data
- * directory, a DISCOVERY_REQUEST (bootstrap-protocol.md §3.1), the signed join handshake (§3.2) with retries
- * of retryable refusals (§8.2), then signed heartbeats that rejoin when discovery forgot the node (it
+ * directory, a DISCOVERY_REQUEST (docs/bootstrap-protocol.md §3.1), the signed join handshake (§3.2) with retries
+ * of retryable refusals (docs/bootstrap-protocol.md §8.2), then signed heartbeats that rejoin when discovery forgot the node (it
  * restarted), and a leave notification on {@link #stop()}. It all runs on one background thread.
  */
 public final class DiscoveryMembership {

@@ -31,9 +31,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
- * A node's side of the join handshake with discovery (bootstrap-protocol.md §3.2): every request is a
+ * A node's side of the join handshake with discovery (docs/bootstrap-protocol.md §3.2): every request is a
  * {@link SignedEnvelope} signed with the node's identity; JOIN_REQUEST → JOIN_RESPONSE → JOIN_ACK, then
- * heartbeats and a leave notification. Refusals the spec calls retryable (§8.2), and transport failures
+ * heartbeats and a leave notification. Refusals the spec calls retryable (docs/bootstrap-protocol.md §8.2), and transport failures
  * while discovery is still starting, are retried with exponential backoff and jitter; others end the join.
  */
 public final class SignedDiscoveryClient {
@@ -87,7 +87,7 @@ public final class SignedDiscoveryClient {
     }
 
     /**
-     * DISCOVERY_REQUEST (bootstrap-protocol.md §3.1): which cluster this is, who coordinates, who the peers are.
+     * DISCOVERY_REQUEST (docs/bootstrap-protocol.md §3.1): which cluster this is, who coordinates, who the peers are.
      * Throws the server's refusal (rate limit, bad envelope) as a StatusRuntimeException.
      */
     public DiscoveryResponse discover(NodeCapabilities capabilities) {

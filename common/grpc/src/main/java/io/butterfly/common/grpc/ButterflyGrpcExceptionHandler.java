@@ -9,7 +9,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.grpc.server.exception.GrpcExceptionHandler;
 
 /**
- * The one gRPC exception handler of every Butterfly service (DESIGN.md §5): domain errors keep their
+ * The one gRPC exception handler of every Butterfly service (docs/errors.md): domain errors keep their
  * code and status; bad arguments become INVALID_ARGUMENT; anything else INTERNAL without internals.
  */
 public class ButterflyGrpcExceptionHandler implements GrpcExceptionHandler {

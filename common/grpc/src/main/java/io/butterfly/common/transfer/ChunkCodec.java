@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * zstd encoding of transfer chunks (bootstrap-protocol.md §6.3). Chunks are checksummed before compression, so
+ * zstd encoding of transfer chunks (docs/bootstrap-protocol.md §6.3). Chunks are checksummed before compression, so
  * the receiver verifies what it will write, whatever the wire encoding was.
  */
 public final class ChunkCodec {
@@ -17,7 +17,7 @@ public final class ChunkCodec {
     /** The smallest chunk a registry serves, whatever a request asks (a message per byte would cost it dearly). */
     public static final int MIN_CHUNK_BYTES = 512;
 
-    /** Feature flag bit for compression (bootstrap-protocol.md §7.2 {@code feature_flags::COMPRESSION}). */
+    /** Feature flag bit for compression (docs/bootstrap-protocol.md §7.2 {@code feature_flags::COMPRESSION}). */
     public static final long FEATURE_COMPRESSION = 1L << 0;
 
     private ChunkCodec() {

@@ -48,7 +48,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Fetches a model's files from the registry ({@code FetchFile}) into a local directory: every chunk
- * is verified against its SHA-256, bytes land in {@code <name>.part} (an interrupted download resumes
+ * is verified against its CRC32C (a SHA-256 from a registry that sends one instead), bytes land in
+ * {@code <name>.part} (an interrupted download resumes
  * from the part's length), and the whole file is checked against the manifest's size and checksum
  * before an atomic rename to its final name. A file already present with the right checksum is not
  * fetched again; a file that fails verification is deleted, never left in place.

@@ -8,7 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.stereotype.Component;
 
 /**
- * The latest LoadProgress/LoadComplete figures per worker (bootstrap-protocol.md §6.4), as they arrived: bytes,
+ * The latest LoadProgress/LoadComplete figures per worker (docs/bootstrap-protocol.md §6.4), as they arrived: bytes,
  * ETA, current file, load time, memory used, warm-up latency. Observations, not decisions, kept as reported for the
  * state endpoints rather than in the replicated log (the phase and checksum go through the log).
  */

@@ -16,7 +16,7 @@ import org.springframework.web.servlet.mvc.method.annotation.ResponseBodyAdvice;
 import org.springframework.web.util.UrlPathHelper;
 
 /**
- * Problems answered under {@code /v1/} stay RFC 9457 documents (DESIGN.md §5) and also carry OpenAI's {@code error}
+ * Problems answered under {@code /v1/} stay RFC 9457 documents (docs/errors.md) and also carry OpenAI's {@code error}
  * object ({@code message}, {@code type}, {@code param}, {@code code}), which OpenAI's client libraries read to raise
  * their errors.
  */

@@ -10,7 +10,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Control-plane checkpoints from the replicated log (state-machines.md §7.1), newest last; any replica answers. */
+/** Control-plane checkpoints from the replicated log (docs/state-machines.md §7.1), newest last; any replica answers. */
 @RestController
 @RequestMapping("/api/v1")
 public class CheckpointsController {

@@ -8,7 +8,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
-/** The invariants of state-machines.md §3.3 as last checked (§7.4): an empty list means all hold. */
+/** The invariants of docs/state-machines.md §3.3 as last checked (§7.4): an empty list means all hold. */
 @RestController
 @RequestMapping("/api/v1/system")
 public class InvariantsController {

@@ -26,7 +26,7 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
 import org.springframework.web.context.request.WebRequest;
 import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
 
-/** RFC 9457 problem details for every REST error (DESIGN.md §5); the field is named, no stack traces. */
+/** RFC 9457 problem details for every REST error (docs/errors.md); the field is named, no stack traces. */
 @RestControllerAdvice
 public class ProblemHandler extends ResponseEntityExceptionHandler {
 

@@ -14,7 +14,7 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Transition history (§7.2) and the Mermaid diagrams generated from the transition tables (§7.3). */
+/** Transition history (docs/state-machines.md §7.2) and the Mermaid diagrams generated from the transition tables (§7.3). */
 @RestController
 @RequestMapping("/api/v1/system")
 public class StateMachineController {

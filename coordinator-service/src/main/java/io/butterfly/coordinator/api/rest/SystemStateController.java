@@ -25,7 +25,7 @@ import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
-/** State inspection endpoints (state-machines.md §7.1). */
+/** State inspection endpoints (docs/state-machines.md §7.1). */
 @RestController
 @RequestMapping("/api/v1")
 public class SystemStateController {

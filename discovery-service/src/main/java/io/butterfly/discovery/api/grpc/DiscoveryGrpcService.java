@@ -60,7 +60,7 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
     }
 
     /**
-     * DISCOVERY_REQUEST (bootstrap-protocol.md §3.1): tells a node which cluster it reached, who coordinates and
+     * DISCOVERY_REQUEST (docs/bootstrap-protocol.md §3.1): tells a node which cluster it reached, who coordinates and
      * who the peers are, before it asks to join. A node asking for another cluster learns only that.
      */
     @Override

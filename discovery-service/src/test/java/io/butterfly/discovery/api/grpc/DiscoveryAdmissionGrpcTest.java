@@ -51,7 +51,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.grpc.server.exception.GrpcExceptionHandlerInterceptor;
 
 /**
- * Every admission refusal, each asserted by its bootstrap-protocol.md §8.1 error code in the gRPC error
+ * Every admission refusal, each asserted by its docs/bootstrap-protocol.md §8.1 error code in the gRPC error
  * details, against the real discovery gRPC service (in-process transport, the same interceptors and
  * exception handler as the running service), plus the honest join/ack/heartbeat/leave path.
  */
@@ -403,7 +403,7 @@ class DiscoveryAdmissionGrpcTest {
         assertEquals(ErrorCode.CLUSTER_NAME_MISMATCH, e.code());
     }
 
-    // DISCOVERY_REQUEST (bootstrap-protocol.md §3.1)
+    // DISCOVERY_REQUEST (docs/bootstrap-protocol.md §3.1)
 
     private static SignedEnvelope discoveryRequest(NodeIdentity signer, NodeIdentity claimed, String cluster) {
         return ControlEnvelopes.seal(signer, MessageType.DISCOVERY_REQUEST, "worker-9",

@@ -36,8 +36,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * gRPC edge of the registry: manifests and chunked file transfer. Each chunk carries its SHA-256; the
- * client verifies chunks and the whole file against the manifest and refuses what does not match.
+ * gRPC edge of the registry: manifests and chunked file transfer. Each chunk carries its CRC32C (the transit
+ * check); the client verifies chunks, and the whole file's SHA-256 against the manifest, and refuses what does
+ * not match.
  */
 public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImplBase {
 
@@ -93,7 +94,7 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
         // A floor too: a client asking for 1-byte chunks would cost the registry a message per byte.
         int chunkSize = request.getChunkSize() <= 0 ? maxChunkBytes
                 : Math.min(Math.max(request.getChunkSize(), MIN_CHUNK_BYTES), maxChunkBytes);
-        // Compression only when both sides have the feature (bootstrap-protocol.md §7.2).
+        // Compression only when both sides have the feature (docs/bootstrap-protocol.md §7.2).
         boolean compress = zstdLevel > 0 && (request.getFeatures() & ChunkCodec.FEATURE_COMPRESSION) != 0;
         ServerCallStreamObserver<FileChunk> call = response instanceof ServerCallStreamObserver<FileChunk> s ? s : null;
         ModelStore.OpenFile open;

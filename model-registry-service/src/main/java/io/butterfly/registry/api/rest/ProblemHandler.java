@@ -17,7 +17,7 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
 import org.springframework.web.context.request.WebRequest;
 import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
 
-/** RFC 9457 problem responses for the registry's REST API (DESIGN.md §5); never a stack trace. */
+/** RFC 9457 problem responses for the registry's REST API (docs/errors.md); never a stack trace. */
 @RestControllerAdvice(assignableTypes = ModelsController.class)
 public class ProblemHandler extends ResponseEntityExceptionHandler {
 

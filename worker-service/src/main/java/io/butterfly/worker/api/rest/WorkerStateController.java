@@ -14,7 +14,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Worker inspection endpoints (state-machines.md §7.1). */
+/** Worker inspection endpoints (docs/state-machines.md §7.1). */
 @RestController
 @RequestMapping("/api/v1/worker")
 public class WorkerStateController {
