@@ -55,11 +55,9 @@ public final class DemoCommand implements Callable<Integer> {
             out.println();
             // The answer, then the same prompt decoded by the whole model in one process (as many engine threads as
             // a worker has): the split cluster must give the same tokens. The answer is streamed, printed as it comes.
-            String threads = System.getenv("BUTTERFLY_WORKER_THREADS");
             List<String> generate = new ArrayList<>(List.of("--max-tokens", "32", "--stream", "--compare-whole",
                     (model != null ? model : launcher.defaultModel()).toString(), "--threads",
-                    threads != null && !threads.isEmpty() ? threads : Integer.toString(Launcher.threadsPerWorker(options.workers())),
-                    "--", prompt));
+                    Launcher.engineThreads(options.workers()), "--", prompt));
             int code = subcommand(new GenerateCommand()).execute(generate.toArray(String[]::new));
             if (code != 0) {
                 return code;

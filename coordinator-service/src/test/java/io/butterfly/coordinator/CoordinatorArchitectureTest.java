@@ -55,8 +55,7 @@ class CoordinatorArchitectureTest {
         ArchitectureRules.transportOnlyIn(ROOT, "api", "gateway", "raft").check(CLASSES);
         ArchitectureRules.onlyIn("gRPC", ArchitectureRules.GRPC, ROOT, "api", "gateway").check(CLASSES);
         ArchitectureRules.onlyIn("Butterfly's gRPC support (channels, streams, transfers, discovery client)",
-                new String[]{"io.butterfly.common.grpc..", "io.butterfly.common.transfer..",
-                        "io.butterfly.common.discovery.."}, ROOT, "api", "gateway").check(CLASSES);
+                ArchitectureRules.GRPC_SUPPORT, ROOT, "api", "gateway").check(CLASSES);
         noClasses().that().resideInAPackage(ROOT + ".raft..").should().dependOnClassesThat()
                 .resideInAnyPackage("io.butterfly.proto.worker..", "io.butterfly.proto.registry..",
                         "io.butterfly.proto.discovery..")

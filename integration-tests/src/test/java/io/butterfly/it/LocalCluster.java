@@ -1,5 +1,6 @@
 package io.butterfly.it;
 
+import io.butterfly.cli.cluster.ServiceJvm;
 import io.butterfly.cli.process.JavaRuntime;
 import io.butterfly.cli.process.ServiceImages;
 import io.butterfly.cli.process.ServiceLaunch;
@@ -17,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 import java.util.Map;
 import java.util.function.Predicate;
 import tools.jackson.databind.JsonNode;
@@ -36,8 +38,9 @@ final class LocalCluster implements AutoCloseable {
      */
     static final ServiceImages IMAGES =
             ServiceImages.under(ROOT.resolve("integration-tests/target/service-images"), ROOT, JavaRuntime.current());
-    /** Short-lived services: C1 only (they start sooner). */
-    private static final List<String> JVM_OPTIONS = List.of("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dai.djl.offline=true");
+    /** Every service JVM's options, then C1 only: short-lived test services start sooner. */
+    private static final List<String> JVM_OPTIONS =
+            Stream.concat(ServiceJvm.COMMON.stream(), Stream.of("-XX:TieredStopAtLevel=1")).toList();
 
     private final Path workDir;
     private final ServiceSupervisor supervisor;

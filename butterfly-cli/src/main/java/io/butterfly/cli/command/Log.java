@@ -9,8 +9,4 @@ public final class Log {
     public static void info(String message) {
         System.err.println("[butterfly] " + message);
     }
-
-    public static void error(String message) {
-        info("error: " + message);
-    }
 }

@@ -69,10 +69,6 @@ public final class ServiceSupervisor {
         this.settings = settings;
     }
 
-    public ServiceImages images() {
-        return images;
-    }
-
     /** Starts a service and lists it; it runs on when this JVM exits. */
     public synchronized ServiceProcess start(ServiceLaunch launch) {
         List<String> command = new ArrayList<>();

@@ -24,6 +24,9 @@ public final class ArchitectureRules {
     public static final String[] RATIS = {"org.apache.ratis.."};
     public static final String[] DJL = {"ai.djl.."};
     public static final String[] HAZELCAST = {"com.hazelcast.."};
+    /** Butterfly's own gRPC support (channels, streams, transfers, the discovery client): transport too. */
+    public static final String[] GRPC_SUPPORT = {"io.butterfly.common.grpc..", "io.butterfly.common.transfer..",
+            "io.butterfly.common.discovery.."};
 
     private ArchitectureRules() {
     }
@@ -42,7 +45,7 @@ public final class ArchitectureRules {
     /** Pure packages: the domain, apart from frameworks, transports and engines. */
     public static ArchRule pure(String root, String... packages) {
         return noClasses().that().resideInAnyPackage(under(root, packages))
-                .should().dependOnClassesThat().resideInAnyPackage(concat(SPRING, GRPC, PROTO, RATIS, DJL, HAZELCAST))
+                .should().dependOnClassesThat().resideInAnyPackage(concat(SPRING, GRPC, GRPC_SUPPORT, PROTO, RATIS, DJL, HAZELCAST))
                 .because("the domain is plain Java: frameworks, transports, Raft and the engine stay at its edges");
     }
 

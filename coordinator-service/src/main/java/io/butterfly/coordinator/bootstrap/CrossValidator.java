@@ -3,6 +3,7 @@ package io.butterfly.coordinator.bootstrap;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.manifest.FileKind;
 import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
@@ -10,7 +11,6 @@ import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.integrity.CrossValidation;
-import io.butterfly.coordinator.integrity.ManifestFile;
 import io.butterfly.coordinator.integrity.PartitionReport;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
@@ -120,7 +120,7 @@ public class CrossValidator implements AutoCloseable {
             }
         });
         Manifest manifest = model.manifest();
-        WeightValidation v = CrossValidation.validate(s.epoch(), manifestFiles(manifest), manifest.merkleRoot(),
+        WeightValidation v = CrossValidation.validate(s.epoch(), manifest.files(), manifest.merkleRoot(),
                 stages, reports, ownFiles(manifest), clock.millis());
         try {
             control.submit(new ClusterCommand.WeightsValidated(v, v.atMs()));
@@ -154,16 +154,11 @@ public class CrossValidator implements AutoCloseable {
         }
     }
 
-    static List<ManifestFile> manifestFiles(Manifest manifest) {
-        return manifest.files().stream().map(f -> new ManifestFile(f.name(), f.checksum(), f.kind().name(),
-                f.layerStart() == null ? 0 : f.layerStart(), f.layerEnd() == null ? 0 : f.layerEnd())).toList();
-    }
-
     /** Digests of the coordinator's own copies (config, tokenizer), hashed from its disk like the workers do. */
     private Map<String, String> ownFiles(Manifest manifest) {
         Path dir = catalog.directory(manifest.modelId());
         Map<String, String> out = new LinkedHashMap<>();
-        for (io.butterfly.common.manifest.ManifestFile f : manifest.files()) {
+        for (ManifestFile f : manifest.files()) {
             if (f.kind() != FileKind.TOKENIZER && f.kind() != FileKind.CONFIG) {
                 continue;
             }

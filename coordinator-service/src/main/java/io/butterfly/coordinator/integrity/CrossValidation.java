@@ -2,6 +2,7 @@ package io.butterfly.coordinator.integrity;
 
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.planning.StageAssignment;
 import java.nio.ByteBuffer;
@@ -106,8 +107,8 @@ public final class CrossValidation {
             problems.add(who + ": loaded " + name + ", which is not in the manifest");
             return;
         }
-        if (!m.sha256().equalsIgnoreCase(Objects.requireNonNullElse(sha, ""))) {
-            problems.add(who + ": " + name + " has sha256 " + sha + ", the manifest says " + m.sha256());
+        if (!m.checksum().equalsIgnoreCase(Objects.requireNonNullElse(sha, ""))) {
+            problems.add(who + ": " + name + " has sha256 " + sha + ", the manifest says " + m.checksum());
             observed.put(name, isDigest(sha) ? sha : MALFORMED);
         } else {
             observed.putIfAbsent(name, sha);

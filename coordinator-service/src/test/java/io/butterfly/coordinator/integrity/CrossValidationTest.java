@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.integrity;
 
+import io.butterfly.common.manifest.FileKind;
+import io.butterfly.common.manifest.ManifestFile;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -28,7 +30,7 @@ class CrossValidationTest {
             file("layer_002.safetensors", "LAYER", 2, 3),
             file("layer_003.safetensors", "LAYER", 3, 4),
             file("head.safetensors", "HEAD", 0, 0));
-    private static final String ROOT = MerkleTree.rootHex(FILES.stream().map(ManifestFile::sha256).toList());
+    private static final String ROOT = MerkleTree.rootHex(FILES.stream().map(ManifestFile::checksum).toList());
     private static final List<StageAssignment> STAGES = List.of(new StageAssignment("w1", 0, 2, true, false),
             new StageAssignment("w2", 2, 4, false, true));
     private static final Map<String, String> COORDINATOR = Map.of("tokenizer.json", sha("tokenizer.json"),
@@ -127,7 +129,7 @@ class CrossValidationTest {
     }
 
     private static ManifestFile file(String name, String kind, int start, int end) {
-        return new ManifestFile(name, sha(name), kind, start, end);
+        return new ManifestFile(name, 0, "sha256", sha(name), FileKind.valueOf(kind), start, end, "safetensors");
     }
 
     private static String sha(String content) {

@@ -84,7 +84,7 @@ public final class AdmissionChain {
             }
             String key = Ed25519.hex(request.publicKey());
             MemberView admitted = registry.admit(new MemberView(m.nodeId(), m.role(), m.host(), m.grpcPort(),
-                    m.httpPort(), m.version(), now, now, m.capabilityPayload(), key, false));
+                    m.httpPort(), m.version(), now, now, m.capabilities(), key, false));
             trust.pin(m.nodeId(), key);
             return new Admission(admitted, protocol.agree(attempt));
         }

@@ -1,5 +1,7 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.discovery.membership.Capabilities;
+
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
 import io.butterfly.common.error.ErrorCode;

@@ -35,7 +35,7 @@ public final class SignatureCheck implements AdmissionCheck {
                     message.type() + " from '" + message.sender() + "' is unsigned",
                     Map.of("check", "unsigned"));
         }
-        if (!Ed25519.verify(key, message.signedBytes(), message.signature())) {
+        if (!Ed25519.verify(key, message.signedBytes().get(), message.signature())) {
             throw new AdmissionException(ErrorCode.INVALID_SIGNATURE, ErrorKind.UNAUTHENTICATED,
                     message.type() + " from '" + message.sender()
                             + "' does not carry a valid signature by key " + Ed25519.hex(key),

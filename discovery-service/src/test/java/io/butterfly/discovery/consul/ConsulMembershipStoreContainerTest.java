@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.discovery.DiscoveryApplication;
+import io.butterfly.discovery.api.grpc.ControlMessages;
 import io.butterfly.discovery.api.grpc.NodeCapabilitiesJson;
+import io.butterfly.discovery.membership.Capabilities;
 import io.butterfly.discovery.membership.MemberState;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipRegistry;
@@ -66,7 +68,8 @@ class ConsulMembershipStoreContainerTest {
 
     @Test
     void listsTheCatalogEntriesTaggedWithThisCluster() {
-        NodeCapabilities caps = NodeCapabilities.newBuilder().setCpuCores(8).setMemoryBytes(16L << 30).setMeasuredGflops(40).build();
+        Capabilities caps = ControlMessages.capabilities(
+                NodeCapabilities.newBuilder().setCpuCores(8).setMemoryBytes(16L << 30).setMeasuredGflops(40).build());
         register("worker-7", "worker-service", "butterfly",
                 Map.of("node_id", "worker-7", "role", "worker", "grpc_port", "9097",
                         "capabilities", new NodeCapabilitiesJson().toJson(caps)));

@@ -9,6 +9,7 @@ import com.hazelcast.core.Hazelcast;
 import com.hazelcast.core.HazelcastInstance;
 import io.butterfly.testsupport.Ports;
 import io.butterfly.discovery.api.grpc.NodeCapabilitiesJson;
+import io.butterfly.discovery.membership.Capabilities;
 import io.butterfly.discovery.config.DiscoveryProperties;
 import io.butterfly.discovery.config.HazelcastConfiguration;
 import io.butterfly.discovery.membership.MemberState;
@@ -72,8 +73,9 @@ class HazelcastMembershipStoreTest {
     }
 
     private static MemberView worker(String id, long now) {
-        NodeCapabilities caps = NodeCapabilities.newBuilder().setCpuCores(8).setMemoryBytes(16L << 30).setMeasuredGflops(42.5)
-                .setMemoryBandwidthGbps(20).setStorageType(StorageType.SSD).setDevice("cpu").build();
+        Capabilities caps = ControlMessages.capabilities(NodeCapabilities.newBuilder().setCpuCores(8)
+                .setMemoryBytes(16L << 30).setMeasuredGflops(42.5).setMemoryBandwidthGbps(20).setStorageType(StorageType.SSD)
+                .setDevice("cpu").build());
         return new MemberView(id, "worker", "127.0.0.1", 9090, 8090, "0.1.0", now, now, caps, "ab".repeat(32), false);
     }
 

@@ -5,8 +5,8 @@ import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.transfer.RegistryCircuitBreaker;
 import io.butterfly.common.transfer.ShardDownloader;
-import io.butterfly.common.transfer.ShardDownloader.ProgressListener;
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.FetchProgress;
+import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.common.transfer.SharedStore;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.worker.cluster.Endpoint;
@@ -71,7 +71,7 @@ public class RegistryGateway implements ShardSource {
             }
 
             @Override
-            public List<VerifiedFile> download(Manifest manifest, List<String> files, Path dir, ProgressListener progress)
+            public List<VerifiedFile> download(Manifest manifest, List<String> files, Path dir, FetchProgress progress)
                     throws IOException {
                 try {
                     return downloader.downloadVerified(manifest, files, dir, progress);

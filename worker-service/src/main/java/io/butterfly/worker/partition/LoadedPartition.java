@@ -1,6 +1,6 @@
 package io.butterfly.worker.partition;
 
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.common.manifest.ManifestFile;
 import java.util.List;
 

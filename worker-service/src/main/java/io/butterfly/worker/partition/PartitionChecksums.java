@@ -4,7 +4,7 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.MerkleTree;
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.VerifiedFile;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;

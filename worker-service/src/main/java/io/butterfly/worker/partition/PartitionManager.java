@@ -10,7 +10,7 @@ import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.text.ByteSize;
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.DjlPartitionExecutor;
 import io.butterfly.worker.engine.PartitionExecutor;

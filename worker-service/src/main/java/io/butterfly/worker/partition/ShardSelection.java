@@ -27,14 +27,7 @@ public final class ShardSelection {
         boolean sawEmbedding = false;
         boolean sawHead = false;
         for (ManifestFile f : manifest.files()) {
-            boolean take = switch (f.kind()) {
-                case CONFIG -> true;
-                case EMBEDDING -> embedding;
-                case HEAD -> head;
-                case LAYER -> f.layerStart() < end && f.layerEnd() > start;
-                default -> false;
-            };
-            if (take) {
+            if (f.neededBy(start, end, embedding, head)) {
                 out.add(f);
                 if (f.kind() == FileKind.LAYER) {
                     covered.set(Math.max(start, f.layerStart()), Math.min(end, f.layerEnd()));

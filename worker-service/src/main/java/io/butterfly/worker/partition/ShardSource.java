@@ -1,8 +1,8 @@
 package io.butterfly.worker.partition;
 
 import io.butterfly.common.manifest.Manifest;
-import io.butterfly.common.transfer.ShardDownloader.ProgressListener;
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.FetchProgress;
+import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.worker.cluster.Endpoint;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -24,7 +24,7 @@ public interface ShardSource {
          * The files of {@code manifest} named, in that order, each verified against the manifest: fetched into
          * {@code dir}, or found there or in the shared store.
          */
-        List<VerifiedFile> download(Manifest manifest, List<String> files, Path dir, ProgressListener progress)
+        List<VerifiedFile> download(Manifest manifest, List<String> files, Path dir, FetchProgress progress)
                 throws IOException;
 
         /** Bytes streamed from the registry so far. */

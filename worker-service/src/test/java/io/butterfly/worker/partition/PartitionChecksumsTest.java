@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.common.manifest.FileKind;
 import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.worker.cluster.Endpoint;

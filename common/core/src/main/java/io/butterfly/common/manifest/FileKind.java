@@ -6,5 +6,10 @@ public enum FileKind {
     TOKENIZER,
     EMBEDDING,
     LAYER,
-    HEAD
+    HEAD,
+    /**
+     * A kind this version does not know (none given, or a newer registry's): no stage needs such a file. The name is
+     * the protocol's, which the canonical form a signature covers spells out.
+     */
+    FILE_KIND_UNSPECIFIED
 }

@@ -12,8 +12,8 @@ import tools.jackson.databind.annotation.JsonNaming;
  * @param checksumAlgorithm always {@code sha256}
  * @param checksum          lowercase hex
  * @param kind              what the file holds
- * @param layerStart        first layer (LAYER files only)
- * @param layerEnd          one past the last layer (LAYER files only)
+ * @param layerStart        first layer (LAYER files; null for the others)
+ * @param layerEnd          one past the last layer (LAYER files; null for the others)
  * @param format            {@code safetensors} or {@code json}
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
@@ -27,4 +27,15 @@ public record ManifestFile(
         Integer layerStart,
         Integer layerEnd,
         String format) {
+
+    /** Whether a stage holding layers {@code [start, end)}, with the embedding and/or the head, needs this file. */
+    public boolean neededBy(int start, int end, boolean embedding, boolean head) {
+        return switch (kind) {
+            case CONFIG -> true;
+            case EMBEDDING -> embedding;
+            case HEAD -> head;
+            case LAYER -> layerStart < end && layerEnd > start;
+            case TOKENIZER, FILE_KIND_UNSPECIFIED -> false;
+        };
+    }
 }

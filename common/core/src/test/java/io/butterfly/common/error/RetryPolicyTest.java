@@ -3,7 +3,6 @@ package io.butterfly.common.error;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.butterfly.common.error.ErrorCode;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 

@@ -1,7 +1,6 @@
 package io.butterfly.common.grpc;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.grpc.GrpcErrors;
 import io.grpc.StatusException;
 import io.grpc.StatusRuntimeException;
 import org.slf4j.Logger;

@@ -1,19 +1,15 @@
 package io.butterfly.common.grpc;
 
-import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.manifest.FileKind;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.WeightFile;
-import java.util.Map;
 
 /**
  * Manifests to and from the registry's messages. A message leaves what it does not carry empty or 0 (no layer
  * range outside LAYER files, no key or signature before signing); the record has null there. The canonical form a
- * signature covers is the same either way.
+ * signature covers is the same either way (it writes an absent layer as 0 and an absent string as empty).
  */
 public final class ManifestMessages {
 
@@ -61,26 +57,28 @@ public final class ManifestMessages {
         return b.build();
     }
 
-    /** The manifest a message carries; a file of no known kind makes it invalid (INVALID_MANIFEST). */
+    /**
+     * The manifest a message carries, as it came: a file of a kind this version does not know is
+     * {@link FileKind#FILE_KIND_UNSPECIFIED} (needed by no stage), and layer numbers on a file other than a LAYER
+     * are kept when given, so the signature is checked over what was received.
+     */
     public static Manifest fromProto(ModelManifest m) {
         return new Manifest(m.getModelId(), m.getArchitecture(), m.getVersion(), m.getNumLayers(), m.getParameterCount(),
                 m.getHiddenSize(), m.getVocabSize(), m.getDtype(),
-                m.getFilesList().stream().map(f -> fromProto(m.getModelId(), f)).toList(), m.getMerkleRoot(),
+                m.getFilesList().stream().map(ManifestMessages::fromProto).toList(), m.getMerkleRoot(),
                 m.getCreatedAtMs(), emptyAsNull(m.getPublisherKey()), emptyAsNull(m.getSignature()));
     }
 
-    private static ManifestFile fromProto(String modelId, WeightFile f) {
+    private static ManifestFile fromProto(WeightFile f) {
         FileKind kind = switch (f.getKind()) {
             case CONFIG -> FileKind.CONFIG;
             case TOKENIZER -> FileKind.TOKENIZER;
             case EMBEDDING -> FileKind.EMBEDDING;
             case LAYER -> FileKind.LAYER;
             case HEAD -> FileKind.HEAD;
-            case FILE_KIND_UNSPECIFIED, UNRECOGNIZED -> throw new ButterflyException(ErrorCode.INVALID_MANIFEST,
-                    ErrorKind.INVALID_ARGUMENT, "manifest of '" + modelId + "' lists file '" + f.getName()
-                    + "' of no known kind (" + f.getKindValue() + ")", Map.of("model_id", modelId), null);
+            case FILE_KIND_UNSPECIFIED, UNRECOGNIZED -> FileKind.FILE_KIND_UNSPECIFIED;
         };
-        boolean layered = kind == FileKind.LAYER;
+        boolean layered = kind == FileKind.LAYER || f.getLayerStart() != 0 || f.getLayerEnd() != 0;
         return new ManifestFile(f.getName(), f.getSizeBytes(), f.getChecksumAlgorithm(), f.getChecksum(), kind,
                 layered ? f.getLayerStart() : null, layered ? f.getLayerEnd() : null, f.getFormat());
     }

@@ -7,6 +7,8 @@ import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.hash.Sha256;
+import io.butterfly.common.manifest.FetchProgress;
+import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.error.ErrorCode;
@@ -67,15 +69,6 @@ public final class ShardDownloader {
     public static final int DEFAULT_PARALLEL_FILES = 2;
 
     /**
-     * Progress of a download: verified bytes on disk so far out of the total size of all files asked,
-     * and the file that just advanced. Called from the fetching threads, one call at a time.
-     */
-    @FunctionalInterface
-    public interface ProgressListener {
-        void onProgress(String file, long bytesDone, long bytesTotal);
-    }
-
-    /**
      * How failed streams are retried; each retry resumes after the last verified chunk (the part file
      * holds only verified bytes), after an exponential backoff with full jitter.
      *
@@ -127,37 +120,11 @@ public final class ShardDownloader {
     }
 
     /**
-     * A file on disk and the SHA-256 computed here over its bytes as they were received and written (or,
-     * for a file already present, read back), which matched the manifest.
-     *
-     * @param channel for a weight file used in place in the {@link SharedStore}, the open channel its bytes were
-     *                verified through: read it through this channel, not by path, and close it; null for a file
-     *                in the download directory
-     */
-    public record VerifiedFile(Path path, String sha256, long sizeBytes, java.nio.channels.FileChannel channel) {
-
-        public VerifiedFile(Path path, String sha256, long sizeBytes) {
-            this(path, sha256, sizeBytes, null);
-        }
-
-        /** Closes the channel of a file verified in place; nothing for a downloaded file. */
-        public void closeChannel() {
-            if (channel != null) {
-                try {
-                    channel.close();
-                } catch (IOException e) {
-                    log.debug("closing {} failed", path, e);
-                }
-            }
-        }
-    }
-
-    /**
      * Downloads (or reuses) the named files of {@code manifest} into {@code dir}.
      *
      * @return the local paths, in the order asked
      */
-    public List<Path> download(Manifest manifest, List<String> fileNames, Path dir, ProgressListener progress)
+    public List<Path> download(Manifest manifest, List<String> fileNames, Path dir, FetchProgress progress)
             throws IOException {
         List<VerifiedFile> verified = downloadVerified(manifest, fileNames, dir, progress);
         verified.forEach(VerifiedFile::closeChannel); // a caller of paths reads by path
@@ -170,11 +137,11 @@ public final class ShardDownloader {
      * store come with their open channels, the caller's to close; if the download fails, none is left open.
      */
     public List<VerifiedFile> downloadVerified(Manifest manifest, List<String> fileNames, Path dir,
-                                               ProgressListener progress) throws IOException {
-        ProgressListener listener = progress == null ? (f, d, t) -> { } : progress;
+                                               FetchProgress progress) throws IOException {
+        FetchProgress listener = progress == null ? (f, d, t) -> { } : progress;
         Files.createDirectories(dir);
         List<ManifestFile> files = fileNames.stream().map(name -> find(manifest, name)).toList();
-        ProgressListener overall = new OverallProgress(files, listener);
+        FetchProgress overall = new OverallProgress(files, listener);
         int threads = Math.min(parallelFiles, files.size());
         if (threads <= 1) {
             List<VerifiedFile> paths = new ArrayList<>(files.size());
@@ -267,12 +234,12 @@ public final class ShardDownloader {
     }
 
     /** Sums per-file progress into progress over all files asked. */
-    private static final class OverallProgress implements ProgressListener {
+    private static final class OverallProgress implements FetchProgress {
         private final Map<String, Long> doneByFile = new HashMap<>();
         private final long total;
-        private final ProgressListener listener;
+        private final FetchProgress listener;
 
-        OverallProgress(List<ManifestFile> files, ProgressListener listener) {
+        OverallProgress(List<ManifestFile> files, FetchProgress listener) {
             this.total = files.stream().mapToLong(ManifestFile::sizeBytes).sum();
             this.listener = listener;
         }
@@ -389,7 +356,7 @@ public final class ShardDownloader {
     }
 
     /** {@link #stream} with retries: corrupted data up to maxRefetches times, transient failures up to maxTransientRetries. */
-    private String streamWithRetries(String modelId, String name, long size, Path part, ProgressListener listener)
+    private String streamWithRetries(String modelId, String name, long size, Path part, FetchProgress listener)
             throws IOException {
         int refetches = 0;
         int transientRetries = 0;
@@ -495,7 +462,7 @@ public final class ShardDownloader {
                 Map.of("file", name, "model_id", manifest.modelId()), null);
     }
 
-    private VerifiedFile fetch(String modelId, ManifestFile file, Path dir, ProgressListener listener) throws IOException {
+    private VerifiedFile fetch(String modelId, ManifestFile file, Path dir, FetchProgress listener) throws IOException {
         String name = file.name();
         if (name.isEmpty() || name.contains("/") || name.contains("\\") || name.equals(".") || name.equals("..")) {
             throw new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.INVALID_ARGUMENT,
@@ -553,7 +520,7 @@ public final class ShardDownloader {
      * returns the SHA-256 of the whole part file. The file's digest is updated as chunks are written, so
      * only a resumed prefix is read back from disk.
      */
-    private String stream(String modelId, String name, long size, Path part, ProgressListener listener) throws IOException {
+    private String stream(String modelId, String name, long size, Path part, FetchProgress listener) throws IOException {
         long offset = Files.exists(part) ? Files.size(part) : 0;
         MessageDigest whole = offset > 0 ? Sha256.digestOfFile(part) : Sha256.newDigest();
         listener.onProgress(name, offset, size);

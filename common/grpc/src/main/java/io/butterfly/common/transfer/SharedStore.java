@@ -1,7 +1,8 @@
 package io.butterfly.common.transfer;
 
+import io.butterfly.common.manifest.FetchProgress;
 import io.butterfly.common.hash.Sha256;
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.VerifiedFile;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
@@ -62,7 +63,7 @@ public final class SharedStore {
      * @throws InterruptedIOException when the calling thread is interrupted (the download was cancelled)
      */
     public Optional<VerifiedFile> open(String modelId, String name, long size, String expectedSha256,
-                                       ShardDownloader.ProgressListener listener) throws InterruptedIOException {
+                                       FetchProgress listener) throws InterruptedIOException {
         if (!SAFE_SEGMENT.matcher(modelId).matches()) {
             return Optional.empty();
         }
@@ -105,7 +106,7 @@ public final class SharedStore {
     }
 
     /** The SHA-256 of the channel's first {@code size} bytes, read by position (the channel's own position is left alone). */
-    private static String sha256(FileChannel channel, String name, long size, ShardDownloader.ProgressListener listener)
+    private static String sha256(FileChannel channel, String name, long size, FetchProgress listener)
             throws IOException {
         MessageDigest digest = Sha256.newDigest();
         ByteBuffer buf = ByteBuffer.allocate(BUFFER_BYTES);

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.transfer.ShardDownloader.VerifiedFile;
+import io.butterfly.common.manifest.VerifiedFile;
 import io.grpc.Status;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -4,12 +4,14 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Parser;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.discovery.admission.Candidate;
-import io.butterfly.discovery.admission.Capabilities;
 import io.butterfly.discovery.admission.Join;
 import io.butterfly.discovery.admission.PayloadReader;
 import io.butterfly.discovery.admission.SignedMessage;
+import io.butterfly.discovery.membership.Capabilities;
+import io.butterfly.proto.common.v1.GpuInfo;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.SignedEnvelope;
+import io.butterfly.proto.common.v1.StorageType;
 import io.butterfly.proto.discovery.v1.JoinRequest;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
@@ -27,7 +29,7 @@ public final class ControlMessages {
                 : null;
         return new SignedMessage(e.getMessageType().name(), e.getSender(), e.getRecipient(), e.getMessageId(),
                 e.getTimestampMs(), version, !e.getUnknownFields().asMap().isEmpty(), e.getPayload().toByteArray(),
-                e.getSignature().toByteArray(), ControlEnvelopes.canonicalBytes(e));
+                e.getSignature().toByteArray(), () -> ControlEnvelopes.canonicalBytes(e));
     }
 
     /** A payload parsed as {@code parser}'s message; the parser's complaint when it does not decode. */
@@ -47,8 +49,8 @@ public final class ControlMessages {
     public static Join join(JoinRequest r) {
         Member m = r.getMember();
         return new Join(r.getClusterName(), new Candidate(m.getNodeId(), role(m.getRole()), m.getHost(), m.getGrpcPort(),
-                m.getHttpPort(), m.getVersion(), m.getPublicKey().toByteArray(), capabilities(m.getCapabilities()),
-                m.getCapabilities()), r.getPublicKey().toByteArray(), r.getFeatures());
+                m.getHttpPort(), m.getVersion(), m.getPublicKey().toByteArray(), capabilities(m.getCapabilities())),
+                r.getPublicKey().toByteArray(), r.getFeatures());
     }
 
     /** {@code worker}, {@code coordinator} or {@code registry}; null for none or one this version does not know. */
@@ -59,7 +61,22 @@ public final class ControlMessages {
 
     public static Capabilities capabilities(NodeCapabilities c) {
         return new Capabilities(c.getCpuCores(), c.getMemoryBytes(), c.getMaxModelBytes(), c.getGpusList().stream()
-                .map(g -> new Capabilities.Gpu(g.getIndex(), g.getMemoryBytes())).toList(), c.getMeasuredGflops(),
-                c.getMemoryBandwidthGbps(), c.getMemoryLimitBytes());
+                .map(g -> new Capabilities.Gpu(g.getIndex(), g.getName(), g.getMemoryBytes())).toList(),
+                c.getMeasuredGflops(), c.getDevice(), c.getMemoryBandwidthGbps(), c.getStorageType().name(),
+                c.getMemoryLimitBytes());
+    }
+
+    public static NodeCapabilities toProto(Capabilities c) {
+        NodeCapabilities.Builder b = NodeCapabilities.newBuilder().setCpuCores(c.cpuCores()).setMemoryBytes(c.memoryBytes())
+                .setMaxModelBytes(c.maxModelBytes()).setMeasuredGflops(c.measuredGflops()).setDevice(c.device())
+                .setMemoryBandwidthGbps(c.memoryBandwidthGbps()).setMemoryLimitBytes(c.memoryLimitBytes());
+        c.gpus().forEach(g -> b.addGpus(GpuInfo.newBuilder().setIndex(g.index()).setName(g.name())
+                .setMemoryBytes(g.memoryBytes())));
+        try {
+            b.setStorageType(StorageType.valueOf(c.storageType()));
+        } catch (IllegalArgumentException unknown) {
+            b.setStorageType(StorageType.STORAGE_TYPE_UNSPECIFIED); // a newer node's kind: not one this version names
+        }
+        return b.build();
     }
 }

@@ -12,7 +12,6 @@ import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
-import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.ProtocolVersion;
 import io.butterfly.proto.common.v1.SignedEnvelope;
 import io.butterfly.proto.discovery.v1.ClusterConfig;
@@ -178,8 +177,8 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
                 .setJoinedAtMs(v.joinedAtMs())
                 .setLastSeenMs(v.lastSeenMs())
                 .setPublicKey(ByteString.copyFrom(Ed25519.fromHex(v.publicKeyHex())));
-        if (v.capabilities() instanceof NodeCapabilities caps) {
-            b.setCapabilities(caps);
+        if (v.capabilities() != null) {
+            b.setCapabilities(ControlMessages.toProto(v.capabilities()));
         }
         return b.build();
     }

@@ -2,6 +2,7 @@ package io.butterfly.discovery.api.grpc;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
+import io.butterfly.discovery.membership.Capabilities;
 import io.butterfly.discovery.membership.CapabilitiesCodec;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 
@@ -12,19 +13,19 @@ public final class NodeCapabilitiesJson implements CapabilitiesCodec {
     private static final JsonFormat.Parser PARSER = JsonFormat.parser().ignoringUnknownFields();
 
     @Override
-    public String toJson(Object capabilities) {
-        if (!(capabilities instanceof NodeCapabilities caps)) {
+    public String toJson(Capabilities capabilities) {
+        if (capabilities == null) {
             return null;
         }
         try {
-            return PRINTER.print(caps);
+            return PRINTER.print(ControlMessages.toProto(capabilities));
         } catch (InvalidProtocolBufferException e) {
             throw new IllegalStateException("capabilities cannot be printed as JSON", e);
         }
     }
 
     @Override
-    public Object fromJson(String json) {
+    public Capabilities fromJson(String json) {
         if (json == null || json.isBlank()) {
             return null;
         }
@@ -34,6 +35,6 @@ public final class NodeCapabilitiesJson implements CapabilitiesCodec {
         } catch (InvalidProtocolBufferException e) {
             return null; // a summary some other tool wrote: listed without capabilities rather than not at all
         }
-        return b.build();
+        return ControlMessages.capabilities(b.build());
     }
 }

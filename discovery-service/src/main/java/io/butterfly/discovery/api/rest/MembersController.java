@@ -1,8 +1,8 @@
 package io.butterfly.discovery.api.rest;
 
+import io.butterfly.discovery.membership.Capabilities;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
-import io.butterfly.proto.common.v1.NodeCapabilities;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -42,15 +42,16 @@ public class MembersController {
         out.put("joined_at", m.joinedAtMs() == 0 ? null : Instant.ofEpochMilli(m.joinedAtMs()).toString());
         out.put("last_seen", m.lastSeenMs() == 0 ? null : Instant.ofEpochMilli(m.lastSeenMs()).toString());
         out.put("public_key", m.publicKeyHex());
-        if (m.capabilities() instanceof NodeCapabilities c) {
+        if (m.capabilities() != null) {
+            Capabilities c = m.capabilities();
             out.put("capabilities", Map.of(
-                    "cpu_cores", c.getCpuCores(),
-                    "memory_bytes", c.getMemoryBytes(),
-                    "measured_gflops", c.getMeasuredGflops(),
-                    "memory_bandwidth_gbps", c.getMemoryBandwidthGbps(),
-                    "storage_type", c.getStorageType().name(),
-                    "device", c.getDevice(),
-                    "gpus", c.getGpusCount()));
+                    "cpu_cores", c.cpuCores(),
+                    "memory_bytes", c.memoryBytes(),
+                    "measured_gflops", c.measuredGflops(),
+                    "memory_bandwidth_gbps", c.memoryBandwidthGbps(),
+                    "storage_type", c.storageType(),
+                    "device", c.device(),
+                    "gpus", c.gpus().size()));
         }
         return out;
     }
