@@ -7,7 +7,7 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 /** {@code build}: the service jars (./butterfly has built them if they were missing or older than the sources). */
-@Command(name = "build", description = "build the jars if missing or stale (./butterfly does before every command);"
+@Command(name = "build", description = "build the jars if missing or stale (./butterfly does before all but down, ps and help);"
         + " print the services'")
 public final class BuildCommand implements Runnable {
 
