@@ -7,6 +7,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.model.KvCacheSizing;
 import io.butterfly.common.text.ByteSize;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
@@ -296,18 +297,17 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     /** What a new sequence's cache takes for {@code positions}, as {@link SequenceCache} would grow it. */
     private long newCacheBytes(int positions) {
-        return spec.numLayers() == 0 ? 0 : SequenceCache.capacityFor(0, positions, spec.config().maxPositions()) * bytesPerPosition();
+        return spec.numLayers() == 0 ? 0 : KvCacheSizing.capacityFor(0, positions, spec.config().maxPositions()) * bytesPerPosition();
     }
 
     /** The most a sequence's cache can grow to while it stays within {@code reservePositions}. */
     private long reservedBytes(int reservePositions) {
-        return spec.numLayers() == 0 ? 0
-                : SequenceCache.reservedCapacity(reservePositions, spec.config().maxPositions()) * bytesPerPosition();
+        return KvCacheSizing.reservedBytes(spec.config(), spec.numLayers(), reservePositions);
     }
 
     private long bytesPerPosition() {
         ModelConfig c = spec.config();
-        return SequenceCache.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
+        return KvCacheSizing.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
     }
 
     /** Memory all sequences' KV caches take now; read without waiting for a step (metrics). */

@@ -5,6 +5,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.model.KvCacheSizing;
 
 /**
  * One sequence's keys and values for this stage's layers. Keys are kept transposed,
@@ -14,12 +15,10 @@ import ai.djl.ndarray.types.Shape;
  *
  * <p>Attention multiplies by the whole, contiguous arrays and masks positions past the sequence (never
  * written, zero) with -inf: torch's batched matmul on a sliced view costs several times more per call
- * than the few masked columns. Capacity therefore grows by a quarter (in multiples of {@value #GROWTH}
- * positions): at most a quarter of the attention work is masked, and growth copies stay geometric.
+ * than the few masked columns. Capacity therefore grows as {@link KvCacheSizing} says: by a quarter, so at most a
+ * quarter of the attention work is masked, and growth copies stay geometric.
  */
 final class SequenceCache implements AutoCloseable {
-
-    static final int GROWTH = 64;
 
     private final NDManager manager;
     private final NDArray[] keys;
@@ -40,31 +39,13 @@ final class SequenceCache implements AutoCloseable {
         this.kvHeads = kvHeads;
         this.headDim = headDim;
         this.maxPositions = maxPositions;
-        this.bytesPerPosition = bytesPerPosition(layers, kvHeads, headDim);
-        this.reservedBytes = layers == 0 ? 0 : reservedCapacity(reservePositions, maxPositions) * bytesPerPosition;
-    }
-
-    /**
-     * The capacity a cache can reach while its sequence stays within {@code reservePositions}: it grows only
-     * when a step reaches past its capacity, to at most a quarter more than that reach, in steps of
-     * {@value #GROWTH}. A budget that counts this from the first step never refuses the sequence later.
-     */
-    static int reservedCapacity(int reservePositions, int maxPositions) {
-        if (reservePositions <= 0) {
-            return 0;
-        }
-        long bound = (long) reservePositions + (reservePositions + 3) / 4;
-        return (int) Math.min(maxPositions, (bound + GROWTH - 1) / GROWTH * GROWTH);
+        this.bytesPerPosition = KvCacheSizing.bytesPerPosition(layers, kvHeads, headDim);
+        this.reservedBytes = layers == 0 ? 0 : KvCacheSizing.reservedCapacity(reservePositions, maxPositions) * bytesPerPosition;
     }
 
     /** What the budget counts for this cache: its reservation, or what it takes if that is more. */
     long accountedBytes() {
         return Math.max(bytes(), reservedBytes);
-    }
-
-    /** Float32 keys and values of one position on {@code layers} layers. */
-    static long bytesPerPosition(int layers, int kvHeads, int headDim) {
-        return 2L * layers * kvHeads * headDim * Float.BYTES;
     }
 
     /** Memory the arrays take now. */
@@ -74,16 +55,7 @@ final class SequenceCache implements AutoCloseable {
 
     /** Memory the arrays would take once {@link #ensureCapacity} made room for {@code positions}. */
     long bytesFor(int positions) {
-        return keys.length == 0 ? 0 : capacityFor(capacity, positions, maxPositions) * bytesPerPosition;
-    }
-
-    /** The capacity a cache of {@code capacity} grows to for {@code positions} (a new cache: capacity 0). */
-    static int capacityFor(int capacity, int positions, int maxPositions) {
-        if (positions <= capacity) {
-            return capacity;
-        }
-        long wanted = Math.max(positions, (long) capacity + capacity / 4);
-        return (int) Math.min(maxPositions, (wanted + GROWTH - 1) / GROWTH * GROWTH);
+        return keys.length == 0 ? 0 : KvCacheSizing.capacityFor(capacity, positions, maxPositions) * bytesPerPosition;
     }
 
     int length() {
@@ -99,7 +71,7 @@ final class SequenceCache implements AutoCloseable {
         if (positions <= capacity || keys.length == 0) {
             return;
         }
-        int newCapacity = capacityFor(capacity, positions, maxPositions);
+        int newCapacity = KvCacheSizing.capacityFor(capacity, positions, maxPositions);
         // All layers grow, or none does: a failure half-way (out of memory) leaves the cache as it was.
         NDArray[] newKeys = new NDArray[keys.length];
         NDArray[] newValues = new NDArray[values.length];

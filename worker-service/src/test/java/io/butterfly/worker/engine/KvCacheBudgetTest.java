@@ -3,6 +3,7 @@ package io.butterfly.worker.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.common.model.KvCacheSizing;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Path;
@@ -116,16 +117,16 @@ class KvCacheBudgetTest {
         for (int trial = 0; trial < 2000; trial++) {
             int max = 64 + rnd.nextInt(4096);
             int reserve = 1 + rnd.nextInt(max);
-            int bound = SequenceCache.reservedCapacity(reserve, max);
+            int bound = KvCacheSizing.reservedCapacity(reserve, max);
             int capacity = 0;
             int reach = 0;
             while (reach < reserve) {
                 reach = Math.min(reserve, reach + 1 + rnd.nextInt(Math.max(1, reserve / 3)));
-                capacity = SequenceCache.capacityFor(capacity, reach, max);
+                capacity = KvCacheSizing.capacityFor(capacity, reach, max);
                 assertThat(capacity).isLessThanOrEqualTo(bound).isGreaterThanOrEqualTo(reach);
             }
         }
-        assertThat(SequenceCache.reservedCapacity(0, 100)).isZero();
+        assertThat(KvCacheSizing.reservedCapacity(0, 100)).isZero();
     }
 
     @Test

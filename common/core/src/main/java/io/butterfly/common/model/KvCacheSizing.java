@@ -1,0 +1,48 @@
+package io.butterfly.common.model;
+
+/**
+ * How big a sequence's KV cache on a stage grows: the worker's caches allocate by this rule, and the coordinator's
+ * scheduler reserves by it, so the two count the same bytes. Keys and values are float32; capacity grows by a
+ * quarter, in multiples of {@value #GROWTH} positions (attention runs over the whole capacity, masked past the
+ * sequence: at most a quarter of its work is masked, and growth copies stay geometric).
+ */
+public final class KvCacheSizing {
+
+    public static final int GROWTH = 64;
+
+    private KvCacheSizing() {
+    }
+
+    /**
+     * The capacity a cache can reach while its sequence stays within {@code reservePositions}: it grows only when a
+     * step reaches past its capacity, to at most a quarter more than that reach. A budget that counts this from the
+     * first step never refuses the sequence later.
+     */
+    public static int reservedCapacity(int reservePositions, int maxPositions) {
+        if (reservePositions <= 0) {
+            return 0;
+        }
+        long bound = (long) reservePositions + (reservePositions + 3) / 4;
+        return (int) Math.min(maxPositions, (bound + GROWTH - 1) / GROWTH * GROWTH);
+    }
+
+    /** The capacity a cache of {@code capacity} grows to for {@code positions} (a new cache: capacity 0). */
+    public static int capacityFor(int capacity, int positions, int maxPositions) {
+        if (positions <= capacity) {
+            return capacity;
+        }
+        long wanted = Math.max(positions, (long) capacity + capacity / 4);
+        return (int) Math.min(maxPositions, (wanted + GROWTH - 1) / GROWTH * GROWTH);
+    }
+
+    /** Float32 keys and values of one position on {@code layers} layers. */
+    public static long bytesPerPosition(int layers, int kvHeads, int headDim) {
+        return 2L * layers * kvHeads * headDim * Float.BYTES;
+    }
+
+    /** What a sequence that may reach {@code reservePositions} takes on a stage of {@code layers} layers of {@code c}. */
+    public static long reservedBytes(ModelConfig c, int layers, int reservePositions) {
+        return layers == 0 ? 0 : reservedCapacity(reservePositions, c.maxPositions())
+                * bytesPerPosition(layers, c.numKvHeads(), c.headDim());
+    }
+}
