@@ -29,7 +29,6 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param taskTimeout     a task still open after this long is failed by the leader: its coordinator is gone
  *                        (a replica that restarts fails its own open tasks at once)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
- * @param maxConcurrentTasks tasks this replica runs at once; one more is refused (429) instead of queued
  */
 @ConfigurationProperties("butterfly.coordinator")
 public record CoordinatorProperties(
@@ -48,8 +47,7 @@ public record CoordinatorProperties(
         @DefaultValue("65536") int maxPromptChars,
         @DefaultValue("120") long stepTimeoutSeconds,
         @DefaultValue("30m") java.time.Duration taskTimeout,
-        @DefaultValue List<String> trustedPublisherKeys,
-        @DefaultValue("64") int maxConcurrentTasks) {
+        @DefaultValue List<String> trustedPublisherKeys) {
 
     public ModelCatalog.Settings catalog() {
         return new ModelCatalog.Settings(modelId, dataDir, trustedPublisherKeys);
@@ -59,7 +57,8 @@ public record CoordinatorProperties(
         return new BootstrapOrchestrator.Settings(modelId, expectedWorkers, clusterName, protocolVersion);
     }
 
-    public InferenceService.Settings inference() {
-        return new InferenceService.Settings(nodeId, maxNewTokens, maxPromptTokens, maxPromptChars, maxConcurrentTasks);
+    /** @param replicas the coordinator replicas sharing the stages */
+    public InferenceService.Settings inference(int replicas) {
+        return new InferenceService.Settings(nodeId, maxNewTokens, maxPromptTokens, maxPromptChars, replicas);
     }
 }

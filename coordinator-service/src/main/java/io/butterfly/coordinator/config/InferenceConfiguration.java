@@ -1,23 +1,37 @@
 package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.ControlLogTaskJournal;
 import io.butterfly.coordinator.inference.FailedStageAborts;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.OrphanedTasks;
 import io.butterfly.coordinator.inference.Pipeline;
+import io.butterfly.coordinator.inference.TaskJournal;
 import io.butterfly.coordinator.model.ModelCatalog;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** Generation on this replica: the inference service and what ends its tasks when their stages or runner fail. */
+/** Generation on this replica: the engine behind the inference service, and what ends its tasks when stages fail. */
 @Configuration
 public class InferenceConfiguration {
 
     @Bean
-    InferenceService inferenceService(CoordinatorProperties props, ControlLog control, ModelCatalog catalog,
-                                      Pipeline pipeline, Clock clock) {
-        return new InferenceService(props.inference(), control, catalog, pipeline, clock);
+    PrometheusServingMetrics servingMetrics(MeterRegistry registry) {
+        return new PrometheusServingMetrics(registry);
+    }
+
+    @Bean(destroyMethod = "close")
+    InferenceService inferenceService(CoordinatorProperties props, EngineProperties engine, ControlRaftProperties raft,
+                                      ControlLog control, ModelCatalog catalog, Pipeline pipeline,
+                                      PrometheusServingMetrics metrics, Clock clock) {
+        long startedAtMs = clock.millis(); // the tasks this replica's start owns carry it (see OrphanedTasks)
+        TaskJournal journal = new ControlLogTaskJournal(control, props.nodeId(), startedAtMs);
+        InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size())),
+                engine.scheduler(), control, catalog, pipeline, journal, metrics, clock, startedAtMs);
+        metrics.bind(inference);
+        return inference;
     }
 
     @Bean

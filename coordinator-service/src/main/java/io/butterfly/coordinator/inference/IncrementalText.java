@@ -75,6 +75,11 @@ final class IncrementalText {
         return new Piece(giveOutTo(release), false);
     }
 
+    /** Whether a stop string has ended the generation. */
+    boolean stopped() {
+        return beforeStop != null;
+    }
+
     /** The generation's text up to the stop string that ended it (only once one has). */
     String textBeforeStop() {
         if (beforeStop == null) {

@@ -1,71 +1,69 @@
 package io.butterfly.coordinator.inference;
 
-import io.butterfly.common.error.ButterflyException;
-import io.butterfly.common.error.ErrorCode;
-import io.butterfly.common.error.ErrorKind;
-import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.common.model.KvCacheSizing;
+import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
-import io.butterfly.coordinator.inference.sampling.TokenChoice;
-import io.butterfly.coordinator.inference.sampling.TokenLogprob;
+import io.butterfly.coordinator.inference.scheduler.KvBudgets;
+import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
- * Runs a generation through the pipeline: one prefill step with the whole prompt, then one step per
- * token. Each step enters the first stage, flows worker to worker, and the last stage sends its logits
- * back to this coordinator, which samples (seeded, so a replayed step picks the same token).
+ * Generation on this replica: the request processor in front of the {@link Engine}. A request is validated and
+ * tokenized here, on the caller's thread, so that everything a client can be refused for is refused before it is
+ * queued (and before a stream starts); then the engine runs it with the others, and the caller awaits or streams its
+ * {@link RequestHandle}. No thread is held for a request.
  */
-public class InferenceService {
+public class InferenceService implements AutoCloseable {
 
     /**
-     * @param nodeId             this coordinator replica, the owner of the tasks it runs
-     * @param maxNewTokens       upper bound for a request's max_tokens
-     * @param maxPromptTokens    upper bound for a prompt's length in tokens
-     * @param maxPromptChars     upper bound for a text prompt's length in characters, checked before it is tokenized
-     * @param maxConcurrentTasks tasks this replica runs at once; one more is refused
+     * @param nodeId          this coordinator replica, the owner of the tasks it runs
+     * @param maxNewTokens    upper bound for a request's max_tokens
+     * @param maxPromptTokens upper bound for a prompt's length in tokens
+     * @param maxPromptChars  upper bound for a text prompt's length in characters, checked before it is tokenized
+     * @param replicas        coordinator replicas serving the same stages: each schedules against its share of their
+     *                        KV budgets
      */
-    public record Settings(String nodeId, int maxNewTokens, int maxPromptTokens, int maxPromptChars,
-                           int maxConcurrentTasks) {
+    public record Settings(String nodeId, int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas) {
     }
-
-    private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
 
     private final Settings settings;
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final Pipeline pipeline;
-    private final Clock clock;
-    private final TaskAdmission admission;
+    private final Engine engine;
     /** When this replica's inference started: the tasks it logs carry it, see {@link OrphanedTasks}. */
     private final long startedAtMs;
-    /** Tasks a runner here holds, from before their TaskSubmitted until their outcome was (or failed to be) logged. */
-    private final Set<String> running = ConcurrentHashMap.newKeySet();
+    private volatile ServingKey serving;
 
-    public InferenceService(Settings settings, ControlLog control, ModelCatalog catalog, Pipeline pipeline,
-                            Clock clock) {
+    /** What the engine's serving snapshot was built from: rebuilt when it changes. */
+    private record ServingKey(long epoch, List<String> pipeline, String merkleRoot) {
+    }
+
+    /**
+     * @param startedAtMs when this replica's inference started, as {@code journal} records it with the tasks it owns
+     */
+    public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
+                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, Clock clock,
+                            long startedAtMs) {
         this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
-        this.clock = clock;
-        this.admission = new TaskAdmission(settings.maxConcurrentTasks());
-        this.startedAtMs = clock.millis();
+        this.startedAtMs = startedAtMs;
+        this.engine = new Engine(scheduling, pipeline, journal, metrics, clock::millis);
     }
 
     /** When this replica (this process, this application context) began serving inference. */
@@ -73,9 +71,9 @@ public class InferenceService {
         return startedAtMs;
     }
 
-    /** Whether a runner on this replica holds {@code taskId} now (see {@link OrphanedTasks}). */
+    /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
     boolean running(String taskId) {
-        return running.contains(taskId);
+        return engine.running(taskId);
     }
 
     /** The model the cluster serves now, or {@link NotServingException} while it serves none. */
@@ -90,205 +88,161 @@ public class InferenceService {
         return catalog.servedFor(state.merkleRoot());
     }
 
-    /** Runs a generation and answers when it is complete. */
-    public GenerationResult generate(GenerationRequest request) {
-        return run(admit(request), null);
+    /** A request validated and tokenized, ready to queue. */
+    public static final class Prepared {
+        private final Sequence sequence;
+
+        private Prepared(Sequence sequence) {
+            this.sequence = sequence;
+        }
+
+        /** The handle it will have once queued. */
+        public RequestHandle handle() {
+            return sequence;
+        }
     }
 
     /**
-     * Validates a request and takes its place among the running tasks, so that everything a client can be refused
-     * for is refused here, before a streamed answer starts. The place is freed by {@link #run} or by closing it.
+     * Validates a request and queues it. Everything a client can be refused for is refused here: bad input, a
+     * cluster not serving, a sequence no stage could hold (413), a full queue (429). {@code listener} (null for none)
+     * is told each token as it is chosen, on the engine's thread: it must hand the token over, not block.
      */
-    public AdmittedTask admit(GenerationRequest request) {
+    public RequestHandle submit(GenerationRequest request, TokenListener listener) {
+        return submit(prepare(request, listener));
+    }
+
+    /** Validates and tokenizes a request (everything but the queue's room), without queuing it. */
+    public Prepared prepare(GenerationRequest request, TokenListener listener) {
+        return new Prepared(sequence(request, listener));
+    }
+
+    public RequestHandle submit(Prepared prepared) {
+        engine.submit(prepared.sequence);
+        return prepared.sequence;
+    }
+
+    /** Queues prepared requests that run together (an OpenAI list of prompts): all of them, or none. */
+    public List<RequestHandle> submitAll(List<Prepared> prepared) {
+        List<Sequence> all = prepared.stream().map(p -> p.sequence).toList();
+        engine.submitAll(all);
+        return List.copyOf(all);
+    }
+
+    /** Runs a generation and answers when it is complete (blocks the caller). */
+    public GenerationResult generate(GenerationRequest request) {
+        return await(submit(request, null).result());
+    }
+
+    /** The result of a future this service completes, its failure thrown as it was raised. */
+    public static GenerationResult await(CompletableFuture<GenerationResult> result) {
+        try {
+            return result.join();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : e;
+        }
+    }
+
+    private Sequence sequence(GenerationRequest request, TokenListener listener) {
+        long arrived = System.nanoTime();
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
         ServedModel model = servedModel(state);
         if (request.prompt() != null) {
             RequestValidator.checkPromptChars(request.prompt(), settings.maxPromptChars());
         }
-        List<Long> prompt = request.tokenIds() != null
-                ? RequestValidator.checkTokenIds(request.tokenIds(), model.config().vocabSize())
+        long[] prompt = request.tokenIds() != null
+                ? RequestValidator.checkTokenIds(request.tokenIds(), model.config().vocabSize()).stream()
+                .mapToLong(Long::longValue).toArray()
                 : tokenize(model, request.prompt());
-        RequestValidator.checkPromptLength(request.tokenIds() != null ? "token_ids" : "prompt", prompt.size(),
+        RequestValidator.checkPromptLength(request.tokenIds() != null ? "token_ids" : "prompt", prompt.length,
                 settings.maxPromptTokens(), model.config().maxPositions());
-        int maxTokens = RequestValidator.maxTokens(request, prompt.size(), settings.maxNewTokens(), model.config().maxPositions());
+        int maxTokens = RequestValidator.maxTokens(request, prompt.length, settings.maxNewTokens(),
+                model.config().maxPositions());
         SamplingParams sampling = RequestValidator.sampling(request);
         StopSequences stop = RequestValidator.stop(request);
-
-        // Resolved before the task is logged: a task that is submitted is always finished or failed, never
-        // left open (an open task keeps the system COMPUTING and blocks reassignment).
-        Pipeline.Route route = route(state);
-        return new AdmittedTask(model, route, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()),
-                stop, admission.admit());
-    }
-
-    /**
-     * Runs an admitted task to its end and frees its place. {@code listener} (null for none) is told each token as
-     * it is chosen; if it throws, the task ends there as failed (e.g. the client of a stream went away).
-     */
-    public GenerationResult run(AdmittedTask task, TokenListener listener) {
-        try (task) {
-            return runTask(task, listener);
+        serve(state, model);
+        KvBudgets.Stage full = engine.neverFits(prompt.length + maxTokens);
+        if (full != null) {
+            throw new InvalidRequestException("max_tokens", "a sequence of " + prompt.length + " prompt and "
+                    + maxTokens + " new tokens needs more KV cache on " + full.nodeId() + " than its whole budget for"
+                    + " this coordinator: ask for fewer tokens", true);
         }
-    }
-
-    /** Logs the task, runs it, and logs how it ended; its sequence is released on every stage either way. */
-    private GenerationResult runTask(AdmittedTask task, TokenListener listener) {
-        String taskId = UUID.randomUUID().toString();
-        running.add(taskId);
-        try {
-            control.submit(new ClusterCommand.TaskSubmitted(taskId, task.prompt().size(), settings.nodeId(), startedAtMs,
-                    clock.millis()));
-            return runSubmitted(taskId, task, listener);
-        } finally {
-            running.remove(taskId);
-        }
-    }
-
-    private GenerationResult runSubmitted(String taskId, AdmittedTask task, TokenListener listener) {
-        try {
-            GenerationResult result = run(taskId, task, listener);
-            control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));
-            return result;
-        } catch (RuntimeException e) {
-            try {
-                control.submit(new ClusterCommand.TaskFailed(taskId, e.getMessage() == null ? e.toString() : e.getMessage(), clock.millis()));
-            } catch (RuntimeException notRecorded) {
-                // The client hears what went wrong with its task, not that recording the failure failed too
-                // (e.g. a TaskFinished that timed out but committed, which a TaskFailed then cannot end again).
-                e.addSuppressed(notRecorded);
-                log.warn("task {} failed ({}) and its failure was not recorded: {}", taskId, e.getMessage(), notRecorded.toString());
-            }
-            throw e;
-        } finally {
-            pipeline.release(task.route(), List.of(taskId));
-        }
-    }
-
-    private GenerationResult run(String taskId, AdmittedTask task, TokenListener listener) {
-        ServedModel model = task.model();
-        List<Long> prompt = task.prompt();
-        int maxTokens = task.maxTokens();
-        Sampler sampler = new Sampler(task.sampling());
         // The text is followed token by token only for a listener or stop strings.
-        IncrementalText text = listener == null && task.stop().isEmpty() ? null
-                : new IncrementalText(model.tokenizer()::decode, task.stop());
-        boolean stopString = false;
-        long epoch = control.state().epoch();
-        List<Long> generated = new ArrayList<>();
-        List<Double> chosenLogprobs = new ArrayList<>();
-        List<List<TokenLogprob>> top = new ArrayList<>();
-        Map<String, Double> stageMs = new LinkedHashMap<>();
-        long start = System.nanoTime();
-        long firstToken = 0;
-        long[] input = prompt.stream().mapToLong(Long::longValue).toArray();
-        // Every stage sizes the sequence's cache for all of it at the first step (and refuses it then, if its
-        // budget cannot hold it), so a started task is never refused memory half-way.
-        int reserve = prompt.size() + maxTokens;
-        int position = 0;
-        String finish = "length";
-        long pipelineNanos = 0;
-        long transportNanos = 0;
-        long samplingNanos = 0;
-        for (int step = 0; step < maxTokens; step++) {
-            long t0 = System.nanoTime();
-            StepResult response = pipeline.step(task.route(), new StepInput(taskId, step, epoch, position, input, reserve));
-            long t1 = System.nanoTime();
-            pipelineNanos += t1 - t0;
-            transportNanos += t1 - t0 - addTimings(response.timings(), stageMs);
-            float[] logits = response.logits();
-            if (response.logitsShape().get(0) != 1 || logits.length != model.config().vocabSize()) {
-                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
-                        "last stage returned logits of shape " + response.logitsShape());
-            }
-            TokenChoice choice = choose(sampler, logits, step);
-            samplingNanos += System.nanoTime() - t1;
-            if (step == 0) {
-                firstToken = System.nanoTime();
-            }
-            generated.add((long) choice.tokenId());
-            chosenLogprobs.add(choice.logprob());
-            top.add(choice.topLogprobs());
-            boolean eos = !task.ignoreEos() && model.config().endsSequence(choice.tokenId());
-            IncrementalText.Piece piece = text == null ? null : text.add(choice.tokenId(), eos || step == maxTokens - 1);
-            stopString = piece != null && piece.stopped();
-            if (listener != null) {
-                listener.onToken(new GeneratedToken(taskId, step, choice.tokenId(), piece.text(), choice.logprob(),
-                        choice.topLogprobs()));
-            }
-            position += input.length;
-            input = new long[]{choice.tokenId()};
-            if (eos || stopString) {
-                finish = "stop";
-                break;
-            }
-        }
-        long end = System.nanoTime();
-        double ttftMs = (firstToken - start) / 1e6;
-        double decodeSeconds = (end - firstToken) / 1e9;
-        double decodeTps = generated.size() > 1 && decodeSeconds > 0 ? (generated.size() - 1) / decodeSeconds : 0;
-        String whole = stopString ? text.textBeforeStop()
-                : model.tokenizer().decode(generated.stream().mapToLong(Long::longValue).toArray());
-        return new GenerationResult(taskId, model.manifest().modelId(), prompt, generated, whole, finish,
-                chosenLogprobs, top, ttftMs, decodeTps, (end - start) / 1e6, stageMs, transportNanos / 1e6,
-                pipelineNanos / 1e6, samplingNanos / 1e6);
+        IncrementalText text = listener == null && stop.isEmpty() ? null
+                : new IncrementalText(model.tokenizer()::decode, stop);
+        return new Sequence(UUID.randomUUID().toString(), model, prompt, maxTokens, new Sampler(sampling),
+                Boolean.TRUE.equals(request.ignoreEos()), text, listener, arrived, engine);
     }
 
-    /** Samples; logits that cannot be sampled (NaN, +infinity, all -infinity) are the last stage's failure (502). */
-    private static TokenChoice choose(Sampler sampler, float[] logits, int step) {
-        try {
-            return sampler.choose(logits, step);
-        } catch (IllegalArgumentException e) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
-                    "last stage returned logits that cannot be sampled at step " + step + ": " + e.getMessage());
-        }
-    }
-
-    /** Adds one step's compute time per stage; returns the time the step spent in stages (the rest was transport). */
-    private static long addTimings(List<StepResult.StageTiming> timings, Map<String, Double> stageMs) {
-        long inStages = 0;
-        for (StepResult.StageTiming t : timings) {
-            stageMs.merge(t.nodeId(), t.computeNanos() / 1e6, Double::sum);
-            inStages += t.wallNanos();
-        }
-        return inStages;
-    }
-
-    /**
-     * Frees abandoned tasks' sequences on the stages that serve now, in one call (best effort). Their runner
-     * is gone, so no release would come, and the stages' KV caches would hold their budget until they idle out.
-     */
-    void releaseAbandoned(List<String> taskIds) {
-        Pipeline.Route route;
-        try {
-            route = route(control.state());
-        } catch (NotServingException noPipeline) {
+    /** Points the engine at the stages {@code state} assigns, when they changed. */
+    private void serve(ClusterState state, ServedModel model) {
+        ServingKey key = new ServingKey(state.epoch(), state.pipeline(), state.merkleRoot());
+        if (key.equals(serving)) {
             return;
         }
-        pipeline.release(route, taskIds);
-    }
-
-    /** The stages of the pipeline {@code state} assigns, first to last. */
-    private Pipeline.Route route(ClusterState state) {
-        List<NodeInfo> stages = new ArrayList<>();
+        List<NodeInfo> nodes = new ArrayList<>();
+        List<KvBudgets.Stage> budgets = new ArrayList<>();
         for (String id : state.pipeline()) {
             NodeRecord n = state.nodes().get(id);
             if (n == null) {
                 throw new NotServingException("the pipeline names " + id + ", which is not a member");
             }
-            stages.add(n.info());
+            nodes.add(n.info());
+            budgets.add(budget(n, model.config()));
         }
-        if (stages.isEmpty()) {
+        if (nodes.isEmpty()) {
             throw new NotServingException("no pipeline is assigned");
         }
-        return pipeline.route(stages);
+        engine.serve(new Engine.Serving(pipeline.route(nodes), state.epoch(), budgets));
+        serving = key;
     }
 
-    private static List<Long> tokenize(ServedModel model, String prompt) {
+    /** A stage's KV budget for this replica, and what a sequence takes there (as the stage's caches grow). */
+    private KvBudgets.Stage budget(NodeRecord n, ModelConfig config) {
+        int layers = n.layerStart() == null ? 0 : n.layerEnd() - n.layerStart();
+        long share = budgetBytes(n) / Math.max(1, settings.replicas());
+        return new KvBudgets.Stage(n.info().nodeId(), share, positions -> KvCacheSizing.reservedBytes(config, layers, positions));
+    }
+
+    /** The stage's KV cache budget as it reported it; 0 = unknown. */
+    private static long budgetBytes(NodeRecord n) {
+        return 0; // not reported yet
+    }
+
+    /** Requests running now (holding KV caches on the stages). */
+    public int running() {
+        return engine.runningCount();
+    }
+
+    /** Requests waiting to run. */
+    public int waiting() {
+        return engine.waitingCount();
+    }
+
+    /** Each stage's KV cache held by this replica's requests, as a share of its budget (0..1). */
+    public Map<String, Double> kvCacheUsage() {
+        return engine.kvCacheUsage();
+    }
+
+    /**
+     * Frees abandoned tasks' sequences on the stages that serve now, in one call (best effort). Their runner is gone,
+     * so no release would come, and the stages' KV caches would hold their budget until they idle out.
+     */
+    void releaseAbandoned(List<String> taskIds) {
+        engine.releaseAbandoned(taskIds);
+    }
+
+    private static long[] tokenize(ServedModel model, String prompt) {
         long[] ids = model.tokenizer().encode(prompt);
         if (ids.length == 0) {
             throw new InvalidRequestException("prompt", "prompt tokenizes to no tokens");
         }
-        return Arrays.stream(ids).boxed().toList();
+        return ids;
+    }
+
+    /** Ends every running and waiting request (the coordinator is stopping) and frees them on the stages. */
+    @Override
+    public void close() {
+        engine.close();
     }
 }

@@ -1,11 +1,24 @@
 package io.butterfly.coordinator.inference;
 
+import java.util.List;
+
 /**
- * One step of a task's sequence: its new tokens, at {@code position} of the sequence.
+ * One pipeline step of a micro-batch: each sequence's new tokens, packed in batch order.
  *
- * @param step             0 for the prefill of the whole prompt, then one per generated token
- * @param epoch            the assignment the task runs on: a stage of another epoch refuses the step
- * @param reservePositions the positions every stage sizes the sequence's KV cache for at its first step
+ * @param batchId this replica's number for the micro-batch: its outcome comes back under it
+ * @param epoch   the assignment the sequences run on: a stage of another epoch refuses the step
+ * @param tokens  every slice's tokens, concatenated in slice order
  */
-public record StepInput(String taskId, int step, long epoch, int position, long[] tokens, int reservePositions) {
+public record StepInput(long batchId, long epoch, List<Slice> sequences, long[] tokens) {
+
+    public StepInput {
+        sequences = List.copyOf(sequences);
+    }
+
+    /**
+     * @param position         positions of the sequence already in the stages' KV caches
+     * @param reservePositions the positions every stage sizes the sequence's KV cache for at its first step
+     */
+    public record Slice(String sequenceId, int position, int numTokens, int reservePositions) {
+    }
 }

@@ -5,7 +5,10 @@ import java.util.List;
 /** The last stage's answer to one step, as it arrived: nothing is decoded before it is asked for. */
 public interface StepResult {
 
-    /** The logits (float32), decoded and checked against their hash; malformed ones are the stage's failure. */
+    /**
+     * The logits at each sequence's last position, {@code [sequences, vocab]} row after row (float32), decoded and
+     * checked against their hash; malformed ones are the stage's failure.
+     */
     float[] logits();
 
     List<Long> logitsShape();

@@ -86,16 +86,12 @@ class FailedStageAbortsTest {
         assertThat(other.get(5, TimeUnit.SECONDS).getMessage()).contains("w1 was declared FAILED");
     }
 
-    /** Runs step {@code step} of {@code taskId} through {@code stages} in the background; its failure, if any. */
+    /** Sends step {@code step} (as micro-batch {@code step}) of sequence {@code taskId} through {@code stages}; its failure. */
     private CompletableFuture<ButterflyException> step(String taskId, int step, NodeInfo... stages) {
         Pipeline.Route route = workers.route(List.of(stages));
-        return CompletableFuture.supplyAsync(() -> {
-            try {
-                workers.step(route, new StepInput(taskId, step, 1, 0, new long[]{1}, 8));
-                return null;
-            } catch (ButterflyException e) {
-                return e;
-            }
-        });
+        return workers.submit(route, new StepInput(step, 1, List.of(new StepInput.Slice(taskId, 0, 1, 8)), new long[]{1}))
+                .handle((done, failure) -> failure == null ? null
+                        : (ButterflyException) (failure instanceof java.util.concurrent.CompletionException
+                                ? failure.getCause() : failure));
     }
 }

@@ -97,7 +97,8 @@ class OrphanedTasksTest {
     /** One sweep by replica {@code nodeId} whose inference started at STARTED and runs {@code running}, at {@code nowMs}. */
     private void sweep(String nodeId, long nowMs, Set<String> running) {
         CoordinatorProperties props = ReadyCluster.props(nodeId);
-        InferenceService inference = new InferenceService(props.inference(), control, null, null, at(STARTED)) {
+        InferenceService inference = new InferenceService(props.inference(1), ScriptedCluster.SCHEDULING, control, null,
+                null, null, ServingMetrics.NONE, at(STARTED), STARTED) {
             @Override
             void releaseAbandoned(List<String> taskIds) {
                 released.addAll(taskIds);
@@ -108,7 +109,9 @@ class OrphanedTasksTest {
                 return running.contains(taskId);
             }
         };
-        new OrphanedTasks(control, inference, props.nodeId(), props.taskTimeout(), at(nowMs)).failOrphanedTasks();
+        try (inference) {
+            new OrphanedTasks(control, inference, props.nodeId(), props.taskTimeout(), at(nowMs)).failOrphanedTasks();
+        }
     }
 
     private TaskRecord task(String id) {

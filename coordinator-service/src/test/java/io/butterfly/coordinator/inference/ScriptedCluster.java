@@ -1,6 +1,5 @@
 package io.butterfly.coordinator.inference;
 
-import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
@@ -12,6 +11,7 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
+import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
 import io.butterfly.coordinator.model.Tokenizer;
 import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import java.io.IOException;
@@ -50,16 +50,27 @@ public final class ScriptedCluster implements AutoCloseable {
         return tokenizer;
     }
 
+    /** The engine's settings the scripted tests run with: small batches, a queue of four. */
+    public static final SchedulerSettings SCHEDULING = new SchedulerSettings(8, 64, 32, 4, 0);
+
     /** An inference service over this control log whose pipeline steps are what {@code steps} answers. */
-    public InferenceService service(Pipeline steps, int maxConcurrentTasks) {
-        InferenceService.Settings p = ReadyCluster.props("coordinator-0").inference();
-        InferenceService.Settings settings = new InferenceService.Settings(p.nodeId(), p.maxNewTokens(),
-                p.maxPromptTokens(), p.maxPromptChars(), maxConcurrentTasks);
+    public InferenceService service(Pipeline steps) {
+        return service(steps, SCHEDULING);
+    }
+
+    public InferenceService service(Pipeline steps, SchedulerSettings scheduling) {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
-        return new InferenceService(settings, control, catalog, steps, Clock.systemUTC());
+        Clock clock = Clock.systemUTC();
+        InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1), scheduling,
+                control, catalog, steps, new ControlLogTaskJournal(control, "coordinator-0", clock.millis()),
+                ServingMetrics.NONE, clock, clock.millis());
+        services.add(service);
+        return service;
     }
+
+    private final List<InferenceService> services = new java.util.ArrayList<>();
 
     /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */
     public long[] wordThenCheckMark() {
@@ -71,39 +82,14 @@ public final class ScriptedCluster implements AutoCloseable {
         return script;
     }
 
-    /** Steps whose last stage makes {@code script[step % length]} of each task the likeliest token (logit 5, the rest 0). */
-    public static Pipeline following(long[] script) {
-        Pipeline steps = mock(Pipeline.class);
-        when(steps.step(any(), any())).thenAnswer(call -> {
-            float[] logits = new float[TINY.vocabSize()];
-            logits[(int) script[call.<StepInput>getArgument(1).step() % script.length]] = 5f;
-            return answer(logits);
-        });
-        return steps;
-    }
-
-    /** The last stage's answer: these logits, for one position. */
-    public static StepResult answer(float[] logits) {
-        return new StepResult() {
-            @Override
-            public float[] logits() {
-                return logits;
-            }
-
-            @Override
-            public List<Long> logitsShape() {
-                return List.of(1L, (long) logits.length);
-            }
-
-            @Override
-            public List<StageTiming> timings() {
-                return List.of();
-            }
-        };
+    /** Steps whose last stage makes {@code script[step % length]} of each sequence the likeliest token. */
+    public static ScriptedPipeline following(long[] script) {
+        return ScriptedPipeline.following(TINY.vocabSize(), script);
     }
 
     @Override
     public void close() {
+        services.forEach(InferenceService::close);
         tokenizer.close();
         raw.close();
         control.close();

@@ -2,9 +2,6 @@ package io.butterfly.coordinator.inference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.mockito.ArgumentMatchers.any;
-import static org.mockito.Mockito.never;
-import static org.mockito.Mockito.verify;
 
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.control.ControlLog;
@@ -20,8 +17,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A generation told token by token (what {@code POST /api/v1/inference/stream} sends): the same tokens and text as the
- * answer, refusals before anything runs, and a listener that gives up (a client gone) ending the task as failed and
- * freeing its place.
+ * answer, refusals before anything runs, and a cancelled generation (a client gone) ending the task as failed and
+ * freeing its KV caches.
  */
 class StreamedGenerationTest {
 
@@ -31,7 +28,7 @@ class StreamedGenerationTest {
     private ScriptedCluster cluster;
     private ControlLog control;
     private Tokenizer tokenizer;
-    private Pipeline steps;
+    private ScriptedPipeline steps;
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
@@ -49,9 +46,9 @@ class StreamedGenerationTest {
 
     @Test
     void eachTokenIsToldAsItIsChosenAndThePiecesMakeTheAnswer() {
-        InferenceService service = service(4);
+        InferenceService service = service();
         List<GeneratedToken> told = new ArrayList<>();
-        GenerationResult result = service.run(service.admit(request(script.length)), told::add);
+        GenerationResult result = InferenceService.await(service.submit(request(script.length), told::add).result());
 
         assertThat(told).extracting(GeneratedToken::index).containsExactly(
                 java.util.stream.IntStream.range(0, script.length).boxed().toArray(Integer[]::new));
@@ -70,11 +67,11 @@ class StreamedGenerationTest {
 
     @Test
     void aStopStringEndsTheGenerationAndIsLeftOutOfItsText() {
-        InferenceService service = service(4);
+        InferenceService service = service();
         List<GeneratedToken> told = new ArrayList<>();
         GenerationRequest stopAtMark = new GenerationRequest(null, List.of(1L, 17L), script.length + 5, 0.0, null, null,
                 null, true, List.of("✓"));
-        GenerationResult result = service.run(service.admit(stopAtMark), told::add);
+        GenerationResult result = InferenceService.await(service.submit(stopAtMark, told::add).result());
 
         assertThat(result.finishReason()).isEqualTo("stop");
         assertThat(result.text()).isEqualTo("the");
@@ -91,12 +88,12 @@ class StreamedGenerationTest {
     /** A stop string across tokens: its first part is held back, never told, and the text ends before it. */
     @Test
     void aStopStringAcrossTokensIsNeverTold() {
-        InferenceService service = service(4);
+        InferenceService service = service();
         String whole = tokenizer.decode(script); // "the✓"
         String stop = whole.substring(whole.length() - 2); // "e✓": "e" ends the word token, "✓" takes three more
         List<GeneratedToken> told = new ArrayList<>();
-        GenerationResult result = service.run(service.admit(new GenerationRequest(null, List.of(1L, 17L),
-                script.length + 5, 0.0, null, null, null, true, List.of(stop))), told::add);
+        GenerationResult result = InferenceService.await(service.submit(new GenerationRequest(null, List.of(1L, 17L),
+                script.length + 5, 0.0, null, null, null, true, List.of(stop)), told::add).result());
         String expected = whole.substring(0, whole.length() - 2);
         assertThat(result.text()).isEqualTo(expected);
         assertThat(result.finishReason()).isEqualTo("stop");
@@ -106,49 +103,58 @@ class StreamedGenerationTest {
 
     @Test
     void stopStringsAreChecked() {
-        InferenceService service = service(4);
-        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
-                List.of("a", "")))).isInstanceOfSatisfying(InvalidRequestException.class,
+        InferenceService service = service();
+        assertThatThrownBy(() -> service.submit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                List.of("a", "")), null)).isInstanceOfSatisfying(InvalidRequestException.class,
                 e -> assertThat(e.field()).isEqualTo("stop[1]"));
-        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
-                List.of("a", "b", "c", "d", "e")))).isInstanceOfSatisfying(InvalidRequestException.class,
+        assertThatThrownBy(() -> service.submit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                List.of("a", "b", "c", "d", "e")), null)).isInstanceOfSatisfying(InvalidRequestException.class,
                 e -> assertThat(e.field()).isEqualTo("stop"));
-        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
-                List.of("x".repeat(257))))).isInstanceOfSatisfying(InvalidRequestException.class,
+        assertThatThrownBy(() -> service.submit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                List.of("x".repeat(257))), null)).isInstanceOfSatisfying(InvalidRequestException.class,
                 e -> assertThat(e.field()).isEqualTo("stop[0]"));
-        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
-                java.util.Arrays.asList("a", null)))).isInstanceOfSatisfying(InvalidRequestException.class,
+        assertThatThrownBy(() -> service.submit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
+                java.util.Arrays.asList("a", null)), null)).isInstanceOfSatisfying(InvalidRequestException.class,
                 e -> assertThat(e.field()).isEqualTo("stop[1]"));
         assertThat(control.state().tasks()).isEmpty();
     }
 
     @Test
-    void aListenerThatGivesUpEndsTheTaskAsFailedAndFreesItsPlace() {
-        InferenceService service = service(1);
+    void aCancelledGenerationEndsAsFailedAndIsFreedOnTheStages() {
+        InferenceService service = service();
         AtomicInteger told = new AtomicInteger();
-        assertThatThrownBy(() -> service.run(service.admit(request(50)), t -> {
+        java.util.concurrent.atomic.AtomicReference<RequestHandle> handle = new java.util.concurrent.atomic.AtomicReference<>();
+        InferenceService.Prepared prepared = service.prepare(request(50), t -> {
             if (told.incrementAndGet() == 2) {
-                throw new IllegalStateException("the client closed the stream");
+                handle.get().cancel("the client closed the stream");
             }
-        })).hasMessage("the client closed the stream");
+        });
+        handle.set(prepared.handle());
+        service.submit(prepared);
+        assertThatThrownBy(() -> InferenceService.await(handle.get().result())).hasMessage("the client closed the stream");
 
-        assertThat(told).hasValue(2); // nothing generated after it gave up
+        assertThat(told.get()).as("it ends at its next step").isLessThanOrEqualTo(3);
         TaskRecord task = control.state().tasks().values().iterator().next();
         assertThat(task.state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(task.error()).isEqualTo("the client closed the stream");
-        // The one place (max-concurrent-tasks 1) is free again.
+        long deadline = System.nanoTime() + 5_000_000_000L; // released off the engine's thread
+        while (!steps.released().contains(handle.get().taskId()) && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertThat(steps.released()).contains(handle.get().taskId());
+        assertThat(service.running()).isZero();
         assertThat(service.generate(request(2)).tokenIds()).hasSize(2);
     }
 
     @Test
-    void aRefusedRequestRunsNothingAndHoldsNoPlace() {
-        InferenceService service = service(1);
-        assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L, 512L), 3, 0.0, null, null, null,
-                null))).isInstanceOfSatisfying(InvalidRequestException.class, e -> assertThat(e.field()).isEqualTo("token_ids[1]"));
-        verify(steps, never()).step(any(), any());
+    void aRefusedRequestRunsNothing() {
+        InferenceService service = service();
+        assertThatThrownBy(() -> service.submit(new GenerationRequest(null, List.of(1L, 512L), 3, 0.0, null, null, null,
+                null), null)).isInstanceOfSatisfying(InvalidRequestException.class, e -> assertThat(e.field()).isEqualTo("token_ids[1]"));
+        assertThat(steps.sent()).isEmpty();
         assertThat(control.state().tasks()).isEmpty();
-        AdmittedTask admitted = service.admit(request(2));
-        admitted.close(); // given up before it ran: its place is free
+        service.prepare(request(2), null); // prepared, never queued: nothing runs
+        assertThat(steps.sent()).isEmpty();
         assertThat(service.generate(request(2)).tokenIds()).hasSize(2);
     }
 
@@ -156,7 +162,7 @@ class StreamedGenerationTest {
         return new GenerationRequest(null, List.of(1L, 17L), maxTokens, 0.0, null, null, null, true);
     }
 
-    private InferenceService service(int maxConcurrentTasks) {
-        return cluster.service(steps, maxConcurrentTasks);
+    private InferenceService service() {
+        return cluster.service(steps);
     }
 }

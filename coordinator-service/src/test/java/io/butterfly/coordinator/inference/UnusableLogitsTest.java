@@ -2,7 +2,6 @@ package io.butterfly.coordinator.inference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
-import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
@@ -56,6 +55,7 @@ class UnusableLogitsTest {
 
     @AfterEach
     void close() {
+        services.forEach(InferenceService::close);
         control.close();
     }
 
@@ -79,12 +79,18 @@ class UnusableLogitsTest {
     private InferenceService service(float[] logits) {
         CoordinatorProperties props = new CoordinatorProperties("coordinator-0", "127.0.0.1", "butterfly", "tiny", 1,
                 "127.0.0.1", 9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120,
-                Duration.ofMinutes(30), List.of(), 64);
+                Duration.ofMinutes(30), List.of());
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, VOCAB, 64, 1e-5, 10000.0, false, 1, 2);
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));
-        Pipeline steps = mock(Pipeline.class);
-        when(steps.step(any(), any())).thenReturn(ScriptedCluster.answer(logits));
-        return new InferenceService(props.inference(), control, catalog, steps, Clock.systemUTC());
+        Pipeline steps = ScriptedPipeline.answering(in -> ScriptedPipeline.answer(logits, 1, VOCAB));
+        Clock clock = Clock.systemUTC();
+        InferenceService service = new InferenceService(props.inference(1), ScriptedCluster.SCHEDULING, control, catalog,
+                steps, new ControlLogTaskJournal(control, "coordinator-0", clock.millis()), ServingMetrics.NONE, clock,
+                clock.millis());
+        services.add(service);
+        return service;
     }
+
+    private final List<InferenceService> services = new java.util.ArrayList<>();
 }

@@ -1,11 +1,11 @@
 package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
-import io.butterfly.coordinator.inference.AdmittedTask;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
+import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import org.springframework.http.MediaType;
@@ -51,43 +52,31 @@ public class CompletionsController {
      * Every prompt is admitted before any runs, so a refusal (bad input, too many tasks) comes before any work.
      */
     @PostMapping(path = "/completions", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public Object complete(@RequestBody CompletionRequest body) {
+    public CompletableFuture<?> complete(@RequestBody CompletionRequest body) {
         List<CompletionRequest.Prompt> prompts = body.prompts();
         long seed = ThreadLocalRandom.current().nextLong();
         long created = clock.millis() / 1000;
+        String model = requireServed(body.model(), inference.servedModel());
         if (body.streaming()) {
             CompletionRequest.Prompt prompt = prompts.get(0);
             return namingTokenIdsAs(prompt.field(), () -> streams.start(body.generation(prompt, seed),
-                    task -> new CompletionStreamFormat(json, created, requireServed(body.model(), task.model()),
-                            logprobs(body, task), body.includeUsage())));
+                    task -> new CompletionStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
         }
-        List<AdmittedTask> tasks = admitAll(body, prompts, seed);
-        String model = tasks.get(0).model().manifest().modelId();
-        List<CompletionJson.Choice> choices = new ArrayList<>(tasks.size());
-        try {
-            for (AdmittedTask task : tasks) {
-                choices.add(new CompletionJson.Choice(choices.size(), inference.run(task, null), logprobs(body, task)));
-            }
-        } finally {
-            tasks.forEach(AdmittedTask::close); // those not run, if one failed
+        // Every prompt is validated before any is queued (a bad one runs none); they run together, in one batch.
+        List<InferenceService.Prepared> prepared = new ArrayList<>(prompts.size());
+        for (CompletionRequest.Prompt prompt : prompts) {
+            prepared.add(namingTokenIdsAs(prompt.field(), () -> inference.prepare(body.generation(prompt, seed), null)));
         }
-        GenerationResult first = choices.get(0).result();
-        return CompletionJson.completion(CompletionJson.Header.of(first.taskId(), created, model), choices);
-    }
-
-    private List<AdmittedTask> admitAll(CompletionRequest body, List<CompletionRequest.Prompt> prompts, long seed) {
-        List<AdmittedTask> tasks = new ArrayList<>(prompts.size());
-        try {
-            for (CompletionRequest.Prompt prompt : prompts) {
-                AdmittedTask task = namingTokenIdsAs(prompt.field(), () -> inference.admit(body.generation(prompt, seed)));
-                tasks.add(task);
-                requireServed(body.model(), task.model());
-            }
-            return tasks;
-        } catch (RuntimeException e) {
-            tasks.forEach(AdmittedTask::close);
-            throw e;
-        }
+        List<RequestHandle> tasks = inference.submitAll(prepared);
+        return CompletableFuture.allOf(tasks.stream().map(RequestHandle::result).toArray(CompletableFuture[]::new))
+                .thenApply(all -> {
+                    List<CompletionJson.Choice> choices = new ArrayList<>(tasks.size());
+                    for (RequestHandle task : tasks) {
+                        choices.add(new CompletionJson.Choice(choices.size(), task.result().join(), logprobs(body, task)));
+                    }
+                    GenerationResult first = choices.get(0).result();
+                    return CompletionJson.completion(CompletionJson.Header.of(first.taskId(), created, model), choices);
+                });
     }
 
     /** The served model (none while the cluster is not READY). */
@@ -132,9 +121,9 @@ public class CompletionsController {
         return id;
     }
 
-    private static CompletionLogprobs logprobs(CompletionRequest body, AdmittedTask task) {
+    private static CompletionLogprobs logprobs(CompletionRequest body, RequestHandle task) {
         return body.withLogprobs()
-                ? new CompletionLogprobs(task.model().tokenizer()::decode, task.prompt())
+                ? new CompletionLogprobs(task.model().tokenizer()::decode, task.promptTokenIds())
                 : null;
     }
 

@@ -9,6 +9,7 @@ import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
@@ -55,14 +56,15 @@ public class InferenceController {
         }
     }
 
+    /** Answered when the generation completes; no thread waits for it meanwhile. */
     @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
-    public Map<String, Object> infer(@RequestBody Body body) {
-        return toJson(inference.generate(body.request()), body.withLogprobs());
+    public CompletableFuture<Map<String, Object>> infer(@RequestBody Body body) {
+        return inference.submit(body.request(), null).result().thenApply(r -> toJson(r, body.withLogprobs()));
     }
 
-    /** Refusals (bad input, not READY, too many tasks) are problem responses as above, before any event. */
+    /** Refusals (bad input, not READY, a full queue) are problem responses as above, before any event. */
     @PostMapping(path = "/stream", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public SseEmitter stream(@RequestBody Body body) {
+    public CompletableFuture<SseEmitter> stream(@RequestBody Body body) {
         return streams.start(body.request(), task -> new NativeStreamFormat(body.withLogprobs()));
     }
 

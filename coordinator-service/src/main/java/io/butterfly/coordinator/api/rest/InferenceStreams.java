@@ -1,24 +1,23 @@
 package io.butterfly.coordinator.api.rest;
 
 import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.config.CoordinatorProperties;
-import io.butterfly.coordinator.inference.AdmittedTask;
 import io.butterfly.coordinator.inference.GenerationRequest;
-import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.common.error.ErrorCode;
+import io.butterfly.coordinator.inference.RequestHandle;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -33,17 +32,17 @@ import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
 /**
  * Streamed generations as server-sent events, each token as soon as it is chosen, in a {@link StreamFormat}
- * (Butterfly's own events, or OpenAI's completion chunks). Everything that can refuse a task, up to and
- * including the first pipeline step (a stage's KV budget, the task's log entry), happens before the response
- * starts, so a refusal is an ordinary problem response with its status. A client that goes away ends its task,
- * logged as failed with its KV caches freed, instead of leaving it to run for nobody.
+ * (Butterfly's own events, or OpenAI's completion chunks). The response starts with the first token: everything that
+ * can refuse a request, up to its first pipeline step, is an ordinary problem response with its status. No thread
+ * waits for a stream: the engine hands tokens over, and each stream's writes go out in order on a shared pool. A
+ * client that goes away ends its generation, logged as failed with its KV caches freed.
  */
 @Component
 public class InferenceStreams implements DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(InferenceStreams.class);
 
-    /** The stream cannot go on (client gone, timed out, coordinator stopping): the task ends with this as its error. */
+    /** The stream cannot go on (client gone, timed out, coordinator stopping): the generation ends with this. */
     static final class StreamEndedException extends RuntimeException {
         StreamEndedException(String why, Throwable cause) {
             super(why, cause);
@@ -56,18 +55,14 @@ public class InferenceStreams implements DisposableBean {
 
     private final InferenceService inference;
     private final long timeoutMs;
-    /** How long a request waits for its first token before the stream starts anyway: a step's own deadline. */
-    private final long firstTokenWaitMs;
-    /** One thread per streamed task; each holds a task's admission place while it runs the task. */
-    private final ExecutorService runners;
-    private volatile boolean shuttingDown;
+    private final ExecutorService writers;
+    private final Set<RequestHandle> open = ConcurrentHashMap.newKeySet();
 
     public InferenceStreams(InferenceService inference, CoordinatorProperties props) {
         this.inference = inference;
         this.timeoutMs = props.taskTimeout().toMillis();
-        this.firstTokenWaitMs = TimeUnit.SECONDS.toMillis(props.stepTimeoutSeconds() + 5);
         AtomicInteger n = new AtomicInteger();
-        this.runners = Executors.newCachedThreadPool(r -> {
+        this.writers = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "inference-stream-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;
@@ -75,79 +70,77 @@ public class InferenceStreams implements DisposableBean {
     }
 
     /**
-     * Admits the request and runs it until its first token; a refusal up to then is thrown here (a problem
-     * response). {@code formatFor} may refuse the admitted task too. The returned emitter sends the events, the ones so
-     * far included.
+     * Queues the request; the answer completes with the emitter once the first token is out (the emitter then sends
+     * the rest), or with the refusal or failure that came first. {@code formatFor} may refuse the queued request too.
      */
-    public SseEmitter start(GenerationRequest request, Function<AdmittedTask, StreamFormat> formatFor) {
-        AdmittedTask task = inference.admit(request);
-        StreamFormat format;
-        try {
-            format = formatFor.apply(task);
-        } catch (RuntimeException e) {
-            task.close();
-            throw e;
-        }
+    public CompletableFuture<SseEmitter> start(GenerationRequest request, Function<RequestHandle, StreamFormat> formatFor) {
         SseEmitter emitter = new Utf8SseEmitter(timeoutMs);
         Events events = new Events(emitter, new AtomicReference<>());
-        emitter.onTimeout(() -> events.mark(TIMED_OUT));
-        emitter.onError(e -> events.mark(CLIENT_GONE));
-        CompletableFuture<Void> firstToken = new CompletableFuture<>();
-        try {
-            runners.execute(() -> run(task, format, events, firstToken));
-        } catch (RejectedExecutionException e) {
-            task.close();
-            throw shuttingDown(e);
-        }
-        try {
-            firstToken.get(firstTokenWaitMs, TimeUnit.MILLISECONDS);
-        } catch (ExecutionException e) {
-            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
-        } catch (TimeoutException slow) {
-            // the step has its own deadline; the stream starts and carries the outcome
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            events.mark(SHUTTING_DOWN);
-        }
-        return emitter;
-    }
-
-    private void run(AdmittedTask task, StreamFormat format, Events events, CompletableFuture<Void> firstToken) {
-        try {
-            GenerationResult result = inference.run(task, token -> {
-                if (shuttingDown) {
-                    throw shuttingDown(null); // told to the client, logged as the task's failure
-                }
-                events.send(format.token(token));
-                firstToken.complete(null);
-            });
-            events.send(format.done(result));
-        } catch (StreamEndedException ended) {
-            // nobody left to tell
-        } catch (RuntimeException e) {
-            if (!firstToken.completeExceptionally(e)) { // the request thread answers a failure before the first token
-                events.sendError(() -> format.error(ProblemHandler.afterStreamStarted(e)));
+        SerialDelivery delivery = new SerialDelivery(writers);
+        AtomicReference<StreamFormat> format = new AtomicReference<>();
+        CompletableFuture<SseEmitter> started = new CompletableFuture<>();
+        AtomicReference<RequestHandle> self = new AtomicReference<>();
+        RequestHandle handle = inference.submit(request, token -> delivery.execute(() -> {
+            try {
+                events.send(format.get().token(token));
+                started.complete(emitter);
+            } catch (StreamEndedException ended) {
+                self.get().cancel(ended.getMessage()); // nobody to write to: the generation ends at its next step
             }
-        } finally {
-            firstToken.complete(null);
-            events.complete();
+        }));
+        self.set(handle);
+        try {
+            format.set(formatFor.apply(handle));
+        } catch (RuntimeException e) {
+            handle.cancel(e.getMessage());
+            throw e;
         }
+        open.add(handle);
+        emitter.onTimeout(() -> end(handle, events, TIMED_OUT));
+        emitter.onError(e -> end(handle, events, CLIENT_GONE));
+        handle.result().whenComplete((result, failure) -> delivery.execute(() -> {
+            open.remove(handle);
+            if (failure == null) {
+                try {
+                    events.send(format.get().done(result));
+                } catch (StreamEndedException nobodyToTell) {
+                    // the client is gone; the generation was complete anyway
+                }
+                started.complete(emitter);
+            } else {
+                RuntimeException cause = unwrap(failure);
+                // Before the first token the client hears the failure as a problem response; after it, as an event.
+                if (!started.completeExceptionally(cause)) {
+                    events.sendError(() -> format.get().error(ProblemHandler.afterStreamStarted(cause)));
+                }
+            }
+            events.complete();
+        }));
+        delivery.start();
+        return started;
     }
 
-    private static ButterflyException shuttingDown(Throwable cause) {
-        return new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
-                SHUTTING_DOWN + ": retry on another replica", Map.of(), cause);
+    private static void end(RequestHandle handle, Events events, String why) {
+        events.mark(why);
+        handle.cancel(why);
     }
 
-    /**
-     * Running streams end their tasks at their next token (logged as failed, KV caches freed) while the control log
-     * and the channels to the stages are still open: this bean goes before the inference service it uses.
-     */
+    private static RuntimeException unwrap(Throwable t) {
+        Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+        return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+    }
+
+    /** Open streams end at their next token (told the coordinator is stopping), before the engine itself stops. */
     @Override
     public void destroy() throws InterruptedException {
-        shuttingDown = true;
-        runners.shutdown();
-        runners.awaitTermination(5, TimeUnit.SECONDS);
+        open.forEach(h -> h.cancel(SHUTTING_DOWN + ": retry on another replica"));
+        writers.shutdown();
+        writers.awaitTermination(5, TimeUnit.SECONDS);
+    }
+
+    static ButterflyException shuttingDown(Throwable cause) {
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
+                SHUTTING_DOWN + ": retry on another replica", Map.of(), cause);
     }
 
     /**
@@ -180,7 +173,8 @@ public class InferenceStreams implements DisposableBean {
                     emitter.send(event);
                 }
             } catch (IOException e) {
-                end(CLIENT_GONE, e);
+                mark(CLIENT_GONE);
+                throw new StreamEndedException(ended.get(), e);
             } catch (IllegalStateException e) {
                 // the container completed the response (timeout, client error) just before this send
                 String reason = ended.get();
@@ -191,7 +185,7 @@ public class InferenceStreams implements DisposableBean {
             }
         }
 
-        /** The events are made here too: a failure making them must not end the runner without a word. */
+        /** The events are made here too: a failure making them must not end the writer without a word. */
         void sendError(Supplier<List<SseEmitter.SseEventBuilder>> events) {
             try {
                 send(events.get());
@@ -205,11 +199,6 @@ public class InferenceStreams implements DisposableBean {
         /** Marks the stream ended; the first reason given stays. */
         void mark(String why) {
             ended.compareAndSet(null, why);
-        }
-
-        private void end(String why, Throwable cause) {
-            mark(why);
-            throw new StreamEndedException(ended.get(), cause);
         }
 
         void complete() {

@@ -7,7 +7,7 @@ import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
-import io.butterfly.coordinator.inference.TaskAdmission;
+import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -95,9 +95,9 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return m;
     }
 
-    /** This replica runs as many tasks as it admits: retry shortly (RFC 9110 Retry-After, in seconds). */
-    @ExceptionHandler(TaskAdmission.TooManyTasksException.class)
-    ResponseEntity<ProblemDetail> tooManyTasks(TaskAdmission.TooManyTasksException e) {
+    /** This replica's queue is full: retry shortly (RFC 9110 Retry-After, in seconds). */
+    @ExceptionHandler(QueueFullException.class)
+    ResponseEntity<ProblemDetail> tooManyTasks(QueueFullException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.TOO_MANY_REQUESTS, e.getMessage());
         p.setTitle("Too many tasks");
         return ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS).header(HttpHeaders.RETRY_AFTER, "1")

@@ -17,7 +17,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -47,36 +47,40 @@ final class PipelineSteps implements AutoCloseable {
     }
 
     /**
-     * Runs one step through the pipeline of {@code stages}: {@code request} (whose {@code reply_to} is this replica)
-     * goes to {@code first}; returns the outcome with logits, or throws the failing stage's error.
+     * Sends one step through the pipeline of {@code stages}: {@code request} (whose {@code reply_to} is this replica)
+     * goes to {@code first}. The future completes with the outcome carrying logits, or with the failing stage's
+     * error; a step with no outcome within the step timeout fails with TIMEOUT.
      */
-    StepOutcome run(Endpoint first, Set<String> stages, ForwardRequest request) {
+    CompletableFuture<StepOutcome> submit(Endpoint first, Set<String> stages, ForwardRequest request) {
         StepKey key = new StepKey(request.getTaskId(), request.getStep());
         CompletableFuture<StepOutcome> outcome = new CompletableFuture<>();
         Pending pending = new Pending(outcome, stages);
         waiting.put(key, pending);
+        CompletableFuture<StepOutcome> answer = outcome
+                .orTimeout(stepTimeoutSeconds, TimeUnit.SECONDS)
+                .handle((done, failure) -> {
+                    waiting.remove(key, pending);
+                    if (failure != null) {
+                        throw failure instanceof TimeoutException ? timedOut(request) : new CompletionException(failure);
+                    }
+                    if (done.hasFailure()) {
+                        throw failure(done.getFailure(), request.getStep());
+                    }
+                    return done;
+                });
         try {
             firstStages.send(first.getHost(), first.getGrpcPort(), request);
-            StepOutcome done = outcome.get(stepTimeoutSeconds, TimeUnit.SECONDS);
-            if (done.hasFailure()) {
-                throw failure(done.getFailure(), request.getStep());
-            }
-            return done;
         } catch (StatusRuntimeException e) {
-            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
+            outcome.completeExceptionally(new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
                     "pipeline step " + request.getStep() + ": first stage " + first.getNodeId() + " unreachable: "
-                            + e.getStatus().getDescription(), Map.of("unreachable", first.getNodeId()), e);
-        } catch (TimeoutException e) {
-            throw new ButterflyException(ErrorCode.TIMEOUT, ErrorKind.DEADLINE_EXCEEDED,
-                    "pipeline step " + request.getStep() + " had no outcome within " + stepTimeoutSeconds + " s");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.CANCELLED, "interrupted while waiting for a step");
-        } catch (ExecutionException e) {
-            throw new IllegalStateException(e.getCause());
-        } finally {
-            waiting.remove(key, pending);
+                            + e.getStatus().getDescription(), Map.of("unreachable", first.getNodeId()), e));
         }
+        return answer;
+    }
+
+    private ButterflyException timedOut(ForwardRequest request) {
+        return new ButterflyException(ErrorCode.TIMEOUT, ErrorKind.DEADLINE_EXCEEDED,
+                "pipeline step " + request.getStep() + " had no outcome within " + stepTimeoutSeconds + " s");
     }
 
     /** An outcome arrived; one nobody waits for any more (late, or reported twice) is dropped. */

@@ -27,6 +27,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -62,6 +63,9 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
     /** The stages' addresses, built once per task. */
     private record StageRoute(Endpoint first, List<Endpoint> downstream, Set<String> stages) implements Route {
     }
+
+    /** A micro-batch's steps are named after it: outcomes come back under (task id, step). */
+    private static final String BATCH_PREFIX = "batch-";
 
     private final WorkerChannels channels;
     private final AssignmentAddresses addresses;
@@ -153,21 +157,25 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                 stages.stream().map(NodeInfo::nodeId).collect(Collectors.toUnmodifiableSet()));
     }
 
-    /** The tokens go out as one tensor; the logits that come back are decoded only when asked for. */
+    /**
+     * A micro-batch's tokens go out as one tensor, each sequence a slice of it; the logits that come back are decoded
+     * only when asked for.
+     */
     @Override
-    public StepResult step(Route route, StepInput in) {
+    public CompletableFuture<StepResult> submit(Route route, StepInput in) {
         StageRoute r = (StageRoute) route;
-        ForwardRequest request = ForwardRequest.newBuilder()
-                .setTaskId(in.taskId())
-                .setStep(in.step())
+        ForwardRequest.Builder request = ForwardRequest.newBuilder()
+                .setTaskId(BATCH_PREFIX + in.batchId())
+                .setStep((int) in.batchId())
                 .setEpoch(in.epoch())
-                .addSequences(SequenceSlice.newBuilder().setSequenceId(in.taskId()).setPosition(in.position())
-                        .setNumTokens(in.tokens().length).setReservePositions(in.reservePositions()))
                 .setInput(TensorCodec.int64(in.tokens(), in.tokens().length))
                 .addAllDownstream(r.downstream())
-                .setReplyTo(self)
-                .build();
-        return new ReceivedStep(steps.run(r.first(), r.stages(), request));
+                .setReplyTo(self);
+        for (StepInput.Slice s : in.sequences()) {
+            request.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
+                    .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions()));
+        }
+        return steps.submit(r.first(), r.stages(), request.build()).thenApply(ReceivedStep::new);
     }
 
     @Override

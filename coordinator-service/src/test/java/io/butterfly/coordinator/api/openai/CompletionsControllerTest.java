@@ -22,7 +22,9 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.Pipeline;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
-import io.butterfly.coordinator.inference.StepInput;
+import io.butterfly.coordinator.inference.ScriptedPipeline;
+import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
+import io.butterfly.coordinator.api.rest.AsyncMvc;
 import io.butterfly.coordinator.model.Tokenizer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -38,7 +40,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.http.MediaType;
 import org.springframework.mock.web.MockHttpServletResponse;
 import org.springframework.test.web.servlet.MockMvc;
-import org.springframework.test.web.servlet.MvcResult;
 import org.springframework.test.web.servlet.setup.MockMvcBuilders;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -67,7 +68,7 @@ class CompletionsControllerTest {
         control = cluster.control();
         tokenizer = cluster.tokenizer();
         script = cluster.wordThenCheckMark();
-        inference = cluster.service(ScriptedCluster.following(script), 4);
+        inference = cluster.service(ScriptedCluster.following(script));
         mvc = mvcOver(inference);
     }
 
@@ -331,16 +332,16 @@ class CompletionsControllerTest {
     /** The status line was sent long before: the failure is a last data event with OpenAI's error object, then [DONE]. */
     @Test
     void aFailureAfterTheFirstTokenEndsTheStreamWithAnError() throws Exception {
-        Pipeline failing = mock(Pipeline.class);
-        when(failing.step(any(), any())).thenAnswer(call -> {
-            if (call.<StepInput>getArgument(1).step() == 2) {
+        java.util.concurrent.atomic.AtomicInteger steps = new java.util.concurrent.atomic.AtomicInteger();
+        Pipeline failing = ScriptedPipeline.answering(in -> {
+            if (steps.getAndIncrement() == 2) {
                 throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
             }
             float[] logits = new float[CONFIG.vocabSize()];
             logits[100] = 5f;
-            return ScriptedCluster.answer(logits);
+            return ScriptedPipeline.answer(logits, 1, CONFIG.vocabSize());
         });
-        mvc = mvcOver(cluster.service(failing, 4));
+        mvc = mvcOver(cluster.service(failing));
         List<String> data = stream("{\"prompt\": [1, 17], \"max_tokens\": 8, \"stream\": true}");
 
         assertThat(data).hasSize(4).last().isEqualTo("[DONE]");
@@ -357,16 +358,14 @@ class CompletionsControllerTest {
 
     @Test
     void tooManyTasksIsARateLimitError() throws Exception {
-        InferenceService one = cluster.service(mock(Pipeline.class), 1);
-        MockMvc single = mvcOver(one);
-        try (var held = one.admit(new GenerationRequest(null, List.of(1L), 1, 0.0, null, null, null, null))) {
-            MockHttpServletResponse r = single.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON)
-                    .content("{\"prompt\": \"hi\"}")).andReturn().getResponse();
-            assertThat(r.getStatus()).isEqualTo(429);
-            assertThat(r.getHeader("Retry-After")).isEqualTo("1");
-            assertThat(JSON.readTree(r.getContentAsString()).path("error").path("type").asString())
-                    .isEqualTo("rate_limit_error");
-        }
+        // No room in the queue at all: every request is one too many.
+        InferenceService full = cluster.service(ScriptedCluster.following(script), new SchedulerSettings(1, 64, 32, 0, 0));
+        MockHttpServletResponse r = AsyncMvc.perform(mvcOver(full), post("/v1/completions")
+                .contentType(MediaType.APPLICATION_JSON).content("{\"prompt\": \"hi\"}"));
+        assertThat(r.getStatus()).isEqualTo(429);
+        assertThat(r.getHeader("Retry-After")).isEqualTo("1");
+        assertThat(JSON.readTree(r.getContentAsString()).path("error").path("type").asString())
+                .isEqualTo("rate_limit_error");
     }
 
     private JsonNode assertRefused(String body, int status, String field) throws Exception {
@@ -390,17 +389,15 @@ class CompletionsControllerTest {
     }
 
     private MockHttpServletResponse completion(String body) throws Exception {
-        return mvc.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON).content(body)).andReturn()
-                .getResponse();
+        return AsyncMvc.perform(mvc, post("/v1/completions").contentType(MediaType.APPLICATION_JSON).content(body));
     }
 
     private List<String> stream(String body) throws Exception {
-        MvcResult r = mvc.perform(post("/v1/completions").contentType(MediaType.APPLICATION_JSON).content(body))
-                .andExpect(request().asyncStarted()).andReturn();
-        r.getAsyncResult(20_000);
-        assertThat(r.getResponse().getContentType()).startsWith(MediaType.TEXT_EVENT_STREAM_VALUE);
+        MockHttpServletResponse r = AsyncMvc.perform(mvc, post("/v1/completions")
+                .contentType(MediaType.APPLICATION_JSON).content(body));
+        assertThat(r.getContentType()).startsWith(MediaType.TEXT_EVENT_STREAM_VALUE);
         List<String> data = new ArrayList<>();
-        for (String line : r.getResponse().getContentAsString(StandardCharsets.UTF_8).split("\n")) {
+        for (String line : r.getContentAsString(StandardCharsets.UTF_8).split("\n")) {
             if (line.startsWith("data:")) {
                 assertThat(line).startsWith("data: "); // as OpenAI writes it; clients strip exactly this
                 data.add(line.substring("data: ".length()));

@@ -1,11 +1,6 @@
 package io.butterfly.coordinator.api.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.catchThrowableOfType;
-import static org.mockito.ArgumentMatchers.any;
-import static org.mockito.Mockito.doAnswer;
-import static org.mockito.Mockito.mock;
-import static org.mockito.Mockito.when;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
 import io.butterfly.common.error.ButterflyException;
@@ -16,23 +11,25 @@ import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.coordinator.inference.Pipeline;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
+import io.butterfly.coordinator.inference.ScriptedPipeline;
 import io.butterfly.coordinator.inference.StepResult;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.http.MediaType;
+import org.springframework.mock.web.MockHttpServletResponse;
 import org.springframework.test.web.servlet.MockMvc;
-import org.springframework.test.web.servlet.MvcResult;
-import org.springframework.test.web.servlet.result.MockMvcResultMatchers;
 import org.springframework.test.web.servlet.setup.MockMvcBuilders;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -48,7 +45,6 @@ class InferenceStreamsTest {
 
     private ScriptedCluster cluster;
     private ControlLog control;
-    private final Pipeline steps = mock(Pipeline.class);
     private final AtomicInteger stepsRun = new AtomicInteger();
 
     @BeforeEach
@@ -64,31 +60,36 @@ class InferenceStreamsTest {
 
     @Test
     void aStageRefusingTheFirstStepIsAnsweredBeforeTheStreamStarts() {
-        when(steps.step(any(), any())).thenThrow(new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
-                ErrorKind.RESOURCE_EXHAUSTED, "the KV cache budget of worker w2 is spent"));
-        InferenceService service = cluster.service(steps, 1);
+        AtomicBoolean refuse = new AtomicBoolean(true);
+        InferenceService service = cluster.service(ScriptedPipeline.answering(in -> {
+            if (refuse.get()) {
+                throw new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY, ErrorKind.RESOURCE_EXHAUSTED,
+                        "the KV cache budget of worker w2 is spent");
+            }
+            return step();
+        }));
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
 
-        ButterflyException refused = catchThrowableOfType(ButterflyException.class,
-                () -> streams.start(request(5), task -> new NativeStreamFormat(false)));
-        assertThat(refused).isNotNull(); // thrown to the handler: 429 with Retry-After, not a 200 stream
-        assertThat(refused.kind()).isEqualTo(ErrorKind.RESOURCE_EXHAUSTED);
+        // Thrown to the handler (429 with Retry-After), not a 200 stream.
+        assertThat(streams.start(request(5), task -> new NativeStreamFormat(false)))
+                .failsWithin(10, TimeUnit.SECONDS).withThrowableOfType(ExecutionException.class)
+                .havingCause().isInstanceOfSatisfying(ButterflyException.class,
+                        e -> assertThat(e.kind()).isEqualTo(ErrorKind.RESOURCE_EXHAUSTED));
+        awaitTasksEnded(1);
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(onlyTask().error()).contains("KV cache budget");
 
-        // Its one place (max-concurrent-tasks 1) is free again.
-        doAnswer(call -> step()).when(steps).step(any(), any());
-        streams.start(request(3), task -> new NativeStreamFormat(false));
+        refuse.set(false);
+        assertThat(streams.start(request(3), task -> new NativeStreamFormat(false))).succeedsWithin(10, TimeUnit.SECONDS);
         awaitTasksEnded(2);
     }
 
     @Test
     void streamsStartedRunToTheEndAfterTheirFirstToken() {
-        when(steps.step(any(), any())).thenAnswer(call -> step());
-        InferenceStreams streams = new InferenceStreams(cluster.service(steps, 4),
+        InferenceStreams streams = new InferenceStreams(cluster.service(ScriptedPipeline.answering(in -> step())),
                 ReadyCluster.props("coordinator-0"));
-        streams.start(request(6), task -> new NativeStreamFormat(true));
-        assertThat(stepsRun.get()).isPositive(); // start answered only after the first token
+        assertThat(streams.start(request(6), task -> new NativeStreamFormat(true))).succeedsWithin(10, TimeUnit.SECONDS);
+        assertThat(stepsRun.get()).isPositive(); // started only after the first token
         awaitTasksEnded(1);
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.COMPLETED);
         assertThat(onlyTask().generatedTokens()).isEqualTo(6);
@@ -97,21 +98,19 @@ class InferenceStreamsTest {
     /** The status line was sent long before: the failure is the stream's last event, a problem document. */
     @Test
     void aFailureAfterTheFirstTokenIsTheStreamsLastEvent() throws Exception {
-        when(steps.step(any(), any())).thenAnswer(call -> {
+        InferenceService service = cluster.service(ScriptedPipeline.answering(in -> {
             if (stepsRun.get() == 2) {
                 throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
             }
             return step();
-        });
-        InferenceService service = cluster.service(steps, 4);
+        }));
         MockMvc mvc = MockMvcBuilders.standaloneSetup(new InferenceController(service,
                 new InferenceStreams(service, ReadyCluster.props("coordinator-0")))).setControllerAdvice(new ProblemHandler())
                 .build();
-        MvcResult r = mvc.perform(post("/api/v1/inference/stream").contentType(MediaType.APPLICATION_JSON)
-                .content("{\"token_ids\": [1, 17], \"max_tokens\": 8}")).andExpect(MockMvcResultMatchers.request().asyncStarted()).andReturn();
-        r.getAsyncResult(20_000);
+        MockHttpServletResponse r = AsyncMvc.perform(mvc, post("/api/v1/inference/stream")
+                .contentType(MediaType.APPLICATION_JSON).content("{\"token_ids\": [1, 17], \"max_tokens\": 8}"));
 
-        String[] lines = r.getResponse().getContentAsString(StandardCharsets.UTF_8).split("\n");
+        String[] lines = r.getContentAsString(StandardCharsets.UTF_8).split("\n");
         assertThat(lines).filteredOn(l -> l.startsWith("event:"))
                 .containsExactly("event:token", "event:token", "event:error");
         String error = lines[lines.length - 1]; // data:{...} of the last event
@@ -127,15 +126,19 @@ class InferenceStreamsTest {
 
     @Test
     void aStoppingCoordinatorEndsItsStreamedTasksAsFailed() throws Exception {
-        when(steps.step(any(), any())).thenAnswer(call -> {
-            Thread.sleep(20);
+        InferenceService service = cluster.service(ScriptedPipeline.answering(in -> {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             return step();
-        });
-        InferenceStreams streams = new InferenceStreams(cluster.service(steps, 4),
-                ReadyCluster.props("coordinator-0"));
-        streams.start(request(60), task -> new NativeStreamFormat(false)); // ~1.2 s of steps
+        }));
+        InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
+        streams.start(request(60), task -> new NativeStreamFormat(false)).get(10, TimeUnit.SECONDS); // ~1.2 s of steps
 
         streams.destroy();
+        awaitTasksEnded(1);
 
         TaskRecord task = onlyTask();
         assertThat(task.state()).isEqualTo(TaskRecord.State.FAILED);
@@ -146,7 +149,7 @@ class InferenceStreamsTest {
     private StepResult step() {
         float[] logits = new float[CONFIG.vocabSize()];
         logits[100 + stepsRun.getAndIncrement() % 50] = 5f;
-        return ScriptedCluster.answer(logits);
+        return ScriptedPipeline.answer(logits, 1, CONFIG.vocabSize());
     }
 
     private static GenerationRequest request(int maxTokens) {

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.coordinator.inference.TaskAdmission;
+import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.common.error.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpHeaders;
@@ -54,7 +54,7 @@ class ProblemHandlerTest {
         assertThat(never.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isNull();
         assertThat(never.getBody().getProperties()).containsEntry("field", "max_tokens");
 
-        ResponseEntity<ProblemDetail> busy = handler.tooManyTasks(new TaskAdmission.TooManyTasksException("64 tasks are running"));
+        ResponseEntity<ProblemDetail> busy = handler.tooManyTasks(new QueueFullException("256 requests are waiting"));
         assertThat(busy.getStatusCode().value()).isEqualTo(429);
         assertThat(busy.getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_PROBLEM_JSON);
         assertThat(busy.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");

@@ -109,30 +109,31 @@ class WorkerGatewayTest {
     @Test
     void aStepGoesToTheFirstStageWithItsTokensAndTheRestOfTheRouteAndItsOutcomeReadsBack() throws Exception {
         Pipeline.Route route = gateway.route(List.of(W1, W2, W3));
-        CompletableFuture<StepResult> result = CompletableFuture.supplyAsync(
-                () -> gateway.step(route, new StepInput("t", 0, 4, 0, new long[]{1, 17, 5}, 40)));
+        CompletableFuture<StepResult> result = gateway.submit(route, new StepInput(7, 4,
+                List.of(new StepInput.Slice("t", 0, 3, 40), new StepInput.Slice("u", 5, 1, 12)), new long[]{1, 17, 5, 9}));
 
         ForwardRequest sent = worker.steps.poll(10);
         assertThat(sent).isNotNull();
-        assertThat(sent.getTaskId()).isEqualTo("t");
-        assertThat(sent.getStep()).isZero();
+        assertThat(sent.getTaskId()).isEqualTo("batch-7");
+        assertThat(sent.getStep()).isEqualTo(7);
         assertThat(sent.getEpoch()).isEqualTo(4);
         assertThat(sent.getSequencesList()).containsExactly(SequenceSlice.newBuilder().setSequenceId("t")
-                .setPosition(0).setNumTokens(3).setReservePositions(40).build());
-        assertThat(TensorCodec.toLongs(sent.getInput(), 1, "input")).containsExactly(1, 17, 5);
+                .setPosition(0).setNumTokens(3).setReservePositions(40).build(), SequenceSlice.newBuilder()
+                .setSequenceId("u").setPosition(5).setNumTokens(1).setReservePositions(12).build());
+        assertThat(TensorCodec.toLongs(sent.getInput(), 1, "input")).containsExactly(1, 17, 5, 9);
         assertThat(sent.getDownstreamList()).containsExactly(endpoint(W2), endpoint(W3));
         assertThat(sent.getReplyTo()).isEqualTo(Endpoint.newBuilder().setNodeId("coordinator-0").setHost("10.0.0.9")
                 .setGrpcPort(9083).build());
         assertThat(result).isNotDone();
 
-        gateway.complete(StepOutcome.newBuilder().setTaskId("t").setStep(0)
-                .setLogits(TensorCodec.float32(new float[]{0.5f, -1f, 2f}, 1, 3))
+        gateway.complete(StepOutcome.newBuilder().setTaskId("batch-7").setStep(7)
+                .setLogits(TensorCodec.float32(new float[]{0.5f, -1f, 2f, 0f, 1f, 3f}, 2, 3))
                 .addTimings(StageTiming.newBuilder().setNodeId("w1").setComputeNanos(5).setWallNanos(7))
                 .addTimings(StageTiming.newBuilder().setNodeId("w3").setComputeNanos(11).setWallNanos(13)).build());
 
         StepResult r = result.get(5, TimeUnit.SECONDS);
-        assertThat(r.logits()).containsExactly(0.5f, -1f, 2f);
-        assertThat(r.logitsShape()).containsExactly(1L, 3L);
+        assertThat(r.logits()).containsExactly(0.5f, -1f, 2f, 0f, 1f, 3f);
+        assertThat(r.logitsShape()).containsExactly(2L, 3L);
         assertThat(r.timings()).containsExactly(new StepResult.StageTiming("w1", 5, 7),
                 new StepResult.StageTiming("w3", 11, 13));
     }
@@ -140,11 +141,11 @@ class WorkerGatewayTest {
     @Test
     void aStageThatFailsTheStepIsItsError() throws Exception {
         Pipeline.Route route = gateway.route(List.of(W1, W2));
-        CompletableFuture<StepResult> result = CompletableFuture.supplyAsync(
-                () -> gateway.step(route, new StepInput("t", 2, 4, 3, new long[]{9}, 40)));
+        CompletableFuture<StepResult> result = gateway.submit(route, new StepInput(2, 4,
+                List.of(new StepInput.Slice("t", 3, 1, 40)), new long[]{9}));
         assertThat(worker.steps.poll(10)).isNotNull();
 
-        gateway.complete(StepOutcome.newBuilder().setTaskId("t").setStep(2).setFailure(StepFailure.newBuilder()
+        gateway.complete(StepOutcome.newBuilder().setTaskId("batch-2").setStep(2).setFailure(StepFailure.newBuilder()
                 .setNodeId("w2").setCode(GrpcErrors.toProto(ErrorCode.INSUFFICIENT_MEMORY))
                 .setGrpcStatus(Status.Code.RESOURCE_EXHAUSTED.value()).setMessage("the KV cache budget is spent")
                 .putContext("node", "w2")).build());

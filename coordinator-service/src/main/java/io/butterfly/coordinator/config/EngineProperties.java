@@ -1,0 +1,31 @@
+package io.butterfly.coordinator.config;
+
+import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * How this replica's engine batches (names after vLLM's where it has one).
+ *
+ * @param maxNumSeqs             requests running at once, each holding KV cache on every stage; more wait
+ * @param maxNumBatchedTokens    tokens one micro-batch carries: the running decodes (one each) and prompt chunks
+ * @param prefillChunkTokens     prompts are fed in chunks ending at multiples of this: a long prompt delays the
+ *                               running decodes by at most one chunk (on CPU, a 256-token chunk of the ~100M benchmark
+ *                               model takes about a second)
+ * @param maxWaiting             requests queued to run; one more is refused with 429 and Retry-After
+ * @param microBatchesInFlight   micro-batches in the pipeline at once, so that every stage computes while the others
+ *                               do: 0 = one per pipeline stage, 1 = one at a time
+ */
+@ConfigurationProperties("butterfly.coordinator.engine")
+public record EngineProperties(
+        @DefaultValue("64") int maxNumSeqs,
+        @DefaultValue("512") int maxNumBatchedTokens,
+        @DefaultValue("256") int prefillChunkTokens,
+        @DefaultValue("256") int maxWaiting,
+        @DefaultValue("0") int microBatchesInFlight) {
+
+    public SchedulerSettings scheduler() {
+        return new SchedulerSettings(maxNumSeqs, maxNumBatchedTokens, prefillChunkTokens, maxWaiting,
+                microBatchesInFlight);
+    }
+}

@@ -1,0 +1,9 @@
+package io.butterfly.coordinator.inference.scheduler;
+
+/** Refused: {@code max-waiting} requests wait already (429 with Retry-After). */
+public final class QueueFullException extends RuntimeException {
+
+    public QueueFullException(String message) {
+        super(message);
+    }
+}

@@ -1,0 +1,259 @@
+package io.butterfly.coordinator.inference.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class SchedulerTest {
+
+    private static SchedulerSettings settings(int maxSeqs, int budget, int chunk, int maxWaiting, int microBatches) {
+        return new SchedulerSettings(maxSeqs, budget, chunk, maxWaiting, microBatches);
+    }
+
+    private static SequenceProgress seq(String id, int prompt, int maxTokens) {
+        return new SequenceProgress(id, prompt, maxTokens);
+    }
+
+    @Test
+    void aMicroBatchCarriesTheRunningDecodesAndPromptChunksUnderTheTokenBudget() {
+        Scheduler s = new Scheduler(settings(2, 6, 4, 8, 1));
+        SequenceProgress a = seq("a", 2, 5);
+        SequenceProgress b = seq("b", 9, 5);
+        s.add(a);
+        s.add(b);
+
+        MicroBatch first = s.next();
+        // a's whole prompt (2), then b's first chunk, which ends at the chunk boundary 4.
+        assertThat(first.chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens, Chunk::samples)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("a", 0, 2, true),
+                        org.assertj.core.groups.Tuple.tuple("b", 0, 4, false));
+        assertThat(s.next()).as("both are in flight").isNull();
+        s.stepped(first);
+
+        MicroBatch second = s.next();
+        assertThat(second.chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens, Chunk::samples)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("a", 2, 1, true),
+                        org.assertj.core.groups.Tuple.tuple("b", 4, 4, false));
+        s.stepped(second);
+        MicroBatch third = s.next();
+        assertThat(third.chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens, Chunk::samples)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("a", 3, 1, true),
+                        org.assertj.core.groups.Tuple.tuple("b", 8, 1, true));
+    }
+
+    @Test
+    void aPromptIsCutAtTheSameBoundariesWhateverItIsBatchedWith() {
+        Random random = new Random(3);
+        for (int round = 0; round < 200; round++) {
+            int chunk = 1 + random.nextInt(16);
+            int prompt = 1 + random.nextInt(100);
+            List<Integer> alone = cuts(new Scheduler(settings(16, chunk + 16 + random.nextInt(40), chunk, 16, 1)), prompt,
+                    0, random);
+            List<Integer> crowded = cuts(new Scheduler(settings(16, chunk + 16 + random.nextInt(40), chunk, 16, 1)), prompt,
+                    1 + random.nextInt(10), random);
+            assertThat(crowded).as("prompt %d, chunk %d", prompt, chunk).isEqualTo(alone);
+            for (int i = 0; i < alone.size() - 1; i++) {
+                assertThat(alone.get(i) % chunk).isZero();
+            }
+            assertThat(alone.get(alone.size() - 1)).isEqualTo(prompt);
+        }
+    }
+
+    /** Where the prompt of one sequence, run among {@code others} random ones, is cut (each chunk's end). */
+    private static List<Integer> cuts(Scheduler s, int prompt, int others, Random random) {
+        for (int i = 0; i < others; i++) {
+            s.add(seq("o" + i, 1 + random.nextInt(60), 1 + random.nextInt(5)));
+        }
+        SequenceProgress target = seq("target", prompt, 3);
+        s.add(target);
+        List<Integer> ends = new ArrayList<>();
+        while (target.prefilling()) {
+            MicroBatch b = s.next();
+            for (Chunk c : b.chunks()) {
+                if (c.sequence() == target) {
+                    ends.add(c.position() + c.numTokens());
+                }
+            }
+            s.stepped(b);
+        }
+        return ends;
+    }
+
+    @Test
+    void aLongPromptDelaysTheRunningDecodesByAtMostOneChunk() {
+        Scheduler s = new Scheduler(settings(8, 20, 8, 8, 1));
+        List<SequenceProgress> decoding = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            SequenceProgress d = seq("d" + i, 1, 100);
+            decoding.add(d);
+            s.add(d);
+        }
+        s.stepped(s.next()); // their prompts: all decoding now
+        s.add(seq("long", 500, 5));
+        for (int step = 0; step < 20; step++) {
+            MicroBatch b = s.next();
+            assertThat(b.chunks()).extracting(Chunk::sequence).containsAll(decoding);
+            int prefill = b.chunks().stream().filter(c -> c.sequence().id().equals("long")).mapToInt(Chunk::numTokens).sum();
+            assertThat(prefill).isLessThanOrEqualTo(8);
+            assertThat(b.tokens()).isLessThanOrEqualTo(20);
+            s.stepped(b);
+        }
+    }
+
+    @Test
+    void sequencesStartFirstComeFirstServedAndOneThatDoesNotFitHoldsTheQueue() {
+        Scheduler s = new Scheduler(settings(8, 100, 16, 8, 1));
+        // One stage of 100 bytes; a sequence takes a byte per position it may reach.
+        s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", 100, positions -> positions))), 1);
+        SequenceProgress big = seq("big", 10, 60);      // 70
+        SequenceProgress bigger = seq("bigger", 10, 40); // 50: does not fit beside big
+        SequenceProgress small = seq("small", 2, 3);     // 5: would fit, but waits its turn
+        s.add(big);
+        s.add(bigger);
+        s.add(small);
+
+        MicroBatch b = s.next();
+        assertThat(b.chunks()).extracting(c -> c.sequence().id()).containsExactly("big");
+        assertThat(s.waiting()).isEqualTo(2);
+        assertThat(s.budgets().used("w")).isEqualTo(70);
+        s.stepped(b);
+        s.remove(big); // finished: its reservation is free
+        assertThat(s.budgets().used("w")).isZero();
+        assertThat(s.next().chunks()).extracting(c -> c.sequence().id()).containsExactly("bigger", "small");
+    }
+
+    @Test
+    void aSequenceNoStageCouldHoldIsNamedBeforeItIsQueued() {
+        KvBudgets budgets = new KvBudgets(List.of(new KvBudgets.Stage("w1", 1_000, p -> p),
+                new KvBudgets.Stage("w2", 100, p -> 2L * p), new KvBudgets.Stage("unknown", 0, p -> p)));
+        assertThat(budgets.neverFits(50)).isNull();
+        assertThat(budgets.neverFits(51).nodeId()).isEqualTo("w2");
+    }
+
+    @Test
+    void theQueueIsBounded() {
+        Scheduler s = new Scheduler(settings(1, 5, 4, 2, 1));
+        s.add(seq("a", 1, 1));
+        s.add(seq("b", 1, 1));
+        assertThatThrownBy(() -> s.add(seq("c", 1, 1))).isInstanceOf(QueueFullException.class)
+                .hasMessageContaining("max-waiting");
+        s.next(); // a starts: a place in the queue is free
+        s.add(seq("c", 1, 1));
+        assertThat(s.waiting()).isEqualTo(2);
+        assertThat(s.running()).isEqualTo(1);
+    }
+
+    @Test
+    void aSequenceRemovedWhileWaitingOrRunningLeavesAndFreesItsReservation() {
+        Scheduler s = new Scheduler(settings(4, 10, 4, 4, 1));
+        s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", 100, p -> p))), 1);
+        SequenceProgress a = seq("a", 2, 3);
+        SequenceProgress b = seq("b", 2, 3);
+        s.add(a);
+        s.add(b);
+        s.stepped(s.next());
+        s.remove(a);
+        assertThat(s.running()).isEqualTo(1);
+        assertThat(s.budgets().used("w")).isEqualTo(5);
+        SequenceProgress c = seq("c", 2, 3);
+        s.add(c);
+        s.remove(c); // a client gone before it started
+        assertThat(s.waiting()).isZero();
+        assertThat(s.next().chunks()).extracting(Chunk::sequence).containsExactly(b);
+    }
+
+    @Test
+    void severalMicroBatchesInFlightShareTheRunningDecodesAndNeverCarryASequenceTwice() {
+        Scheduler s = new Scheduler(settings(32, 64, 16, 32, 0));
+        s.pipeline(KvBudgets.unlimited(), 3);
+        for (int i = 0; i < 16; i++) {
+            s.add(seq("s" + i, 4, 50));
+        }
+        s.stepped(s.next()); // every prompt
+        List<MicroBatch> inFlight = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            inFlight.add(s.next());
+        }
+        assertThat(inFlight).extracting(b -> b.chunks().size()).containsExactly(6, 6, 4);
+        Set<String> carried = new HashSet<>();
+        inFlight.forEach(b -> b.chunks().forEach(c -> assertThat(carried.add(c.sequence().id())).isTrue()));
+        assertThat(s.next()).isNull();
+        s.stepped(inFlight.get(0));
+        assertThat(s.next().chunks()).extracting(Chunk::sequence).containsExactlyElementsOf(
+                inFlight.get(0).chunks().stream().map(Chunk::sequence).toList());
+    }
+
+    /**
+     * Random arrivals, prompt lengths, token counts and completion orders, with several micro-batches in flight: the
+     * budget and the KV reservations always hold, no sequence is in two micro-batches, sequences start in arrival
+     * order, and every one finishes.
+     */
+    @Test
+    void anyMixOfRequestsRunsToTheEndWithinItsLimits() {
+        Random random = new Random(11);
+        for (int round = 0; round < 50; round++) {
+            int chunk = 1 + random.nextInt(32);
+            int maxSeqs = 1 + random.nextInt(12);
+            int budget = chunk + maxSeqs + random.nextInt(64);
+            int microBatches = 1 + random.nextInt(4);
+            long kv = 200 + random.nextInt(400);
+            Scheduler s = new Scheduler(settings(maxSeqs, budget, chunk, 1_000, microBatches));
+            s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", kv, p -> p))), microBatches);
+            Map<SequenceProgress, Integer> remaining = new HashMap<>();
+            List<String> arrived = new ArrayList<>();
+            List<String> started = new ArrayList<>();
+            Deque<MicroBatch> inFlight = new ArrayDeque<>();
+            int toArrive = 10 + random.nextInt(30);
+            int n = 0;
+            for (int tick = 0; tick < 100_000 && (toArrive > 0 || !remaining.isEmpty()); tick++) {
+                if (toArrive > 0 && random.nextInt(3) == 0) {
+                    int maxTokens = 1 + random.nextInt(20);
+                    SequenceProgress q = seq("q" + n++, 1 + random.nextInt(Math.min(120, (int) kv - maxTokens)), maxTokens);
+                    s.add(q);
+                    arrived.add(q.id());
+                    remaining.put(q, maxTokens);
+                    toArrive--;
+                }
+                while (inFlight.size() < s.microBatches()) {
+                    MicroBatch b = s.next();
+                    if (b == null) {
+                        break;
+                    }
+                    assertThat(b.tokens()).isLessThanOrEqualTo(budget);
+                    for (Chunk c : b.chunks()) {
+                        assertThat(inFlight.stream().flatMap(f -> f.chunks().stream()).map(Chunk::sequence))
+                                .doesNotContain(c.sequence());
+                        if (c.position() == 0) {
+                            started.add(c.sequence().id());
+                        }
+                    }
+                    inFlight.add(b);
+                }
+                assertThat(s.budgets().used("w")).isLessThanOrEqualTo(kv);
+                if (!inFlight.isEmpty() && random.nextBoolean()) {
+                    MicroBatch done = random.nextBoolean() ? inFlight.pollFirst() : inFlight.pollLast();
+                    s.stepped(done);
+                    for (Chunk c : done.chunks()) {
+                        if (c.samples() && remaining.merge(c.sequence(), -1, Integer::sum) == 0) {
+                            remaining.remove(c.sequence());
+                            s.remove(c.sequence());
+                        }
+                    }
+                }
+            }
+            assertThat(remaining).as("round %d: every sequence finished", round).isEmpty();
+            assertThat(started).as("first come, first served").isEqualTo(arrived);
+            assertThat(s.budgets().used("w")).isZero();
+        }
+    }
+}
