@@ -24,7 +24,7 @@ class ButterflyTest {
     void helpListsEveryCommand() {
         assertThat(run("help")).isZero();
         assertThat(out.toString()).contains("usage: ./butterfly").contains("demo", "up", "down", "ps", "status",
-                "generate", "model", "keygen", "bench", "bench-detect", "bench-failover", "bench-load", "build");
+                "generate", "model", "keygen", "bench", "bench-detect", "bench-failover", "bench-load", "bench-serve", "build");
         out.getBuffer().setLength(0);
         assertThat(run()).isZero();
         assertThat(out.toString()).contains("bench-failover");
@@ -74,6 +74,25 @@ class ButterflyTest {
     void benchLoadChecksItsRounds() {
         assertThat(run("bench-load", "--rounds", "0")).isEqualTo(2);
         assertThat(err.toString()).isEqualTo("error: --rounds must be a number from 1 to 99" + System.lineSeparator());
+    }
+
+    @Test
+    void benchServeChecksItsOptionsBeforeStartingAnything() {
+        String[][] cases = {
+                {"--concurrency", "1,0"}, {"--pin", "--concurrency", "1,16"}, {"--output-tokens", "0"},
+                {"--requests", "0"}, {"--pin", "--rounds", "0"}, {"--workers", "0"}};
+        String[] messages = {
+                "--concurrency must be a list of numbers from 1 to 256", "--pin compares one concurrency level (default 16)",
+                "--output-tokens must be a number from 1 to 1024", "--requests must be at least 1",
+                "--rounds must be a number from 1 to 99", "--workers must be a number from 1 to 99"};
+        for (int i = 0; i < cases.length; i++) {
+            err.getBuffer().setLength(0);
+            String[] args = new String[cases[i].length + 1];
+            args[0] = "bench-serve";
+            System.arraycopy(cases[i], 0, args, 1, cases[i].length);
+            assertThat(run(args)).as(String.join(" ", args)).isEqualTo(2);
+            assertThat(err.toString()).isEqualTo("error: " + messages[i] + System.lineSeparator());
+        }
     }
 
     @Test

@@ -72,12 +72,7 @@ public final class BenchCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         ButterflyHome home = ButterflyHome.fromEnvironment();
         int portOffset = PortLayout.fromEnvironment().offset();
-        Path dir = model != null ? model : home.model("bench-100m");
-        if (!Files.exists(dir.resolve("model.safetensors"))) {
-            out.println("generating the benchmark model (~100M parameters) in " + dir);
-            GenerateModelCommand.generatePreset("bench-100m", dir, out, spec.commandLine().getErr());
-        }
-        dir = dir.toAbsolutePath();
+        Path dir = model(model, home, out, spec.commandLine().getErr());
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
         long[] prompt = LongStream.range(0, PROMPT_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
         out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens;"
@@ -141,7 +136,18 @@ public final class BenchCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static String requestBody(long[] prompt, int tokens) {
+    /** {@code model}, or the generated bench-100m model when null (generated the first time); absolute. */
+    static Path model(Path model, ButterflyHome home, PrintWriter out, PrintWriter err) {
+        Path dir = model != null ? model : home.model("bench-100m");
+        if (!Files.exists(dir.resolve("model.safetensors"))) {
+            out.println("generating the benchmark model (~100M parameters) in " + dir);
+            GenerateModelCommand.generatePreset("bench-100m", dir, out, err);
+        }
+        return dir.toAbsolutePath();
+    }
+
+    /** A greedy request for {@code tokens} tokens after {@code prompt}, end-of-sequence ignored. */
+    static String requestBody(long[] prompt, int tokens) {
         return "{\"token_ids\": " + Arrays.stream(prompt).mapToObj(Long::toString)
                 .collect(Collectors.joining(", ", "[", "]")) + ", \"max_tokens\": " + tokens
                 + ", \"temperature\": 0, \"ignore_eos\": true}";

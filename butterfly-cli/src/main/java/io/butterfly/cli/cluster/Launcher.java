@@ -97,6 +97,9 @@ public final class Launcher {
         Path model = checkModel(options.model() == null ? defaultModel() : options.model());
         String modelId = model.getFileName().toString();
         checkPortsFree(options.workers(), options.coordinators());
+        if (options.pinWorkers()) {
+            CorePinning.requireTaskset(System.getenv("PATH"));
+        }
         Log.info("starting discovery, registry, " + options.workers() + " worker(s) and "
                 + (options.coordinators() == 1 ? "the coordinator" : options.coordinators() + " coordinators")
                 + " (model " + modelId + ")");
@@ -189,8 +192,10 @@ public final class Launcher {
         if (i < options.workerMemory().size() && !options.workerMemory().get(i).isEmpty()) {
             args.add("--butterfly.worker.memory-limit=" + options.workerMemory().get(i));
         }
+        List<String> wrapper = options.pinWorkers()
+                ? CorePinning.wrapper(i, Runtime.getRuntime().availableProcessors()) : List.of();
         return new ServiceLaunch("worker-" + i, "worker", "worker-" + i, "worker-service", ports.workerHttp(i),
-                ports.workerGrpc(i), "1g", args);
+                ports.workerGrpc(i), "1g", args, wrapper);
     }
 
     private ServiceLaunch coordinator(int c, UpOptions options, String modelId, String publisher, String peers,
@@ -214,6 +219,7 @@ public final class Launcher {
         if (options.planner() != null) {
             args.add("--butterfly.coordinator.planner=" + options.planner());
         }
+        args.addAll(options.coordinatorArgs());
         return new ServiceLaunch(name, "coordinator", "coordinator-" + c, "coordinator-service",
                 ports.coordinatorHttp(c), ports.coordinatorGrpc(c), "512m", args);
     }

@@ -47,8 +47,7 @@ public final class UpCommand implements Callable<Integer> {
                 .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
                 .withTransfer(transfer(spec, transfer));
         if (workerMemory != null) {
-            options = new UpOptions(options.workers(), options.model(), options.planner(),
-                    Arrays.asList(workerMemory.split(",", -1)), options.coordinators(), options.transfer());
+            options = options.withWorkerMemory(Arrays.asList(workerMemory.split(",", -1)));
         }
         Launcher.fromEnvironment().up(options, spec.commandLine().getOut());
         return 0;

@@ -6,15 +6,17 @@ import java.util.List;
 /**
  * What {@code up} starts.
  *
- * @param workers      worker processes (1-99)
- * @param model        the model directory, or null for the generated demo model
- * @param planner      the partition planner, or null for the coordinator's default
- * @param workerMemory per-worker memory limits (the i-th for worker-i; missing or empty: the machine's)
- * @param coordinators coordinator replicas, one Raft group (1-3)
- * @param transfer     how workers get their shards
+ * @param workers          worker processes (1-99)
+ * @param model            the model directory, or null for the generated demo model
+ * @param planner          the partition planner, or null for the coordinator's default
+ * @param workerMemory     per-worker memory limits (the i-th for worker-i; missing or empty: the machine's)
+ * @param coordinators     coordinator replicas, one Raft group (1-3)
+ * @param transfer         how workers get their shards
+ * @param coordinatorArgs  further arguments for every coordinator replica ({@code --butterfly.coordinator....=...})
+ * @param pinWorkers       whether each worker runs pinned to one core, worker-i to core i mod the cores
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
-                        Transfer transfer) {
+                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers) {
 
     /**
      * Shared: workers copy their shards from the registry's store (on this machine they see it) and check each
@@ -24,30 +26,43 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
 
     public UpOptions {
         workerMemory = List.copyOf(workerMemory);
+        coordinatorArgs = List.copyOf(coordinatorArgs);
     }
 
-    /** The defaults: 3 workers, the demo model, one coordinator. */
+    /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false);
     }
 
     public UpOptions withWorkers(int n) {
-        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer);
+        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
     }
 
     public UpOptions withModel(Path m) {
-        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer);
+        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
     }
 
     public UpOptions withCoordinators(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, n, transfer);
+        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers);
     }
 
     public UpOptions withPlanner(String p) {
-        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer);
+        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
+    }
+
+    public UpOptions withWorkerMemory(List<String> limits) {
+        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers);
     }
 
     public UpOptions withTransfer(Transfer t) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, t);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers);
+    }
+
+    public UpOptions withCoordinatorArgs(List<String> args) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers);
+    }
+
+    public UpOptions withPinnedWorkers(boolean pinned) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned);
     }
 }

@@ -40,32 +40,40 @@ public final class PlainHttp {
 
     /**
      * POSTs JSON to an endpoint answering with server-sent events and hands each event to {@code handler} as it
-     * arrives; answers the status and, when that is not 200, the (problem) body. Events are read as the
-     * text/event-stream format has them: {@code event:} and {@code data:} fields, a blank line ending each.
+     * arrives ({@link #readEvents}); answers the status and, when that is not 200, the (problem) body.
      */
     public static Response postForEvents(String url, String json, Duration timeout, EventHandler handler) throws IOException {
         HttpURLConnection c = post(url, json, "text/event-stream", timeout);
         if (c.getResponseCode() != 200) {
             return exchange(c);
         }
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8))) {
-            String name = "message";
-            StringBuilder data = new StringBuilder();
-            for (String line = in.readLine(); line != null; line = in.readLine()) {
-                if (line.isEmpty()) {
-                    if (!data.isEmpty()) {
-                        handler.onEvent(name, data.toString());
-                    }
-                    name = "message";
-                    data.setLength(0);
-                } else if (line.startsWith("event:")) {
-                    name = line.substring(6).strip();
-                } else if (line.startsWith("data:")) {
-                    data.append(data.isEmpty() ? "" : "\n").append(line.substring(5).stripLeading());
-                }
-            }
+        try (InputStream in = c.getInputStream()) {
+            readEvents(in, handler);
         }
         return new Response(200, "");
+    }
+
+    /**
+     * Hands each server-sent event of {@code stream} to {@code handler} as soon as its blank line is read, as the
+     * text/event-stream format has them: {@code event:} and {@code data:} fields, a blank line ending each.
+     */
+    public static void readEvents(InputStream stream, EventHandler handler) throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(stream, StandardCharsets.UTF_8));
+        String name = "message";
+        StringBuilder data = new StringBuilder();
+        for (String line = in.readLine(); line != null; line = in.readLine()) {
+            if (line.isEmpty()) {
+                if (!data.isEmpty()) {
+                    handler.onEvent(name, data.toString());
+                }
+                name = "message";
+                data.setLength(0);
+            } else if (line.startsWith("event:")) {
+                name = line.substring(6).strip();
+            } else if (line.startsWith("data:")) {
+                data.append(data.isEmpty() ? "" : "\n").append(line.substring(5).stripLeading());
+            }
+        }
     }
 
     /** Sends a JSON body by POST, accepting {@code accept}; the answer is read from the returned connection. */

@@ -71,7 +71,7 @@ public final class ServiceSupervisor {
 
     /** Starts a service and lists it; it runs on when this JVM exits. */
     public synchronized ServiceProcess start(ServiceLaunch launch) {
-        List<String> command = new ArrayList<>();
+        List<String> command = new ArrayList<>(launch.wrapper());
         command.add(images.java().java());
         command.addAll(settings.jvmOptions().apply(launch.module()));
         command.addAll(images.archiveOptions(launch.module(), launch.name()));
