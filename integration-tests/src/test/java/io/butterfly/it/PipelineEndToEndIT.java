@@ -74,6 +74,11 @@ class PipelineEndToEndIT {
             assertThat(n.path("state").asString()).isEqualTo("READY");
             assertThat(n.path("progress").asDouble()).isEqualTo(1.0);
             assertThat(n.path("partition_checksum").asString()).matches("[0-9a-f]{64}");
+            // The KV-cache budget the worker reported with READY, replicated for the scheduler.
+            long budget = cluster.getFrom(n.path("id").asString(), "/api/v1/worker/metrics").json()
+                    .path("kv_cache_budget_bytes").asLong();
+            assertThat(budget).isPositive();
+            assertThat(n.path("kv_cache_budget_bytes").asLong()).isEqualTo(budget);
             for (JsonNode l : n.path("layers")) {
                 assertThat(layers.get(l.asInt())).as("layer %s assigned twice", l).isFalse();
                 layers.set(l.asInt());

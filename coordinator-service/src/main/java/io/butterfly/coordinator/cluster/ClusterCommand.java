@@ -54,10 +54,24 @@ public sealed interface ClusterCommand {
         }
     }
 
-    /** A worker's partition is loaded, verified and warm. */
-    record LoadCompleted(String nodeId, long epoch, String partitionChecksum, long atMs) implements ClusterCommand {
+    /**
+     * A worker's partition is loaded, verified and warm.
+     *
+     * @param kvCacheBudgetBytes the most memory the worker's KV caches may take together, as it reported it with
+     *                           READY (the scheduler reserves against it); 0: unknown (not reported) or no limit
+     */
+    record LoadCompleted(String nodeId, long epoch, String partitionChecksum, long kvCacheBudgetBytes, long atMs)
+            implements ClusterCommand {
         public LoadCompleted {
             Objects.requireNonNull(nodeId, "nodeId");
+            if (kvCacheBudgetBytes < 0) {
+                throw new IllegalArgumentException("kvCacheBudgetBytes must not be negative, was " + kvCacheBudgetBytes);
+            }
+        }
+
+        /** Without a KV-cache budget (0: unknown), as entries written before workers reported one read. */
+        public LoadCompleted(String nodeId, long epoch, String partitionChecksum, long atMs) {
+            this(nodeId, epoch, partitionChecksum, 0, atMs);
         }
     }
 

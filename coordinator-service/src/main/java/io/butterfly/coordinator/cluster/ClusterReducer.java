@@ -190,7 +190,7 @@ public final class ClusterReducer {
         NodeRecord n = assignedNode(s, c.nodeId(), c.epoch(), c);
         boolean loadedAgain = n.partition() != PartitionState.READY; // not a repeated report of the same load
         advance(n, PartitionState.READY);
-        ClusterState next = s.withNode(n.loaded(c.partitionChecksum(), c.atMs()));
+        ClusterState next = s.withNode(n.loaded(c.partitionChecksum(), c.kvCacheBudgetBytes(), c.atMs()));
         WeightValidation v = s.checks().validation();
         if (loadedAgain && v != null && v.epoch() == s.epoch()) {
             // The epoch's validation covered the partitions as they were then; this one was loaded since (a

@@ -76,7 +76,8 @@ public final class ControlCommandMapper {
             ifPresent(c.currentFile(), p::setCurrentFile);
             b.setLoadProgressed(p);
         } else if (command instanceof ClusterCommand.LoadCompleted c) {
-            LoadCompletedCommand.Builder p = LoadCompletedCommand.newBuilder().setNodeId(c.nodeId()).setEpoch(c.epoch());
+            LoadCompletedCommand.Builder p = LoadCompletedCommand.newBuilder().setNodeId(c.nodeId()).setEpoch(c.epoch())
+                    .setKvCacheBudgetBytes(c.kvCacheBudgetBytes());
             ifPresent(c.partitionChecksum(), p::setPartitionChecksum);
             b.setLoadCompleted(p);
         } else if (command instanceof ClusterCommand.LoadFailed c) {
@@ -168,7 +169,7 @@ public final class ControlCommandMapper {
             case LOAD_COMPLETED: {
                 LoadCompletedCommand c = proto.getLoadCompleted();
                 return new ClusterCommand.LoadCompleted(c.getNodeId(), c.getEpoch(),
-                        c.hasPartitionChecksum() ? c.getPartitionChecksum() : null, at);
+                        c.hasPartitionChecksum() ? c.getPartitionChecksum() : null, c.getKvCacheBudgetBytes(), at);
             }
             case LOAD_FAILED: {
                 LoadFailedCommand c = proto.getLoadFailed();

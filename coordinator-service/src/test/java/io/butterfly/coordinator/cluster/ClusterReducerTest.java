@@ -146,6 +146,26 @@ class ClusterReducerTest {
         assertEquals(SystemState.READY, f.state().system());
     }
 
+    /** The budget a worker reports with READY is replicated and outlives reassignments, failures and recoveries. */
+    @Test
+    void loadCompletedRecordsTheNodesKvCacheBudget() {
+        Fixtures f = Fixtures.assigned()
+                .apply(new ClusterCommand.LoadCompleted("w1", 1, "c1", 2L << 30, 6))
+                .apply(new ClusterCommand.LoadCompleted("w2", 1, "c2", 7)); // an entry written before budgets: unknown
+        assertEquals(2L << 30, f.state().nodes().get("w1").kvCacheBudgetBytes());
+        assertEquals(0, f.state().nodes().get("w2").kvCacheBudgetBytes());
+        f.apply(Fixtures.validated(1, 8))
+                .apply(new ClusterCommand.NodeSuspected("w1", 8, 5, "silent", 9))
+                .apply(new ClusterCommand.NodeFailed("w1", 8, 9, "silent", 10))
+                .apply(new ClusterCommand.NodeRecovered("w1", false, 11, 11))
+                .apply(new ClusterCommand.PartitionsAssigned(2, twoStages("w2", "w1"), 12));
+        assertEquals(2L << 30, f.state().nodes().get("w1").kvCacheBudgetBytes());
+        // A restarted worker may have been given another budget: its next READY report says which.
+        f.apply(new ClusterCommand.LoadCompleted("w1", 2, "c1", 1L << 30, 13));
+        assertEquals(1L << 30, f.state().nodes().get("w1").kvCacheBudgetBytes());
+        assertThrows(IllegalArgumentException.class, () -> new ClusterCommand.LoadCompleted("w1", 2, "c1", -1, 14));
+    }
+
     @Test
     void loadFailedMarksTheNodeAndDegradesAServingSystem() {
         Fixtures boot = Fixtures.assigned().apply(new ClusterCommand.LoadFailed("w1", 1, "TIMEOUT", "no answer", 6));

@@ -73,7 +73,7 @@ public class EpochMonotonicTest {
             case 4 -> new ClusterCommand.PartitionsAssigned(epoch, stages(rnd), at);
             case 5 -> new ClusterCommand.LoadProgressed(node, epoch,
                     PartitionState.values()[rnd.nextInt(PartitionState.values().length)], rnd.nextDouble(), "f", at);
-            case 6 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", at);
+            case 6 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", rnd.nextBoolean() ? 0 : rnd.nextLong(1L << 34), at);
             case 7 -> switch (rnd.nextInt(6)) {
                 case 0, 1, 2 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", at);
                 case 3, 4 -> new ClusterCommand.WeightsValidated(new WeightValidation(epoch,

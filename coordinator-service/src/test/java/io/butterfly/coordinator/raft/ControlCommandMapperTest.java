@@ -33,7 +33,7 @@ class ControlCommandMapperTest {
                         new StageAssignment("w-2", 6, 12, false, true)), at),
                 new ClusterCommand.LoadProgressed("w-1", 3, PartitionState.values()[1 + rnd.nextInt(4)],
                         rnd.nextDouble(), rnd.nextBoolean() ? null : "model.safetensors", at),
-                new ClusterCommand.LoadCompleted("w-1", 3, rnd.nextBoolean() ? null : s, at),
+                new ClusterCommand.LoadCompleted("w-1", 3, rnd.nextBoolean() ? null : s, rnd.nextLong(0, 1L << 40), at),
                 new ClusterCommand.LoadFailed("w-1", 3, "PARTITION_CHECKSUM_MISMATCH", null, at),
                 new ClusterCommand.TaskSubmitted("t-" + s, rnd.nextInt(2048), "coordinator-" + rnd.nextInt(3), at - rnd.nextInt(10_000), at),
                 new ClusterCommand.TaskFinished("t-" + s, rnd.longs(rnd.nextInt(8), 0, 32000).boxed().toList(), "length", at),
@@ -97,7 +97,7 @@ class ControlCommandMapperTest {
                     new StageAssignment("w" + i + text(r), i, i + 1 + r.nextInt(50), r.nextBoolean(), r.nextBoolean())).toList(), at);
             case 5 -> new ClusterCommand.LoadProgressed(text(r), anyLong(r),
                     PartitionState.values()[r.nextInt(PartitionState.values().length)], anyDouble(r), maybe(r), at);
-            case 6 -> new ClusterCommand.LoadCompleted(text(r), anyLong(r), maybe(r), at);
+            case 6 -> new ClusterCommand.LoadCompleted(text(r), anyLong(r), maybe(r), Math.max(0, anyLong(r)), at);
             case 7 -> new ClusterCommand.LoadFailed(text(r), anyLong(r), maybe(r), maybe(r), at);
             case 8 -> new ClusterCommand.TaskSubmitted(text(r), r.nextInt(), maybe(r), anyLong(r), at);
             case 9 -> new ClusterCommand.TaskFinished(text(r), r.longs(r.nextInt(6)).boxed().toList(), maybe(r), at);
@@ -150,6 +150,16 @@ class ControlCommandMapperTest {
         Set<Class<?>> permitted = Arrays.stream(ClusterCommand.class.getPermittedSubclasses()).collect(Collectors.toSet());
         Set<Class<?>> sampled = samples(new Random(1)).stream().map(Object::getClass).collect(Collectors.toSet());
         assertThat(sampled).containsExactlyInAnyOrderElementsOf(permitted);
+    }
+
+    /** Entries written before budgets were reported (no field 4 in LoadCompletedCommand) read as 0, unknown. */
+    @Test
+    void aLoadCompletedWrittenBeforeBudgetsReadsAsUnknown() {
+        byte[] old = io.butterfly.proto.coordinator.v1.ControlCommand.newBuilder().setAtMs(7)
+                .setLoadCompleted(io.butterfly.proto.coordinator.v1.LoadCompletedCommand.newBuilder().setNodeId("w-1")
+                        .setEpoch(3).setPartitionChecksum("c"))
+                .build().toByteArray();
+        assertThat(ControlCommandMapper.deserialize(old)).isEqualTo(new ClusterCommand.LoadCompleted("w-1", 3, "c", 0, 7));
     }
 
     @Test
