@@ -91,7 +91,11 @@ public sealed interface ClusterCommand {
     }
 
     /**
-     * An inference task entered the pipeline, run by replica {@code owner} (process started at
+     * Tasks are recorded in batches now ({@link TasksRecorded}); this command, {@link TaskFinished} and
+     * {@link TaskFailed} are no longer written, and apply as they always did to a log or snapshot written before, so
+     * that every replica replays such a log to the same state (a task submitted so still moves READY to COMPUTING).
+     *
+     * <p>An inference task entered the pipeline, run by replica {@code owner} (process started at
      * {@code ownerStartedAtMs}); empty owner: unknown (commands written before owners were recorded).
      */
     record TaskSubmitted(String taskId, int promptTokens, String owner, long ownerStartedAtMs, long atMs)
@@ -121,6 +125,20 @@ public sealed interface ClusterCommand {
     record TaskFailed(String taskId, String error, long atMs) implements ClusterCommand {
         public TaskFailed {
             Objects.requireNonNull(taskId, "taskId");
+        }
+    }
+
+    /**
+     * Task events recorded by replica {@code replica} (process started at {@code replicaStartedAtMs}), in the order
+     * they happened there, as one log entry: tasks are recorded off the request path and many to an entry, so the
+     * log's commit rate bounds no request rate. The replica owns the tasks it records started. Applying a batch
+     * again (its commit timed out, yet it committed) changes nothing: each event applies once.
+     */
+    record TasksRecorded(String replica, long replicaStartedAtMs, List<TaskEvent> events, long atMs)
+            implements ClusterCommand {
+        public TasksRecorded {
+            Objects.requireNonNull(replica, "replica");
+            events = List.copyOf(events);
         }
     }
 
