@@ -60,6 +60,6 @@ public record CoordinatorProperties(
     }
 
     public InferenceService.Settings inference() {
-        return new InferenceService.Settings(nodeId, maxNewTokens, maxPromptTokens, maxPromptChars, maxConcurrentTasks);
+        return new InferenceService.Settings(maxNewTokens, maxPromptTokens, maxPromptChars, maxConcurrentTasks);
     }
 }

@@ -3,7 +3,6 @@ package io.butterfly.coordinator.inference;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NodeRecord;
@@ -23,8 +22,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Runs a generation through the pipeline: one prefill step with the whole prompt, then one step per
@@ -34,43 +31,33 @@ import org.slf4j.LoggerFactory;
 public class InferenceService {
 
     /**
-     * @param nodeId             this coordinator replica, the owner of the tasks it runs
      * @param maxNewTokens       upper bound for a request's max_tokens
      * @param maxPromptTokens    upper bound for a prompt's length in tokens
      * @param maxPromptChars     upper bound for a text prompt's length in characters, checked before it is tokenized
      * @param maxConcurrentTasks tasks this replica runs at once; one more is refused
      */
-    public record Settings(String nodeId, int maxNewTokens, int maxPromptTokens, int maxPromptChars,
-                           int maxConcurrentTasks) {
+    public record Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int maxConcurrentTasks) {
     }
-
-    private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
 
     private final Settings settings;
     private final ControlLog control;
+    private final TaskJournal journal;
     private final ModelCatalog catalog;
     private final Pipeline pipeline;
     private final Clock clock;
     private final TaskAdmission admission;
-    /** When this replica's inference started: the tasks it logs carry it, see {@link OrphanedTasks}. */
-    private final long startedAtMs;
-    /** Tasks a runner here holds, from before their TaskSubmitted until their outcome was (or failed to be) logged. */
+    /** Tasks a runner here holds, from before they are recorded started until their outcome is recorded. */
     private final Set<String> running = ConcurrentHashMap.newKeySet();
 
-    public InferenceService(Settings settings, ControlLog control, ModelCatalog catalog, Pipeline pipeline,
-                            Clock clock) {
+    public InferenceService(Settings settings, ControlLog control, TaskJournal journal, ModelCatalog catalog,
+                            Pipeline pipeline, Clock clock) {
         this.settings = settings;
         this.control = control;
+        this.journal = journal;
         this.catalog = catalog;
         this.pipeline = pipeline;
         this.clock = clock;
         this.admission = new TaskAdmission(settings.maxConcurrentTasks());
-        this.startedAtMs = clock.millis();
-    }
-
-    /** When this replica (this process, this application context) began serving inference. */
-    long startedAtMs() {
-        return startedAtMs;
     }
 
     /** Whether a runner on this replica holds {@code taskId} now (see {@link OrphanedTasks}). */
@@ -102,6 +89,9 @@ public class InferenceService {
     public AdmittedTask admit(GenerationRequest request) {
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
+        if (!state.system().acceptsWork()) { // judged here: the task is recorded off the request's path
+            throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
+        }
         ServedModel model = servedModel(state);
         if (request.prompt() != null) {
             RequestValidator.checkPromptChars(request.prompt(), settings.maxPromptChars());
@@ -115,8 +105,7 @@ public class InferenceService {
         SamplingParams sampling = RequestValidator.sampling(request);
         StopSequences stop = RequestValidator.stop(request);
 
-        // Resolved before the task is logged: a task that is submitted is always finished or failed, never
-        // left open (an open task keeps the system COMPUTING and blocks reassignment).
+        // Resolved before the task is recorded: a task recorded started always has its outcome recorded too.
         Pipeline.Route route = route(state);
         return new AdmittedTask(model, route, prompt, maxTokens, sampling, Boolean.TRUE.equals(request.ignoreEos()),
                 stop, admission.admit());
@@ -132,33 +121,25 @@ public class InferenceService {
         }
     }
 
-    /** Logs the task, runs it, and logs how it ended; its sequence is released on every stage either way. */
+    /** Records the task started, runs it, and records how it ended; its sequence is released on every stage either way. */
     private GenerationResult runTask(AdmittedTask task, TokenListener listener) {
         String taskId = UUID.randomUUID().toString();
         running.add(taskId);
         try {
-            control.submit(new ClusterCommand.TaskSubmitted(taskId, task.prompt().size(), settings.nodeId(), startedAtMs,
-                    clock.millis()));
-            return runSubmitted(taskId, task, listener);
+            journal.started(taskId, task.prompt().size(), clock.millis());
+            return runStarted(taskId, task, listener);
         } finally {
             running.remove(taskId);
         }
     }
 
-    private GenerationResult runSubmitted(String taskId, AdmittedTask task, TokenListener listener) {
+    private GenerationResult runStarted(String taskId, AdmittedTask task, TokenListener listener) {
         try {
             GenerationResult result = run(taskId, task, listener);
-            control.submit(new ClusterCommand.TaskFinished(taskId, result.tokenIds(), result.finishReason(), clock.millis()));
+            journal.finished(taskId, result.tokenIds(), result.finishReason(), clock.millis());
             return result;
         } catch (RuntimeException e) {
-            try {
-                control.submit(new ClusterCommand.TaskFailed(taskId, e.getMessage() == null ? e.toString() : e.getMessage(), clock.millis()));
-            } catch (RuntimeException notRecorded) {
-                // The client hears what went wrong with its task, not that recording the failure failed too
-                // (e.g. a TaskFinished that timed out but committed, which a TaskFailed then cannot end again).
-                e.addSuppressed(notRecorded);
-                log.warn("task {} failed ({}) and its failure was not recorded: {}", taskId, e.getMessage(), notRecorded.toString());
-            }
+            journal.failed(taskId, e.getMessage() == null ? e.toString() : e.getMessage(), clock.millis());
             throw e;
         } finally {
             pipeline.release(task.route(), List.of(taskId));

@@ -8,6 +8,7 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.model.ModelCatalog;
@@ -17,11 +18,13 @@ import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.List;
 
 /**
  * What the scripted inference tests serve from: an in-memory control log bootstrapped to READY
- * ({@link ReadyCluster}) and the tiny model's generated tokenizer. The pipeline's steps are the test's to script.
+ * ({@link ReadyCluster}), the journal that records tasks in it, and the tiny model's generated tokenizer. The pipeline's
+ * steps are the test's to script.
  */
 public final class ScriptedCluster implements AutoCloseable {
 
@@ -30,6 +33,8 @@ public final class ScriptedCluster implements AutoCloseable {
             10000.0, false, 1, 2);
 
     private final InMemoryControlLog control = new InMemoryControlLog();
+    private final GroupCommitTaskJournal journal = GroupCommitTaskJournal.start(control,
+            new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(20), 256, 10_000), Clock.systemUTC());
     /** The tokenizer served, opened as the coordinator opens it. */
     private final Tokenizer tokenizer;
     /** The same file read directly, to script token ids without special tokens. */
@@ -46,6 +51,19 @@ public final class ScriptedCluster implements AutoCloseable {
         return control;
     }
 
+    /** The replicated state once every task event recorded so far is committed (the journal records them later). */
+    public ClusterState recorded() {
+        try {
+            if (!journal.flush(Duration.ofSeconds(10))) {
+                throw new AssertionError("the task journal did not commit within 10 s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+        return control.state();
+    }
+
     public Tokenizer tokenizer() {
         return tokenizer;
     }
@@ -53,12 +71,12 @@ public final class ScriptedCluster implements AutoCloseable {
     /** An inference service over this control log whose pipeline steps are what {@code steps} answers. */
     public InferenceService service(Pipeline steps, int maxConcurrentTasks) {
         InferenceService.Settings p = ReadyCluster.props("coordinator-0").inference();
-        InferenceService.Settings settings = new InferenceService.Settings(p.nodeId(), p.maxNewTokens(),
-                p.maxPromptTokens(), p.maxPromptChars(), maxConcurrentTasks);
+        InferenceService.Settings settings = new InferenceService.Settings(p.maxNewTokens(), p.maxPromptTokens(),
+                p.maxPromptChars(), maxConcurrentTasks);
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
-        return new InferenceService(settings, control, catalog, steps, Clock.systemUTC());
+        return new InferenceService(settings, control, journal, catalog, steps, Clock.systemUTC());
     }
 
     /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */
@@ -106,6 +124,7 @@ public final class ScriptedCluster implements AutoCloseable {
     public void close() {
         tokenizer.close();
         raw.close();
+        journal.close();
         control.close();
     }
 }

@@ -6,8 +6,8 @@ import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.Mockito.never;
 import static org.mockito.Mockito.verify;
 
+import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.TaskRecord;
-import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.model.Tokenizer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -29,14 +29,12 @@ class StreamedGenerationTest {
     private long[] script;
 
     private ScriptedCluster cluster;
-    private ControlLog control;
     private Tokenizer tokenizer;
     private Pipeline steps;
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
         cluster = new ScriptedCluster(dir);
-        control = cluster.control();
         tokenizer = cluster.tokenizer();
         script = cluster.wordThenCheckMark();
         steps = ScriptedCluster.following(script);
@@ -65,7 +63,7 @@ class StreamedGenerationTest {
         assertThat(told.get(script.length - 3).text()).isEmpty();
         assertThat(told.get(script.length - 2).text()).isEmpty();
         assertThat(told.get(script.length - 1).text()).isEqualTo("✓");
-        assertThat(control.state().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(cluster.recorded().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
     }
 
     @Test
@@ -81,7 +79,7 @@ class StreamedGenerationTest {
         // The tokens that formed the stop string are the answer's last ones.
         assertThat(result.tokenIds()).containsExactly(java.util.Arrays.stream(script).boxed().toArray(Long[]::new));
         assertThat(told.stream().map(GeneratedToken::text).reduce("", String::concat)).isEqualTo("the");
-        assertThat(control.state().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(cluster.recorded().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
         // Without a listener the same.
         GenerationResult plain = service.generate(stopAtMark);
         assertThat(plain.text()).isEqualTo("the");
@@ -119,7 +117,7 @@ class StreamedGenerationTest {
         assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
                 java.util.Arrays.asList("a", null)))).isInstanceOfSatisfying(InvalidRequestException.class,
                 e -> assertThat(e.field()).isEqualTo("stop[1]"));
-        assertThat(control.state().tasks()).isEmpty();
+        assertThat(cluster.recorded().tasks()).isEmpty();
     }
 
     @Test
@@ -133,7 +131,7 @@ class StreamedGenerationTest {
         })).hasMessage("the client closed the stream");
 
         assertThat(told).hasValue(2); // nothing generated after it gave up
-        TaskRecord task = control.state().tasks().values().iterator().next();
+        TaskRecord task = cluster.recorded().tasks().values().iterator().next();
         assertThat(task.state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(task.error()).isEqualTo("the client closed the stream");
         // The one place (max-concurrent-tasks 1) is free again.
@@ -146,10 +144,21 @@ class StreamedGenerationTest {
         assertThatThrownBy(() -> service.admit(new GenerationRequest(null, List.of(1L, 512L), 3, 0.0, null, null, null,
                 null))).isInstanceOfSatisfying(InvalidRequestException.class, e -> assertThat(e.field()).isEqualTo("token_ids[1]"));
         verify(steps, never()).step(any(), any());
-        assertThat(control.state().tasks()).isEmpty();
+        assertThat(cluster.recorded().tasks()).isEmpty();
         AdmittedTask admitted = service.admit(request(2));
         admitted.close(); // given up before it ran: its place is free
         assertThat(service.generate(request(2)).tokenIds()).hasSize(2);
+    }
+
+    /** Whether the cluster serves is judged at admission (the task is recorded later, off the request's path): 409. */
+    @Test
+    void aClusterThatDoesNotServeRefusesAtAdmissionAndRecordsNothing() {
+        InferenceService service = service(4);
+        cluster.control().submit(new ClusterCommand.LoadFailed("w1", 1, "OUT_OF_MEMORY", "x", 9));
+        assertThatThrownBy(() -> service.admit(request(2))).isInstanceOf(NotServingException.class)
+                .hasMessageContaining("DEGRADED");
+        verify(steps, never()).step(any(), any());
+        assertThat(cluster.recorded().tasks()).isEmpty();
     }
 
     private static GenerationRequest request(int maxTokens) {

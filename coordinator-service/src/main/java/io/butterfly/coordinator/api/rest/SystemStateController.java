@@ -197,6 +197,7 @@ public class SystemStateController {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("task_id", t.taskId());
         m.put("state", t.state().name());
+        m.put("owner", t.owner().isEmpty() ? null : t.owner());
         m.put("prompt_tokens", t.promptTokens());
         m.put("generated_tokens", t.generatedTokens());
         m.put("finish_reason", t.finishReason());
