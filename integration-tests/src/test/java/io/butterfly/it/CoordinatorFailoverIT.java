@@ -41,11 +41,15 @@ class CoordinatorFailoverIT {
             cluster.startCoordinatorGroup("tiny-llama", 2, 3);
             String leader = awaitLeaderServing(cluster, REPLICAS, -1, Duration.ofMinutes(5));
             long term = state(cluster, leader).path("raft").path("term").asLong();
+            String leaderId = state(cluster, leader).path("raft").path("self_id").asString();
 
             LocalCluster.Reply before = cluster.postTo(leader, "/api/v1/inference", REQUEST);
             assertThat(before.status()).as(before.body()).isEqualTo(200);
             String taskId = before.json().path("task_id").asString();
             JsonNode tokens = before.json().path("token_ids");
+            // The leader records its tasks a flush interval after it answers them: killed before, the task would
+            // be lost with it. Recorded, it outlives the replica that ran it.
+            assertThat(cluster.awaitTaskEnded(leader, taskId).path("state").asString()).isEqualTo("COMPLETED");
 
             // The assignment named every replica: each worker heartbeats all three, so the next leader's
             // failure detector already has their history.
@@ -61,6 +65,7 @@ class CoordinatorFailoverIT {
                 assertThat(task.path("state").asString()).as(r + ": " + task).isEqualTo("COMPLETED");
                 // The committed result itself, not just its state, survives the leader.
                 assertThat(task.path("token_ids")).as(r + ": " + task).isEqualTo(tokens);
+                assertThat(task.path("owner").asString()).as(r + ": " + task).isEqualTo(leaderId);
             }
             LocalCluster.Reply after = cluster.postTo(next, "/api/v1/inference", REQUEST);
             assertThat(after.status()).as(after.body()).isEqualTo(200);

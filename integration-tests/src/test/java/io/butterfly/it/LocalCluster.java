@@ -235,6 +235,21 @@ final class LocalCluster implements AutoCloseable {
         throw new IllegalStateException("timed out; last state " + last + "\n" + tails());
     }
 
+    /**
+     * The task as coordinator {@code name} reports it once it has ended there: a replica records its tasks off the
+     * request's path, so a task shows there (and ended) a flush interval after its answer, not with it.
+     */
+    JsonNode awaitTaskEnded(String name, String taskId) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        Reply r = getFrom(name, "/api/v1/tasks/" + taskId + "/state");
+        while (!(r.status() == 200 && List.of("COMPLETED", "FAILED").contains(r.json().path("state").asString()))
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            r = getFrom(name, "/api/v1/tasks/" + taskId + "/state");
+        }
+        return r.json();
+    }
+
     record Reply(int status, String contentType, String body) {
         JsonNode json() {
             return JSON.readTree(body);

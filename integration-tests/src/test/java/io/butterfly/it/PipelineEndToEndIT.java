@@ -74,6 +74,11 @@ class PipelineEndToEndIT {
             assertThat(n.path("state").asString()).isEqualTo("READY");
             assertThat(n.path("progress").asDouble()).isEqualTo(1.0);
             assertThat(n.path("partition_checksum").asString()).matches("[0-9a-f]{64}");
+            // The KV-cache budget the worker reported with READY, replicated for the scheduler.
+            long budget = cluster.getFrom(n.path("id").asString(), "/api/v1/worker/metrics").json()
+                    .path("kv_cache_budget_bytes").asLong();
+            assertThat(budget).isPositive();
+            assertThat(n.path("kv_cache_budget_bytes").asLong()).isEqualTo(budget);
             for (JsonNode l : n.path("layers")) {
                 assertThat(layers.get(l.asInt())).as("layer %s assigned twice", l).isFalse();
                 layers.set(l.asInt());
@@ -161,8 +166,10 @@ class PipelineEndToEndIT {
         assertThat(body.path("finish_reason").asString()).isIn("stop", "length");
         assertThat(body.path("timings").path("time_to_first_token_ms").asDouble()).isPositive();
         String taskId = body.path("task_id").asString();
-        JsonNode task = cluster.get("/api/v1/tasks/" + taskId + "/state").json();
+        JsonNode task = cluster.awaitTaskEnded("coordinator", taskId);
         assertThat(task.path("state").asString()).isEqualTo("COMPLETED");
+        assertThat(task.path("owner").asString()).isEqualTo("coordinator-0");
+        assertThat(longs(task.path("token_ids"))).isEqualTo(longs(body.path("token_ids")));
     }
 
     /** A stop string ends the answer where its text first contains it, in the answer and in the stream alike. */
@@ -237,7 +244,7 @@ class PipelineEndToEndIT {
         assertThat(problem.path("detail").asString()).isNotBlank();
         assertThat(r.body()).doesNotContain("Exception").doesNotContain("\tat ");
         // The cluster is still serving after bad input.
-        assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isIn("READY", "COMPUTING");
+        assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isEqualTo("READY");
     }
 
     @Test
@@ -255,7 +262,7 @@ class PipelineEndToEndIT {
         LocalCluster.Reply tokens = cluster.post("/api/v1/inference", "{\"token_ids\": [" + ids + "]}");
         assertThat(tokens.status()).as(tokens.body()).isEqualTo(413);
         assertThat(tokens.json().path("field").asString()).isEqualTo("token_ids");
-        assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isIn("READY", "COMPUTING");
+        assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isEqualTo("READY");
     }
 
     @Test
@@ -316,7 +323,7 @@ class PipelineEndToEndIT {
             assertThat(ids).isEqualTo(longs(done.path("token_ids")));
             assertThat(logprobs).isEqualTo(doubles(done.path("token_logprobs")));
             assertThat(text).hasToString(done.path("text").asString());
-            JsonNode task = cluster.get("/api/v1/tasks/" + done.path("task_id").asString() + "/state").json();
+            JsonNode task = cluster.awaitTaskEnded("coordinator", done.path("task_id").asString());
             assertThat(task.path("state").asString()).isEqualTo("COMPLETED");
         }
 
@@ -347,14 +354,7 @@ class PipelineEndToEndIT {
                 } while (!line.startsWith("data:"));
                 taskId = LocalCluster.JSON.readTree(line.substring(5)).path("task_id").asString();
             } // hung up after the first token
-            JsonNode task = null;
-            for (long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos(); System.nanoTime() < deadline; ) {
-                task = cluster.get("/api/v1/tasks/" + taskId + "/state").json();
-                if (!task.path("state").asString().matches("QUEUED|SCHEDULED|DISPATCHED|EXECUTING|VALIDATING")) {
-                    break;
-                }
-                Thread.sleep(50);
-            }
+            JsonNode task = cluster.awaitTaskEnded("coordinator", taskId);
             assertThat(task.path("state").asString()).as(task.toString()).isEqualTo("FAILED");
             assertThat(task.path("error").asString()).isEqualTo("the client closed the stream");
             assertThat(cluster.post("/api/v1/inference", "{\"token_ids\": [1, 17], \"max_tokens\": 2}").status()).isEqualTo(200);
@@ -406,8 +406,7 @@ class PipelineEndToEndIT {
                     .isEqualTo(doubles(native_.path("token_logprobs")));
             assertThat(c.path("usage")).isEqualTo(native_.path("usage"));
             String taskId = c.path("id").asString().replaceFirst("^cmpl-", "");
-            assertThat(cluster.get("/api/v1/tasks/" + taskId + "/state").json().path("state").asString())
-                    .isEqualTo("COMPLETED");
+            assertThat(cluster.awaitTaskEnded("coordinator", taskId).path("state").asString()).isEqualTo("COMPLETED");
         }
 
         @Test

@@ -54,10 +54,24 @@ public sealed interface ClusterCommand {
         }
     }
 
-    /** A worker's partition is loaded, verified and warm. */
-    record LoadCompleted(String nodeId, long epoch, String partitionChecksum, long atMs) implements ClusterCommand {
+    /**
+     * A worker's partition is loaded, verified and warm.
+     *
+     * @param kvCacheBudgetBytes the most memory the worker's KV caches may take together, as it reported it with
+     *                           READY (the scheduler reserves against it); 0: unknown (not reported) or no limit
+     */
+    record LoadCompleted(String nodeId, long epoch, String partitionChecksum, long kvCacheBudgetBytes, long atMs)
+            implements ClusterCommand {
         public LoadCompleted {
             Objects.requireNonNull(nodeId, "nodeId");
+            if (kvCacheBudgetBytes < 0) {
+                throw new IllegalArgumentException("kvCacheBudgetBytes must not be negative, was " + kvCacheBudgetBytes);
+            }
+        }
+
+        /** Without a KV-cache budget (0: unknown), as entries written before workers reported one read. */
+        public LoadCompleted(String nodeId, long epoch, String partitionChecksum, long atMs) {
+            this(nodeId, epoch, partitionChecksum, 0, atMs);
         }
     }
 
@@ -77,7 +91,11 @@ public sealed interface ClusterCommand {
     }
 
     /**
-     * An inference task entered the pipeline, run by replica {@code owner} (process started at
+     * Tasks are recorded in batches now ({@link TasksRecorded}); this command, {@link TaskFinished} and
+     * {@link TaskFailed} are no longer written, and apply as they always did to a log or snapshot written before, so
+     * that every replica replays such a log to the same state (a task submitted so still moves READY to COMPUTING).
+     *
+     * <p>An inference task entered the pipeline, run by replica {@code owner} (process started at
      * {@code ownerStartedAtMs}); empty owner: unknown (commands written before owners were recorded).
      */
     record TaskSubmitted(String taskId, int promptTokens, String owner, long ownerStartedAtMs, long atMs)
@@ -107,6 +125,20 @@ public sealed interface ClusterCommand {
     record TaskFailed(String taskId, String error, long atMs) implements ClusterCommand {
         public TaskFailed {
             Objects.requireNonNull(taskId, "taskId");
+        }
+    }
+
+    /**
+     * Task events recorded by replica {@code replica} (process started at {@code replicaStartedAtMs}), in the order
+     * they happened there, as one log entry: tasks are recorded off the request path and many to an entry, so the
+     * log's commit rate bounds no request rate. The replica owns the tasks it records started. Applying a batch
+     * again (its commit timed out, yet it committed) changes nothing: each event applies once.
+     */
+    record TasksRecorded(String replica, long replicaStartedAtMs, List<TaskEvent> events, long atMs)
+            implements ClusterCommand {
+        public TasksRecorded {
+            Objects.requireNonNull(replica, "replica");
+            events = List.copyOf(events);
         }
     }
 

@@ -25,7 +25,11 @@ public final class ClusterReducer {
 
     private static final Set<SystemState> MEMBERSHIP_OPEN = EnumSet.of(SystemState.BOOTSTRAPPING, SystemState.READY,
             SystemState.COMPUTING, SystemState.DEGRADED);
-    /** No reassignment while tasks run: their stages would vanish under them. */
+    /**
+     * Not while COMPUTING (a state only a log written before {@link ClusterCommand.TasksRecorded} enters). Tasks running
+     * in READY do not block a reassignment: their steps carry the epoch they started in, which the reassigned stages
+     * refuse, and the replicated task list lags its replicas by a flush and may hold a dead replica's tasks.
+     */
     private static final Set<SystemState> ASSIGNABLE = EnumSet.of(SystemState.BOOTSTRAPPING, SystemState.READY,
             SystemState.DEGRADED);
 
@@ -89,6 +93,8 @@ public final class ClusterReducer {
             return taskEnded(s, t.taskId(), task(s, t.taskId()).completed(t.tokenIds(), t.finishReason(), t.atMs()));
         } else if (c instanceof ClusterCommand.TaskFailed t) {
             return taskEnded(s, t.taskId(), task(s, t.taskId()).failed(t.error(), t.atMs()));
+        } else if (c instanceof ClusterCommand.TasksRecorded t) {
+            return tasksRecorded(s, t);
         } else if (c instanceof ClusterCommand.Shutdown d) {
             return move(s, SystemState.SHUTDOWN, "shutting down: " + d.reason(), c);
         } else if (c instanceof ClusterCommand.CleanupCompleted d) {
@@ -190,7 +196,7 @@ public final class ClusterReducer {
         NodeRecord n = assignedNode(s, c.nodeId(), c.epoch(), c);
         boolean loadedAgain = n.partition() != PartitionState.READY; // not a repeated report of the same load
         advance(n, PartitionState.READY);
-        ClusterState next = s.withNode(n.loaded(c.partitionChecksum(), c.atMs()));
+        ClusterState next = s.withNode(n.loaded(c.partitionChecksum(), c.kvCacheBudgetBytes(), c.atMs()));
         WeightValidation v = s.checks().validation();
         if (loadedAgain && v != null && v.epoch() == s.epoch()) {
             // The epoch's validation covered the partitions as they were then; this one was loaded since (a
@@ -209,6 +215,7 @@ public final class ClusterReducer {
         return move(next, serving ? SystemState.DEGRADED : s.system(), message, c);
     }
 
+    /** A command of a log written before tasks were recorded in batches: it applies as it always did. */
     private static ClusterState taskSubmitted(ClusterState s, ClusterCommand.TaskSubmitted c) {
         if (!s.system().acceptsWork()) {
             throw new NotReadyException("the cluster is " + s.system() + ", not READY: " + s.statusMessage());
@@ -222,23 +229,51 @@ public final class ClusterReducer {
         return move(s.withTasks(tasks), SystemState.COMPUTING, servingMessage(s), c);
     }
 
-    /**
-     * Records a task's outcome. When the last in-flight task ends, COMPUTING passes through COMMITTING
-     * back to READY in this one command: the log entry itself is the commit (docs/state-machines.md §1.4 forbids skipping it).
-     */
+    /** A task's outcome, logged alone (a log written before tasks were recorded in batches). */
     private static ClusterState taskEnded(ClusterState s, String taskId, TaskRecord ended) {
         Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
         tasks.put(taskId, ended);
         prune(tasks);
-        ClusterState next = s.withTasks(tasks);
-        if (next.inFlightTasks() > 0) {
+        return leaveComputingWhenIdle(s.withTasks(tasks), "task " + taskId);
+    }
+
+    /**
+     * Applies each event once, in order: a task is recorded started once, and its first recorded outcome stands. A
+     * repeated event (a batch applied again after its commit timed out) or an outcome of a task the state does not
+     * hold (its start was never recorded, or it ended long ago and was pruned) changes nothing; a batch is never
+     * refused for one of its events, so one event cannot cost the others their record. The system state does not
+     * change: tasks run while the system is READY.
+     */
+    private static ClusterState tasksRecorded(ClusterState s, ClusterCommand.TasksRecorded c) {
+        Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
+        for (TaskEvent e : c.events()) {
+            TaskRecord t = tasks.get(e.taskId());
+            if (e instanceof TaskEvent.Started started) {
+                if (t == null) {
+                    tasks.put(e.taskId(), TaskRecord.executing(e.taskId(), started.promptTokens(), c.replica(),
+                            c.replicaStartedAtMs(), e.atMs()));
+                }
+            } else if (t != null && !t.state().terminal()) {
+                tasks.put(e.taskId(), e instanceof TaskEvent.Finished f
+                        ? t.completed(f.tokenIds(), f.finishReason(), f.atMs())
+                        : t.failed(((TaskEvent.Failed) e).error(), e.atMs()));
+            }
+        }
+        prune(tasks);
+        return leaveComputingWhenIdle(s.withTasks(tasks), c.events().size() + " task events");
+    }
+
+    /**
+     * COMPUTING is entered only by a task submitted alone (a log written before tasks were recorded in batches):
+     * when its last in-flight task ends, the system passes through COMMITTING back to READY within that one
+     * command, the log entry itself being the commit (docs/state-machines.md §1.4 forbids skipping COMMITTING).
+     */
+    private static ClusterState leaveComputingWhenIdle(ClusterState next, String what) {
+        if (next.system() != SystemState.COMPUTING || next.inFlightTasks() > 0) {
             return next;
         }
-        if (next.system() == SystemState.COMPUTING) {
-            ClusterState committing = move(next, SystemState.COMMITTING, "committing task " + taskId, null);
-            return move(committing, SystemState.READY, servingMessage(next), null);
-        }
-        return next.system() == SystemState.DEGRADED ? maybeReady(next, null) : next;
+        ClusterState committing = move(next, SystemState.COMMITTING, "committing " + what, null);
+        return move(committing, SystemState.READY, servingMessage(next), null);
     }
 
     private static ClusterState cleanupCompleted(ClusterState s, ClusterCommand.CleanupCompleted c) {
@@ -340,14 +375,18 @@ public final class ClusterReducer {
         return n;
     }
 
-    /** READY once the model is pinned, every stage is loaded and nothing is left over from recovery. */
+    /**
+     * READY once the model is pinned, every stage is loaded and its weights are validated. Tasks still open do not hold
+     * it back: READY serves while tasks run, and a task whose stage was lost fails on its own (its stage refuses a step
+     * of a sequence it holds no cache for).
+     */
     private static ClusterState maybeReady(ClusterState s, ClusterCommand c) {
         boolean waiting = s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.DEGRADED;
         if (!waiting || s.pipeline().isEmpty()) {
             return s;
         }
         boolean validated = s.checks().weightsValidFor(s.epoch());
-        if (s.merkleRoot() != null && s.pipelineReady() && validated && s.inFlightTasks() == 0) {
+        if (s.merkleRoot() != null && s.pipelineReady() && validated) {
             return move(s, SystemState.READY, servingMessage(s), c);
         }
         if (s.merkleRoot() != null && s.pipelineReady() && !validated) {

@@ -6,11 +6,15 @@ import io.butterfly.coordinator.statemachine.WorkerState;
 /**
  * A node in the replicated state: what it declared, its lifecycle, and its assigned partition.
  * {@code layerStart}/{@code layerEnd} are null while the node has no assignment.
+ *
+ * @param kvCacheBudgetBytes the most memory the node's KV caches may take together, as it reported it with its last
+ *                           READY load report (a process setting, kept across reassignments and failures); 0: unknown
+ *                           (never reported, or a snapshot written before nodes reported it) or no limit
  */
 public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, Integer layerEnd,
                          boolean hasEmbedding, boolean hasHead, PartitionState partition, double loadProgress,
                          String currentFile, String partitionChecksum, String failureCode, String failureMessage,
-                         long updatedAtMs, NodeHealth health) {
+                         long updatedAtMs, NodeHealth health, long kvCacheBudgetBytes) {
 
     public NodeRecord {
         health = health == null ? NodeHealth.NONE : health;
@@ -18,7 +22,7 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
 
     static NodeRecord joined(NodeInfo info, long atMs) {
         return new NodeRecord(info, WorkerState.JOINED, null, null, false, false, PartitionState.UNLOADED, 0.0,
-                null, null, null, null, atMs, NodeHealth.NONE);
+                null, null, null, null, atMs, NodeHealth.NONE, 0);
     }
 
     String nodeId() {
@@ -32,23 +36,23 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
     /** A fresh assignment: earlier load progress and failures belong to the old epoch. */
     NodeRecord assign(int start, int end, boolean embedding, boolean head, long atMs) {
         return new NodeRecord(info, lifecycle(WorkerState.JOINED), start, end, embedding, head, PartitionState.UNLOADED,
-                0.0, null, null, null, null, atMs, healthFor(WorkerState.JOINED));
+                0.0, null, null, null, null, atMs, healthFor(WorkerState.JOINED), kvCacheBudgetBytes);
     }
 
     NodeRecord unassign(long atMs) {
         WorkerState next = state == WorkerState.FAILED ? state : WorkerState.JOINED;
         return new NodeRecord(info, lifecycle(next), null, null, false, false, PartitionState.UNLOADED, 0.0, null, null,
-                failureCode, failureMessage, atMs, healthFor(next));
+                failureCode, failureMessage, atMs, healthFor(next), kvCacheBudgetBytes);
     }
 
     NodeRecord progressed(PartitionState phase, double progress, String file, long atMs) {
         return new NodeRecord(info, lifecycle(WorkerState.JOINED), layerStart, layerEnd, hasEmbedding, hasHead, phase,
-                progress, file, null, null, null, atMs, healthFor(WorkerState.JOINED));
+                progress, file, null, null, null, atMs, healthFor(WorkerState.JOINED), kvCacheBudgetBytes);
     }
 
-    NodeRecord loaded(String checksum, long atMs) {
+    NodeRecord loaded(String checksum, long kvCacheBudget, long atMs) {
         return new NodeRecord(info, lifecycle(WorkerState.READY), layerStart, layerEnd, hasEmbedding, hasHead,
-                PartitionState.READY, 1.0, null, checksum, null, null, atMs, healthFor(WorkerState.READY));
+                PartitionState.READY, 1.0, null, checksum, null, null, atMs, healthFor(WorkerState.READY), kvCacheBudget);
     }
 
     /*
@@ -68,7 +72,7 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
     NodeRecord failed(String code, String message, long atMs) {
         return new NodeRecord(info, WorkerState.FAILED, layerStart, layerEnd, hasEmbedding, hasHead,
                 PartitionState.FAILED, loadProgress, currentFile, null, code, message == null ? "" : message, atMs,
-                health);
+                health, kvCacheBudgetBytes);
     }
 
     // Failure-detector transitions (docs/state-machines.md §2.2: JOINED/READY -> SUSPECT -> FAILED).
@@ -96,11 +100,12 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
         boolean ready = partitionIntact && partition == PartitionState.READY;
         return new NodeRecord(info, ready ? WorkerState.READY : WorkerState.JOINED, layerStart, layerEnd, hasEmbedding,
                 hasHead, ready ? PartitionState.READY : PartitionState.UNLOADED, ready ? 1.0 : 0.0, null,
-                ready ? partitionChecksum : null, null, null, atMs, health.recovered(lastHeartbeatMs, atMs));
+                ready ? partitionChecksum : null, null, null, atMs, health.recovered(lastHeartbeatMs, atMs),
+                kvCacheBudgetBytes);
     }
 
     private NodeRecord withLiveness(WorkerState next, PartitionState part, NodeHealth nextHealth, long atMs) {
         return new NodeRecord(info, next, layerStart, layerEnd, hasEmbedding, hasHead, part, loadProgress,
-                currentFile, partitionChecksum, failureCode, failureMessage, atMs, nextHealth);
+                currentFile, partitionChecksum, failureCode, failureMessage, atMs, nextHealth, kvCacheBudgetBytes);
     }
 }

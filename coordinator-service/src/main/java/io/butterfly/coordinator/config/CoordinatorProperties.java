@@ -59,6 +59,6 @@ public record CoordinatorProperties(
 
     /** @param replicas the coordinator replicas sharing the stages */
     public InferenceService.Settings inference(int replicas) {
-        return new InferenceService.Settings(nodeId, maxNewTokens, maxPromptTokens, maxPromptChars, replicas);
+        return new InferenceService.Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas);
     }
 }

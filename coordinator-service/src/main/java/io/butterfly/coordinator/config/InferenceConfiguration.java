@@ -1,19 +1,21 @@
 package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.inference.ControlLogTaskJournal;
 import io.butterfly.coordinator.inference.FailedStageAborts;
+import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.OrphanedTasks;
 import io.butterfly.coordinator.inference.Pipeline;
-import io.butterfly.coordinator.inference.TaskJournal;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** Generation on this replica: the engine behind the inference service, and what ends its tasks when stages fail. */
+/**
+ * Generation on this replica: the engine behind the inference service, the journal recording its tasks, and what
+ * ends its tasks when their stages or runner fail.
+ */
 @Configuration
 public class InferenceConfiguration {
 
@@ -22,22 +24,27 @@ public class InferenceConfiguration {
         return new PrometheusServingMetrics(registry);
     }
 
+    /** Closed after the inference service (which depends on it) and before the control log (which it depends on). */
+    @Bean(destroyMethod = "close")
+    GroupCommitTaskJournal taskJournal(ControlLog control, CoordinatorProperties props, TaskJournalProperties journal,
+                                       Clock clock) {
+        return GroupCommitTaskJournal.start(control, journal.journalSettings(props.nodeId()), clock);
+    }
+
     @Bean(destroyMethod = "close")
     InferenceService inferenceService(CoordinatorProperties props, EngineProperties engine, ControlRaftProperties raft,
-                                      ControlLog control, ModelCatalog catalog, Pipeline pipeline,
-                                      PrometheusServingMetrics metrics, Clock clock) {
-        long startedAtMs = clock.millis(); // the tasks this replica's start owns carry it (see OrphanedTasks)
-        TaskJournal journal = new ControlLogTaskJournal(control, props.nodeId(), startedAtMs);
+                                      ControlLog control, GroupCommitTaskJournal journal, ModelCatalog catalog,
+                                      Pipeline pipeline, PrometheusServingMetrics metrics, Clock clock) {
         InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size())),
-                engine.scheduler(), control, catalog, pipeline, journal, metrics, clock, startedAtMs);
+                engine.scheduler(), control, catalog, pipeline, journal, metrics, clock);
         metrics.bind(inference);
         return inference;
     }
 
     @Bean
-    OrphanedTasks orphanedTasks(ControlLog control, InferenceService inference, CoordinatorProperties props,
-                                Clock clock) {
-        return new OrphanedTasks(control, inference, props.nodeId(), props.taskTimeout(), clock);
+    OrphanedTasks orphanedTasks(ControlLog control, InferenceService inference, GroupCommitTaskJournal journal,
+                                CoordinatorProperties props, Clock clock) {
+        return new OrphanedTasks(control, inference, journal, props.taskTimeout(), clock);
     }
 
     @Bean

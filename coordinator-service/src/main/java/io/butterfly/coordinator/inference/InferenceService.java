@@ -29,14 +29,13 @@ import java.util.concurrent.CompletionException;
 public class InferenceService implements AutoCloseable {
 
     /**
-     * @param nodeId          this coordinator replica, the owner of the tasks it runs
      * @param maxNewTokens    upper bound for a request's max_tokens
      * @param maxPromptTokens upper bound for a prompt's length in tokens
      * @param maxPromptChars  upper bound for a text prompt's length in characters, checked before it is tokenized
      * @param replicas        coordinator replicas serving the same stages: each schedules against its share of their
      *                        KV budgets
      */
-    public record Settings(String nodeId, int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas) {
+    public record Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas) {
     }
 
     private final Settings settings;
@@ -44,31 +43,19 @@ public class InferenceService implements AutoCloseable {
     private final ModelCatalog catalog;
     private final Pipeline pipeline;
     private final Engine engine;
-    /** When this replica's inference started: the tasks it logs carry it, see {@link OrphanedTasks}. */
-    private final long startedAtMs;
     private volatile ServingKey serving;
 
     /** What the engine's serving snapshot was built from: rebuilt when it changes. */
     private record ServingKey(long epoch, List<String> pipeline, String merkleRoot) {
     }
 
-    /**
-     * @param startedAtMs when this replica's inference started, as {@code journal} records it with the tasks it owns
-     */
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
-                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, Clock clock,
-                            long startedAtMs) {
+                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, Clock clock) {
         this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
-        this.startedAtMs = startedAtMs;
         this.engine = new Engine(scheduling, pipeline, journal, metrics, clock::millis);
-    }
-
-    /** When this replica (this process, this application context) began serving inference. */
-    long startedAtMs() {
-        return startedAtMs;
     }
 
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
@@ -146,6 +133,9 @@ public class InferenceService implements AutoCloseable {
         long arrived = System.nanoTime();
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
+        if (!state.system().acceptsWork()) { // judged from this replica's state: tasks are recorded off the request's path
+            throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
+        }
         ServedModel model = servedModel(state);
         if (request.prompt() != null) {
             RequestValidator.checkPromptChars(request.prompt(), settings.maxPromptChars());
@@ -200,13 +190,8 @@ public class InferenceService implements AutoCloseable {
     /** A stage's KV budget for this replica, and what a sequence takes there (as the stage's caches grow). */
     private KvBudgets.Stage budget(NodeRecord n, ModelConfig config) {
         int layers = n.layerStart() == null ? 0 : n.layerEnd() - n.layerStart();
-        long share = budgetBytes(n) / Math.max(1, settings.replicas());
+        long share = n.kvCacheBudgetBytes() / Math.max(1, settings.replicas()); // 0: no budget reported, no cap
         return new KvBudgets.Stage(n.info().nodeId(), share, positions -> KvCacheSizing.reservedBytes(config, layers, positions));
-    }
-
-    /** The stage's KV cache budget as it reported it; 0 = unknown. */
-    private static long budgetBytes(NodeRecord n) {
-        return 0; // not reported yet
     }
 
     /** Requests running now (holding KV caches on the stages). */

@@ -1,6 +1,5 @@
 package io.butterfly.coordinator.inference;
 
-import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.control.ControlLog;
@@ -12,13 +11,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Ends tasks whose runner is gone. Only the replica that runs a task records its outcome; if it restarts
- * mid-task, the log replays the task as still running, and an open task keeps the system COMPUTING, so a
- * degraded cluster could never become READY again. So each replica fails the open tasks of its own earlier
- * start, and the leader fails any task open for longer than {@code task-timeout} (a replica that never came
- * back). A task of this very start that no runner here holds is failed too: its TaskSubmitted (or its outcome)
- * timed out in the control log yet committed, so nobody would end it until task-timeout. Either way the task's
- * sequence is released on the stages: nobody else would free its KV caches.
+ * Ends tasks whose runner is gone, so that every replica's {@code /api/v1/tasks} tells the truth about them and their
+ * sequences' KV caches are freed on the stages. Only the replica that runs a task records its outcome; if it restarts
+ * mid-task, the log still holds the task as running. So each replica fails the open tasks of its own earlier start,
+ * and the leader fails any task open for longer than {@code task-timeout} (a replica that never came back). A task of
+ * this very start that no runner here holds and whose outcome is not on its way to the log is failed too: its outcome
+ * was dropped (the log could not commit for so long that the journal's bound was reached). Failures are recorded
+ * through this replica's journal, and the tasks' sequences are released on the stages: nobody else would free them.
  */
 public class OrphanedTasks {
 
@@ -26,19 +25,16 @@ public class OrphanedTasks {
 
     private final ControlLog control;
     private final InferenceService inference;
-    private final String nodeId;
+    private final GroupCommitTaskJournal journal;
     private final Duration taskTimeout;
     private final Clock clock;
 
-    /**
-     * @param nodeId      this replica
-     * @param taskTimeout how long the leader lets a task stay open before it fails it
-     */
-    public OrphanedTasks(ControlLog control, InferenceService inference, String nodeId, Duration taskTimeout,
-                         Clock clock) {
+    /** @param taskTimeout how long the leader lets a task stay open before it fails it */
+    public OrphanedTasks(ControlLog control, InferenceService inference, GroupCommitTaskJournal journal,
+                         Duration taskTimeout, Clock clock) {
         this.control = control;
         this.inference = inference;
-        this.nodeId = nodeId;
+        this.journal = journal;
         this.taskTimeout = taskTimeout;
         this.clock = clock;
     }
@@ -47,25 +43,23 @@ public class OrphanedTasks {
         ClusterState s = control.state();
         long now = clock.millis();
         boolean leading = control.leadership().leading();
+        String self = journal.replicaId();
         List<String> failed = new ArrayList<>();
         for (TaskRecord t : s.tasks().values()) {
+            if (t.state().terminal() || journal.pending(t.taskId())) {
+                continue; // ended, or its end (or this sweep's failure of it) is on its way to the log
+            }
             String why = null;
-            if (t.orphanedBy(nodeId, inference.startedAtMs())) {
-                why = "coordinator " + nodeId + " restarted while the task ran";
-            } else if (t.ownedBy(nodeId, inference.startedAtMs()) && !inference.running(t.taskId())) {
-                // Its runner gave up: a TaskSubmitted or outcome that timed out but committed (or was never followed).
-                why = "coordinator " + nodeId + " no longer runs the task (its outcome could not be recorded)";
-            } else if (leading && !t.state().terminal() && now - t.createdAtMs() > taskTimeout.toMillis()) {
+            if (t.orphanedBy(self, journal.startedAtMs())) {
+                why = "coordinator " + self + " restarted while the task ran";
+            } else if (t.ownedBy(self, journal.startedAtMs()) && !inference.running(t.taskId())) {
+                why = "coordinator " + self + " no longer runs the task (its outcome could not be recorded)";
+            } else if (leading && now - t.createdAtMs() > taskTimeout.toMillis()) {
                 why = "no outcome within " + taskTimeout + " (its coordinator " + t.owner() + " is gone)";
             }
             if (why != null) {
-                try {
-                    control.submit(new ClusterCommand.TaskFailed(t.taskId(), why, now));
-                    log.warn("task {} failed: {}", t.taskId(), why);
-                } catch (RuntimeException e) {
-                    log.debug("task {} not failed yet: {}", t.taskId(), e.toString()); // retried on the next sweep
-                    continue;
-                }
+                journal.failed(t.taskId(), why, now);
+                log.warn("task {} failed: {}", t.taskId(), why);
                 failed.add(t.taskId());
             }
         }

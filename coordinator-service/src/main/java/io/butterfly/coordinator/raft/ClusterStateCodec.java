@@ -8,6 +8,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.HexFormat;
 import tools.jackson.core.JacksonException;
+import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -18,7 +19,12 @@ import tools.jackson.databind.json.JsonMapper;
 public final class ClusterStateCodec {
 
     private static final String HEADER = "sha256:";
-    private static final JsonMapper JSON = JsonMapper.builder().build();
+    /**
+     * A field added to the state after a snapshot was written reads as its zero value (as a protobuf field does), so a
+     * replica installs a snapshot an earlier version wrote; the checksum, not a missing field, tells a damaged one.
+     */
+    private static final JsonMapper JSON = JsonMapper.builder()
+            .disable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES).build();
 
     private ClusterStateCodec() {
     }

@@ -3,6 +3,7 @@ package io.butterfly.coordinator.raft;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.proto.coordinator.v1.BootstrapCommand;
@@ -24,7 +25,11 @@ import io.butterfly.proto.coordinator.v1.PartitionsAssignedCommand;
 import io.butterfly.proto.coordinator.v1.ShutdownCommand;
 import io.butterfly.proto.coordinator.v1.TaskFailedCommand;
 import io.butterfly.proto.coordinator.v1.TaskFinishedCommand;
+import io.butterfly.proto.coordinator.v1.TaskFailedEvent;
+import io.butterfly.proto.coordinator.v1.TaskFinishedEvent;
+import io.butterfly.proto.coordinator.v1.TaskStartedEvent;
 import io.butterfly.proto.coordinator.v1.TaskSubmittedCommand;
+import io.butterfly.proto.coordinator.v1.TasksRecordedCommand;
 import java.util.function.Consumer;
 
 /**
@@ -76,7 +81,8 @@ public final class ControlCommandMapper {
             ifPresent(c.currentFile(), p::setCurrentFile);
             b.setLoadProgressed(p);
         } else if (command instanceof ClusterCommand.LoadCompleted c) {
-            LoadCompletedCommand.Builder p = LoadCompletedCommand.newBuilder().setNodeId(c.nodeId()).setEpoch(c.epoch());
+            LoadCompletedCommand.Builder p = LoadCompletedCommand.newBuilder().setNodeId(c.nodeId()).setEpoch(c.epoch())
+                    .setKvCacheBudgetBytes(c.kvCacheBudgetBytes());
             ifPresent(c.partitionChecksum(), p::setPartitionChecksum);
             b.setLoadCompleted(p);
         } else if (command instanceof ClusterCommand.LoadFailed c) {
@@ -96,6 +102,11 @@ public final class ControlCommandMapper {
             TaskFailedCommand.Builder p = TaskFailedCommand.newBuilder().setTaskId(c.taskId());
             ifPresent(c.error(), p::setError);
             b.setTaskFailed(p);
+        } else if (command instanceof ClusterCommand.TasksRecorded c) {
+            TasksRecordedCommand.Builder p = TasksRecordedCommand.newBuilder().setReplica(c.replica())
+                    .setReplicaStartedAtMs(c.replicaStartedAtMs());
+            c.events().forEach(e -> p.addEvents(toProto(e)));
+            b.setTasksRecorded(p);
         } else if (command instanceof ClusterCommand.Shutdown c) {
             ShutdownCommand.Builder p = ShutdownCommand.newBuilder();
             ifPresent(c.reason(), p::setReason);
@@ -168,7 +179,7 @@ public final class ControlCommandMapper {
             case LOAD_COMPLETED: {
                 LoadCompletedCommand c = proto.getLoadCompleted();
                 return new ClusterCommand.LoadCompleted(c.getNodeId(), c.getEpoch(),
-                        c.hasPartitionChecksum() ? c.getPartitionChecksum() : null, at);
+                        c.hasPartitionChecksum() ? c.getPartitionChecksum() : null, c.getKvCacheBudgetBytes(), at);
             }
             case LOAD_FAILED: {
                 LoadFailedCommand c = proto.getLoadFailed();
@@ -189,6 +200,11 @@ public final class ControlCommandMapper {
             case TASK_FAILED: {
                 TaskFailedCommand c = proto.getTaskFailed();
                 return new ClusterCommand.TaskFailed(c.getTaskId(), c.hasError() ? c.getError() : null, at);
+            }
+            case TASKS_RECORDED: {
+                TasksRecordedCommand c = proto.getTasksRecorded();
+                return new ClusterCommand.TasksRecorded(c.getReplica(), c.getReplicaStartedAtMs(),
+                        c.getEventsList().stream().map(ControlCommandMapper::fromProto).toList(), at);
             }
             case SHUTDOWN: {
                 ShutdownCommand c = proto.getShutdown();
@@ -222,6 +238,42 @@ public final class ControlCommandMapper {
             case COMMAND_NOT_SET:
             default:
                 throw new IllegalArgumentException("control-log entry has no known command: " + proto.getCommandCase());
+        }
+    }
+
+    private static io.butterfly.proto.coordinator.v1.TaskEvent toProto(TaskEvent e) {
+        io.butterfly.proto.coordinator.v1.TaskEvent.Builder b = io.butterfly.proto.coordinator.v1.TaskEvent.newBuilder()
+                .setTaskId(e.taskId()).setAtMs(e.atMs());
+        if (e instanceof TaskEvent.Started s) {
+            b.setStarted(TaskStartedEvent.newBuilder().setPromptTokens(s.promptTokens()));
+        } else if (e instanceof TaskEvent.Finished f) {
+            TaskFinishedEvent.Builder p = TaskFinishedEvent.newBuilder().addAllTokenIds(f.tokenIds());
+            ifPresent(f.finishReason(), p::setFinishReason);
+            b.setFinished(p);
+        } else {
+            TaskFailedEvent.Builder p = TaskFailedEvent.newBuilder();
+            ifPresent(((TaskEvent.Failed) e).error(), p::setError);
+            b.setFailed(p);
+        }
+        return b.build();
+    }
+
+    private static TaskEvent fromProto(io.butterfly.proto.coordinator.v1.TaskEvent p) {
+        switch (p.getEventCase()) {
+            case STARTED:
+                return new TaskEvent.Started(p.getTaskId(), p.getStarted().getPromptTokens(), p.getAtMs());
+            case FINISHED: {
+                TaskFinishedEvent f = p.getFinished();
+                return new TaskEvent.Finished(p.getTaskId(), f.getTokenIdsList(),
+                        f.hasFinishReason() ? f.getFinishReason() : null, p.getAtMs());
+            }
+            case FAILED:
+                return new TaskEvent.Failed(p.getTaskId(), p.getFailed().hasError() ? p.getFailed().getError() : null,
+                        p.getAtMs());
+            case EVENT_NOT_SET:
+            default:
+                throw new IllegalArgumentException("task event of " + p.getTaskId() + " has no known kind: "
+                        + p.getEventCase());
         }
     }
 

@@ -5,7 +5,8 @@ import java.util.List;
 /**
  * The transition tables of docs/state-machines.md §1.3 and §2.1-2.5, exactly as the spec lists them (edges of the
  * component diagrams where the spec has no table), and the forbidden transitions of docs/state-machines.md §1.4 with their reasons. The
- * tables include states the current implementation does not use yet (COMPUTING/COMMITTING, Byzantine phases).
+ * tables include states the current implementation does not enter (COMPUTING/COMMITTING: tasks run while the system
+ * is READY, and only a log written before tasks were recorded in batches still passes through them; Byzantine phases).
  */
 public final class StateMachines {
 

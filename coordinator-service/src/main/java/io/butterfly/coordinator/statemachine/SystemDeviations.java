@@ -13,8 +13,8 @@ public final class SystemDeviations {
 
     public static final List<ForbiddenTransition<SystemState>> ALLOWED = List.of(
             new ForbiddenTransition<>(SystemState.READY, SystemState.DEGRADED,
-                    "a failure or a reassignment while idle: the implementation has no COMPUTING phase between"
-                            + " requests, so failure_detected() can arrive in READY"),
+                    "a failure or a reassignment while serving: tasks run while the system stays READY (COMPUTING is"
+                            + " not entered), so failure_detected() arrives in READY"),
             new ForbiddenTransition<>(SystemState.BOOTSTRAPPING, SystemState.SHUTDOWN,
                     "a bootstrap that cannot finish (no quorum, model missing) must still be stoppable"));
 

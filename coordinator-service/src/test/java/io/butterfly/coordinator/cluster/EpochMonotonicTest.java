@@ -73,7 +73,7 @@ public class EpochMonotonicTest {
             case 4 -> new ClusterCommand.PartitionsAssigned(epoch, stages(rnd), at);
             case 5 -> new ClusterCommand.LoadProgressed(node, epoch,
                     PartitionState.values()[rnd.nextInt(PartitionState.values().length)], rnd.nextDouble(), "f", at);
-            case 6 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", at);
+            case 6 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", rnd.nextBoolean() ? 0 : rnd.nextLong(1L << 34), at);
             case 7 -> switch (rnd.nextInt(6)) {
                 case 0, 1, 2 -> new ClusterCommand.LoadCompleted(node, epoch, "sum", at);
                 case 3, 4 -> new ClusterCommand.WeightsValidated(new WeightValidation(epoch,
@@ -83,7 +83,8 @@ public class EpochMonotonicTest {
                         "InsufficientResources: need 2 B, have 1 B", at), at);
             };
             case 8 -> new ClusterCommand.LoadFailed(node, epoch, "E", "msg", at);
-            case 9, 10 -> new ClusterCommand.TaskSubmitted(task + "-" + at, 3, at);
+            case 9 -> new ClusterCommand.TaskSubmitted(task + "-" + at, 3, at);
+            case 10 -> tasksRecorded(rnd, s, task + "-" + at, at);
             case 11 -> new ClusterCommand.TaskFinished(anyTask(rnd, s, task), java.util.List.of(5L, 2L), "stop", at);
             case 12 -> new ClusterCommand.TaskFailed(anyTask(rnd, s, task), "boom", at);
             case 13 -> new ClusterCommand.NodeSuspected(node, at - 1, 5 + rnd.nextDouble() * 5, "phi", at);
@@ -93,6 +94,19 @@ public class EpochMonotonicTest {
             // Shutdown is left to the end of the run: once TERMINATED, everything else is refused.
             default -> new ClusterCommand.CleanupCompleted(at);
         };
+    }
+
+    /** One to four events: tasks starting, and tasks (any, running or not, known or not) ending. */
+    private static ClusterCommand.TasksRecorded tasksRecorded(Random rnd, ClusterState s, String task, long at) {
+        List<TaskEvent> events = new ArrayList<>();
+        for (int k = 0, n = 1 + rnd.nextInt(4); k < n; k++) {
+            events.add(switch (rnd.nextInt(3)) {
+                case 0 -> new TaskEvent.Started(task + "-" + k, 3, at);
+                case 1 -> new TaskEvent.Finished(anyTask(rnd, s, task), List.of(5L, 2L), "stop", at);
+                default -> new TaskEvent.Failed(anyTask(rnd, s, task), "boom", at);
+            });
+        }
+        return new ClusterCommand.TasksRecorded("coordinator-" + rnd.nextInt(2), at, events, at);
     }
 
     private static String anyTask(Random rnd, ClusterState s, String fallback) {

@@ -3,6 +3,7 @@ package io.butterfly.coordinator.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.InMemoryControlLog;
@@ -12,21 +13,25 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * An open task keeps the system COMPUTING: a task whose runner restarted (or never came back) is failed, so the
- * cluster returns to READY; tasks other replicas are still running are left to them.
+ * A task whose runner restarted (or never came back) is failed, so that every replica reports it ended and its KV
+ * caches are freed; tasks other replicas still run, or whose end is on its way to the log, are left alone.
  */
 class OrphanedTasksTest {
 
     private static final long STARTED = 1_000_000;
 
     private final InMemoryControlLog control = new InMemoryControlLog();
+    /** Each replica's journal, its process started at STARTED. */
+    private final Map<String, GroupCommitTaskJournal> journals = new HashMap<>();
     /** Task ids whose sequences a sweep released on the stages. */
     private final List<String> released = new ArrayList<>();
 
@@ -37,13 +42,15 @@ class OrphanedTasksTest {
 
     @AfterEach
     void close() {
+        journals.values().forEach(GroupCommitTaskJournal::close);
         control.close();
     }
 
     @Test
-    void aRestartedReplicaFailsItsEarlierStartsTasksAndLeavesOtherReplicasTasksToThem() {
-        control.submit(new ClusterCommand.TaskSubmitted("before-restart", 3, "coordinator-0", STARTED - 60_000, STARTED - 5_000));
-        control.submit(new ClusterCommand.TaskSubmitted("on-another-replica", 3, "coordinator-1", STARTED - 60_000, STARTED - 4_000));
+    void aRestartedReplicaFailsItsEarlierStartsTasksAndLeavesOtherReplicasTasksToThem() throws Exception {
+        recordedByAnEarlierStart("coordinator-0", new TaskEvent.Started("before-restart", 3, STARTED - 5_000));
+        recordedByAnEarlierStart("coordinator-1", new TaskEvent.Started("on-another-replica", 3, STARTED - 4_000));
+        // From a log written before tasks were recorded in batches: no owner, and the system is COMPUTING.
         control.submit(new ClusterCommand.TaskSubmitted("logged-before-owners", 3, STARTED - 3_000));
         assertThat(control.state().system()).isEqualTo(SystemState.COMPUTING);
 
@@ -54,33 +61,55 @@ class OrphanedTasksTest {
         assertThat(released).as("the failed task's KV caches are freed on the stages").containsExactly("before-restart");
         assertThat(task("on-another-replica").state()).isEqualTo(TaskRecord.State.EXECUTING);
         assertThat(task("logged-before-owners").state()).isEqualTo(TaskRecord.State.EXECUTING);
-        assertThat(control.state().system()).isEqualTo(SystemState.COMPUTING);
 
-        // Nobody came back for the others: after task-timeout the leader fails them, and the cluster is READY again.
+        // Nobody came back for the others: after task-timeout the leader fails them (and the old COMPUTING ends).
         sweep("coordinator-0", STARTED + Duration.ofMinutes(31).toMillis());
         assertThat(task("on-another-replica").state()).isEqualTo(TaskRecord.State.FAILED);
-        assertThat(task("on-another-replica").error()).contains("no outcome within");
+        assertThat(task("on-another-replica").error()).contains("no outcome within").contains("coordinator-1 is gone");
         assertThat(task("logged-before-owners").state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(control.state().system()).isEqualTo(SystemState.READY);
         assertThat(released).containsExactly("before-restart", "on-another-replica", "logged-before-owners");
+
+        sweep("coordinator-0", STARTED + Duration.ofMinutes(32).toMillis());
+        assertThat(released).as("an ended task is failed once").hasSize(3);
     }
 
     @Test
-    void aTaskOfThisVeryStartIsLeftToItsRunner() {
-        control.submit(new ClusterCommand.TaskSubmitted("running", 3, "coordinator-0", STARTED, STARTED + 1_000));
+    void aTaskOfThisVeryStartIsLeftToItsRunner() throws Exception {
+        journal("coordinator-0").started("running", 3, STARTED + 1_000);
         sweep("coordinator-0", STARTED + 2_000, Set.of("running"));
         assertThat(task("running").state()).isEqualTo(TaskRecord.State.EXECUTING);
+        assertThat(task("running").owner()).isEqualTo("coordinator-0");
+        assertThat(released).isEmpty();
+    }
+
+    /** Its runner is done and its outcome is queued in the journal, not yet committed: it is the journal's to record. */
+    @Test
+    void aTaskWhoseOutcomeIsOnItsWayToTheLogIsLeftAlone() throws Exception {
+        GroupCommitTaskJournal slow = GroupCommitTaskJournal.start(control,
+                new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofHours(1), 256, 10_000), at(STARTED));
+        journals.put("coordinator-0", slow);
+        slow.started("done", 3, STARTED + 1_000);
+        assertThat(slow.flush(Duration.ofSeconds(10))).isTrue();
+        slow.finished("done", List.of(7L, 2L), "stop", STARTED + 1_500);
+        assertThat(slow.pending("done")).isTrue();
+
+        new OrphanedTasks(control, inference(Set.of()), slow, Duration.ofMinutes(30), at(STARTED + 2_000))
+                .failOrphanedTasks();
+        assertThat(slow.flush(Duration.ofSeconds(10))).isTrue();
+        assertThat(task("done").state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(task("done").tokenIds()).containsExactly(7L, 2L);
         assertThat(released).isEmpty();
     }
 
     /**
-     * TaskSubmitted timed out in the control log (the runner answered 503 and never ran the task) but committed:
-     * the open task kept the system COMPUTING (no recovery to READY, no reassignment) for the whole task-timeout.
+     * Recorded started by this very start, but no runner here holds it and nothing of it is on its way to the log: its
+     * outcome was dropped (the log could not commit for so long that the journal's bound was reached).
      */
     @Test
-    void aTaskOfThisStartThatNoRunnerHoldsIsFailedAtOnce() {
-        control.submit(new ClusterCommand.TaskSubmitted("given-up", 3, "coordinator-0", STARTED, STARTED + 1_000));
-        control.submit(new ClusterCommand.TaskSubmitted("running", 3, "coordinator-0", STARTED, STARTED + 1_000));
+    void aTaskOfThisStartThatNoRunnerHoldsIsFailedAtOnce() throws Exception {
+        journal("coordinator-0").started("given-up", 3, STARTED + 1_000);
+        journal("coordinator-0").started("running", 3, STARTED + 1_000);
         sweep("coordinator-0", STARTED + 2_000, Set.of("running"));
         assertThat(task("given-up").state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(task("given-up").error()).contains("no longer runs the task");
@@ -90,15 +119,34 @@ class OrphanedTasksTest {
         assertThat(task("running").state()).as("another replica's task is its own business").isEqualTo(TaskRecord.State.EXECUTING);
     }
 
-    private void sweep(String nodeId, long nowMs) {
+    private void recordedByAnEarlierStart(String replica, TaskEvent event) {
+        control.submit(new ClusterCommand.TasksRecorded(replica, STARTED - 60_000, List.of(event), event.atMs()));
+    }
+
+    private void sweep(String nodeId, long nowMs) throws InterruptedException {
         sweep(nodeId, nowMs, Set.of());
     }
 
-    /** One sweep by replica {@code nodeId} whose inference started at STARTED and runs {@code running}, at {@code nowMs}. */
-    private void sweep(String nodeId, long nowMs, Set<String> running) {
+    /** One sweep by replica {@code nodeId} (started at STARTED, running {@code running}) at {@code nowMs}, recorded. */
+    private void sweep(String nodeId, long nowMs, Set<String> running) throws InterruptedException {
+        GroupCommitTaskJournal journal = journal(nodeId);
+        assertThat(journal.flush(Duration.ofSeconds(10))).isTrue();
         CoordinatorProperties props = ReadyCluster.props(nodeId);
-        InferenceService inference = new InferenceService(props.inference(1), ScriptedCluster.SCHEDULING, control, null,
-                null, null, ServingMetrics.NONE, at(STARTED), STARTED) {
+        try (InferenceService inference = inference(running)) {
+            new OrphanedTasks(control, inference, journal, props.taskTimeout(), at(nowMs)).failOrphanedTasks();
+        }
+        assertThat(journal.flush(Duration.ofSeconds(10))).isTrue();
+    }
+
+    private GroupCommitTaskJournal journal(String nodeId) {
+        return journals.computeIfAbsent(nodeId, id -> GroupCommitTaskJournal.start(control,
+                new GroupCommitTaskJournal.Settings(id, Duration.ofMillis(5), 256, 10_000), at(STARTED)));
+    }
+
+    /** This replica's inference service as the sweep sees it: it runs {@code running}; releases are noted. */
+    private InferenceService inference(Set<String> running) {
+        return new InferenceService(ReadyCluster.props("unused").inference(1), ScriptedCluster.SCHEDULING, control, null,
+                null, null, ServingMetrics.NONE, at(STARTED)) {
             @Override
             void releaseAbandoned(List<String> taskIds) {
                 released.addAll(taskIds);
@@ -109,9 +157,6 @@ class OrphanedTasksTest {
                 return running.contains(taskId);
             }
         };
-        try (inference) {
-            new OrphanedTasks(control, inference, props.nodeId(), props.taskTimeout(), at(nowMs)).failOrphanedTasks();
-        }
     }
 
     private TaskRecord task(String id) {
@@ -121,5 +166,4 @@ class OrphanedTasksTest {
     private static Clock at(long ms) {
         return Clock.fixed(Instant.ofEpochMilli(ms), ZoneOffset.UTC);
     }
-
 }

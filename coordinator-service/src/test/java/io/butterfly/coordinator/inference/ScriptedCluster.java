@@ -7,6 +7,7 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.model.ModelCatalog;
@@ -17,11 +18,13 @@ import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.List;
 
 /**
  * What the scripted inference tests serve from: an in-memory control log bootstrapped to READY
- * ({@link ReadyCluster}) and the tiny model's generated tokenizer. The pipeline's steps are the test's to script.
+ * ({@link ReadyCluster}), the journal that records tasks in it, and the tiny model's generated tokenizer. The pipeline's
+ * steps are the test's to script.
  */
 public final class ScriptedCluster implements AutoCloseable {
 
@@ -30,6 +33,8 @@ public final class ScriptedCluster implements AutoCloseable {
             10000.0, false, 1, 2);
 
     private final InMemoryControlLog control = new InMemoryControlLog();
+    private final GroupCommitTaskJournal journal = GroupCommitTaskJournal.start(control,
+            new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(20), 256, 10_000), Clock.systemUTC());
     /** The tokenizer served, opened as the coordinator opens it. */
     private final Tokenizer tokenizer;
     /** The same file read directly, to script token ids without special tokens. */
@@ -44,6 +49,19 @@ public final class ScriptedCluster implements AutoCloseable {
 
     public ControlLog control() {
         return control;
+    }
+
+    /** The replicated state once every task event recorded so far is committed (the journal records them later). */
+    public ClusterState recorded() {
+        try {
+            if (!journal.flush(Duration.ofSeconds(10))) {
+                throw new AssertionError("the task journal did not commit within 10 s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+        return control.state();
     }
 
     public Tokenizer tokenizer() {
@@ -62,10 +80,8 @@ public final class ScriptedCluster implements AutoCloseable {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
-        Clock clock = Clock.systemUTC();
         InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1), scheduling,
-                control, catalog, steps, new ControlLogTaskJournal(control, "coordinator-0", clock.millis()),
-                ServingMetrics.NONE, clock, clock.millis());
+                control, catalog, steps, journal, ServingMetrics.NONE, Clock.systemUTC());
         services.add(service);
         return service;
     }
@@ -92,6 +108,7 @@ public final class ScriptedCluster implements AutoCloseable {
         services.forEach(InferenceService::close);
         tokenizer.close();
         raw.close();
+        journal.close();
         control.close();
     }
 }

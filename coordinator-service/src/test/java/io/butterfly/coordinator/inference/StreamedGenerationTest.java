@@ -3,8 +3,8 @@ package io.butterfly.coordinator.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.TaskRecord;
-import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.model.Tokenizer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -26,14 +26,12 @@ class StreamedGenerationTest {
     private long[] script;
 
     private ScriptedCluster cluster;
-    private ControlLog control;
     private Tokenizer tokenizer;
     private ScriptedPipeline steps;
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
         cluster = new ScriptedCluster(dir);
-        control = cluster.control();
         tokenizer = cluster.tokenizer();
         script = cluster.wordThenCheckMark();
         steps = ScriptedCluster.following(script);
@@ -62,7 +60,7 @@ class StreamedGenerationTest {
         assertThat(told.get(script.length - 3).text()).isEmpty();
         assertThat(told.get(script.length - 2).text()).isEmpty();
         assertThat(told.get(script.length - 1).text()).isEqualTo("✓");
-        assertThat(control.state().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(cluster.recorded().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
     }
 
     @Test
@@ -78,7 +76,7 @@ class StreamedGenerationTest {
         // The tokens that formed the stop string are the answer's last ones.
         assertThat(result.tokenIds()).containsExactly(java.util.Arrays.stream(script).boxed().toArray(Long[]::new));
         assertThat(told.stream().map(GeneratedToken::text).reduce("", String::concat)).isEqualTo("the");
-        assertThat(control.state().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(cluster.recorded().tasks().get(result.taskId()).state()).isEqualTo(TaskRecord.State.COMPLETED);
         // Without a listener the same.
         GenerationResult plain = service.generate(stopAtMark);
         assertThat(plain.text()).isEqualTo("the");
@@ -116,7 +114,7 @@ class StreamedGenerationTest {
         assertThatThrownBy(() -> service.submit(new GenerationRequest(null, List.of(1L), 3, 0.0, null, null, null, null,
                 java.util.Arrays.asList("a", null)), null)).isInstanceOfSatisfying(InvalidRequestException.class,
                 e -> assertThat(e.field()).isEqualTo("stop[1]"));
-        assertThat(control.state().tasks()).isEmpty();
+        assertThat(cluster.recorded().tasks()).isEmpty();
     }
 
     @Test
@@ -134,7 +132,7 @@ class StreamedGenerationTest {
         assertThatThrownBy(() -> InferenceService.await(handle.get().result())).hasMessage("the client closed the stream");
 
         assertThat(told.get()).as("it ends at its next step").isLessThanOrEqualTo(3);
-        TaskRecord task = control.state().tasks().values().iterator().next();
+        TaskRecord task = cluster.recorded().tasks().values().iterator().next();
         assertThat(task.state()).isEqualTo(TaskRecord.State.FAILED);
         assertThat(task.error()).isEqualTo("the client closed the stream");
         long deadline = System.nanoTime() + 5_000_000_000L; // released off the engine's thread
@@ -152,10 +150,21 @@ class StreamedGenerationTest {
         assertThatThrownBy(() -> service.submit(new GenerationRequest(null, List.of(1L, 512L), 3, 0.0, null, null, null,
                 null), null)).isInstanceOfSatisfying(InvalidRequestException.class, e -> assertThat(e.field()).isEqualTo("token_ids[1]"));
         assertThat(steps.sent()).isEmpty();
-        assertThat(control.state().tasks()).isEmpty();
+        assertThat(cluster.recorded().tasks()).isEmpty();
         service.prepare(request(2), null); // prepared, never queued: nothing runs
         assertThat(steps.sent()).isEmpty();
         assertThat(service.generate(request(2)).tokenIds()).hasSize(2);
+    }
+
+    /** Whether the cluster serves is judged at admission (the task is recorded later, off the request's path): 409. */
+    @Test
+    void aClusterThatDoesNotServeRefusesAtAdmissionAndRecordsNothing() {
+        InferenceService service = service();
+        cluster.control().submit(new ClusterCommand.LoadFailed("w1", 1, "OUT_OF_MEMORY", "x", 9));
+        assertThatThrownBy(() -> service.submit(request(2), null)).isInstanceOf(NotServingException.class)
+                .hasMessageContaining("DEGRADED");
+        assertThat(steps.sent()).isEmpty();
+        assertThat(cluster.recorded().tasks()).isEmpty();
     }
 
     private static GenerationRequest request(int maxTokens) {

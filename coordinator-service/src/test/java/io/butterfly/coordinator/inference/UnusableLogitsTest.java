@@ -39,6 +39,8 @@ class UnusableLogitsTest {
     private static final int VOCAB = 8;
 
     private final InMemoryControlLog control = new InMemoryControlLog();
+    private final GroupCommitTaskJournal journal = GroupCommitTaskJournal.start(control,
+            new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(20), 256, 10_000), Clock.systemUTC());
 
     @BeforeEach
     void ready() {
@@ -56,11 +58,12 @@ class UnusableLogitsTest {
     @AfterEach
     void close() {
         services.forEach(InferenceService::close);
+        journal.close();
         control.close();
     }
 
     @Test
-    void nanOrInfiniteLogitsAreTheStagesFailure() {
+    void nanOrInfiniteLogitsAreTheStagesFailure() throws InterruptedException {
         for (float bad : new float[]{Float.NaN, Float.POSITIVE_INFINITY}) {
             float[] logits = new float[VOCAB];
             Arrays.fill(logits, 0.5f);
@@ -71,6 +74,7 @@ class UnusableLogitsTest {
             assertThat(e.kind()).isEqualTo(ErrorKind.INTERNAL); // 502: the stage's output, not this coordinator
             assertThat(e.getMessage()).contains("logit 3 is " + bad);
         }
+        assertThat(journal.flush(Duration.ofSeconds(10))).isTrue();
         assertThat(control.state().tasks().values()).hasSize(2)
                 .allSatisfy(t -> assertThat(t.state()).isEqualTo(TaskRecord.State.FAILED));
         assertThat(control.state().system()).isEqualTo(SystemState.READY);
@@ -84,10 +88,8 @@ class UnusableLogitsTest {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));
         Pipeline steps = ScriptedPipeline.answering(in -> ScriptedPipeline.answer(logits, 1, VOCAB));
-        Clock clock = Clock.systemUTC();
         InferenceService service = new InferenceService(props.inference(1), ScriptedCluster.SCHEDULING, control, catalog,
-                steps, new ControlLogTaskJournal(control, "coordinator-0", clock.millis()), ServingMetrics.NONE, clock,
-                clock.millis());
+                steps, journal, ServingMetrics.NONE, Clock.systemUTC());
         services.add(service);
         return service;
     }

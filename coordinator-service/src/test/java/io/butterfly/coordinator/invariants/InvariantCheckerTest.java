@@ -143,7 +143,7 @@ class InvariantCheckerTest {
         var n = s.nodes().get(id);
         var changed = new io.butterfly.coordinator.cluster.NodeRecord(n.info(), n.state(), start, end, emb, head,
                 n.partition(), n.loadProgress(), n.currentFile(), n.partitionChecksum(), n.failureCode(),
-                n.failureMessage(), n.updatedAtMs(), n.health());
+                n.failureMessage(), n.updatedAtMs(), n.health(), n.kvCacheBudgetBytes());
         var nodes = new java.util.LinkedHashMap<>(s.nodes());
         nodes.put(id, changed);
         return new ClusterState(s.system(), s.epoch(), s.modelId(), s.merkleRoot(), s.expectedWorkers(),

@@ -13,6 +13,9 @@ import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.planning.StageAssignment;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -55,6 +58,31 @@ class ClusterStateCodecTest {
         s = ClusterReducer.apply(s, new ClusterCommand.NodeSuspected("w1", 3, Double.POSITIVE_INFINITY, "silent", 5), 7);
         s = ClusterReducer.apply(s, new ClusterCommand.NodeSuspected("w2", 3, Double.NaN, null, 6), 9);
         assertRoundTrips(s);
+    }
+
+    /** A snapshot written before nodes reported a KV-cache budget installs with 0 (unknown) for each node. */
+    @Test
+    void aSnapshotWrittenBeforeBudgetsDecodesWithUnknownBudgets() throws Exception {
+        ClusterState s = ClusterState.initial();
+        s = ClusterReducer.apply(s, new ClusterCommand.Bootstrap("m", 1, 1), 1);
+        s = ClusterReducer.apply(s, new ClusterCommand.NodeJoined(info("w1"), 2), 2);
+        s = ClusterReducer.apply(s, new ClusterCommand.PartitionsAssigned(1,
+                List.of(new StageAssignment("w1", 0, 2, true, true)), 3), 3);
+        s = ClusterReducer.apply(s, new ClusterCommand.LoadCompleted("w1", 1, "c", 1L << 30, 4), 4);
+        assertEquals(1L << 30, s.nodes().get("w1").kvCacheBudgetBytes());
+        String body = new String(ClusterStateCodec.encode(s), StandardCharsets.UTF_8).split("\n", 2)[1];
+        String old = body.replace(",\"kvCacheBudgetBytes\":" + (1L << 30), "");
+        assertTrue(old.length() < body.length(), body);
+        ClusterState decoded = ClusterStateCodec.decode(snapshot(old));
+        assertEquals(0, decoded.nodes().get("w1").kvCacheBudgetBytes());
+        assertEquals(s.nodes().get("w1").partition(), decoded.nodes().get("w1").partition());
+    }
+
+    /** A snapshot of {@code body} with its checksum header, as ClusterStateCodec writes one. */
+    private static byte[] snapshot(String body) throws Exception {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        String header = "sha256:" + HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes)) + "\n";
+        return (header + body).getBytes(StandardCharsets.UTF_8);
     }
 
     @Test

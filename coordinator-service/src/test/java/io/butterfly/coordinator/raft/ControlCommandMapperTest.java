@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.Feasibility;
 import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
@@ -33,11 +34,16 @@ class ControlCommandMapperTest {
                         new StageAssignment("w-2", 6, 12, false, true)), at),
                 new ClusterCommand.LoadProgressed("w-1", 3, PartitionState.values()[1 + rnd.nextInt(4)],
                         rnd.nextDouble(), rnd.nextBoolean() ? null : "model.safetensors", at),
-                new ClusterCommand.LoadCompleted("w-1", 3, rnd.nextBoolean() ? null : s, at),
+                new ClusterCommand.LoadCompleted("w-1", 3, rnd.nextBoolean() ? null : s, rnd.nextLong(0, 1L << 40), at),
                 new ClusterCommand.LoadFailed("w-1", 3, "PARTITION_CHECKSUM_MISMATCH", null, at),
                 new ClusterCommand.TaskSubmitted("t-" + s, rnd.nextInt(2048), "coordinator-" + rnd.nextInt(3), at - rnd.nextInt(10_000), at),
                 new ClusterCommand.TaskFinished("t-" + s, rnd.longs(rnd.nextInt(8), 0, 32000).boxed().toList(), "length", at),
                 new ClusterCommand.TaskFailed("t-" + s, null, at),
+                new ClusterCommand.TasksRecorded("coordinator-" + rnd.nextInt(3), at - rnd.nextInt(10_000), List.of(
+                        new TaskEvent.Started("t-" + s, rnd.nextInt(2048), at - 5),
+                        new TaskEvent.Finished("t-" + s, rnd.longs(rnd.nextInt(8), 0, 32000).boxed().toList(), "stop", at - 2),
+                        new TaskEvent.Failed("u-" + s, rnd.nextBoolean() ? null : "the client closed the stream", at - 1)),
+                        at),
                 new ClusterCommand.Shutdown(rnd.nextBoolean() ? null : "operator", at),
                 new ClusterCommand.CleanupCompleted(at),
                 new ClusterCommand.NodeSuspected("w-" + s, at - 500, rnd.nextDouble() * 10,
@@ -86,7 +92,7 @@ class ControlCommandMapperTest {
 
     private static ClusterCommand anyCommand(Random r) {
         long at = anyLong(r);
-        return switch (r.nextInt(21)) {
+        return switch (r.nextInt(22)) {
             case 0 -> new ClusterCommand.Bootstrap(text(r), 1 + r.nextInt(Integer.MAX_VALUE), at);
             case 1 -> new ClusterCommand.ConfigChange(new io.butterfly.coordinator.cluster.ClusterConfig(text(r),
                     r.nextInt(), r.nextInt(), r.nextInt(), text(r)), at);
@@ -97,7 +103,7 @@ class ControlCommandMapperTest {
                     new StageAssignment("w" + i + text(r), i, i + 1 + r.nextInt(50), r.nextBoolean(), r.nextBoolean())).toList(), at);
             case 5 -> new ClusterCommand.LoadProgressed(text(r), anyLong(r),
                     PartitionState.values()[r.nextInt(PartitionState.values().length)], anyDouble(r), maybe(r), at);
-            case 6 -> new ClusterCommand.LoadCompleted(text(r), anyLong(r), maybe(r), at);
+            case 6 -> new ClusterCommand.LoadCompleted(text(r), anyLong(r), maybe(r), Math.max(0, anyLong(r)), at);
             case 7 -> new ClusterCommand.LoadFailed(text(r), anyLong(r), maybe(r), maybe(r), at);
             case 8 -> new ClusterCommand.TaskSubmitted(text(r), r.nextInt(), maybe(r), anyLong(r), at);
             case 9 -> new ClusterCommand.TaskFinished(text(r), r.longs(r.nextInt(6)).boxed().toList(), maybe(r), at);
@@ -113,7 +119,17 @@ class ControlCommandMapperTest {
             case 18 -> new ClusterCommand.WeightsValidated(new WeightValidation(anyLong(r),
                     WeightValidation.Status.values()[r.nextInt(3)], maybe(r), maybe(r), texts(r), texts(r), texts(r), at), at);
             case 19 -> new ClusterCommand.Checkpoint(anyLong(r), text(r), at);
+            case 20 -> new ClusterCommand.TasksRecorded(text(r), anyLong(r),
+                    java.util.stream.IntStream.range(0, r.nextInt(5)).mapToObj(i -> anyTaskEvent(r)).toList(), at);
             default -> new ClusterCommand.NoOp(text(r), anyLong(r), at);
+        };
+    }
+
+    private static TaskEvent anyTaskEvent(Random r) {
+        return switch (r.nextInt(3)) {
+            case 0 -> new TaskEvent.Started(text(r), r.nextInt(), anyLong(r));
+            case 1 -> new TaskEvent.Finished(text(r), r.longs(r.nextInt(6)).boxed().toList(), maybe(r), anyLong(r));
+            default -> new TaskEvent.Failed(text(r), maybe(r), anyLong(r));
         };
     }
 
@@ -150,6 +166,16 @@ class ControlCommandMapperTest {
         Set<Class<?>> permitted = Arrays.stream(ClusterCommand.class.getPermittedSubclasses()).collect(Collectors.toSet());
         Set<Class<?>> sampled = samples(new Random(1)).stream().map(Object::getClass).collect(Collectors.toSet());
         assertThat(sampled).containsExactlyInAnyOrderElementsOf(permitted);
+    }
+
+    /** Entries written before budgets were reported (no field 4 in LoadCompletedCommand) read as 0, unknown. */
+    @Test
+    void aLoadCompletedWrittenBeforeBudgetsReadsAsUnknown() {
+        byte[] old = io.butterfly.proto.coordinator.v1.ControlCommand.newBuilder().setAtMs(7)
+                .setLoadCompleted(io.butterfly.proto.coordinator.v1.LoadCompletedCommand.newBuilder().setNodeId("w-1")
+                        .setEpoch(3).setPartitionChecksum("c"))
+                .build().toByteArray();
+        assertThat(ControlCommandMapper.deserialize(old)).isEqualTo(new ClusterCommand.LoadCompleted("w-1", 3, "c", 0, 7));
     }
 
     @Test

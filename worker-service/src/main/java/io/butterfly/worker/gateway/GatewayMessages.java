@@ -36,7 +36,7 @@ public final class GatewayMessages {
                 .setProgress(r.progress()).setBytesDone(r.bytesDone()).setBytesTotal(r.bytesTotal())
                 .setEstimatedCompletionSecs(r.estimatedCompletionSecs()).setWarmupStarted(r.warmupStarted())
                 .setLoadMillis(r.loadMillis()).setWarmupMillis(r.warmupMillis()).setMemoryBytes(r.memoryBytes())
-                .setWarmupSuccess(r.warmupSuccess());
+                .setWarmupSuccess(r.warmupSuccess()).setKvCacheBudgetBytes(r.kvCacheBudgetBytes());
         if (r.currentFile() != null) {
             b.setCurrentFile(r.currentFile());
         }

@@ -298,9 +298,10 @@ public class PartitionManager {
         return (System.nanoTime() - t0) / 1e6;
     }
 
-    /** LoadComplete (docs/bootstrap-protocol.md §6.4) of a READY partition. */
-    private static LoadReport readyReport(PartitionStatus s, PartitionExecutor loaded) {
-        return LoadReport.ready(s, loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : s.bytesTotal());
+    /** LoadComplete (docs/bootstrap-protocol.md §6.4) of a READY partition, with this worker's KV-cache budget. */
+    private LoadReport readyReport(PartitionStatus s, PartitionExecutor loaded) {
+        return LoadReport.ready(s, loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : s.bytesTotal(),
+                settings.executor().kvCacheBytes());
     }
 
     /** Moves load {@code gen} to {@code phase} and reports it; false (nothing done) if it was superseded. */

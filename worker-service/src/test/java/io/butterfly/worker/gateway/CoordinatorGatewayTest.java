@@ -91,7 +91,7 @@ class CoordinatorGatewayTest {
     /** A download progress report of model "m", epoch 1. */
     private static io.butterfly.worker.partition.LoadReport progress(double progress) {
         return new io.butterfly.worker.partition.LoadReport("m", 1, LoadPhase.DOWNLOADING, progress, 0, 0, null, -1,
-                false, null, 0, 0, 0, false, null, null);
+                false, null, 0, 0, 0, false, null, null, 0);
     }
 
     @AfterEach

@@ -64,6 +64,8 @@ class RepeatedAssignmentTest {
 
     private static final String MODEL = "m";
     private static final String LAYER_0 = ModelGenerator.layerFile(0);
+    /** The worker's butterfly.worker.kv-cache-budget, reported with READY. */
+    private static final long KV_CACHE_BUDGET = 64L << 20;
     private static final ModelConfig CONFIG = new ModelConfig(Architecture.LLAMA, 2, 8, 2, 1, 16, 16, 32, 1e-5,
             10000.0, false, 1, 2);
 
@@ -160,7 +162,7 @@ class RepeatedAssignmentTest {
         // Both fakes in one in-process server: every address the worker dials leads there.
         peers = InProcessGrpc.serving(registry, coordinator);
         manager = new PartitionManager(new PartitionSettings("w1", tmp.resolve("worker"),
-                List.of(publisher.publicKeyHex()), new ExecutorOptions("cpu", 1)),
+                List.of(publisher.publicKeyHex()), new ExecutorOptions("cpu", 1, KV_CACHE_BUDGET)),
                 new RegistryGateway((host, port) -> peers.channel(), 5, Duration.ofSeconds(5), 2, false, null),
                 new CoordinatorGateway("w1", 100, null, (host, port) -> peers.channel()));
     }
@@ -197,6 +199,7 @@ class RepeatedAssignmentTest {
         assertThat(firstReady.getModelId()).isEqualTo(MODEL);
         assertThat(firstReady.getNodeId()).isEqualTo("w1");
         assertThat(firstReady.getPartitionChecksum()).isEqualTo(registry.manifest.getMerkleRoot());
+        assertThat(firstReady.getKvCacheBudgetBytes()).isEqualTo(KV_CACHE_BUDGET);
         assertThat(registry.manifests).hasValue(1);
         assertThat(registry.fetches).hasValue(2);
         assertThat(manager.loadedExecutor()).isSameAs(loaded);

@@ -53,7 +53,8 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         }
         long now = clock.millis();
         ClusterCommand command = switch (r.getPhase()) {
-            case READY -> new ClusterCommand.LoadCompleted(r.getNodeId(), r.getEpoch(), r.getPartitionChecksum(), now);
+            case READY -> new ClusterCommand.LoadCompleted(r.getNodeId(), r.getEpoch(), r.getPartitionChecksum(),
+                    r.getKvCacheBudgetBytes(), now);
             case FAILED -> new ClusterCommand.LoadFailed(r.getNodeId(), r.getEpoch(), r.getErrorCode().name(),
                     r.getErrorMessage(), now);
             case DOWNLOADING, VALIDATING, LOADED, WARMING -> new ClusterCommand.LoadProgressed(r.getNodeId(), r.getEpoch(),

@@ -152,6 +152,8 @@ public class SystemStateController {
         m.put("progress", n.loadProgress());
         m.put("current_file", n.currentFile());
         m.put("partition_checksum", n.partitionChecksum());
+        // Replicated (reported with READY), unlike "load", which is what this replica heard: the scheduler's budget.
+        m.put("kv_cache_budget_bytes", n.kvCacheBudgetBytes());
         m.put("load", telemetry.view(n.info().nodeId()));
         NodeObservation o = liveness.observe(n.info().nodeId());
         m.put("last_heartbeat", o.everHeard() ? Instant.ofEpochMilli(o.lastHeartbeatMs()).toString() : null);
@@ -195,6 +197,7 @@ public class SystemStateController {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("task_id", t.taskId());
         m.put("state", t.state().name());
+        m.put("owner", t.owner().isEmpty() ? null : t.owner());
         m.put("prompt_tokens", t.promptTokens());
         m.put("generated_tokens", t.generatedTokens());
         m.put("finish_reason", t.finishReason());

@@ -15,7 +15,6 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.ProblemHandler;
 import io.butterfly.coordinator.cluster.TaskRecord;
-import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
@@ -57,7 +56,6 @@ class CompletionsControllerTest {
     /** What the scripted last stage makes most likely at each step: "the" then a three-byte character. */
     private long[] script;
     private ScriptedCluster cluster;
-    private ControlLog control;
     private Tokenizer tokenizer;
     private InferenceService inference;
     private MockMvc mvc;
@@ -65,7 +63,6 @@ class CompletionsControllerTest {
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
         cluster = new ScriptedCluster(dir);
-        control = cluster.control();
         tokenizer = cluster.tokenizer();
         script = cluster.wordThenCheckMark();
         inference = cluster.service(ScriptedCluster.following(script));
@@ -91,7 +88,7 @@ class CompletionsControllerTest {
         assertThat(c.path("object").asString()).isEqualTo("text_completion");
         assertThat(c.path("id").asString()).startsWith("cmpl-");
         String taskId = c.path("id").asString().substring("cmpl-".length());
-        assertThat(control.state().tasks().get(taskId).state()).isEqualTo(TaskRecord.State.COMPLETED);
+        assertThat(cluster.recorded().tasks().get(taskId).state()).isEqualTo(TaskRecord.State.COMPLETED);
         assertThat(c.path("model").asString()).isEqualTo("tiny");
         assertThat(c.path("created").asLong()).isCloseTo(System.currentTimeMillis() / 1000, org.assertj.core.data.Offset.offset(60L));
         JsonNode choice = c.path("choices").get(0);
@@ -269,7 +266,7 @@ class CompletionsControllerTest {
         assertRefused("{\"prompt\": [1, 17], \"max_tokens\": 0}", 400, "max_tokens");
         assertRefused("{\"prompt\": [1, 17], \"logprobs\": 21}", 400, "logprobs");
         assertRefused("{\"prompt\": [1, 17], \"stop\": [\"\"], \"stream\": true}", 400, "stop[0]");
-        assertThat(control.state().tasks()).isEmpty();
+        assertThat(cluster.recorded().tasks()).isEmpty();
     }
 
     /** Several prompts (as LangChain's batches send them): a choice each, in order, the usage summed. */
@@ -289,7 +286,7 @@ class CompletionsControllerTest {
         int promptTokens = 2 + tokenizer.encode("hello there").length + 2;
         assertThat(c.path("usage").path("prompt_tokens").asInt()).isEqualTo(promptTokens);
         assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(3 * script.length);
-        assertThat(control.state().tasks()).hasSize(3)
+        assertThat(cluster.recorded().tasks()).hasSize(3)
                 .allSatisfy((id, t) -> assertThat(t.state()).isEqualTo(TaskRecord.State.COMPLETED));
     }
 
@@ -299,7 +296,7 @@ class CompletionsControllerTest {
         assertRefused("{\"prompt\": [[1, 17], [1, 600]], \"max_tokens\": 2}", 400, "prompt[1][1]");
         assertRefused("{\"prompt\": [\"fine\", \"" + "x".repeat(65537) + "\"], \"max_tokens\": 2}", 413, "prompt[1]",
                 "context_length_exceeded");
-        assertThat(control.state().tasks()).isEmpty();
+        assertThat(cluster.recorded().tasks()).isEmpty();
         // and their places are free again: the limit (4) would refuse a fifth otherwise
         for (int i = 0; i < 5; i++) {
             ok(completion("{\"prompt\": [1, 17], \"max_tokens\": 1}"));
@@ -352,7 +349,7 @@ class CompletionsControllerTest {
         assertThat(error.path("error").path("message").asString()).isEqualTo(error.path("detail").asString());
         assertThat(error.path("error").path("type").asString()).isEqualTo("server_error");
         assertThat(error.path("error").path("code").asString()).isEqualTo("INTERNAL_ERROR");
-        assertThat(control.state().tasks().values()).singleElement()
+        assertThat(cluster.recorded().tasks().values()).singleElement()
                 .satisfies(t -> assertThat(t.state()).isEqualTo(TaskRecord.State.FAILED));
     }
 

@@ -8,7 +8,6 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.cluster.TaskRecord;
-import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.ReadyCluster;
@@ -44,13 +43,11 @@ class InferenceStreamsTest {
     private static final ModelConfig CONFIG = ScriptedCluster.TINY;
 
     private ScriptedCluster cluster;
-    private ControlLog control;
     private final AtomicInteger stepsRun = new AtomicInteger();
 
     @BeforeEach
     void ready(@TempDir Path dir) throws Exception {
         cluster = new ScriptedCluster(dir);
-        control = cluster.control();
     }
 
     @AfterEach
@@ -157,19 +154,19 @@ class InferenceStreamsTest {
     }
 
     private TaskRecord onlyTask() {
-        assertThat(control.state().tasks()).hasSize(1);
-        return control.state().tasks().values().iterator().next();
+        assertThat(cluster.recorded().tasks()).hasSize(1);
+        return cluster.recorded().tasks().values().iterator().next();
     }
 
     private void awaitTasksEnded(int count) {
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         while (System.nanoTime() < deadline) {
-            if (control.state().tasks().size() == count
-                    && control.state().tasks().values().stream().allMatch(t -> t.state().terminal())) {
+            if (cluster.recorded().tasks().size() == count
+                    && cluster.recorded().tasks().values().stream().allMatch(t -> t.state().terminal())) {
                 return;
             }
             Thread.onSpinWait();
         }
-        assertThat(control.state().tasks().values()).as("tasks ended").allMatch(t -> t.state().terminal());
+        assertThat(cluster.recorded().tasks().values()).as("tasks ended").allMatch(t -> t.state().terminal());
     }
 }

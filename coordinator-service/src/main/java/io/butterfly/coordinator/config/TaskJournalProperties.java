@@ -1,0 +1,24 @@
+package io.butterfly.coordinator.config;
+
+import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * How this replica records its tasks in the control log (group commit, off the request's path).
+ *
+ * @param flushInterval how long the oldest unrecorded event waits for others to share its log entry
+ * @param maxBatch      the most task events in one log entry
+ * @param maxPending    the most task events waiting while the control log cannot commit; more are dropped
+ */
+@ConfigurationProperties("butterfly.coordinator.task-journal")
+public record TaskJournalProperties(
+        @DefaultValue("20ms") Duration flushInterval,
+        @DefaultValue("256") int maxBatch,
+        @DefaultValue("20000") int maxPending) {
+
+    public GroupCommitTaskJournal.Settings journalSettings(String replicaId) {
+        return new GroupCommitTaskJournal.Settings(replicaId, flushInterval, maxBatch, maxPending);
+    }
+}

@@ -1,0 +1,272 @@
+package io.butterfly.coordinator.inference;
+
+import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.cluster.TaskEvent;
+import io.butterfly.coordinator.control.ControlLog;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link TaskJournal} on the control log, by group commit: events are queued, and one flusher thread commits them
+ * as one {@link ClusterCommand.TasksRecorded} entry per batch, {@code flushInterval} after the oldest queued event or
+ * as soon as {@code maxBatch} are queued, whichever comes first, one commit at a time. So the log takes a few entries
+ * a second however many requests run, and a request never waits for a quorum. Order is kept: batches are committed
+ * in the order their events were recorded, and a batch the log could not commit is retried (with backoff) before any
+ * later one. Only a refusal by the reducer (the same on every replica) drops a batch; while the log cannot commit at
+ * all, at most {@code maxPending} events wait, and further ones are dropped and counted, so an outage costs memory
+ * only up to a bound. Closing commits what is queued (once: a log that is gone by then is not waited for).
+ */
+public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable {
+
+    /**
+     * @param replicaId     this replica: the owner of the tasks it records started
+     * @param flushInterval how long the oldest queued event waits for others to share its entry
+     * @param maxBatch      the most events in one entry (a finished event carries its tokens: this bounds an entry)
+     * @param maxPending    the most events waiting while the log cannot commit; more are dropped
+     */
+    public record Settings(String replicaId, Duration flushInterval, int maxBatch, int maxPending) {
+        public Settings {
+            if (flushInterval.isNegative()) {
+                throw new IllegalArgumentException("task-journal flush-interval must not be negative: " + flushInterval);
+            }
+            if (maxBatch < 1 || maxPending < maxBatch) {
+                throw new IllegalArgumentException("task-journal needs 1 <= max-batch <= max-pending, got max-batch "
+                        + maxBatch + " and max-pending " + maxPending);
+            }
+        }
+    }
+
+    private static final Logger log = LoggerFactory.getLogger(GroupCommitTaskJournal.class);
+    private static final long FIRST_BACKOFF_MS = 50;
+    private static final long MAX_BACKOFF_MS = 2_000;
+
+    private final ControlLog control;
+    private final Settings settings;
+    private final Clock clock;
+    /** When this replica's process began recording: a task of an earlier start has lost its runner. */
+    private final long startedAtMs;
+    private final Thread flusher;
+
+    // Guarded by this.
+    private final ArrayDeque<TaskEvent> queued = new ArrayDeque<>();
+    /** Events of each task that are queued or being committed. */
+    private final Map<String, Integer> unsettled = new HashMap<>();
+    private long oldestQueuedNanos;
+    /** Events accepted so far; they settle (committed, or given up) in the same order. */
+    private long accepted;
+    private long settled;
+    /** A {@link #flush} waits until {@code settled} reaches this; batches go without waiting until then. */
+    private long flushTarget;
+    private long dropped;
+    private boolean closing;
+
+    private GroupCommitTaskJournal(ControlLog control, Settings settings, Clock clock) {
+        this.control = control;
+        this.settings = settings;
+        this.clock = clock;
+        this.startedAtMs = clock.millis();
+        this.flusher = new Thread(this::flushUntilClosed, "task-journal");
+        flusher.setDaemon(true);
+    }
+
+    /** A journal of replica {@code settings.replicaId()} whose flusher runs. */
+    public static GroupCommitTaskJournal start(ControlLog control, Settings settings, Clock clock) {
+        GroupCommitTaskJournal journal = new GroupCommitTaskJournal(control, settings, clock);
+        journal.flusher.start();
+        return journal;
+    }
+
+    public String replicaId() {
+        return settings.replicaId();
+    }
+
+    /** When this replica (this process) began recording; it is logged as its tasks' owner start. */
+    public long startedAtMs() {
+        return startedAtMs;
+    }
+
+    @Override
+    public void started(String taskId, int promptTokens, long atMs) {
+        record(new TaskEvent.Started(taskId, promptTokens, atMs));
+    }
+
+    @Override
+    public void finished(String taskId, List<Long> tokenIds, String finishReason, long atMs) {
+        record(new TaskEvent.Finished(taskId, tokenIds, finishReason, atMs));
+    }
+
+    @Override
+    public void failed(String taskId, String error, long atMs) {
+        record(new TaskEvent.Failed(taskId, error, atMs));
+    }
+
+    /** Whether an event of {@code taskId} is on its way to the log (queued or being committed). */
+    public synchronized boolean pending(String taskId) {
+        return unsettled.containsKey(taskId);
+    }
+
+    /** Events dropped so far because {@code maxPending} were waiting (or the journal was closed). */
+    public synchronized long dropped() {
+        return dropped;
+    }
+
+    /**
+     * Commits every event recorded before this call without waiting out the flush interval, and returns once they are
+     * committed (or given up); false if that took longer than {@code timeout}.
+     */
+    public boolean flush(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (this) {
+            long target = accepted;
+            flushTarget = Math.max(flushTarget, target);
+            notifyAll();
+            while (settled < target) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+            return true;
+        }
+    }
+
+    private synchronized void record(TaskEvent event) {
+        if (closing || queued.size() >= settings.maxPending()) {
+            dropped++;
+            if (Long.bitCount(dropped) == 1) { // the 1st, 2nd, 4th, 8th, ... : an outage does not flood the log
+                log.error("task journal: {} task events dropped so far ({} of task {}): {}", dropped,
+                        event.getClass().getSimpleName(), event.taskId(), closing ? "the journal is closed"
+                                : settings.maxPending() + " events are waiting for the control log to commit them");
+            }
+            return;
+        }
+        if (queued.isEmpty()) {
+            oldestQueuedNanos = System.nanoTime();
+            notifyAll(); // starts the flusher's wait for more
+        }
+        queued.add(event);
+        accepted++;
+        unsettled.merge(event.taskId(), 1, Integer::sum);
+        if (queued.size() == settings.maxBatch()) {
+            notifyAll();
+        }
+    }
+
+    private void flushUntilClosed() {
+        try {
+            List<TaskEvent> batch;
+            while ((batch = nextBatch()) != null) {
+                commit(batch);
+                settle(batch);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** The next batch, once it is full, its oldest event has waited the flush interval, or it is flushed; null once closed and empty. */
+    private synchronized List<TaskEvent> nextBatch() throws InterruptedException {
+        while (queued.isEmpty()) {
+            if (closing) {
+                return null;
+            }
+            wait();
+        }
+        long deadline = oldestQueuedNanos + settings.flushInterval().toNanos();
+        for (long left = deadline - System.nanoTime(); left > 0 && queued.size() < settings.maxBatch()
+                && flushTarget <= settled && !closing; left = deadline - System.nanoTime()) {
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        List<TaskEvent> batch = new ArrayList<>(Math.min(queued.size(), settings.maxBatch()));
+        while (batch.size() < settings.maxBatch() && !queued.isEmpty()) {
+            batch.add(queued.poll());
+        }
+        // What is left waited during the last commit already: it is due at once (the old deadline stands).
+        return batch;
+    }
+
+    /** Commits one batch, retrying while the log cannot commit; a refused batch or one left at close is given up. */
+    private void commit(List<TaskEvent> batch) throws InterruptedException {
+        long backoff = FIRST_BACKOFF_MS;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                control.submit(new ClusterCommand.TasksRecorded(settings.replicaId(), startedAtMs, batch, clock.millis()));
+                if (attempt > 1) {
+                    log.info("task journal: {} task events committed at attempt {}", batch.size(), attempt);
+                }
+                return;
+            } catch (IllegalTransitionException | IllegalArgumentException refused) {
+                // Refused by the reducer, so on every replica alike (a TERMINATED system refuses everything): final.
+                log.warn("task journal: {} task events not recorded, the control log refused them: {}", batch.size(),
+                        refused.getMessage());
+                return;
+            } catch (RuntimeException unavailable) {
+                if (isClosing()) {
+                    log.warn("task journal: {} task events not recorded while this replica stops: {}", batch.size(),
+                            unavailable.toString());
+                    return;
+                }
+                if (attempt == 1) {
+                    log.warn("task journal: {} task events not committed yet, retrying: {}", batch.size(),
+                            unavailable.toString());
+                }
+                awaitClosing(backoff);
+                backoff = Math.min(2 * backoff, MAX_BACKOFF_MS);
+            }
+        }
+    }
+
+    private synchronized void settle(List<TaskEvent> batch) {
+        for (TaskEvent e : batch) {
+            unsettled.computeIfPresent(e.taskId(), (id, n) -> n == 1 ? null : n - 1);
+        }
+        settled += batch.size();
+        notifyAll();
+    }
+
+    private synchronized boolean isClosing() {
+        return closing;
+    }
+
+    /** Waits {@code millis}, or less if the journal closes meanwhile. */
+    private synchronized void awaitClosing(long millis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        for (long left = deadline - System.nanoTime(); left > 0 && !closing; left = deadline - System.nanoTime()) {
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+    }
+
+    /** Commits what is queued (one attempt per batch, at most {@code settle} long) and stops the flusher. */
+    public void close(Duration settle) {
+        synchronized (this) {
+            closing = true;
+            notifyAll();
+        }
+        try {
+            flusher.join(settle.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        synchronized (this) {
+            if (!queued.isEmpty()) {
+                log.warn("task journal: {} task events not recorded: the control log did not commit them within {}",
+                        queued.size(), settle);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(10));
+    }
+}
