@@ -465,6 +465,100 @@ class PipelineEndToEndIT {
         }
     }
 
+    /**
+     * Many requests at once run batched (the engine packs running sequences into micro-batches), and each gets the
+     * tokens it gets alone: greedy and seeded sampling, token for token, logprobs within 1e-5.
+     */
+    @Nested
+    class Batching {
+
+        private static final int REQUESTS = 16;
+
+        /**
+         * The workers run with the default {@code butterfly.worker.batch-invariant=false}: a step of one row takes the
+         * BLAS's matrix-vector kernel, a step of several its matrix-matrix kernel, which round differently (a few ulps
+         * per layer, see the worker's BatchEqualsSeparateTest). Tokens are identical; logprobs agree to about 1e-5.
+         */
+        private static final double LOGPROB_TOLERANCE = 5e-5;
+
+        private double maxLogprobGap;
+
+        private String request(int i) {
+            java.util.Random random = new java.util.Random(i);
+            StringBuilder ids = new StringBuilder();
+            for (int t = 0; t < 3 + random.nextInt(20); t++) {
+                ids.append(t == 0 ? "" : ", ").append(3 + random.nextInt(LLAMA.vocabSize() - 3));
+            }
+            String sampling = i % 2 == 0 ? "\"temperature\": 0" : "\"temperature\": 0.8, \"seed\": " + (1000 + i);
+            return "{\"token_ids\": [" + ids + "], \"max_tokens\": " + (8 + random.nextInt(17))
+                    + ", \"ignore_eos\": true, " + sampling + "}";
+        }
+
+        @Test
+        void sixteenConcurrentStreamsEachGetTheTokensTheyGetAlone() throws Exception {
+            List<JsonNode> alone = new ArrayList<>();
+            for (int i = 0; i < REQUESTS; i++) {
+                LocalCluster.Reply r = cluster.post("/api/v1/inference", request(i));
+                assertThat(r.status()).as(r.body()).isEqualTo(200);
+                alone.add(r.json());
+            }
+            java.util.concurrent.ExecutorService clients = java.util.concurrent.Executors.newFixedThreadPool(REQUESTS);
+            try {
+                List<java.util.concurrent.Future<LocalCluster.Reply>> streams = new ArrayList<>();
+                java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+                for (int i = 0; i < REQUESTS; i++) {
+                    String body = request(i);
+                    streams.add(clients.submit(() -> {
+                        go.await();
+                        return cluster.post("/api/v1/inference/stream", body, "text/event-stream");
+                    }));
+                }
+                go.countDown();
+                for (int i = 0; i < REQUESTS; i++) {
+                    LocalCluster.Reply r = streams.get(i).get(5, java.util.concurrent.TimeUnit.MINUTES);
+                    assertThat(r.status()).as(r.body()).isEqualTo(200);
+                    List<String[]> events = Streaming.events(r.body());
+                    assertThat(events).extracting(e -> e[0]).last().isEqualTo("done");
+                    JsonNode done = LocalCluster.JSON.readTree(events.get(events.size() - 1)[1]);
+                    List<Long> told = new ArrayList<>();
+                    for (String[] e : events.subList(0, events.size() - 1)) {
+                        assertThat(e[0]).isEqualTo("token");
+                        JsonNode t = LocalCluster.JSON.readTree(e[1]);
+                        assertThat(t.path("index").asInt()).as("every token once, in order").isEqualTo(told.size());
+                        told.add(t.path("token_id").asLong());
+                    }
+                    JsonNode expected = alone.get(i);
+                    assertThat(told).as("request %d's stream", i).isEqualTo(longs(expected.path("token_ids")));
+                    assertThat(longs(done.path("token_ids"))).as("request %d", i).isEqualTo(longs(expected.path("token_ids")));
+                    List<Double> batched = doubles(done.path("token_logprobs"));
+                    List<Double> single = doubles(expected.path("token_logprobs"));
+                    for (int k = 0; k < single.size(); k++) {
+                        maxLogprobGap = Math.max(maxLogprobGap, Math.abs(batched.get(k) - single.get(k)));
+                        assertThat(batched.get(k)).as("request %d, token %d", i, k).isCloseTo(single.get(k),
+                                org.assertj.core.data.Offset.offset(LOGPROB_TOLERANCE));
+                    }
+                }
+                System.out.printf("batched vs alone: %d requests, largest logprob gap %.3g%n", REQUESTS, maxLogprobGap);
+            } finally {
+                clients.shutdownNow();
+            }
+            // They ran batched: micro-batches of more than one sequence.
+            String metrics = cluster.get("/actuator/prometheus").body();
+            assertThat(metrics).contains("butterfly_num_requests_running", "butterfly_num_requests_waiting",
+                    "butterfly_time_to_first_token_seconds_bucket", "butterfly_inter_token_latency_seconds_bucket",
+                    "butterfly_e2e_request_latency_seconds_bucket", "butterfly_prompt_tokens_total",
+                    "butterfly_generation_tokens_total", "butterfly_kv_cache_usage_perc", "butterfly_stage_step_seconds",
+                    "butterfly_pipeline_transport_seconds");
+            java.util.regex.Matcher single = java.util.regex.Pattern.compile(
+                    "butterfly_iteration_sequences_bucket\\{le=\"1.0\"} ([0-9.eE+]+)").matcher(metrics);
+            java.util.regex.Matcher all = java.util.regex.Pattern.compile(
+                    "butterfly_iteration_sequences_count ([0-9.eE+]+)").matcher(metrics);
+            assertThat(single.find() && all.find()).as(metrics).isTrue();
+            assertThat(Double.parseDouble(all.group(1))).as("micro-batches of more than one sequence")
+                    .isGreaterThan(Double.parseDouble(single.group(1)));
+        }
+    }
+
     private static List<Long> longs(JsonNode array) {
         List<Long> out = new ArrayList<>();
         array.forEach(n -> out.add(n.asLong()));

@@ -73,7 +73,7 @@ public class WorkerConfiguration {
     @Bean
     PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators) {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
-                new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes()));
+                new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant()));
         return new PartitionManager(settings, registry, coordinators);
     }
 

@@ -1,7 +1,6 @@
 package io.butterfly.worker.engine;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 
 /**
@@ -23,20 +22,24 @@ final class Attention {
      * @param k     {@code [N, kvHeads, headDim]} (rotated when the architecture rotates)
      * @param v     {@code [N, kvHeads, headDim]}
      * @param layer this stage's layer slot in each sequence's cache
-     * @return {@code [N, heads * headDim]}
+     * @return {@code [N, heads * headDim]}, padding rows zero
      */
     static NDArray attend(NDArray q, NDArray k, NDArray v, StepBatch step, int layer) {
         long heads = q.getShape().get(1);
         long kvHeads = k.getShape().get(1);
         long headDim = q.getShape().get(2);
         long group = heads / kvHeads;
+        // One split per array rather than a slice per sequence: a native call each.
+        NDList qs = step.split(q);
+        NDList ks = step.split(k);
+        NDList vs = step.split(v);
         NDList outputs = new NDList(step.slices().size());
         for (int i = 0; i < step.slices().size(); i++) {
             StepBatch.Slice s = step.slices().get(i);
             int n = s.numTokens();
-            NDArray qi = step.rows(q, s);
-            NDArray ki = step.rows(k, s);
-            NDArray vi = step.rows(v, s);
+            NDArray qi = qs.get(i);
+            NDArray ki = ks.get(i);
+            NDArray vi = vs.get(i);
             NDArray scores;
             if (n == 1) {
                 s.cache().write(layer, s.position(), ki.reshape(kvHeads, headDim, 1), vi.reshape(kvHeads, 1, headDim));
@@ -52,6 +55,6 @@ final class Attention {
                     ? out.reshape(1, heads * headDim)
                     : out.reshape(heads, n, headDim).transpose(1, 0, 2).reshape(n, heads * headDim));
         }
-        return outputs.size() == 1 ? outputs.get(0) : NDArrays.concat(outputs, 0);
+        return step.pack(outputs);
     }
 }

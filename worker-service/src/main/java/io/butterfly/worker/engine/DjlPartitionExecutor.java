@@ -3,6 +3,7 @@ package io.butterfly.worker.engine;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
@@ -46,6 +47,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private final long weightBytes;
     /** The most memory all KV caches may take together (0 = no limit), see {@link #checkCacheBudget}. */
     private final long kvCacheBudget;
+    private final boolean batchInvariant;
     private final Map<String, SequenceCache> caches = new HashMap<>();
     /** What the caches take and hold, recounted whenever they change: readable while a step runs. */
     private volatile long cachedBytes;
@@ -69,10 +71,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private boolean closed;
 
     private DjlPartitionExecutor(PartitionSpec spec, NDManager root, NDManager cacheManager, StageModel model, long weightBytes,
-                                 long kvCacheBudget) {
+                                 ExecutorOptions options) {
         this.spec = spec;
         this.weightBytes = weightBytes;
-        this.kvCacheBudget = kvCacheBudget;
+        this.kvCacheBudget = options.kvCacheBytes();
+        this.batchInvariant = options.batchInvariant();
         this.root = root;
         this.cacheManager = cacheManager;
         this.model = model;
@@ -123,7 +126,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                         : LlamaStage.load(spec, store, weights);
                 bytes = store.bytesLoaded();
             }
-            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, bytes, options.kvCacheBytes());
+            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, bytes, options);
         } catch (IOException | RuntimeException e) {
             root.close();
             throw e;
@@ -172,14 +175,14 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             }
             StageResult result;
             try (NDScope ignored = new NDScope()) {
-                StepBatch step = new StepBatch(root, slices, totalTokens);
+                StepBatch step = new StepBatch(root, slices, totalTokens, batchInvariant);
                 NDArray x = input instanceof StageInput.Tokens tokens
-                        ? model.embed(root.create(tokens.ids()), step)
-                        : hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens);
+                        ? model.embed(root.create(step.tokenIds(tokens.ids())), step)
+                        : step.pack(new NDList(hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens)));
                 x = model.layers(x, step);
                 result = spec.hasHead()
-                        ? toResult(model.head(step.lastRows(x)), true)
-                        : toResult(x, false);
+                        ? toResult(step.sequenceRows(model.head(step.lastRows(x))), true)
+                        : toResult(step.tokenRows(x), false);
             }
             long now = System.nanoTime();
             for (StepBatch.Slice s : slices) {

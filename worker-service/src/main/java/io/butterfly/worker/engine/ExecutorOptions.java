@@ -3,11 +3,13 @@ package io.butterfly.worker.engine;
 /**
  * Where and how a partition runs.
  *
- * @param device       "cpu", "gpu:N" or "auto" (the first GPU the engine reports, else the CPU)
- * @param threads      intra-op threads of the engine (process-wide); 0 keeps the engine default
- * @param kvCacheBytes the most memory all sequences' KV caches may take together; 0 = no limit
+ * @param device         "cpu", "gpu:N" or "auto" (the first GPU the engine reports, else the CPU)
+ * @param threads        intra-op threads of the engine (process-wide); 0 keeps the engine default
+ * @param kvCacheBytes   the most memory all sequences' KV caches may take together; 0 = no limit
+ * @param batchInvariant whether a sequence's results must be bit for bit the same whatever it is batched with, at
+ *                       the cost of padding every step's rows (see {@link StepBatch#ROW_QUANTUM})
  */
-public record ExecutorOptions(String device, int threads, long kvCacheBytes) {
+public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -21,12 +23,22 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes) {
         }
     }
 
-    /** No limit on KV cache memory. */
+    /** Not batch-invariant. */
+    public ExecutorOptions(String device, int threads, long kvCacheBytes) {
+        this(device, threads, kvCacheBytes, false);
+    }
+
+    /** No limit on KV cache memory, not batch-invariant. */
     public ExecutorOptions(String device, int threads) {
         this(device, threads, 0);
     }
 
     public static ExecutorOptions cpu() {
         return new ExecutorOptions("cpu", 0);
+    }
+
+    /** These options with batch invariance on or off. */
+    public ExecutorOptions withBatchInvariant(boolean on) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, on);
     }
 }

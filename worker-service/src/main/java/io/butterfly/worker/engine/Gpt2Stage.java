@@ -95,7 +95,7 @@ final class Gpt2Stage implements StageModel {
     @Override
     public NDArray layers(NDArray hidden, StepBatch step) {
         int heads = config.numHeads();
-        long n = step.totalTokens();
+        long n = step.rows();
         long[] kvStarts = {heads, 2L * heads};
         NDArray x = hidden;
         for (int slot = 0; slot < layers.size(); slot++) {

@@ -114,7 +114,7 @@ final class LlamaStage implements StageModel {
         RotaryEmbedding.Tables rope = rotary.tables(step.manager(), step.positions());
         int heads = config.numHeads();
         int kvHeads = config.numKvHeads();
-        long n = step.totalTokens();
+        long n = step.rows();
         long[] valueStart = {heads + kvHeads};
         long[] keyStart = {heads};
         long[] upStart = {config.intermediateSize()};
@@ -130,7 +130,7 @@ final class LlamaStage implements StageModel {
             NDArray attn = Attention.attend(q, qk.get(1), qkv.get(1), step, slot);
             x = x.add(l.o().apply(attn));
             NDList gateUp = l.gateUp().apply(Ops.rmsNorm(x, l.postNorm(), scalars)).split(upStart, 1);
-            x = x.add(l.down().apply(Ops.siluGate(gateUp.get(0), gateUp.get(1))));
+            x = x.add(l.down().apply(Ops.siluGate(gateUp.get(0), gateUp.get(1), scalars)));
         }
         return x;
     }

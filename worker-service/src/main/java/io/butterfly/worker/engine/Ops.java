@@ -3,7 +3,6 @@ package io.butterfly.worker.engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.nn.Activation;
 import ai.djl.nn.norm.LayerNorm;
 
 /**
@@ -38,9 +37,14 @@ final class Ops {
         return LayerNorm.layerNorm(x, new Shape(gamma.getShape().get(0)), gamma, beta, eps).singletonOrThrow();
     }
 
-    /** {@code silu(gate) * up = gate * sigmoid(gate) * up}. */
-    static NDArray siluGate(NDArray gate, NDArray up) {
-        return gate.mul(Activation.sigmoid(gate)).mul(up);
+    /**
+     * {@code silu(gate) * up = gate / (1 + exp(-gate)) * up}, as torch's silu kernel computes it. Not with torch's
+     * sigmoid: its kernel takes a scalar formula (another exp) for the elements past the last full vector of each
+     * thread's share of the tensor, so an element's bits depended on where the threads cut the batch; exp rounds
+     * every element alike.
+     */
+    static NDArray siluGate(NDArray gate, NDArray up, Scalars s) {
+        return gate.div(gate.neg().exp().add(s.one())).mul(up);
     }
 
     /** GPT-2 "gelu_new": {@code 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))}; x^3 as x*x*x like torch.pow(x, 3). */

@@ -23,12 +23,13 @@ final class Pipeline implements AutoCloseable {
     }
 
     /** Stages cut at the given boundaries, e.g. {0, 2, 4} for [0,2) and [2,4). */
-    static Pipeline split(io.butterfly.common.model.ModelConfig config, int[] bounds, Path shardDir) throws IOException {
+    static Pipeline split(io.butterfly.common.model.ModelConfig config, int[] bounds, Path shardDir, ExecutorOptions options)
+            throws IOException {
         List<DjlPartitionExecutor> stages = new ArrayList<>();
         try {
             for (int i = 0; i + 1 < bounds.length; i++) {
                 PartitionSpec spec = new PartitionSpec(config, bounds[i], bounds[i + 1], i == 0, i + 2 == bounds.length);
-                stages.add(DjlPartitionExecutor.load(spec, shardsFor(spec, shardDir), ExecutorOptions.cpu()));
+                stages.add(DjlPartitionExecutor.load(spec, shardsFor(spec, shardDir), options));
             }
         } catch (IOException | RuntimeException e) {
             stages.forEach(DjlPartitionExecutor::close);
@@ -64,9 +65,10 @@ final class Pipeline implements AutoCloseable {
         }
     }
 
-    static Pipeline whole(io.butterfly.common.model.ModelConfig config, Path modelDir) throws IOException {
+    static Pipeline whole(io.butterfly.common.model.ModelConfig config, Path modelDir, ExecutorOptions options)
+            throws IOException {
         return new Pipeline(List.of(DjlPartitionExecutor.load(PartitionSpec.whole(config),
-                List.of(modelDir.resolve("model.safetensors")), ExecutorOptions.cpu())));
+                List.of(modelDir.resolve("model.safetensors")), options)));
     }
 
     List<DjlPartitionExecutor> stages() {

@@ -26,28 +26,31 @@ class SplitEqualsWholeTest {
     Path dir;
 
     static Stream<Arguments> models() {
-        return Stream.of(
-                Arguments.of("llama gqa", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly()),
-                Arguments.of("llama qkv-bias tied", ModelFixtures.llamaTied(), ModelFixtures.weightsOnly().withAttentionBias(true)),
-                Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly()));
+        return Stream.of(true, false).flatMap(batchInvariant -> Stream.of(
+                Arguments.of("llama gqa", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly(), batchInvariant),
+                Arguments.of("llama qkv-bias tied", ModelFixtures.llamaTied(), ModelFixtures.weightsOnly().withAttentionBias(true),
+                        batchInvariant),
+                Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly(), batchInvariant)));
     }
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest(name = "{0}, batch-invariant {3}")
     @MethodSource("models")
-    void everySplitMatchesTheWholeModelBitForBit(String name, ModelConfig config, ModelGenerator.Options options) throws Exception {
+    void everySplitMatchesTheWholeModelBitForBit(String name, ModelConfig config, ModelGenerator.Options options,
+                                                 boolean batchInvariant) throws Exception {
+        ExecutorOptions executor = ExecutorOptions.cpu().withBatchInvariant(batchInvariant);
         // The same seed writes the same tensors, once in one file and once in the registry's per-layer files.
         Path model = ModelFixtures.write(config, options, 11, dir.resolve("model"));
         Path shards = ModelFixtures.write(config, options.withPerLayerFiles(), 11, dir.resolve("shards"));
         List<byte[]> expected;
         List<long[]> inputs;
-        try (Pipeline whole = Pipeline.whole(config, model)) {
+        try (Pipeline whole = Pipeline.whole(config, model, executor)) {
             inputs = new ArrayList<>();
             expected = run(whole, config, inputs, null);
         }
         // The last split has an embedding-only first stage [0, 0) and a head-only last stage [4, 4).
         int[][] splits = {{0, 2, 4}, {0, 1, 3, 4}, {0, 1, 2, 3, 4}, {0, 3, 4}, {0, 0, 2, 4, 4}};
         for (int[] bounds : splits) {
-            try (Pipeline split = Pipeline.split(config, bounds, shards)) {
+            try (Pipeline split = Pipeline.split(config, bounds, shards, executor)) {
                 List<byte[]> actual = run(split, config, null, inputs);
                 for (int step = 0; step < expected.size(); step++) {
                     assertThat(actual.get(step)).as("split %s, step %d", java.util.Arrays.toString(bounds), step)
