@@ -27,8 +27,10 @@ public class InferenceConfiguration {
     /** Closed after the inference service (which depends on it) and before the control log (which it depends on). */
     @Bean(destroyMethod = "close")
     GroupCommitTaskJournal taskJournal(ControlLog control, CoordinatorProperties props, TaskJournalProperties journal,
-                                       Clock clock) {
-        return GroupCommitTaskJournal.start(control, journal.journalSettings(props.nodeId()), clock);
+                                       PrometheusServingMetrics metrics, Clock clock) {
+        GroupCommitTaskJournal started = GroupCommitTaskJournal.start(control, journal.journalSettings(props.nodeId()), clock);
+        metrics.bind(started);
+        return started;
     }
 
     @Bean(destroyMethod = "close")

@@ -1,9 +1,11 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.ServingMetrics;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -63,6 +65,15 @@ public final class PrometheusServingMetrics implements ServingMetrics {
         Gauge.builder("butterfly.num_requests_waiting", inference, InferenceService::waiting)
                 .description("requests waiting to run").register(registry);
         this.kvUsage = inference::kvCacheUsage;
+    }
+
+    /** The task journal's backlog and losses: a journal that cannot commit shows here before tasks go missing. */
+    public void bind(GroupCommitTaskJournal journal) {
+        Gauge.builder("butterfly.task_journal_backlog", journal, GroupCommitTaskJournal::backlog)
+                .description("task events waiting for the control log to commit them").register(registry);
+        FunctionCounter.builder("butterfly.task_journal_dropped", journal, GroupCommitTaskJournal::dropped)
+                .description("task events dropped because too many were waiting (task-journal.max-pending)")
+                .register(registry);
     }
 
     private volatile Supplier<Map<String, Double>> kvUsage = Map::of;

@@ -114,6 +114,11 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
         return unsettled.containsKey(taskId);
     }
 
+    /** Events accepted and not yet committed (or given up): the journal's backlog. */
+    public synchronized long backlog() {
+        return accepted - settled;
+    }
+
     /** Events dropped so far because {@code maxPending} were waiting (or the journal was closed). */
     public synchronized long dropped() {
         return dropped;

@@ -186,8 +186,10 @@ class GroupCommitTaskJournalTest {
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> control.failures.get() >= 3); // retried, with backoff
         assertThat(journal.dropped()).isBetween(34L, 50L); // 100 queued, plus the batch being retried
+        assertThat(journal.backlog()).as("what waits, the gauge operators watch").isEqualTo(150 - journal.dropped());
         control.failing(null, 0);
         assertThat(journal.flush(Duration.ofSeconds(30))).isTrue();
+        assertThat(journal.backlog()).isZero();
         int kept = (int) (150 - journal.dropped());
         assertThat(List.copyOf(log.state().tasks().keySet())).as("the first ones, in order")
                 .containsExactlyElementsOf(java.util.stream.IntStream.range(0, kept).mapToObj(i -> "t" + i).toList());

@@ -105,6 +105,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
      */
     public static DjlPartitionExecutor loadOpened(PartitionSpec spec, List<SafetensorsFile> opened, ExecutorOptions options)
             throws IOException {
+        return EngineThread.call(() -> loadOnEngineThread(spec, opened, options));
+    }
+
+    private static DjlPartitionExecutor loadOnEngineThread(PartitionSpec spec, List<SafetensorsFile> opened,
+                                                           ExecutorOptions options) throws IOException {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(options, "options");
         NDManager root;
@@ -148,9 +153,13 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         return root.getDevice();
     }
 
-    @SuppressWarnings("try") // the scope only frees temporaries on close
     @Override
-    public synchronized StageResult forward(List<SequenceChunk> batch, StageInput input) {
+    public StageResult forward(List<SequenceChunk> batch, StageInput input) {
+        return EngineThread.call(() -> forwardOnEngineThread(batch, input));
+    }
+
+    @SuppressWarnings("try") // the scope only frees temporaries on close
+    private synchronized StageResult forwardOnEngineThread(List<SequenceChunk> batch, StageInput input) {
         if (closed) {
             throw new SequenceConflictException("this partition was replaced by a newer assignment");
         }
