@@ -144,6 +144,55 @@ class StreamedGenerationTest {
         assertThat(service.generate(request(2)).tokenIds()).hasSize(2);
     }
 
+    /**
+     * Three requests run in one micro-batch; one client goes away while a step is out. Its sequence leaves at the next
+     * step (never sent again), is freed on the stages, and the other two finish with every token, as alone.
+     */
+    @Test
+    void aDisconnectMidBatchLeavesTheOthersRunning() {
+        InferenceService service = service();
+        GenerationResult alone = service.generate(request(6));
+        steps.hold();
+        List<InferenceService.Prepared> three = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            three.add(service.prepare(request(6), null));
+        }
+        List<RequestHandle> handles = service.submitAll(three); // queued together: one micro-batch
+        awaitSent(s -> s.sequences().size() == 3);
+        RequestHandle gone = handles.get(1);
+        gone.cancel("the client closed the stream");
+        steps.releaseHeld(); // the step that carried it comes back; from then on answers come at once
+
+        assertThatThrownBy(() -> InferenceService.await(gone.result())).hasMessage("the client closed the stream");
+        for (RequestHandle kept : List.of(handles.get(0), handles.get(2))) {
+            assertThat(InferenceService.await(kept.result()).tokenIds()).isEqualTo(alone.tokenIds());
+        }
+        int lastWithIt = -1;
+        for (int i = 0; i < steps.sent().size(); i++) {
+            if (steps.sent().get(i).sequences().stream().anyMatch(q -> q.sequenceId().equals(gone.taskId()))) {
+                lastWithIt = i;
+            }
+        }
+        assertThat(steps.sent().get(lastWithIt).sequences()).as("it was in no step after the one it was cancelled in")
+                .hasSize(3);
+        assertThat(steps.sent().subList(lastWithIt + 1, steps.sent().size())).as("the others ran on").isNotEmpty();
+        long deadline = System.nanoTime() + 5_000_000_000L; // released off the engine's thread
+        while (!steps.released().contains(gone.taskId()) && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertThat(steps.released()).contains(gone.taskId());
+        assertThat(cluster.recorded().tasks().get(gone.taskId()).state()).isEqualTo(TaskRecord.State.FAILED);
+        assertThat(service.running()).isZero();
+    }
+
+    private void awaitSent(java.util.function.Predicate<StepInput> step) {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (steps.sent().stream().noneMatch(step)) {
+            assertThat(System.nanoTime()).as("a step as expected was sent").isLessThan(deadline);
+            Thread.onSpinWait();
+        }
+    }
+
     @Test
     void aRefusedRequestRunsNothing() {
         InferenceService service = service();
