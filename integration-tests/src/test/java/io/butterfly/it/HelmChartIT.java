@@ -7,6 +7,7 @@ import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import io.butterfly.coordinator.config.ControlRaftProperties;
 import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.config.EngineProperties;
 import io.butterfly.coordinator.config.InvariantProperties;
 import io.butterfly.coordinator.config.LivenessProperties;
 import io.butterfly.coordinator.config.PlanningProperties;
@@ -100,7 +101,8 @@ class HelmChartIT {
                 .set("registry.sharedStoreClaim", "models"));
         Map<String, List<Class<?>>> records = Map.of(
                 "butterfly-coordinator", List.of(CoordinatorProperties.class, ControlRaftProperties.class,
-                        PlanningProperties.class, LivenessProperties.class, InvariantProperties.class),
+                        PlanningProperties.class, LivenessProperties.class, InvariantProperties.class,
+                        EngineProperties.class),
                 "butterfly-worker", List.of(WorkerProperties.class, RegistryClientProperties.class),
                 "butterfly-registry", List.of(RegistryProperties.class),
                 "butterfly-discovery", List.of(DiscoveryProperties.class));
