@@ -7,6 +7,7 @@ import io.butterfly.coordinator.inference.sampling.TokenChoice;
 import io.butterfly.coordinator.inference.scheduler.Chunk;
 import io.butterfly.coordinator.inference.scheduler.KvBudgets;
 import io.butterfly.coordinator.inference.scheduler.MicroBatch;
+import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.scheduler.Scheduler;
 import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
 import java.util.ArrayDeque;
@@ -16,6 +17,7 @@ import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -121,7 +123,7 @@ final class Engine implements AutoCloseable {
         lock.lock();
         try {
             if (scheduler.waiting() + all.size() > scheduler.settings().maxWaiting() && all.size() > 1) {
-                throw new io.butterfly.coordinator.inference.scheduler.QueueFullException(all.size()
+                throw new QueueFullException(all.size()
                         + " requests do not fit the queue (" + scheduler.waiting() + " of "
                         + scheduler.settings().maxWaiting() + " places taken: butterfly.coordinator.engine.max-waiting);"
                         + " retry shortly");
@@ -411,7 +413,7 @@ final class Engine implements AutoCloseable {
     }
 
     private static RuntimeException asRuntime(Throwable t) {
-        Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
+        Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
         return cause instanceof RuntimeException r ? r
                 : new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.INTERNAL, "internal error: " + cause);
     }
