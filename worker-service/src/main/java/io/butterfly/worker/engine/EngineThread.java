@@ -20,29 +20,24 @@ import java.util.concurrent.Future;
  */
 final class EngineThread {
 
-    private static final ExecutorService THREAD = Executors.newSingleThreadExecutor(r -> {
+    /** The executor's one thread, for calls made on it. */
+    private static volatile Thread thread;
+    private static final ExecutorService EXECUTOR = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "engine");
         t.setDaemon(true);
+        thread = t;
         return t;
     });
-    private static final ThreadLocal<Boolean> ON_IT = ThreadLocal.withInitial(() -> false);
 
     private EngineThread() {
     }
 
     /** Runs {@code work} on the engine thread and returns its result (at once if called there). */
     static <T, E extends Exception> T call(EngineWork<T, E> work) throws E {
-        if (ON_IT.get()) {
+        if (Thread.currentThread() == thread) {
             return work.run();
         }
-        Future<T> result = THREAD.submit((Callable<T>) () -> {
-            ON_IT.set(true);
-            try {
-                return work.run();
-            } finally {
-                ON_IT.set(false);
-            }
-        });
+        Future<T> result = EXECUTOR.submit((Callable<T>) work::run);
         boolean interrupted = false;
         try {
             while (true) {

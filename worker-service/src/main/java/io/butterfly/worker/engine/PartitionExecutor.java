@@ -2,7 +2,10 @@ package io.butterfly.worker.engine;
 
 import java.util.List;
 
-/** Executes one partition of a model for packed batches of sequences, keeping each sequence's KV cache. */
+/**
+ * Executes one partition of a model for packed batches of sequences, keeping each sequence's KV cache. Safe to call
+ * from any thread: steps run one at a time.
+ */
 public interface PartitionExecutor extends AutoCloseable {
 
     PartitionSpec spec();

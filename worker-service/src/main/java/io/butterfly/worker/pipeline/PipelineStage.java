@@ -29,8 +29,6 @@ public class PipelineStage {
     private final Downstream nextStages;
     private final Outcomes outcomes;
     private final String nodeId;
-    /** The engine runs one step at a time; KV caches are per sequence. */
-    private final Object engineLock = new Object();
     private volatile long stepsExecuted;
     private volatile long computeNanosTotal;
 
@@ -111,10 +109,7 @@ public class PipelineStage {
         StageInput input = input(step.input(), spec, totalTokens);
 
         long t0 = System.nanoTime();
-        StageResult result;
-        synchronized (engineLock) {
-            result = executor.forward(batch, input);
-        }
+        StageResult result = executor.forward(batch, input);
         long computeNanos = System.nanoTime() - t0;
         StageClock clock = new StageClock(nodeId, entry, computeNanos);
         synchronized (this) { // steps of several streams run at once; the counters are metrics, not the engine's lock
@@ -154,9 +149,7 @@ public class PipelineStage {
         } catch (ButterflyException notReady) {
             return; // nothing is cached here
         }
-        synchronized (engineLock) {
-            sequenceIds.forEach(executor::release);
-        }
+        sequenceIds.forEach(executor::release);
     }
 
     private static List<SequenceChunk> batch(Step step) {

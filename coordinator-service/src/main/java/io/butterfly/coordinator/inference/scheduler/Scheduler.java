@@ -144,9 +144,4 @@ public final class Scheduler {
     public int waiting() {
         return waiting.size();
     }
-
-    /** Whether a micro-batch carries any sequence now. */
-    public boolean anyInFlight() {
-        return running.stream().anyMatch(SequenceProgress::inFlight);
-    }
 }
