@@ -190,9 +190,12 @@ class GroupCommitTaskJournalTest {
         control.failing(null, 0);
         assertThat(journal.flush(Duration.ofSeconds(30))).isTrue();
         assertThat(journal.backlog()).isZero();
+        // Which of the later ones were dropped depends on when the flusher took its batch out of the queue (each
+        // batch taken makes room): the first max-pending are always kept, and what is kept is committed in order.
         int kept = (int) (150 - journal.dropped());
-        assertThat(List.copyOf(log.state().tasks().keySet())).as("the first ones, in order")
-                .containsExactlyElementsOf(java.util.stream.IntStream.range(0, kept).mapToObj(i -> "t" + i).toList());
+        List<Integer> committed = log.state().tasks().keySet().stream().map(id -> Integer.parseInt(id.substring(1))).toList();
+        assertThat(committed).as("what was kept, in order").hasSize(kept).isSorted()
+                .containsAll(java.util.stream.IntStream.range(0, 100).boxed().toList());
     }
 
     /** Closing commits what is queued rather than losing it; what comes after is dropped. */
