@@ -16,6 +16,7 @@ import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.TokenizerGenerator;
 import io.butterfly.coordinator.gateway.registry.RegistryGateway;
+import io.butterfly.coordinator.jinja.JinjavaChatTemplates;
 import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
@@ -30,6 +31,7 @@ import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -97,7 +99,8 @@ class ModelCatalogTest {
         server = InProcessGrpc.serving(registry);
         gateway = new RegistryGateway(server.channel());
         catalog = new ModelCatalog(new ModelCatalog.Settings("tiny", tmp.resolve("coordinator"),
-                List.of(publisher.publicKeyHex())), gateway, new DjlTokenizers());
+                List.of(publisher.publicKeyHex())), gateway, new DjlTokenizers(),
+                new JinjavaChatTemplates(Clock.systemUTC()));
     }
 
     @AfterEach
