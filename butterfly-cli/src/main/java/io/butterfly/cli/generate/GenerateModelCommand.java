@@ -60,7 +60,7 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             + " rounded to 8 for llama)")
     String intermediate;
 
-    @Option(names = "--vocab", paramLabel = "N", description = "vocabulary size, >= 258 (required without a preset)")
+    @Option(names = "--vocab", paramLabel = "N", description = "vocabulary size, >= 260 (required without a preset)")
     String vocab;
 
     @Option(names = "--max-positions", paramLabel = "N", description = "longest sequence (default: 1024 gpt2, 2048 llama)")
