@@ -253,6 +253,15 @@ class ChatCompletionsControllerTest {
         JsonNode problem = refused(AsyncMvc.perform(gemmaLike, post("/v1/chat/completions")
                 .contentType(MediaType.APPLICATION_JSON).content("{\"messages\": " + MESSAGES + "}")), 400, "messages");
         assertThat(problem.path("detail").asString()).endsWith("System role not supported");
+
+        ChatTemplate broken = new JinjavaChatTemplates(Clock.systemUTC()).compile("{{ no_such_function() }}", null, null);
+        MockHttpServletResponse failed = AsyncMvc.perform(mvcOver(cluster.service(ScriptedCluster.following(script),
+                broken)), post("/v1/chat/completions").contentType(MediaType.APPLICATION_JSON)
+                .content("{\"messages\": " + MESSAGES + "}"));
+        assertThat(failed.getStatus()).as("the model's fault, not the client's").isEqualTo(500);
+        JsonNode error = JSON.readTree(failed.getContentAsString(StandardCharsets.UTF_8));
+        assertThat(error.path("detail").asString()).startsWith("the model's chat template failed");
+        assertThat(error.path("error").path("type").asString()).isEqualTo("server_error");
     }
 
     /** The native API's greedy answer to {@code prompt}'s tokens (as the chat's are: no special tokens added). */
