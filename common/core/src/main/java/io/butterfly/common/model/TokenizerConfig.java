@@ -4,9 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * What a model's {@code tokenizer_config.json} and {@code chat_template.jinja} say about chatting with it, read as
@@ -25,8 +23,6 @@ public record TokenizerConfig(String chatTemplate, String bosToken, String eosTo
 
     /** A model without either file. */
     public static final TokenizerConfig NONE = new TokenizerConfig(null, null, null);
-
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /**
      * Reads the two files in {@code dir}, each when present.
@@ -50,15 +46,7 @@ public record TokenizerConfig(String chatTemplate, String bosToken, String eosTo
 
     /** The contents of a {@code tokenizer_config.json}. */
     public static TokenizerConfig parse(byte[] json) {
-        JsonNode root;
-        try {
-            root = JSON.readTree(json);
-        } catch (JacksonException e) {
-            throw new IllegalArgumentException(FILE + " is not JSON: " + e.getOriginalMessage());
-        }
-        if (root == null || !root.isObject()) {
-            throw new IllegalArgumentException(FILE + " is not a JSON object");
-        }
+        JsonNode root = JsonObjects.read(json, FILE);
         return new TokenizerConfig(template(root.get("chat_template")), token(root, "bos_token"),
                 token(root, "eos_token"));
     }
