@@ -100,7 +100,7 @@ public final class ChatCommand implements Callable<Integer> {
     private boolean turn(String coordinator, String text) throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        history.add(Map.of("role", "user", "content", text));
+        history.add(message("user", text));
         StringBuilder reply = new StringBuilder();
         JsonNode[] last = new JsonNode[2]; // the finish chunk, the usage chunk
         String[] failure = new String[1];
@@ -140,7 +140,7 @@ public final class ChatCommand implements Callable<Integer> {
                     : "the reply failed: " + failure[0]);
             return false;
         }
-        history.add(Map.of("role", "assistant", "content", reply.toString()));
+        history.add(message("assistant", reply.toString()));
         JsonNode usage = last[1] == null ? null : last[1].path("usage");
         out.printf("            (%s%s)%n", usage == null ? "" : usage.path("prompt_tokens").asInt() + " prompt + "
                         + usage.path("completion_tokens").asInt() + " reply tokens, ",
@@ -170,8 +170,16 @@ public final class ChatCommand implements Callable<Integer> {
     private void resetHistory() {
         history.clear();
         if (system != null) {
-            history.add(Map.of("role", "system", "content", system));
+            history.add(message("system", system));
         }
+    }
+
+    /** A message as OpenAI's clients write it: role, then content. */
+    private static Map<String, String> message(String role, String content) {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("role", role);
+        m.put("content", content);
+        return m;
     }
 
     /** A problem document's detail, or the body as it came. */
