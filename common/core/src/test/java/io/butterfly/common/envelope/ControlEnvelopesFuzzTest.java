@@ -7,9 +7,10 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.butterfly.common.crypto.NodeIdentity;
-import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.ProtocolVersion;
 import io.butterfly.proto.common.v1.SignedEnvelope;
+import java.util.Arrays;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Signed control envelopes off the wire (docs/testing.md, fuzzing): verification answers true or false and never
@@ -17,6 +18,8 @@ import io.butterfly.proto.common.v1.SignedEnvelope;
  * changed, verifies only if it still says exactly what was signed (protobuf may read some changes, such as a field
  * given twice, back to the same message).
  */
+// Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
+@Timeout(10)
 class ControlEnvelopesFuzzTest {
 
     private static final NodeIdentity SIGNER = NodeIdentity.ephemeral();
@@ -53,10 +56,10 @@ class ControlEnvelopesFuzzTest {
         for (int i = 0; i < changes && wire.length > 0; i++) {
             switch (data.consumeInt(0, 2)) {
                 case 0 -> wire[data.consumeInt(0, wire.length - 1)] ^= (byte) data.consumeInt(1, 255);
-                case 1 -> wire = java.util.Arrays.copyOf(wire, data.consumeInt(0, wire.length - 1));
+                case 1 -> wire = Arrays.copyOf(wire, data.consumeInt(0, wire.length - 1));
                 default -> {
                     byte[] tail = data.consumeBytes(data.consumeInt(1, 16));
-                    byte[] longer = java.util.Arrays.copyOf(wire, wire.length + tail.length);
+                    byte[] longer = Arrays.copyOf(wire, wire.length + tail.length);
                     System.arraycopy(tail, 0, longer, wire.length, tail.length);
                     wire = longer;
                 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import java.util.List;
 import tools.jackson.databind.json.JsonMapper;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * {@code config.json} and {@code generation_config.json} as a model directory may hold them (docs/testing.md,
@@ -12,6 +13,8 @@ import tools.jackson.databind.json.JsonMapper;
  * {@link IllegalArgumentException} that says why, nothing else. A configuration read keeps its invariants and reads
  * back the same from the {@code config.json} it writes.
  */
+// Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
+@Timeout(10)
 class ModelConfigFuzzTest {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();

@@ -13,6 +13,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Any bytes as a safetensors file (docs/testing.md, fuzzing): the file opens, or is refused with
@@ -20,6 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * bytes inside the data section, as long as its dtype and shape say, no two overlapping, each one readable) and
  * survives a round trip through {@link SafetensorsWriter} unchanged. Kept inputs: {@code SafetensorsFileFuzzTestInputs/}.
  */
+// Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
+@Timeout(10)
 class SafetensorsFileFuzzTest {
 
     @TempDir

@@ -13,6 +13,7 @@ import io.butterfly.common.hash.Sha256;
 import io.butterfly.proto.common.v1.DType;
 import io.butterfly.proto.common.v1.Tensor;
 import java.nio.ByteBuffer;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Tensors as a stage or the coordinator receives them (docs/testing.md, fuzzing): whatever the dtype, shape, bytes and
@@ -20,6 +21,8 @@ import java.nio.ByteBuffer;
  * or refuses with {@code INVALID_MESSAGE}; nothing is allocated for what a tensor only claims to hold. Tensors the
  * codec builds survive the wire and decode to the same values, bit for bit.
  */
+// Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
+@Timeout(10)
 class TensorCodecFuzzTest {
 
     private static final DType[] DTYPES = {DType.FLOAT32, DType.INT64, DType.INT32, DType.FLOAT16, DType.BFLOAT16};

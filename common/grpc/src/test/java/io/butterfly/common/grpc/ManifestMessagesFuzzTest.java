@@ -18,6 +18,7 @@ import io.butterfly.proto.registry.v1.ModelManifest;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The registry's manifest message as a worker or coordinator receives it (docs/testing.md, fuzzing): any bytes that
@@ -27,6 +28,8 @@ import java.util.Set;
  * it imports), so that what lies behind the signature check is reached: the model id, the file names and the Merkle
  * root. A manifest that passes is usable: every stage can tell which of its files it needs.
  */
+// Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
+@Timeout(10)
 class ManifestMessagesFuzzTest {
 
     private static final NodeIdentity PUBLISHER = NodeIdentity.ephemeral();

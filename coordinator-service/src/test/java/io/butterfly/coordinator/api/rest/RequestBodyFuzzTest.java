@@ -23,6 +23,7 @@ import org.springframework.mock.web.MockHttpServletResponse;
 import org.springframework.test.web.servlet.MockMvc;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The JSON bodies of {@code POST /api/v1/inference}, {@code /api/v1/inference/stream} and {@code /v1/completions}
@@ -31,6 +32,8 @@ import tools.jackson.databind.json.JsonMapper;
  * body is answered 2xx, or 4xx with a problem document naming the field (and OpenAI's error object under
  * {@code /v1/}); never 5xx, never an exception escaping.
  */
+// Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
+@Timeout(30)
 @WebMvcTest(controllers = {InferenceController.class, CompletionsController.class})
 @Import({StrictRequestJson.class, OpenAiErrors.class, RequestBodyFuzzTest.Served.class})
 class RequestBodyFuzzTest {
