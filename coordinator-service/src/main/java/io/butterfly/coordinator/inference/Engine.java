@@ -50,6 +50,7 @@ final class Engine implements AutoCloseable {
     private final Pipeline pipeline;
     private final TaskJournal journal;
     private final ServingMetrics metrics;
+    private final RequestTracing tracing;
     private final LongSupplier clockMillis;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition work = lock.newCondition();
@@ -63,11 +64,12 @@ final class Engine implements AutoCloseable {
     private boolean closed;
 
     Engine(SchedulerSettings settings, Pipeline pipeline, TaskJournal journal, ServingMetrics metrics,
-           LongSupplier clockMillis) {
+           RequestTracing tracing, LongSupplier clockMillis) {
         this.scheduler = new Scheduler(settings);
         this.pipeline = pipeline;
         this.journal = journal;
         this.metrics = metrics;
+        this.tracing = tracing;
         this.clockMillis = clockMillis;
         this.loop = daemon(this::run, "engine");
         loop.start();
@@ -102,7 +104,10 @@ final class Engine implements AutoCloseable {
         }
     }
 
-    /** Queues a sequence (refused when the queue is full or the engine stopped) and wakes the loop. */
+    /**
+     * Queues a sequence (refused when the queue is full or the engine stopped) and wakes the loop. Called on the
+     * request's thread, so the request's span starts in the caller's trace.
+     */
     void submit(Sequence s) {
         lock.lock();
         try {
@@ -110,6 +115,7 @@ final class Engine implements AutoCloseable {
                 throw stopping();
             }
             scheduler.add(s.progress);
+            s.trace = tracing.start(s.taskId());
             sequences.put(s.taskId(), s);
             journal.started(s.taskId(), s.prompt.length, clockMillis.getAsLong());
             work.signal();
@@ -222,7 +228,8 @@ final class Engine implements AutoCloseable {
             Sequence s = sequences.get(c.sequence().id());
             s.appendInput(tokens, at, c.numTokens());
             at += c.numTokens();
-            slices.add(new StepInput.Slice(s.taskId(), c.position(), c.numTokens(), c.sequence().reservePositions()));
+            slices.add(new StepInput.Slice(s.taskId(), c.position(), c.numTokens(), c.sequence().reservePositions(),
+                    s.trace.stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size())));
         }
         Serving now = serving;
         routes.put(batch.id(), now.route());
@@ -253,7 +260,7 @@ final class Engine implements AutoCloseable {
                 scheduler.stepFailed(r.batch());
                 RuntimeException cause = asRuntime(r.failure());
                 for (Chunk c : r.batch().chunks()) {
-                    end(sequences.get(c.sequence().id()), null, cause, ended);
+                    end(sequences.get(c.sequence().id()), null, cause, ended); // its trace's step ends with it
                 }
             } else {
                 update(r, ended);
@@ -280,6 +287,7 @@ final class Engine implements AutoCloseable {
             Chunk c = chunks.get(i);
             Sequence s = sequences.get(c.sequence().id());
             s.addStep(r.result().timings(), pipelineNanos, transport);
+            s.trace.stepEnded();
             if (s.cancelled != null) {
                 end(s, null, cancelledError(s), ended);
                 continue;
@@ -379,6 +387,7 @@ final class Engine implements AutoCloseable {
         scheduler.remove(s.progress);
         ended.add(s.taskId());
         long now = System.nanoTime();
+        s.trace.ended(finish, failure, s.generated.size());
         // Recorded, then answered: a client that reads the task after its answer finds it ended.
         if (finish != null) {
             journal.finished(s.taskId(), List.copyOf(s.generated), finish, clockMillis.getAsLong());

@@ -50,12 +50,13 @@ public class InferenceService implements AutoCloseable {
     }
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
-                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, Clock clock) {
+                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
+                            Clock clock) {
         this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
-        this.engine = new Engine(scheduling, pipeline, journal, metrics, clock::millis);
+        this.engine = new Engine(scheduling, pipeline, journal, metrics, tracing, clock::millis);
     }
 
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
