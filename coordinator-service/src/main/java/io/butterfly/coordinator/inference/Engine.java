@@ -62,6 +62,8 @@ final class Engine implements AutoCloseable {
     private Serving serving;
     private int inFlight;
     private boolean closed;
+    /** Tokens chosen since start; written by the engine's thread only, read by anyone. */
+    private volatile long generatedTokens;
 
     Engine(SchedulerSettings settings, Pipeline pipeline, TaskJournal journal, ServingMetrics metrics,
            RequestTracing tracing, LongSupplier clockMillis) {
@@ -177,6 +179,11 @@ final class Engine implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Tokens generated since the engine started, counted as they are chosen. */
+    long generatedTokens() {
+        return generatedTokens;
     }
 
     /** Each stage's KV cache reserved by this replica's sequences, as a share of its budget. */
@@ -345,6 +352,7 @@ final class Engine implements AutoCloseable {
             metrics.interTokenLatency((now - s.lastTokenNanos) / 1e9);
         }
         s.lastTokenNanos = now;
+        generatedTokens++;
         s.generated.add((long) choice.tokenId());
         s.logprobs.add(choice.logprob());
         s.topLogprobs.add(choice.topLogprobs());

@@ -205,6 +205,11 @@ public class InferenceService implements AutoCloseable {
         return engine.waitingCount();
     }
 
+    /** Tokens this replica generated since it started, counted as each is chosen (a live rate, unlike a request's end). */
+    public long generatedTokens() {
+        return engine.generatedTokens();
+    }
+
     /** Each stage's KV cache held by this replica's requests, as a share of its budget (0..1). */
     public Map<String, Double> kvCacheUsage() {
         return engine.kvCacheUsage();
