@@ -68,7 +68,7 @@ class ObservabilityIT {
         cluster.startWorker(1);
         cluster.startCoordinator(model.getFileName().toString(), 2,
                 "--butterfly.coordinator.api-keys.file=" + keys, "--butterfly.coordinator.api-keys.admin-file=" + adminKeys);
-        cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(4));
+        cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(6));
     }
 
     @AfterAll
