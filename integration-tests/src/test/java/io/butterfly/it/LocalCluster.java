@@ -296,6 +296,11 @@ final class LocalCluster implements AutoCloseable {
         return new Reply(r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
     }
 
+    /** The last {@code lines} lines a service logged. */
+    List<String> logTail(String name, int lines) {
+        return supervisor.tail(name, lines);
+    }
+
     String tails() {
         StringBuilder sb = new StringBuilder();
         for (ServiceProcess p : supervisor.listed()) {

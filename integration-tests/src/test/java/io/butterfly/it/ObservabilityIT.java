@@ -45,6 +45,8 @@ class ObservabilityIT {
     static final String ADMIN_KEY = "sk-butterfly-admin-8c02";
     static final Path CHROMIUM = Path.of("/usr/bin/chromium");
     static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
+    /** The page as the test saw it, kept for a look after a failure. */
+    static final Path SCREENSHOTS = Path.of("target");
 
     @TempDir
     static Path work;
@@ -177,6 +179,7 @@ class ObservabilityIT {
             assertThat(text(browser, "#raft-leader")).isEqualTo("coordinator-0");
             assertThat(browser.findElement(By.cssSelector("#state-diagram g.current")).getAttribute("data-state"))
                     .isEqualTo("READY");
+            Files.write(SCREENSHOTS.resolve("dashboard-ready.png"), ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES));
 
             cluster.kill("worker-1");
             new WebDriverWait(browser, Duration.ofSeconds(30)).until(b -> "FAILED".equals(nodeState(b, "worker-1")));
@@ -186,9 +189,27 @@ class ObservabilityIT {
                     .isEqualTo("DEGRADED");
             assertThat(text(browser, "#transition-rows")).contains("worker-1").contains("FAILED");
         } finally {
-            Files.write(work.resolve("dashboard.png"), ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES));
+            Files.write(SCREENSHOTS.resolve("dashboard-last.png"), ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES));
             browser.quit();
         }
+    }
+
+    /** The transition logs keep their key-values: after the message in plain text (the coordinator's default). */
+    @Test
+    @Order(5)
+    void aKilledWorkersTransitionIsLoggedWithItsKeyValues() throws Exception {
+        if (cluster.pid("worker-1") > 0 && ProcessHandle.of(cluster.pid("worker-1")).map(ProcessHandle::isAlive).orElse(false)) {
+            cluster.kill("worker-1"); // the browser test did not run
+        }
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        String line = null;
+        while (line == null && System.nanoTime() < deadline) {
+            line = cluster.logTail("coordinator", 400).stream()
+                    .filter(l -> l.contains("worker worker-1 READY -> FAILED on ")).findFirst().orElse(null);
+            Thread.sleep(200);
+        }
+        assertThat(line).isNotNull().contains("[machine=worker entity_id=worker-1 from=READY to=FAILED trigger=")
+                .containsPattern("epoch=\\d+ log_index=\\d+\\]$");
     }
 
     private static String text(WebDriver browser, String css) {
