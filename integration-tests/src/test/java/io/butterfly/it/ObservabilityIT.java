@@ -165,7 +165,7 @@ class ObservabilityIT {
                 "Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)");
         ChromeOptions options = new ChromeOptions().setBinary(CHROMIUM.toFile()).addArguments("--headless",
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1400,1800",
+                "--disable-component-update", "--disable-sync", "--window-size=1400,1200",
                 "--user-data-dir=" + Files.createDirectories(work.resolve("chromium")));
         ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())
                 .usingAnyFreePort().build();
@@ -204,11 +204,12 @@ class ObservabilityIT {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         String line = null;
         while (line == null && System.nanoTime() < deadline) {
-            line = cluster.logTail("coordinator", 400).stream()
-                    .filter(l -> l.contains("worker worker-1 READY -> FAILED on ")).findFirst().orElse(null);
+            line = cluster.logTail("coordinator", 400).stream() // READY -> SUSPECT -> FAILED
+                    .filter(l -> l.contains("worker worker-1 SUSPECT -> FAILED on ")).findFirst().orElse(null);
             Thread.sleep(200);
         }
-        assertThat(line).isNotNull().contains("[machine=worker entity_id=worker-1 from=READY to=FAILED trigger=")
+        assertThat(line).isNotNull()
+                .contains("[machine=worker entity_id=worker-1 from=SUSPECT to=FAILED trigger=NodeFailed epoch=")
                 .containsPattern("epoch=\\d+ log_index=\\d+\\]$");
     }
 
