@@ -24,6 +24,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
@@ -177,16 +178,14 @@ class ObservabilityIT {
             wait.until(b -> "READY".equals(nodeState(b, "worker-1")) && "READY".equals(nodeState(b, "worker-0")));
             assertThat(browser.findElements(By.cssSelector("#layer-map .stage"))).hasSize(2);
             assertThat(text(browser, "#raft-leader")).isEqualTo("coordinator-0");
-            assertThat(browser.findElement(By.cssSelector("#state-diagram g.current")).getAttribute("data-state"))
-                    .isEqualTo("READY");
+            assertThat(currentState(browser)).isEqualTo("READY");
             Files.write(SCREENSHOTS.resolve("dashboard-ready.png"), ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES));
 
             cluster.kill("worker-1");
             new WebDriverWait(browser, Duration.ofSeconds(30)).until(b -> "FAILED".equals(nodeState(b, "worker-1")));
             assertThat(nodeState(browser, "worker-0")).isEqualTo("READY");
             wait.until(b -> "DEGRADED".equals(text(b, "#system-state")));
-            assertThat(browser.findElement(By.cssSelector("#state-diagram g.current")).getAttribute("data-state"))
-                    .isEqualTo("DEGRADED");
+            assertThat(currentState(browser)).isEqualTo("DEGRADED");
             assertThat(text(browser, "#transition-rows")).contains("worker-1").contains("FAILED");
         } finally {
             Files.write(SCREENSHOTS.resolve("dashboard-last.png"), ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES));
@@ -213,14 +212,33 @@ class ObservabilityIT {
                 .containsPattern("epoch=\\d+ log_index=\\d+\\]$");
     }
 
+    /** The page redraws every second: an element found may be replaced before it is read, so a read is retried. */
     private static String text(WebDriver browser, String css) {
-        return browser.findElement(By.cssSelector(css)).getText();
+        return fresh(() -> browser.findElement(By.cssSelector(css)).getText());
     }
 
     /** The state the page shows for a node; null while it lists none. */
     private static String nodeState(WebDriver browser, String node) {
-        var cells = browser.findElements(By.cssSelector("tr[data-node='" + node + "'] .state"));
-        return cells.isEmpty() ? null : cells.get(0).getText();
+        return fresh(() -> {
+            var cells = browser.findElements(By.cssSelector("tr[data-node='" + node + "'] .state"));
+            return cells.isEmpty() ? null : cells.get(0).getText();
+        });
+    }
+
+    private static String currentState(WebDriver browser) {
+        return fresh(() -> browser.findElement(By.cssSelector("#state-diagram g.current")).getAttribute("data-state"));
+    }
+
+    private static String fresh(java.util.function.Supplier<String> read) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return read.get();
+            } catch (StaleElementReferenceException e) {
+                if (attempt == 5) {
+                    throw e;
+                }
+            }
+        }
     }
 
     private static List<OtlpReceiver.ExportedSpan> awaitSpans(String traceId, Duration timeout) throws InterruptedException {
