@@ -3,12 +3,13 @@
 //   npm install openai
 //   node openai-node-chat.mjs [base URL, default http://127.0.0.1:8080/v1]
 //
+// With API keys (./butterfly up --api-keys FILE, docs/security.md) set BUTTERFLY_API_KEY to one of them.
 // Not part of the test suite (it needs npm and a running cluster: ./butterfly up).
 import OpenAI from "openai";
 
 const client = new OpenAI({
   baseURL: process.argv[2] ?? "http://127.0.0.1:8080/v1",
-  apiKey: "any", // the coordinator takes any key until keys exist
+  apiKey: process.env.BUTTERFLY_API_KEY ?? "none", // any string when the cluster has no keys
 });
 const messages = [
   { role: "system", content: "You are a helpful assistant." },
