@@ -98,17 +98,20 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
         warmUp();
     }
 
-    /** One render of what templates use, so that the first request's is not the engine's cold one. */
+    /**
+     * One render of what templates use, so that the first request's is not the engine's cold one. Not under the time
+     * budget: a cold engine on a busy machine (or under a fuzzer's instrumentation) took more than 2 s.
+     */
     private void warmUp() {
-        compile("{%- set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ '<' + m['role'] + '>'"
+        new Template("{%- set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ '<' + m['role'] + '>'"
                 + " + m.content | trim }}{% if not loop.last %}\n{% endif %}{% endfor %}{{ strftime_now('%d %b %Y') }}"
-                + "{{ messages | selectattr('role', 'equalto', 'user') | list | length }}", "<s>", "</s>")
+                + "{{ messages | selectattr('role', 'equalto', 'user') | list | length }}", "<s>", "</s>", null)
                 .render(List.of(new ChatTemplate.Message("user", " warm ")));
     }
 
     @Override
     public ChatTemplate compile(String source, String bosToken, String eosToken) {
-        return new Template(withoutTrailingNewline(source), bosToken, eosToken);
+        return new Template(withoutTrailingNewline(source), bosToken, eosToken, budget);
     }
 
     /** Jinja drops one newline at the end of a template (keep_trailing_newline is off in transformers). */
@@ -156,11 +159,14 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
         private final String source;
         private final String bosToken;
         private final String eosToken;
+        /** Null: no time limit (the warm-up). */
+        private final Duration budget;
 
-        Template(String source, String bosToken, String eosToken) {
+        Template(String source, String bosToken, String eosToken, Duration budget) {
             this.source = source;
             this.bosToken = bosToken;
             this.eosToken = eosToken;
+            this.budget = budget;
         }
 
         @Override
@@ -178,7 +184,9 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
             bindings.put("raise_exception", "raise_exception");
             bindings.put("strftime_now", "strftime_now");
             RenderResult result;
-            DEADLINE.set(System.nanoTime() + budget.toNanos());
+            if (budget != null) {
+                DEADLINE.set(System.nanoTime() + budget.toNanos());
+            }
             try {
                 result = jinjava.renderForResult(source, bindings);
             } catch (RuntimeException e) {
