@@ -140,7 +140,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     private static StageModel loadModel(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         boolean gpt2 = spec.config().architecture() == Architecture.GPT2;
-        TorchScript script = compile(weights, gpt2, options.weightDtype());
+        TorchScript script = compile(weights, gpt2, options);
         try {
             return gpt2 ? Gpt2Stage.load(spec, store, weights, script, options.weightDtype())
                     : LlamaStage.load(spec, store, weights, script, options.weightDtype());
@@ -154,20 +154,20 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
      * The stage's TorchScript: with MKL-packed projections on a CPU (float32), with the weights as loaded on a GPU or
      * where this libtorch has no MKL, in half precision when asked.
      */
-    private static TorchScript compile(NDManager manager, boolean gpt2, WeightDtype dtype) {
+    private static TorchScript compile(NDManager manager, boolean gpt2, ExecutorOptions options) {
         String moduleClass = gpt2 ? "Gpt2Stage" : "LlamaStage";
         String source = gpt2 ? "gpt2.py" : "llama.py";
-        if (dtype.half()) {
-            return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.HALF);
+        if (options.weightDtype().half()) {
+            return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.HALF, options.profiled());
         }
         if (!manager.getDevice().isGpu()) {
             try {
-                return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PACKED);
+                return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PACKED, options.profiled());
             } catch (EngineException e) {
                 LOG.warn("MKL's packed GEMM is not available ({}); projections use the weights as loaded", e.getMessage());
             }
         }
-        return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PLAIN);
+        return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PLAIN, options.profiled());
     }
 
     @Override

@@ -11,8 +11,11 @@ import java.util.Objects;
  * @param batchInvariant whether a sequence's results must be bit for bit the same whatever it is batched with, at
  *                       the cost of padding every step's rows (see {@link StepBatch#ROW_QUANTUM})
  * @param weightDtype    the precision projection weights are held in
+ * @param profiled       whether the stage records libtorch profiler scopes per layer and operation ({@code butterfly
+ *                       profile}); they cost a few microseconds each, so serving stages go without
  */
-public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype) {
+public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
+                              boolean profiled) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -27,7 +30,12 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
         Objects.requireNonNull(weightDtype, "weightDtype");
     }
 
-    /** Float32 weights. */
+    /** Not profiled. */
+    public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype) {
+        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, false);
+    }
+
+    /** Float32 weights, not profiled. */
     public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant) {
         this(device, threads, kvCacheBytes, batchInvariant, WeightDtype.F32);
     }
@@ -48,11 +56,16 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
 
     /** These options with batch invariance on or off. */
     public ExecutorOptions withBatchInvariant(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype);
+        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled);
     }
 
     /** These options with weights held in {@code dtype}. */
     public ExecutorOptions withWeightDtype(WeightDtype dtype) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled);
+    }
+
+    /** These options with the stage's profiling scopes on or off. */
+    public ExecutorOptions withProfiling(boolean on) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on);
     }
 }

@@ -20,6 +20,8 @@ final class Gpt2Stage implements StageModel {
     private final IValue layers;
     private final int numLayers;
     private final IValue dims;
+    /** gpt2.py's constants: attention scale, 1, 0.5, 0.044715, sqrt(2 / pi). */
+    private final IValue constants;
     private final NDArray wte;
     private final NDArray wpe;
     private final IValue finalNorm;
@@ -34,6 +36,9 @@ final class Gpt2Stage implements StageModel {
         this.layers = layers.toList();
         this.numLayers = numLayers;
         this.dims = IValue.listFrom(config.numHeads(), config.headDim());
+        this.constants = IValue.listFrom(LlamaStage.scalar(manager, 1.0 / Math.sqrt(config.headDim())),
+                LlamaStage.scalar(manager, 1), LlamaStage.scalar(manager, 0.5), LlamaStage.scalar(manager, 0.044715),
+                LlamaStage.scalar(manager, Math.sqrt(2.0 / Math.PI)));
         this.wte = wte;
         this.wpe = wpe;
         this.finalNorm = finalNorm == null ? null : finalNorm.toList();
@@ -103,8 +108,7 @@ final class Gpt2Stage implements StageModel {
         }
         try (ScriptArgs args = new ScriptArgs()) {
             return script.callForArray(step.manager(), "layers", args.tensor(hidden), layers, dims,
-                    args.number(config.normEps()), args.number(1.0 / Math.sqrt(config.headDim())),
-                    args.ints(step.sequences()), args.tensors(step.caches()));
+                    args.number(config.normEps()), constants, args.ints(step.sequences()), args.tensors(step.caches()));
         }
     }
 
@@ -125,6 +129,7 @@ final class Gpt2Stage implements StageModel {
     public void close() {
         layers.close();
         dims.close();
+        constants.close();
         if (head != null) {
             head.close();
             finalNorm.close();

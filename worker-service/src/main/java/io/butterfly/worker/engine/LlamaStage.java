@@ -5,6 +5,7 @@ import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.IValue;
 import io.butterfly.common.model.ModelConfig;
 
@@ -23,6 +24,8 @@ final class LlamaStage implements StageModel {
     private final IValue layers;
     private final int numLayers;
     private final IValue dims;
+    /** llama.py's constants: attention scale, 1, norm epsilon, hidden size. */
+    private final IValue constants;
     private final NDArray embedding;
     private final NDArray finalNorm;
     private final IValue head;
@@ -37,6 +40,8 @@ final class LlamaStage implements StageModel {
         this.layers = layers.toList();
         this.numLayers = numLayers;
         this.dims = IValue.listFrom(config.numHeads(), config.numKvHeads(), config.headDim(), config.intermediateSize());
+        this.constants = IValue.listFrom(scalar(manager, 1.0 / Math.sqrt(config.headDim())), scalar(manager, 1),
+                scalar(manager, config.normEps()), scalar(manager, config.hiddenSize()));
         this.embedding = embedding;
         this.finalNorm = finalNorm;
         this.head = head == null ? null : head.toList();
@@ -102,6 +107,11 @@ final class LlamaStage implements StageModel {
         }
     }
 
+    /** A 0-dim float32 tensor. */
+    static PtNDArray scalar(NDManager manager, double value) {
+        return (PtNDArray) manager.create((float) value);
+    }
+
     @Override
     public NDArray embed(NDArray tokenIds, StepBatch step) {
         try (ScriptArgs args = new ScriptArgs()) {
@@ -116,8 +126,7 @@ final class LlamaStage implements StageModel {
         }
         RotaryEmbedding.Tables rope = rotary.tables(step.manager(), step.positions());
         try (ScriptArgs args = new ScriptArgs()) {
-            return script.callForArray(step.manager(), "layers", args.tensor(hidden), layers, dims,
-                    args.number(config.normEps()), args.number(1.0 / Math.sqrt(config.headDim())),
+            return script.callForArray(step.manager(), "layers", args.tensor(hidden), layers, dims, constants,
                     args.tensor(rope.cos()), args.tensor(rope.signedSin()), args.ints(step.sequences()),
                     args.tensors(step.caches()));
         }
@@ -127,7 +136,7 @@ final class LlamaStage implements StageModel {
     public NDArray head(NDArray hidden, NDArray rows) {
         try (ScriptArgs args = new ScriptArgs()) {
             return script.callForArray(rows.getManager(), "head", args.tensor(hidden), args.tensor(rows), args.tensor(finalNorm),
-                    head, args.number(config.normEps()));
+                    head, constants);
         }
     }
 
@@ -140,6 +149,7 @@ final class LlamaStage implements StageModel {
     public void close() {
         layers.close();
         dims.close();
+        constants.close();
         if (head != null) {
             head.close();
         }

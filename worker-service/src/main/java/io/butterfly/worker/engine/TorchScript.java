@@ -59,13 +59,15 @@ final class TorchScript implements AutoCloseable {
      * Compiles the module class {@code moduleClass} of source {@code stageSource} with the shared attention and the
      * given projections.
      *
+     * @param profiled whether the stage's profiling scopes record (for {@code butterfly profile}) or are no-ops
      * @throws EngineException if libtorch refuses the code (e.g. an operation this build lacks)
      */
-    static TorchScript compile(NDManager manager, String moduleClass, String stageSource, Linear linear) {
+    static TorchScript compile(NDManager manager, String moduleClass, String stageSource, Linear linear, boolean profiled) {
         Map<String, String> code = new LinkedHashMap<>();
         code.put("__torch__.py", source(stageSource));
         code.put("__torch__/butterfly/attention.py", source("attention.py"));
         code.put("__torch__/butterfly/linear.py", source(linear.source));
+        code.put("__torch__/butterfly/profile.py", source(profiled ? "profile_on.py" : "profile_off.py"));
         byte[] archive = TorchScriptArchive.of(moduleClass, code);
         try {
             return new TorchScript(JniUtils.loadModule((PtNDManager) manager, new ByteArrayInputStream(archive), false, false));

@@ -5,6 +5,8 @@
 # Grouped-query attention without copying keys: query head h uses kv head h // group (as Hugging Face's
 # repeat_kv), so a sequence's queries [n, heads, d] are regrouped as [kv_heads, group * n, d] and multiplied by each
 # kv head's keys directly. A sequence's shapes depend on it alone, whatever it is batched with.
+# Written with one operation per step (narrow, select rather than [a:b] indexing, which slices every dimension):
+# a decode step runs these per sequence and layer.
 
 
 def causal_masks(sequences: List[int], group: int) -> List[Tensor]:
@@ -33,6 +35,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, sequences: List[int], caches: List[T
   d = q.size(2)
   kv_heads = k.size(1)
   group = heads // kv_heads
+  # [2, kv_heads, rows, d]: every row's new keys and values, as the caches hold them
+  new = torch.transpose(torch.stack([k, v]), 1, 2)
   out = torch.empty([0])
   single = len(sequences) == 3 and sequences[1] == rows
   if not single:
@@ -41,23 +45,22 @@ def attend(q: Tensor, k: Tensor, v: Tensor, sequences: List[int], caches: List[T
     offset = sequences[3 * s]
     n = sequences[3 * s + 1]
     position = sequences[3 * s + 2]
-    keys = caches[s][layer, 0]
-    values = caches[s][layer, 1]
-    keys[:, position:position + n] = torch.transpose(k[offset:offset + n], 0, 1)
-    values[:, position:position + n] = torch.transpose(v[offset:offset + n], 0, 1)
-    keys = keys[:, :position + n]
-    values = values[:, :position + n]
+    written = torch.narrow(torch.select(caches[s], 0, layer), 2, 0, position + n)
+    torch.copy_(torch.narrow(written, 2, position, n), torch.narrow(new, 2, offset, n))
+    keys = torch.select(written, 0, 0)
+    values = torch.select(written, 0, 1)
     if n == 1:
-      scores = torch.matmul(torch.view(q[offset], [kv_heads, group, d]), torch.transpose(keys, 1, 2))
-      o = torch.reshape(torch.matmul(torch.softmax(scores, -1), values), [1, heads * d])
+      grouped = torch.view(torch.select(q, 0, offset), [kv_heads, group, d])
+      scores = torch.bmm(grouped, torch.transpose(keys, 1, 2))
+      o = torch.view(torch.bmm(torch.softmax(scores, -1), values), [1, heads * d])
     else:
-      grouped = torch.reshape(torch.permute(torch.view(q[offset:offset + n], [n, kv_heads, group, d]), [1, 2, 0, 3]),
-                              [kv_heads, group * n, d])
-      scores = torch.add(torch.matmul(grouped, torch.transpose(keys, 1, 2)), masks[s])
-      o = torch.matmul(torch.softmax(scores, -1), values)
+      grouped = torch.reshape(torch.permute(torch.view(torch.narrow(q, 0, offset, n), [n, kv_heads, group, d]),
+                                            [1, 2, 0, 3]), [kv_heads, group * n, d])
+      scores = torch.add(torch.bmm(grouped, torch.transpose(keys, 1, 2)), masks[s])
+      o = torch.bmm(torch.softmax(scores, -1), values)
       o = torch.reshape(torch.permute(torch.view(o, [kv_heads, group, n, d]), [2, 0, 1, 3]), [n, heads * d])
     if single:
       out = o
     else:
-      out[offset:offset + n] = o
+      torch.copy_(torch.narrow(out, 0, offset, n), o)
   return out
