@@ -73,7 +73,8 @@ public class WorkerConfiguration {
     @Bean
     PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators) {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
-                new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant()));
+                new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant(),
+                        props.weightDtype()));
         return new PartitionManager(settings, registry, coordinators);
     }
 
