@@ -38,7 +38,8 @@ public class WorkerConfiguration {
     /** Starts measuring as the context starts (see {@link CapabilityProbe}). */
     @Bean
     CapabilityProbe capabilityProbe(WorkerProperties props) {
-        return new CapabilityProbe(props.device(), props.threads(), props.dataDir(), props.memoryLimit().toBytes());
+        return new CapabilityProbe(props.device(), props.threads(), props.dataDir(), props.memoryLimit().toBytes(),
+                props.weightDtype().bytes());
     }
 
     @Bean
