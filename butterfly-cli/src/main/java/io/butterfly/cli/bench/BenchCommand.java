@@ -46,7 +46,7 @@ public final class BenchCommand implements Callable<Integer> {
     private static final int PROMPT_TOKENS = 16;
     private static final int PREFILL_TOKENS = 512;
     /** Matrices the read bandwidth streams through: several times any last-level cache. */
-    private static final int READ_MIB = 512;
+    static final int READ_MIB = 512;
 
     @Spec
     CommandSpec spec;
