@@ -8,6 +8,7 @@ import io.butterfly.cli.generate.GenerateModelCommand;
 import io.butterfly.cli.reference.PlainDjlLoop;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.engine.RooflineProbe;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.URI;
@@ -43,6 +44,9 @@ public final class BenchCommand implements Callable<Integer> {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final int PROMPT_TOKENS = 16;
+    private static final int PREFILL_TOKENS = 512;
+    /** Matrices the read bandwidth streams through: several times any last-level cache. */
+    static final int READ_MIB = 512;
 
     @Spec
     CommandSpec spec;
@@ -128,12 +132,43 @@ public final class BenchCommand implements Callable<Integer> {
                     workers, m, m / s, Stats.median(splitVsSingle));
             out.printf("per-round ratios %d workers / 1 worker: %s%n", workers, Arrays.stream(splitVsSingle)
                     .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
+            roofline(config, s, one, out);
             out.printf("ratio=%.2f%n", Stats.median(splitVsSingle));
         } finally {
             many.launcher.down();
             one.launcher.down();
         }
         return 0;
+    }
+
+    /**
+     * The one worker's decode and prefill against what this machine's engine attains: read bandwidth and matmul rate,
+     * measured here (the clusters idle) with the engine threads a lone worker gets.
+     */
+    private void roofline(ModelConfig config, double workerTokensPerSecond, Cluster one, PrintWriter out)
+            throws IOException, InterruptedException {
+        RooflineProbe.Rates rates = RooflineProbe.measure(READ_MIB, 2_000_000_000L);
+        Roofline model = new Roofline(config, Float.BYTES);
+        int context = PROMPT_TOKENS + tokens / 2; // the mean cached positions of a decode step
+        long bytes = model.decodeBytes(context);
+        double decodeBound = model.decodeBound(rates.readGbps(), context);
+        out.printf("roofline (engine, %d threads): read %.1f GB/s (matrix-vector products over %d MiB), matmul %.1f"
+                + " GFLOP/s (%d x %d float32)%n", rates.threads(), rates.readGbps(), rates.readBytes() >> 20,
+                rates.matmulGflops(), 1024, 1024);
+        out.printf("decode: %.1f MB read per token (%d cached positions on average), bound %.1f tokens/s; one worker"
+                + " %.2f tokens/s%n", bytes / 1e6, context, decodeBound, workerTokensPerSecond);
+        out.printf("roofline_fraction=%.2f%n", workerTokensPerSecond / decodeBound);
+        long[] prompt = LongStream.range(0, PREFILL_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
+        double[] ttft = new double[3];
+        for (int i = 0; i < ttft.length; i++) {
+            ttft[i] = one.timeToFirstTokenMs(requestBody(prompt, 1));
+        }
+        double prefill = PREFILL_TOKENS * 1000 / Stats.median(ttft);
+        double prefillBound = model.prefillBound(rates.matmulGflops(), PREFILL_TOKENS);
+        out.printf("prefill of %d tokens on one worker: %.1f tokens/s (time to first token, median of %d: %.0f ms);"
+                        + " %.2f GFLOP per token, bound %.1f tokens/s%n", PREFILL_TOKENS, prefill, ttft.length,
+                Stats.median(ttft), model.prefillFlops(PREFILL_TOKENS) / PREFILL_TOKENS / 1e9, prefillBound);
+        out.printf("prefill_fraction=%.2f%n", prefill / prefillBound);
     }
 
     /** {@code model}, or the generated bench-100m model when null (generated the first time); absolute. */
@@ -176,7 +211,16 @@ public final class BenchCommand implements Callable<Integer> {
             return JSON.readTree(r.body()).path("engine_threads").asInt();
         }
 
+        /** A request's time to its first token, milliseconds. */
+        double timeToFirstTokenMs(String body) throws IOException, InterruptedException {
+            return infer(body).path("timings").path("time_to_first_token_ms").asDouble();
+        }
+
         double decodeTokensPerSecond(String body) throws IOException, InterruptedException {
+            return infer(body).path("timings").path("decode_tokens_per_second").asDouble();
+        }
+
+        private JsonNode infer(String body) throws IOException, InterruptedException {
             URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/inference");
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri)
                     .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
@@ -184,8 +228,7 @@ public final class BenchCommand implements Callable<Integer> {
             if (r.statusCode() != 200) {
                 throw new IllegalStateException("inference on " + workers + " worker(s) failed: HTTP " + r.statusCode() + " " + r.body());
             }
-            JsonNode json = JSON.readTree(r.body());
-            return json.path("timings").path("decode_tokens_per_second").asDouble();
+            return JSON.readTree(r.body());
         }
     }
 }

@@ -87,7 +87,8 @@ public final class DiscoveryGateway implements WorkerDirectory, AutoCloseable {
     static NodeInfo toNodeInfo(Member m) {
         return new NodeInfo(m.getNodeId(), "worker", m.getHost(), m.getGrpcPort(), m.getHttpPort(),
                 m.getCapabilities().getCpuCores(), usableMemory(m.getCapabilities()),
-                m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice());
+                m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice(),
+                m.getCapabilities().getWeightBytes());
     }
 
     /** Memory a worker offers for its partition: its limit where it set one, else all its memory. */
