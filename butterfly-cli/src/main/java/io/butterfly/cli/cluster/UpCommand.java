@@ -41,11 +41,15 @@ public final class UpCommand implements Callable<Integer> {
             + " their shards from the registry's store and verify them (shared, default) or stream them over gRPC")
     String transfer;
 
+    @Option(names = "--insecure", description = "TLS off: every gRPC port plaintext and unauthenticated (default: mutual"
+            + " TLS, certificates from a cluster CA made under .butterfly/tls on first use)")
+    boolean insecure;
+
     @Override
     public Integer call() {
         UpOptions options = UpOptions.defaults().withWorkers(workers(spec, workers)).withModel(model)
                 .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
-                .withTransfer(transfer(spec, transfer));
+                .withTransfer(transfer(spec, transfer)).withInsecure(insecure);
         if (workerMemory != null) {
             options = options.withWorkerMemory(Arrays.asList(workerMemory.split(",", -1)));
         }

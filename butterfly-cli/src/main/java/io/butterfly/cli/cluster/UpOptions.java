@@ -14,9 +14,10 @@ import java.util.List;
  * @param transfer         how workers get their shards
  * @param coordinatorArgs  further arguments for every coordinator replica ({@code --butterfly.coordinator....=...})
  * @param pinWorkers       whether each worker runs pinned to one core, worker-i to core i mod the cores
+ * @param insecure         whether TLS is off: every gRPC port plaintext and unauthenticated ({@code --insecure})
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
-                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers) {
+                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, boolean insecure) {
 
     /**
      * Shared: workers copy their shards from the registry's store (on this machine they see it) and check each
@@ -29,40 +30,45 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
         coordinatorArgs = List.copyOf(coordinatorArgs);
     }
 
-    /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned. */
+    /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned, mutual TLS. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, false);
     }
 
     public UpOptions withWorkers(int n) {
-        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
     }
 
     public UpOptions withModel(Path m) {
-        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
     }
 
     public UpOptions withCoordinators(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, insecure);
     }
 
     public UpOptions withPlanner(String p) {
-        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
-        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
     }
 
     public UpOptions withTransfer(Transfer t) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, insecure);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, insecure);
     }
 
     public UpOptions withPinnedWorkers(boolean pinned) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, insecure);
+    }
+
+    public UpOptions withInsecure(boolean plaintext) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
+                plaintext);
     }
 }

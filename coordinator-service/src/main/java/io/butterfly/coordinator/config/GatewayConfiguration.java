@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.gateway.discovery.DiscoveryGateway;
 import io.butterfly.coordinator.gateway.registry.RegistryGateway;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
@@ -7,27 +8,30 @@ import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** The gateways to the other services, each the only code that speaks its service's protocol. */
+/**
+ * The gateways to the other services, each the only code that speaks its service's protocol; every channel they open
+ * speaks mutual TLS with this node's certificate (plaintext only with butterfly.tls.enabled=false).
+ */
 @Configuration
 public class GatewayConfiguration {
 
     @Bean(destroyMethod = "close")
-    RegistryGateway registryGateway(CoordinatorProperties props) {
-        return RegistryGateway.connect(props.registryHost(), props.registryPort());
+    RegistryGateway registryGateway(CoordinatorProperties props, ClusterTls tls) {
+        return RegistryGateway.connect(props.registryHost(), props.registryPort(), tls);
     }
 
     @Bean(destroyMethod = "close")
-    WorkerGateway workerGateway(CoordinatorProperties props, ControlRaftProperties raft,
+    WorkerGateway workerGateway(CoordinatorProperties props, ControlRaftProperties raft, ClusterTls tls,
                                 @Value("${spring.grpc.server.port}") int grpcPort) {
         return WorkerGateway.connecting(new WorkerGateway.Settings(props.nodeId(), props.advertiseHost(), grpcPort,
-                props.registryHost(), props.registryPort(), raft.replicaGrpcEndpoints(), props.stepTimeoutSeconds()));
+                props.registryHost(), props.registryPort(), raft.replicaGrpcEndpoints(), props.stepTimeoutSeconds()), tls);
     }
 
     /** Closing it leaves discovery. */
     @Bean(destroyMethod = "close")
-    DiscoveryGateway discoveryGateway(CoordinatorProperties props, @Value("${spring.grpc.server.port}") int grpcPort,
-                                      @Value("${server.port}") int httpPort) {
-        return new DiscoveryGateway(props.discoveryHost(), props.discoveryPort(), new DiscoveryGateway.Self(
+    DiscoveryGateway discoveryGateway(CoordinatorProperties props, ClusterTls tls,
+                                      @Value("${spring.grpc.server.port}") int grpcPort, @Value("${server.port}") int httpPort) {
+        return new DiscoveryGateway(props.discoveryHost(), props.discoveryPort(), tls, new DiscoveryGateway.Self(
                 props.nodeId(), props.clusterName(), props.advertiseHost(), grpcPort, httpPort, props.dataDir()));
     }
 }

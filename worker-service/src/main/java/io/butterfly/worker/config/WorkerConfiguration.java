@@ -1,6 +1,7 @@
 package io.butterfly.worker.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
@@ -31,8 +32,8 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    PeerChannels peerChannels() {
-        return new PeerChannels();
+    PeerChannels peerChannels(ClusterTls tls) {
+        return new PeerChannels(tls);
     }
 
     /** Starts measuring as the context starts (see {@link CapabilityProbe}). */

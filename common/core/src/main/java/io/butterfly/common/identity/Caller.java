@@ -65,10 +65,14 @@ public final class Caller {
         }
     }
 
-    /** {@code what} comes from the node {@code nodeId} itself, whatever its role (a signed discovery message). */
-    public void requireNode(String nodeId, String what) {
-        if (authenticated && (identity == null || !identity.nodeId().equals(nodeId))) {
-            throw refused(what + " from '" + nodeId + "'", nodeId);
+    /**
+     * {@code what} comes from the node {@code nodeId} itself, in {@code role} (null: whatever its role), and from no
+     * one else, coordinators included (a signed discovery message, a join).
+     */
+    public void requireIs(NodeRole role, String nodeId, String what) {
+        boolean named = identity != null && identity.nodeId().equals(nodeId) && (role == null || identity.role() == role);
+        if (authenticated && !named) {
+            throw refused(what + " from " + (role == null ? "" : role.label() + " ") + "'" + nodeId + "'", nodeId);
         }
     }
 

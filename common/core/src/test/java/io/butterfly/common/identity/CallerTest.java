@@ -39,8 +39,11 @@ class CallerTest {
         allowed(() -> WORKER_0.requireRole("release", NodeRole.COORDINATOR, NodeRole.WORKER));
         refused(() -> Caller.UNIDENTIFIED.requireRole("release", NodeRole.COORDINATOR, NodeRole.WORKER));
 
-        allowed(() -> REGISTRY.requireNode("worker-0", "join"));
-        refused(() -> WORKER_1.requireNode("worker-0", "join"));
+        allowed(() -> REGISTRY.requireIs(null, "worker-0", "heartbeat"));
+        allowed(() -> WORKER_0.requireIs(NodeRole.WORKER, "worker-0", "join"));
+        refused(() -> REGISTRY.requireIs(NodeRole.WORKER, "worker-0", "join"));
+        refused(() -> WORKER_1.requireIs(null, "worker-0", "heartbeat"));
+        refused(() -> COORDINATOR.requireIs(null, "worker-0", "heartbeat"));
 
         allowed(() -> WORKER_1.requireWorkerAmong(List.of("worker-0", "worker-1"), "step outcome"));
         refused(() -> WORKER_1.requireWorkerAmong(List.of("worker-0"), "step outcome"));
@@ -51,7 +54,7 @@ class CallerTest {
     void withTlsOffNothingIsChecked() {
         allowed(() -> Caller.PLAINTEXT.requireSpeaksFor(NodeRole.WORKER, "worker-0", "heartbeat"));
         allowed(() -> Caller.PLAINTEXT.requireRole("assignment", NodeRole.COORDINATOR));
-        allowed(() -> Caller.PLAINTEXT.requireNode("worker-0", "join"));
+        allowed(() -> Caller.PLAINTEXT.requireIs(NodeRole.WORKER, "worker-0", "join"));
         allowed(() -> Caller.PLAINTEXT.requireWorkerAmong(List.of(), "step outcome"));
         assertThat(Caller.PLAINTEXT.isCertifiedAs(NodeRole.WORKER, "worker-0")).isFalse();
         assertThat(WORKER_0.isCertifiedAs(NodeRole.WORKER, "worker-0")).isTrue();

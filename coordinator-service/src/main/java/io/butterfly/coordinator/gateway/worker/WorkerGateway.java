@@ -1,7 +1,9 @@
 package io.butterfly.coordinator.gateway.worker;
 
 import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.identity.Caller;
 import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.bootstrap.Assignment;
 import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
 import io.butterfly.coordinator.bootstrap.Workers;
@@ -44,7 +46,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(WorkerGateway.class);
 
-    /** Opens a channel to a worker ({@code GrpcChannels::open}; tests open in-process ones). */
+    /** Opens a channel to a worker ({@link GrpcChannels#open}; tests open in-process ones). */
     public interface ChannelOpener {
         ManagedChannel open(String host, int port);
     }
@@ -80,8 +82,8 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
     }
 
     /** Reaches the workers over the network. */
-    public static WorkerGateway connecting(Settings settings) {
-        return new WorkerGateway(settings, GrpcChannels::open);
+    public static WorkerGateway connecting(Settings settings, ClusterTls tls) {
+        return new WorkerGateway(settings, (host, port) -> GrpcChannels.open(host, port, tls));
     }
 
     static Endpoint self(Settings s) {
@@ -198,8 +200,8 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
     }
 
     /** A step's outcome, sent one-way by the last stage or a failing one to this replica. */
-    public void complete(StepOutcome outcome) {
-        steps.complete(outcome);
+    public void received(StepOutcome outcome, Caller sender) {
+        steps.received(outcome, sender);
     }
 
     private record ReceivedStep(StepOutcome outcome) implements StepResult {
