@@ -1,13 +1,13 @@
 package io.butterfly.it;
 
 import io.butterfly.cli.cluster.ServiceJvm;
-import io.butterfly.cli.process.ClusterCertificates;
 import io.butterfly.cli.process.JavaRuntime;
 import io.butterfly.cli.process.ServiceImages;
 import io.butterfly.cli.process.ServiceLaunch;
 import io.butterfly.cli.process.ServiceProcess;
 import io.butterfly.cli.process.ServiceSupervisor;
 import io.butterfly.cli.process.Signal;
+import io.butterfly.cli.tls.ClusterCertificates;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.testsupport.Ports;
 import java.io.IOException;

@@ -1,5 +1,6 @@
-package io.butterfly.cli.process;
+package io.butterfly.cli.tls;
 
+import io.butterfly.cli.process.ServiceLaunch;
 import io.butterfly.common.identity.NodeRole;
 import io.butterfly.common.identity.PeerIdentity;
 import io.butterfly.common.pki.ClusterCa;
