@@ -96,11 +96,9 @@ final class PipelineSteps implements AutoCloseable {
         }
     }
 
+    /** An outcome made here (a stage unreachable). */
     private void complete(StepOutcome outcome) {
-        Pending p = waiting.get(new StepKey(outcome.getTaskId(), outcome.getStep()));
-        if (p != null) {
-            p.outcome().complete(outcome);
-        }
+        received(outcome, Caller.PLAINTEXT);
     }
 
     /** Fails at once the steps waiting on {@code nodeId} (see {@code Pipeline#abortThrough}). */
