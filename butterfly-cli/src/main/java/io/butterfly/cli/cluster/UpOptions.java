@@ -15,9 +15,19 @@ import java.util.List;
  * @param coordinatorArgs  further arguments for every coordinator replica ({@code --butterfly.coordinator....=...})
  * @param pinWorkers       whether each worker runs pinned to one core, worker-i to core i mod the cores
  * @param insecure         whether TLS is off: every gRPC port plaintext and unauthenticated ({@code --insecure})
+ * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
-                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, boolean insecure) {
+                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, boolean insecure,
+                        ApiKeyFiles apiKeys) {
+
+    /**
+     * @param keys      keys that may generate (null: none)
+     * @param adminKeys keys that may also change the cluster and import models (null: none)
+     */
+    public record ApiKeyFiles(Path keys, Path adminKeys) {
+        public static final ApiKeyFiles NONE = new ApiKeyFiles(null, null);
+    }
 
     /**
      * Shared: workers copy their shards from the registry's store (on this machine they see it) and check each
@@ -32,43 +42,48 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
 
     /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned, mutual TLS. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, false);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, false, ApiKeyFiles.NONE);
     }
 
     public UpOptions withWorkers(int n) {
-        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
+        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withModel(Path m) {
-        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
+        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withCoordinators(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, insecure);
+        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withPlanner(String p) {
-        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
+        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
-        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, insecure);
+        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withTransfer(Transfer t) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, insecure);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, insecure);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withPinnedWorkers(boolean pinned) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, insecure);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, insecure, apiKeys);
     }
 
     public UpOptions withInsecure(boolean plaintext) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                plaintext);
+                plaintext, apiKeys);
+    }
+
+    public UpOptions withApiKeys(ApiKeyFiles files) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
+                insecure, files);
     }
 }

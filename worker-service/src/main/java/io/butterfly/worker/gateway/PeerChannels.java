@@ -13,16 +13,26 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public class PeerChannels implements OneWayStreams.Channels {
 
-    private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
-    private final ClusterTls tls;
+    /** Opens a channel to a peer (api/grpc's, with the tracing interceptor). */
+    public interface Opener {
+        ManagedChannel open(String host, int port);
+    }
 
+    private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
+    private final Opener opener;
+
+    public PeerChannels(Opener opener) {
+        this.opener = opener;
+    }
+
+    /** Channels without tracing, as tests use them. */
     public PeerChannels(ClusterTls tls) {
-        this.tls = tls;
+        this((host, port) -> GrpcChannels.open(host, port, tls));
     }
 
     @Override
     public ManagedChannel get(String host, int port) {
-        return channels.computeIfAbsent(host + ":" + port, k -> GrpcChannels.open(host, port, tls));
+        return channels.computeIfAbsent(host + ":" + port, k -> opener.open(host, port));
     }
 
     /** Closes every channel (on shutdown). */

@@ -2,10 +2,12 @@ package io.butterfly.common.grpc;
 
 import io.butterfly.common.tls.ClusterTls;
 import io.grpc.ChannelCredentials;
+import io.grpc.ClientInterceptor;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.NettyChannelBuilder;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** Client channels between Butterfly services: mutual TLS with this node's certificate, or plaintext when TLS is off. */
@@ -26,10 +28,19 @@ public final class GrpcChannels {
     }
 
     public static ManagedChannel open(String host, int port, ClusterTls tls) {
+        return open(host, port, tls, List.of());
+    }
+
+    /**
+     * A channel whose calls pass through {@code interceptors} (the service's tracing interceptor: each call carries
+     * the caller's trace context in its metadata).
+     */
+    public static ManagedChannel open(String host, int port, ClusterTls tls, List<ClientInterceptor> interceptors) {
         return NettyChannelBuilder.forAddress(host, port, credentials(tls))
                 .initialFlowControlWindow(INITIAL_FLOW_CONTROL_WINDOW)
                 .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                 .keepAliveTime(30, TimeUnit.SECONDS)
+                .intercept(interceptors)
                 .build();
     }
 

@@ -1,9 +1,7 @@
 package io.butterfly.coordinator.gateway.worker;
 
-import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.identity.Caller;
 import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.bootstrap.Assignment;
 import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
 import io.butterfly.coordinator.bootstrap.Workers;
@@ -46,7 +44,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(WorkerGateway.class);
 
-    /** Opens a channel to a worker ({@link GrpcChannels#open}; tests open in-process ones). */
+    /** Opens a channel to a worker (api/grpc's, with the tracing interceptor; tests open in-process ones). */
     public interface ChannelOpener {
         ManagedChannel open(String host, int port);
     }
@@ -79,11 +77,6 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
         this.addresses = new AssignmentAddresses(settings);
         this.steps = new PipelineSteps(channels, settings.stepTimeoutSeconds());
         this.self = self(settings);
-    }
-
-    /** Reaches the workers over the network. */
-    public static WorkerGateway connecting(Settings settings, ClusterTls tls) {
-        return new WorkerGateway(settings, (host, port) -> GrpcChannels.open(host, port, tls));
     }
 
     static Endpoint self(Settings s) {
@@ -175,7 +168,8 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                 .setReplyTo(self);
         for (StepInput.Slice s : in.sequences()) {
             request.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
-                    .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions()));
+                    .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
+                    .putAllTraceContext(s.traceContext()));
         }
         return steps.submit(r.first(), r.stages(), request.build()).thenApply(ReceivedStep::new);
     }
