@@ -84,7 +84,7 @@ class MutualTlsIT {
         try (LocalCluster cluster = new LocalCluster(work)) {
             cluster.startAll(model, 2);
             cluster.awaitState(s -> "READY".equals(s.path("system_state").asString())
-                    && "OPEN".equals(node(s, "worker-0").path("heartbeat_stream").asString()), Duration.ofMinutes(4));
+                    && "OPEN".equals(node(s, "worker-0").path("heartbeat_stream").asString()), Duration.ofMinutes(6));
             assertThat(infer(cluster)).as("the honest cluster serves over mutual TLS").isEqualTo(200);
 
             ClusterCa ca = cluster.certificates().ca();

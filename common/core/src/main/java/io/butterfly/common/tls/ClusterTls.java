@@ -22,15 +22,20 @@ import javax.net.ssl.X509ExtendedTrustManager;
 public final class ClusterTls {
 
     /** TLS off. */
-    public static final ClusterTls PLAINTEXT = new ClusterTls(null, null, null);
+    public static final ClusterTls PLAINTEXT = new ClusterTls(null, null, null, null, null);
+    /** The password of the in-memory key store (it never leaves this process). */
+    public static final String KEY_PASSWORD = "";
 
-    private static final char[] NO_PASSWORD = new char[0];
-
+    private final KeyStore keyStore;
+    private final KeyStore trustStore;
     private final KeyManagerFactory keys;
     private final X509ExtendedTrustManager pkix;
     private final X509Certificate certificate;
 
-    private ClusterTls(KeyManagerFactory keys, X509ExtendedTrustManager pkix, X509Certificate certificate) {
+    private ClusterTls(KeyStore keyStore, KeyStore trustStore, KeyManagerFactory keys, X509ExtendedTrustManager pkix,
+                       X509Certificate certificate) {
+        this.keyStore = keyStore;
+        this.trustStore = trustStore;
         this.keys = keys;
         this.pkix = pkix;
         this.certificate = certificate;
@@ -48,9 +53,9 @@ public final class ClusterTls {
         try {
             KeyStore keyStore = KeyStore.getInstance("PKCS12");
             keyStore.load(null, null);
-            keyStore.setKeyEntry("node", key, NO_PASSWORD, chain.toArray(Certificate[]::new));
+            keyStore.setKeyEntry("node", key, KEY_PASSWORD.toCharArray(), chain.toArray(Certificate[]::new));
             KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            keys.init(keyStore, NO_PASSWORD);
+            keys.init(keyStore, KEY_PASSWORD.toCharArray());
 
             KeyStore trustStore = KeyStore.getInstance("PKCS12");
             trustStore.load(null, null);
@@ -59,7 +64,8 @@ public final class ClusterTls {
             }
             TrustManagerFactory pkix = TrustManagerFactory.getInstance("PKIX");
             pkix.init(trustStore);
-            return new ClusterTls(keys, (X509ExtendedTrustManager) pkix.getTrustManagers()[0], chain.get(0));
+            return new ClusterTls(keyStore, trustStore, keys, (X509ExtendedTrustManager) pkix.getTrustManagers()[0],
+                    chain.get(0));
         } catch (GeneralSecurityException | java.io.IOException e) {
             throw new IllegalArgumentException("unusable TLS key or certificates: " + e.getMessage(), e);
         }
@@ -73,6 +79,18 @@ public final class ClusterTls {
     public KeyManagerFactory keyManagers() {
         requireEnabled();
         return keys;
+    }
+
+    /** This node's key and certificate as a key store (key password {@link #KEY_PASSWORD}), for APIs that take one. */
+    public KeyStore keyStore() {
+        requireEnabled();
+        return keyStore;
+    }
+
+    /** The cluster CA as a trust store. */
+    public KeyStore trustStore() {
+        requireEnabled();
+        return trustStore;
     }
 
     /** Trusts any node the cluster CA certified. */

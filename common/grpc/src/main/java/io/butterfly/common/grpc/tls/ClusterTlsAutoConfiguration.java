@@ -52,14 +52,18 @@ public class ClusterTlsAutoConfiguration {
         return tls;
     }
 
-    /** The cluster's TLS as an SSL bundle; none when TLS is off (the gRPC server then has it off too). */
+    /**
+     * The cluster's TLS as an SSL bundle; none when TLS is off (the gRPC server then has it off too). The managers are
+     * what gRPC uses (the cluster's trust manager); the stores are for servers that take stores (Tomcat, for REST).
+     */
     @Bean
     SslBundleRegistrar clusterTlsBundle(ClusterTls tls) {
         return registry -> {
             if (tls.enabled()) {
-                registry.registerBundle(BUNDLE, SslBundle.of(SslStoreBundle.NONE, SslBundleKey.NONE,
-                        SslOptions.of(null, new String[] {"TLSv1.3"}), SslBundle.DEFAULT_PROTOCOL,
-                        SslManagerBundle.of(tls.keyManagers(), tls.trustManagers())));
+                registry.registerBundle(BUNDLE, SslBundle.of(
+                        SslStoreBundle.of(tls.keyStore(), ClusterTls.KEY_PASSWORD, tls.trustStore()),
+                        SslBundleKey.of(ClusterTls.KEY_PASSWORD), SslOptions.of(null, new String[] {"TLSv1.3"}),
+                        SslBundle.DEFAULT_PROTOCOL, SslManagerBundle.of(tls.keyManagers(), tls.trustManagers())));
             }
         };
     }
