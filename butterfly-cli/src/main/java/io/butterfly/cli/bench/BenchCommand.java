@@ -38,6 +38,10 @@ import tools.jackson.databind.json.JsonMapper;
  * is the median over the rounds. The last line is {@code ratio=X.XX}: the median over the rounds of (c) / (b)
  * measured in the same round. The plain loop runs in this JVM, which ./butterfly starts with the services' JIT for
  * this command.
+ *
+ * <p>With {@code --compare-insecure} a third cluster, the split one again with TLS off, runs in the same rounds (it
+ * and the TLS one take turns going first), and the last line is {@code tls_ratio=X.XX}: the median over the rounds of
+ * the split cluster's decode tokens/s with mutual TLS (the default) over those without.
  */
 @Command(name = "bench", description = "decode tokens/s: plain loop, 1 worker, N workers")
 public final class BenchCommand implements Callable<Integer> {
@@ -71,6 +75,10 @@ public final class BenchCommand implements Callable<Integer> {
             + " (default 60)")
     int warmupSeconds = 60;
 
+    @Option(names = "--compare-insecure", description = "also run the split cluster with TLS off in the same rounds;"
+            + " prints tls_ratio: its decode tokens/s with mutual TLS over without (median of the paired rounds)")
+    boolean compareInsecure;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -86,12 +94,19 @@ public final class BenchCommand implements Callable<Integer> {
 
         // Port offsets 700 and 800 keep the two clusters apart from each other and from a cluster on the offset.
         Cluster one = new Cluster(new Launcher(home.withState(home.state().resolve("bench/one-worker")),
-                PortLayout.withOffset(portOffset + 700)), 1);
+                PortLayout.withOffset(portOffset + 700)), 1, false);
         Cluster many = new Cluster(new Launcher(home.withState(home.state().resolve("bench/" + workers + "-workers")),
-                PortLayout.withOffset(portOffset + 800)), workers);
+                PortLayout.withOffset(portOffset + 800)), workers, false);
+        // 900: the split cluster once more, with TLS off
+        Cluster plaintext = !compareInsecure ? null : new Cluster(new Launcher(home.withState(
+                home.state().resolve("bench/" + workers + "-workers-insecure")), PortLayout.withOffset(portOffset + 900)),
+                workers, true);
         try (PlainDjlLoop plainLoop = PlainDjlLoop.load(dir, new ExecutorOptions("auto", 0))) {
             one.start(dir, out);
             many.start(dir, out);
+            if (plaintext != null) {
+                plaintext.start(dir, out);
+            }
             out.printf("engine threads per worker: 1 worker %d, %d workers %d (each cluster as `up` starts it)%n",
                     one.engineThreads(), workers, many.engineThreads());
             String body = requestBody(prompt, tokens);
@@ -101,18 +116,29 @@ public final class BenchCommand implements Callable<Integer> {
                 plainLoop.generate(prompt, tokens);
                 one.decodeTokensPerSecond(body);
                 many.decodeTokensPerSecond(body);
+                if (plaintext != null) {
+                    plaintext.decodeTokensPerSecond(body);
+                }
                 warmupRounds++;
             }
             out.printf("warm-up: %d rounds%n", warmupRounds);
             double[] plain = new double[rounds];
             double[] single = new double[rounds];
             double[] split = new double[rounds];
+            double[] insecure = new double[rounds];
             for (int r = 0; r < rounds; r++) {
                 plain[r] = plainLoop.generate(prompt, tokens).decodeTokensPerSecond();
                 single[r] = one.decodeTokensPerSecond(body);
+                if (plaintext != null && r % 2 == 1) { // the TLS and plaintext clusters take turns going first
+                    insecure[r] = plaintext.decodeTokensPerSecond(body);
+                }
                 split[r] = many.decodeTokensPerSecond(body);
-                out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%n",
-                        r + 1, plain[r], single[r], workers, split[r]);
+                if (plaintext != null && r % 2 == 0) {
+                    insecure[r] = plaintext.decodeTokensPerSecond(body);
+                }
+                out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%s%n", r + 1, plain[r],
+                        single[r], workers, split[r], plaintext == null ? "" : String.format(", %d workers without TLS"
+                                + " %.2f", workers, insecure[r]));
             }
             double p = Stats.median(plain);
             double s = Stats.median(single);
@@ -134,7 +160,21 @@ public final class BenchCommand implements Callable<Integer> {
                     .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
             roofline(config, s, one, out);
             out.printf("ratio=%.2f%n", Stats.median(splitVsSingle));
+            if (plaintext != null) {
+                double[] tlsVsPlaintext = new double[rounds];
+                for (int r = 0; r < rounds; r++) {
+                    tlsVsPlaintext[r] = split[r] / insecure[r];
+                }
+                out.printf("cluster, %d workers, TLS off: %8.2f tokens/s  (with mutual TLS %.2fx; paired %.2fx)%n",
+                        workers, Stats.median(insecure), m / Stats.median(insecure), Stats.median(tlsVsPlaintext));
+                out.printf("per-round ratios mutual TLS / TLS off: %s%n", Arrays.stream(tlsVsPlaintext)
+                        .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
+                out.printf("tls_ratio=%.2f%n", Stats.median(tlsVsPlaintext));
+            }
         } finally {
+            if (plaintext != null) {
+                plaintext.launcher.down();
+            }
             many.launcher.down();
             one.launcher.down();
         }
@@ -192,15 +232,17 @@ public final class BenchCommand implements Callable<Integer> {
     private static final class Cluster {
         private final Launcher launcher;
         private final int workers;
+        private final boolean insecure;
         private final HttpClient http = HttpClient.newHttpClient();
 
-        Cluster(Launcher launcher, int workers) {
+        Cluster(Launcher launcher, int workers, boolean insecure) {
             this.launcher = launcher;
             this.workers = workers;
+            this.insecure = insecure;
         }
 
         void start(Path model, PrintWriter progress) {
-            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model), progress);
+            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model).withInsecure(insecure), progress);
         }
 
         /** The intra-op threads the first worker computes with (the launcher gives each worker the same). */
