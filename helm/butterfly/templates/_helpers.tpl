@@ -136,13 +136,58 @@ volumeClaimTemplates:
 {{- join "," $out -}}
 {{- end -}}
 
-{{/* Pod security: the images' non-root user; volumes (data claims, Secrets) readable by its group. */}}
+{{/* Pod security (the Pod Security Standards' restricted profile): the images' non-root user, the runtime's
+default seccomp profile; volumes (data claims, Secrets) readable by its group. */}}
 {{- define "butterfly.podSecurity" -}}
 securityContext:
   runAsNonRoot: true
   runAsUser: 10001
   runAsGroup: 10001
   fsGroup: 10001
+  seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{/* Every container: no privilege escalation, no capabilities, a read-only root file system (what a service
+writes goes to its data volume or /tmp). */}}
+{{- define "butterfly.containerSecurity" -}}
+securityContext:
+  runAsNonRoot: true
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities: {drop: [ALL]}
+  seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{/* /tmp, the one writable place besides the data volume: the JVM's, Tomcat's and Netty's temporary files. */}}
+{{- define "butterfly.tmpVolume" -}}
+- name: tmp
+  emptyDir: {sizeLimit: 512Mi}
+{{- end -}}
+
+{{/* Mutual TLS: this pod's certificate and key, and the cluster CA, from its component's Secret (tls.yaml). */}}
+{{- define "butterfly.tlsArgs" -}}
+{{- if .Values.tls.enabled -}}
+- --butterfly.tls.certificate=/etc/butterfly/tls/$(POD_NAME).crt
+- --butterfly.tls.private-key=/etc/butterfly/tls/$(POD_NAME).key
+- --butterfly.tls.ca=/etc/butterfly/tls/ca.crt
+{{- else -}}
+- --butterfly.tls.enabled=false
+{{- end -}}
+{{- end -}}
+
+{{- define "butterfly.tlsMount" -}}
+{{- if .root.Values.tls.enabled -}}
+- {name: tls, mountPath: /etc/butterfly/tls, readOnly: true}
+{{- end -}}
+{{- end -}}
+
+{{- define "butterfly.tlsVolume" -}}
+{{- if .root.Values.tls.enabled -}}
+- name: tls
+  secret:
+    secretName: {{ include "butterfly.name" . }}-tls
+    defaultMode: 0440
+{{- end -}}
 {{- end -}}
 
 {{/* Where Prometheus scrapes a pod: Actuator's Prometheus endpoint on the http port. */}}
@@ -154,6 +199,43 @@ prometheus.io/port: {{ .port | quote }}
 
 {{/* Where the registry's store is mounted when it is shared with the workers (registry.sharedStoreClaim). */}}
 {{- define "butterfly.sharedStorePath" -}}/srv/butterfly/store{{- end -}}
+
+{{/* Every pod of this release. */}}
+{{- define "butterfly.releaseSelector" -}}
+app.kubernetes.io/name: butterfly
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{/* One flow the NetworkPolicies allow, at its destination: pods of component .to (all of the release's when
+empty) take connections on port .port from pods of the components .from, or from the NetworkPolicy peers .peers
+(anyone when both are empty). */}}
+{{- define "butterfly.ingressFlow" -}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "butterfly.release" . }}-{{ .name }}
+  labels: {{- include "butterfly.labels" (dict "root" .root "component" "network") | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- if .to }}
+      {{- include "butterfly.selector" (dict "root" .root "component" .to) | nindent 6 }}
+      {{- else }}
+      {{- include "butterfly.releaseSelector" . | nindent 6 }}
+      {{- end }}
+  policyTypes: [Ingress]
+  ingress:
+    - ports: [{protocol: TCP, port: {{ .port }}}]
+      {{- if .from }}
+      from:
+        {{- range .from }}
+        - podSelector:
+            matchLabels: {{- include "butterfly.selector" (dict "root" $.root "component" .) | nindent 14 }}
+        {{- end }}
+      {{- else if .peers }}
+      from: {{- toYaml .peers | nindent 8 }}
+      {{- end }}
+{{- end -}}
 
 {{/* The API keys Secret's entries a container reads (names listed in "items"), mounted at /etc/butterfly/api-keys. */}}
 {{- define "butterfly.apiKeysVolume" -}}

@@ -43,10 +43,13 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--coordinators", defaultValue = "1", paramLabel = "1-3", description = "coordinator replicas")
     String coordinators;
 
+    @Option(names = "--insecure", description = "TLS off: every gRPC port plaintext (default: mutual TLS)")
+    boolean insecure;
+
     @Override
     public Integer call() {
         UpOptions options = UpOptions.defaults().withWorkers(UpCommand.workers(spec, workers)).withModel(model)
-                .withCoordinators(UpCommand.coordinators(spec, coordinators));
+                .withCoordinators(UpCommand.coordinators(spec, coordinators)).withInsecure(insecure);
         Launcher launcher = Launcher.fromEnvironment();
         PrintWriter out = spec.commandLine().getOut();
         long t0 = System.nanoTime();

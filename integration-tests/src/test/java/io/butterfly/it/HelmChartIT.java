@@ -5,6 +5,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
+import com.marcnuri.helm.TemplateCommand;
+import io.butterfly.common.grpc.tls.TlsProperties;
+import io.butterfly.common.identity.NodeRole;
+import io.butterfly.common.identity.PeerIdentity;
+import io.butterfly.common.pki.ClusterCa;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import java.security.PrivateKey;
+import java.security.Signature;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.Base64;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.ssl.pem.PemContent;
 import io.butterfly.coordinator.config.ControlRaftProperties;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.config.EngineProperties;
@@ -24,6 +39,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.BindContext;
@@ -51,11 +67,17 @@ class HelmChartIT {
     private static final Path MANIFESTS = LocalCluster.ROOT.resolve("k8s/butterfly.yaml");
     private static final String MANIFESTS_HEADER = """
             # Generated: the Helm chart helm/butterfly rendered with its default values, release "butterfly" in
-            # namespace "butterfly" (HelmChartIT checks it is up to date). For clusters without Helm:
+            # namespace "butterfly" (HelmChartIT checks it is up to date), but without the Secrets holding the pods'
+            # TLS certificates and keys (tls.createSecrets=false: no private key belongs in a repository). For
+            # clusters without Helm:
             #   kubectl create namespace butterfly
+            #   kubectl label namespace butterfly pod-security.kubernetes.io/enforce=restricted
             #   kubectl -n butterfly create secret generic butterfly-publisher --from-file=<dir from ./butterfly keygen>
+            #   helm template butterfly helm/butterfly -n butterfly --show-only templates/tls.yaml | kubectl -n butterfly apply -f -
             #   kubectl -n butterfly apply -f k8s/butterfly.yaml
             """;
+    /** How k8s/butterfly.yaml is rendered: the defaults, the TLS Secrets left out. */
+    private static final UnaryOperator<TemplateCommand> MANIFEST_VALUES = t -> t.set("tls.createSecrets", false);
 
     @Test
     void theChartLintsCleanInStrictMode() {
@@ -102,10 +124,12 @@ class HelmChartIT {
         Map<String, List<Class<?>>> records = Map.of(
                 "butterfly-coordinator", List.of(CoordinatorProperties.class, ControlRaftProperties.class,
                         PlanningProperties.class, LivenessProperties.class, InvariantProperties.class,
-                        EngineProperties.class, io.butterfly.coordinator.config.ApiKeysProperties.class),
-                "butterfly-worker", List.of(WorkerProperties.class, RegistryClientProperties.class),
-                "butterfly-registry", List.of(RegistryProperties.class, io.butterfly.registry.config.ApiKeysProperties.class),
-                "butterfly-discovery", List.of(DiscoveryProperties.class));
+                        EngineProperties.class, io.butterfly.coordinator.config.ApiKeysProperties.class,
+                        TlsProperties.class),
+                "butterfly-worker", List.of(WorkerProperties.class, RegistryClientProperties.class, TlsProperties.class),
+                "butterfly-registry", List.of(RegistryProperties.class, io.butterfly.registry.config.ApiKeysProperties.class,
+                        TlsProperties.class),
+                "butterfly-discovery", List.of(DiscoveryProperties.class, TlsProperties.class));
         for (Map<String, Object> set : kind(docs, "StatefulSet")) {
             Map<String, String> args = new LinkedHashMap<>();
             for (Object a : (List<?>) container(set).get("args")) {
@@ -332,12 +356,178 @@ class HelmChartIT {
 
     @Test
     void k8sManifestsAreTheChartsDefaultRendering() throws IOException {
-        String rendered = MANIFESTS_HEADER + renderText(t -> t);
+        String rendered = MANIFESTS_HEADER + renderText(MANIFEST_VALUES);
         if (Boolean.getBoolean("butterfly.k8s.write")) {
             Files.writeString(MANIFESTS, rendered);
         }
         assertThat(Files.readString(MANIFESTS))
                 .as("k8s/butterfly.yaml is stale: rerun this test with -Dbutterfly.k8s.write=true")
                 .isEqualTo(rendered);
+    }
+
+    /** Every container of every pod, init containers too, in the default rendering and with optional volumes. */
+    @Test
+    void everyPodMeetsTheRestrictedPodSecurityStandard() {
+        for (List<Map<String, Object>> docs : List.of(render(t -> t), render(t -> t.set("consul.enabled", true)
+                .set("registry.sharedStoreClaim", "store").set("registry.modelsVolume.persistentVolumeClaim.claimName", "models")))) {
+            List<Map<String, Object>> sets = kind(docs, "StatefulSet");
+            assertThat(sets).hasSize(4);
+            for (Map<String, Object> set : sets) {
+                assertThat(RestrictedPodSecurity.violations(set)).as(name(set)).isEmpty();
+            }
+        }
+        // The check sees a field that breaks the profile.
+        Map<String, Object> worker = named(render(t -> t), "StatefulSet", "butterfly-worker");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> security = (Map<String, Object>) container(worker).get("securityContext");
+        security.remove("capabilities");
+        security.put("allowPrivilegeEscalation", true);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> limits = (Map<String, Object>) at(container(worker), "resources", "limits");
+        limits.remove("cpu");
+        assertThat(RestrictedPodSecurity.violations(worker)).containsExactlyInAnyOrder(
+                "butterfly-worker container worker: securityContext.capabilities.drop must contain ALL",
+                "butterfly-worker container worker: securityContext.allowPrivilegeEscalation must be false",
+                "butterfly-worker container worker: resources.limits.cpu must be set");
+    }
+
+    /**
+     * With the chart's NetworkPolicies, each of the cluster's flows is allowed, both ends, and a sample of what is
+     * not a flow is refused: clients reach only the coordinators' HTTP port, Raft only coordinators, nobody leaves
+     * the release but for DNS.
+     */
+    @Test
+    void networkPoliciesDenyEverythingButTheClustersFlows() {
+        List<Map<String, Object>> docs = render(t -> t);
+        NetworkPolicies policies = new NetworkPolicies(kind(docs, "NetworkPolicy"), "butterfly");
+        assertThat(kind(docs, "NetworkPolicy")).extracting(d -> name(d)).contains("butterfly-default-deny");
+        Map<String, NetworkPolicies.Pod> pod = new LinkedHashMap<>();
+        for (Map<String, Object> set : kind(docs, "StatefulSet")) {
+            @SuppressWarnings("unchecked")
+            Map<String, String> labels = (Map<String, String>) at(set, "spec", "template", "metadata", "labels");
+            Map<String, Integer> ports = new LinkedHashMap<>();
+            for (String p : List.of("http", "grpc", "raft", "hazelcast")) {
+                try {
+                    ports.put(p, port(container(set), p));
+                } catch (AssertionError none) {
+                    // not a port of this component
+                }
+            }
+            pod.put(labels.get("app.kubernetes.io/component"), new NetworkPolicies.Pod("butterfly",
+                    Map.of("kubernetes.io/metadata.name", "butterfly"), labels, ports));
+        }
+        NetworkPolicies.Pod client = new NetworkPolicies.Pod("apps", Map.of("kubernetes.io/metadata.name", "apps"),
+                Map.of("app", "chat"), Map.of());
+        NetworkPolicies.Pod prometheus = new NetworkPolicies.Pod("monitoring", Map.of("kubernetes.io/metadata.name",
+                "monitoring"), Map.of("app.kubernetes.io/name", "prometheus"), Map.of());
+        NetworkPolicies.Pod dns = new NetworkPolicies.Pod("kube-system", Map.of("kubernetes.io/metadata.name", "kube-system"),
+                Map.of("k8s-app", "kube-dns"), Map.of());
+        NetworkPolicies.Pod elsewhere = new NetworkPolicies.Pod("web", Map.of(), Map.of(), Map.of());
+
+        List<String> allowed = List.of("coordinator>worker:grpc", "worker>coordinator:grpc", "worker>worker:grpc",
+                "worker>registry:grpc", "coordinator>registry:grpc", "worker>discovery:grpc", "coordinator>discovery:grpc",
+                "coordinator>coordinator:raft", "discovery>discovery:hazelcast");
+        for (String flow : allowed) {
+            assertThat(policies.allows(pod.get(from(flow)), pod.get(to(flow)), portOf(flow), "TCP")).as(flow).isTrue();
+        }
+        for (String component : pod.keySet()) {
+            assertThat(policies.allows(prometheus, pod.get(component), "http", "TCP")).as("prometheus>" + component).isTrue();
+            assertThat(policies.allows(pod.get(component), dns, "53", "UDP")).as(component + ">dns").isTrue();
+            assertThat(policies.allows(pod.get(component), elsewhere, "443", "TCP")).as(component + ">internet").isFalse();
+            assertThat(policies.allows(client, pod.get(component), "grpc", "TCP")).as("client>" + component + ":grpc").isFalse();
+        }
+        assertThat(policies.allows(client, pod.get("coordinator"), "http", "TCP")).as("client>coordinator:http").isTrue();
+        for (String denied : List.of("worker>coordinator:raft", "registry>worker:grpc", "discovery>worker:grpc",
+                "registry>coordinator:grpc", "worker>discovery:hazelcast", "coordinator>worker:http", "worker>registry:http")) {
+            assertThat(policies.allows(pod.get(from(denied)), pod.get(to(denied)), portOf(denied), "TCP")).as(denied).isFalse();
+        }
+        assertThat(policies.allows(client, pod.get("coordinator"), "raft", "TCP")).isFalse();
+        assertThat(policies.allows(client, pod.get("registry"), "http", "TCP")).isFalse();
+    }
+
+    private static String from(String flow) {
+        return flow.substring(0, flow.indexOf('>'));
+    }
+
+    private static String to(String flow) {
+        return flow.substring(flow.indexOf('>') + 1, flow.indexOf(':'));
+    }
+
+    private static String portOf(String flow) {
+        return flow.substring(flow.indexOf(':') + 1);
+    }
+
+    /**
+     * Every pod gets its own certificate from the cluster CA (generated, or the one given), naming its identity and the
+     * names it is dialled at, with a key the services' PEM reader loads; its component's Secret is mounted and named in
+     * its arguments. TLS off: no Secret, plaintext, and discovery back on trust-on-first-use.
+     */
+    @Test
+    void everyPodHasItsOwnCertificateFromTheClusterCa(@TempDir Path dir) throws Exception {
+        ClusterCa given = ClusterCa.create("operator CA", Duration.ofDays(30));
+        given.writeTo(dir);
+        for (List<Map<String, Object>> docs : List.of(render(t -> t), render(t -> t
+                .setFile("tls.ca.certificate", dir.resolve("ca.crt")).setFile("tls.ca.key", dir.resolve("ca.key"))))) {
+            X509Certificate ca = null;
+            for (Map<String, Object> set : kind(docs, "StatefulSet")) {
+                String component = (String) at(set, "spec", "template", "metadata", "labels", "app.kubernetes.io/component");
+                Map<String, Object> container = container(set);
+                assertThat(arg(container, "--butterfly.tls.certificate")).isEqualTo("/etc/butterfly/tls/$(POD_NAME).crt");
+                assertThat(arg(container, "--butterfly.tls.private-key")).isEqualTo("/etc/butterfly/tls/$(POD_NAME).key");
+                assertThat(arg(container, "--butterfly.tls.ca")).isEqualTo("/etc/butterfly/tls/ca.crt");
+                assertThat(mount(container, "tls")).containsEntry("mountPath", "/etc/butterfly/tls").containsEntry("readOnly", true);
+                assertThat(secretVolume(set, "tls")).containsEntry("secretName", name(set) + "-tls").containsEntry("defaultMode", 0440);
+
+                @SuppressWarnings("unchecked")
+                Map<String, String> data = (Map<String, String>) named(docs, "Secret", name(set) + "-tls").get("data");
+                X509Certificate setCa = certificate(data.get("ca.crt"));
+                ca = ca == null ? setCa : ca;
+                assertThat(setCa).isEqualTo(ca);
+                int replicas = (Integer) at(set, "spec", "replicas");
+                assertThat(data).hasSize(1 + 2 * replicas);
+                for (int i = 0; i < replicas; i++) {
+                    String podName = name(set) + "-" + i;
+                    X509Certificate cert = certificate(data.get(podName + ".crt"));
+                    cert.verify(ca.getPublicKey());
+                    cert.checkValidity();
+                    assertThat(PeerIdentity.of(cert)).contains(new PeerIdentity(NodeRole.ofLabel(component).orElseThrow(), podName));
+                    assertThat(cert.getSubjectAlternativeNames()).extracting(n -> (Object) n.get(1)).contains(
+                            podName + "." + at(set, "spec", "serviceName") + ".butterfly.svc.cluster.local",
+                            name(set), "localhost", "127.0.0.1");
+                    // the key as the services read it (Spring Boot's PEM parser: Helm writes RSA keys as PKCS#1)
+                    PrivateKey key = PemContent.of(new String(Base64.getDecoder().decode(data.get(podName + ".key")),
+                            StandardCharsets.US_ASCII)).getPrivateKey();
+                    Signature signature = Signature.getInstance("SHA256withRSA");
+                    signature.initSign(key);
+                    signature.update(podName.getBytes(StandardCharsets.UTF_8));
+                    byte[] signed = signature.sign();
+                    signature.initVerify(cert.getPublicKey());
+                    signature.update(podName.getBytes(StandardCharsets.UTF_8));
+                    assertThat(signature.verify(signed)).as(podName + ": key and certificate belong together").isTrue();
+                }
+            }
+            assertThat(arg(container(named(docs, "StatefulSet", "butterfly-discovery")),
+                    "--butterfly.discovery.admission.trust-on-first-use")).isEqualTo("false");
+            if (kind(docs, "Secret").stream().anyMatch(d -> name(d).equals("butterfly-tls-ca"))) {
+                assertThat(ca.getSubjectX500Principal().getName()).isEqualTo("CN=Butterfly cluster CA");
+            } else {
+                assertThat(ca).as("the CA given as values").isEqualTo(given.certificate());
+            }
+        }
+
+        List<Map<String, Object>> plaintext = render(t -> t.set("tls.enabled", false));
+        assertThat(kind(plaintext, "Secret")).isEmpty();
+        for (Map<String, Object> set : kind(plaintext, "StatefulSet")) {
+            assertThat(arg(container(set), "--butterfly.tls.enabled")).as(name(set)).isEqualTo("false");
+            assertThat(volume(set, "tls")).as(name(set)).isNull();
+        }
+        assertThat(arg(container(named(plaintext, "StatefulSet", "butterfly-discovery")),
+                "--butterfly.discovery.admission.trust-on-first-use")).isEqualTo("true");
+        assertThat(kind(render(MANIFEST_VALUES), "Secret")).as("k8s/butterfly.yaml holds no key").isEmpty();
+    }
+
+    private static X509Certificate certificate(String base64Pem) throws Exception {
+        return (X509Certificate) CertificateFactory.getInstance("X.509")
+                .generateCertificate(new ByteArrayInputStream(Base64.getDecoder().decode(base64Pem)));
     }
 }

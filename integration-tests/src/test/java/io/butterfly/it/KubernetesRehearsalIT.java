@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -42,8 +43,9 @@ import tools.jackson.databind.json.JsonMapper;
  * entry point ({@code java -jar /app/app.jar}), the registry's init container, and the publisher Secret
  * mounted as the chart mounts it. Pod and Service DNS names resolve through a hosts file. The test then
  * acts as the kubelet (every pod's readiness probe on its pod IP), as Prometheus (each pod's annotated
- * metrics endpoint) and as a client of the coordinator Service. Needs root and {@code ip netns}; skipped
- * otherwise.
+ * metrics endpoint) and as a client of the coordinator Service. The chart's own Secrets (each pod's TLS
+ * certificate and key) are mounted from the rendering, so the pods speak mutual TLS as they would in a cluster.
+ * Needs root and {@code ip netns}; skipped otherwise.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class KubernetesRehearsalIT {
@@ -68,6 +70,7 @@ class KubernetesRehearsalIT {
     private final List<String> namespaces = new ArrayList<>();
     private Path work;
     private boolean bridgeUp;
+    private List<Map<String, Object>> docs;
 
     @BeforeAll
     void startPods() throws Exception {
@@ -76,7 +79,7 @@ class KubernetesRehearsalIT {
         sh("ip", "netns", "del", "bf-probe-" + tag);
 
         work = Files.createTempDirectory("k8s-rehearsal");
-        List<Map<String, Object>> docs = render(t -> t);
+        docs = render(t -> t);
         check(sh("ip", "link", "add", bridge, "type", "bridge"));
         bridgeUp = true;
         check(sh("ip", "addr", "add", net(1) + "/24", "dev", bridge));
@@ -237,7 +240,8 @@ class KubernetesRehearsalIT {
 
     /**
      * Directories standing in for the pod's volumes, at the rendered mount paths under the pod's root: the
-     * data claim, the models volume, the Secret (whole, or only the items the chart selects).
+     * data claim, the models volume, the Secrets (whole, or only the items the chart selects): the chart's own as
+     * rendered, the publisher's from {@code secret}.
      */
     @SuppressWarnings("unchecked")
     private void mountVolumes(Pod pod, Path secret) throws IOException {
@@ -251,14 +255,15 @@ class KubernetesRehearsalIT {
             Map<String, Object> volume = volumes.get(m.get("name"));
             Map<String, Object> fromSecret = volume == null ? null : (Map<String, Object>) volume.get("secret");
             if (fromSecret != null) {
+                Map<String, byte[]> files = secretFiles((String) fromSecret.get("secretName"), secret);
                 List<Map<String, Object>> items = (List<Map<String, Object>>) fromSecret.get("items");
                 if (items == null) {
-                    for (String file : List.of("identity.key", "identity.pub")) {
-                        Files.copy(secret.resolve(file), dir.resolve(file));
+                    for (Map.Entry<String, byte[]> file : files.entrySet()) {
+                        Files.write(dir.resolve(file.getKey()), file.getValue());
                     }
                 } else {
                     for (Map<String, Object> item : items) {
-                        Files.copy(secret.resolve((String) item.get("key")), dir.resolve((String) item.get("path")));
+                        Files.write(dir.resolve((String) item.get("path")), files.get((String) item.get("key")));
                     }
                 }
             }
@@ -268,6 +273,22 @@ class KubernetesRehearsalIT {
         if (pod.component().equals("worker") && !Files.exists(djlCache)) {
             Files.createSymbolicLink(djlCache, Files.createDirectories(LocalCluster.ROOT.resolve(".butterfly/djl-cache")));
         }
+    }
+
+    /** A Secret's files: the rendered Secret's data, or the publisher's key pair from {@code publisher}. */
+    @SuppressWarnings("unchecked")
+    private Map<String, byte[]> secretFiles(String secretName, Path publisher) throws IOException {
+        Map<String, byte[]> files = new LinkedHashMap<>();
+        for (Map<String, Object> rendered : kind(docs, "Secret")) {
+            if (secretName.equals(name(rendered))) {
+                ((Map<String, String>) rendered.get("data")).forEach((k, v) -> files.put(k, Base64.getDecoder().decode(v)));
+                return files;
+            }
+        }
+        for (String file : List.of("identity.key", "identity.pub")) {
+            files.put(file, Files.readAllBytes(publisher.resolve(file)));
+        }
+        return files;
     }
 
     /**

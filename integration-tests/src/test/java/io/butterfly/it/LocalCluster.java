@@ -7,6 +7,7 @@ import io.butterfly.cli.process.ServiceLaunch;
 import io.butterfly.cli.process.ServiceProcess;
 import io.butterfly.cli.process.ServiceSupervisor;
 import io.butterfly.cli.process.Signal;
+import io.butterfly.cli.tls.ClusterCertificates;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.testsupport.Ports;
 import java.io.IOException;
@@ -26,7 +27,8 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Starts the real services as separate JVM processes on loopback (free ports) with the tools' process supervisor,
- * as {@code ./butterfly up} does, and stops them afterwards.
+ * as {@code ./butterfly up} does (mutual TLS, each service with its own certificate from a cluster CA made for the
+ * test), and stops them afterwards.
  */
 final class LocalCluster implements AutoCloseable {
 
@@ -44,6 +46,7 @@ final class LocalCluster implements AutoCloseable {
 
     private final Path workDir;
     private final ServiceSupervisor supervisor;
+    private final ClusterCertificates certificates;
     private String publisherKey;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     final int discoveryGrpc = Ports.free();
@@ -59,6 +62,7 @@ final class LocalCluster implements AutoCloseable {
     /** Services log to {@code <workDir>/<name>.log}. */
     LocalCluster(Path workDir) {
         this.workDir = workDir;
+        this.certificates = ClusterCertificates.under(workDir.resolve("tls"));
         this.supervisor = new ServiceSupervisor(IMAGES, new ServiceSupervisor.Settings(ROOT, workDir.resolve("procs"),
                 workDir, module -> JVM_OPTIONS, Map.of("DJL_CACHE_DIR", ROOT.resolve(".butterfly/djl-cache").toString(),
                         "OMP_WAIT_POLICY", "PASSIVE")));
@@ -192,7 +196,18 @@ final class LocalCluster implements AutoCloseable {
         String role = module.replace("model-", "").replace("-service", "");
         List<String> all = new ArrayList<>(List.of(args));
         all.addAll(everyService);
-        supervisor.start(new ServiceLaunch(name, role, nodeId, module, httpPort, grpcPort, heap, all));
+        ServiceLaunch launch = new ServiceLaunch(name, role, nodeId, module, httpPort, grpcPort, heap, all);
+        supervisor.start(launch.withArgs(certificates.arguments(launch)));
+    }
+
+    /** The cluster's CA and its services' certificates (a test issues its own clients' from it). */
+    ClusterCertificates certificates() {
+        return certificates;
+    }
+
+    /** The gRPC port of a service ("worker-1", "coordinator", ...). */
+    int grpcPort(String name) {
+        return supervisor.listed(name).orElseThrow().grpcPort();
     }
 
     /** The pid of a service ("worker-1", "coordinator", ...). */

@@ -8,6 +8,7 @@ import io.butterfly.cli.generate.GenerateModelCommand;
 import io.butterfly.cli.reference.PlainDjlLoop;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.worker.engine.ExecutorOptions;
+import io.butterfly.worker.engine.RooflineProbe;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.URI;
@@ -37,12 +38,19 @@ import tools.jackson.databind.json.JsonMapper;
  * is the median over the rounds. The last line is {@code ratio=X.XX}: the median over the rounds of (c) / (b)
  * measured in the same round. The plain loop runs in this JVM, which ./butterfly starts with the services' JIT for
  * this command.
+ *
+ * <p>With {@code --compare-insecure} a third cluster, the split one again with TLS off, runs in the same rounds (it
+ * and the TLS one take turns going first), and the last line is {@code tls_ratio=X.XX}: the median over the rounds of
+ * the split cluster's decode tokens/s with mutual TLS (the default) over those without.
  */
 @Command(name = "bench", description = "decode tokens/s: plain loop, 1 worker, N workers")
 public final class BenchCommand implements Callable<Integer> {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final int PROMPT_TOKENS = 16;
+    private static final int PREFILL_TOKENS = 512;
+    /** Matrices the read bandwidth streams through: several times any last-level cache. */
+    static final int READ_MIB = 512;
 
     @Spec
     CommandSpec spec;
@@ -67,6 +75,10 @@ public final class BenchCommand implements Callable<Integer> {
             + " (default 60)")
     int warmupSeconds = 60;
 
+    @Option(names = "--compare-insecure", description = "also run the split cluster with TLS off in the same rounds;"
+            + " prints tls_ratio: its decode tokens/s with mutual TLS over without (median of the paired rounds)")
+    boolean compareInsecure;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -82,12 +94,19 @@ public final class BenchCommand implements Callable<Integer> {
 
         // Port offsets 700 and 800 keep the two clusters apart from each other and from a cluster on the offset.
         Cluster one = new Cluster(new Launcher(home.withState(home.state().resolve("bench/one-worker")),
-                PortLayout.withOffset(portOffset + 700)), 1);
+                PortLayout.withOffset(portOffset + 700)), 1, false);
         Cluster many = new Cluster(new Launcher(home.withState(home.state().resolve("bench/" + workers + "-workers")),
-                PortLayout.withOffset(portOffset + 800)), workers);
+                PortLayout.withOffset(portOffset + 800)), workers, false);
+        // 900: the split cluster once more, with TLS off
+        Cluster plaintext = !compareInsecure ? null : new Cluster(new Launcher(home.withState(
+                home.state().resolve("bench/" + workers + "-workers-insecure")), PortLayout.withOffset(portOffset + 900)),
+                workers, true);
         try (PlainDjlLoop plainLoop = PlainDjlLoop.load(dir, new ExecutorOptions("auto", 0))) {
             one.start(dir, out);
             many.start(dir, out);
+            if (plaintext != null) {
+                plaintext.start(dir, out);
+            }
             out.printf("engine threads per worker: 1 worker %d, %d workers %d (each cluster as `up` starts it)%n",
                     one.engineThreads(), workers, many.engineThreads());
             String body = requestBody(prompt, tokens);
@@ -97,18 +116,29 @@ public final class BenchCommand implements Callable<Integer> {
                 plainLoop.generate(prompt, tokens);
                 one.decodeTokensPerSecond(body);
                 many.decodeTokensPerSecond(body);
+                if (plaintext != null) {
+                    plaintext.decodeTokensPerSecond(body);
+                }
                 warmupRounds++;
             }
             out.printf("warm-up: %d rounds%n", warmupRounds);
             double[] plain = new double[rounds];
             double[] single = new double[rounds];
             double[] split = new double[rounds];
+            double[] insecure = new double[rounds];
             for (int r = 0; r < rounds; r++) {
                 plain[r] = plainLoop.generate(prompt, tokens).decodeTokensPerSecond();
                 single[r] = one.decodeTokensPerSecond(body);
+                if (plaintext != null && r % 2 == 1) { // the TLS and plaintext clusters take turns going first
+                    insecure[r] = plaintext.decodeTokensPerSecond(body);
+                }
                 split[r] = many.decodeTokensPerSecond(body);
-                out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%n",
-                        r + 1, plain[r], single[r], workers, split[r]);
+                if (plaintext != null && r % 2 == 0) {
+                    insecure[r] = plaintext.decodeTokensPerSecond(body);
+                }
+                out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%s%n", r + 1, plain[r],
+                        single[r], workers, split[r], plaintext == null ? "" : String.format(", %d workers without TLS"
+                                + " %.2f", workers, insecure[r]));
             }
             double p = Stats.median(plain);
             double s = Stats.median(single);
@@ -128,12 +158,57 @@ public final class BenchCommand implements Callable<Integer> {
                     workers, m, m / s, Stats.median(splitVsSingle));
             out.printf("per-round ratios %d workers / 1 worker: %s%n", workers, Arrays.stream(splitVsSingle)
                     .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
+            roofline(config, s, one, out);
             out.printf("ratio=%.2f%n", Stats.median(splitVsSingle));
+            if (plaintext != null) {
+                double[] tlsVsPlaintext = new double[rounds];
+                for (int r = 0; r < rounds; r++) {
+                    tlsVsPlaintext[r] = split[r] / insecure[r];
+                }
+                out.printf("cluster, %d workers, TLS off: %8.2f tokens/s  (with mutual TLS %.2fx; paired %.2fx)%n",
+                        workers, Stats.median(insecure), m / Stats.median(insecure), Stats.median(tlsVsPlaintext));
+                out.printf("per-round ratios mutual TLS / TLS off: %s%n", Arrays.stream(tlsVsPlaintext)
+                        .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
+                out.printf("tls_ratio=%.2f%n", Stats.median(tlsVsPlaintext));
+            }
         } finally {
+            if (plaintext != null) {
+                plaintext.launcher.down();
+            }
             many.launcher.down();
             one.launcher.down();
         }
         return 0;
+    }
+
+    /**
+     * The one worker's decode and prefill against what this machine's engine attains: read bandwidth and matmul rate,
+     * measured here (the clusters idle) with the engine threads a lone worker gets.
+     */
+    private void roofline(ModelConfig config, double workerTokensPerSecond, Cluster one, PrintWriter out)
+            throws IOException, InterruptedException {
+        RooflineProbe.Rates rates = RooflineProbe.measure(READ_MIB, 2_000_000_000L);
+        Roofline model = new Roofline(config, Float.BYTES);
+        int context = PROMPT_TOKENS + tokens / 2; // the mean cached positions of a decode step
+        long bytes = model.decodeBytes(context);
+        double decodeBound = model.decodeBound(rates.readGbps(), context);
+        out.printf("roofline (engine, %d threads): read %.1f GB/s (matrix-vector products over %d MiB), matmul %.1f"
+                + " GFLOP/s (%d x %d float32)%n", rates.threads(), rates.readGbps(), rates.readBytes() >> 20,
+                rates.matmulGflops(), 1024, 1024);
+        out.printf("decode: %.1f MB read per token (%d cached positions on average), bound %.1f tokens/s; one worker"
+                + " %.2f tokens/s%n", bytes / 1e6, context, decodeBound, workerTokensPerSecond);
+        out.printf("roofline_fraction=%.2f%n", workerTokensPerSecond / decodeBound);
+        long[] prompt = LongStream.range(0, PREFILL_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
+        double[] ttft = new double[3];
+        for (int i = 0; i < ttft.length; i++) {
+            ttft[i] = one.timeToFirstTokenMs(requestBody(prompt, 1));
+        }
+        double prefill = PREFILL_TOKENS * 1000 / Stats.median(ttft);
+        double prefillBound = model.prefillBound(rates.matmulGflops(), PREFILL_TOKENS);
+        out.printf("prefill of %d tokens on one worker: %.1f tokens/s (time to first token, median of %d: %.0f ms);"
+                        + " %.2f GFLOP per token, bound %.1f tokens/s%n", PREFILL_TOKENS, prefill, ttft.length,
+                Stats.median(ttft), model.prefillFlops(PREFILL_TOKENS) / PREFILL_TOKENS / 1e9, prefillBound);
+        out.printf("prefill_fraction=%.2f%n", prefill / prefillBound);
     }
 
     /** {@code model}, or the generated bench-100m model when null (generated the first time); absolute. */
@@ -157,15 +232,17 @@ public final class BenchCommand implements Callable<Integer> {
     private static final class Cluster {
         private final Launcher launcher;
         private final int workers;
+        private final boolean insecure;
         private final HttpClient http = HttpClient.newHttpClient();
 
-        Cluster(Launcher launcher, int workers) {
+        Cluster(Launcher launcher, int workers, boolean insecure) {
             this.launcher = launcher;
             this.workers = workers;
+            this.insecure = insecure;
         }
 
         void start(Path model, PrintWriter progress) {
-            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model), progress);
+            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model).withInsecure(insecure), progress);
         }
 
         /** The intra-op threads the first worker computes with (the launcher gives each worker the same). */
@@ -176,7 +253,16 @@ public final class BenchCommand implements Callable<Integer> {
             return JSON.readTree(r.body()).path("engine_threads").asInt();
         }
 
+        /** A request's time to its first token, milliseconds. */
+        double timeToFirstTokenMs(String body) throws IOException, InterruptedException {
+            return infer(body).path("timings").path("time_to_first_token_ms").asDouble();
+        }
+
         double decodeTokensPerSecond(String body) throws IOException, InterruptedException {
+            return infer(body).path("timings").path("decode_tokens_per_second").asDouble();
+        }
+
+        private JsonNode infer(String body) throws IOException, InterruptedException {
             URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/inference");
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri)
                     .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
@@ -184,8 +270,7 @@ public final class BenchCommand implements Callable<Integer> {
             if (r.statusCode() != 200) {
                 throw new IllegalStateException("inference on " + workers + " worker(s) failed: HTTP " + r.statusCode() + " " + r.body());
             }
-            JsonNode json = JSON.readTree(r.body());
-            return json.path("timings").path("decode_tokens_per_second").asDouble();
+            return JSON.readTree(r.body());
         }
     }
 }

@@ -9,6 +9,7 @@ import io.butterfly.cli.cluster.UpOptions;
 import io.butterfly.cli.command.Commands;
 import io.butterfly.cli.http.PlainHttp;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.worker.engine.RooflineProbe;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -109,7 +110,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         Prompts prompts = new Prompts(seed, promptTokens, config.vocabSize());
         // Port offsets 900 and 950 keep the clusters apart from each other, from bench's (+700, +800) and from a
         // cluster on the offset.
-        Cluster inFlight = new Cluster("in-flight", home, portOffset + 900, options);
+        Cluster inFlight = new Cluster("in-flight", home, portOffset + 900, options, config);
         if (!pin) {
             try (ExitGuard stop = ExitGuard.arm(inFlight::down)) {
                 inFlight.start(out);
@@ -118,7 +119,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
             return 0;
         }
         Cluster oneAtATime = new Cluster("one-at-a-time", home, portOffset + 950,
-                options.withCoordinatorArgs(List.of(ONE_MICRO_BATCH)));
+                options.withCoordinatorArgs(List.of(ONE_MICRO_BATCH)), config);
         try (ExitGuard stop = ExitGuard.arm(() -> {
             oneAtATime.down();
             inFlight.down();
@@ -168,6 +169,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
             print("", level, out);
             measured.add(level);
         }
+        roofline(cluster, measured, out);
         OptionalDouble ratio = ServeLevel.batchingRatio(measured);
         if (ratio.isPresent()) {
             out.printf(Locale.ROOT, "batching_ratio=%.2f%n", ratio.getAsDouble());
@@ -175,6 +177,23 @@ public final class ServeBenchCommand implements Callable<Integer> {
             out.println("batching_ratio: not measured (it needs concurrency levels 1 and 16, and a request completed"
                     + " at 1)");
         }
+    }
+
+    /**
+     * A single stream against what this machine's engine attains (measured here, the cluster idle): the decode
+     * bound of the whole model's bytes over the read bandwidth, at the mean context of a request.
+     */
+    private void roofline(Cluster cluster, List<ServeLevel> measured, PrintWriter out) {
+        ModelConfig config = cluster.config;
+        RooflineProbe.Rates rates = RooflineProbe.measure(BenchCommand.READ_MIB, 2_000_000_000L);
+        Roofline model = new Roofline(config, Float.BYTES);
+        int context = promptTokens + outputTokens / 2;
+        double bound = model.decodeBound(rates.readGbps(), context);
+        out.printf(Locale.ROOT, "roofline (this process's engine, %d threads): read %.1f GB/s, matmul %.1f GFLOP/s;"
+                        + " one stream's decode bound %.1f tokens/s (%.1f MB read per token)%n", rates.threads(),
+                rates.readGbps(), rates.matmulGflops(), bound, model.decodeBytes(context) / 1e6);
+        measured.stream().filter(l -> l.concurrency() == 1 && l.outputTokensPerSecond() > 0).findFirst().ifPresent(l ->
+                out.printf(Locale.ROOT, "roofline_fraction=%.2f%n", l.outputTokensPerSecond() / bound));
     }
 
     /**
@@ -268,13 +287,15 @@ public final class ServeBenchCommand implements Callable<Integer> {
         private final String name;
         private final Launcher launcher;
         private final UpOptions options;
+        private final ModelConfig config;
         private final String streamUrl;
 
-        Cluster(String name, ButterflyHome home, int portOffset, UpOptions options) {
+        Cluster(String name, ButterflyHome home, int portOffset, UpOptions options, ModelConfig config) {
             this.name = name;
             this.launcher = new Launcher(home.withState(home.state().resolve("bench-serve").resolve(name)),
                     PortLayout.withOffset(portOffset));
             this.options = options;
+            this.config = config;
             this.streamUrl = launcher.ports().coordinatorUrl() + "/api/v1/inference/stream";
         }
 

@@ -5,7 +5,8 @@ import java.nio.file.Path;
 /**
  * Where the tools find the checkout (its module jars) and keep their state: {@code .butterfly/} in the checkout,
  * or {@code BUTTERFLY_HOME}. The state holds the process list and pids ({@code run/}), the services' logs
- * ({@code logs/}), their data, the registry's store and the generated models.
+ * ({@code logs/}), their data, the registry's store, the generated models and the cluster CA and node certificates
+ * ({@code tls/}).
  *
  * @param root  the checkout (./butterfly passes it as the system property {@code butterfly.root})
  * @param state the state directory
@@ -42,6 +43,11 @@ public record ButterflyHome(Path root, Path state) {
 
     public Path registryStore() {
         return state.resolve("registry");
+    }
+
+    /** The cluster CA and the services' certificates. */
+    public Path tls() {
+        return state.resolve("tls");
     }
 
     public Path model(String name) {

@@ -10,6 +10,7 @@ import io.butterfly.cli.process.ServiceImages;
 import io.butterfly.cli.process.ServiceLaunch;
 import io.butterfly.cli.process.ServiceProcess;
 import io.butterfly.cli.process.ServiceSupervisor;
+import io.butterfly.cli.tls.ClusterCertificates;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
@@ -45,6 +46,8 @@ public final class Launcher {
     private final ServiceSupervisor supervisor;
     /** Set once an interrupted or failed {@code up} stops what it started: it starts nothing more. */
     private boolean stopping;
+    /** The certificates of the cluster {@code up} starts; null: TLS off ({@code --insecure}). */
+    private ClusterCertificates certificates;
 
     public Launcher(ButterflyHome home, PortLayout ports) {
         this.home = home;
@@ -94,6 +97,10 @@ public final class Launcher {
             throw new CommandFailedException("a cluster is already running (./butterfly down first)");
         }
         supervisor.newList();
+        certificates = options.insecure() ? null : ClusterCertificates.under(home.tls());
+        if (options.insecure()) {
+            Log.info("--insecure: TLS is off; every gRPC port is plaintext and unauthenticated (use on this machine only)");
+        }
         Path model = checkModel(options.model() == null ? defaultModel() : options.model());
         String modelId = model.getFileName().toString();
         checkPortsFree(options.workers(), options.coordinators());
@@ -277,7 +284,9 @@ public final class Launcher {
         if (stopping) {
             throw new CommandFailedException("stopping: " + launch.name() + " not started");
         }
-        return supervisor.start(launch);
+        // Every service speaks mutual TLS with its own certificate from the cluster CA, or none with --insecure.
+        return supervisor.start(launch.withArgs(certificates == null ? ClusterCertificates.PLAINTEXT_ARGUMENTS
+                : certificates.arguments(launch)));
     }
 
     /** Stops everything {@code up} started. */

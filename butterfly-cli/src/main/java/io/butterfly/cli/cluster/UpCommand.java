@@ -42,6 +42,10 @@ public final class UpCommand implements Callable<Integer> {
             + " their shards from the registry's store and verify them (shared, default) or stream them over gRPC")
     String transfer;
 
+    @Option(names = "--insecure", description = "TLS off: every gRPC port plaintext and unauthenticated (default: mutual"
+            + " TLS, certificates from a cluster CA made under .butterfly/tls on first use)")
+    boolean insecure;
+
     @Option(names = "--api-keys", paramLabel = "FILE", description = "API keys (one a line) that may generate:"
             + " /v1/** and inference then need Authorization: Bearer <key> (default: no keys, every endpoint open)")
     Path apiKeys;
@@ -54,7 +58,7 @@ public final class UpCommand implements Callable<Integer> {
     public Integer call() {
         UpOptions options = UpOptions.defaults().withWorkers(workers(spec, workers)).withModel(model)
                 .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
-                .withTransfer(transfer(spec, transfer))
+                .withTransfer(transfer(spec, transfer)).withInsecure(insecure)
                 .withApiKeys(new UpOptions.ApiKeyFiles(keyFile(spec, "--api-keys", apiKeys),
                         keyFile(spec, "--admin-api-keys", adminApiKeys)));
         if (workerMemory != null) {

@@ -14,10 +14,12 @@ import java.util.List;
  * @param transfer         how workers get their shards
  * @param coordinatorArgs  further arguments for every coordinator replica ({@code --butterfly.coordinator....=...})
  * @param pinWorkers       whether each worker runs pinned to one core, worker-i to core i mod the cores
+ * @param insecure         whether TLS is off: every gRPC port plaintext and unauthenticated ({@code --insecure})
  * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
-                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, ApiKeyFiles apiKeys) {
+                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, boolean insecure,
+                        ApiKeyFiles apiKeys) {
 
     /**
      * @param keys      keys that may generate (null: none)
@@ -38,45 +40,50 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
         coordinatorArgs = List.copyOf(coordinatorArgs);
     }
 
-    /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned. */
+    /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned, mutual TLS. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, ApiKeyFiles.NONE);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, false, ApiKeyFiles.NONE);
     }
 
     public UpOptions withWorkers(int n) {
-        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
+        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withModel(Path m) {
-        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
+        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withCoordinators(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withPlanner(String p) {
-        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
+        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
-        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
+        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withTransfer(Transfer t) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, insecure, apiKeys);
     }
 
     public UpOptions withPinnedWorkers(boolean pinned) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, insecure, apiKeys);
+    }
+
+    public UpOptions withInsecure(boolean plaintext) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
+                plaintext, apiKeys);
     }
 
     public UpOptions withApiKeys(ApiKeyFiles files) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                files);
+                insecure, files);
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.cli.process;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -13,6 +14,13 @@ public record ServiceLaunch(String name, String role, String nodeId, String modu
     public ServiceLaunch {
         args = List.copyOf(args);
         wrapper = List.copyOf(wrapper);
+    }
+
+    /** The same service with {@code more} arguments after its own. */
+    public ServiceLaunch withArgs(List<String> more) {
+        List<String> all = new ArrayList<>(args);
+        all.addAll(more);
+        return new ServiceLaunch(name, role, nodeId, module, httpPort, grpcPort, heap, all, wrapper);
     }
 
     /** A service whose JVM runs directly. */

@@ -47,7 +47,10 @@ public class AssignmentPlanning {
         List<WorkerCapacity> workers = members.stream()
                 .map(m -> new WorkerCapacity(m.nodeId(), Math.max(m.throughput(), 1e-3), m.memoryBytes()))
                 .toList();
-        ModelFootprint footprint = ModelFootprints.of(model.manifest(), model.config(), this.footprint);
+        // Every stage must fit whichever worker it lands on: size the weights as the widest of them holds them.
+        int weightBytes = members.stream().mapToInt(m -> m.weightBytes() > 0 ? m.weightBytes() : Float.BYTES).max()
+                .orElse(Float.BYTES);
+        ModelFootprint footprint = ModelFootprints.of(model.manifest(), model.config(), this.footprint, weightBytes);
         FeasibilityReport report = FeasibilityCheck.check(footprint, workers);
         PartitionPlan plan = null;
         if (report.feasible()) {

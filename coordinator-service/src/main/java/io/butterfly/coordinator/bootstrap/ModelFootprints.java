@@ -7,9 +7,11 @@ import io.butterfly.coordinator.planning.ModelFootprint;
 
 /**
  * Estimates a model's memory need from its manifest and config (docs/initialization-and-bootstrap.md §5.1):
- * each shard's size, widened to float32 as the workers hold it (F16/BF16 shards take twice their file
- * size in memory), plus per layer a float32 KV cache (keys and values) for the configured tokens and
- * sequences, plus the activation headroom per stage.
+ * each shard's size as the workers hold it (layers and the LM head at the workers' weight precision,
+ * {@code butterfly.worker.weight-dtype}: an F16 checkpoint takes twice its file size held in float32, an F32 one
+ * half held in BF16; the embedding table in float32), plus per layer a float32 KV cache (keys and values) for the
+ * configured tokens and sequences, plus the activation headroom per stage. A layer's norms and biases count at the
+ * weights' precision too: a fraction of a percent of it.
  */
 public final class ModelFootprints {
 
@@ -24,18 +26,19 @@ public final class ModelFootprints {
     private ModelFootprints() {
     }
 
-    public static ModelFootprint of(Manifest manifest, ModelConfig config, Settings p) {
+    /** @param weightBytes bytes a projection weight takes in the workers' engines (4 float32, 2 F16/BF16) */
+    public static ModelFootprint of(Manifest manifest, ModelConfig config, Settings p, int weightBytes) {
         int layers = manifest.numLayers();
-        long widen = widening(manifest.dtype());
+        long stored = storedBytes(manifest.dtype());
         long tokens = p.kvCacheTokens() > 0 ? p.kvCacheTokens() : Math.max(1, config.maxPositions());
         long kvPerLayer = 2L * config.kvDim() * tokens * Math.max(1, p.kvCacheSequences()) * Float.BYTES;
         long[] layerBytes = new long[layers];
         long embedding = 0;
         long head = 0;
         for (ManifestFile f : manifest.files()) {
-            long bytes = f.sizeBytes() * widen;
+            long bytes = f.sizeBytes() * weightBytes / stored;
             switch (f.kind()) {
-                case EMBEDDING -> embedding += bytes;
+                case EMBEDDING -> embedding += f.sizeBytes() * Float.BYTES / stored;
                 case HEAD -> head += bytes;
                 case LAYER -> {
                     // A shard may hold several layers: spread it evenly over them.
@@ -53,11 +56,11 @@ public final class ModelFootprints {
         return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroomBytes(), kvPerLayer);
     }
 
-    /** How much larger than on disk a tensor is once widened to float32. */
-    static long widening(String dtype) {
+    /** Bytes of a parameter in a checkpoint of this dtype. */
+    static long storedBytes(String dtype) {
         return switch (dtype == null ? "" : dtype.toUpperCase(java.util.Locale.ROOT)) {
             case "F16", "BF16", "FLOAT16", "BFLOAT16" -> 2;
-            default -> 1;
+            default -> 4;
         };
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.gateway.discovery.DiscoveryGateway;
 import io.butterfly.coordinator.gateway.registry.RegistryGateway;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
@@ -7,13 +8,16 @@ import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** The gateways to the other services, each the only code that speaks its service's protocol. */
+/**
+ * The gateways to the other services, each the only code that speaks its service's protocol; every channel they open
+ * speaks mutual TLS with this node's certificate (plaintext only with butterfly.tls.enabled=false).
+ */
 @Configuration
 public class GatewayConfiguration {
 
     @Bean(destroyMethod = "close")
-    RegistryGateway registryGateway(CoordinatorProperties props) {
-        return RegistryGateway.connect(props.registryHost(), props.registryPort());
+    RegistryGateway registryGateway(CoordinatorProperties props, ClusterTls tls) {
+        return RegistryGateway.connect(props.registryHost(), props.registryPort(), tls);
     }
 
     @Bean(destroyMethod = "close")
@@ -26,9 +30,9 @@ public class GatewayConfiguration {
 
     /** Closing it leaves discovery. */
     @Bean(destroyMethod = "close")
-    DiscoveryGateway discoveryGateway(CoordinatorProperties props, @Value("${spring.grpc.server.port}") int grpcPort,
-                                      @Value("${server.port}") int httpPort) {
-        return new DiscoveryGateway(props.discoveryHost(), props.discoveryPort(), new DiscoveryGateway.Self(
+    DiscoveryGateway discoveryGateway(CoordinatorProperties props, ClusterTls tls,
+                                      @Value("${spring.grpc.server.port}") int grpcPort, @Value("${server.port}") int httpPort) {
+        return new DiscoveryGateway(props.discoveryHost(), props.discoveryPort(), tls, new DiscoveryGateway.Self(
                 props.nodeId(), props.clusterName(), props.advertiseHost(), grpcPort, httpPort, props.dataDir()));
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.raft.ControlReplica;
 import io.butterfly.coordinator.raft.RaftControlLog;
@@ -15,9 +16,10 @@ import org.springframework.core.env.Environment;
 public class RaftConfiguration {
 
     @Bean(destroyMethod = "close")
-    ControlReplica controlReplica(CoordinatorProperties coordinator, ControlRaftProperties raft, Environment env)
-            throws IOException {
-        return ControlReplica.start(settings(coordinator, raft, env.getProperty("spring.grpc.server.port", Integer.class, 9090)));
+    ControlReplica controlReplica(CoordinatorProperties coordinator, ControlRaftProperties raft, ClusterTls tls,
+                                  Environment env) throws IOException {
+        return ControlReplica.start(settings(coordinator, raft, env.getProperty("spring.grpc.server.port", Integer.class, 9090),
+                tls));
     }
 
     @Bean
@@ -31,7 +33,8 @@ public class RaftConfiguration {
         return new ClusterMetrics(control);
     }
 
-    static ReplicaSettings settings(CoordinatorProperties coordinator, ControlRaftProperties raft, int grpcPort) {
+    static ReplicaSettings settings(CoordinatorProperties coordinator, ControlRaftProperties raft, int grpcPort,
+                                    ClusterTls tls) {
         String self = raft.peerId().isBlank() ? coordinator.nodeId() : raft.peerId();
         List<ReplicaSettings.Peer> peers = raft.peers().isEmpty()
                 ? List.of(new ReplicaSettings.Peer(self, coordinator.advertiseHost(), grpcPort + raft.portShift()))
@@ -40,6 +43,6 @@ public class RaftConfiguration {
         return new ReplicaSettings(self, peers, group, coordinator.dataDir().resolve("raft"), raft.electionTimeoutMin(),
                 raft.electionTimeoutMax(), raft.snapshotThreshold(), raft.requestTimeout(),
                 raft.bindHost().isBlank() ? null : raft.bindHost(),
-                new ReplicaSettings.LogRetention(raft.logSegmentSize().toBytes(), raft.logPreservedEntries()));
+                new ReplicaSettings.LogRetention(raft.logSegmentSize().toBytes(), raft.logPreservedEntries()), tls);
     }
 }

@@ -280,7 +280,7 @@ public final class ControlCommandMapper {
     private static ControlNodeInfo toProto(NodeInfo info) {
         ControlNodeInfo.Builder b = ControlNodeInfo.newBuilder().setNodeId(info.nodeId()).setGrpcPort(info.grpcPort())
                 .setHttpPort(info.httpPort()).setCpuCores(info.cpuCores()).setMemoryBytes(info.memoryBytes())
-                .setThroughput(info.throughput());
+                .setThroughput(info.throughput()).setWeightBytes(info.weightBytes());
         ifPresent(info.role(), b::setRole);
         ifPresent(info.host(), b::setHost);
         ifPresent(info.device(), b::setDevice);
@@ -290,7 +290,7 @@ public final class ControlCommandMapper {
     private static NodeInfo fromProto(ControlNodeInfo p) {
         return new NodeInfo(p.getNodeId(), p.hasRole() ? p.getRole() : null, p.hasHost() ? p.getHost() : null,
                 p.getGrpcPort(), p.getHttpPort(), p.getCpuCores(), p.getMemoryBytes(), p.getThroughput(),
-                p.hasDevice() ? p.getDevice() : null);
+                p.hasDevice() ? p.getDevice() : null, p.getWeightBytes());
     }
 
     private static void ifPresent(String value, Consumer<String> setter) {

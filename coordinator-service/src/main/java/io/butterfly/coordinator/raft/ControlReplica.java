@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.raft;
 
+import io.butterfly.common.identity.NodeRole;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
@@ -22,8 +24,10 @@ import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.client.RaftClientConfigKeys;
+import org.apache.ratis.conf.Parameters;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.grpc.GrpcTlsConfig;
 import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.GroupInfoReply;
 import org.apache.ratis.protocol.Message;
@@ -57,6 +61,8 @@ public final class ControlReplica implements AutoCloseable {
     private final ControlStateMachine machine;
     private final RaftServer server;
     private final RaftClient client;
+    /** Ratis' TLS settings, for the server and every client this replica makes. */
+    private final Parameters transport;
     private RaftClient adminClient;
 
     private ControlReplica(ReplicaSettings settings) throws IOException {
@@ -67,11 +73,13 @@ public final class ControlReplica implements AutoCloseable {
         this.leadership = new LeadershipEvents(settings.selfId());
         this.machine = new ControlStateMachine(leadership);
         RaftProperties properties = properties(settings);
+        this.transport = transport(settings.tls());
         Files.createDirectories(settings.storageDir());
         this.server = RaftServer.newBuilder()
                 .setServerId(RaftPeerId.valueOf(settings.selfId()))
                 .setGroup(group)
                 .setProperties(properties)
+                .setParameters(transport)
                 .setStateMachine(machine)
                 .setOption(hasStorage(settings.storageDir()) ? RaftStorage.StartupOption.RECOVER
                         : RaftStorage.StartupOption.FORMAT)
@@ -86,6 +94,7 @@ public final class ControlReplica implements AutoCloseable {
         this.client = RaftClient.newBuilder()
                 .setRaftGroup(group)
                 .setProperties(clientProperties)
+                .setParameters(transport)
                 .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(attempts, duration(retrySleepMs)))
                 .build();
     }
@@ -123,6 +132,20 @@ public final class ControlReplica implements AutoCloseable {
         RaftServerConfigKeys.Log.setPurgePreservationLogNum(p, s.logRetention().preservedEntries());
         RaftServerConfigKeys.Log.setPurgeGap(p, (int) Math.min(s.snapshotThreshold(), Integer.MAX_VALUE));
         RaftServerConfigKeys.Log.setSegmentSizeMax(p, SizeInBytes.valueOf(s.logRetention().segmentBytes()));
+        return p;
+    }
+
+    /**
+     * Raft between coordinators only: mutual TLS 1.3 with this node's certificate, and every peer, as server or as
+     * client, must be certified as a coordinator (a worker's certificate from the same CA is refused). Nothing when
+     * TLS is off.
+     */
+    static Parameters transport(ClusterTls tls) {
+        Parameters p = new Parameters();
+        if (tls.enabled()) {
+            GrpcConfigKeys.TLS.setConf(p, new GrpcTlsConfig(tls.keyManagers().getKeyManagers()[0],
+                    tls.trustManager(NodeRole.COORDINATOR), true));
+        }
         return p;
     }
 
@@ -264,7 +287,7 @@ public final class ControlReplica implements AutoCloseable {
         if (adminClient == null) {
             RaftProperties p = new RaftProperties();
             RaftClientConfigKeys.Rpc.setRequestTimeout(p, duration(300));
-            adminClient = RaftClient.newBuilder().setRaftGroup(group).setProperties(p)
+            adminClient = RaftClient.newBuilder().setRaftGroup(group).setProperties(p).setParameters(transport)
                     .setRetryPolicy(RetryPolicies.noRetry()).build();
         }
         return adminClient;

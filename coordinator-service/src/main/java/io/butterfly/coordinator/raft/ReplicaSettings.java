@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.raft;
 
+import io.butterfly.common.tls.ClusterTls;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,14 +21,16 @@ import java.util.UUID;
  * @param requestTimeout       how long a submit may wait for a commit before it fails
  * @param bindHost             address the Raft server listens on, or null for its own peer host
  * @param logRetention         how much of the log is kept once a snapshot holds it
+ * @param tls                  this node's mutual TLS, which the replicas speak among themselves (or plaintext)
  */
 public record ReplicaSettings(String selfId, List<Peer> peers, String groupName, Path storageDir,
                               Duration electionTimeoutMin, Duration electionTimeoutMax, long snapshotThreshold,
-                              Duration requestTimeout, String bindHost, LogRetention logRetention) {
+                              Duration requestTimeout, String bindHost, LogRetention logRetention, ClusterTls tls) {
 
     public ReplicaSettings {
         peers = List.copyOf(peers);
         Objects.requireNonNull(logRetention, "logRetention");
+        Objects.requireNonNull(tls, "tls");
         if (snapshotThreshold < 1) {
             throw new IllegalArgumentException("snapshot-threshold must be at least 1, not " + snapshotThreshold);
         }

@@ -11,7 +11,10 @@ import io.butterfly.coordinator.planning.ModelFootprint;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The memory estimate from a manifest: widened shards plus a KV cache per layer, kept apart from the weights. */
+/**
+ * The memory estimate from a manifest: shards at the precision the workers hold them plus a KV cache per layer, kept
+ * apart from the weights.
+ */
 class ModelFootprintsTest {
 
     // 2 layers, kv dim 2 heads x 8 = 16.
@@ -26,7 +29,7 @@ class ModelFootprintsTest {
                 file("layer-00001.safetensors", FileKind.LAYER, 400, 1, 2),
                 file("head.safetensors", FileKind.HEAD, 1_100, null, null)), "", 0, null, null);
         ModelFootprint f = ModelFootprints.of(manifest, CONFIG,
-                new ModelFootprints.Settings(10, 3, 7));
+                new ModelFootprints.Settings(10, 3, 7), 4);
 
         long kv = 2L * 16 * 10 * 3 * Float.BYTES; // keys and values, kv dim, tokens, sequences, float32
         assertEquals(kv, f.kvBytesPerLayer());
@@ -37,6 +40,27 @@ class ModelFootprintsTest {
         assertEquals(2_000, f.embeddingBytes());
         assertEquals(2_200, f.headBytes());
         assertEquals(7, f.stageOverheadBytes());
+    }
+
+    @Test
+    void workersHoldingHalfPrecisionWeightsNeedTheLayersAndHeadAtTwoBytesButTheEmbeddingInFloat32() {
+        Manifest f32 = new Manifest("m", "llama", "1", 2, 0, 16, 64, "F32", List.of(
+                file("embed.safetensors", FileKind.EMBEDDING, 1_000, null, null),
+                file("layer-00000.safetensors", FileKind.LAYER, 600, 0, 2),
+                file("head.safetensors", FileKind.HEAD, 1_200, null, null)), "", 0, null, null);
+        ModelFootprints.Settings settings = new ModelFootprints.Settings(10, 3, 7);
+        ModelFootprint asStored = ModelFootprints.of(f32, CONFIG, settings, 4);
+        ModelFootprint half = ModelFootprints.of(f32, CONFIG, settings, 2);
+        assertEquals(300, asStored.layerWeightBytes(0));
+        assertEquals(150, half.layerWeightBytes(0));
+        assertEquals(150, half.layerWeightBytes(1));
+        assertEquals(600, half.headBytes());
+        assertEquals(1_000, half.embeddingBytes());
+        assertEquals(asStored.kvBytesPerLayer(), half.kvBytesPerLayer());
+        // A BF16 checkpoint held in BF16: its file sizes.
+        Manifest bf16 = new Manifest("m", "llama", "1", 2, 0, 16, 64, "BF16", f32.files(), "", 0, null, null);
+        assertEquals(300, ModelFootprints.of(bf16, CONFIG, settings, 2).layerWeightBytes(0));
+        assertEquals(2_000, ModelFootprints.of(bf16, CONFIG, settings, 2).embeddingBytes());
     }
 
     private static ManifestFile file(String name, FileKind kind, long size, Integer start, Integer end) {

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.config;
 
+import io.butterfly.common.tls.ClusterTls;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,7 +31,7 @@ class RaftConfigurationTest {
 
     @Test
     void defaultIsOneReplicaAtTheGrpcPortPlusTwentyStoringUnderTheDataDir() {
-        ReplicaSettings s = RaftConfiguration.settings(coordinator("coordinator-0"), raft("", List.of()), 9080);
+        ReplicaSettings s = RaftConfiguration.settings(coordinator("coordinator-0"), raft("", List.of()), 9080, ClusterTls.PLAINTEXT);
         assertEquals("coordinator-0", s.selfId());
         assertEquals(List.of(new ReplicaSettings.Peer("coordinator-0", "127.0.0.1", 9100)), s.peers());
         assertEquals(Path.of("/tmp/coord/raft"), s.storageDir());
@@ -45,7 +46,7 @@ class RaftConfigurationTest {
         ControlRaftProperties noSnapshots = new ControlRaftProperties("", List.of(), 20, "", Duration.ofMillis(150),
                 Duration.ofMillis(300), 0, Duration.ofSeconds(5), List.of(), "", DataSize.ofMegabytes(8), 1000);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> RaftConfiguration.settings(coordinator("coordinator-0"), noSnapshots, 9080));
+                () -> RaftConfiguration.settings(coordinator("coordinator-0"), noSnapshots, 9080, ClusterTls.PLAINTEXT));
         assertTrue(e.getMessage().contains("snapshot-threshold"), e.getMessage());
     }
 
@@ -53,24 +54,24 @@ class RaftConfigurationTest {
     void explicitPeersNameEveryReplicaAndMustIncludeThisOne() {
         List<String> peers = List.of("coordinator-0=127.0.0.1:9070", "coordinator-1=127.0.0.1:9071",
                 "coordinator-2=10.0.0.3:9072");
-        ReplicaSettings s = RaftConfiguration.settings(coordinator("coordinator-1"), raft("", peers), 9083);
+        ReplicaSettings s = RaftConfiguration.settings(coordinator("coordinator-1"), raft("", peers), 9083, ClusterTls.PLAINTEXT);
         assertEquals("coordinator-1", s.selfId());
         assertEquals(new ReplicaSettings.Peer("coordinator-1", "127.0.0.1", 9071), s.self());
         assertEquals("10.0.0.3", s.peers().get(2).host());
 
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> RaftConfiguration.settings(coordinator("coordinator-7"), raft("", peers), 9083));
+                () -> RaftConfiguration.settings(coordinator("coordinator-7"), raft("", peers), 9083, ClusterTls.PLAINTEXT));
         assertTrue(e.getMessage().contains("coordinator-7"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> RaftConfiguration.settings(coordinator("coordinator-0"),
-                raft("", List.of("coordinator-0=127.0.0.1:9070", "coordinator-0=127.0.0.1:9071")), 9080));
+                raft("", List.of("coordinator-0=127.0.0.1:9070", "coordinator-0=127.0.0.1:9071")), 9080, ClusterTls.PLAINTEXT));
     }
 
     @Test
     void theRaftServerListensOnItsPeerHostUnlessABindHostIsSet() {
         List<String> peers = List.of("c-0=c-0.pods.ns.svc.cluster.local:9070", "c-1=c-1.pods.ns.svc.cluster.local:9070");
 
-        ReplicaSettings byName = RaftConfiguration.settings(coordinator("c-1"), raft("", peers), 9080);
-        ReplicaSettings byIp = RaftConfiguration.settings(coordinator("c-1"), raft("", peers, "10.1.2.3"), 9080);
+        ReplicaSettings byName = RaftConfiguration.settings(coordinator("c-1"), raft("", peers), 9080, ClusterTls.PLAINTEXT);
+        ReplicaSettings byIp = RaftConfiguration.settings(coordinator("c-1"), raft("", peers, "10.1.2.3"), 9080, ClusterTls.PLAINTEXT);
 
         assertEquals("c-1.pods.ns.svc.cluster.local", byName.listenHost());
         assertEquals("10.1.2.3", byIp.listenHost());

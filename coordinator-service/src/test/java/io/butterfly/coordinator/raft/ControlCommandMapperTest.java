@@ -98,7 +98,7 @@ class ControlCommandMapperTest {
                     r.nextInt(), r.nextInt(), r.nextInt(), text(r)), at);
             case 2 -> new ClusterCommand.ModelResolved(text(r), text(r), at);
             case 3 -> new ClusterCommand.NodeJoined(new NodeInfo("w" + text(r), maybe(r), maybe(r), r.nextInt(), r.nextInt(),
-                    r.nextInt(), anyLong(r), anyDouble(r), maybe(r)), at);
+                    r.nextInt(), anyLong(r), anyDouble(r), maybe(r), r.nextInt(5)), at);
             case 4 -> new ClusterCommand.PartitionsAssigned(anyLong(r), r.ints(r.nextInt(4), 0, 1000).mapToObj(i ->
                     new StageAssignment("w" + i + text(r), i, i + 1 + r.nextInt(50), r.nextBoolean(), r.nextBoolean())).toList(), at);
             case 5 -> new ClusterCommand.LoadProgressed(text(r), anyLong(r),

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.raft;
 
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.testsupport.Ports;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -28,7 +29,7 @@ public final class TestReplicas {
     public static ReplicaSettings settings(String selfId, List<ReplicaSettings.Peer> peers, Path storage,
                                            long snapshotThreshold, ReplicaSettings.LogRetention retention) {
         return new ReplicaSettings(selfId, peers, "test", storage, Duration.ofMillis(150), Duration.ofMillis(300),
-                snapshotThreshold, Duration.ofSeconds(5), null, retention);
+                snapshotThreshold, Duration.ofSeconds(5), null, retention, ClusterTls.PLAINTEXT);
     }
 
     /** A started one-replica group that already leads (as on the embedded default). */

@@ -1,6 +1,7 @@
 package io.butterfly.discovery.admission;
 
 import io.butterfly.common.crypto.Ed25519;
+import io.butterfly.common.identity.Caller;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.discovery.membership.AdmissionException;
@@ -14,7 +15,8 @@ import java.util.function.Function;
  * Every control message discovery accepts passes here, and only here.
  *
  * <p>Joins run the checks in a fixed order, cheapest and least trusting first: the per-address rate
- * limit (before any cryptography, so a flood costs little), envelope format, timestamp window, signature,
+ * limit (before any cryptography, so a flood costs little), envelope format, the caller's certificate (over mutual
+ * TLS a node joins as the node and role it names), timestamp window, signature,
  * message-id replay (only authentic messages are remembered), key trust, cluster name, protocol version
  * and features, capability plausibility, duplicate id and capacity. The first refusal ends the attempt.
  * An admitted join is recorded and its key pinned atomically with the checks that read the member table.
@@ -56,13 +58,13 @@ public final class AdmissionChain {
                 new VersionNegotiation(policy.protocolVersion(), new ProtocolFeatures(policy.features())), policy.requiredFeatures());
         this.registry = registry;
         this.clock = clock;
-        this.joinChecks = List.of(timestampWindow, signature, replay, trust, new ClusterNameCheck(policy.clusterName()),
+        this.joinChecks = List.of(new CertifiedJoin(), timestampWindow, signature, replay, trust, new ClusterNameCheck(policy.clusterName()),
                 protocol, new CapabilityPlausibility(), new DuplicateNodeId(registry, trust),
                 new ClusterCapacity(registry, policy.maxMembers()));
     }
 
-    /** Judges a JOIN_REQUEST; returns the admitted member or throws the first refusal. */
-    public Admission admitJoin(SignedMessage message, PayloadReader<Join> reader, String sourceAddress) {
+    /** Judges a JOIN_REQUEST from {@code caller}; returns the admitted member or throws the first refusal. */
+    public Admission admitJoin(SignedMessage message, PayloadReader<Join> reader, String sourceAddress, Caller caller) {
         long now = clock.millis();
         rateLimit.check(sourceAddress, now);
         Join request = format.open(message, "JOIN_REQUEST", reader);
@@ -77,7 +79,7 @@ public final class AdmissionChain {
             throw EnvelopeFormat.invalid("member.role is required");
         }
         requireDiallable(m);
-        JoinAttempt attempt = new JoinAttempt(message, request, sourceAddress, now);
+        JoinAttempt attempt = new JoinAttempt(message, request, sourceAddress, now, caller);
         synchronized (this) {
             for (AdmissionCheck check : joinChecks) {
                 check.check(attempt);

@@ -66,6 +66,9 @@ public final class CapabilityPlausibility implements AdmissionCheck {
         if (c.maxModelBytes() < 0 || c.maxModelBytes() > 2 * c.memoryBytes() + gpuMemory) {
             return "max_model_bytes " + c.maxModelBytes() + " exceeds the reported memory";
         }
+        if (c.weightBytes() != 0 && c.weightBytes() != 2 && c.weightBytes() != 4) {
+            return "weight_bytes " + c.weightBytes() + " is not 2 (F16, BF16) or 4 (F32)";
+        }
         return null;
     }
 }

@@ -14,9 +14,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * Which key may speak for which node id (docs/initialization-and-bootstrap.md §9.1 step 2).
  *
  * <p>A node listed in the configured trust store must present exactly that key. A node not listed is
- * refused, unless trust-on-first-use is on (the embedded one-machine default; off in production):
- * then the first key that joins under an id is pinned to it for the life of this service, and any
- * other key under that id is a duplicate ({@link DuplicateNodeId}).
+ * refused, unless its certificate from the cluster CA names it (mutual TLS: the CA vouches for the id, the key signs
+ * the message), or trust-on-first-use is on (off in production and in the Helm chart). Either way the first key
+ * admitted under an id is pinned to it for the life of this service, and any other key under that id is a duplicate
+ * ({@link DuplicateNodeId}).
  */
 public final class KeyTrust implements AdmissionCheck {
 
@@ -46,8 +47,9 @@ public final class KeyTrust implements AdmissionCheck {
         if (expected != null && !expected.equals(presented)) {
             throw untrusted(id, presented, "the trust store holds another key for this node id");
         }
-        if (expected == null && !trustOnFirstUse) {
-            throw untrusted(id, presented, "the node id is not in the trust store (trust-on-first-use is off)");
+        if (expected == null && !trustOnFirstUse && !attempt.certified()) {
+            throw untrusted(id, presented, "the node id is not in the trust store and no certificate from the cluster CA"
+                    + " names it (trust-on-first-use is off)");
         }
     }
 

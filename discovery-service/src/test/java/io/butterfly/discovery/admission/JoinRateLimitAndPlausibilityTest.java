@@ -51,6 +51,7 @@ class JoinRateLimitAndPlausibilityTest {
                 .setMeasuredGflops(0.1 + random.nextDouble() * 1e5)
                 .setMemoryBandwidthGbps(random.nextDouble() * 3000)
                 .addGpus(GpuInfo.newBuilder().setIndex(0).setMemoryBytes(random.nextLong(80L << 30)))
+                .setWeightBytes(new int[]{0, 2, 4}[random.nextInt(3)])
                 .build();
     }
 
@@ -67,7 +68,8 @@ class JoinRateLimitAndPlausibilityTest {
                 b -> b.setMeasuredGflops(0),
                 b -> b.setMemoryBandwidthGbps(1e6),
                 b -> b.setMaxModelBytes(Long.MAX_VALUE / 2),
-                b -> b.setGpus(0, GpuInfo.newBuilder().setIndex(0).setMemoryBytes(1L << 50)));
+                b -> b.setGpus(0, GpuInfo.newBuilder().setIndex(0).setMemoryBytes(1L << 50)),
+                b -> b.setWeightBytes(8));
         for (int round = 0; round < 200; round++) {
             NodeCapabilities ok = plausible(random);
             assertNull(CapabilityPlausibility.problem(ControlMessages.capabilities(ok), true), ok::toString);

@@ -52,7 +52,7 @@ class ConsulProfileWithoutAgentTest {
     /** The default profile's context, started again on another Hazelcast port if its port was taken meanwhile. */
     private ConfigurableApplicationContext runWithFreeHazelcastPort() {
         return Ports.startOnFreePorts(1, ports -> new SpringApplicationBuilder(DiscoveryApplication.class)
-                .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
+                .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.tls.enabled=false", "--butterfly.discovery.data-dir=" + dataDir,
                         "--butterfly.discovery.hazelcast.port=" + ports.get(0)));
     }
 
@@ -61,7 +61,7 @@ class ConsulProfileWithoutAgentTest {
         try (Socket noAgent = closedPort();
              ConfigurableApplicationContext ctx = new SpringApplicationBuilder(DiscoveryApplication.class)
                      .profiles("consul")
-                     .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.discovery.data-dir=" + dataDir,
+                     .run("--server.port=0", "--spring.grpc.server.port=0", "--butterfly.tls.enabled=false", "--butterfly.discovery.data-dir=" + dataDir,
                              "--spring.cloud.consul.host=127.0.0.1", "--spring.cloud.consul.port=" + noAgent.getLocalPort())) {
             MembershipStore store = ctx.getBean(MembershipStore.class);
             assertInstanceOf(ConsulMembershipStore.class, store);

@@ -12,9 +12,11 @@ import java.util.List;
  * @param measuredGflops      dense float32 throughput, GFLOP/s (a short matmul micro-benchmark)
  * @param memoryBandwidthGbps main-memory copy bandwidth, GB/s (a short array-copy micro-benchmark)
  * @param storageType         the kind of storage behind the data directory
+ * @param weightBytes         bytes one projection weight takes once loaded (butterfly.worker.weight-dtype: 4 or 2)
  */
 public record Capabilities(int cpuCores, long memoryBytes, long memoryLimitBytes, long maxModelBytes, String device,
-                           List<Gpu> gpus, double measuredGflops, double memoryBandwidthGbps, StorageType storageType) {
+                           List<Gpu> gpus, double measuredGflops, double memoryBandwidthGbps, StorageType storageType,
+                           int weightBytes) {
 
     public Capabilities {
         gpus = List.copyOf(gpus);

@@ -23,8 +23,9 @@ public final class CapabilityDetector {
      * @param memoryLimit bytes this worker may use (butterfly.worker.memory-limit); 0 = no limit. Reported as
      *                    memory_limit_bytes next to the physical memory; the planner never gives the worker
      *                    more than the smaller of the two.
+     * @param weightBytes bytes a projection weight takes once loaded (butterfly.worker.weight-dtype)
      */
-    public static Capabilities detect(ComputeProbe compute, Path dataDir, long memoryLimit) {
+    public static Capabilities detect(ComputeProbe compute, Path dataDir, long memoryLimit, int weightBytes) {
         int cores = Runtime.getRuntime().availableProcessors();
         long memory = physicalMemory();
         long limit = memoryLimit > 0 ? Math.min(memoryLimit, memory) : 0;
@@ -36,7 +37,7 @@ public final class CapabilityDetector {
         double gflops = compute.measureGflops();
         double bandwidth = MemoryBandwidth.measureGbps(250_000_000L);
         return new Capabilities(cores, memory, limit, maxModel, compute.device(), gpus, gflops, bandwidth,
-                StorageTypeDetector.detect(dataDir));
+                StorageTypeDetector.detect(dataDir), weightBytes);
     }
 
     private static long physicalMemory() {

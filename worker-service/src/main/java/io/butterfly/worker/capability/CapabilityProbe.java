@@ -26,14 +26,15 @@ public class CapabilityProbe {
      * @param threads     the engine's intra-op threads (0: the engine's default)
      * @param dataDir     where the worker keeps its data
      * @param memoryLimit bytes this worker offers for its partition (0: the machine's memory)
+     * @param weightBytes bytes a projection weight takes once loaded (butterfly.worker.weight-dtype)
      */
-    public CapabilityProbe(String device, int threads, Path dataDir, long memoryLimit) {
+    public CapabilityProbe(String device, int threads, Path dataDir, long memoryLimit, int weightBytes) {
         Thread t = new Thread(() -> {
             try {
                 long start = System.nanoTime();
                 ComputeProbe compute = ComputeProbe.start(device, threads);
                 engineThreads = compute.engineThreads();
-                Capabilities caps = CapabilityDetector.detect(compute, dataDir, memoryLimit);
+                Capabilities caps = CapabilityDetector.detect(compute, dataDir, memoryLimit, weightBytes);
                 log.info("capabilities in {} ms: cores={} memory={}MiB gflops={} memory-bandwidth={}GB/s storage={} device={}",
                         (System.nanoTime() - start) / 1_000_000, caps.cpuCores(), caps.memoryBytes() >> 20,
                         String.format("%.1f", caps.measuredGflops()),

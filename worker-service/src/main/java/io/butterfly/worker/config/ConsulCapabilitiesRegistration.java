@@ -70,6 +70,7 @@ public class ConsulCapabilitiesRegistration {
         out.put("storage_type", c.storageType().name());
         out.put("device", c.device());
         out.put("gpu_count", c.gpus().size()); // a count only: the full GPU list would not fit
+        out.put("weight_bytes", c.weightBytes());
         return JSON.writeValueAsString(out);
     }
 }

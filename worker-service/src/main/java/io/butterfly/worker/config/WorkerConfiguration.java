@@ -40,7 +40,8 @@ public class WorkerConfiguration {
     /** Starts measuring as the context starts (see {@link CapabilityProbe}). */
     @Bean
     CapabilityProbe capabilityProbe(WorkerProperties props) {
-        return new CapabilityProbe(props.device(), props.threads(), props.dataDir(), props.memoryLimit().toBytes());
+        return new CapabilityProbe(props.device(), props.threads(), props.dataDir(), props.memoryLimit().toBytes(),
+                props.weightDtype().bytes());
     }
 
     @Bean
@@ -75,7 +76,8 @@ public class WorkerConfiguration {
     @Bean
     PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators) {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
-                new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant()));
+                new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant(),
+                        props.weightDtype()));
         return new PartitionManager(settings, registry, coordinators);
     }
 

@@ -1,5 +1,6 @@
 package io.butterfly.worker.config;
 
+import io.butterfly.worker.engine.WeightDtype;
 import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -34,6 +35,9 @@ import org.springframework.util.unit.DataSize;
  * @param batchInvariant  a sequence's logits are bit for bit the same whatever it is batched with (every step's rows
  *                        padded to a multiple of 4); off, they agree within float32 rounding (about 1e-6 relative),
  *                        and a step of 1 to 3 rows runs up to twice as fast
+ * @param weightDtype     the precision projection weights are held in: F32 (default), or F16 / BF16 (half the memory
+ *                        and the bytes a step reads; a projection's input is rounded to that type, see
+ *                        docs/benchmarks.md for what it costs and buys on a CPU)
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -53,7 +57,8 @@ public record WorkerProperties(
         @DefaultValue("0B") DataSize memoryLimit,
         @DefaultValue("10m") java.time.Duration cacheIdleTimeout,
         @DefaultValue("2GB") DataSize kvCacheBudget,
-        @DefaultValue("false") boolean batchInvariant) {
+        @DefaultValue("false") boolean batchInvariant,
+        @DefaultValue("F32") WeightDtype weightDtype) {
 
     public WorkerProperties {
         if (kvCacheBudget.isNegative()) {

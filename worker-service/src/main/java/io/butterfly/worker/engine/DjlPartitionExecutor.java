@@ -2,8 +2,8 @@ package io.butterfly.worker.engine;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
+import ai.djl.engine.EngineException;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
@@ -25,6 +25,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Runs a partition of a Llama-family or GPT-2 model with DJL on the PyTorch engine, in float32.
@@ -39,6 +41,8 @@ import java.util.Set;
  * the engine's intra-op threads already use the cores.
  */
 public final class DjlPartitionExecutor implements PartitionExecutor {
+
+    private static final Logger LOG = LoggerFactory.getLogger(DjlPartitionExecutor.class);
 
     private final PartitionSpec spec;
     private final NDManager root;
@@ -124,18 +128,46 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         try {
             NDManager weights = root.newSubManager();
             StageModel model;
-            long bytes;
             try (WeightStore store = WeightStore.open(opened, weights)) {
-                model = spec.config().architecture() == Architecture.GPT2
-                        ? Gpt2Stage.load(spec, store, weights)
-                        : LlamaStage.load(spec, store, weights);
-                bytes = store.bytesLoaded();
+                model = loadModel(spec, store, weights, options);
             }
-            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, bytes, options);
+            return new DjlPartitionExecutor(spec, root, root.newSubManager(), model, model.weightBytes(), options);
         } catch (IOException | RuntimeException e) {
             root.close();
             throw e;
         }
+    }
+
+    private static StageModel loadModel(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
+        boolean gpt2 = spec.config().architecture() == Architecture.GPT2;
+        TorchScript script = compile(weights, gpt2, options);
+        try {
+            return gpt2 ? Gpt2Stage.load(spec, store, weights, script, options.weightDtype())
+                    : LlamaStage.load(spec, store, weights, script, options.weightDtype());
+        } catch (RuntimeException e) {
+            script.close();
+            throw e;
+        }
+    }
+
+    /**
+     * The stage's TorchScript: with MKL-packed projections on a CPU (float32), with the weights as loaded on a GPU or
+     * where this libtorch has no MKL, in half precision when asked.
+     */
+    private static TorchScript compile(NDManager manager, boolean gpt2, ExecutorOptions options) {
+        String moduleClass = gpt2 ? "Gpt2Stage" : "LlamaStage";
+        String source = gpt2 ? "gpt2.py" : "llama.py";
+        if (options.weightDtype().half()) {
+            return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.HALF, options.profiled());
+        }
+        if (!manager.getDevice().isGpu()) {
+            try {
+                return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PACKED, options.profiled());
+            } catch (EngineException e) {
+                LOG.warn("MKL's packed GEMM is not available ({}); projections use the weights as loaded", e.getMessage());
+            }
+        }
+        return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PLAIN, options.profiled());
     }
 
     @Override
@@ -187,10 +219,10 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                 StepBatch step = new StepBatch(root, slices, totalTokens, batchInvariant);
                 NDArray x = input instanceof StageInput.Tokens tokens
                         ? model.embed(root.create(step.tokenIds(tokens.ids())), step)
-                        : step.pack(new NDList(hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens)));
+                        : step.padded(hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens));
                 x = model.layers(x, step);
                 result = spec.hasHead()
-                        ? toResult(step.sequenceRows(model.head(step.lastRows(x))), true)
+                        ? toResult(step.sequenceRows(model.head(x, step.lastRows())), true)
                         : toResult(step.tokenRows(x), false);
             }
             long now = System.nanoTime();

@@ -12,7 +12,12 @@ import java.util.Locale;
  * {@code ai.djl.pytorch.num_threads} (read by DJL's PtEngine) sets it; afterwards
  * {@link JniUtils#setNumThreads} ({@code torch::set_num_threads}) changes it, so both are applied.
  * The inter-op pool is left alone: it can only be sized before the first parallel op and this code runs
- * no inter-op parallel work (no TorchScript graphs).
+ * no inter-op parallel work.
+ *
+ * <p>TorchScript's graph executor runs without its optimizations (libtorch's {@code setGraphExecutorOptimize}):
+ * optimized, it profiles a method's first calls and then rewrites its graph for the shapes it saw, so the same step
+ * could run other kernels, rounding differently, depending on what ran before it. The stages' methods are already
+ * written as the operations to run ({@link TorchScript}).
  *
  * <p>Public for the tools' plain DJL loop (butterfly-cli), a benchmark baseline that starts the engine as the
  * workers do.
@@ -29,6 +34,7 @@ public final class EngineSetup {
             System.setProperty("ai.djl.pytorch.num_threads", Integer.toString(threads));
         }
         Engine engine = Engine.getEngine(ENGINE);
+        JniUtils.setGraphExecutorOptimize(false);
         if (threads > 0 && JniUtils.getNumThreads() != threads) {
             JniUtils.setNumThreads(threads);
         }

@@ -1,5 +1,7 @@
 package io.butterfly.worker.engine;
 
+import java.util.Objects;
+
 /**
  * Where and how a partition runs.
  *
@@ -8,8 +10,12 @@ package io.butterfly.worker.engine;
  * @param kvCacheBytes   the most memory all sequences' KV caches may take together; 0 = no limit
  * @param batchInvariant whether a sequence's results must be bit for bit the same whatever it is batched with, at
  *                       the cost of padding every step's rows (see {@link StepBatch#ROW_QUANTUM})
+ * @param weightDtype    the precision projection weights are held in
+ * @param profiled       whether the stage records libtorch profiler scopes per layer and operation ({@code butterfly
+ *                       profile}); they cost a few microseconds each, so serving stages go without
  */
-public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant) {
+public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
+                              boolean profiled) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -21,14 +27,25 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
         if (kvCacheBytes < 0) {
             throw new IllegalArgumentException("kvCacheBytes must be >= 0, got " + kvCacheBytes);
         }
+        Objects.requireNonNull(weightDtype, "weightDtype");
     }
 
-    /** Not batch-invariant. */
+    /** Not profiled. */
+    public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype) {
+        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, false);
+    }
+
+    /** Float32 weights, not profiled. */
+    public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant) {
+        this(device, threads, kvCacheBytes, batchInvariant, WeightDtype.F32);
+    }
+
+    /** Not batch-invariant, float32 weights. */
     public ExecutorOptions(String device, int threads, long kvCacheBytes) {
         this(device, threads, kvCacheBytes, false);
     }
 
-    /** No limit on KV cache memory, not batch-invariant. */
+    /** No limit on KV cache memory, not batch-invariant, float32 weights. */
     public ExecutorOptions(String device, int threads) {
         this(device, threads, 0);
     }
@@ -39,6 +56,16 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
 
     /** These options with batch invariance on or off. */
     public ExecutorOptions withBatchInvariant(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, on);
+        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled);
+    }
+
+    /** These options with weights held in {@code dtype}. */
+    public ExecutorOptions withWeightDtype(WeightDtype dtype) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled);
+    }
+
+    /** These options with the stage's profiling scopes on or off. */
+    public ExecutorOptions withProfiling(boolean on) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on);
     }
 }

@@ -1,85 +1,92 @@
 package io.butterfly.worker.engine;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.pytorch.jni.IValue;
 import io.butterfly.common.model.ModelConfig;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
- * GPT-2 stage: learned positions, LayerNorm, fused {@code c_attn}, GELU (tanh) MLP and a head tied to
- * {@code wte} unless {@code lm_head.weight} exists. Conv1D weights are stored {@code [in, out]} (see
- * {@link Projection} for the layout kept). Names are accepted with or without the {@code transformer.}
- * prefix.
+ * GPT-2 stage: learned positions, LayerNorm, fused {@code c_attn}, GELU (tanh) MLP and a head tied to {@code wte}
+ * unless {@code lm_head.weight} exists, computed by {@code torchscript/gpt2.py}. Conv1D weights are stored
+ * {@code [in, out]} and loaded transposed, as projections take them. Names are accepted with or without the
+ * {@code transformer.} prefix.
  */
 final class Gpt2Stage implements StageModel {
 
-    record Layer(NDArray ln1Weight, NDArray ln1Bias, Projection attn, Projection attnProj, NDArray ln2Weight,
-                 NDArray ln2Bias, Projection fc, Projection mlpProj) {
-    }
-
     private final NDManager manager;
+    private final TorchScript script;
     private final ModelConfig config;
-    private final float eps;
-    private final Ops.Scalars scalars;
-    private final List<Layer> layers;
-    private final TokenEmbedding wte;
+    /** Per layer, as gpt2.py reads them: ln_1 weight, bias; c_attn; attn.c_proj; ln_2 weight, bias; c_fc; mlp.c_proj. */
+    private final IValue layers;
+    private final int numLayers;
+    private final IValue dims;
+    /** gpt2.py's constants: attention scale, 1, 0.5, 0.044715, sqrt(2 / pi). */
+    private final IValue constants;
+    private final NDArray wte;
     private final NDArray wpe;
-    private final NDArray lnFWeight;
-    private final NDArray lnFBias;
-    private final Projection lmHead;
+    private final IValue finalNorm;
+    private final IValue head;
+    private final long weightBytes;
 
-    private Gpt2Stage(NDManager manager, ModelConfig config, List<Layer> layers, TokenEmbedding wte, NDArray wpe,
-                      NDArray lnFWeight, NDArray lnFBias, Projection lmHead) {
+    private Gpt2Stage(NDManager manager, TorchScript script, ModelConfig config, StageWeights layers, int numLayers,
+                      NDArray wte, NDArray wpe, StageWeights finalNorm, StageWeights head, long weightBytes) {
         this.manager = manager;
+        this.script = script;
         this.config = config;
-        this.eps = (float) config.normEps();
-        this.scalars = Ops.Scalars.create(manager, config.normEps(), config.headDim());
-        this.layers = layers;
+        this.layers = layers.toList();
+        this.numLayers = numLayers;
+        this.dims = IValue.listFrom(config.numHeads(), config.headDim());
+        this.constants = IValue.listFrom(LlamaStage.scalar(manager, 1.0 / Math.sqrt(config.headDim())),
+                LlamaStage.scalar(manager, 1), LlamaStage.scalar(manager, 0.5), LlamaStage.scalar(manager, 0.044715),
+                LlamaStage.scalar(manager, Math.sqrt(2.0 / Math.PI)));
         this.wte = wte;
         this.wpe = wpe;
-        this.lnFWeight = lnFWeight;
-        this.lnFBias = lnFBias;
-        this.lmHead = lmHead;
+        this.finalNorm = finalNorm == null ? null : finalNorm.toList();
+        this.head = head == null ? null : head.toList();
+        this.weightBytes = weightBytes;
     }
 
-    static Gpt2Stage load(PartitionSpec spec, WeightStore w, NDManager manager) {
+    static Gpt2Stage load(PartitionSpec spec, WeightStore w, NDManager manager, TorchScript script, WeightDtype dtype) {
         ModelConfig c = spec.config();
         long h = c.hiddenSize();
         long inner = c.intermediateSize();
-        List<Layer> layers = new ArrayList<>();
+        StageWeights layers = new StageWeights(script, manager, dtype);
         for (int i = spec.layerStart(); i < spec.layerEnd(); i++) {
             String p = "h." + i + ".";
-            layers.add(new Layer(
-                    w.load(name(w, p + "ln_1.weight"), h), w.load(name(w, p + "ln_1.bias"), h),
-                    conv1d(w, p + "attn.c_attn", h, 3 * h), conv1d(w, p + "attn.c_proj", h, h),
-                    w.load(name(w, p + "ln_2.weight"), h), w.load(name(w, p + "ln_2.bias"), h),
-                    conv1d(w, p + "mlp.c_fc", h, inner), conv1d(w, p + "mlp.c_proj", inner, h)));
+            layers.add(w.load(name(w, p + "ln_1.weight"), h)).add(w.load(name(w, p + "ln_1.bias"), h));
+            conv1d(layers, w, p + "attn.c_attn", h, 3 * h);
+            conv1d(layers, w, p + "attn.c_proj", h, h);
+            layers.add(w.load(name(w, p + "ln_2.weight"), h)).add(w.load(name(w, p + "ln_2.bias"), h));
+            conv1d(layers, w, p + "mlp.c_fc", h, inner);
+            conv1d(layers, w, p + "mlp.c_proj", inner, h);
         }
         boolean tied = !w.has("lm_head.weight");
-        NDArray lnW = null;
-        NDArray lnB = null;
-        Projection head = null;
-        if (spec.hasHead()) {
-            lnW = w.load(name(w, "ln_f.weight"), h);
-            lnB = w.load(name(w, "ln_f.bias"), h);
-            head = Projection.load(w, tied ? name(w, "wte.weight") : "lm_head.weight", h, c.vocabSize(), false, null);
-        }
-        TokenEmbedding wte = null;
+        NDArray wte = null;
         NDArray wpe = null;
+        long bytes = layers.bytes();
         if (spec.hasEmbedding()) {
-            wte = tied && head != null && head.inOut() != null
-                    ? TokenEmbedding.columnsOf(head.inOut())
-                    : TokenEmbedding.rowsOf(w.load(name(w, "wte.weight"), c.vocabSize(), h));
+            wte = w.load(name(w, "wte.weight"), c.vocabSize(), h);
             wpe = w.load(name(w, "wpe.weight"), c.maxPositions(), h);
+            bytes += (wte.size() + wpe.size()) * Float.BYTES;
         }
-        return new Gpt2Stage(manager, c, layers, wte, wpe, lnW, lnB, head);
+        StageWeights norm = null;
+        StageWeights head = null;
+        if (spec.hasHead()) {
+            norm = new StageWeights(script, manager, dtype).add(w.load(name(w, "ln_f.weight"), h)).add(w.load(name(w, "ln_f.bias"), h));
+            head = new StageWeights(script, manager, dtype);
+            if (tied && wte != null) {
+                head.addSharedProjection(wte, null);
+            } else {
+                head.addProjection(w.load(tied ? name(w, "wte.weight") : "lm_head.weight", c.vocabSize(), h), null);
+            }
+            bytes += norm.bytes() + head.bytes();
+        }
+        return new Gpt2Stage(manager, script, c, layers, spec.numLayers(), wte, wpe, norm, head, bytes);
     }
 
-    /** Conv1D: weights stored {@code [in, out]}. */
-    private static Projection conv1d(WeightStore w, String prefix, long in, long out) {
-        return Projection.load(w, name(w, prefix + ".weight"), in, out, true, w.load(name(w, prefix + ".bias"), out));
+    /** Conv1D: weights stored {@code [in, out]}, taken as {@code [out, in]}. */
+    private static void conv1d(StageWeights layers, WeightStore w, String prefix, long in, long out) {
+        layers.addProjection(w.loadTransposed(name(w, prefix + ".weight"), in, out), w.load(name(w, prefix + ".bias"), out));
     }
 
     private static String name(WeightStore w, String suffix) {
@@ -88,37 +95,46 @@ final class Gpt2Stage implements StageModel {
 
     @Override
     public NDArray embed(NDArray tokenIds, StepBatch step) {
-        NDArray positions = step.manager().create(step.positions());
-        return wte.lookup(tokenIds).add(wpe.get(positions));
+        try (ScriptArgs args = new ScriptArgs()) {
+            return script.callForArray(step.manager(), "embed", args.tensor(wte), args.tensor(wpe), args.tensor(tokenIds),
+                    args.tensor(step.manager().create(step.positions())));
+        }
     }
 
     @Override
     public NDArray layers(NDArray hidden, StepBatch step) {
-        int heads = config.numHeads();
-        long n = step.rows();
-        long[] kvStarts = {heads, 2L * heads};
-        NDArray x = hidden;
-        for (int slot = 0; slot < layers.size(); slot++) {
-            Layer l = layers.get(slot);
-            NDList qkv = l.attn().apply(Ops.layerNorm(x, l.ln1Weight(), l.ln1Bias(), eps))
-                    .reshape(n, 3L * heads, config.headDim())
-                    .split(kvStarts, 1);
-            NDArray q = qkv.get(0).mul(scalars.attentionScale());
-            NDArray attn = Attention.attend(q, qkv.get(1), qkv.get(2), step, slot);
-            x = x.add(l.attnProj().apply(attn));
-            NDArray fc = l.fc().apply(Ops.layerNorm(x, l.ln2Weight(), l.ln2Bias(), eps));
-            x = x.add(l.mlpProj().apply(Ops.geluTanh(fc, scalars)));
+        if (numLayers == 0) {
+            return hidden;
         }
-        return x;
+        try (ScriptArgs args = new ScriptArgs()) {
+            return script.callForArray(step.manager(), "layers", args.tensor(hidden), layers, dims,
+                    args.number(config.normEps()), constants, args.ints(step.sequences()), args.tensors(step.caches()));
+        }
     }
 
     @Override
-    public NDArray head(NDArray lastRows) {
-        return lmHead.apply(Ops.layerNorm(lastRows, lnFWeight, lnFBias, eps));
+    public NDArray head(NDArray hidden, NDArray rows) {
+        try (ScriptArgs args = new ScriptArgs()) {
+            return script.callForArray(rows.getManager(), "head", args.tensor(hidden), args.tensor(rows), finalNorm, head,
+                    args.number(config.normEps()));
+        }
+    }
+
+    @Override
+    public long weightBytes() {
+        return weightBytes;
     }
 
     @Override
     public void close() {
+        layers.close();
+        dims.close();
+        constants.close();
+        if (head != null) {
+            head.close();
+            finalNorm.close();
+        }
+        script.close();
         manager.close();
     }
 }

@@ -5,82 +5,88 @@ import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.engine.PtNDArray;
+import ai.djl.pytorch.jni.IValue;
 import io.butterfly.common.model.ModelConfig;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
- * Llama-family stage (Llama, Qwen2, Mistral): RMSNorm, rotary embeddings, grouped-query attention and
- * a SiLU-gated MLP. Projections sharing an input are fused at load time: one {@code [q | k | v]} and one
- * {@code [gate | up]} matmul per layer ({@code [in, out]}, see {@link Projection}).
+ * Llama-family stage (Llama, Qwen2, Mistral): RMSNorm, rotary embeddings, grouped-query attention and a SiLU-gated
+ * MLP, computed by {@code torchscript/llama.py}. Projections sharing an input are fused at load time: one
+ * {@code [q | k | v]} and one {@code [gate | up]} product per layer.
  */
 final class LlamaStage implements StageModel {
 
-    /** One decoder layer's weights. */
-    record Layer(NDArray inputNorm, Projection qkv, Projection o, NDArray postNorm, Projection gateUp, Projection down) {
-    }
-
     private final NDManager manager;
+    private final TorchScript script;
     private final ModelConfig config;
-    private final Ops.Scalars scalars;
     private final RotaryEmbedding rotary;
-    private final List<Layer> layers;
-    private final TokenEmbedding embedding;
+    /** Per layer, as llama.py reads them: input norm, q|k|v, o, post-attention norm, gate|up, down. */
+    private final IValue layers;
+    private final int numLayers;
+    private final IValue dims;
+    /** llama.py's constants: attention scale, 1, norm epsilon, hidden size. */
+    private final IValue constants;
+    private final NDArray embedding;
     private final NDArray finalNorm;
-    private final Projection lmHead;
+    private final IValue head;
+    private final long weightBytes;
 
-    private LlamaStage(NDManager manager, ModelConfig config, List<Layer> layers, TokenEmbedding embedding,
-                       NDArray finalNorm, Projection lmHead) {
+    private LlamaStage(NDManager manager, TorchScript script, ModelConfig config, StageWeights layers, int numLayers,
+                       NDArray embedding, NDArray finalNorm, StageWeights head, long weightBytes) {
         this.manager = manager;
+        this.script = script;
         this.config = config;
-        this.scalars = Ops.Scalars.create(manager, config.normEps(), config.headDim());
         this.rotary = new RotaryEmbedding(config.headDim(), config.ropeTheta(), config.ropeScaling());
-        this.layers = layers;
+        this.layers = layers.toList();
+        this.numLayers = numLayers;
+        this.dims = IValue.listFrom(config.numHeads(), config.numKvHeads(), config.headDim(), config.intermediateSize());
+        this.constants = IValue.listFrom(scalar(manager, 1.0 / Math.sqrt(config.headDim())), scalar(manager, 1),
+                scalar(manager, config.normEps()), scalar(manager, config.hiddenSize()));
         this.embedding = embedding;
         this.finalNorm = finalNorm;
-        this.lmHead = lmHead;
+        this.head = head == null ? null : head.toList();
+        this.weightBytes = weightBytes;
     }
 
-    static LlamaStage load(PartitionSpec spec, WeightStore w, NDManager manager) {
+    static LlamaStage load(PartitionSpec spec, WeightStore w, NDManager manager, TorchScript script, WeightDtype dtype) {
         ModelConfig c = spec.config();
         long h = c.hiddenSize();
         long qDim = (long) c.numHeads() * c.headDim();
         long kvDim = c.kvDim();
         long inter = c.intermediateSize();
-        List<Layer> layers = new ArrayList<>();
+        StageWeights layers = new StageWeights(script, manager, dtype);
         for (int i = spec.layerStart(); i < spec.layerEnd(); i++) {
             String p = "model.layers." + i + ".";
             String a = p + "self_attn.";
             String m = p + "mlp.";
-            layers.add(new Layer(
-                    w.load(p + "input_layernorm.weight", h),
-                    Projection.ofInOut(w.loadTransposedStacked(
-                                    new String[]{a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"},
+            layers.add(w.load(p + "input_layernorm.weight", h))
+                    .addProjection(w.loadStacked(new String[]{a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"},
                                     new long[]{qDim, kvDim, kvDim}, h),
                             fusedBias(w, manager, new String[]{a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"},
-                                    new long[]{qDim, kvDim, kvDim})),
-                    Projection.load(w, a + "o_proj.weight", qDim, h, false, w.loadOptional(a + "o_proj.bias", h)),
-                    w.load(p + "post_attention_layernorm.weight", h),
-                    Projection.ofInOut(w.loadTransposedStacked(
-                                    new String[]{m + "gate_proj.weight", m + "up_proj.weight"}, new long[]{inter, inter}, h),
-                            fusedBias(w, manager, new String[]{m + "gate_proj.bias", m + "up_proj.bias"}, new long[]{inter, inter})),
-                    Projection.load(w, m + "down_proj.weight", inter, h, false, w.loadOptional(m + "down_proj.bias", h))));
+                                    new long[]{qDim, kvDim, kvDim}))
+                    .addProjection(w.load(a + "o_proj.weight", h, qDim), w.loadOptional(a + "o_proj.bias", h))
+                    .add(w.load(p + "post_attention_layernorm.weight", h))
+                    .addProjection(w.loadStacked(new String[]{m + "gate_proj.weight", m + "up_proj.weight"}, new long[]{inter, inter}, h),
+                            fusedBias(w, manager, new String[]{m + "gate_proj.bias", m + "up_proj.bias"}, new long[]{inter, inter}))
+                    .addProjection(w.load(m + "down_proj.weight", h, inter), w.loadOptional(m + "down_proj.bias", h));
         }
         String embedName = "model.embed_tokens.weight";
         boolean tied = !w.has("lm_head.weight");
-        Projection head = null;
+        NDArray embedding = spec.hasEmbedding() ? w.load(embedName, c.vocabSize(), h) : null;
+        long bytes = layers.bytes() + (embedding == null ? 0 : embedding.size() * Float.BYTES);
+        StageWeights head = null;
         NDArray norm = null;
         if (spec.hasHead()) {
             norm = w.load("model.norm.weight", h);
-            head = Projection.load(w, tied ? embedName : "lm_head.weight", h, c.vocabSize(), false, null);
+            head = new StageWeights(script, manager, dtype);
+            if (tied && embedding != null) {
+                head.addSharedProjection(embedding, null);
+            } else {
+                head.addProjection(w.load(tied ? embedName : "lm_head.weight", c.vocabSize(), h), null);
+            }
+            bytes += head.bytes() + h * Float.BYTES;
         }
-        TokenEmbedding embedding = null;
-        if (spec.hasEmbedding()) {
-            embedding = tied && head != null && head.inOut() != null
-                    ? TokenEmbedding.columnsOf(head.inOut())
-                    : TokenEmbedding.rowsOf(w.load(embedName, c.vocabSize(), h));
-        }
-        return new LlamaStage(manager, c, layers, embedding, norm, head);
+        return new LlamaStage(manager, script, c, layers, spec.numLayers(), embedding, norm, head, bytes);
     }
 
     /** The fused bias, zeros for parts without one, or null when no part has one. */
@@ -101,47 +107,53 @@ final class LlamaStage implements StageModel {
         }
     }
 
+    /** A 0-dim float32 tensor. */
+    static PtNDArray scalar(NDManager manager, double value) {
+        return (PtNDArray) manager.create((float) value);
+    }
+
     @Override
     public NDArray embed(NDArray tokenIds, StepBatch step) {
-        return embedding.lookup(tokenIds);
+        try (ScriptArgs args = new ScriptArgs()) {
+            return script.callForArray(step.manager(), "embed", args.tensor(embedding), args.tensor(tokenIds));
+        }
     }
 
     @Override
     public NDArray layers(NDArray hidden, StepBatch step) {
-        if (layers.isEmpty()) {
+        if (numLayers == 0) {
             return hidden;
         }
         RotaryEmbedding.Tables rope = rotary.tables(step.manager(), step.positions());
-        int heads = config.numHeads();
-        int kvHeads = config.numKvHeads();
-        long n = step.rows();
-        long[] valueStart = {heads + kvHeads};
-        long[] keyStart = {heads};
-        long[] upStart = {config.intermediateSize()};
-        NDArray x = hidden;
-        for (int slot = 0; slot < layers.size(); slot++) {
-            Layer l = layers.get(slot);
-            NDList qkv = l.qkv().apply(Ops.rmsNorm(x, l.inputNorm(), scalars))
-                    .reshape(n, heads + 2L * kvHeads, config.headDim())
-                    .split(valueStart, 1);
-            // q and k are rotated together: one rotation for both.
-            NDList qk = rope.apply(qkv.get(0)).split(keyStart, 1);
-            NDArray q = qk.get(0).mul(scalars.attentionScale());
-            NDArray attn = Attention.attend(q, qk.get(1), qkv.get(1), step, slot);
-            x = x.add(l.o().apply(attn));
-            NDList gateUp = l.gateUp().apply(Ops.rmsNorm(x, l.postNorm(), scalars)).split(upStart, 1);
-            x = x.add(l.down().apply(Ops.siluGate(gateUp.get(0), gateUp.get(1), scalars)));
+        try (ScriptArgs args = new ScriptArgs()) {
+            return script.callForArray(step.manager(), "layers", args.tensor(hidden), layers, dims, constants,
+                    args.tensor(rope.cos()), args.tensor(rope.signedSin()), args.ints(step.sequences()),
+                    args.tensors(step.caches()));
         }
-        return x;
     }
 
     @Override
-    public NDArray head(NDArray lastRows) {
-        return lmHead.apply(Ops.rmsNorm(lastRows, finalNorm, scalars));
+    public NDArray head(NDArray hidden, NDArray rows) {
+        try (ScriptArgs args = new ScriptArgs()) {
+            return script.callForArray(rows.getManager(), "head", args.tensor(hidden), args.tensor(rows), args.tensor(finalNorm),
+                    head, constants);
+        }
+    }
+
+    @Override
+    public long weightBytes() {
+        return weightBytes;
     }
 
     @Override
     public void close() {
+        layers.close();
+        dims.close();
+        constants.close();
+        if (head != null) {
+            head.close();
+        }
+        script.close();
         manager.close();
     }
 }

@@ -12,9 +12,9 @@ import io.butterfly.common.model.RopeScaling;
  * {@code cos = cos(cat(freqs, freqs))}.
  *
  * <p>The tables for a step's positions are computed in Java in float32 the way transformers does
- * (float32 inverse frequencies, float32 position products), once per step for all layers. The sign of
- * {@code rotate_half} is folded into the sine table ({@code [-sin, sin]}) so that the rotation is one
- * half-swap ({@code flip}) and a multiply: {@code (-x2) * s} and {@code x2 * (-s)} are the same float.
+ * (float32 inverse frequencies, float32 position products), once per step for all layers; llama.py rotates with them.
+ * The sign of {@code rotate_half} is folded into the sine table ({@code [-sin, sin]}) so that the rotation is a swap
+ * of halves and a multiply: {@code (-x2) * s} and {@code x2 * (-s)} are the same float.
  */
 final class RotaryEmbedding {
 
@@ -56,16 +56,7 @@ final class RotaryEmbedding {
         return new Tables(manager.create(cos, shape), manager.create(sin, shape));
     }
 
-    /** The tables of one step. */
+    /** The tables of one step, {@code [rows, 1, headDim]} each. */
     record Tables(NDArray cos, NDArray signedSin) {
-
-        /** Rotates {@code x} of shape {@code [N, heads, headDim]}. */
-        NDArray apply(NDArray x) {
-            long n = x.getShape().get(0);
-            long heads = x.getShape().get(1);
-            long d = x.getShape().get(2);
-            NDArray swapped = x.reshape(n, heads, 2, d / 2).flip(2).reshape(n, heads, d);
-            return x.mul(cos).add(swapped.mul(signedSin));
-        }
     }
 }

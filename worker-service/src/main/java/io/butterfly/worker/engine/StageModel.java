@@ -11,8 +11,11 @@ interface StageModel extends AutoCloseable {
     /** Runs this stage's transformer layers over packed hidden states {@code [N, hidden]}. */
     NDArray layers(NDArray hidden, StepBatch step);
 
-    /** Final norm and LM head: {@code [B, hidden]} to logits {@code [B, vocab]}. */
-    NDArray head(NDArray lastRows);
+    /** Final norm and LM head over the given rows of {@code hidden}: logits {@code [rows, vocab]}. */
+    NDArray head(NDArray hidden, NDArray rows);
+
+    /** Memory the weights take as held. */
+    long weightBytes();
 
     @Override
     void close();

@@ -1,8 +1,6 @@
 package io.butterfly.worker.engine;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
@@ -10,8 +8,8 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * One forward step over a packed batch: where each sequence's rows sit, their absolute positions, and
- * per-step constants (causal masks) shared by all layers. Arrays it creates belong to the step's scope.
+ * One forward step over a packed batch: where each sequence's rows sit, their absolute positions and their caches,
+ * as a stage's TorchScript takes them. Arrays it creates belong to the step's scope.
  *
  * <p>Batch invariance is decided here, and only here. The row-wise work of a step (projections, norms,
  * activations, the LM head) runs on one packed array, and the GEMM kernels round a row differently by how many
@@ -23,8 +21,8 @@ final class StepBatch {
 
     /**
      * Rows of a product that round alike whatever else shares the call, measured with DJL 0.35.1 / libtorch 2.7.1
-     * (MKL) on CPU: a row computed among 4, 8, ... 1024 rows (at any offset) gives the same bits with 1, 2, 3, 4
-     * or 8 intra-op threads, while among 1 to 3 rows (and, threaded, the last rows of a count that is not a
+     * (MKL, packed weights or not) on CPU: a row computed among 4, 8, ... 512 rows (at any offset) gives the same bits
+     * with 1 or 2 intra-op threads, while among 1 to 3 rows (and, threaded, the last rows of a count that is not a
      * multiple of 4) it takes another kernel and rounds differently.
      */
     static final int ROW_QUANTUM = 4;
@@ -46,7 +44,6 @@ final class StepBatch {
     private final int totalTokens;
     private final boolean batchInvariant;
     private final int rows;
-    private final NDArray[] masks;
 
     StepBatch(NDManager manager, List<Slice> slices, int totalTokens, boolean batchInvariant) {
         this.manager = manager;
@@ -54,7 +51,6 @@ final class StepBatch {
         this.totalTokens = totalTokens;
         this.batchInvariant = batchInvariant;
         this.rows = padded(totalTokens);
-        this.masks = new NDArray[slices.size()];
     }
 
     private int padded(int count) {
@@ -63,10 +59,6 @@ final class StepBatch {
 
     NDManager manager() {
         return manager;
-    }
-
-    List<Slice> slices() {
-        return slices;
     }
 
     /** Rows of the packed arrays the layers run on: the tokens, then any padding. */
@@ -90,31 +82,30 @@ final class StepBatch {
         return pos;
     }
 
-    /** Each sequence's rows of a packed array, in batch order (views; the array itself for a lone unpadded sequence). */
-    NDList split(NDArray packed) {
-        if (slices.size() == 1 && rows == totalTokens) {
-            return new NDList(packed);
+    /** Per sequence: its row offset, its new tokens and the position of the first ({@code sequences} in attention.py). */
+    long[] sequences() {
+        long[] triples = new long[3 * slices.size()];
+        for (int i = 0; i < slices.size(); i++) {
+            Slice s = slices.get(i);
+            triples[3 * i] = s.rowOffset();
+            triples[3 * i + 1] = s.numTokens();
+            triples[3 * i + 2] = s.position();
         }
-        long[] cuts = new long[slices.size() - 1 + (rows > totalTokens ? 1 : 0)];
-        for (int i = 1; i < slices.size(); i++) {
-            cuts[i - 1] = slices.get(i).rowOffset();
-        }
-        if (rows > totalTokens) {
-            cuts[cuts.length - 1] = totalTokens;
-        }
-        return packed.split(cuts, 0);
+        return triples;
     }
 
-    /**
-     * Packs blocks of rows (the step's tokens, in batch order) into {@code [rows(), ...]}, appending the
-     * padding as zero rows.
-     */
-    NDArray pack(NDList tokenRows) {
-        if (rows > totalTokens) {
-            NDArray first = tokenRows.get(0);
-            tokenRows.add(manager.zeros(new Shape(rows - totalTokens).addAll(first.getShape().slice(1)), first.getDataType()));
+    /** Per sequence, its cache ({@code caches} in attention.py). */
+    NDArray[] caches() {
+        return slices.stream().map(s -> s.cache().keysAndValues()).toArray(NDArray[]::new);
+    }
+
+    /** Hidden states of the step's tokens {@code [tokens, hidden]}, with the padding rows appended as zeros. */
+    NDArray padded(NDArray tokenRows) {
+        if (rows == totalTokens) {
+            return tokenRows;
         }
-        return tokenRows.size() == 1 ? tokenRows.get(0) : NDArrays.concat(tokenRows, 0);
+        Shape shape = new Shape(rows - totalTokens).addAll(tokenRows.getShape().slice(1));
+        return tokenRows.concat(manager.zeros(shape, tokenRows.getDataType()), 0);
     }
 
     /** The tokens' rows of a packed array (the padding dropped). */
@@ -123,38 +114,16 @@ final class StepBatch {
     }
 
     /**
-     * Additive mask {@code [n, capacity]} over slice {@code i}'s whole cache: new token t (absolute
-     * position position + t) sees cached and new keys up to its own position; later positions, including
-     * the unused capacity, get -inf.
+     * The row of each sequence's last token, padded like the step's rows (repeating the last sequence's) for the
+     * head; {@link #sequenceRows} drops the padding from the head's output.
      */
-    NDArray causalMask(int i) {
-        if (masks[i] == null) {
-            Slice s = slices.get(i);
-            int n = s.numTokens();
-            int capacity = s.cache().capacity();
-            float[] m = new float[n * capacity];
-            for (int t = 0; t < n; t++) {
-                Arrays.fill(m, t * capacity + s.position() + t + 1, (t + 1) * capacity, Float.NEGATIVE_INFINITY);
-            }
-            masks[i] = manager.create(m, new Shape(n, capacity));
-        }
-        return masks[i];
-    }
-
-    /**
-     * Each sequence's last row, {@code [numSequences, hidden]}, padded like the step's rows (with copies of the last
-     * sequence's row) for the head; {@link #sequenceRows} drops the padding from the head's output.
-     */
-    NDArray lastRows(NDArray packed) {
-        if (slices.size() == 1 && rows == 1) {
-            return packed;
-        }
+    NDArray lastRows() {
         long[] last = new long[padded(slices.size())];
         for (int i = 0; i < last.length; i++) {
             Slice s = slices.get(Math.min(i, slices.size() - 1));
             last[i] = s.rowOffset() + s.numTokens() - 1;
         }
-        return packed.get(manager.create(last));
+        return manager.create(last);
     }
 
     /** The sequences' rows of what the head computed from {@link #lastRows}. */

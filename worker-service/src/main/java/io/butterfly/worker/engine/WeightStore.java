@@ -119,21 +119,11 @@ final class WeightStore implements AutoCloseable {
     }
 
     /**
-     * Loads a 2-D tensor stored {@code [rows, cols]} as {@code [cols, rows]} (contiguous), e.g. a
-     * Hugging Face {@code [out, in]} projection as the {@code [in, out]} layout {@link Projection} wants.
+     * Loads 2-D tensors stored {@code [rows_i, cols]} as one {@code [sum(rows_i), cols]} matrix, one below the other:
+     * projections that share an input (q/k/v, gate/up) fused, as {@code [out, in]}. On the host each tensor is read
+     * straight into its rows of the engine tensor.
      */
-    NDArray loadTransposed(String name, long rows, long cols) {
-        return loadTransposedStacked(new String[]{name}, new long[]{rows}, cols);
-    }
-
-    /**
-     * Loads 2-D tensors stored {@code [rows_i, cols]} as one contiguous {@code [cols, sum(rows_i)]} matrix:
-     * projections that share an input (q/k/v, gate/up) fused in the {@code [in, out]} layout. Their stored rows
-     * are read one after another into the staging buffer and transposed together, so each weight is copied
-     * once by the engine (transposing each and concatenating the results copied everything twice; the
-     * concatenation alone was 14-34% of a cold partition load).
-     */
-    NDArray loadTransposedStacked(String[] names, long[] rows, long cols) {
+    NDArray loadStacked(String[] names, long[] rows, long cols) {
         if (names.length == 0 || names.length != rows.length) {
             throw new IllegalArgumentException(names.length + " tensor names for " + rows.length + " row counts");
         }
@@ -141,21 +131,52 @@ final class WeightStore implements AutoCloseable {
         for (long r : rows) {
             totalRows += r;
         }
-        if (totalRows > 1 && cols > 1 && storedAsIs(names)) {
-            return transposedFromFile(names, rows, totalRows, cols);
+        if (!hostMemory) {
+            int count = reserve(String.join(" + ", names), totalRows, cols);
+            long offset = 0;
+            for (int i = 0; i < names.length; i++) {
+                stageAt(names[i], offset, rows[i], cols);
+                offset += rows[i] * cols;
+            }
+            return toArray(count, totalRows, cols);
         }
-        int count = reserve(String.join(" + ", names), totalRows, cols);
-        long offset = 0;
+        int count = floatCount(String.join(" + ", names), totalRows, cols);
         for (int i = 0; i < names.length; i++) {
-            stageAt(names[i], offset, rows[i], cols);
-            offset += rows[i] * cols;
+            checkShape(names[i], rows[i], cols);
         }
-        if (totalRows == 1 || cols == 1) {
+        NDArray array = manager.create(new Shape(totalRows, cols), DataType.FLOAT32); // uninitialised
+        try {
+            ByteBuffer memory = memoryOf(array);
+            int from = 0;
+            for (int i = 0; i < names.length; i++) {
+                int bytes = (int) (rows[i] * cols * Float.BYTES);
+                read(names[i], memory.clear().position(from).limit(from + bytes).slice());
+                from += bytes;
+            }
+        } catch (RuntimeException e) {
+            array.close();
+            throw e;
+        }
+        bytesLoaded += (long) count * Float.BYTES;
+        return array;
+    }
+
+    /**
+     * Loads a 2-D tensor stored {@code [rows, cols]} as {@code [cols, rows]} (contiguous), e.g. a GPT-2 Conv1D
+     * {@code [in, out]} matrix as the {@code [out, in]} a projection takes.
+     */
+    NDArray loadTransposed(String name, long rows, long cols) {
+        if (rows > 1 && cols > 1 && storedAsIs(name)) {
+            return transposedFromFile(name, rows, cols);
+        }
+        int count = reserve(name, rows, cols);
+        stageAt(name, 0, rows, cols);
+        if (rows == 1 || cols == 1) {
             // A vector's transpose has the same memory order; the engine would return a view of the staging
             // buffer (already contiguous) instead of a copy.
-            return toArray(count, cols, totalRows);
+            return toArray(count, cols, rows);
         }
-        try (NDArray stored = staged(count, totalRows, cols)) {
+        try (NDArray stored = staged(count, rows, cols)) {
             return transposedCopy(stored);
         }
     }
@@ -172,43 +193,28 @@ final class WeightStore implements AutoCloseable {
     }
 
     /**
-     * Whether the engine can read these tensors where the file holds them, as one matrix: float32 on a little-endian
-     * host (the engine's own layout), stored back to back in this order in one file (q, k, v as a checkpoint lists
-     * them). A transposed load then copies straight from the file's pages, without staging the matrix in fresh
+     * Whether the engine can read a tensor where the file holds it: float32 on a little-endian host (the engine's own
+     * layout). A transposed load then copies straight from the file's pages, without staging the matrix in fresh
      * memory first (98 MB for a 32000 x 768 head: on a cold start the kernel's zeroing of new pages cost more than
      * the transpose).
      */
-    private boolean storedAsIs(String... names) {
-        if (!hostMemory || ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
-            return false;
-        }
-        SafetensorsFile file = byName.get(names[0]);
-        for (String n : names) {
-            if (byName.get(n) != file || !info(n).dtype().equals("F32")) {
-                return false;
-            }
-        }
-        return file.backToBack(names);
+    private boolean storedAsIs(String name) {
+        return hostMemory && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN && info(name).dtype().equals("F32");
     }
 
-    /**
-     * The engine's contiguous transpose of float32 matrices {@code [rows_i, cols]} read in place from their file as
-     * one {@code [sum(rows_i), cols]} matrix.
-     */
-    private NDArray transposedFromFile(String[] names, long[] rows, long totalRows, long cols) {
-        for (int i = 0; i < names.length; i++) {
-            checkShape(names[i], rows[i], cols);
-        }
-        floatCount(String.join(" + ", names), totalRows, cols);
+    /** The engine's contiguous transpose of a float32 matrix {@code [rows, cols]} read in place from its file. */
+    private NDArray transposedFromFile(String name, long rows, long cols) {
+        checkShape(name, rows, cols);
+        floatCount(name, rows, cols);
         ByteBuffer stored;
         try {
-            stored = byName.get(names[0]).mappedBytes(names).order(ByteOrder.nativeOrder());
+            stored = byName.get(name).mappedBytes(name).order(ByteOrder.nativeOrder());
         } catch (IOException e) {
-            throw new UncheckedIOException("reading '" + String.join(" + ", names) + "'", e);
+            throw new UncheckedIOException("reading '" + name + "'", e);
         }
         bytesLoaded += stored.remaining();
         // The view shares the mapped pages with the engine (read-only: only the transpose reads them).
-        try (NDArray view = manager.create(stored, new Shape(totalRows, cols), DataType.FLOAT32)) {
+        try (NDArray view = manager.create(stored, new Shape(rows, cols), DataType.FLOAT32)) {
             return transposedCopy(view);
         } finally {
             Reference.reachabilityFence(stored); // unmapped only once it is collected: not before the copy is made

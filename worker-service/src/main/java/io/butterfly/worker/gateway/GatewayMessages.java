@@ -104,7 +104,7 @@ public final class GatewayMessages {
         NodeCapabilities.Builder b = NodeCapabilities.newBuilder().setCpuCores(c.cpuCores()).setMemoryBytes(c.memoryBytes())
                 .setMemoryLimitBytes(c.memoryLimitBytes()).setMaxModelBytes(c.maxModelBytes()).setDevice(c.device())
                 .setMeasuredGflops(c.measuredGflops()).setMemoryBandwidthGbps(c.memoryBandwidthGbps())
-                .setStorageType(StorageType.valueOf(c.storageType().name()));
+                .setStorageType(StorageType.valueOf(c.storageType().name())).setWeightBytes(c.weightBytes());
         c.gpus().forEach(g -> b.addGpus(GpuInfo.newBuilder().setIndex(g.index()).setName(g.name())));
         return b.build();
     }

@@ -2,11 +2,15 @@ package io.butterfly.worker.gateway;
 
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.grpc.OneWayStreams;
+import io.butterfly.common.tls.ClusterTls;
 import io.grpc.ManagedChannel;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** One long-lived channel per peer address (next stage, coordinator, registry, discovery), shared by the gateways. */
+/**
+ * One long-lived channel per peer address (next stage, coordinator, registry, discovery), shared by the gateways;
+ * each speaks mutual TLS with this worker's certificate (plaintext when TLS is off).
+ */
 public class PeerChannels implements OneWayStreams.Channels {
 
     /** Opens a channel to a peer (api/grpc's, with the tracing interceptor). */
@@ -21,9 +25,9 @@ public class PeerChannels implements OneWayStreams.Channels {
         this.opener = opener;
     }
 
-    /** Plain channels, as tests use them. */
-    public PeerChannels() {
-        this(GrpcChannels::open);
+    /** Channels without tracing, as tests use them. */
+    public PeerChannels(ClusterTls tls) {
+        this((host, port) -> GrpcChannels.open(host, port, tls));
     }
 
     @Override

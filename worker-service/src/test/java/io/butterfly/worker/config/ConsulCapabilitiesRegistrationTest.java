@@ -16,7 +16,7 @@ class ConsulCapabilitiesRegistrationTest {
     @Test
     void theMetadataSummaryParsesBackIntoTheSameCapabilities() throws Exception {
         Capabilities caps = new Capabilities(16, Long.MAX_VALUE / 3, 0, 0, "cpu()", List.of(), 123.25, 41.5,
-                StorageType.NVME);
+                StorageType.NVME, 2);
         String json = ConsulCapabilitiesRegistration.summary(caps);
         assertTrue(json.length() <= 512, "fits a Consul metadata value: " + json.length());
 

@@ -1,5 +1,6 @@
 package io.butterfly.worker.gateway;
 
+import io.butterfly.common.tls.ClusterTls;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -72,7 +73,7 @@ class CoordinatorGatewayTest {
         }
     }
 
-    private final PeerChannels channels = new PeerChannels();
+    private final PeerChannels channels = new PeerChannels(ClusterTls.PLAINTEXT);
     private final List<FakeReplica> replicas = new CopyOnWriteArrayList<>();
     private CoordinatorGateway gateway;
 

@@ -1,5 +1,6 @@
 package io.butterfly.worker.partition;
 
+import io.butterfly.common.tls.ClusterTls;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -24,7 +25,7 @@ class AssignmentFencingTest {
     @TempDir
     Path dataDir;
 
-    private final PeerChannels channels = new PeerChannels();
+    private final PeerChannels channels = new PeerChannels(ClusterTls.PLAINTEXT);
 
     private PartitionManager manager(CoordinatorGateway coordinators) {
         return new PartitionManager(new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),

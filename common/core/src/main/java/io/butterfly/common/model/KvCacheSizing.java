@@ -3,8 +3,8 @@ package io.butterfly.common.model;
 /**
  * How big a sequence's KV cache on a stage grows: the worker's caches allocate by this rule, and the coordinator's
  * scheduler reserves by it, so the two count the same bytes. Keys and values are float32; capacity grows by a
- * quarter, in multiples of {@value #GROWTH} positions (attention runs over the whole capacity, masked past the
- * sequence: at most a quarter of its work is masked, and growth copies stay geometric).
+ * quarter, in multiples of {@value #GROWTH} positions, so that growth copies stay geometric and at most a quarter of
+ * a cache is unused.
  */
 public final class KvCacheSizing {
 

@@ -1,12 +1,16 @@
 package io.butterfly.common.grpc;
 
+import io.butterfly.common.tls.ClusterTls;
+import io.grpc.ChannelCredentials;
 import io.grpc.ClientInterceptor;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.NettyChannelBuilder;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-/** Client channels between Butterfly services (loopback / cluster network, plaintext for now). */
+/** Client channels between Butterfly services: mutual TLS with this node's certificate, or plaintext when TLS is off. */
 public final class GrpcChannels {
 
     /** Large enough for a prefill's activations or a logits row; chunking covers weights. */
@@ -23,21 +27,34 @@ public final class GrpcChannels {
     private GrpcChannels() {
     }
 
-    public static ManagedChannel open(String host, int port) {
-        return open(host, port, List.of());
+    public static ManagedChannel open(String host, int port, ClusterTls tls) {
+        return open(host, port, tls, List.of());
     }
 
     /**
      * A channel whose calls pass through {@code interceptors} (the service's tracing interceptor: each call carries
      * the caller's trace context in its metadata).
      */
-    public static ManagedChannel open(String host, int port, List<ClientInterceptor> interceptors) {
-        return NettyChannelBuilder.forAddress(host, port)
-                .usePlaintext()
+    public static ManagedChannel open(String host, int port, ClusterTls tls, List<ClientInterceptor> interceptors) {
+        return NettyChannelBuilder.forAddress(host, port, credentials(tls))
                 .initialFlowControlWindow(INITIAL_FLOW_CONTROL_WINDOW)
                 .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                 .keepAliveTime(30, TimeUnit.SECONDS)
                 .intercept(interceptors)
+                .build();
+    }
+
+    /**
+     * This node's certificate for the server to check, and the cluster CA (and the host name dialled) to check the
+     * server's against; plaintext when TLS is off.
+     */
+    public static ChannelCredentials credentials(ClusterTls tls) {
+        if (!tls.enabled()) {
+            return InsecureChannelCredentials.create();
+        }
+        return TlsChannelCredentials.newBuilder()
+                .keyManager(tls.keyManagers().getKeyManagers())
+                .trustManager(tls.trustManager(null))
                 .build();
     }
 

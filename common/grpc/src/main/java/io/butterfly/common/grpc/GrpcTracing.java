@@ -33,7 +33,7 @@ public final class GrpcTracing {
     }
 
     /**
-     * What a service's channels intercept calls with ({@link GrpcChannels#open(String, int, List)}): a call made
+     * What a service's channels intercept calls with ({@link GrpcChannels#open(String, int, ClusterTls, List)}): a call made
      * within a trace carries its context in the call's metadata, and the callee's server span continues it.
      */
     public static List<ClientInterceptor> clientInterceptors(ObservationRegistry registry) {

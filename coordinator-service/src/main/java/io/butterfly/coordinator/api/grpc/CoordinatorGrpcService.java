@@ -3,7 +3,11 @@ package io.butterfly.coordinator.api.grpc;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.CallerInterceptor;
+import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayReceiver;
+import io.butterfly.common.identity.Caller;
+import io.butterfly.common.identity.NodeRole;
 import io.butterfly.coordinator.bootstrap.CrossValidator;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
@@ -25,7 +29,11 @@ import io.grpc.stub.StreamObserver;
 import java.time.Clock;
 import org.springframework.stereotype.Service;
 
-/** Workers' reports to the coordinator: load progress/completion, heartbeats and pipeline step outcomes. */
+/**
+ * Workers' reports to the coordinator: load progress/completion, heartbeats and pipeline step outcomes. Each report
+ * that speaks for a worker is taken only from that worker or a coordinator, as the caller's certificate says
+ * ({@link Caller}); a forged heartbeat never reaches the failure detector.
+ */
 @Service
 public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorServiceImplBase {
 
@@ -51,6 +59,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         if (r.getNodeId().isBlank()) {
             throw new IllegalArgumentException("node_id is required");
         }
+        CallerInterceptor.current().requireSpeaksFor(NodeRole.WORKER, r.getNodeId(), "load report");
         long now = clock.millis();
         ClusterCommand command = switch (r.getPhase()) {
             case READY -> new ClusterCommand.LoadCompleted(r.getNodeId(), r.getEpoch(), r.getPartitionChecksum(),
@@ -76,6 +85,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
 
     @Override
     public void heartbeat(HeartbeatRequest request, StreamObserver<HeartbeatResponse> response) {
+        CallerInterceptor.current().requireSpeaksFor(NodeRole.WORKER, request.getNodeId(), "heartbeat");
         liveness.heartbeat(request.getNodeId(), 0);
         response.onNext(HeartbeatResponse.newBuilder().setEpoch(control.state().epoch()).build());
         response.onCompleted();
@@ -88,6 +98,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
      */
     @Override
     public StreamObserver<HeartbeatPing> heartbeatStream(StreamObserver<HeartbeatAck> acks) {
+        Caller caller = CallerInterceptor.current();
         return new StreamObserver<>() {
             private String nodeId;
             private long streamId;
@@ -99,6 +110,12 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
                     return;
                 }
                 if (nodeId == null) {
+                    try {
+                        caller.requireSpeaksFor(NodeRole.WORKER, ping.getNodeId(), "heartbeat stream");
+                    } catch (ButterflyException refused) {
+                        acks.onError(GrpcErrors.toStatus(refused));
+                        return;
+                    }
                     nodeId = ping.getNodeId();
                     streamId = liveness.streamOpened(nodeId);
                 } else if (!nodeId.equals(ping.getNodeId())) {
@@ -130,9 +147,14 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         };
     }
 
-    /** Outcomes of the steps this replica started, one-way from the last stage or a failing one. */
+    /**
+     * Outcomes of the steps this replica started, one-way from the last stage or a failing one: only workers send
+     * them, and each outcome only from a stage of its own step's pipeline.
+     */
     @Override
     public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
-        return OneWayReceiver.of(workers::complete, closed);
+        Caller caller = CallerInterceptor.current();
+        caller.requireRole("step outcomes", NodeRole.WORKER);
+        return OneWayReceiver.of(outcome -> workers.received(outcome, caller), closed);
     }
 }

@@ -2,6 +2,7 @@ package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.grpc.GrpcTracing;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
 import io.micrometer.observation.ObservationPredicate;
 import io.micrometer.observation.ObservationRegistry;
@@ -10,7 +11,8 @@ import org.springframework.context.annotation.Configuration;
 
 /**
  * Which gRPC calls are traced (docs/observability.md): every call but the long-lived streams, whose steps carry
- * their requests' trace context themselves; and the channels to the workers carry the caller's trace context.
+ * their requests' trace context themselves; and the channels to the workers (mutual TLS with this node's
+ * certificate) carry the caller's trace context.
  */
 @Configuration(proxyBeanMethods = false)
 public class GrpcTracingConfiguration {
@@ -21,8 +23,8 @@ public class GrpcTracingConfiguration {
     }
 
     @Bean
-    WorkerGateway.ChannelOpener workerChannels(ObservationRegistry registry) {
+    WorkerGateway.ChannelOpener workerChannels(ObservationRegistry registry, ClusterTls tls) {
         var interceptors = GrpcTracing.clientInterceptors(registry);
-        return (host, port) -> GrpcChannels.open(host, port, interceptors);
+        return (host, port) -> GrpcChannels.open(host, port, tls, interceptors);
     }
 }

@@ -3,6 +3,7 @@ package io.butterfly.coordinator.gateway.discovery;
 import io.butterfly.common.discovery.DiscoveryMembership;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.bootstrap.WorkerDirectory;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.proto.common.v1.NodeCapabilities;
@@ -42,8 +43,8 @@ public final class DiscoveryGateway implements WorkerDirectory, AutoCloseable {
     private final ManagedChannel channel;
     private final DiscoveryMembership membership;
 
-    public DiscoveryGateway(String host, int port, Self self) {
-        this.channel = GrpcChannels.open(host, port);
+    public DiscoveryGateway(String host, int port, ClusterTls tls, Self self) {
+        this.channel = GrpcChannels.open(host, port, tls);
         Member member = Member.newBuilder()
                 .setNodeId(self.nodeId())
                 .setRole(NodeRole.COORDINATOR)
@@ -87,7 +88,8 @@ public final class DiscoveryGateway implements WorkerDirectory, AutoCloseable {
     static NodeInfo toNodeInfo(Member m) {
         return new NodeInfo(m.getNodeId(), "worker", m.getHost(), m.getGrpcPort(), m.getHttpPort(),
                 m.getCapabilities().getCpuCores(), usableMemory(m.getCapabilities()),
-                m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice());
+                m.getCapabilities().getMeasuredGflops(), m.getCapabilities().getDevice(),
+                m.getCapabilities().getWeightBytes());
     }
 
     /** Memory a worker offers for its partition: its limit where it set one, else all its memory. */

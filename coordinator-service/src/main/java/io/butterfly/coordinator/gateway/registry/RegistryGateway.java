@@ -3,6 +3,7 @@ package io.butterfly.coordinator.gateway.registry;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.model.ModelRegistry;
 import io.butterfly.coordinator.model.RegistryUnavailableException;
@@ -24,8 +25,8 @@ public final class RegistryGateway implements ModelRegistry, AutoCloseable {
         this.channel = channel;
     }
 
-    public static RegistryGateway connect(String host, int port) {
-        return new RegistryGateway(GrpcChannels.open(host, port));
+    public static RegistryGateway connect(String host, int port, ClusterTls tls) {
+        return new RegistryGateway(GrpcChannels.open(host, port, tls));
     }
 
     @Override

@@ -5,6 +5,7 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayStreams;
+import io.butterfly.common.identity.Caller;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.StepFailure;
@@ -83,12 +84,21 @@ final class PipelineSteps implements AutoCloseable {
                 "pipeline step " + request.getStep() + " had no outcome within " + stepTimeoutSeconds + " s");
     }
 
-    /** An outcome arrived; one nobody waits for any more (late, or reported twice) is dropped. */
-    void complete(StepOutcome outcome) {
+    /**
+     * An outcome arrived from {@code sender}, which must be a stage of the step's pipeline; one nobody waits for any
+     * more (late, or reported twice) is dropped.
+     */
+    void received(StepOutcome outcome, Caller sender) {
         Pending p = waiting.get(new StepKey(outcome.getTaskId(), outcome.getStep()));
         if (p != null) {
+            sender.requireWorkerAmong(p.stages(), "outcome of step " + outcome.getStep() + " of " + outcome.getTaskId());
             p.outcome().complete(outcome);
         }
+    }
+
+    /** An outcome made here (a stage unreachable). */
+    private void complete(StepOutcome outcome) {
+        received(outcome, Caller.PLAINTEXT);
     }
 
     /** Fails at once the steps waiting on {@code nodeId} (see {@code Pipeline#abortThrough}). */

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.gateway.worker;
 
+import io.butterfly.common.identity.Caller;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.bootstrap.Assignment;
 import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
@@ -193,8 +194,8 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
     }
 
     /** A step's outcome, sent one-way by the last stage or a failing one to this replica. */
-    public void complete(StepOutcome outcome) {
-        steps.complete(outcome);
+    public void received(StepOutcome outcome, Caller sender) {
+        steps.received(outcome, sender);
     }
 
     private record ReceivedStep(StepOutcome outcome) implements StepResult {

@@ -2,11 +2,15 @@ package io.butterfly.coordinator.gateway.worker;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
+import io.butterfly.common.identity.Caller;
+import io.butterfly.common.identity.NodeRole;
+import io.butterfly.common.identity.PeerIdentity;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
 import io.butterfly.coordinator.cluster.NodeInfo;
@@ -126,10 +130,16 @@ class WorkerGatewayTest {
                 .setGrpcPort(9083).build());
         assertThat(result).isNotDone();
 
-        gateway.complete(StepOutcome.newBuilder().setTaskId("batch-7").setStep(7)
+        StepOutcome logits = StepOutcome.newBuilder().setTaskId("batch-7").setStep(7)
                 .setLogits(TensorCodec.float32(new float[]{0.5f, -1f, 2f, 0f, 1f, 3f}, 2, 3))
                 .addTimings(StageTiming.newBuilder().setNodeId("w1").setComputeNanos(5).setWallNanos(7))
-                .addTimings(StageTiming.newBuilder().setNodeId("w3").setComputeNanos(11).setWallNanos(13)).build());
+                .addTimings(StageTiming.newBuilder().setNodeId("w3").setComputeNanos(11).setWallNanos(13)).build();
+        // over mutual TLS, only a stage of the step's own pipeline may answer it
+        ButterflyException forged = assertThrows(ButterflyException.class,
+                () -> gateway.received(logits, worker("w9")));
+        assertThat(forged.kind()).isEqualTo(ErrorKind.PERMISSION_DENIED);
+        assertThat(result).isNotDone();
+        gateway.received(logits, worker("w3"));
 
         StepResult r = result.get(5, TimeUnit.SECONDS);
         assertThat(r.logits()).containsExactly(0.5f, -1f, 2f, 0f, 1f, 3f);
@@ -145,10 +155,10 @@ class WorkerGatewayTest {
                 List.of(new StepInput.Slice("t", 3, 1, 40)), new long[]{9}));
         assertThat(worker.steps.poll(10)).isNotNull();
 
-        gateway.complete(StepOutcome.newBuilder().setTaskId("batch-2").setStep(2).setFailure(StepFailure.newBuilder()
+        gateway.received(StepOutcome.newBuilder().setTaskId("batch-2").setStep(2).setFailure(StepFailure.newBuilder()
                 .setNodeId("w2").setCode(GrpcErrors.toProto(ErrorCode.INSUFFICIENT_MEMORY))
                 .setGrpcStatus(Status.Code.RESOURCE_EXHAUSTED.value()).setMessage("the KV cache budget is spent")
-                .putContext("node", "w2")).build());
+                .putContext("node", "w2")).build(), worker("w2"));
 
         assertThat(result).failsWithin(5, TimeUnit.SECONDS).withThrowableOfType(Exception.class)
                 .havingRootCause().isInstanceOfSatisfying(ButterflyException.class, e -> {
@@ -198,5 +208,9 @@ class WorkerGatewayTest {
 
     private static Endpoint endpoint(NodeInfo n) {
         return Endpoint.newBuilder().setNodeId(n.nodeId()).setHost(n.host()).setGrpcPort(n.grpcPort()).build();
+    }
+
+    private static Caller worker(String nodeId) {
+        return Caller.certified(new PeerIdentity(NodeRole.WORKER, nodeId));
     }
 }

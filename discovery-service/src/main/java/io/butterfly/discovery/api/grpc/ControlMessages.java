@@ -63,13 +63,14 @@ public final class ControlMessages {
         return new Capabilities(c.getCpuCores(), c.getMemoryBytes(), c.getMaxModelBytes(), c.getGpusList().stream()
                 .map(g -> new Capabilities.Gpu(g.getIndex(), g.getName(), g.getMemoryBytes())).toList(),
                 c.getMeasuredGflops(), c.getDevice(), c.getMemoryBandwidthGbps(), c.getStorageType().name(),
-                c.getMemoryLimitBytes());
+                c.getMemoryLimitBytes(), c.getWeightBytes());
     }
 
     public static NodeCapabilities toProto(Capabilities c) {
         NodeCapabilities.Builder b = NodeCapabilities.newBuilder().setCpuCores(c.cpuCores()).setMemoryBytes(c.memoryBytes())
                 .setMaxModelBytes(c.maxModelBytes()).setMeasuredGflops(c.measuredGflops()).setDevice(c.device())
-                .setMemoryBandwidthGbps(c.memoryBandwidthGbps()).setMemoryLimitBytes(c.memoryLimitBytes());
+                .setMemoryBandwidthGbps(c.memoryBandwidthGbps()).setMemoryLimitBytes(c.memoryLimitBytes())
+                .setWeightBytes(c.weightBytes());
         c.gpus().forEach(g -> b.addGpus(GpuInfo.newBuilder().setIndex(g.index()).setName(g.name())
                 .setMemoryBytes(g.memoryBytes())));
         try {

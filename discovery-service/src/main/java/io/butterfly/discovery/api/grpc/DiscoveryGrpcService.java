@@ -5,6 +5,7 @@ import io.butterfly.common.crypto.Ed25519;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.CallerInterceptor;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.membership.AdmissionException;
@@ -64,6 +65,7 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
      */
     @Override
     public void discover(SignedEnvelope request, StreamObserver<SignedEnvelope> response) {
+        fromItsSender(request);
         DiscoveryRequest asked = admission.openDiscovery(ControlMessages.read(request),
                 ControlMessages.parsing(DiscoveryRequest.parser()), r -> r.getPublicKey().toByteArray(),
                 PeerAddressInterceptor.currentPeerHost());
@@ -97,7 +99,7 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
         AdmissionChain.Admission admitted;
         try {
             admitted = admission.admitJoin(ControlMessages.read(request), ControlMessages.JOIN,
-                    PeerAddressInterceptor.currentPeerHost());
+                    PeerAddressInterceptor.currentPeerHost(), CallerInterceptor.current());
         } catch (AdmissionException e) {
             log.info("join of '{}' from {} refused: {} {}", request.getSender(), PeerAddressInterceptor.currentPeerHost(),
                     e.code(), e.getMessage());
@@ -121,6 +123,7 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
 
     @Override
     public void acknowledgeJoin(SignedEnvelope request, StreamObserver<JoinAckResponse> response) {
+        fromItsSender(request);
         JoinAck ack = admission.openMemberMessage(ControlMessages.read(request), MessageType.JOIN_ACK.name(),
                 ControlMessages.parsing(JoinAck.parser()), JoinAck::getNodeId);
         registry.acknowledge(ack.getNodeId(), admission.nowMs());
@@ -130,6 +133,7 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
 
     @Override
     public void leave(SignedEnvelope request, StreamObserver<LeaveResponse> response) {
+        fromItsSender(request);
         LeaveRequest leave = admission.openMemberMessage(ControlMessages.read(request),
                 MessageType.LEAVE_NOTIFICATION.name(), ControlMessages.parsing(LeaveRequest.parser()), LeaveRequest::getNodeId);
         registry.leave(leave.getNodeId());
@@ -140,12 +144,21 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
 
     @Override
     public void heartbeat(SignedEnvelope request, StreamObserver<DiscoveryHeartbeatResponse> response) {
+        fromItsSender(request);
         DiscoveryHeartbeat beat = admission.openMemberMessage(ControlMessages.read(request), MessageType.HEARTBEAT.name(),
                 ControlMessages.parsing(DiscoveryHeartbeat.parser()), DiscoveryHeartbeat::getNodeId);
         MemberView seen = registry.touch(beat.getNodeId(), admission.nowMs()).orElseThrow(() -> new AdmissionException(
                 ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + beat.getNodeId() + "' is not a member; join first"));
         response.onNext(DiscoveryHeartbeatResponse.newBuilder().setLastSeenMs(seen.lastSeenMs()).build());
         response.onCompleted();
+    }
+
+    /**
+     * Over mutual TLS a signed message comes over its sender's own connection: the certificate names the envelope's
+     * sender (the signature says the message is the sender's, the certificate that the connection is).
+     */
+    private static void fromItsSender(SignedEnvelope request) {
+        CallerInterceptor.current().requireIs(null, request.getSender(), request.getMessageType().name());
     }
 
     @Override

@@ -5,6 +5,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.common.v1.SignedEnvelope;
 import io.butterfly.proto.discovery.v1.DiscoveryRequest;
@@ -33,10 +34,13 @@ public class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEve
 
     private final DiscoveryGrpcService service;
     private final String clusterName;
+    private final ClusterTls tls;
 
-    public DiscoveryWarmUp(DiscoveryGrpcService service, String clusterName) {
+    /** @param tls this node's TLS: the loopback health check pays for the first TLS handshake too */
+    public DiscoveryWarmUp(DiscoveryGrpcService service, String clusterName, ClusterTls tls) {
         this.service = service;
         this.clusterName = clusterName;
+        this.tls = tls;
     }
 
     @Override
@@ -54,7 +58,7 @@ public class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEve
      * gRPC call path) was most of the cold cost, and the health service has no rate limit to spend.
      */
     private void warmUpTransport(int port) {
-        ManagedChannel channel = GrpcChannels.open("127.0.0.1", port);
+        ManagedChannel channel = GrpcChannels.open("127.0.0.1", port, tls);
         long started = System.nanoTime();
         try {
             HealthGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)

@@ -51,7 +51,8 @@ public class MembersController {
                     "memory_bandwidth_gbps", c.memoryBandwidthGbps(),
                     "storage_type", c.storageType(),
                     "device", c.device(),
-                    "gpus", c.gpus().size()));
+                    "gpus", c.gpus().size(),
+                    "weight_bytes", c.weightBytes()));
         }
         return out;
     }

@@ -6,6 +6,7 @@ import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
@@ -62,7 +63,7 @@ class RegistryRestartResumeTest {
         CountDownLatch midTransfer = new CountDownLatch(1);
         Server first = registry(0, fetches, stopAfterChunks, midTransfer);
         int port = first.getPort();
-        ManagedChannel channel = GrpcChannels.open("127.0.0.1", port);
+        ManagedChannel channel = GrpcChannels.open("127.0.0.1", port, ClusterTls.PLAINTEXT);
         Server second = null;
         try {
             ModelRegistryGrpc.ModelRegistryBlockingStub stub = ModelRegistryGrpc.newBlockingStub(channel);

@@ -22,7 +22,7 @@ import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.web.servlet.MockMvc;
 
 /** The whole service: background import at start-up, REST views and problem responses. */
-@SpringBootTest(properties = "spring.grpc.server.port=0")
+@SpringBootTest(properties = {"spring.grpc.server.port=0", "butterfly.tls.enabled=false"})
 @AutoConfigureMockMvc
 class RegistryApplicationTest {
 

@@ -1,6 +1,9 @@
 package io.butterfly.worker.api.grpc;
 
+import io.butterfly.common.grpc.CallerInterceptor;
 import io.butterfly.common.grpc.OneWayReceiver;
+import io.butterfly.common.identity.Caller;
+import io.butterfly.common.identity.NodeRole;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.AssignPartitionResponse;
 import io.butterfly.proto.worker.v1.ChecksumReport;
@@ -18,7 +21,12 @@ import io.butterfly.worker.pipeline.PipelineStage;
 import io.grpc.stub.StreamObserver;
 import org.springframework.stereotype.Service;
 
-/** gRPC edge of the worker; errors go through the service's single exception handler. */
+/**
+ * gRPC edge of the worker; errors go through the service's single exception handler. Over mutual TLS each call is
+ * taken only from whom it may come from, as the caller's certificate says: assignments, checksum requests and
+ * verdicts from coordinators; steps into the first stage from coordinators, into a later stage from workers (the
+ * stage before it); releases from either.
+ */
 @Service
 public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
@@ -34,12 +42,14 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
     @Override
     public void reportChecksums(ChecksumRequest request, StreamObserver<ChecksumReport> response) {
+        CallerInterceptor.current().requireRole("checksum request", NodeRole.COORDINATOR);
         response.onNext(WorkerMessages.checksumReport(checksums.report(request.getEpoch())));
         response.onCompleted();
     }
 
     @Override
     public void applyValidation(ValidationResult request, StreamObserver<ValidationAck> response) {
+        CallerInterceptor.current().requireRole("validation verdict", NodeRole.COORDINATOR);
         boolean contributed = checksums.apply(WorkerMessages.verdict(request));
         response.onNext(ValidationAck.newBuilder().setContributed(contributed).build());
         response.onCompleted();
@@ -47,6 +57,7 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
     @Override
     public void assignPartition(AssignPartitionRequest request, StreamObserver<AssignPartitionResponse> response) {
+        CallerInterceptor.current().requireRole("partition assignment", NodeRole.COORDINATOR);
         partitions.assign(WorkerMessages.assignment(request));
         response.onNext(AssignPartitionResponse.newBuilder().setAccepted(true).build());
         response.onCompleted();
@@ -55,11 +66,22 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
     /** Steps arrive in order on the stream and run one after another; each is handed on, never answered. */
     @Override
     public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
-        return OneWayReceiver.of(request -> stage.accept(WorkerMessages.step(request)), closed);
+        Caller caller = CallerInterceptor.current();
+        caller.requireRole("pipeline steps", NodeRole.COORDINATOR, NodeRole.WORKER);
+        return OneWayReceiver.of(request -> {
+            // Token ids enter the pipeline from a coordinator; hidden states come from the stage before.
+            if (partitions.status().hasEmbedding()) {
+                caller.requireRole("a step into the first stage", NodeRole.COORDINATOR);
+            } else {
+                caller.requireRole("a step into a later stage", NodeRole.WORKER);
+            }
+            stage.accept(WorkerMessages.step(request));
+        }, closed);
     }
 
     @Override
     public void release(ReleaseRequest request, StreamObserver<ReleaseResponse> response) {
+        CallerInterceptor.current().requireRole("release", NodeRole.COORDINATOR, NodeRole.WORKER);
         stage.release(request.getSequenceIdsList(), WorkerMessages.endpoints(request.getDownstreamList()));
         response.onNext(ReleaseResponse.getDefaultInstance());
         response.onCompleted();
