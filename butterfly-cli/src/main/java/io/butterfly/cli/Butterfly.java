@@ -6,6 +6,7 @@ import io.butterfly.cli.bench.FailoverBenchCommand;
 import io.butterfly.cli.bench.LoadBenchCommand;
 import io.butterfly.cli.bench.ProfileCommand;
 import io.butterfly.cli.bench.ServeBenchCommand;
+import io.butterfly.cli.client.ChatCommand;
 import io.butterfly.cli.client.GenerateCommand;
 import io.butterfly.cli.client.StatusCommand;
 import io.butterfly.cli.cluster.BuildCommand;
@@ -24,7 +25,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "./butterfly",
         description = "Butterfly: distributed LLM inference on one machine (embedded default).%n",
         subcommands = {CommandLine.HelpCommand.class, DemoCommand.class, UpCommand.class, DownCommand.class,
-                PsCommand.class, StatusCommand.class, GenerateCommand.class, ModelCommand.class, KeygenCommand.class,
+                PsCommand.class, StatusCommand.class, GenerateCommand.class, ChatCommand.class, ModelCommand.class, KeygenCommand.class,
                 BenchCommand.class, DetectBenchCommand.class, FailoverBenchCommand.class, LoadBenchCommand.class,
                 ServeBenchCommand.class, ProfileCommand.class, BuildCommand.class},
         footer = {"%n./butterfly help COMMAND shows a command's options. Logs and pids live under .butterfly/"

@@ -1,5 +1,6 @@
 package io.butterfly.cli;
 
+import io.butterfly.cli.client.ChatCommand;
 import io.butterfly.cli.client.GenerateCommand;
 import io.butterfly.cli.client.StatusCommand;
 import io.butterfly.cli.cluster.ExitGuard;
@@ -21,9 +22,10 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code demo}: starts a cluster, runs a prompt and checks the answer against the whole model decoding in this
- * process, shows the state and the processes, and stops the cluster again (also when interrupted).
+ * process, answers one chat turn through the model's chat template, shows the state and the processes, and stops the
+ * cluster again (also when interrupted).
  */
-@Command(name = "demo", description = "start, run a prompt, show state, stop")
+@Command(name = "demo", description = "start, run a prompt and a chat turn, show state, stop")
 public final class DemoCommand implements Callable<Integer> {
 
     @Spec
@@ -62,6 +64,13 @@ public final class DemoCommand implements Callable<Integer> {
                     (model != null ? model : launcher.defaultModel()).toString(), "--threads",
                     Launcher.engineThreads(options.workers()), "--", prompt));
             int code = subcommand(new GenerateCommand()).execute(generate.toArray(String[]::new));
+            if (code != 0) {
+                return code;
+            }
+            out.println();
+            // One chat turn: the conversation through the model's own chat template (ChatML for the demo model).
+            code = subcommand(new ChatCommand()).execute("--system", "You are a helpful assistant.", "--max-tokens",
+                    "16", "--temperature", "0", "--", "What is a butterfly?");
             if (code != 0) {
                 return code;
             }

@@ -8,7 +8,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The coordinator's layering, checked on its production classes: plain-Java domain packages; Raft, the tokenizer
- * library, gRPC and the generated messages each confined to the package that adapts them; no package cycles.
+ * library, the Jinja engine, gRPC and the generated messages each confined to the package that adapts them; no package
+ * cycles.
  */
 class CoordinatorArchitectureTest {
 
@@ -17,7 +18,7 @@ class CoordinatorArchitectureTest {
 
     /** State, reducer, planners, policies and the orchestration that uses them. */
     private static final String[] DOMAIN = {"cluster", "statemachine", "planning", "liveness", "integrity",
-            "invariants", "inference", "bootstrap", "control", "model"};
+            "invariants", "inference", "bootstrap", "control", "model", "chat"};
 
     @Test
     void noPackageCycles() {
@@ -47,6 +48,12 @@ class CoordinatorArchitectureTest {
     @Test
     void djlOnlyInTheTokenizerAdapter() {
         ArchitectureRules.onlyIn("DJL", ArchitectureRules.DJL, ROOT, "tokenizer").check(CLASSES);
+    }
+
+    @Test
+    void jinjavaOnlyInTheChatTemplateAdapter() {
+        ArchitectureRules.onlyIn("Jinjava", new String[]{"com.hubspot.jinjava..", "jinjava.."}, ROOT, "jinja")
+                .check(CLASSES);
     }
 
     /** raft/ may use the generated messages only to encode its own log entries. */

@@ -26,6 +26,7 @@ import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
@@ -35,9 +36,9 @@ import tools.jackson.databind.JsonNode;
 /**
  * What an operator sees of a real cluster (discovery, registry, two workers and a coordinator as processes), started
  * once with API keys and with every service exporting its spans to an OTLP receiver here: the keys guard generating
- * and changing the cluster; a request is one trace through both stages; every metric of the Grafana dashboard is
- * exported; and the dashboard at {@code /}, in a real headless Chromium, marks a killed worker FAILED (skipped where
- * Debian's chromium and chromium-driver are not installed).
+ * (a chat as a completion) and changing the cluster; a request is one trace through both stages; every metric of the
+ * Grafana dashboard is exported; and the dashboard at {@code /}, in a real headless Chromium, streams a chat reply and
+ * marks a killed worker FAILED (skipped where Debian's chromium and chromium-driver are not installed).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ObservabilityIT {
@@ -99,7 +100,14 @@ class ObservabilityIT {
         assertThat(nativeNone.contentType()).startsWith("application/problem+json");
         assertThat(nativeNone.json().has("error")).as("OpenAI's error object only under /v1").isFalse();
 
+        String chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 3}";
+        LocalCluster.Reply chatNone = post("/v1/chat/completions", chat, null);
+        assertThat(chatNone.status()).as("a chat is an inference like a completion").isEqualTo(401);
+        assertThat(chatNone.json().path("error").path("code").asString()).isEqualTo("invalid_api_key");
+
         assertThat(post("/v1/completions", completion, USER_KEY).status()).isEqualTo(200);
+        LocalCluster.Reply chatted = post("/v1/chat/completions", chat, USER_KEY);
+        assertThat(chatted.status()).as(chatted.body()).isEqualTo(200);
         assertThat(post("/api/v1/inference", completion, ADMIN_KEY).status()).isEqualTo(200);
         for (String open : List.of("/api/v1/system/state", "/api/v1/nodes", "/actuator/health/readiness", "/")) {
             assertThat(cluster.get(open).status()).as(open).isEqualTo(200);
@@ -179,6 +187,18 @@ class ObservabilityIT {
             assertThat(browser.findElements(By.cssSelector("#layer-map .stage"))).hasSize(2);
             assertThat(text(browser, "#raft-leader")).isEqualTo("coordinator-0");
             assertThat(currentState(browser)).isEqualTo("READY");
+            // The chat box streams a reply of the generated model's ChatML template, with the user's key.
+            browser.findElement(By.id("api-key")).sendKeys(USER_KEY);
+            WebElement maxTokens = browser.findElement(By.id("chat-max-tokens"));
+            maxTokens.clear();
+            maxTokens.sendKeys("4");
+            browser.findElement(By.id("chat-input")).sendKeys("Hello");
+            browser.findElement(By.id("chat-send")).click();
+            String stats = new WebDriverWait(browser, Duration.ofSeconds(60)).until(b -> fresh(() -> {
+                var done = b.findElements(By.cssSelector("#chat-log .msg.assistant .stats, #chat-log .msg.error"));
+                return done.isEmpty() ? null : done.get(0).getText();
+            }));
+            assertThat(stats).matches("(length|stop) · \\d+ chunks in .*");
             Files.write(SCREENSHOTS.resolve("dashboard-ready.png"), ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES));
 
             cluster.kill("worker-1");

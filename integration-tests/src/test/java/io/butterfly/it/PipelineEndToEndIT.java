@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
@@ -378,6 +379,53 @@ class PipelineEndToEndIT {
                 }
             }
             return out;
+        }
+    }
+
+    /**
+     * OpenAI's chat API over the same cluster: the generated model's ChatML template, imported and signed by the
+     * registry and fetched by the coordinator, makes the prompt, tokenized without the BOS a text prompt gets.
+     */
+    @Nested
+    class OpenAiChat {
+
+        private static final String CHATML = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
+                + "What is a butterfly?<|im_end|>\n<|im_start|>assistant\n";
+
+        @Test
+        void aChatIsTheTemplatesPromptWithoutAnAddedBosAndStreamsTheSameReply() throws Exception {
+            String body = """
+                    {"model": "tiny-llama", "messages": [{"role": "system", "content": "Be brief."},
+                     {"role": "user", "content": "What is a butterfly?"}], "max_completion_tokens": 8, "temperature": 0,
+                     "ignore_eos": true, "stream": %s}""";
+            LocalCluster.Reply r = cluster.post("/v1/chat/completions", body.formatted("false"));
+            assertThat(r.status()).as(r.body()).isEqualTo(200);
+            JsonNode chat = r.json();
+            assertThat(chat.path("object").asString()).isEqualTo("chat.completion");
+            String reply = chat.path("choices").get(0).path("message").path("content").asString();
+
+            // The same text as a plain prompt is tokenized with the BOS the tokenizer adds; the chat's is without it.
+            JsonNode text = cluster.post("/api/v1/inference", LocalCluster.JSON.writeValueAsString(Map.of(
+                    "prompt", CHATML, "max_tokens", 1))).json();
+            List<Long> withBos = new ArrayList<>();
+            text.path("prompt_token_ids").forEach(id -> withBos.add(id.asLong()));
+            assertThat(withBos.get(0)).isEqualTo(LLAMA.bosTokenId());
+            assertThat(chat.path("usage").path("prompt_tokens").asInt()).isEqualTo(withBos.size() - 1);
+            JsonNode same = cluster.post("/api/v1/inference", LocalCluster.JSON.writeValueAsString(Map.of(
+                    "token_ids", withBos.subList(1, withBos.size()), "max_tokens", 8, "temperature", 0,
+                    "ignore_eos", true))).json();
+            assertThat(reply).isEqualTo(same.path("text").asString());
+
+            LocalCluster.Reply streamed = cluster.post("/v1/chat/completions", body.formatted("true"), "text/event-stream");
+            assertThat(streamed.status()).as(streamed.body()).isEqualTo(200);
+            List<String[]> events = Streaming.events(streamed.body());
+            assertThat(events).extracting(e -> e[1]).last().isEqualTo("[DONE]");
+            StringBuilder joined = new StringBuilder();
+            for (String[] e : events.subList(0, events.size() - 1)) {
+                joined.append(LocalCluster.JSON.readTree(e[1]).path("choices").get(0).path("delta").path("content")
+                        .asString(""));
+            }
+            assertThat(joined).hasToString(reply);
         }
     }
 

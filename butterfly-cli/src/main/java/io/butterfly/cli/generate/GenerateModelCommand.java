@@ -29,7 +29,8 @@ import picocli.CommandLine.Spec;
  * a preset's) and checked as the workers would, each refusal naming the option, before anything is written.
  */
 @Command(name = "generate", description = "write a seeded random Hugging Face model directory (config.json,"
-        + " tokenizer.json, model.safetensors)")
+        + " tokenizer.json, tokenizer_config.json with a ChatML chat template, generation_config.json,"
+        + " model.safetensors)")
 public final class GenerateModelCommand implements Callable<Integer>, ShowsUsageOnError {
 
     @Spec
@@ -60,7 +61,7 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             + " rounded to 8 for llama)")
     String intermediate;
 
-    @Option(names = "--vocab", paramLabel = "N", description = "vocabulary size, >= 258 (required without a preset)")
+    @Option(names = "--vocab", paramLabel = "N", description = "vocabulary size, >= 260 (required without a preset)")
     String vocab;
 
     @Option(names = "--max-positions", paramLabel = "N", description = "longest sequence (default: 1024 gpt2, 2048 llama)")
@@ -148,7 +149,8 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
                 dir.toAbsolutePath(), config.numLayers(), config.hiddenSize(),
                 config.numHeads(), config.numKvHeads(), config.intermediateSize(), config.vocabSize(),
                 options.dtype(), seedValue);
-        stdout.printf("  %,d parameters, %,d bytes (config.json, tokenizer.json, model.safetensors) in %.1f s%n",
+        stdout.printf("  %,d parameters, %,d bytes (config.json, tokenizer.json, tokenizer_config.json,"
+                + " generation_config.json, model.safetensors) in %.1f s%n",
                 config.parameterCount(), bytes, (System.nanoTime() - t0) / 1e9);
         return 0;
     }

@@ -1,7 +1,6 @@
 package io.butterfly.coordinator.bootstrap;
 
 import io.butterfly.common.hash.Sha256;
-import io.butterfly.common.manifest.FileKind;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.coordinator.cluster.ClusterCommand;
@@ -154,12 +153,12 @@ public class CrossValidator implements AutoCloseable {
         }
     }
 
-    /** Digests of the coordinator's own copies (config, tokenizer), hashed from its disk like the workers do. */
+    /** Digests of the coordinator's own copies (config, tokenizer, chat template), hashed from its disk like the workers do. */
     private Map<String, String> ownFiles(Manifest manifest) {
         Path dir = catalog.directory(manifest.modelId());
         Map<String, String> out = new LinkedHashMap<>();
         for (ManifestFile f : manifest.files()) {
-            if (f.kind() != FileKind.TOKENIZER && f.kind() != FileKind.CONFIG) {
+            if (!f.neededByCoordinator()) {
                 continue;
             }
             Path p = dir.resolve(f.name());

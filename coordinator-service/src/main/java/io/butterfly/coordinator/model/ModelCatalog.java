@@ -9,6 +9,7 @@ import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.TokenizerConfig;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
@@ -17,7 +18,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Fetches, from the model registry, what the coordinator itself needs of the served model: the manifest (for
- * planning), config.json and tokenizer.json (verified like any other shard).
+ * planning), config.json, tokenizer.json and the chat template with its special tokens (tokenizer_config.json,
+ * chat_template.jinja), each verified like any other shard.
  */
 public class ModelCatalog implements AutoCloseable {
 
@@ -32,13 +34,16 @@ public class ModelCatalog implements AutoCloseable {
     private final Settings settings;
     private final ModelRegistry registry;
     private final Tokenizer.Loader tokenizers;
+    private final ChatTemplate.Compiler templates;
     private final ManifestVerifier verifier;
     private volatile ServedModel served;
 
-    public ModelCatalog(Settings settings, ModelRegistry registry, Tokenizer.Loader tokenizers) {
+    public ModelCatalog(Settings settings, ModelRegistry registry, Tokenizer.Loader tokenizers,
+                        ChatTemplate.Compiler templates) {
         this.settings = settings;
         this.registry = registry;
         this.tokenizers = tokenizers;
+        this.templates = templates;
         this.verifier = new ManifestVerifier(settings.trustedPublisherKeys());
         // Loading the tokenizer's native library takes over a second, and the first manifest fetch from a
         // freshly started registry as long again: do both while the coordinator joins and its control log
@@ -69,7 +74,7 @@ public class ModelCatalog implements AutoCloseable {
             return served; // loaded already (by the warm-up) from this very manifest
         }
         List<String> wanted = manifest.files().stream()
-                .filter(f -> f.kind() == FileKind.CONFIG || f.kind() == FileKind.TOKENIZER)
+                .filter(ManifestFile::neededByCoordinator)
                 .map(ManifestFile::name)
                 .toList();
         Path dir = directory(manifest.modelId());
@@ -80,8 +85,25 @@ public class ModelCatalog implements AutoCloseable {
             config = GenerationConfig.applyTo(config, dir.resolve(GenerationConfig.FILE));
         }
         // Prompts are tokenized exactly as the tokenizer file says (its own special-token rules).
-        served = new ServedModel(manifest, config, tokenizers.open(dir.resolve("tokenizer.json")));
+        served = new ServedModel(manifest, config, tokenizers.open(dir.resolve("tokenizer.json")),
+                chatTemplate(manifest, dir));
         return served;
+    }
+
+    /** The manifest's chat template, if it lists one; only files it lists are read (not one an older one left). */
+    private ChatTemplate chatTemplate(Manifest manifest, Path dir) throws IOException {
+        Path configFile = null;
+        Path templateFile = null;
+        for (ManifestFile f : manifest.files()) {
+            if (f.kind() == FileKind.TOKENIZER_CONFIG) {
+                configFile = dir.resolve(f.name());
+            } else if (f.kind() == FileKind.CHAT_TEMPLATE) {
+                templateFile = dir.resolve(f.name());
+            }
+        }
+        TokenizerConfig config = TokenizerConfig.read(configFile, templateFile);
+        return config.chatTemplate() == null ? null
+                : templates.compile(config.chatTemplate(), config.bosToken(), config.eosToken());
     }
 
     /** Where this replica keeps the files it fetched of {@code modelId}. */

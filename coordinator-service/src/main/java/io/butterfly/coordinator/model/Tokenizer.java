@@ -7,7 +7,16 @@ import java.nio.file.Path;
 public interface Tokenizer extends AutoCloseable {
 
     /** The token ids of {@code text}, with the special tokens the tokenizer file says to add. */
-    long[] encode(String text);
+    default long[] encode(String text) {
+        return encode(text, true);
+    }
+
+    /**
+     * The token ids of {@code text}; without adding special tokens when {@code addSpecialTokens} is false (a rendered
+     * chat template writes its own, as transformers' {@code apply_chat_template} tokenizes). Special tokens written in
+     * the text are read as such either way.
+     */
+    long[] encode(String text, boolean addSpecialTokens);
 
     /** The text of {@code ids}, special tokens left out. */
     String decode(long[] ids);

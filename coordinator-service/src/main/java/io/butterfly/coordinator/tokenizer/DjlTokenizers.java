@@ -25,8 +25,8 @@ public final class DjlTokenizers implements Tokenizer.Loader {
     private record Opened(HuggingFaceTokenizer tokenizer) implements Tokenizer {
 
         @Override
-        public long[] encode(String text) {
-            return tokenizer.encode(text).getIds();
+        public long[] encode(String text, boolean addSpecialTokens) {
+            return tokenizer.encode(text, addSpecialTokens, false).getIds();
         }
 
         @Override

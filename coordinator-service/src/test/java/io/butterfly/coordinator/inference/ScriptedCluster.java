@@ -10,6 +10,7 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.InMemoryControlLog;
+import io.butterfly.coordinator.model.ChatTemplate;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
@@ -77,9 +78,19 @@ public final class ScriptedCluster implements AutoCloseable {
     }
 
     public InferenceService service(Pipeline steps, SchedulerSettings scheduling) {
+        return service(steps, scheduling, null);
+    }
+
+    /** An inference service whose model has {@code chatTemplate} (null: none). */
+    public InferenceService service(Pipeline steps, ChatTemplate chatTemplate) {
+        return service(steps, SCHEDULING, chatTemplate);
+    }
+
+    private InferenceService service(Pipeline steps, SchedulerSettings scheduling, ChatTemplate chatTemplate) {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
-                new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
+                new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer,
+                chatTemplate));
         InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1), scheduling,
                 control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
         services.add(service);

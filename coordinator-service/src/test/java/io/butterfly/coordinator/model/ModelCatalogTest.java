@@ -16,6 +16,7 @@ import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.TokenizerGenerator;
 import io.butterfly.coordinator.gateway.registry.RegistryGateway;
+import io.butterfly.coordinator.jinja.JinjavaChatTemplates;
 import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import io.butterfly.proto.registry.v1.FetchFileRequest;
 import io.butterfly.proto.registry.v1.FileChunk;
@@ -30,6 +31,7 @@ import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -97,7 +99,8 @@ class ModelCatalogTest {
         server = InProcessGrpc.serving(registry);
         gateway = new RegistryGateway(server.channel());
         catalog = new ModelCatalog(new ModelCatalog.Settings("tiny", tmp.resolve("coordinator"),
-                List.of(publisher.publicKeyHex())), gateway, new DjlTokenizers());
+                List.of(publisher.publicKeyHex())), gateway, new DjlTokenizers(),
+                new JinjavaChatTemplates(Clock.systemUTC()));
     }
 
     @AfterEach
@@ -167,10 +170,39 @@ class ModelCatalogTest {
     }
 
     /**
-     * config.json and tokenizer.json of a tiny Llama in {@code dir} (and a generation_config.json, unless null), and
-     * their signed manifest.
+     * The chat template comes with the model, verified like its other files: chat_template.jinja when the manifest
+     * lists one (it wins over tokenizer_config.json's, as in transformers), the special tokens from
+     * tokenizer_config.json; a model without either has none.
      */
-    private static ModelManifest publish(Path dir, NodeIdentity publisher, String generationConfig) throws IOException {
+    @Test
+    void theChatTemplateIsTheManifestsWithItsSpecialTokens() throws Exception {
+        registry.down = false;
+        assertThat(catalog.servedFor(registry.manifest.getMerkleRoot()).chatTemplate()).isNull();
+
+        Files.writeString(registry.dir.resolve("tokenizer_config.json"), """
+                {"bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>",
+                 "chat_template": "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}"}""");
+        registry.manifest = publish(registry.dir, publisher, null, "tokenizer_config.json");
+        ServedModel withConfig = catalog.servedFor(registry.manifest.getMerkleRoot());
+        assertThat(withConfig.chatTemplate().render(List.of(new ChatTemplate.Message("user", "hi"))))
+                .isEqualTo("<s>[user] hi");
+
+        Files.writeString(registry.dir.resolve("chat_template.jinja"), "{{ eos_token }}:{{ messages[0].content }}\n");
+        registry.manifest = publish(registry.dir, publisher, null, "tokenizer_config.json", "chat_template.jinja");
+        assertThat(catalog.servedFor(registry.manifest.getMerkleRoot()).chatTemplate()
+                .render(List.of(new ChatTemplate.Message("user", "hi")))).isEqualTo("</s>:hi");
+
+        // Published again without them: the copies fetched before are not read.
+        registry.manifest = publish(registry.dir, publisher, null);
+        assertThat(catalog.servedFor(registry.manifest.getMerkleRoot()).chatTemplate()).isNull();
+    }
+
+    /**
+     * config.json and tokenizer.json of a tiny Llama in {@code dir} (and a generation_config.json, unless null, and
+     * the tokenizer files named, already in {@code dir}), and their signed manifest.
+     */
+    private static ModelManifest publish(Path dir, NodeIdentity publisher, String generationConfig,
+                                         String... tokenizerFiles) throws IOException {
         CONFIG.write(dir.resolve("config.json"));
         TokenizerGenerator.write(CONFIG, dir.resolve("tokenizer.json"));
         List<WeightFile> files = new ArrayList<>(List.of(file(dir, "config.json", FileKind.CONFIG),
@@ -178,6 +210,9 @@ class ModelCatalogTest {
         if (generationConfig != null) {
             Files.writeString(dir.resolve("generation_config.json"), generationConfig);
             files.add(file(dir, "generation_config.json", FileKind.CONFIG));
+        }
+        for (String name : tokenizerFiles) {
+            files.add(file(dir, name, name.endsWith(".jinja") ? FileKind.CHAT_TEMPLATE : FileKind.TOKENIZER_CONFIG));
         }
         ModelManifest unsigned = ModelManifest.newBuilder().setModelId("tiny").setArchitecture("llama").setVersion("1")
                 .setNumLayers(CONFIG.numLayers()).setHiddenSize(CONFIG.hiddenSize()).setVocabSize(CONFIG.vocabSize())

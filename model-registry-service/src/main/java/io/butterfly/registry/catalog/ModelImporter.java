@@ -9,6 +9,7 @@ import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.TokenizerConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import io.butterfly.common.safetensors.TensorInfo;
@@ -34,11 +35,12 @@ import java.util.stream.Stream;
 
 /**
  * Repackages a Hugging Face model directory ({@code config.json}, one or more {@code *.safetensors},
- * {@code tokenizer.json}, optionally {@code generation_config.json}) into per-stage shards and builds their manifest.
- * Tensor bytes and dtypes are copied unchanged. Layout of the output directory:
+ * {@code tokenizer.json}, optionally {@code generation_config.json}, {@code tokenizer_config.json} and
+ * {@code chat_template.jinja}) into per-stage shards and builds their manifest. Tensor bytes and dtypes are copied
+ * unchanged. Layout of the output directory:
  * <ul>
- *   <li>{@code config.json}, {@code tokenizer.json}, {@code generation_config.json} (when there is one): copied
- *       verbatim;</li>
+ *   <li>{@code config.json}, {@code tokenizer.json}, and each of {@code generation_config.json},
+ *       {@code tokenizer_config.json} and {@code chat_template.jinja} there is: copied verbatim;</li>
  *   <li>{@code embed.safetensors}: token (and, for GPT-2, position) embeddings;</li>
  *   <li>{@code layer-00000.safetensors} ...: one transformer block each;</li>
  *   <li>{@code head.safetensors}: final norm and LM head; with tied embeddings (no {@code lm_head.weight})
@@ -48,7 +50,7 @@ import java.util.stream.Stream;
 public final class ModelImporter {
 
     /** Bumped when the output layout changes, so stored models are re-imported. */
-    public static final String LAYOUT_VERSION = "1";
+    public static final String LAYOUT_VERSION = "2";
 
     public static final String CONFIG_FILE = "config.json";
     public static final String TOKENIZER_FILE = "tokenizer.json";
@@ -62,10 +64,21 @@ public final class ModelImporter {
     private static final Pattern POSITION_EMBEDDING = Pattern.compile("(?:^|\\.)wpe\\.weight$");
     private static final Pattern LM_HEAD = Pattern.compile("(?:^|\\.)lm_head\\.weight$");
 
+    /** Files imported when the directory has them, with their kinds: the coordinator's or every stage's. */
+    private static final Map<String, FileKind> OPTIONAL_FILES = optionalFiles();
+
     private final Clock clock;
 
     public ModelImporter(Clock clock) {
         this.clock = clock;
+    }
+
+    private static Map<String, FileKind> optionalFiles() {
+        Map<String, FileKind> files = new LinkedHashMap<>();
+        files.put(GenerationConfig.FILE, FileKind.CONFIG);
+        files.put(TokenizerConfig.FILE, FileKind.TOKENIZER_CONFIG);
+        files.put(TokenizerConfig.CHAT_TEMPLATE_FILE, FileKind.CHAT_TEMPLATE);
+        return files;
     }
 
     public static String layerFileName(int layer) {
@@ -94,8 +107,10 @@ public final class ModelImporter {
         List<Path> all = new ArrayList<>();
         all.add(sourceDir.resolve(CONFIG_FILE));
         all.add(sourceDir.resolve(TOKENIZER_FILE));
-        if (Files.isRegularFile(sourceDir.resolve(GenerationConfig.FILE))) {
-            all.add(sourceDir.resolve(GenerationConfig.FILE));
+        for (String optional : OPTIONAL_FILES.keySet()) {
+            if (Files.isRegularFile(sourceDir.resolve(optional))) {
+                all.add(sourceDir.resolve(optional));
+            }
         }
         all.addAll(weights);
         List<Path> roots = allowedRoots(sourceDir.toRealPath());
@@ -157,6 +172,12 @@ public final class ModelImporter {
             } catch (RuntimeException e) {
                 throw invalid("path", sourceDir + ": " + e.getMessage());
             }
+        }
+        try {
+            // Checked now: the coordinator renders chats with it, and would refuse it only when serving.
+            TokenizerConfig.read(sourceDir);
+        } catch (RuntimeException e) {
+            throw invalid("path", sourceDir + ": " + e.getMessage());
         }
         Files.createDirectories(outDir);
 
@@ -234,8 +255,11 @@ public final class ModelImporter {
             List<ManifestFile> files = new ArrayList<>();
             files.add(copy(sourceDir.resolve(CONFIG_FILE), outDir.resolve(CONFIG_FILE), FileKind.CONFIG));
             files.add(copy(sourceDir.resolve(TOKENIZER_FILE), outDir.resolve(TOKENIZER_FILE), FileKind.TOKENIZER));
-            if (generationConfig) {
-                files.add(copy(sourceDir.resolve(GenerationConfig.FILE), outDir.resolve(GenerationConfig.FILE), FileKind.CONFIG));
+            for (Map.Entry<String, FileKind> optional : OPTIONAL_FILES.entrySet()) {
+                Path source = sourceDir.resolve(optional.getKey());
+                if (sources.contains(source)) {
+                    files.add(copy(source, outDir.resolve(optional.getKey()), optional.getValue()));
+                }
             }
             files.add(shard(owner, embed, outDir.resolve(EMBED_FILE), FileKind.EMBEDDING, null, modelId));
             for (Map.Entry<Integer, List<String>> l : layers.entrySet()) {
@@ -259,7 +283,7 @@ public final class ModelImporter {
 
     private static ManifestFile copy(Path from, Path to, FileKind kind) throws IOException {
         Files.copy(from, to, StandardCopyOption.REPLACE_EXISTING);
-        return describe(to, kind, null, "json");
+        return describe(to, kind, null, kind == FileKind.CHAT_TEMPLATE ? "jinja" : "json");
     }
 
     private static ManifestFile shard(Map<String, SafetensorsFile> owner, List<String> names, Path out, FileKind kind,

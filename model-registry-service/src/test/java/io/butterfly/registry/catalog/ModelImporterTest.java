@@ -50,12 +50,13 @@ class ModelImporterTest {
         assertThat(m.dtype()).isEqualTo("F32");
         assertThat(m.parameterCount()).isEqualTo(config.parameterCount());
         assertThat(m.files()).extracting(ManifestFile::name).containsExactly("config.json", "tokenizer.json",
-                "embed.safetensors", "layer-00000.safetensors", "layer-00001.safetensors", "layer-00002.safetensors",
-                "head.safetensors");
+                "generation_config.json", "tokenizer_config.json", "embed.safetensors", "layer-00000.safetensors",
+                "layer-00001.safetensors", "layer-00002.safetensors", "head.safetensors");
         assertThat(m.files()).extracting(ManifestFile::kind).containsExactly(FileKind.CONFIG, FileKind.TOKENIZER,
-                FileKind.EMBEDDING, FileKind.LAYER, FileKind.LAYER, FileKind.LAYER, FileKind.HEAD);
+                FileKind.CONFIG, FileKind.TOKENIZER_CONFIG, FileKind.EMBEDDING, FileKind.LAYER, FileKind.LAYER,
+                FileKind.LAYER, FileKind.HEAD);
         for (int i = 0; i < 3; i++) {
-            ManifestFile f = m.files().get(3 + i);
+            ManifestFile f = m.files().get(5 + i);
             assertThat(f.layerStart()).isEqualTo(i);
             assertThat(f.layerEnd()).isEqualTo(i + 1);
             assertThat(f.format()).isEqualTo("safetensors");
@@ -142,7 +143,7 @@ class ModelImporterTest {
         Manifest m = catalog.importModel(src, null);
 
         assertThat(m.files()).extracting(ManifestFile::name).startsWith("config.json", "tokenizer.json",
-                "generation_config.json", "embed.safetensors");
+                "generation_config.json", "tokenizer_config.json", "embed.safetensors");
         assertThat(m.files().get(2).kind()).isEqualTo(FileKind.CONFIG);
         assertChecksumsAndMerkleRoot(m, tmp.resolve("store/llama-tiny"));
         assertThat(Files.readString(tmp.resolve("store/llama-tiny/generation_config.json")))
@@ -154,6 +155,40 @@ class ModelImporterTest {
                     assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
                     assertThat(e.context()).containsEntry("field", "path");
                     assertThat(e.getMessage()).contains("generation_config.json", "eos_token_id");
+                });
+    }
+
+    /** The chat template and its special tokens are signed with the model, for the coordinator alone. */
+    @Test
+    void theChatTemplateFilesAreTheCoordinatorsAndABadConfigIsRefusedNamingIt() throws Exception {
+        Path src = tmp.resolve("src/llama-tiny");
+        ModelFixtures.write(ModelFixtures.tinyLlama(false), 7, src);
+        Files.writeString(src.resolve("chat_template.jinja"), "{% for m in messages %}{{ m.content }}{% endfor %}\n");
+        ModelCatalog catalog = new ModelCatalog(new ModelStore(tmp.resolve("store")), new ModelImporter(Clock.systemUTC()));
+
+        Manifest m = catalog.importModel(src, null);
+
+        ManifestFile config = m.files().stream().filter(f -> f.name().equals("tokenizer_config.json")).findFirst()
+                .orElseThrow();
+        ManifestFile template = m.files().stream().filter(f -> f.name().equals("chat_template.jinja")).findFirst()
+                .orElseThrow();
+        assertThat(config.kind()).isEqualTo(FileKind.TOKENIZER_CONFIG);
+        assertThat(template.kind()).isEqualTo(FileKind.CHAT_TEMPLATE);
+        assertThat(template.format()).isEqualTo("jinja");
+        for (ManifestFile f : List.of(config, template)) {
+            assertThat(f.neededByCoordinator()).isTrue();
+            assertThat(f.neededBy(0, 2, true, true)).as("no stage fetches it").isFalse();
+        }
+        assertChecksumsAndMerkleRoot(m, tmp.resolve("store/llama-tiny"));
+        assertThat(Files.readString(tmp.resolve("store/llama-tiny/chat_template.jinja")))
+                .isEqualTo(Files.readString(src.resolve("chat_template.jinja")));
+
+        Files.writeString(src.resolve("tokenizer_config.json"), "{\"chat_template\": 7}");
+        assertThatThrownBy(() -> catalog.importModel(src, "bad-tokenizer-config"))
+                .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                    assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                    assertThat(e.context()).containsEntry("field", "path");
+                    assertThat(e.getMessage()).contains("tokenizer_config.json", "chat_template");
                 });
     }
 

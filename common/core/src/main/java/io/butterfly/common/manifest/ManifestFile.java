@@ -35,7 +35,15 @@ public record ManifestFile(
             case EMBEDDING -> embedding;
             case HEAD -> head;
             case LAYER -> layerStart < end && layerEnd > start;
-            case TOKENIZER, FILE_KIND_UNSPECIFIED -> false;
+            case TOKENIZER, TOKENIZER_CONFIG, CHAT_TEMPLATE, FILE_KIND_UNSPECIFIED -> false;
+        };
+    }
+
+    /** Whether the coordinator reads this file itself: to tokenize, render chats and know the model's shape. */
+    public boolean neededByCoordinator() {
+        return switch (kind) {
+            case CONFIG, TOKENIZER, TOKENIZER_CONFIG, CHAT_TEMPLATE -> true;
+            case EMBEDDING, LAYER, HEAD, FILE_KIND_UNSPECIFIED -> false;
         };
     }
 }

@@ -5,9 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * What a model's {@code generation_config.json} says about ending a sequence. transformers' {@code generate()} takes
@@ -18,8 +16,6 @@ import tools.jackson.databind.json.JsonMapper;
 public final class GenerationConfig {
 
     public static final String FILE = "generation_config.json";
-
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private GenerationConfig() {
     }
@@ -48,15 +44,7 @@ public final class GenerationConfig {
 
     /** The file's {@code eos_token_id}: one id, a list of them, or none (absent or null). */
     public static List<Integer> eosTokenIds(byte[] json) {
-        JsonNode root;
-        try {
-            root = JSON.readTree(json);
-        } catch (JacksonException e) {
-            throw new IllegalArgumentException(FILE + " is not JSON: " + e.getOriginalMessage());
-        }
-        if (root == null || !root.isObject()) {
-            throw new IllegalArgumentException(FILE + " is not a JSON object");
-        }
+        JsonNode root = JsonObjects.read(json, FILE);
         JsonNode v = root.get("eos_token_id");
         List<Integer> ids = new ArrayList<>();
         if (v == null || v.isNull()) {

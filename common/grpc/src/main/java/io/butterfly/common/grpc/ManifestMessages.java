@@ -76,6 +76,8 @@ public final class ManifestMessages {
             case EMBEDDING -> FileKind.EMBEDDING;
             case LAYER -> FileKind.LAYER;
             case HEAD -> FileKind.HEAD;
+            case TOKENIZER_CONFIG -> FileKind.TOKENIZER_CONFIG;
+            case CHAT_TEMPLATE -> FileKind.CHAT_TEMPLATE;
             case FILE_KIND_UNSPECIFIED, UNRECOGNIZED -> FileKind.FILE_KIND_UNSPECIFIED;
         };
         boolean layered = kind == FileKind.LAYER || f.getLayerStart() != 0 || f.getLayerEnd() != 0;

@@ -3,7 +3,6 @@ package io.butterfly.coordinator.api.openai;
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.UnknownModelException;
@@ -113,7 +112,7 @@ public class CompletionsController {
     }
 
     /** The served model's id, if {@code requested} (optional, as in vLLM) names it. */
-    private static String requireServed(String requested, ServedModel served) {
+    static String requireServed(String requested, ServedModel served) {
         String id = served.manifest().modelId();
         if (requested != null && !requested.equals(id)) {
             throw new UnknownModelException("model", requested, id);
@@ -129,18 +128,8 @@ public class CompletionsController {
 
     /** Token ids arrive in {@code prompt} here, so errors the inference names {@code token_ids} are renamed. */
     private static <T> T namingTokenIdsAs(String promptField, Supplier<T> call) {
-        try {
-            return call.get();
-        } catch (InvalidRequestException e) {
-            String field = e.field().startsWith("token_ids") ? promptField + e.field().substring("token_ids".length())
-                    : e.field().equals("prompt") ? promptField : e.field();
-            if (field.equals(e.field())) {
-                throw e;
-            }
-            InvalidRequestException renamed = new InvalidRequestException(field,
-                    e.getMessage().replace("token_ids", field), e.tooLarge());
-            renamed.initCause(e);
-            throw renamed;
-        }
+        return RenamedFields.renamed(field -> field.startsWith("token_ids")
+                ? promptField + field.substring("token_ids".length())
+                : field.equals("prompt") ? promptField : field, call);
     }
 }

@@ -10,6 +10,7 @@ import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
+import io.butterfly.coordinator.model.ChatTemplateException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
@@ -103,6 +104,17 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         p.setTitle("Model not found");
         p.setProperty("field", e.field());
         p.setProperty("error_code", ErrorCode.MANIFEST_NOT_FOUND.name());
+        return p;
+    }
+
+    /**
+     * The served model's chat template failed on a conversation (a refusal by the template is a 400, raised as an
+     * {@link InvalidRequestException}): the model's fault, not the client's, and said so.
+     */
+    @ExceptionHandler(ChatTemplateException.class)
+    ProblemDetail chatTemplateFailed(ChatTemplateException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.INTERNAL_SERVER_ERROR, e.getMessage());
+        p.setTitle("Chat template failed");
         return p;
     }
 

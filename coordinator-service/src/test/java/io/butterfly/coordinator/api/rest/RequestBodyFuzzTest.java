@@ -4,11 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import io.butterfly.common.model.generate.TokenizerGenerator;
+import io.butterfly.coordinator.api.openai.ChatCompletionsController;
 import io.butterfly.coordinator.api.openai.CompletionsController;
 import io.butterfly.coordinator.api.openai.OpenAiErrors;
+import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
+import io.butterfly.coordinator.jinja.JinjavaChatTemplates;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -26,21 +30,21 @@ import tools.jackson.databind.json.JsonMapper;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The JSON bodies of {@code POST /api/v1/inference}, {@code /api/v1/inference/stream} and {@code /v1/completions}
- * (docs/testing.md, fuzzing), through Spring MVC as the coordinator runs it (its strict request JSON, the
+ * The JSON bodies of {@code POST /api/v1/inference}, {@code /api/v1/inference/stream}, {@code /v1/completions} and
+ * {@code /v1/chat/completions} (docs/testing.md, fuzzing), through Spring MVC as the coordinator runs it (its strict request JSON, the
  * controllers, the request validation, the problem handlers) over a READY cluster whose pipeline is scripted: any
  * body is answered 2xx, or 4xx with a problem document naming the field (and OpenAI's error object under
  * {@code /v1/}); never 5xx, never an exception escaping.
  */
 // Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
 @Timeout(30)
-@WebMvcTest(controllers = {InferenceController.class, CompletionsController.class})
+@WebMvcTest(controllers = {InferenceController.class, CompletionsController.class, ChatCompletionsController.class})
 @Import({StrictRequestJson.class, OpenAiErrors.class, RequestBodyFuzzTest.Served.class})
 class RequestBodyFuzzTest {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    /** A READY cluster of the tiny model whose last stage always makes token 5 likeliest. */
+    /** A READY cluster of the tiny model (its ChatML template) whose last stage always makes token 5 likeliest. */
     @TestConfiguration
     static class Served {
         @Bean(destroyMethod = "close")
@@ -50,12 +54,18 @@ class RequestBodyFuzzTest {
 
         @Bean
         InferenceService inference(ScriptedCluster cluster) {
-            return cluster.service(ScriptedCluster.following(new long[]{5}));
+            return cluster.service(ScriptedCluster.following(new long[]{5}), new JinjavaChatTemplates(Clock.systemUTC())
+                    .compile(TokenizerGenerator.CHAT_TEMPLATE, "<s>", "</s>"));
         }
 
         @Bean
-        InferenceStreams streams(InferenceService inference) {
-            return new InferenceStreams(inference, ReadyCluster.props("coordinator-0"));
+        CoordinatorProperties props() {
+            return ReadyCluster.props("coordinator-0");
+        }
+
+        @Bean
+        InferenceStreams streams(InferenceService inference, CoordinatorProperties props) {
+            return new InferenceStreams(inference, props);
         }
 
         @Bean
@@ -80,6 +90,11 @@ class RequestBodyFuzzTest {
     @FuzzTest(maxDuration = "30s")
     void anyCompletionBodyIsAnsweredOrRefused(byte[] body) throws Exception {
         answeredOrRefused("/v1/completions", body);
+    }
+
+    @FuzzTest(maxDuration = "30s")
+    void anyChatBodyIsAnsweredOrRefused(byte[] body) throws Exception {
+        answeredOrRefused("/v1/chat/completions", body);
     }
 
     private void answeredOrRefused(String path, byte[] body) throws Exception {

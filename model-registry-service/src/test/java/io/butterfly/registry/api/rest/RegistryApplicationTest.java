@@ -67,9 +67,11 @@ class RegistryApplicationTest {
                 .andExpect(jsonPath("$.signature").value(org.hamcrest.Matchers.matchesPattern("[0-9a-f]{128}")))
                 .andExpect(jsonPath("$.publisher_key").value(publisherKey()))
                 .andExpect(jsonPath("$.num_layers").value(3))
-                .andExpect(jsonPath("$.files[3].name").value("layer-00000.safetensors"))
-                .andExpect(jsonPath("$.files[3].layer_start").value(0))
-                .andExpect(jsonPath("$.files[3].size_bytes").isNumber());
+                .andExpect(jsonPath("$.files[3].name").value("tokenizer_config.json"))
+                .andExpect(jsonPath("$.files[3].kind").value("TOKENIZER_CONFIG"))
+                .andExpect(jsonPath("$.files[5].name").value("layer-00000.safetensors"))
+                .andExpect(jsonPath("$.files[5].layer_start").value(0))
+                .andExpect(jsonPath("$.files[5].size_bytes").isNumber());
         mvc.perform(get("/api/v1/models"))
                 .andExpect(status().isOk())
                 .andExpect(jsonPath("$[0].model_id").value("app-tiny"));

@@ -1,7 +1,9 @@
 package io.butterfly.common.model.generate;
 
 import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.TokenizerConfig;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -18,9 +20,10 @@ import tools.jackson.databind.SerializationFeature;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Writes a seeded random Hugging Face model directory: {@code config.json}, {@code tokenizer.json} and
- * {@code model.safetensors} (written last, so its presence marks a complete directory), or the variants
- * {@link Options} describes.
+ * Writes a seeded random Hugging Face model directory: {@code config.json}, {@code tokenizer.json},
+ * {@code tokenizer_config.json} (a ChatML chat template), {@code generation_config.json} (the turn's end,
+ * {@code <|im_end|>}, ends a sequence too) and {@code model.safetensors} (written last, so its presence marks a
+ * complete directory), or the variants {@link Options} describes.
  *
  * <p>Tensor names, shapes and initialisation scales follow Hugging Face layouts: Llama
  * ({@code model.embed_tokens.weight}, {@code model.layers.N.*}, {@code model.norm.weight}, {@code lm_head.weight}
@@ -49,7 +52,8 @@ public final class ModelGenerator {
      *                          {@code attention_bias}, which puts a bias on all four projections)
      * @param transformerPrefix GPT-2 tensor names start with {@code transformer.}, as {@code GPT2LMHeadModel} saves
      *                          them; without it they are named as {@code GPT2Model} saves them
-     * @param tokenizer         write {@code tokenizer.json}; without it the vocabulary may be smaller than the 256
+     * @param tokenizer         write {@code tokenizer.json}, {@code tokenizer_config.json} and
+     *                          {@code generation_config.json}; without them the vocabulary may be smaller than the 256
      *                          byte symbols a byte-level tokenizer needs (weights-only test models)
      * @param shards            weights files: 1 writes {@value #WEIGHTS_FILE}; more write Hugging Face shards
      *                          {@code model-0000i-of-0000n.safetensors} (the tensors in order, split evenly by count)
@@ -130,9 +134,30 @@ public final class ModelGenerator {
         Files.createDirectories(dir);
         if (options.tokenizer()) {
             TokenizerGenerator.write(config, dir.resolve("tokenizer.json"));
+            TokenizerGenerator.writeConfig(config, dir.resolve(TokenizerConfig.FILE));
+            writeGenerationConfig(config, dir.resolve(GenerationConfig.FILE));
         }
         writeConfig(config, options, dir.resolve("config.json"));
         writeWeights(parts(config, seed, options), options, dir);
+    }
+
+    /**
+     * {@code generation_config.json} as a chat model ships it: its end-of-sequence tokens and the chat template's end
+     * of turn, so that an answer ends where the model closes its turn (as Qwen2.5-Instruct lists {@code <|im_end|>}).
+     */
+    private static void writeGenerationConfig(ModelConfig config, Path file) throws IOException {
+        List<Integer> eos = new ArrayList<>();
+        if (config.eosTokenId() >= 0) {
+            eos.add(config.eosTokenId());
+        }
+        eos.addAll(config.moreEosTokenIds());
+        eos.add(TokenizerGenerator.idOf(config, TokenizerGenerator.IM_END));
+        Map<String, Object> doc = new LinkedHashMap<>();
+        if (config.bosTokenId() >= 0) {
+            doc.put("bos_token_id", config.bosTokenId());
+        }
+        doc.put("eos_token_id", eos);
+        Files.write(file, JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build().writeValueAsBytes(doc));
     }
 
     /** The name of layer {@code layer}'s file in the per-layer layout. */

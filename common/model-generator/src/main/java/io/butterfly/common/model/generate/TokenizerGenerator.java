@@ -23,7 +23,8 @@ import tools.jackson.databind.json.JsonMapper;
  * covers exactly {@code config.vocabSize()} ids.
  *
  * <p>Layout: the special tokens sit at their configured ids ({@code <s>}/{@code </s>} for Llama,
- * {@code <|endoftext|>} for GPT-2); the remaining ids are filled in order with the 256 byte symbols, then with BPE
+ * {@code <|endoftext|>} for GPT-2), ChatML's {@code <|im_start|>} and {@code <|im_end|>} at the highest free ids (the
+ * model's {@link #CHAT_TEMPLATE} writes them); the remaining ids are filled in order with the 256 byte symbols, then with BPE
  * merges learned deterministically from a small built-in English corpus, then (when the corpus runs out of
  * repeated pairs) with deterministic synthetic merges of already known tokens. Every token is a byte-level string,
  * so any id sequence decodes. For Llama a {@code TemplateProcessing} post-processor prepends {@code <s>}.
@@ -34,6 +35,19 @@ public final class TokenizerGenerator {
     public static final String EOS_LLAMA = "</s>";
     public static final String ENDOFTEXT = "<|endoftext|>";
     public static final String STARTOFTEXT = "<|startoftext|>";
+    /** ChatML's turn delimiters, special tokens of every generated tokenizer. */
+    public static final String IM_START = "<|im_start|>";
+    public static final String IM_END = "<|im_end|>";
+
+    /**
+     * The chat template a generated model ships in {@code tokenizer_config.json}: ChatML (Qwen's and many others'
+     * format, without a default system message), each turn {@code <|im_start|>role\ncontent<|im_end|>\n}, then
+     * {@code <|im_start|>assistant\n} when a reply is wanted.
+     */
+    public static final String CHAT_TEMPLATE = "{% for message in messages %}"
+            + "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+            + "{% endfor %}"
+            + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
     private static final ObjectMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
@@ -79,12 +93,42 @@ public final class TokenizerGenerator {
                 throw new IllegalArgumentException("special token id " + id + " is outside the vocabulary of " + v);
             }
         }
-        int minimum = 256 + specials.size();
+        int minimum = 256 + specials.size() + 2;
         if (v < minimum) {
             throw new IllegalArgumentException("vocab size " + v + " is too small for a byte-level tokenizer: need at least "
-                    + minimum + " (256 byte symbols + " + specials.size() + " special tokens)");
+                    + minimum + " (256 byte symbols + " + (specials.size() + 2) + " special tokens)");
+        }
+        int top = v - 1;
+        for (String chat : new String[]{IM_END, IM_START}) {
+            while (specials.containsKey(top)) {
+                top--;
+            }
+            specials.put(top, chat);
         }
         return specials;
+    }
+
+    /** The id of special token {@code content} in {@code config}'s tokenizer. */
+    public static int idOf(ModelConfig config, String content) {
+        return specialTokens(config).entrySet().stream().filter(e -> e.getValue().equals(content))
+                .mapToInt(java.util.Map.Entry::getKey).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException(content + " is not a special token of this tokenizer"));
+    }
+
+    /**
+     * Writes {@code tokenizer_config.json} as transformers saves it: the chat template and the special tokens it may
+     * write ({@code bos_token}, {@code eos_token}: the configured ones, none for an id the config leaves unset).
+     */
+    public static void writeConfig(ModelConfig config, Path file) throws IOException {
+        TreeMap<Integer, String> specials = specialTokens(config);
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("bos_token", config.bosTokenId() >= 0 ? specials.get(config.bosTokenId()) : null);
+        doc.put("eos_token", config.eosTokenId() >= 0 ? specials.get(config.eosTokenId()) : null);
+        doc.put("chat_template", CHAT_TEMPLATE);
+        doc.put("clean_up_tokenization_spaces", false);
+        doc.put("model_max_length", config.maxPositions());
+        doc.put("tokenizer_class", "PreTrainedTokenizerFast");
+        Files.write(file, JSON.writeValueAsBytes(doc));
     }
 
     /** The {@code tokenizer.json} document as nested maps/lists (serialised with Jackson). */

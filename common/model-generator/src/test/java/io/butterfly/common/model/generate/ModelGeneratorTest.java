@@ -112,7 +112,9 @@ class ModelGeneratorTest {
 
     /**
      * The bytes the generator has always written (demo and benchmark models, every committed result measured on
-     * them): pinned, so that a new option cannot change what the defaults write.
+     * them): pinned, so that a new option cannot change what the defaults write. The tokenizers changed once, on
+     * purpose: ChatML's two special tokens took the last two ids (the last two merges before), and the chat template
+     * and generation config came with them; the weights are what they were.
      */
     @Test
     void theDefaultsWriteWhatTheyAlwaysWrote() throws Exception {
@@ -121,10 +123,12 @@ class ModelGeneratorTest {
         ModelGenerator.generate(LLAMA, 7, tmp.resolve("q"), ModelGenerator.Options.defaults().withDtype("f16").withAttentionBias(true));
         Map<String, String> expected = new LinkedHashMap<>();
         expected.put("l/config.json", "ea9805a43b014b0426cd707fde44a6080b1eb88c61b3d66b9cef906c3992fa7c");
-        expected.put("l/tokenizer.json", "b1481ff43459b3869715caa73d8ba054dee80e6fb0bb8d165b62264354b511e6");
+        expected.put("l/tokenizer.json", "484bb57f6efc1405a16842080fbcbcc94cc87ae534734d966c8c938a9e7ba4fd");
+        expected.put("l/tokenizer_config.json", "69b413a7b680277c8f376c2e23072592d2d94d3ccd118c216f1187c2eba8dde2");
+        expected.put("l/generation_config.json", "9d191b39b796a94f9104abc3aca71d21d20d00b0fa9deba338a45052d01408e1");
         expected.put("l/model.safetensors", "d429f67508b8f109ba06f24e6ad41e3db89faa487d9064670ba46e67cc293f5a");
         expected.put("g/config.json", "c3af7355baef52d35d2c77031abbfeadf2313c363262b0b1f6c4e8d734604477");
-        expected.put("g/tokenizer.json", "0b6379fbd2c7270d918cf8aed430808f355039a83eb1f5ac7fc02c5812fb30e7");
+        expected.put("g/tokenizer.json", "4a22f50783192e0b1fccbcc253f7c8c50348c01ee8e37361668b7c97f497466a");
         expected.put("g/model.safetensors", "67108a5244d32c7257107250498a937f8529b101c5a8e0d1eb91efc4a48ab894");
         expected.put("q/config.json", "db3c54e1a278e1590e28bedbf066a88a4fd69a5e48e3d296d8c8f2a5ed931d06");
         expected.put("q/model.safetensors", "755b9f7927c90ada728d6b778e3fe17f398c9d07f7bb2251b77a5a5794e2d347");
@@ -133,7 +137,8 @@ class ModelGeneratorTest {
         }
         try (var files = Files.list(tmp.resolve("l"))) {
             assertThat(files.map(f -> f.getFileName().toString()))
-                    .containsExactlyInAnyOrder("config.json", "tokenizer.json", "model.safetensors");
+                    .containsExactlyInAnyOrder("config.json", "tokenizer.json", "tokenizer_config.json",
+                            "generation_config.json", "model.safetensors");
         }
     }
 
@@ -228,9 +233,9 @@ class ModelGeneratorTest {
 
     @Test
     void tooSmallVocabIsRejected() {
-        ModelConfig tiny = new ModelConfig(Architecture.LLAMA, 1, 16, 2, 2, 32, 257, 16, 1e-5, 10000.0, false, 1, 2);
+        ModelConfig tiny = new ModelConfig(Architecture.LLAMA, 1, 16, 2, 2, 32, 259, 16, 1e-5, 10000.0, false, 1, 2);
         assertThatThrownBy(() -> ModelGenerator.generate(tiny, 1, tmp))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("vocab size 257");
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("vocab size 259");
         assertThat(tmp.resolve("model.safetensors")).doesNotExist();
     }
 

@@ -26,7 +26,7 @@ class TokenizerGeneratorTest {
 
     @Test
     void llamaTokenizerLoadsRoundTripsAndPrependsBos() throws Exception {
-        for (int vocab : new int[]{258, 512, 4096, 32000}) {
+        for (int vocab : new int[]{260, 512, 4096, 32000}) {
             ModelConfig c = new ModelConfig(Architecture.LLAMA, 1, 16, 2, 2, 32, vocab, 64, 1e-5, 10000.0, false, 1, 2);
             Path file = tmp.resolve("llama-" + vocab + ".json");
             TokenizerGenerator.write(c, file);
@@ -41,6 +41,10 @@ class TokenizerGeneratorTest {
                     assertThat(tok.decode(ids, false)).isEqualTo("<s>" + text);
                 }
                 assertThat(tok.decode(new long[]{2})).isEqualTo("</s>");
+                // ChatML's tokens at the top of the vocabulary, read as themselves in a text and not added
+                assertThat(tok.encode("<|im_start|>user\nhi<|im_end|>", false, false).getIds())
+                        .startsWith(vocab - 2).endsWith(vocab - 1);
+                assertThat(tok.decode(new long[]{vocab - 2, vocab - 1}, true)).isEmpty();
                 if (vocab >= 4096) {
                     long[] ids = tok.encode("the butterfly", false, false).getIds();
                     assertThat(ids.length).as("merges compress common words").isLessThan(6);

@@ -1,0 +1,85 @@
+package io.butterfly.coordinator.api.openai;
+
+import io.butterfly.coordinator.api.rest.InferenceStreams;
+import io.butterfly.coordinator.chat.ChatPrompt;
+import io.butterfly.coordinator.config.CoordinatorProperties;
+import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.inference.RequestHandle;
+import io.butterfly.coordinator.model.ChatTemplate;
+import io.butterfly.coordinator.model.ServedModel;
+import java.time.Clock;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
+import org.springframework.http.MediaType;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * OpenAI's chat completions API, {@code POST /v1/chat/completions}: the conversation is made into a prompt by the
+ * served model's own chat template ({@link ChatPrompt}), then generated like any completion (the same inference,
+ * engine and streams), and answered as a {@code chat.completion} object or, with {@code "stream": true}, as
+ * {@code chat.completion.chunk} events. Errors are problem documents with OpenAI's {@code error} object
+ * ({@link OpenAiErrors}).
+ */
+@RestController
+@RequestMapping("/v1")
+public class ChatCompletionsController {
+
+    private final InferenceService inference;
+    private final InferenceStreams streams;
+    private final Clock clock;
+    private final JsonMapper json;
+    private final int maxNewTokens;
+    private final int maxPromptChars;
+
+    public ChatCompletionsController(InferenceService inference, InferenceStreams streams, Clock clock, JsonMapper json,
+                                     CoordinatorProperties props) {
+        this.inference = inference;
+        this.streams = streams;
+        this.clock = clock;
+        this.json = json;
+        this.maxNewTokens = props.maxNewTokens();
+        this.maxPromptChars = props.maxPromptChars();
+    }
+
+    /** The assistant's reply to {@code messages}, whole or streamed; every refusal comes before any work. */
+    @PostMapping(path = "/chat/completions", consumes = MediaType.APPLICATION_JSON_VALUE)
+    public CompletableFuture<?> chat(@RequestBody ChatCompletionRequest body) {
+        List<ChatTemplate.Message> conversation = body.conversation();
+        long seed = ThreadLocalRandom.current().nextLong();
+        long created = clock.millis() / 1000;
+        ServedModel served = inference.servedModel();
+        String model = CompletionsController.requireServed(body.model(), served);
+        long[] prompt = ChatPrompt.tokens(served, conversation, maxPromptChars);
+        GenerationRequest request = body.generation(prompt,
+                ChatPrompt.defaultMaxTokens(prompt.length, maxNewTokens, served.config().maxPositions()), seed);
+        if (body.streaming()) {
+            return namingChatFields(body, () -> streams.start(request,
+                    task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
+        }
+        RequestHandle task = namingChatFields(body, () -> inference.submit(inference.prepare(request, null)));
+        ChatLogprobs logprobs = logprobs(body, task);
+        return task.result().thenApply(r -> ChatJson.completion(ChatJson.Header.of(r.taskId(), created, model), r,
+                logprobs == null ? null : logprobs.next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs())));
+    }
+
+    private static ChatLogprobs logprobs(ChatCompletionRequest body, RequestHandle task) {
+        return body.withLogprobs() ? new ChatLogprobs(task.model().tokenizer()::decode, task.promptTokenIds()) : null;
+    }
+
+    /**
+     * The prompt reaches the inference as token ids and the reply's length as max_tokens: refusals of them name what
+     * the client sent ({@code messages}, and {@code max_completion_tokens} unless it said {@code max_tokens}).
+     */
+    private static <T> T namingChatFields(ChatCompletionRequest body, Supplier<T> call) {
+        String maxTokens = body.maxTokensField() != null ? body.maxTokensField() : "max_completion_tokens";
+        return RenamedFields.renamed(field -> field.startsWith("token_ids") ? "messages"
+                : field.equals("max_tokens") ? maxTokens : field.equals("logprobs") ? "top_logprobs" : field, call);
+    }
+}

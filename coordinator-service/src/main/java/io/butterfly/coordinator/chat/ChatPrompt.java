@@ -1,0 +1,79 @@
+package io.butterfly.coordinator.chat;
+
+import io.butterfly.coordinator.inference.InvalidRequestException;
+import io.butterfly.coordinator.model.ChatTemplate;
+import io.butterfly.coordinator.model.ChatTemplateException;
+import io.butterfly.coordinator.model.ServedModel;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * A conversation made into the served model's prompt, as transformers' {@code apply_chat_template(messages,
+ * add_generation_prompt=True, tokenize=True)} makes it: the model's own chat template renders the messages, and the
+ * text is tokenized without adding special tokens (the template writes its own, so a BOS is not doubled). Each
+ * refusal names the field: {@code messages} (or one of them) for what the conversation or template cannot do.
+ */
+public final class ChatPrompt {
+
+    /** The roles a conversation may hold; tools' and functions' messages come with tool calls, not served here. */
+    static final Set<String> ROLES = Set.of("system", "user", "assistant");
+
+    private ChatPrompt() {
+    }
+
+    /**
+     * The prompt's token ids.
+     *
+     * @param maxPromptChars the longest rendered prompt accepted, in characters (checked before tokenizing)
+     */
+    public static long[] tokens(ServedModel model, List<ChatTemplate.Message> messages, int maxPromptChars) {
+        check(messages);
+        ChatTemplate template = model.chatTemplate();
+        if (template == null) {
+            throw new InvalidRequestException("messages", "model " + model.manifest().modelId() + " has no chat "
+                    + "template (chat_template in tokenizer_config.json, or chat_template.jinja): send a prompt to "
+                    + "/v1/completions instead");
+        }
+        String prompt;
+        try {
+            prompt = template.render(messages);
+        } catch (ChatTemplateException e) {
+            if (e.refused()) {
+                throw new InvalidRequestException("messages", "the model's chat template refuses this conversation: "
+                        + e.getMessage());
+            }
+            throw e;
+        }
+        if (prompt.length() > maxPromptChars) {
+            throw new InvalidRequestException("messages", "the conversation renders to a prompt of " + prompt.length()
+                    + " characters, more than the limit of " + maxPromptChars, true);
+        }
+        long[] ids = model.tokenizer().encode(prompt, false);
+        if (ids.length == 0) {
+            throw new InvalidRequestException("messages", "the conversation renders to an empty prompt");
+        }
+        return ids;
+    }
+
+    /**
+     * The tokens a reply may have when the request sets no limit: as many as fit the model's positions after the
+     * prompt, up to the coordinator's limit (OpenAI's chat API has no default of its own).
+     */
+    public static int defaultMaxTokens(int promptTokens, int maxNewTokens, int maxPositions) {
+        return Math.max(1, Math.min(maxNewTokens, maxPositions - promptTokens));
+    }
+
+    private static void check(List<ChatTemplate.Message> messages) {
+        if (messages.isEmpty()) {
+            throw new InvalidRequestException("messages", "messages must hold at least one message");
+        }
+        for (int i = 0; i < messages.size(); i++) {
+            String role = messages.get(i).role();
+            if (!ROLES.contains(role)) {
+                throw new InvalidRequestException("messages[" + i + "].role", "role must be system, user or "
+                        + "assistant, got " + role + (role.equals("tool") || role.equals("function")
+                        ? " (tools are not supported)" : ""));
+            }
+        }
+    }
+}
