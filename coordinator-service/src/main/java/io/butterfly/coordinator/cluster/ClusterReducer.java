@@ -224,7 +224,8 @@ public final class ClusterReducer {
             throw new IllegalTransitionException("task '" + c.taskId() + "' already exists");
         }
         Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
-        tasks.put(c.taskId(), TaskRecord.executing(c.taskId(), c.promptTokens(), c.owner(), c.ownerStartedAtMs(), c.atMs()));
+        tasks.put(c.taskId(), TaskRecord.executing(c.taskId(), c.promptTokens(), null, c.owner(), c.ownerStartedAtMs(),
+                c.atMs()));
         // Several tasks may run at once (workers batch sequences), so COMPUTING also accepts work.
         return move(s.withTasks(tasks), SystemState.COMPUTING, servingMessage(s), c);
     }
@@ -241,7 +242,10 @@ public final class ClusterReducer {
      * Applies each event once, in order: a task is recorded started once, and its first recorded outcome stands. A
      * repeated event (a batch applied again after its commit timed out) or an outcome of a task the state does not
      * hold (its start was never recorded, or it ended long ago and was pruned) changes nothing; a batch is never
-     * refused for one of its events, so one event cannot cost the others their record. The system state does not
+     * refused for one of its events, so one event cannot cost the others their record. Progress, pauses and outcomes
+     * apply only from the task's owner (a failure, from whoever failed it as that owner), and a task moves to another
+     * replica only from the owner the move names: a replica that lost a task cannot move it any more. A start whose
+     * idempotency key another task holds is not recorded (that task is the request's). The system state does not
      * change: tasks run while the system is READY.
      */
     private static ClusterState tasksRecorded(ClusterState s, ClusterCommand.TasksRecorded c) {
@@ -249,18 +253,39 @@ public final class ClusterReducer {
         for (TaskEvent e : c.events()) {
             TaskRecord t = tasks.get(e.taskId());
             if (e instanceof TaskEvent.Started started) {
-                if (t == null) {
-                    tasks.put(e.taskId(), TaskRecord.executing(e.taskId(), started.promptTokens(), c.replica(),
-                            c.replicaStartedAtMs(), e.atMs()));
+                if (t == null && TaskRecord.holdingKey(tasks.values(), started.request()) == null) {
+                    tasks.put(e.taskId(), TaskRecord.executing(e.taskId(), started.promptTokens(), started.request(),
+                            c.replica(), c.replicaStartedAtMs(), e.atMs()));
                 }
-            } else if (t != null && !t.state().terminal()) {
-                tasks.put(e.taskId(), e instanceof TaskEvent.Finished f
-                        ? t.completed(f.tokenIds(), f.finishReason(), f.atMs())
-                        : t.failed(((TaskEvent.Failed) e).error(), e.atMs()));
+            } else if (t == null || t.state().terminal()) {
+                continue;
+            } else if (e instanceof TaskEvent.Failed f) {
+                if (f.owner() == null || t.isOwner(f.owner(), f.ownerStartedAtMs())) {
+                    tasks.put(e.taskId(), t.failed(f.error(), e.atMs()));
+                }
+            } else if (e instanceof TaskEvent.Adopted a) {
+                if (t.isOwner(a.fromOwner(), a.fromOwnerStartedAtMs())) {
+                    tasks.put(e.taskId(), t.adoptedBy(c.replica(), c.replicaStartedAtMs(), e.atMs()));
+                }
+            } else if (t.isOwner(c.replica(), c.replicaStartedAtMs()) || t.owner().isEmpty()) {
+                tasks.put(e.taskId(), ownersEvent(t, e)); // (no owner: submitted before owners were recorded)
             }
         }
         prune(tasks);
         return leaveComputingWhenIdle(s.withTasks(tasks), c.events().size() + " task events");
+    }
+
+    private static TaskRecord ownersEvent(TaskRecord t, TaskEvent e) {
+        if (e instanceof TaskEvent.Finished f) {
+            return t.completed(f.tokenIds(), f.finishReason(), e.atMs());
+        } else if (e instanceof TaskEvent.Progressed p) {
+            return t.progressed(p);
+        } else if (e instanceof TaskEvent.Paused p) {
+            return t.paused(p.reason(), e.atMs());
+        } else if (e instanceof TaskEvent.Resumed) {
+            return t.resumed(e.atMs());
+        }
+        return t;
     }
 
     /**

@@ -100,4 +100,9 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
     public long inFlightTasks() {
         return tasks.values().stream().filter(t -> !t.state().terminal()).count();
     }
+
+    /** The task a request with {@code idempotencyKey} started (ended or not, while the state keeps it); null if none. */
+    public TaskRecord taskWithKey(String idempotencyKey) {
+        return TaskRecord.holdingKey(tasks.values(), idempotencyKey);
+    }
 }

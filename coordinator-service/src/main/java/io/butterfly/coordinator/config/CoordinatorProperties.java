@@ -27,7 +27,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *                        tokenizing megabytes takes seconds and a large enough text crashed the native tokenizer
  * @param stepTimeoutSeconds deadline of one pipeline step
  * @param taskTimeout     a task still open after this long is failed by the leader: its coordinator is gone
- *                        (a replica that restarts fails its own open tasks at once)
+ *                        (one whose coordinator does not answer fails sooner, see engine.recovery-timeout)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  */
 @ConfigurationProperties("butterfly.coordinator")
@@ -57,8 +57,11 @@ public record CoordinatorProperties(
         return new BootstrapOrchestrator.Settings(modelId, expectedWorkers, clusterName, protocolVersion);
     }
 
-    /** @param replicas the coordinator replicas sharing the stages */
-    public InferenceService.Settings inference(int replicas) {
-        return new InferenceService.Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas);
+    /**
+     * @param replicas        the coordinator replicas sharing the stages
+     * @param recoveryTimeout how long a paused generation waits for the pipeline
+     */
+    public InferenceService.Settings inference(int replicas, java.time.Duration recoveryTimeout) {
+        return new InferenceService.Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout);
     }
 }

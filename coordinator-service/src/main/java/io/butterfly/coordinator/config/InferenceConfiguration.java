@@ -37,7 +37,7 @@ public class InferenceConfiguration {
     InferenceService inferenceService(CoordinatorProperties props, EngineProperties engine, ControlRaftProperties raft,
                                       ControlLog control, GroupCommitTaskJournal journal, ModelCatalog catalog,
                                       Pipeline pipeline, PrometheusServingMetrics metrics, Clock clock) {
-        InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size())),
+        InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size()), engine.recoveryTimeout()),
                 engine.scheduler(), control, catalog, pipeline, journal, metrics, clock);
         metrics.bind(inference);
         return inference;
@@ -45,8 +45,8 @@ public class InferenceConfiguration {
 
     @Bean
     OrphanedTasks orphanedTasks(ControlLog control, InferenceService inference, GroupCommitTaskJournal journal,
-                                CoordinatorProperties props, Clock clock) {
-        return new OrphanedTasks(control, inference, journal, props.taskTimeout(), clock);
+                                CoordinatorProperties props, EngineProperties engine, Clock clock) {
+        return new OrphanedTasks(control, inference, journal, props.taskTimeout(), engine.recoveryTimeout(), clock);
     }
 
     @Bean

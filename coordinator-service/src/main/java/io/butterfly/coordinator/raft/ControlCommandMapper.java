@@ -3,7 +3,6 @@ package io.butterfly.coordinator.raft;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.proto.coordinator.v1.BootstrapCommand;
@@ -25,9 +24,6 @@ import io.butterfly.proto.coordinator.v1.PartitionsAssignedCommand;
 import io.butterfly.proto.coordinator.v1.ShutdownCommand;
 import io.butterfly.proto.coordinator.v1.TaskFailedCommand;
 import io.butterfly.proto.coordinator.v1.TaskFinishedCommand;
-import io.butterfly.proto.coordinator.v1.TaskFailedEvent;
-import io.butterfly.proto.coordinator.v1.TaskFinishedEvent;
-import io.butterfly.proto.coordinator.v1.TaskStartedEvent;
 import io.butterfly.proto.coordinator.v1.TaskSubmittedCommand;
 import io.butterfly.proto.coordinator.v1.TasksRecordedCommand;
 import java.util.function.Consumer;
@@ -105,7 +101,7 @@ public final class ControlCommandMapper {
         } else if (command instanceof ClusterCommand.TasksRecorded c) {
             TasksRecordedCommand.Builder p = TasksRecordedCommand.newBuilder().setReplica(c.replica())
                     .setReplicaStartedAtMs(c.replicaStartedAtMs());
-            c.events().forEach(e -> p.addEvents(toProto(e)));
+            c.events().forEach(e -> p.addEvents(TaskEventMapper.toProto(e)));
             b.setTasksRecorded(p);
         } else if (command instanceof ClusterCommand.Shutdown c) {
             ShutdownCommand.Builder p = ShutdownCommand.newBuilder();
@@ -204,7 +200,7 @@ public final class ControlCommandMapper {
             case TASKS_RECORDED: {
                 TasksRecordedCommand c = proto.getTasksRecorded();
                 return new ClusterCommand.TasksRecorded(c.getReplica(), c.getReplicaStartedAtMs(),
-                        c.getEventsList().stream().map(ControlCommandMapper::fromProto).toList(), at);
+                        c.getEventsList().stream().map(TaskEventMapper::fromProto).toList(), at);
             }
             case SHUTDOWN: {
                 ShutdownCommand c = proto.getShutdown();
@@ -238,42 +234,6 @@ public final class ControlCommandMapper {
             case COMMAND_NOT_SET:
             default:
                 throw new IllegalArgumentException("control-log entry has no known command: " + proto.getCommandCase());
-        }
-    }
-
-    private static io.butterfly.proto.coordinator.v1.TaskEvent toProto(TaskEvent e) {
-        io.butterfly.proto.coordinator.v1.TaskEvent.Builder b = io.butterfly.proto.coordinator.v1.TaskEvent.newBuilder()
-                .setTaskId(e.taskId()).setAtMs(e.atMs());
-        if (e instanceof TaskEvent.Started s) {
-            b.setStarted(TaskStartedEvent.newBuilder().setPromptTokens(s.promptTokens()));
-        } else if (e instanceof TaskEvent.Finished f) {
-            TaskFinishedEvent.Builder p = TaskFinishedEvent.newBuilder().addAllTokenIds(f.tokenIds());
-            ifPresent(f.finishReason(), p::setFinishReason);
-            b.setFinished(p);
-        } else {
-            TaskFailedEvent.Builder p = TaskFailedEvent.newBuilder();
-            ifPresent(((TaskEvent.Failed) e).error(), p::setError);
-            b.setFailed(p);
-        }
-        return b.build();
-    }
-
-    private static TaskEvent fromProto(io.butterfly.proto.coordinator.v1.TaskEvent p) {
-        switch (p.getEventCase()) {
-            case STARTED:
-                return new TaskEvent.Started(p.getTaskId(), p.getStarted().getPromptTokens(), p.getAtMs());
-            case FINISHED: {
-                TaskFinishedEvent f = p.getFinished();
-                return new TaskEvent.Finished(p.getTaskId(), f.getTokenIdsList(),
-                        f.hasFinishReason() ? f.getFinishReason() : null, p.getAtMs());
-            }
-            case FAILED:
-                return new TaskEvent.Failed(p.getTaskId(), p.getFailed().hasError() ? p.getFailed().getError() : null,
-                        p.getAtMs());
-            case EVENT_NOT_SET:
-            default:
-                throw new IllegalArgumentException("task event of " + p.getTaskId() + " has no known kind: "
-                        + p.getEventCase());
         }
     }
 

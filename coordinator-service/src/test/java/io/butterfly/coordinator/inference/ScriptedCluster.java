@@ -77,10 +77,15 @@ public final class ScriptedCluster implements AutoCloseable {
     }
 
     public InferenceService service(Pipeline steps, SchedulerSettings scheduling) {
+        return service(steps, scheduling, Duration.ofSeconds(60));
+    }
+
+    /** @param recoveryTimeout how long a paused generation waits for the pipeline */
+    public InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout) {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
-        InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1), scheduling,
+        InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1, recoveryTimeout), scheduling,
                 control, catalog, steps, journal, ServingMetrics.NONE, Clock.systemUTC());
         services.add(service);
         return service;

@@ -7,6 +7,7 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.Feasibility;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.TaskEvent;
+import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
@@ -15,6 +16,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 class ControlCommandMapperTest {
@@ -126,10 +128,21 @@ class ControlCommandMapperTest {
     }
 
     private static TaskEvent anyTaskEvent(Random r) {
-        return switch (r.nextInt(3)) {
+        return switch (r.nextInt(8)) {
             case 0 -> new TaskEvent.Started(text(r), r.nextInt(), anyLong(r));
-            case 1 -> new TaskEvent.Finished(text(r), r.longs(r.nextInt(6)).boxed().toList(), maybe(r), anyLong(r));
-            default -> new TaskEvent.Failed(text(r), maybe(r), anyLong(r));
+            case 1 -> new TaskEvent.Started(text(r), r.nextInt(), new TaskRequest(r.longs(r.nextInt(5)).boxed().toList(),
+                    text(r), r.nextInt(), anyDouble(r), anyDouble(r), r.nextInt(), anyLong(r), r.nextInt(), r.nextBoolean(),
+                    texts(r), maybe(r)), anyLong(r));
+            case 2 -> new TaskEvent.Progressed(text(r), r.nextInt(1 << 20), IntStream.range(0, r.nextInt(4))
+                    .mapToObj(i -> new TaskEvent.Token(anyLong(r), anyDouble(r), IntStream.range(0, r.nextInt(3))
+                            .mapToObj(k -> new TaskEvent.Alternative(anyLong(r), anyDouble(r))).toList())).toList(),
+                    anyLong(r));
+            case 3 -> new TaskEvent.Paused(text(r), maybe(r), anyLong(r));
+            case 4 -> new TaskEvent.Resumed(text(r), anyLong(r));
+            case 5 -> new TaskEvent.Adopted(text(r), text(r), anyLong(r), anyLong(r));
+            case 6 -> new TaskEvent.Finished(text(r), r.longs(r.nextInt(6)).boxed().toList(), maybe(r), anyLong(r));
+            default -> r.nextBoolean() ? new TaskEvent.Failed(text(r), maybe(r), anyLong(r))
+                    : new TaskEvent.Failed(text(r), maybe(r), text(r), anyLong(r), anyLong(r));
         };
     }
 

@@ -58,6 +58,7 @@ public class SystemStateController {
         out.put("nodes", nodes());
         out.put("quorum", quorum(s));
         out.put("pipeline", s.pipeline());
+        out.put("paused_tasks", pausedTasks(s));
         out.put("last_applied_index", s.lastAppliedIndex());
         out.put("raft", raft());
         out.put("config", config(s.config()));
@@ -205,7 +206,30 @@ public class SystemStateController {
         m.put("created_at", Instant.ofEpochMilli(t.createdAtMs()).toString());
         m.put("updated_at", Instant.ofEpochMilli(t.updatedAtMs()).toString());
         m.put("error", t.error());
+        m.put("paused_at", t.paused() ? Instant.ofEpochMilli(t.pausedAtMs()).toString() : null);
+        m.put("pause_reason", t.pauseReason());
+        m.put("idempotency_key", t.request() == null ? null : t.request().idempotencyKey());
         return m;
+    }
+
+    /**
+     * Running tasks that generate nothing now: a stage they ran through failed (they resume when the pipeline serves
+     * again), or their streaming client or their coordinator went away (a client resumes them with Last-Event-ID).
+     */
+    private static List<Map<String, Object>> pausedTasks(ClusterState s) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (TaskRecord t : s.tasks().values()) {
+            if (!t.state().terminal() && t.paused()) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("task_id", t.taskId());
+                m.put("owner", t.owner().isEmpty() ? null : t.owner());
+                m.put("paused_at", Instant.ofEpochMilli(t.pausedAtMs()).toString());
+                m.put("reason", t.pauseReason());
+                m.put("generated_tokens", t.generatedTokens());
+                out.add(m);
+            }
+        }
+        return out;
     }
 
     private static Map<String, Object> quorum(ClusterState s) {
