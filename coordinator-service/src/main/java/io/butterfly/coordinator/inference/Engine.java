@@ -52,6 +52,8 @@ final class Engine implements AutoCloseable {
     /** Failures a new plan, a reload or a retry can mend: anything else fails the request at once. */
     private static final Set<ErrorKind> RESUMABLE = EnumSet.of(ErrorKind.UNAVAILABLE, ErrorKind.ABORTED,
             ErrorKind.DEADLINE_EXCEEDED, ErrorKind.FAILED_PRECONDITION, ErrorKind.UNKNOWN);
+    /** Context of an error that ends an answer but not its generation, which a client resumes elsewhere. */
+    static final String RESUMABLE_CONTEXT = "resumable";
     private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
 
@@ -646,11 +648,11 @@ final class Engine implements AutoCloseable {
         String why;
         if (s.movedTo != null) {
             why = "the generation moved to coordinator " + s.movedTo + ", where its client resumed it";
-            s.fail(new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.ABORTED, why));
+            s.fail(goesOnElsewhere(ErrorKind.ABORTED, why));
         } else {
             why = s.detached;
             journal.paused(s.taskId(), why, clockMillis.getAsLong());
-            s.fail(new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, why
+            s.fail(goesOnElsewhere(ErrorKind.UNAVAILABLE, why
                     + ": the rest of the generation is kept for a client that comes back (Last-Event-ID)"));
         }
         log.info("task {} left this replica after {} tokens: {}", s.taskId(), s.generated.size(), why);
@@ -713,6 +715,14 @@ final class Engine implements AutoCloseable {
                 "the coordinator is shutting down: retry on another replica");
     }
 
+    /**
+     * Why a generation's answer ends here though the generation does not: a client resumes it at any replica
+     * ({@link #RESUMABLE_CONTEXT} tells it so).
+     */
+    private static ButterflyException goesOnElsewhere(ErrorKind kind, String why) {
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, kind, why, Map.of(RESUMABLE_CONTEXT, "true"), null);
+    }
+
     private void failAll(RuntimeException why) {
         List<String> ids = new ArrayList<>();
         for (Sequence s : List.copyOf(sequences.values())) {
@@ -742,7 +752,8 @@ final class Engine implements AutoCloseable {
                 scheduler.remove(s.progress);
                 ids.add(s.stageId());
                 journal.paused(s.taskId(), "its coordinator stopped", clockMillis.getAsLong());
-                s.fail(stopping());
+                s.fail(goesOnElsewhere(ErrorKind.UNAVAILABLE,
+                        "the coordinator is shutting down: resume at another replica (Last-Event-ID, Idempotency-Key)"));
             }
             if (serving != null) {
                 release(serving.route(), ids);

@@ -28,4 +28,13 @@ public interface RequestHandle {
      * recovery timeout. The result here completes exceptionally.
      */
     void detach(String reason);
+
+    /**
+     * Whether {@code failure} ended an answer but not its generation (the generation left this replica, or it is
+     * stopping): the client gets the rest by resuming it, at any replica.
+     */
+    static boolean goesOnElsewhere(Throwable failure) {
+        return failure instanceof io.butterfly.common.error.ButterflyException b
+                && "true".equals(b.context().get(Engine.RESUMABLE_CONTEXT));
+    }
 }

@@ -7,6 +7,7 @@ import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
+import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import java.util.LinkedHashMap;
@@ -143,6 +144,9 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
         p.setTitle(status == HttpStatus.CONTENT_TOO_LARGE ? "Request too large" : "Cluster error");
         p.setProperty("error_code", e.code().name());
+        if (RequestHandle.goesOnElsewhere(e)) {
+            p.setProperty("resumable", true); // the generation goes on: Last-Event-ID or Idempotency-Key gets the rest
+        }
         if (status == HttpStatus.CONTENT_TOO_LARGE) {
             p.setProperty("field", "max_tokens");
         }
