@@ -46,7 +46,7 @@ class ResumeIT {
             }
             // A loaded machine may take a minute to start a worker again: the paused generations wait that long.
             cluster.startCoordinator("tiny-llama", 3, "--butterfly.coordinator.engine.recovery-timeout=5m");
-            cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
+            cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(8));
             Random random = new Random(17);
             List<String> bodies = new ArrayList<>();
             for (int i = 0; i < 4; i++) {

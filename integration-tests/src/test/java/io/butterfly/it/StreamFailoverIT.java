@@ -143,15 +143,21 @@ class StreamFailoverIT {
         return LocalCluster.JSON.readTree(response.body());
     }
 
+    /** The leader, once every replica answers and serves READY. */
     private static String awaitLeaderServing(LocalCluster cluster) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
+        long deadline = System.nanoTime() + Duration.ofMinutes(8).toNanos(); // seven JVMs start on two cores
         while (System.nanoTime() < deadline) {
+            String leader = null;
+            int ready = 0;
             for (String r : REPLICAS) {
                 JsonNode s = state(cluster, r);
-                if (s != null && "LEADER".equals(s.path("raft").path("role").asString())
-                        && "READY".equals(s.path("system_state").asString())) {
-                    return r;
+                if (s != null && "READY".equals(s.path("system_state").asString())) {
+                    ready++;
+                    leader = "LEADER".equals(s.path("raft").path("role").asString()) ? r : leader;
                 }
+            }
+            if (ready == REPLICAS.size() && leader != null) {
+                return leader;
             }
             Thread.sleep(200);
         }
