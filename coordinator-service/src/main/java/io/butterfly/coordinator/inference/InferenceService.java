@@ -13,6 +13,7 @@ import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.coordinator.inference.scheduler.KvBudgets;
@@ -52,6 +53,8 @@ public class InferenceService implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
     /** How long a replica waits for a task it is asked about to reach its state (it may lag the task's owner). */
     private static final Duration RECORD_WAIT = Duration.ofSeconds(2);
+    /** How long a replica waits for a task's live owner to record its end before it takes the task over. */
+    private static final Duration OWNER_GRACE = Duration.ofSeconds(1);
     private static final int MAX_KEY_CHARS = 255;
 
     /**
@@ -256,6 +259,7 @@ public class InferenceService implements AutoCloseable {
             engine.submit(again);
             return again;
         }
+        boolean waited = false;
         for (int attempt = 0; attempt < 3; attempt++) {
             Sequence s = sequence(request, listener, taskId, t.request(), false);
             if (t.request() == null || !t.request().sameGeneration(s.request)) {
@@ -276,18 +280,47 @@ public class InferenceService implements AutoCloseable {
                 t = control.state().tasks().get(taskId); // it ended here: its outcome is recorded now
                 continue;
             }
+            if (!waited && !t.paused() && !ownerGone(t)) {
+                // Its owner runs it and may be about to record its end: a repeat then needs no takeover.
+                waited = true;
+                t = awaitEndOrPause(t, OWNER_GRACE);
+                continue;
+            }
             String from = t.owner();
             t = journal.commitNow(new TaskEvent.Adopted(taskId, from, t.ownerStartedAtMs(), System.currentTimeMillis()))
                     .tasks().get(taskId); // an open task is never pruned
             if (mine(t)) {
                 log.info("took task {} over from coordinator {} after {} recorded tokens", taskId, from,
                         t.tokenIds().size());
+                engine.releaseAbandoned(List.of(taskId)); // its first caches, if its owner left them on the stages
                 return carryOn(s, t, afterIndex);
             }
             // It ended, or another replica took it over first, meanwhile: look again.
         }
         throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.ABORTED, "task " + taskId
                 + " keeps moving between coordinators: retry");
+    }
+
+    /** Whether the replica owning {@code t} does not answer (asked over the control log's group), or is none of it. */
+    private boolean ownerGone(TaskRecord t) {
+        return control.replicaViews().stream()
+                .noneMatch(v -> v.replicaId().equals(t.owner()) && !ReplicaView.UNREACHABLE.equals(v.role()));
+    }
+
+    /** {@code t} as this replica's state holds it once it ended or paused, or after {@code timeout}. */
+    private TaskRecord awaitEndOrPause(TaskRecord t, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        TaskRecord now = control.state().tasks().get(t.taskId());
+        while (!now.state().terminal() && !now.paused() && System.nanoTime() < deadline) {
+            try {
+                TimeUnit.MILLISECONDS.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            now = control.state().tasks().get(t.taskId());
+        }
+        return now;
     }
 
     /**

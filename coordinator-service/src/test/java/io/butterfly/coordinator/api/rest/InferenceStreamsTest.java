@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -123,6 +124,57 @@ class InferenceStreamsTest {
         assertThat(problem.path("detail").asString()).contains("worker w2 broke");
         assertThat(problem.path("error_code").asString()).isEqualTo("INTERNAL_ERROR");
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.FAILED);
+    }
+
+    /**
+     * Token events carry ids; the same request with {@code Last-Event-ID} streams the rest of the same generation (here
+     * from its record: it ended), and an id this service did not write is refused naming the header. A plain request
+     * repeated with its {@code Idempotency-Key} answers the same generation.
+     */
+    @Test
+    void lastEventIdStreamsTheRestAndAnIdempotencyKeyAnswersTheSameGeneration() throws Exception {
+        InferenceService service = cluster.service(ScriptedPipeline.answering(in -> step()));
+        MockMvc mvc = MockMvcBuilders.standaloneSetup(new InferenceController(service,
+                new InferenceStreams(service, ReadyCluster.props("coordinator-0")))).setControllerAdvice(new ProblemHandler())
+                .build();
+        String body = "{\"token_ids\": [1, 17], \"max_tokens\": 6}";
+        List<String> first = lines(AsyncMvc.perform(mvc, post("/api/v1/inference/stream")
+                .contentType(MediaType.APPLICATION_JSON).content(body)));
+        List<String> ids = first.stream().filter(l -> l.startsWith("id:")).toList();
+        assertThat(ids).hasSize(6);
+        String task = ids.get(0).substring(3, ids.get(0).lastIndexOf(':'));
+        assertThat(ids).containsExactlyElementsOf(IntStream.range(0, 6).mapToObj(i -> "id:" + task + ":" + i).toList());
+        cluster.recorded();
+
+        List<String> rest = lines(AsyncMvc.perform(mvc, post("/api/v1/inference/stream").header("Last-Event-ID", task + ":3")
+                .contentType(MediaType.APPLICATION_JSON).content(body)));
+        assertThat(rest.stream().filter(l -> l.startsWith("id:")))
+                .containsExactly("id:" + task + ":4", "id:" + task + ":5");
+        List<String> firstData = first.stream().filter(l -> l.startsWith("data:")).toList();
+        List<String> restData = rest.stream().filter(l -> l.startsWith("data:")).toList();
+        assertThat(restData.subList(0, 2)).as("the same token events").isEqualTo(firstData.subList(4, 6));
+        JsonMapper json = JsonMapper.builder().build();
+        JsonNode done = json.readTree(restData.get(2).substring(5));
+        JsonNode doneFirst = json.readTree(firstData.get(6).substring(5));
+        for (String field : List.of("task_id", "token_ids", "text", "finish_reason", "token_logprobs", "usage")) {
+            assertThat(done.path(field)).as("the same answer: " + field).isEqualTo(doneFirst.path(field));
+        }
+
+        MockHttpServletResponse bad = AsyncMvc.perform(mvc, post("/api/v1/inference/stream").header("Last-Event-ID", "7")
+                .contentType(MediaType.APPLICATION_JSON).content(body));
+        assertThat(bad.getStatus()).isEqualTo(400);
+        assertThat(bad.getContentAsString()).contains("\"field\":\"Last-Event-ID\"");
+
+        String once = AsyncMvc.perform(mvc, post("/api/v1/inference").header("Idempotency-Key", "k-7")
+                .contentType(MediaType.APPLICATION_JSON).content(body)).getContentAsString();
+        String again = AsyncMvc.perform(mvc, post("/api/v1/inference").header("Idempotency-Key", "k-7")
+                .contentType(MediaType.APPLICATION_JSON).content(body)).getContentAsString();
+        assertThat(json.readTree(again).path("task_id")).isEqualTo(json.readTree(once).path("task_id"));
+        assertThat(json.readTree(again).path("token_ids")).isEqualTo(json.readTree(once).path("token_ids"));
+    }
+
+    private static List<String> lines(MockHttpServletResponse r) throws Exception {
+        return List.of(r.getContentAsString(StandardCharsets.UTF_8).split("\n"));
     }
 
     @Test
