@@ -14,9 +14,18 @@ import java.util.List;
  * @param transfer         how workers get their shards
  * @param coordinatorArgs  further arguments for every coordinator replica ({@code --butterfly.coordinator....=...})
  * @param pinWorkers       whether each worker runs pinned to one core, worker-i to core i mod the cores
+ * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
-                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers) {
+                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, ApiKeyFiles apiKeys) {
+
+    /**
+     * @param keys      keys that may generate (null: none)
+     * @param adminKeys keys that may also change the cluster and import models (null: none)
+     */
+    public record ApiKeyFiles(Path keys, Path adminKeys) {
+        public static final ApiKeyFiles NONE = new ApiKeyFiles(null, null);
+    }
 
     /**
      * Shared: workers copy their shards from the registry's store (on this machine they see it) and check each
@@ -31,38 +40,43 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
 
     /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, ApiKeyFiles.NONE);
     }
 
     public UpOptions withWorkers(int n) {
-        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
     }
 
     public UpOptions withModel(Path m) {
-        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
     }
 
     public UpOptions withCoordinators(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, apiKeys);
     }
 
     public UpOptions withPlanner(String p) {
-        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
-        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, apiKeys);
     }
 
     public UpOptions withTransfer(Transfer t) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, apiKeys);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, apiKeys);
     }
 
     public UpOptions withPinnedWorkers(boolean pinned) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, apiKeys);
+    }
+
+    public UpOptions withApiKeys(ApiKeyFiles files) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
+                files);
     }
 }

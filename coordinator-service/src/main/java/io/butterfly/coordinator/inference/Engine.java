@@ -69,6 +69,7 @@ final class Engine implements AutoCloseable {
     private final Pipeline pipeline;
     private final TaskJournal journal;
     private final ServingMetrics metrics;
+    private final RequestTracing tracing;
     private final LongSupplier clockMillis;
     private final long recoveryTimeoutNanos;
     private final ReentrantLock lock = new ReentrantLock();
@@ -85,14 +86,17 @@ final class Engine implements AutoCloseable {
     private long backoffNanos = FIRST_BACKOFF_NANOS;
     private int inFlight;
     private boolean closed;
+    /** Tokens chosen since start; written by the engine's thread only, read by anyone. */
+    private volatile long generatedTokens;
 
     Engine(SchedulerSettings settings, Duration recoveryTimeout, Pipeline pipeline, TaskJournal journal,
-           ServingMetrics metrics, LongSupplier clockMillis) {
+           ServingMetrics metrics, RequestTracing tracing, LongSupplier clockMillis) {
         this.scheduler = new Scheduler(settings);
         this.recoveryTimeoutNanos = recoveryTimeout.toNanos();
         this.pipeline = pipeline;
         this.journal = journal;
         this.metrics = metrics;
+        this.tracing = tracing;
         this.clockMillis = clockMillis;
         this.loop = daemon(this::run, "engine");
         loop.start();
@@ -143,7 +147,10 @@ final class Engine implements AutoCloseable {
         }
     }
 
-    /** Queues a sequence (refused when the queue is full or the engine stopped) and wakes the loop. */
+    /**
+     * Queues a sequence (refused when the queue is full or the engine stopped) and wakes the loop. Called on the
+     * request's thread, so the request's span starts in the caller's trace.
+     */
     void submit(Sequence s) {
         submit(s, true);
     }
@@ -162,6 +169,7 @@ final class Engine implements AutoCloseable {
                 throw stopping();
             }
             scheduler.add(s.progress);
+            s.trace = tracing.start(s.taskId());
             sequences.put(s.taskId(), s);
             if (recordStart) {
                 journal.started(s.taskId(), s.request, clockMillis.getAsLong());
@@ -205,6 +213,7 @@ final class Engine implements AutoCloseable {
             }
             s.newAttempt();
             scheduler.addResumed(s.progress, s.historyLength());
+            s.trace = tracing.start(s.taskId());
             sequences.put(s.taskId(), s);
             s.pausedSinceNanos = System.nanoTime();
             tellFrom(s, afterIndex);
@@ -317,6 +326,11 @@ final class Engine implements AutoCloseable {
         }
     }
 
+    /** Tokens generated since the engine started, counted as they are chosen. */
+    long generatedTokens() {
+        return generatedTokens;
+    }
+
     /** Each stage's KV cache reserved by this replica's sequences, as a share of its budget. */
     Map<String, Double> kvCacheUsage() {
         lock.lock();
@@ -395,7 +409,8 @@ final class Engine implements AutoCloseable {
             Sequence s = sequences.get(c.sequence().id());
             s.appendInput(tokens, at, c.position(), c.numTokens());
             at += c.numTokens();
-            slices.add(new StepInput.Slice(s.stageId(), c.position(), c.numTokens(), c.sequence().reservePositions()));
+            slices.add(new StepInput.Slice(s.stageId(), c.position(), c.numTokens(), c.sequence().reservePositions(),
+                    s.trace.stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size())));
         }
         Serving now = serving;
         routes.put(batch.id(), now.route());
@@ -439,8 +454,12 @@ final class Engine implements AutoCloseable {
         boolean resumable = resumable(cause);
         for (Chunk c : r.batch().chunks()) {
             Sequence s = sequences.get(c.sequence().id());
-            if (s == null || c.attempt() != s.progress.attempt() || s.progress.paused()) {
-                continue; // ended, or a step of an attempt given up, or paused by an earlier step of its replay
+            if (s == null) {
+                continue; // ended meanwhile
+            }
+            s.trace.stepFailed(r.batch().id(), cause);
+            if (c.attempt() != s.progress.attempt() || s.progress.paused()) {
+                continue; // a step of an attempt given up, or paused by an earlier step of its replay
             }
             // A replay refused memory waits: a stage may not have freed the caches of its earlier attempt yet.
             boolean pauses = resumable || c.attempt() > 0 && cause instanceof ButterflyException b
@@ -528,8 +547,12 @@ final class Engine implements AutoCloseable {
         for (int i = 0; i < chunks.size(); i++) {
             Chunk c = chunks.get(i);
             Sequence s = sequences.get(c.sequence().id());
-            if (s == null || c.attempt() != s.progress.attempt() || s.progress.paused()) {
-                continue; // ended meanwhile, or a step of an attempt given up
+            if (s == null) {
+                continue; // ended meanwhile
+            }
+            s.trace.stepEnded(r.batch().id());
+            if (c.attempt() != s.progress.attempt() || s.progress.paused()) {
+                continue; // a step of an attempt given up
             }
             s.addStep(r.result().timings(), pipelineNanos, transport);
             if (s.cancelled != null) {
@@ -589,6 +612,7 @@ final class Engine implements AutoCloseable {
             metrics.interTokenLatency((now - s.lastTokenNanos) / 1e9);
         }
         s.lastTokenNanos = now;
+        generatedTokens++;
         long atMs = clockMillis.getAsLong();
         if (s.pausedSinceNanos != 0) {
             s.pausedSinceNanos = 0;
@@ -646,15 +670,18 @@ final class Engine implements AutoCloseable {
         scheduler.remove(s.progress);
         ids.add(s.stageId());
         String why;
+        ButterflyException left;
         if (s.movedTo != null) {
             why = "the generation moved to coordinator " + s.movedTo + ", where its client resumed it";
-            s.fail(goesOnElsewhere(ErrorKind.ABORTED, why));
+            left = goesOnElsewhere(ErrorKind.ABORTED, why);
         } else {
             why = s.detached;
             journal.paused(s.taskId(), why, clockMillis.getAsLong());
-            s.fail(goesOnElsewhere(ErrorKind.UNAVAILABLE, why
-                    + ": the rest of the generation is kept for a client that comes back (Last-Event-ID)"));
+            left = goesOnElsewhere(ErrorKind.UNAVAILABLE, why
+                    + ": the rest of the generation is kept for a client that comes back (Last-Event-ID)");
         }
+        s.trace.ended(null, left, s.generated.size());
+        s.fail(left);
         log.info("task {} left this replica after {} tokens: {}", s.taskId(), s.generated.size(), why);
         metrics.requestEnded((System.nanoTime() - s.arrivedNanos) / 1e9, s.prompt.length, s.generated.size(), "left");
     }
@@ -671,6 +698,7 @@ final class Engine implements AutoCloseable {
         scheduler.remove(s.progress);
         ended.add(s.stageId());
         long now = System.nanoTime();
+        s.trace.ended(finish, failure, s.generated.size());
         // Recorded, then answered: a client that reads the task after its answer finds it ended.
         if (finish != null) {
             journal.finished(s.taskId(), List.copyOf(s.generated), finish, clockMillis.getAsLong());
@@ -752,8 +780,10 @@ final class Engine implements AutoCloseable {
                 scheduler.remove(s.progress);
                 ids.add(s.stageId());
                 journal.paused(s.taskId(), "its coordinator stopped", clockMillis.getAsLong());
-                s.fail(goesOnElsewhere(ErrorKind.UNAVAILABLE,
-                        "the coordinator is shutting down: resume at another replica (Last-Event-ID, Idempotency-Key)"));
+                ButterflyException left = goesOnElsewhere(ErrorKind.UNAVAILABLE,
+                        "the coordinator is shutting down: resume at another replica (Last-Event-ID, Idempotency-Key)");
+                s.trace.ended(null, left, s.generated.size());
+                s.fail(left);
             }
             if (serving != null) {
                 release(serving.route(), ids);

@@ -92,13 +92,15 @@ public class InferenceService implements AutoCloseable {
     }
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
-                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, Clock clock) {
+                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
+                            Clock clock) {
         this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
         this.journal = journal;
-        this.engine = new Engine(scheduling, settings.recoveryTimeout(), pipeline, journal, metrics, clock::millis);
+        this.engine = new Engine(scheduling, settings.recoveryTimeout(), pipeline, journal, metrics, tracing,
+                clock::millis);
         control.onApplied(this::applied);
     }
 
@@ -492,6 +494,11 @@ public class InferenceService implements AutoCloseable {
     /** Requests waiting for the pipeline to serve again (paused by a failed stage, or replaying their history). */
     public int paused() {
         return engine.pausedCount();
+    }
+
+    /** Tokens this replica generated since it started, counted as each is chosen (a live rate, unlike a request's end). */
+    public long generatedTokens() {
+        return engine.generatedTokens();
     }
 
     /** Each stage's KV cache held by this replica's requests, as a share of its budget (0..1). */

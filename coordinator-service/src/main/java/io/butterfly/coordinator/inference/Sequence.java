@@ -59,6 +59,8 @@ final class Sequence implements RequestHandle {
     RuntimeException pauseCause;
     /** The stages know its KV caches by this id: the task id, and a fresh one for each attempt after a pause. */
     private String stageId;
+    /** Its trace, from the moment the engine takes it. */
+    RequestTracing.Trace trace = RequestTracing.Trace.NONE;
 
     Sequence(String id, ServedModel model, long[] prompt, int maxTokens, Sampler sampler, boolean ignoreEos,
              TaskRequest request, IncrementalText text, TokenListener listener, long arrivedNanos, Engine engine) {

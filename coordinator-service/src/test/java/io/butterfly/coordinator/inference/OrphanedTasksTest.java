@@ -203,8 +203,8 @@ class OrphanedTasksTest {
 
     /** This replica's inference service as the sweep sees it: it runs {@code running}; releases are noted. */
     private InferenceService inference(Set<String> running) {
-        return new InferenceService(ReadyCluster.props("unused").inference(1, java.time.Duration.ofSeconds(60)), ScriptedCluster.SCHEDULING, control, null,
-                null, null, ServingMetrics.NONE, at(STARTED)) {
+        return new InferenceService(ReadyCluster.props("unused").inference(1, RECOVERY), ScriptedCluster.SCHEDULING,
+                control, null, null, null, ServingMetrics.NONE, RequestTracing.NONE, at(STARTED)) {
             @Override
             void releaseAbandoned(List<String> taskIds) {
                 released.addAll(taskIds);
