@@ -39,6 +39,12 @@ public record PartitionStatus(String modelId, long epoch, int layerStart, int la
                 bytesTotal, bytesTotal, null, checksum, loadMs, warmupMs, null);
     }
 
+    /** The same partition, held on in epoch {@code next}. */
+    PartitionStatus inEpoch(long next) {
+        return new PartitionStatus(modelId, next, layerStart, layerEnd, hasEmbedding, hasHead, phase, progress,
+                bytesDone, bytesTotal, currentFile, partitionChecksum, loadMillis, warmupMillis, error);
+    }
+
     PartitionStatus failed(String message) {
         return new PartitionStatus(modelId, epoch, layerStart, layerEnd, hasEmbedding, hasHead, LoadPhase.FAILED, progress,
                 bytesDone, bytesTotal, currentFile, partitionChecksum, loadMillis, warmupMillis, message);

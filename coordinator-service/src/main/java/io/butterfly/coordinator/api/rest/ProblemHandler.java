@@ -9,6 +9,7 @@ import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
+import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
@@ -110,6 +111,19 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         p.setTitle("Model not found");
         p.setProperty("field", e.field());
         p.setProperty("error_code", ErrorCode.MANIFEST_NOT_FOUND.name());
+        return p;
+    }
+
+    /** A drain the cluster cannot absorb (or not now): nothing was done; where capacity is why, need and capacity. */
+    @ExceptionHandler(DrainRefusedException.class)
+    ProblemDetail drainRefused(DrainRefusedException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
+        p.setTitle("Drain refused");
+        if (e.requiredBytes() > 0) {
+            p.setProperty("error_code", "InsufficientResources");
+            p.setProperty("required_bytes", e.requiredBytes());
+            p.setProperty("available_bytes", e.availableBytes());
+        }
         return p;
     }
 
