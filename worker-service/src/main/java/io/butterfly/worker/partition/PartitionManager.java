@@ -124,8 +124,7 @@ public class PartitionManager {
         current = request;
         coordinator.attach(request.coordinator(), replicas, request.epoch());
         coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
-        status = new PartitionStatus(request.modelId(), request.epoch(), start, end, request.hasEmbedding(),
-                request.hasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
+        status = PartitionStatus.loading(request);
         long loadGeneration = ++generation;
         if (running != null) {
             running.cancel(true); // a superseded download stops at its next chunk instead of running to the end
