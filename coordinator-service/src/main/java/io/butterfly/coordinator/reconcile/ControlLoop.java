@@ -22,6 +22,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,6 +62,8 @@ public class ControlLoop implements AutoCloseable {
     private boolean woken; // guarded by signal
     private volatile boolean closed;
     private volatile List<NodeInfo> members;
+    /** Nodes that left the state so far: a discovery listing asked for before the latest departure is stale. */
+    private final AtomicLong departures = new AtomicLong();
     private volatile long membersPolledAtMs;
     private volatile Observations.ModelView modelView;
     private long leadingTerm = -1; // loop thread only
@@ -148,12 +151,15 @@ public class ControlLoop implements AutoCloseable {
         }
         pollMembers();
         for (int i = 0; i < MAX_COMMITS_PER_RUN && !closed; i++) {
+            // What runs is read before what became of earlier attempts: an attempt that ends in between is then
+            // still taken as running, never as not yet tried (which would start it again).
+            Set<String> busy = Set.copyOf(running);
             ClusterState s = control.state();
             List<Action> due = reconciler.next(s, observe(s, l.term()));
             Action.Commit commit = (Action.Commit) due.stream().filter(a -> a instanceof Action.Commit).findFirst()
                     .orElse(null);
             if (commit == null) {
-                due.forEach(this::launch);
+                due.stream().filter(a -> !busy.contains(a.key())).forEach(this::launch);
                 return;
             }
             commit(commit);
@@ -182,16 +188,23 @@ public class ControlLoop implements AutoCloseable {
         return view;
     }
 
-    /** Asks discovery for its members in the background: often while the first plan waits for workers. */
+    /**
+     * Asks discovery for its members in the background: often while the first plan waits for workers. A listing asked
+     * for before a node left the state is dropped: it may still hold the node, which would then join again.
+     */
     private void pollMembers() {
         ClusterState s = control.state();
         long interval = s.system() == SystemState.BOOTSTRAPPING && s.epoch() == 0 ? POLL_BOOTSTRAP_MS : POLL_MS;
         if (clock.millis() - membersPolledAtMs < interval || !running.add("members")) {
             return;
         }
+        long departed = departures.get();
         calls.execute(() -> {
             try {
                 List<NodeInfo> listed = directory.joinedWorkers().orElse(null);
+                if (departures.get() != departed) {
+                    return;
+                }
                 if (!Objects.equals(listed, members)) {
                     wake();
                 }
@@ -209,6 +222,10 @@ public class ControlLoop implements AutoCloseable {
         try {
             for (ClusterCommand c : commit.commands()) {
                 control.submit(c);
+                if (c instanceof ClusterCommand.NodeLeft) {
+                    departures.incrementAndGet();
+                    members = null; // unknown until discovery is asked again
+                }
             }
             done(commit.key(), true);
             if (commit.key().equals("config")) {

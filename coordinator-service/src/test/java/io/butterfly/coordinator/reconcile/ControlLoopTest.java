@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.reconcile;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.butterfly.common.crypto.NodeIdentity;
@@ -48,7 +49,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The control loop carrying out what the reconciler decides, with its threads: a signed model from a registry in
  * memory, workers that take their assignments and report their loads into an in-memory control log, and leadership
  * that changes under it. Bootstrap to READY with validated weights, a leader change mid-bootstrap, a lost stage
- * re-planned onto the spare, and a replica that does not lead doing nothing.
+ * re-planned onto the spare, drains, and a replica that does not lead doing nothing.
  */
 class ControlLoopTest {
 
@@ -67,7 +68,10 @@ class ControlLoopTest {
     private ModelCatalog catalog;
     private ControlLoop loop;
 
-    /** Workers that take assignments (unless down) and load at once, and report what their stage holds. */
+    /**
+     * Workers that take assignments (unless down) and load at once, report what their stage holds, and leave
+     * discovery when dismissed.
+     */
     private final class FakeWorkers implements Workers {
         final List<String> calls = new CopyOnWriteArrayList<>();
         final Map<String, Assignment> held = new ConcurrentHashMap<>();
@@ -104,6 +108,7 @@ class ControlLoopTest {
         @Override
         public void dismiss(NodeInfo worker, long epoch, long term, Duration deadline) {
             calls.add(worker.nodeId() + " dismissed");
+            members.removeIf(m -> m.nodeId().equals(worker.nodeId())); // it leaves discovery
         }
     }
 
@@ -214,7 +219,8 @@ class ControlLoopTest {
         assertThat(s.spares()).containsExactly("w3");
         assertThat(s.merkleRoot()).isEqualTo(manifest.merkleRoot());
         assertThat(s.checks().weightsValidFor(1)).isTrue();
-        assertThat(s.checkpoints()).hasSize(1);
+        await("the checkpoint after the verdict").atMost(Duration.ofSeconds(10))
+                .until(() -> control.state().checkpoints().size() == 1);
         assertThat(workers.calls).containsExactlyInAnyOrder("w0 epoch 1 term 7 since 1", "w1 epoch 1 term 7 since 1",
                 "w2 epoch 1 term 7 since 1");
     }
@@ -253,6 +259,37 @@ class ControlLoopTest {
         assertThat(workers.calls).containsExactlyInAnyOrder("w0 epoch 2 term 7 since 1", "w3 epoch 2 term 7 since 2",
                 "w2 epoch 2 term 7 since 1");
         assertThat(s.recovery().toEpoch()).isEqualTo(2);
+    }
+
+    /**
+     * A drain through the same checks the REST endpoint makes: the stage goes to the spare, the node is dismissed and
+     * leaves once the new plan serves; an unknown node and a drain that would leave nothing to serve are refused.
+     */
+    @Test
+    void aDrainedStageMovesToTheSpareThenTheNodeLeavesAndImpossibleDrainsAreRefused() {
+        members.addAll(List.of(worker("w0"), worker("w1"), worker("w2"), worker("w3")));
+        lead(7);
+        awaitReady(1);
+        Drains drains = new Drains(control, catalog, new ModelFootprints.Settings(64, 1, 1 << 20),
+                new CapacityWeightedPlanner(), Clock.systemUTC());
+
+        assertThat(drains.request("w2").draining()).containsExactly("w2");
+        await("w2 gone").atMost(Duration.ofSeconds(30)).until(() -> !control.state().nodes().containsKey("w2"));
+        ClusterState s = awaitReady(2);
+        assertThat(s.pipeline()).containsExactly("w0", "w1", "w3");
+        assertThat(s.plan(2).orElseThrow().reason()).startsWith("w2 drained: spare w3 takes");
+        assertThat(workers.calls).contains("w2 dismissed");
+
+        assertThatThrownBy(() -> drains.request("w9")).isInstanceOf(java.util.NoSuchElementException.class);
+        drains.request("w0");
+        drains.request("w1");
+        ClusterState one = await().atMost(Duration.ofSeconds(30)).until(control::state,
+                st -> st.system() == SystemState.READY && st.pipeline().size() == 1 && st.draining().isEmpty());
+        assertThat(one.pipeline()).containsExactly("w3");
+        assertThatThrownBy(() -> drains.request("w3")).isInstanceOf(DrainRefusedException.class)
+                .hasMessageContaining("no worker is left to hold it")
+                .satisfies(e -> assertThat(((DrainRefusedException) e).requiredBytes()).isPositive());
+        assertThat(control.state().draining()).isEmpty();
     }
 
     @Test
