@@ -82,13 +82,13 @@ class ReadyWatchTest {
     }
 
     @Test
-    void workersOutsideThePipelineAreNamedAsIdle() {
+    void theSparesAreNamed() {
         JsonNode state = JsonMapper.builder().build().readTree("""
-                {"pipeline": ["worker-0", "worker-1"], "nodes": [
+                {"pipeline": ["worker-0", "worker-1"], "spares": ["worker-2", "worker-3"], "nodes": [
                   {"id": "coordinator-0", "role": "coordinator"},
                   {"id": "worker-0", "role": "worker"}, {"id": "worker-1", "role": "worker"},
                   {"id": "worker-2", "role": "worker"}, {"id": "worker-3", "role": "worker"}]}
                 """);
-        assertThat(ReadyWatch.idleWorkers(state)).containsExactly("worker-2", "worker-3");
+        assertThat(ReadyWatch.spares(state)).containsExactly("worker-2", "worker-3");
     }
 }

@@ -1,32 +1,26 @@
 package io.butterfly.coordinator.reconcile;
 
+import io.butterfly.coordinator.planning.InfeasiblePlanException;
+
 /**
  * A drain that cannot be done as asked (the node's stage has nowhere to go, or the cluster is in no state to re-plan):
- * nothing was committed.
+ * nothing was committed. Where capacity is why, the cause is the planner's {@link InfeasiblePlanException}, with its
+ * need and capacity.
  *
  * @see Drains
  */
 public class DrainRefusedException extends RuntimeException {
 
-    private final long requiredBytes;
-    private final long availableBytes;
-
-    /** @param requiredBytes what the model needs, when capacity is why (else 0), against {@code availableBytes} */
-    public DrainRefusedException(String message, long requiredBytes, long availableBytes) {
-        super(message);
-        this.requiredBytes = requiredBytes;
-        this.availableBytes = availableBytes;
+    public DrainRefusedException(String message, InfeasiblePlanException capacity) {
+        super(message, capacity);
     }
 
     public DrainRefusedException(String message) {
-        this(message, 0, 0);
+        super(message);
     }
 
-    public long requiredBytes() {
-        return requiredBytes;
-    }
-
-    public long availableBytes() {
-        return availableBytes;
+    /** What the model needs against what the workers left offer, when that is why; else null. */
+    public InfeasiblePlanException capacity() {
+        return getCause() instanceof InfeasiblePlanException e ? e : null;
     }
 }

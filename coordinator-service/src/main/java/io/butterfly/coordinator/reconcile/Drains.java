@@ -86,7 +86,7 @@ public class Drains {
                     Reconciler.capacities(s, candidates), planner);
         } catch (InfeasiblePlanException e) {
             throw new DrainRefusedException("draining '" + nodeId + "' would leave the cluster unable to serve: "
-                    + e.getMessage(), e.requiredBytes(), e.availableBytes());
+                    + e.getMessage(), e);
         }
     }
 }

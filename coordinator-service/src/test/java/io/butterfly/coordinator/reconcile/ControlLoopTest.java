@@ -288,7 +288,7 @@ class ControlLoopTest {
         assertThat(one.pipeline()).containsExactly("w3");
         assertThatThrownBy(() -> drains.request("w3")).isInstanceOf(DrainRefusedException.class)
                 .hasMessageContaining("no worker is left to hold it")
-                .satisfies(e -> assertThat(((DrainRefusedException) e).requiredBytes()).isPositive());
+                .satisfies(e -> assertThat(((DrainRefusedException) e).capacity().requiredBytes()).isPositive());
         assertThat(control.state().draining()).isEmpty();
     }
 

@@ -119,10 +119,10 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     ProblemDetail drainRefused(DrainRefusedException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
         p.setTitle("Drain refused");
-        if (e.requiredBytes() > 0) {
+        if (e.capacity() != null) {
             p.setProperty("error_code", "InsufficientResources");
-            p.setProperty("required_bytes", e.requiredBytes());
-            p.setProperty("available_bytes", e.availableBytes());
+            p.setProperty("required_bytes", e.capacity().requiredBytes());
+            p.setProperty("available_bytes", e.capacity().availableBytes());
         }
         return p;
     }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
+import io.butterfly.coordinator.planning.InfeasiblePlanException;
 import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import io.butterfly.common.error.ErrorCode;
 import org.junit.jupiter.api.Test;
@@ -32,7 +33,8 @@ class ProblemHandlerTest {
 
     @Test
     void aRefusedDrainIsAConflictNamingNeedAndCapacity() {
-        ProblemDetail p = handler.drainRefused(new DrainRefusedException("InsufficientResources: ...", 400, 250));
+        ProblemDetail p = handler.drainRefused(new DrainRefusedException("draining 'w1' would leave ...",
+                new InfeasiblePlanException("InsufficientResources: ...", 400, 250)));
         assertThat(p.getStatus()).isEqualTo(409);
         assertThat(p.getProperties()).containsEntry("error_code", "InsufficientResources")
                 .containsEntry("required_bytes", 400L).containsEntry("available_bytes", 250L);
