@@ -10,12 +10,9 @@ import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.InfeasiblePlanException;
 import io.butterfly.coordinator.planning.ModelFootprints;
 import io.butterfly.coordinator.planning.PartitionPlanner;
-import io.butterfly.coordinator.planning.Replanner;
 import io.butterfly.coordinator.statemachine.SystemState;
 import java.time.Clock;
-import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Set;
 
@@ -77,13 +74,8 @@ public class Drains {
         ServedModel model = catalog.servedFor(s.merkleRoot());
         Set<String> lost = new HashSet<>(s.lostStages());
         lost.add(nodeId);
-        List<String> candidates = new ArrayList<>(s.pipeline());
-        candidates.removeAll(lost);
-        candidates.addAll(s.spares());
-        candidates.remove(nodeId);
         try {
-            Replanner.replan(ModelFootprints.of(model.manifest(), model.config(), footprint), s.stages(), lost,
-                    Reconciler.capacities(s, candidates), planner);
+            Reconciler.replan(s, ModelFootprints.of(model.manifest(), model.config(), footprint), lost, planner);
         } catch (InfeasiblePlanException e) {
             throw new DrainRefusedException("draining '" + nodeId + "' would leave the cluster unable to serve: "
                     + e.getMessage(), e);

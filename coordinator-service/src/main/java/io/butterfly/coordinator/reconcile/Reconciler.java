@@ -160,20 +160,27 @@ public final class Reconciler {
         if (lost.isEmpty()) {
             return;
         }
-        List<String> candidates = new ArrayList<>(s.pipeline());
-        candidates.removeAll(lost);
-        candidates.addAll(s.spares());
-        List<WorkerCapacity> workers = capacities(s, candidates);
         String why = String.join(", ", lost.stream()
                 .map(id -> id + (s.draining().contains(id) ? " drained" : " FAILED")).toList());
         try {
-            Replanner.Replan replan = Replanner.replan(model, s.stages(), Set.copyOf(lost), workers, planner);
-            List<WorkerCapacity> planned = workers.stream()
-                    .filter(w -> replan.plan().pipeline().contains(w.nodeId())).toList();
-            assign(s, o, FeasibilityCheck.check(model, planned), replan.plan(), why + ": " + replan.summary(), out);
+            Replanner.Replan replan = replan(s, model, Set.copyOf(lost), planner);
+            assign(s, o, FeasibilityCheck.check(model, capacities(s, replan.plan().pipeline())), replan.plan(),
+                    why + ": " + replan.summary(), out);
         } catch (InfeasiblePlanException e) {
             verdict(s, o, FeasibilityReport.infeasible(e), out);
         }
+    }
+
+    /**
+     * The plan without the {@code lost} stages, over the operational workers: the plan's other stages and the spares.
+     *
+     * @throws InfeasiblePlanException they cannot hold the model
+     */
+    static Replanner.Replan replan(ClusterState s, ModelFootprint model, Set<String> lost, PartitionPlanner planner) {
+        List<String> candidates = new ArrayList<>(s.pipeline());
+        candidates.removeAll(lost);
+        s.spares().stream().filter(id -> !lost.contains(id)).forEach(candidates::add);
+        return Replanner.replan(model, s.stages(), lost, capacities(s, candidates), planner);
     }
 
     /**
@@ -333,7 +340,7 @@ public final class Reconciler {
     }
 
     /** What the planners know of {@code ids}: measured throughput and memory. */
-    static List<WorkerCapacity> capacities(ClusterState s, List<String> ids) {
+    private static List<WorkerCapacity> capacities(ClusterState s, List<String> ids) {
         return ids.stream().map(id -> s.nodes().get(id).info())
                 .map(m -> new WorkerCapacity(m.nodeId(), Math.max(m.throughput(), 1e-3), m.memoryBytes())).toList();
     }
