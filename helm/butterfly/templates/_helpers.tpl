@@ -55,6 +55,16 @@ butterfly/butterfly-cli, built from butterfly-cli). */}}
   value: 0.0.0.0
 - name: JAVA_TOOL_OPTIONS
   value: {{ printf "%s -Xmx%s %s" .root.Values.jvmOptions .heap (default "" .jvm) | trim | quote }}
+{{- with .root.Values.logging.format }}
+- name: LOGGING_STRUCTURED_FORMAT_CONSOLE
+  value: {{ . | quote }}
+{{- end }}
+- name: MANAGEMENT_TRACING_SAMPLING_PROBABILITY
+  value: {{ .root.Values.tracing.samplingProbability | quote }}
+{{- with .root.Values.tracing.otlpEndpoint }}
+- name: MANAGEMENT_OPENTELEMETRY_TRACING_EXPORT_OTLP_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
 {{- if .root.Values.consul.enabled }}
 - name: SPRING_PROFILES_ACTIVE
   value: consul
@@ -144,3 +154,14 @@ prometheus.io/port: {{ .port | quote }}
 
 {{/* Where the registry's store is mounted when it is shared with the workers (registry.sharedStoreClaim). */}}
 {{- define "butterfly.sharedStorePath" -}}/srv/butterfly/store{{- end -}}
+
+{{/* The API keys Secret's entries a container reads (names listed in "items"), mounted at /etc/butterfly/api-keys. */}}
+{{- define "butterfly.apiKeysVolume" -}}
+- name: api-keys
+  secret:
+    secretName: {{ .root.Values.apiKeys.secretName }}
+    items:
+      {{- range .items }}
+      - {key: {{ . }}, path: {{ . }}}
+      {{- end }}
+{{- end -}}

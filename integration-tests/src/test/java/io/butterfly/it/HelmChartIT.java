@@ -98,13 +98,13 @@ class HelmChartIT {
     @Test
     void everyButterflyArgumentIsAPropertyOfItsService() {
         List<Map<String, Object>> docs = render(t -> t.set("consul.enabled", true).set("worker.memoryLimit", "8GB")
-                .set("registry.sharedStoreClaim", "models"));
+                .set("registry.sharedStoreClaim", "models").set("apiKeys.secretName", "keys"));
         Map<String, List<Class<?>>> records = Map.of(
                 "butterfly-coordinator", List.of(CoordinatorProperties.class, ControlRaftProperties.class,
                         PlanningProperties.class, LivenessProperties.class, InvariantProperties.class,
-                        EngineProperties.class),
+                        EngineProperties.class, io.butterfly.coordinator.config.ApiKeysProperties.class),
                 "butterfly-worker", List.of(WorkerProperties.class, RegistryClientProperties.class),
-                "butterfly-registry", List.of(RegistryProperties.class),
+                "butterfly-registry", List.of(RegistryProperties.class, io.butterfly.registry.config.ApiKeysProperties.class),
                 "butterfly-discovery", List.of(DiscoveryProperties.class));
         for (Map<String, Object> set : kind(docs, "StatefulSet")) {
             Map<String, String> args = new LinkedHashMap<>();
@@ -246,6 +246,97 @@ class HelmChartIT {
         assertThat(env(on, "SPRING_PROFILES_ACTIVE")).isEqualTo("consul");
         assertThat(env(on, "CONSUL_HOST")).isEqualTo("consul");
         assertThat(arg(on, "--butterfly.discovery.backend")).isEqualTo("consul");
+    }
+
+    @Test
+    void apiKeysComeFromASecretThatOnlyTheCoordinatorsAndTheRegistryMount() {
+        for (Map<String, Object> set : kind(render(t -> t), "StatefulSet")) {
+            assertThat(volume(set, "api-keys")).as(name(set)).isNull();
+            assertThat((List<?>) container(set).get("args")).as(name(set)).noneMatch(a -> a.toString().contains("api-keys"));
+        }
+        List<Map<String, Object>> docs = render(t -> t.set("apiKeys.secretName", "butterfly-api-keys"));
+        Map<String, Object> coordinator = named(docs, "StatefulSet", "butterfly-coordinator");
+        assertThat(arg(container(coordinator), "--butterfly.coordinator.api-keys.file"))
+                .isEqualTo("/etc/butterfly/api-keys/api-keys");
+        assertThat(arg(container(coordinator), "--butterfly.coordinator.api-keys.admin-file"))
+                .isEqualTo("/etc/butterfly/api-keys/admin-api-keys");
+        assertThat(mount(container(coordinator), "api-keys")).containsEntry("mountPath", "/etc/butterfly/api-keys")
+                .containsEntry("readOnly", true);
+        assertThat(secretVolume(coordinator, "api-keys")).containsEntry("secretName", "butterfly-api-keys")
+                .containsEntry("items", List.of(Map.of("key", "api-keys", "path", "api-keys"),
+                        Map.of("key", "admin-api-keys", "path", "admin-api-keys")));
+        // The registry checks admin keys only (its import); workers and discovery see no key at all.
+        Map<String, Object> registry = named(docs, "StatefulSet", "butterfly-registry");
+        assertThat(arg(container(registry), "--butterfly.registry.api-keys.admin-file"))
+                .isEqualTo("/etc/butterfly/api-keys/admin-api-keys");
+        assertThat(secretVolume(registry, "api-keys")).containsEntry("items",
+                List.of(Map.of("key", "admin-api-keys", "path", "admin-api-keys")));
+        assertThat(volume(named(docs, "StatefulSet", "butterfly-worker"), "api-keys")).isNull();
+        assertThat(volume(named(docs, "StatefulSet", "butterfly-discovery"), "api-keys")).isNull();
+    }
+
+    @Test
+    void logsAreEcsJsonLinesAndTracesLeaveOnlyForAnEndpoint() {
+        for (Map<String, Object> set : kind(render(t -> t), "StatefulSet")) {
+            Map<String, Object> c = container(set);
+            assertThat(env(c, "LOGGING_STRUCTURED_FORMAT_CONSOLE")).as(name(set)).isEqualTo("ecs");
+            assertThat(env(c, "MANAGEMENT_TRACING_SAMPLING_PROBABILITY")).as(name(set)).isEqualTo("0.1");
+            assertThat(env(c, "MANAGEMENT_OPENTELEMETRY_TRACING_EXPORT_OTLP_ENDPOINT")).as(name(set)).isNull();
+        }
+        String collector = "http://otel-collector.observability:4318/v1/traces";
+        for (Map<String, Object> set : kind(render(t -> t.set("logging.format", "").set("tracing.otlpEndpoint", collector)
+                .set("tracing.samplingProbability", 1)), "StatefulSet")) {
+            Map<String, Object> c = container(set);
+            assertThat(env(c, "LOGGING_STRUCTURED_FORMAT_CONSOLE")).as(name(set)).isNull();
+            assertThat(env(c, "MANAGEMENT_OPENTELEMETRY_TRACING_EXPORT_OTLP_ENDPOINT")).as(name(set)).isEqualTo(collector);
+            assertThat(env(c, "MANAGEMENT_TRACING_SAMPLING_PROBABILITY")).as(name(set)).isEqualTo("1");
+        }
+    }
+
+    /**
+     * The dashboard is valid JSON for Grafana's sidecar, and every Butterfly metric its panels query is one the
+     * coordinator registers (ObservabilityIT checks them all against running services' /actuator/prometheus).
+     */
+    @Test
+    void theGrafanaDashboardIsAConfigMapForTheSidecarQueryingRegisteredMetrics() throws IOException {
+        Map<String, Object> map = named(render(t -> t), "ConfigMap", "butterfly-grafana-dashboard");
+        assertThat(at(map, "metadata", "labels", "grafana_dashboard")).isEqualTo("1");
+        String json = (String) at(map, "data", "butterfly.json");
+        assertThat(json).isEqualTo(Files.readString(CHART.resolve("dashboards/butterfly.json")).strip());
+        Set<String> queried = GrafanaDashboard.metrics(json);
+        assertThat(queried).contains("butterfly_time_to_first_token_seconds_bucket", "butterfly_raft_leader",
+                "butterfly_workers", "butterfly_stage_step_seconds_bucket", "jvm_memory_used_bytes");
+        Set<String> registered = GrafanaDashboard.registeredInCode(LocalCluster.ROOT.resolve("coordinator-service/src/main/java"));
+        assertThat(queried.stream().filter(m -> m.startsWith("butterfly_")).map(GrafanaDashboard::baseName))
+                .as("registered by the coordinator: %s", registered).allMatch(registered::contains);
+        assertThat(kind(render(t -> t.set("metrics.grafanaDashboard.enabled", false)), "ConfigMap")).isEmpty();
+    }
+
+    @Test
+    void aServiceMonitorScrapesEachServiceOnceWhenAskedFor() {
+        assertThat(kind(render(t -> t), "ServiceMonitor")).isEmpty();
+        List<Map<String, Object>> docs = render(t -> t.set("metrics.serviceMonitor.enabled", true)
+                .set("metrics.serviceMonitor.labels.release", "kube-prometheus-stack"));
+        Map<String, Object> monitor = named(docs, "ServiceMonitor", "butterfly");
+        assertThat(at(monitor, "metadata", "labels", "release")).isEqualTo("kube-prometheus-stack");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> selector = (Map<String, Object>) at(monitor, "spec", "selector", "matchLabels");
+        assertThat(at(monitor, "spec", "endpoints")).isEqualTo(List.of(
+                Map.of("port", "http", "path", "/actuator/prometheus", "interval", "15s")));
+        List<Map<String, Object>> scraped = kind(docs, "Service").stream().filter(svc -> selector.entrySet().stream()
+                .allMatch(e -> e.getValue().equals(at(svc, "metadata", "labels", e.getKey())))).toList();
+        // One Service per component, each with the http port; the coordinators' and workers' list every pod,
+        // ready or not (a coordinator is ready only once the cluster is).
+        assertThat(scraped).extracting(svc -> name(svc)).containsExactlyInAnyOrder("butterfly-coordinator-pods",
+                "butterfly-worker-pods", "butterfly-registry", "butterfly-discovery");
+        for (Map<String, Object> svc : scraped) {
+            assertThat((List<?>) at(svc, "spec", "ports")).as(name(svc)).anySatisfy(p -> assertThat(p)
+                    .isEqualTo(Map.of("name", "http", "port", name(svc).contains("coordinator") ? 8080
+                            : name(svc).contains("worker") ? 8090 : name(svc).contains("registry") ? 8081 : 8082,
+                            "targetPort", "http")));
+        }
+        assertThat(at(named(docs, "Service", "butterfly-coordinator-pods"), "spec", "publishNotReadyAddresses"))
+                .isEqualTo(true);
     }
 
     @Test

@@ -53,6 +53,8 @@ final class LocalCluster implements AutoCloseable {
     final int coordinatorGrpc = Ports.free();
     /** The coordinator's Raft (control log) port: its own free port, not the default gRPC port + 20. */
     final int coordinatorRaft = Ports.free();
+    /** Arguments every service started from now on gets (e.g. where to export traces). */
+    private final List<String> everyService = new ArrayList<>();
 
     /** Services log to {@code <workDir>/<name>.log}. */
     LocalCluster(Path workDir) {
@@ -83,11 +85,19 @@ final class LocalCluster implements AutoCloseable {
         return publisherKey;
     }
 
-    void startRegistry(Path modelDir) {
+    /** Adds {@code --key=value} arguments to every service started after this. */
+    void everyServiceWith(String... args) {
+        everyService.addAll(List.of(args));
+    }
+
+    /** @param extra further {@code --key=value} arguments (e.g. its API keys) */
+    void startRegistry(Path modelDir, String... extra) {
         publisherKey();
+        List<String> args = new ArrayList<>(List.of("--butterfly.registry.store-dir=" + registryStore(),
+                "--butterfly.registry.import-dirs=" + modelDir));
+        args.addAll(List.of(extra));
         start("registry", "registry-0", "model-registry-service", "768m", registryHttp, registryGrpc,
-                "--butterfly.registry.store-dir=" + registryStore(),
-                "--butterfly.registry.import-dirs=" + modelDir);
+                args.toArray(String[]::new));
     }
 
     /** The worker argument that has it use the registry's store in place, as the launcher's workers do. */
@@ -180,7 +190,9 @@ final class LocalCluster implements AutoCloseable {
     private void start(String name, String nodeId, String module, String heap, int httpPort, int grpcPort,
                        String... args) {
         String role = module.replace("model-", "").replace("-service", "");
-        supervisor.start(new ServiceLaunch(name, role, nodeId, module, httpPort, grpcPort, heap, List.of(args)));
+        List<String> all = new ArrayList<>(List.of(args));
+        all.addAll(everyService);
+        supervisor.start(new ServiceLaunch(name, role, nodeId, module, httpPort, grpcPort, heap, all));
     }
 
     /** The pid of a service ("worker-1", "coordinator", ...). */
@@ -206,7 +218,7 @@ final class LocalCluster implements AutoCloseable {
     }
 
     /** A service's own HTTP address. */
-    private String urlOf(String name) {
+    String urlOf(String name) {
         return "http://127.0.0.1:" + supervisor.listed(name).orElseThrow().httpPort();
     }
 
@@ -279,9 +291,14 @@ final class LocalCluster implements AutoCloseable {
         return send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).GET().build());
     }
 
-    private Reply send(HttpRequest request) throws IOException, InterruptedException {
+    Reply send(HttpRequest request) throws IOException, InterruptedException {
         HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
         return new Reply(r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
+    }
+
+    /** The last {@code lines} lines a service logged. */
+    List<String> logTail(String name, int lines) {
+        return supervisor.tail(name, lines);
     }
 
     String tails() {

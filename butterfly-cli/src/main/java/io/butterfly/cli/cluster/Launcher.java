@@ -122,10 +122,14 @@ public final class Launcher {
                 ports.discoveryHttp(), ports.discoveryGrpc(), "256m", List.of(
                         "--butterfly.discovery.data-dir=" + home.data("discovery"),
                         "--butterfly.discovery.hazelcast.port=" + ports.hazelcast())));
+        List<String> registryArgs = new ArrayList<>(List.of(
+                "--butterfly.registry.store-dir=" + home.registryStore(),
+                "--butterfly.registry.import-dirs=" + model));
+        if (options.apiKeys().adminKeys() != null) {
+            registryArgs.add("--butterfly.registry.api-keys.admin-file=" + options.apiKeys().adminKeys());
+        }
         ServiceProcess registry = start(new ServiceLaunch("registry", "registry", "registry-0", "model-registry-service",
-                ports.registryHttp(), ports.registryGrpc(), "1g", List.of(
-                        "--butterfly.registry.store-dir=" + home.registryStore(),
-                        "--butterfly.registry.import-dirs=" + model)));
+                ports.registryHttp(), ports.registryGrpc(), "1g", registryArgs));
         awaitLive(discovery, Duration.ofSeconds(120));
         // Coordinators and workers accept only manifests signed by this registry's publisher key.
         String publisher = awaitPublisherKey(registry);
@@ -226,6 +230,12 @@ public final class Launcher {
                 "--butterfly.coordinator.raft.replica-grpc-endpoints=" + endpoints));
         if (options.planner() != null) {
             args.add("--butterfly.coordinator.planner=" + options.planner());
+        }
+        if (options.apiKeys().keys() != null) {
+            args.add("--butterfly.coordinator.api-keys.file=" + options.apiKeys().keys());
+        }
+        if (options.apiKeys().adminKeys() != null) {
+            args.add("--butterfly.coordinator.api-keys.admin-file=" + options.apiKeys().adminKeys());
         }
         args.addAll(options.coordinatorArgs());
         return new ServiceLaunch(name, "coordinator", "coordinator-" + c, "coordinator-service",

@@ -1,6 +1,7 @@
 package io.butterfly.cli.cluster;
 
 import io.butterfly.cli.command.Commands;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -46,11 +47,21 @@ public final class UpCommand implements Callable<Integer> {
             + " their shards from the registry's store and verify them (shared, default) or stream them over gRPC")
     String transfer;
 
+    @Option(names = "--api-keys", paramLabel = "FILE", description = "API keys (one a line) that may generate:"
+            + " /v1/** and inference then need Authorization: Bearer <key> (default: no keys, every endpoint open)")
+    Path apiKeys;
+
+    @Option(names = "--admin-api-keys", paramLabel = "FILE", description = "API keys (one a line) that may also"
+            + " change the cluster and import models into the registry")
+    Path adminApiKeys;
+
     @Override
     public Integer call() {
         UpOptions options = UpOptions.defaults().withWorkers(workers(spec, workers)).withModel(model)
                 .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
-                .withTransfer(transfer(spec, transfer)).withSpares(spares(spec, spares));
+                .withTransfer(transfer(spec, transfer)).withSpares(spares(spec, spares))
+                .withApiKeys(new UpOptions.ApiKeyFiles(keyFile(spec, "--api-keys", apiKeys),
+                        keyFile(spec, "--admin-api-keys", adminApiKeys)));
         if (options.workerProcesses() > 99) {
             throw Commands.usageError(spec, "--workers and --spares together must be at most 99 worker processes");
         }
@@ -59,6 +70,17 @@ public final class UpCommand implements Callable<Integer> {
         }
         Launcher.fromEnvironment().up(options, spec.commandLine().getOut());
         return 0;
+    }
+
+    /** The file as an absolute path (the services run elsewhere), or null; a file that is not there is refused. */
+    static Path keyFile(CommandSpec spec, String option, Path file) {
+        if (file == null) {
+            return null;
+        }
+        if (!Files.isRegularFile(file)) {
+            throw Commands.usageError(spec, option + " " + file + " is not a file");
+        }
+        return file.toAbsolutePath().normalize();
     }
 
     public static int workers(CommandSpec spec, String value) {

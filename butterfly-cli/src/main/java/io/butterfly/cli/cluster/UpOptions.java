@@ -16,9 +16,19 @@ import java.util.List;
  * @param pinWorkers       whether each worker runs pinned to one core, worker-i to core i mod the cores
  * @param spares           further workers started after the first {@code workers} (worker-N, ...): the first plan
  *                         leaves them out, and they stand by to take a lost or drained stage
+ * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
-                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, int spares) {
+                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, int spares,
+                        ApiKeyFiles apiKeys) {
+
+    /**
+     * @param keys      keys that may generate (null: none)
+     * @param adminKeys keys that may also change the cluster and import models (null: none)
+     */
+    public record ApiKeyFiles(Path keys, Path adminKeys) {
+        public static final ApiKeyFiles NONE = new ApiKeyFiles(null, null);
+    }
 
     /**
      * Shared: workers copy their shards from the registry's store (on this machine they see it) and check each
@@ -33,39 +43,47 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
 
     /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, ApiKeyFiles.NONE);
     }
 
     public UpOptions withWorkers(int n) {
-        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares);
+        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                apiKeys);
     }
 
     public UpOptions withModel(Path m) {
-        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares);
+        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                apiKeys);
     }
 
     public UpOptions withCoordinators(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, spares);
+        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, spares,
+                apiKeys);
     }
 
     public UpOptions withPlanner(String p) {
-        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares);
+        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                apiKeys);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
-        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, spares);
+        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                apiKeys);
     }
 
     public UpOptions withTransfer(Transfer t) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, spares);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, spares,
+                apiKeys);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, spares);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, spares,
+                apiKeys);
     }
 
     public UpOptions withSpares(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, n);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, n,
+                apiKeys);
     }
 
     /** Every worker process: the planned ones, then the spares. */
@@ -74,6 +92,12 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
     }
 
     public UpOptions withPinnedWorkers(boolean pinned) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, spares);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, spares,
+                apiKeys);
+    }
+
+    public UpOptions withApiKeys(ApiKeyFiles files) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
+                spares, files);
     }
 }

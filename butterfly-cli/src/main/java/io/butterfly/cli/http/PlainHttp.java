@@ -91,10 +91,15 @@ public final class PlainHttp {
         return c;
     }
 
+    /** Every call carries {@code BUTTERFLY_API_KEY} as its bearer key when it is set (docs/security.md). */
     private static HttpURLConnection open(String url, Duration timeout) throws IOException {
         HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection();
         c.setConnectTimeout(5_000);
         c.setReadTimeout((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
+        String key = System.getenv("BUTTERFLY_API_KEY");
+        if (key != null && !key.isBlank()) {
+            c.setRequestProperty("Authorization", "Bearer " + key.strip());
+        }
         return c;
     }
 

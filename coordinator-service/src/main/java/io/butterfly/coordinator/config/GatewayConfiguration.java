@@ -18,9 +18,10 @@ public class GatewayConfiguration {
 
     @Bean(destroyMethod = "close")
     WorkerGateway workerGateway(CoordinatorProperties props, ControlRaftProperties raft,
-                                @Value("${spring.grpc.server.port}") int grpcPort) {
-        return WorkerGateway.connecting(new WorkerGateway.Settings(props.nodeId(), props.advertiseHost(), grpcPort,
-                props.registryHost(), props.registryPort(), raft.replicaGrpcEndpoints(), props.stepTimeoutSeconds()));
+                                @Value("${spring.grpc.server.port}") int grpcPort, WorkerGateway.ChannelOpener channels) {
+        return new WorkerGateway(new WorkerGateway.Settings(props.nodeId(), props.advertiseHost(), grpcPort,
+                props.registryHost(), props.registryPort(), raft.replicaGrpcEndpoints(), props.stepTimeoutSeconds()),
+                channels);
     }
 
     /** Closing it leaves discovery. */

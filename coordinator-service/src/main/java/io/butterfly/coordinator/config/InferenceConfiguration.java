@@ -7,7 +7,10 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.OrphanedTasks;
 import io.butterfly.coordinator.inference.Pipeline;
 import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.inference.RequestTracing;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.propagation.Propagator;
 import java.time.Clock;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -24,6 +27,12 @@ public class InferenceConfiguration {
         return new PrometheusServingMetrics(registry);
     }
 
+    /** A trace per request through every stage (docs/observability.md); Micrometer's no-op tracer traces nothing. */
+    @Bean
+    RequestTracing requestTracing(Tracer tracer, Propagator propagator) {
+        return new MicrometerRequestTracing(tracer, propagator);
+    }
+
     /** Closed after the inference service (which depends on it) and before the control log (which it depends on). */
     @Bean(destroyMethod = "close")
     GroupCommitTaskJournal taskJournal(ControlLog control, CoordinatorProperties props, TaskJournalProperties journal,
@@ -36,9 +45,10 @@ public class InferenceConfiguration {
     @Bean(destroyMethod = "close")
     InferenceService inferenceService(CoordinatorProperties props, EngineProperties engine, ControlRaftProperties raft,
                                       ControlLog control, GroupCommitTaskJournal journal, ModelCatalog catalog,
-                                      Pipeline pipeline, PrometheusServingMetrics metrics, Clock clock) {
+                                      Pipeline pipeline, PrometheusServingMetrics metrics, RequestTracing tracing,
+                                      Clock clock) {
         InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size())),
-                engine.scheduler(), control, catalog, pipeline, journal, metrics, clock);
+                engine.scheduler(), control, catalog, pipeline, journal, metrics, tracing, clock);
         metrics.bind(inference);
         return inference;
     }

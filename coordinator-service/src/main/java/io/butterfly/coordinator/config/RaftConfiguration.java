@@ -25,6 +25,12 @@ public class RaftConfiguration {
         return new RaftControlLog(replica);
     }
 
+    /** The system state, workers per state, epoch and Raft leadership as gauges. */
+    @Bean
+    ClusterMetrics clusterMetrics(ControlLog control) {
+        return new ClusterMetrics(control);
+    }
+
     static ReplicaSettings settings(CoordinatorProperties coordinator, ControlRaftProperties raft, int grpcPort) {
         String self = raft.peerId().isBlank() ? coordinator.nodeId() : raft.peerId();
         List<ReplicaSettings.Peer> peers = raft.peers().isEmpty()

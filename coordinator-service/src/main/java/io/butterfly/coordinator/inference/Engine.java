@@ -50,6 +50,7 @@ final class Engine implements AutoCloseable {
     private final Pipeline pipeline;
     private final TaskJournal journal;
     private final ServingMetrics metrics;
+    private final RequestTracing tracing;
     private final LongSupplier clockMillis;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition work = lock.newCondition();
@@ -61,13 +62,16 @@ final class Engine implements AutoCloseable {
     private Serving serving;
     private int inFlight;
     private boolean closed;
+    /** Tokens chosen since start; written by the engine's thread only, read by anyone. */
+    private volatile long generatedTokens;
 
     Engine(SchedulerSettings settings, Pipeline pipeline, TaskJournal journal, ServingMetrics metrics,
-           LongSupplier clockMillis) {
+           RequestTracing tracing, LongSupplier clockMillis) {
         this.scheduler = new Scheduler(settings);
         this.pipeline = pipeline;
         this.journal = journal;
         this.metrics = metrics;
+        this.tracing = tracing;
         this.clockMillis = clockMillis;
         this.loop = daemon(this::run, "engine");
         loop.start();
@@ -102,7 +106,10 @@ final class Engine implements AutoCloseable {
         }
     }
 
-    /** Queues a sequence (refused when the queue is full or the engine stopped) and wakes the loop. */
+    /**
+     * Queues a sequence (refused when the queue is full or the engine stopped) and wakes the loop. Called on the
+     * request's thread, so the request's span starts in the caller's trace.
+     */
     void submit(Sequence s) {
         lock.lock();
         try {
@@ -110,6 +117,7 @@ final class Engine implements AutoCloseable {
                 throw stopping();
             }
             scheduler.add(s.progress);
+            s.trace = tracing.start(s.taskId());
             sequences.put(s.taskId(), s);
             journal.started(s.taskId(), s.prompt.length, clockMillis.getAsLong());
             work.signal();
@@ -173,6 +181,11 @@ final class Engine implements AutoCloseable {
         }
     }
 
+    /** Tokens generated since the engine started, counted as they are chosen. */
+    long generatedTokens() {
+        return generatedTokens;
+    }
+
     /** Each stage's KV cache reserved by this replica's sequences, as a share of its budget. */
     Map<String, Double> kvCacheUsage() {
         lock.lock();
@@ -222,7 +235,8 @@ final class Engine implements AutoCloseable {
             Sequence s = sequences.get(c.sequence().id());
             s.appendInput(tokens, at, c.numTokens());
             at += c.numTokens();
-            slices.add(new StepInput.Slice(s.taskId(), c.position(), c.numTokens(), c.sequence().reservePositions()));
+            slices.add(new StepInput.Slice(s.taskId(), c.position(), c.numTokens(), c.sequence().reservePositions(),
+                    s.trace.stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size())));
         }
         Serving now = serving;
         routes.put(batch.id(), now.route());
@@ -253,7 +267,7 @@ final class Engine implements AutoCloseable {
                 scheduler.stepFailed(r.batch());
                 RuntimeException cause = asRuntime(r.failure());
                 for (Chunk c : r.batch().chunks()) {
-                    end(sequences.get(c.sequence().id()), null, cause, ended);
+                    end(sequences.get(c.sequence().id()), null, cause, ended); // its trace's step ends with it
                 }
             } else {
                 update(r, ended);
@@ -280,6 +294,7 @@ final class Engine implements AutoCloseable {
             Chunk c = chunks.get(i);
             Sequence s = sequences.get(c.sequence().id());
             s.addStep(r.result().timings(), pipelineNanos, transport);
+            s.trace.stepEnded();
             if (s.cancelled != null) {
                 end(s, null, cancelledError(s), ended);
                 continue;
@@ -337,6 +352,7 @@ final class Engine implements AutoCloseable {
             metrics.interTokenLatency((now - s.lastTokenNanos) / 1e9);
         }
         s.lastTokenNanos = now;
+        generatedTokens++;
         s.generated.add((long) choice.tokenId());
         s.logprobs.add(choice.logprob());
         s.topLogprobs.add(choice.topLogprobs());
@@ -379,6 +395,7 @@ final class Engine implements AutoCloseable {
         scheduler.remove(s.progress);
         ended.add(s.taskId());
         long now = System.nanoTime();
+        s.trace.ended(finish, failure, s.generated.size());
         // Recorded, then answered: a client that reads the task after its answer finds it ended.
         if (finish != null) {
             journal.finished(s.taskId(), List.copyOf(s.generated), finish, clockMillis.getAsLong());

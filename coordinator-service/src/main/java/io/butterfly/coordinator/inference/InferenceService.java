@@ -50,12 +50,13 @@ public class InferenceService implements AutoCloseable {
     }
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
-                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, Clock clock) {
+                            Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
+                            Clock clock) {
         this.settings = settings;
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
-        this.engine = new Engine(scheduling, pipeline, journal, metrics, clock::millis);
+        this.engine = new Engine(scheduling, pipeline, journal, metrics, tracing, clock::millis);
     }
 
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
@@ -202,6 +203,11 @@ public class InferenceService implements AutoCloseable {
     /** Requests waiting to run. */
     public int waiting() {
         return engine.waitingCount();
+    }
+
+    /** Tokens this replica generated since it started, counted as each is chosen (a live rate, unlike a request's end). */
+    public long generatedTokens() {
+        return engine.generatedTokens();
     }
 
     /** Each stage's KV cache held by this replica's requests, as a share of its budget (0..1). */

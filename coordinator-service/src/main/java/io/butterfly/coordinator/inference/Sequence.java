@@ -40,6 +40,8 @@ final class Sequence implements RequestHandle {
     long samplingNanos;
     /** Why it is to end at its next step (a client gone); null while it may go on. */
     String cancelled;
+    /** Its trace, from the moment the engine takes it. */
+    RequestTracing.Trace trace = RequestTracing.Trace.NONE;
 
     Sequence(String id, ServedModel model, long[] prompt, int maxTokens, Sampler sampler, boolean ignoreEos,
              IncrementalText text, TokenListener listener, long arrivedNanos, Engine engine) {

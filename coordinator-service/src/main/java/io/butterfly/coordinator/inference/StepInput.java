@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.inference;
 
 import java.util.List;
+import java.util.Map;
 
 /**
  * One pipeline step of a micro-batch: each sequence's new tokens, packed in batch order.
@@ -18,7 +19,18 @@ public record StepInput(long batchId, long epoch, List<Slice> sequences, long[] 
     /**
      * @param position         positions of the sequence already in the stages' KV caches
      * @param reservePositions the positions every stage sizes the sequence's KV cache for at its first step
+     * @param traceContext     the trace context of the step's span for this sequence's request (empty: not traced)
      */
-    public record Slice(String sequenceId, int position, int numTokens, int reservePositions) {
+    public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
+                        Map<String, String> traceContext) {
+
+        public Slice {
+            traceContext = Map.copyOf(traceContext);
+        }
+
+        /** An untraced slice. */
+        public Slice(String sequenceId, int position, int numTokens, int reservePositions) {
+            this(sequenceId, position, numTokens, reservePositions, Map.of());
+        }
     }
 }

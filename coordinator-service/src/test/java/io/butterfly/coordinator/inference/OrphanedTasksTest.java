@@ -146,7 +146,7 @@ class OrphanedTasksTest {
     /** This replica's inference service as the sweep sees it: it runs {@code running}; releases are noted. */
     private InferenceService inference(Set<String> running) {
         return new InferenceService(ReadyCluster.props("unused").inference(1), ScriptedCluster.SCHEDULING, control, null,
-                null, null, ServingMetrics.NONE, at(STARTED)) {
+                null, null, ServingMetrics.NONE, RequestTracing.NONE, at(STARTED)) {
             @Override
             void releaseAbandoned(List<String> taskIds) {
                 released.addAll(taskIds);

@@ -81,7 +81,7 @@ public final class ScriptedCluster implements AutoCloseable {
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer));
         InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1), scheduling,
-                control, catalog, steps, journal, ServingMetrics.NONE, Clock.systemUTC());
+                control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
         services.add(service);
         return service;
     }

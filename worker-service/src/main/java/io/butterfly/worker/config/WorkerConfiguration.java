@@ -15,6 +15,8 @@ import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionSettings;
 import io.butterfly.worker.pipeline.IdleCacheEviction;
 import io.butterfly.worker.pipeline.PipelineStage;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.propagation.Propagator;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
@@ -31,8 +33,8 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    PeerChannels peerChannels() {
-        return new PeerChannels();
+    PeerChannels peerChannels(PeerChannels.Opener opener) {
+        return new PeerChannels(opener);
     }
 
     /** Starts measuring as the context starts (see {@link CapabilityProbe}). */
@@ -84,8 +86,9 @@ public class WorkerConfiguration {
 
     @Bean
     PipelineStage pipelineStage(WorkerProperties props, PartitionManager partitions, StageGateway nextStages,
-                                CoordinatorGateway coordinators) {
-        return new PipelineStage(partitions, nextStages, coordinators, props.nodeId());
+                                CoordinatorGateway coordinators, Tracer tracer, Propagator propagator) {
+        return new PipelineStage(partitions, nextStages, coordinators, new MicrometerStepTracing(tracer, propagator),
+                props.nodeId());
     }
 
     @Bean

@@ -62,7 +62,8 @@ public final class GatewayMessages {
                 .setInput(TensorCodec.float32(hidden.littleEndianFloats(), hidden.shape()));
         for (Step.Slice s : step.sequences()) {
             b.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
-                    .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions()));
+                    .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
+                    .putAllTraceContext(s.traceContext()));
         }
         step.downstream().subList(1, step.downstream().size()).forEach(e -> b.addDownstream(endpoint(e)));
         if (step.replyTo() != null) {

@@ -28,14 +28,17 @@ public class PipelineStage {
     private final PartitionManager partitions;
     private final Downstream nextStages;
     private final Outcomes outcomes;
+    private final StepTracing tracing;
     private final String nodeId;
     private volatile long stepsExecuted;
     private volatile long computeNanosTotal;
 
-    public PipelineStage(PartitionManager partitions, Downstream nextStages, Outcomes outcomes, String nodeId) {
+    public PipelineStage(PartitionManager partitions, Downstream nextStages, Outcomes outcomes, StepTracing tracing,
+                         String nodeId) {
         this.partitions = partitions;
         this.nextStages = nextStages;
         this.outcomes = outcomes;
+        this.tracing = tracing;
         this.nodeId = nodeId;
     }
 
@@ -46,13 +49,17 @@ public class PipelineStage {
      */
     public void accept(Step step) {
         long entry = System.nanoTime();
+        StepTracing.Spans spans = StepTracing.Spans.NONE;
         try {
+            spans = tracing.started(step, nodeId);
             run(step, entry);
+            spans.end(null);
         } catch (RuntimeException | OutOfMemoryError e) { // reported, never thrown into the shared stream
             ButterflyException failure = classify(e);
             if (failure.code() == ErrorCode.INTERNAL_ERROR) {
                 log.error("step {} of task {} failed", step.step(), step.taskId(), e);
             }
+            spans.end(failure);
             report(step, StepOutcome.failed(step, new StepOutcome.Failure(nodeId, failure), new StageClock(nodeId, entry, 0)));
         }
     }

@@ -2,6 +2,7 @@ package io.butterfly.worker.pipeline;
 
 import io.butterfly.worker.cluster.Endpoint;
 import java.util.List;
+import java.util.Map;
 
 /**
  * One pipeline step as it reaches this stage, for a packed batch of sequences. Its sequences and input are as
@@ -21,7 +22,10 @@ public record Step(String taskId, int step, long epoch, List<Slice> sequences, E
      *
      * @param position         tokens already in its KV cache (the position of its first new token)
      * @param reservePositions positions it may reach, counted against the cache budget from its first step
+     * @param traceContext     the trace context of the coordinator's span of this step for the sequence's request,
+     *                         passed on unchanged (empty: the request is not traced)
      */
-    public record Slice(String sequenceId, int position, int numTokens, int reservePositions) {
+    public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
+                        Map<String, String> traceContext) {
     }
 }

@@ -9,15 +9,20 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
  * Checks a manifest before anything uses it: signed by a trusted publisher key (else
  * {@code UNTRUSTED_PUBLISHER}), the Ed25519 signature valid over {@link ManifestCanonicalForm}
- * (else {@code INVALID_SIGNATURE}), and the Merkle root the signature covers matching the files'
- * checksums (else {@code MERKLE_ROOT_MISMATCH}). An empty trust list trusts nobody.
+ * (else {@code INVALID_SIGNATURE}), a model id and file names safe to use as paths, each file's checksum a SHA-256
+ * (else {@code INVALID_MANIFEST}), and the Merkle root the signature covers matching the files' checksums (else
+ * {@code MERKLE_ROOT_MISMATCH}). Nothing else escapes: whatever a registry answers is accepted or refused with one of
+ * these codes. An empty trust list trusts nobody.
  */
 public final class ManifestVerifier {
+
+    private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-fA-F]{64}");
 
     private final Set<String> trustedKeys;
 
@@ -66,6 +71,13 @@ public final class ManifestVerifier {
         for (String name : names) {
             if (names.contains(name + ".part")) { // a download of one would write into the other
                 throw invalidFiles(m, "lists both '" + name + "' and '" + name + ".part'", ctx);
+            }
+        }
+        for (ManifestFile f : m.files()) {
+            // The Merkle root and every download are checked against these digests: they must be SHA-256s.
+            if (!"sha256".equals(f.checksumAlgorithm()) || f.checksum() == null || !SHA256_HEX.matcher(f.checksum()).matches()) {
+                throw invalidFiles(m, "gives file '" + f.name() + "' the checksum " + f.checksumAlgorithm() + " '"
+                        + f.checksum() + "', not a SHA-256 in hex", ctx);
             }
         }
         String root = MerkleTree.rootHex(m.files().stream().map(ManifestFile::checksum).toList());

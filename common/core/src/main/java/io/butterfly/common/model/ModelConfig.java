@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
 import tools.jackson.databind.SerializationFeature;
@@ -61,6 +62,16 @@ public record ModelConfig(
         if (numHeads % numKvHeads != 0) {
             throw new IllegalArgumentException("heads " + numHeads + " are not divisible by kv heads " + numKvHeads);
         }
+        if (intermediateSize <= 0 || maxPositions <= 0) {
+            throw new IllegalArgumentException("intermediate size " + intermediateSize + " and positions " + maxPositions
+                    + " must be positive");
+        }
+        if (!(normEps > 0) || Double.isInfinite(normEps)) {
+            throw new IllegalArgumentException("the norm epsilon must be a positive number, was " + normEps);
+        }
+        if (architecture == Architecture.LLAMA && (!(ropeTheta > 0) || Double.isInfinite(ropeTheta))) {
+            throw new IllegalArgumentException("rope_theta must be a positive number, was " + ropeTheta);
+        }
         moreEosTokenIds = moreEosTokenIds == null ? List.of() : List.copyOf(moreEosTokenIds);
         if (!moreEosTokenIds.isEmpty() && (eosTokenId < 0 || moreEosTokenIds.stream().anyMatch(id -> id < 0))) {
             throw new IllegalArgumentException("end-of-sequence tokens must not be negative, and further ones need a first: "
@@ -111,33 +122,50 @@ public record ModelConfig(
         return parse(Files.readAllBytes(configJson));
     }
 
+    /**
+     * Reads a {@code config.json}.
+     *
+     * @throws IllegalArgumentException naming the field when it is not JSON, not an object, a field has another JSON
+     *                                  type than the one it must have, or it asks for a model the stages do not
+     *                                  compute; nothing else
+     */
     public static ModelConfig parse(byte[] json) {
-        JsonNode n = JSON.readTree(json);
-        Architecture arch = Architecture.fromModelType(text(n, "model_type", "llama"));
+        JsonNode n;
+        try {
+            n = JSON.readTree(json);
+        } catch (JacksonException e) {
+            throw new IllegalArgumentException("config.json is not JSON: " + e.getOriginalMessage());
+        }
+        if (n == null || !n.isObject()) {
+            throw new IllegalArgumentException("config.json is not a JSON object");
+        }
+        Architecture arch = Architecture.fromModelType(ConfigFields.string(n, "model_type", "llama"));
         requireComputable(n, arch);
         if (arch == Architecture.GPT2) {
-            int hidden = n.path("n_embd").asInt();
-            JsonNode inner = n.get("n_inner");
+            int hidden = ConfigFields.integer(n, "n_embd", 0);
+            int heads = ConfigFields.integer(n, "n_head", 0);
+            // transformers' default MLP width is 4 * n_embd; a width an int cannot hold is refused as not positive
+            long inner = ConfigFields.absent(n.get("n_inner")) ? 4L * hidden : ConfigFields.integer(n, "n_inner", 0);
             return new ModelConfig(arch,
-                    n.path("n_layer").asInt(), hidden, n.path("n_head").asInt(), n.path("n_head").asInt(),
-                    inner == null || inner.isNull() ? 4 * hidden : inner.asInt(),
-                    n.path("vocab_size").asInt(), n.path("n_positions").asInt(1024),
-                    n.path("layer_norm_epsilon").asDouble(1e-5), 0,
-                    n.path("tie_word_embeddings").asBoolean(true),
+                    ConfigFields.integer(n, "n_layer", 0), hidden, heads, heads,
+                    inner > Integer.MAX_VALUE ? -1 : (int) inner,
+                    ConfigFields.integer(n, "vocab_size", 0), ConfigFields.integer(n, "n_positions", 1024),
+                    ConfigFields.number(n, "layer_norm_epsilon", 1e-5), 0,
+                    ConfigFields.bool(n, "tie_word_embeddings", true),
                     tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"), null, moreTokenIds(n, "eos_token_id"));
         }
-        int heads = n.path("num_attention_heads").asInt();
+        int heads = ConfigFields.integer(n, "num_attention_heads", 0);
         // transformers 5 names it rope_parameters (with rope_theta inside), transformers 4 rope_scaling.
         JsonNode ropeParameters = n.get("rope_parameters");
-        boolean v5 = ropeParameters != null && !ropeParameters.isNull();
-        double theta = v5 && ropeParameters.has("rope_theta") ? ropeParameters.path("rope_theta").asDouble()
-                : n.path("rope_theta").asDouble(10000.0);
+        boolean v5 = !ConfigFields.absent(ropeParameters);
+        double theta = v5 && ropeParameters.has("rope_theta") ? ConfigFields.number(ropeParameters, "rope_theta", 0)
+                : ConfigFields.number(n, "rope_theta", 10000.0);
         return new ModelConfig(arch,
-                n.path("num_hidden_layers").asInt(), n.path("hidden_size").asInt(), heads,
-                n.path("num_key_value_heads").asInt(heads), n.path("intermediate_size").asInt(),
-                n.path("vocab_size").asInt(), maxPositions(n),
-                n.path("rms_norm_eps").asDouble(1e-6), theta,
-                n.path("tie_word_embeddings").asBoolean(false),
+                ConfigFields.integer(n, "num_hidden_layers", 0), ConfigFields.integer(n, "hidden_size", 0), heads,
+                ConfigFields.integer(n, "num_key_value_heads", heads), ConfigFields.integer(n, "intermediate_size", 0),
+                ConfigFields.integer(n, "vocab_size", 0), maxPositions(n),
+                ConfigFields.number(n, "rms_norm_eps", 1e-6), theta,
+                ConfigFields.bool(n, "tie_word_embeddings", false),
                 tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"),
                 RopeScaling.parse(v5 ? ropeParameters : n.get("rope_scaling")), moreTokenIds(n, "eos_token_id"));
     }
@@ -149,26 +177,26 @@ public record ModelConfig(
      */
     private static void requireComputable(JsonNode n, Architecture arch) {
         if (arch == Architecture.GPT2) {
-            String act = text(n, "activation_function", "gelu_new");
+            String act = ConfigFields.string(n, "activation_function", "gelu_new");
             if (!act.equals("gelu_new") && !act.equals("gelu_pytorch_tanh") && !act.equals("gelu_fast")) { // all tanh GELU
                 throw new IllegalArgumentException("activation_function '" + act
                         + "' is not supported: GPT-2 stages compute gelu_new (the tanh approximation)");
             }
-            if (n.path("scale_attn_by_inverse_layer_idx").asBoolean(false) || !n.path("scale_attn_weights").asBoolean(true)) {
+            if (ConfigFields.bool(n, "scale_attn_by_inverse_layer_idx", false) || !ConfigFields.bool(n, "scale_attn_weights", true)) {
                 throw new IllegalArgumentException("scale_attn_by_inverse_layer_idx / scale_attn_weights=false are not"
                         + " supported: attention scores are scaled by 1/sqrt(head dim)");
             }
             return;
         }
-        String act = text(n, "hidden_act", "silu");
+        String act = ConfigFields.string(n, "hidden_act", "silu");
         if (!act.equals("silu") && !act.equals("swish")) { // transformers' two names for x * sigmoid(x)
             throw new IllegalArgumentException("hidden_act '" + act + "' is not supported: Llama-family stages compute SiLU");
         }
-        JsonNode headDim = n.get("head_dim");
-        int hidden = n.path("hidden_size").asInt();
-        int heads = n.path("num_attention_heads").asInt();
-        if (headDim != null && !headDim.isNull() && heads > 0 && headDim.asInt() != hidden / heads) {
-            throw new IllegalArgumentException("head_dim " + headDim.asInt() + " is not supported: it must be hidden_size / "
+        int headDim = ConfigFields.integer(n, "head_dim", -1);
+        int hidden = ConfigFields.integer(n, "hidden_size", 0);
+        int heads = ConfigFields.integer(n, "num_attention_heads", 0);
+        if (headDim != -1 && heads > 0 && headDim != hidden / heads) {
+            throw new IllegalArgumentException("head_dim " + headDim + " is not supported: it must be hidden_size / "
                     + "num_attention_heads = " + hidden / heads);
         }
     }
@@ -178,11 +206,10 @@ public record ModelConfig(
      * the window is the same as full attention, so the window caps the positions instead of being emulated.
      */
     private static int maxPositions(JsonNode n) {
-        int positions = n.path("max_position_embeddings").asInt(2048);
-        JsonNode window = n.get("sliding_window");
-        boolean windowed = window != null && window.isIntegralNumber() && window.asInt() > 0
-                && n.path("use_sliding_window").asBoolean(true);
-        return windowed ? Math.min(positions, window.asInt()) : positions;
+        int positions = ConfigFields.integer(n, "max_position_embeddings", 2048);
+        int window = ConfigFields.integer(n, "sliding_window", 0);
+        boolean windowed = window > 0 && ConfigFields.bool(n, "use_sliding_window", true);
+        return windowed ? Math.min(positions, window) : positions;
     }
 
     /** Hugging Face {@code config.json} contents for this configuration. */
@@ -255,11 +282,6 @@ public record ModelConfig(
         return embed + numLayers * perLayer + h + head;
     }
 
-    private static String text(JsonNode n, String field, String fallback) {
-        JsonNode v = n.get(field);
-        return v == null || v.isNull() ? fallback : v.asString();
-    }
-
     /** The field's first token id (of a list, or the only one), or -1. */
     private static int tokenId(JsonNode n, String field) {
         List<Integer> ids = tokenIds(n, field);
@@ -277,9 +299,11 @@ public record ModelConfig(
         JsonNode v = n.get(field);
         List<Integer> ids = new ArrayList<>();
         if (v != null && v.isArray()) {
-            v.forEach(id -> ids.add(id.asInt()));
-        } else if (v != null && !v.isNull()) {
-            ids.add(v.asInt());
+            for (int i = 0; i < v.size(); i++) {
+                ids.add(ConfigFields.integer(v, i, field));
+            }
+        } else if (!ConfigFields.absent(v)) {
+            ids.add(ConfigFields.integer(n, field, -1));
         }
         return ids;
     }

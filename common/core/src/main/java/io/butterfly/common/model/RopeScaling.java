@@ -52,33 +52,36 @@ public record RopeScaling(String type, double factor, double lowFreqFactor, doub
      * object names; null for none or {@code default}.
      */
     static RopeScaling parse(JsonNode node) {
-        if (node == null || node.isNull()) {
+        if (ConfigFields.absent(node)) {
             return null;
         }
-        String type = node.path("rope_type").asString(node.path("type").asString("default"));
+        if (!node.isObject()) {
+            throw new IllegalArgumentException("rope_scaling must be an object, not " + node);
+        }
+        String type = ConfigFields.string(node, "rope_type", ConfigFields.string(node, "type", "default"));
         switch (type) {
             case "default" -> {
                 return null;
             }
             case LINEAR -> {
-                return linear(required(node, "factor").asDouble());
+                return linear(required(node, "factor"));
             }
             case LLAMA3 -> {
-                return llama3(required(node, "factor").asDouble(), required(node, "low_freq_factor").asDouble(),
-                        required(node, "high_freq_factor").asDouble(),
-                        required(node, "original_max_position_embeddings").asInt());
+                return llama3(required(node, "factor"), required(node, "low_freq_factor"),
+                        required(node, "high_freq_factor"),
+                        ConfigFields.integer(node, "original_max_position_embeddings", 0));
             }
             default -> throw new IllegalArgumentException("rope_scaling " + node + " is not supported: only linear and"
                     + " llama3 scaling are (" + type + " depends on the sequence length or scales attention)");
         }
     }
 
-    private static JsonNode required(JsonNode node, String field) {
+    private static double required(JsonNode node, String field) {
         JsonNode v = node.get(field);
-        if (v == null || !v.isNumber()) {
-            throw new IllegalArgumentException("rope_scaling " + node + " needs a number '" + field + "'");
+        if (v == null || !v.isNumber() || !Double.isFinite(v.doubleValue())) {
+            throw new IllegalArgumentException("rope_scaling " + node + " needs a finite number '" + field + "'");
         }
-        return v;
+        return v.doubleValue();
     }
 
     /**

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -13,6 +14,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import tools.jackson.core.JacksonException;
 import tools.jackson.core.StreamReadFeature;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -22,8 +24,10 @@ import tools.jackson.databind.json.JsonMapper;
  *
  * <p>The registry repackages byte ranges into per-layer shards with it, and the worker reads each tensor it needs
  * straight into engine memory (DJL's own decoder reads a whole file into one array and aborts on BF16, which is
- * widened here to float32: docs/models.md). The header is validated before use:
- * every range lies inside the file, matches its dtype and shape, ranges do not overlap, and no name is given twice.
+ * widened here to float32: docs/models.md). The header is validated before use: it is UTF-8 JSON, every range lies
+ * inside the file, matches its dtype and shape, ranges do not overlap, no name is given twice, and
+ * {@code __metadata__} maps strings to strings. A file that breaks the format is refused with
+ * {@link InvalidSafetensorsException}, whatever its bytes (fuzzed: docs/testing.md).
  */
 public final class SafetensorsFile implements AutoCloseable {
 
@@ -80,9 +84,12 @@ public final class SafetensorsFile implements AutoCloseable {
         readFully(channel, header, 8);
         JsonNode root;
         try {
-            root = JSON.readTree(new String(header.array(), StandardCharsets.UTF_8));
-        } catch (RuntimeException e) {
-            throw new InvalidSafetensorsException(path + ": header is not valid JSON: " + e.getMessage());
+            // A decoder of its own reports malformed UTF-8 (the format's header is UTF-8) instead of replacing it.
+            root = JSON.readTree(StandardCharsets.UTF_8.newDecoder().decode(header.flip()).toString());
+        } catch (CharacterCodingException e) {
+            throw new InvalidSafetensorsException(path + ": header is not UTF-8");
+        } catch (JacksonException e) {
+            throw new InvalidSafetensorsException(path + ": header is not valid JSON: " + e.getOriginalMessage());
         }
         if (root == null || !root.isObject()) {
             throw new InvalidSafetensorsException(path + ": header is not a JSON object");
@@ -92,8 +99,9 @@ public final class SafetensorsFile implements AutoCloseable {
         Map<String, TensorInfo> tensors = new LinkedHashMap<>();
         Map<String, String> metadata = new LinkedHashMap<>();
         for (Map.Entry<String, JsonNode> e : root.properties()) {
+            requireUnicode(path, e.getKey());
             if (e.getKey().equals("__metadata__")) {
-                e.getValue().properties().forEach(m -> metadata.put(m.getKey(), m.getValue().asString()));
+                readMetadata(path, e.getValue(), metadata);
                 continue;
             }
             tensors.put(e.getKey(), tensorInfo(path, e.getKey(), e.getValue(), dataSize));
@@ -101,6 +109,37 @@ public final class SafetensorsFile implements AutoCloseable {
         checkNoOverlap(path, tensors.values());
         return new SafetensorsFile(path, channel, dataStart, Collections.unmodifiableMap(tensors),
                 Collections.unmodifiableMap(metadata));
+    }
+
+    /** {@code __metadata__} is a map of strings to strings, as the format's reference implementation reads it. */
+    private static void readMetadata(Path path, JsonNode node, Map<String, String> metadata) {
+        if (!node.isObject()) {
+            throw new InvalidSafetensorsException(path + ": __metadata__ is not an object of strings");
+        }
+        for (Map.Entry<String, JsonNode> m : node.properties()) {
+            if (!m.getValue().isString()) {
+                throw new InvalidSafetensorsException(path + ": __metadata__ '" + m.getKey() + "' is not a string");
+            }
+            requireUnicode(path, m.getKey());
+            requireUnicode(path, m.getValue().stringValue());
+            metadata.put(m.getKey(), m.getValue().stringValue());
+        }
+    }
+
+    /**
+     * JSON's {@code \uD800} escapes can spell half a character, which UTF-8 cannot hold: a name with one could not be
+     * written back (the registry's shards would name another tensor), and the reference implementation refuses it.
+     */
+    private static void requireUnicode(Path path, String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new InvalidSafetensorsException(path + ": header holds a string with half a character (a lone"
+                        + " surrogate at index " + i + ")");
+            }
+        }
     }
 
     /** A JSON integer as a long; -1 for anything else ("12", 2.7 or true are not sizes). */

@@ -125,6 +125,21 @@ class ManifestVerifierTest {
         }
     }
 
+    /** Found by fuzzing: the Merkle tree's NumberFormatException escaped for a signed checksum that is not hex. */
+    @Test
+    void refusesASignedManifestWhoseChecksumIsNotASha256() {
+        for (String[] checksum : new String[][]{{"sha256", "zz".repeat(32)}, {"sha256", "aa"}, {"md5", "aa".repeat(32)}}) {
+            ManifestFile odd = new ManifestFile(LAYER.name(), LAYER.sizeBytes(), checksum[0], checksum[1], LAYER.kind(),
+                    LAYER.layerStart(), LAYER.layerEnd(), LAYER.format());
+            Manifest m = manifest("m", 1, List.of(CONFIG, odd), rootOf(List.of(CONFIG)));
+            assertThatThrownBy(() -> verifier.verify(ManifestVerifier.sign(m, publisher))).as(checksum[1])
+                    .isInstanceOfSatisfying(ButterflyException.class, e -> {
+                        assertThat(e.code()).isEqualTo(ErrorCode.INVALID_MANIFEST);
+                        assertThat(e.getMessage()).contains(LAYER.name());
+                    });
+        }
+    }
+
     @Test
     void theSignatureCoversAnAbsentLayerRangeAsZeroAsTheMessageCarriesIt() {
         ManifestFile zeros = new ManifestFile(CONFIG.name(), CONFIG.sizeBytes(), CONFIG.checksumAlgorithm(),

@@ -89,6 +89,24 @@ class ModelConfigTest {
         assertThatThrownBy(() -> gpt.apply(", \"scale_attn_weights\": false")).hasMessageContaining("scale_attn_weights");
     }
 
+    /** Read as written (fuzzing found Jackson's own exceptions escaping, and 0 or infinity read for nonsense). */
+    @Test
+    void aFieldOfAnotherJsonTypeOrOutOfRangeIsRefusedByName() {
+        assertThatThrownBy(() -> parse("llama", ", \"rms_norm_eps\": \"1e-5\"")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("rms_norm_eps");
+        assertThatThrownBy(() -> parse("llama", ", \"vocab_size\": 2.5")).hasMessageContaining("vocab_size");
+        assertThatThrownBy(() -> parse("llama", ", \"head_dim\": 4294967312")).hasMessageContaining("head_dim");
+        assertThatThrownBy(() -> parse("llama", ", \"tie_word_embeddings\": 1")).hasMessageContaining("tie_word_embeddings");
+        assertThatThrownBy(() -> parse("llama", ", \"eos_token_id\": [2, \"3\"]")).hasMessageContaining("eos_token_id[1]");
+        assertThatThrownBy(() -> parse("llama", ", \"rope_scaling\": [2]")).hasMessageContaining("rope_scaling");
+        assertThatThrownBy(() -> parse("llama", ", \"rope_theta\": 1e999")).hasMessageContaining("rope_theta");
+        assertThatThrownBy(() -> parse("llama", ", \"max_position_embeddings\": 0")).hasMessageContaining("positions");
+        assertThatThrownBy(() -> ModelConfig.parse("{\"model_type\": ".getBytes(StandardCharsets.UTF_8)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("config.json is not JSON");
+        assertThatThrownBy(() -> ModelConfig.parse("[1]".getBytes(StandardCharsets.UTF_8)))
+                .hasMessage("config.json is not a JSON object");
+    }
+
     @Test
     void scalingThatDependsOnTheSequenceOrScalesAttentionIsRefusedRatherThanRunAsPlainRope() {
         for (String type : new String[] {"dynamic", "yarn", "longrope"}) {

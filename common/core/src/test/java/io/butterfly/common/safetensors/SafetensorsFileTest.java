@@ -36,6 +36,24 @@ class SafetensorsFileTest {
                 .isInstanceOf(InvalidSafetensorsException.class).hasMessageContaining("Duplicate").hasMessageContaining("data_offsets");
     }
 
+    /** Found by fuzzing: Jackson's own exception escaped, or a name opened that could not be written back. */
+    @Test
+    void metadataOtherThanStringsAndHalfCharactersAreRefused() throws Exception {
+        String tensor = "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}";
+        for (String header : List.of("{\"__metadata__\":{\"format\":{}}," + tensor + "}",
+                "{\"__metadata__\":[\"pt\"]," + tensor + "}",
+                "{\"\\ud800\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}")) {
+            Path p = file(header, 4);
+            assertThatThrownBy(() -> SafetensorsFile.open(p)).as(header).isInstanceOf(InvalidSafetensorsException.class);
+        }
+        byte[] notUtf8 = {'{', '"', (byte) 0xff, '"', ':', '1', '}'};
+        Path p = dir.resolve("latin1.safetensors");
+        Files.write(p, ByteBuffer.allocate(8 + notUtf8.length).order(ByteOrder.LITTLE_ENDIAN).putLong(notUtf8.length)
+                .put(notUtf8).array());
+        assertThatThrownBy(() -> SafetensorsFile.open(p)).isInstanceOf(InvalidSafetensorsException.class)
+                .hasMessageContaining("not UTF-8");
+    }
+
     @Test
     void aMappedTensorIsItsStoredRangeReadOnlyAndOutlivesTheFile() throws Exception {
         Path p = dir.resolve("m.safetensors");

@@ -1,7 +1,9 @@
 package io.butterfly.common.grpc;
 
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** Client channels between Butterfly services (loopback / cluster network, plaintext for now). */
@@ -22,11 +24,20 @@ public final class GrpcChannels {
     }
 
     public static ManagedChannel open(String host, int port) {
+        return open(host, port, List.of());
+    }
+
+    /**
+     * A channel whose calls pass through {@code interceptors} (the service's tracing interceptor: each call carries
+     * the caller's trace context in its metadata).
+     */
+    public static ManagedChannel open(String host, int port, List<ClientInterceptor> interceptors) {
         return NettyChannelBuilder.forAddress(host, port)
                 .usePlaintext()
                 .initialFlowControlWindow(INITIAL_FLOW_CONTROL_WINDOW)
                 .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                 .keepAliveTime(30, TimeUnit.SECONDS)
+                .intercept(interceptors)
                 .build();
     }
 

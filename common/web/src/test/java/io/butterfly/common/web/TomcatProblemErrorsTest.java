@@ -3,6 +3,8 @@ package io.butterfly.common.web;
 import static java.nio.charset.StandardCharsets.ISO_8859_1;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.butterfly.common.web.auth.ApiKeySecurity;
+import io.butterfly.common.web.auth.ApiKeys;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -24,6 +26,8 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.boot.tomcat.TomcatWebServer;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.annotation.Bean;
+import org.springframework.security.config.annotation.web.builders.HttpSecurity;
+import org.springframework.security.web.SecurityFilterChain;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RestController;
 import tools.jackson.databind.JsonNode;
@@ -49,6 +53,13 @@ class TomcatProblemErrorsTest {
         @Bean
         ServiceAdvice serviceAdvice() {
             return new ServiceAdvice();
+        }
+
+        /** Like a service without API keys (Spring Security is on this test's class path): every route open. */
+        @Bean
+        SecurityFilterChain open(HttpSecurity http) {
+            return ApiKeySecurity.chain(http, ApiKeys.NONE, ApiKeySecurity.checker(ApiKeys.NONE), rules -> { },
+                    (request, problem) -> { });
         }
     }
 

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.ProblemHandler;
+import jakarta.servlet.http.HttpServletRequest;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.core.MethodParameter;
@@ -35,11 +36,17 @@ public class OpenAiErrors implements ResponseBodyAdvice<Object> {
     public Object beforeBodyWrite(Object body, MethodParameter returnType, MediaType contentType,
                                   Class<? extends HttpMessageConverter<?>> converterType, ServerHttpRequest request,
                                   ServerHttpResponse response) {
-        if (body instanceof ProblemDetail p && request instanceof ServletServerHttpRequest servlet
-                && PATHS.getPathWithinApplication(servlet.getServletRequest()).startsWith(PATH_PREFIX)) {
-            p.setProperty("error", error(p));
+        if (body instanceof ProblemDetail p && request instanceof ServletServerHttpRequest servlet) {
+            addTo(servlet.getServletRequest(), p);
         }
         return body;
+    }
+
+    /** Adds OpenAI's {@code error} object to a problem answered under {@code /v1/}. */
+    public static void addTo(HttpServletRequest request, ProblemDetail p) {
+        if (PATHS.getPathWithinApplication(request).startsWith(PATH_PREFIX)) {
+            p.setProperty("error", error(p));
+        }
     }
 
     /** A problem as a stream's last event under {@code /v1/}: the problem's members with {@code error} among them. */
@@ -65,6 +72,9 @@ public class OpenAiErrors implements ResponseBodyAdvice<Object> {
      * by {@code context_length_exceeded}); otherwise the problem's {@code error_code}.
      */
     private static Object code(int status, Object field, Object errorCode) {
+        if (status == HttpStatus.UNAUTHORIZED.value()) {
+            return "invalid_api_key";
+        }
         if (status == HttpStatus.NOT_FOUND.value() && "model".equals(field)) {
             return "model_not_found";
         }

@@ -3,6 +3,7 @@ package io.butterfly.coordinator.api.rest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.json.JsonFieldPath;
+import io.butterfly.common.web.ProblemDocuments;
 import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
@@ -85,15 +86,7 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
 
     /** The problem's standard members and its properties ({@code error_code}, {@code field}) at the top level, as sent. */
     public static Map<String, Object> flatten(ProblemDetail p) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("type", p.getType() == null ? "about:blank" : p.getType().toString()); // RFC 9457's default
-        m.put("title", p.getTitle());
-        m.put("status", p.getStatus());
-        m.put("detail", p.getDetail());
-        if (p.getProperties() != null) {
-            m.putAll(p.getProperties());
-        }
-        return m;
+        return ProblemDocuments.flatten(p);
     }
 
     /** This replica's queue is full: retry shortly (RFC 9110 Retry-After, in seconds). */

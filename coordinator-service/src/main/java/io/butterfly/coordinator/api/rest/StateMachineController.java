@@ -2,7 +2,10 @@ package io.butterfly.coordinator.api.rest;
 
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.statemachine.StateMachines;
+import io.butterfly.coordinator.statemachine.SystemDeviations;
 import io.butterfly.coordinator.statemachine.TransitionTable;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.springframework.http.HttpStatus;
@@ -10,6 +13,7 @@ import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
@@ -38,6 +42,28 @@ public class StateMachineController {
         return ResponseEntity.ok(Map.of("transitions", control.transitions(limit)));
     }
 
+    /**
+     * One machine's states and legal transitions as JSON, for a client that draws the diagram itself (the dashboard):
+     * {@code machine}, {@code initial}, {@code states} in their declared order, {@code transitions} (from, to, trigger)
+     * and, for the system machine, the {@code deviations} the reducer also makes (from, to, reason).
+     */
+    @GetMapping("/machines/{machine}")
+    public ResponseEntity<?> machine(@PathVariable("machine") String machine) {
+        for (TransitionTable<?> table : StateMachines.ALL) {
+            if (table.machine().equals(machine)) {
+                List<Map<String, String>> deviations = table != StateMachines.SYSTEM ? List.of()
+                        : SystemDeviations.ALLOWED.stream().map(d -> Map.of("from", d.from().name(),
+                                "to", d.to().name(), "reason", d.reason())).toList();
+                return ResponseEntity.ok(Map.of("machine", table.machine(), "initial", table.initial().name(),
+                        "states", Arrays.stream(table.type().getEnumConstants()).map(Enum::name).toList(),
+                        "transitions", table.transitions().stream().map(t -> Map.of("from", t.from().name(),
+                                "to", t.to().name(), "trigger", t.trigger())).toList(),
+                        "deviations", deviations));
+            }
+        }
+        return unknownMachine(machine);
+    }
+
     /** One machine's diagram ({@code ?machine=worker}) or, by default, the system machine's. */
     @GetMapping("/diagram")
     public ResponseEntity<?> diagram(@RequestParam(name = "machine", defaultValue = "system") String machine) {
@@ -47,6 +73,10 @@ public class StateMachineController {
                         .body(table.mermaid());
             }
         }
+        return unknownMachine(machine);
+    }
+
+    private static ResponseEntity<ProblemDetail> unknownMachine(String machine) {
         String known = StateMachines.ALL.stream().map(TransitionTable::machine).collect(Collectors.joining(", "));
         ProblemDetail problem = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
                 "unknown machine '" + machine + "'; one of " + known);

@@ -1,6 +1,5 @@
 package io.butterfly.coordinator.gateway.worker;
 
-import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
@@ -45,7 +44,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(WorkerGateway.class);
 
-    /** Opens a channel to a worker ({@code GrpcChannels::open}; tests open in-process ones). */
+    /** Opens a channel to a worker (api/grpc's, with the tracing interceptor; tests open in-process ones). */
     public interface ChannelOpener {
         ManagedChannel open(String host, int port);
     }
@@ -78,11 +77,6 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
         this.addresses = new AssignmentAddresses(settings);
         this.steps = new PipelineSteps(channels, settings.stepTimeoutSeconds());
         this.self = self(settings);
-    }
-
-    /** Reaches the workers over the network. */
-    public static WorkerGateway connecting(Settings settings) {
-        return new WorkerGateway(settings, GrpcChannels::open);
     }
 
     static Endpoint self(Settings s) {
@@ -181,7 +175,8 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                 .setReplyTo(self);
         for (StepInput.Slice s : in.sequences()) {
             request.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
-                    .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions()));
+                    .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
+                    .putAllTraceContext(s.traceContext()));
         }
         return steps.submit(r.first(), r.stages(), request.build()).thenApply(ReceivedStep::new);
     }

@@ -40,6 +40,26 @@ class StateMachineControllerTest {
                 .andExpect(jsonPath("$.field").value("machine"));
     }
 
+    /** What the dashboard draws: the same table as the diagram, with the deviations the reducer also makes. */
+    @Test
+    void machineIsTheTableAsJson() throws Exception {
+        mvc.perform(get("/api/v1/system/machines/system"))
+                .andExpect(status().isOk())
+                .andExpect(jsonPath("$.initial").value("UNINITIALIZED"))
+                .andExpect(jsonPath("$.states[0]").value("UNINITIALIZED"))
+                .andExpect(jsonPath("$.states.length()").value(8))
+                .andExpect(jsonPath("$.transitions.length()").value(11))
+                .andExpect(jsonPath("$.transitions[0].from").value("UNINITIALIZED"))
+                .andExpect(jsonPath("$.transitions[0].to").value("BOOTSTRAPPING"))
+                .andExpect(jsonPath("$.transitions[0].trigger").value("bootstrap()"))
+                .andExpect(jsonPath("$.deviations[0].from").value("READY"))
+                .andExpect(jsonPath("$.deviations[0].to").value("DEGRADED"));
+        mvc.perform(get("/api/v1/system/machines/worker"))
+                .andExpect(jsonPath("$.deviations.length()").value(0));
+        mvc.perform(get("/api/v1/system/machines/nope")).andExpect(status().isBadRequest())
+                .andExpect(jsonPath("$.field").value("machine"));
+    }
+
     @Test
     void transitionsListAppliedTransitionsNewestFirst() throws Exception {
         control.submit(new ClusterCommand.Bootstrap("m", 1, 10));

@@ -44,7 +44,8 @@ final class WorkerMessages {
     /** The step; its input stays the received tensor, decoded only when the stage reads it. */
     static Step step(ForwardRequest r) {
         List<Step.Slice> sequences = r.getSequencesList().stream()
-                .map(s -> new Step.Slice(s.getSequenceId(), s.getPosition(), s.getNumTokens(), s.getReservePositions()))
+                .map(s -> new Step.Slice(s.getSequenceId(), s.getPosition(), s.getNumTokens(), s.getReservePositions(),
+                        s.getTraceContextMap()))
                 .toList();
         List<StageTiming> timings = r.getTimingsList().stream()
                 .map(t -> new StageTiming(t.getNodeId(), t.getComputeNanos(), t.getWallNanos())).toList();

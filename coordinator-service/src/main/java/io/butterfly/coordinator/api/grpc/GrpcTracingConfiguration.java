@@ -1,0 +1,28 @@
+package io.butterfly.coordinator.api.grpc;
+
+import io.butterfly.common.grpc.GrpcChannels;
+import io.butterfly.common.grpc.GrpcTracing;
+import io.butterfly.coordinator.gateway.worker.WorkerGateway;
+import io.micrometer.observation.ObservationPredicate;
+import io.micrometer.observation.ObservationRegistry;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Which gRPC calls are traced (docs/observability.md): every call but the long-lived streams, whose steps carry
+ * their requests' trace context themselves; and the channels to the workers carry the caller's trace context.
+ */
+@Configuration(proxyBeanMethods = false)
+public class GrpcTracingConfiguration {
+
+    @Bean
+    ObservationPredicate skipLongLivedGrpcStreams() {
+        return GrpcTracing.SKIP_LONG_LIVED_STREAMS;
+    }
+
+    @Bean
+    WorkerGateway.ChannelOpener workerChannels(ObservationRegistry registry) {
+        var interceptors = GrpcTracing.clientInterceptors(registry);
+        return (host, port) -> GrpcChannels.open(host, port, interceptors);
+    }
+}
