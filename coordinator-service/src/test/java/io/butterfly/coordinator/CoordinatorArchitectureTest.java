@@ -17,7 +17,7 @@ class CoordinatorArchitectureTest {
 
     /** State, reducer, planners, policies and the orchestration that uses them. */
     private static final String[] DOMAIN = {"cluster", "statemachine", "planning", "liveness", "integrity",
-            "invariants", "inference", "bootstrap", "control", "model"};
+            "invariants", "inference", "reconcile", "control", "model"};
 
     @Test
     void noPackageCycles() {

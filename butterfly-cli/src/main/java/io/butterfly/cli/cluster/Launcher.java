@@ -96,11 +96,12 @@ public final class Launcher {
         supervisor.newList();
         Path model = checkModel(options.model() == null ? defaultModel() : options.model());
         String modelId = model.getFileName().toString();
-        checkPortsFree(options.workers(), options.coordinators());
+        checkPortsFree(options.workerProcesses(), options.coordinators());
         if (options.pinWorkers()) {
             CorePinning.requireTaskset(System.getenv("PATH"));
         }
-        Log.info("starting discovery, registry, " + options.workers() + " worker(s) and "
+        Log.info("starting discovery, registry, " + options.workers() + " worker(s)"
+                + (options.spares() == 0 ? "" : ", " + options.spares() + " spare(s)") + " and "
                 + (options.coordinators() == 1 ? "the coordinator" : options.coordinators() + " coordinators")
                 + " (model " + modelId + ")");
         try (ExitGuard stopOnFailure = ExitGuard.arm(() -> {
@@ -135,7 +136,9 @@ public final class Launcher {
         Log.info("registry publisher key " + publisher);
 
         List<ServiceProcess> awaited = new ArrayList<>();
-        for (int i = 0; i < options.workers(); i++) {
+        // Spares are workers too (worker-N, ...): the coordinator plans over the first --workers and keeps the rest
+        // on standby for a lost or drained stage.
+        for (int i = 0; i < options.workerProcesses(); i++) {
             awaited.add(start(worker(i, options, publisher)));
         }
         // Coordinator replicas form one Raft group (the control log); workers heartbeat every replica.

@@ -6,6 +6,7 @@ import io.butterfly.coordinator.statemachine.StateMachines;
 import io.butterfly.coordinator.statemachine.SystemDeviations;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -107,6 +108,10 @@ public final class ClusterReducer {
             return nodeFailed(s, n);
         } else if (c instanceof ClusterCommand.NodeRecovered n) {
             return nodeRecovered(s, n);
+        } else if (c instanceof ClusterCommand.NodeDrainRequested d) {
+            return drainRequested(s, d);
+        } else if (c instanceof ClusterCommand.NodeLeft l) {
+            return nodeLeft(s, l);
         } else if (c instanceof ClusterCommand.FeasibilityAssessed f) {
             return feasibilityAssessed(s, f);
         } else if (c instanceof ClusterCommand.WeightsValidated v) {
@@ -164,6 +169,9 @@ public final class ClusterReducer {
             if (!s.nodes().containsKey(stage.nodeId())) {
                 throw new IllegalTransitionException("stage assigned to unknown node '" + stage.nodeId() + "'");
             }
+            if (s.draining().contains(stage.nodeId())) {
+                throw new IllegalTransitionException("stage assigned to node '" + stage.nodeId() + "', which is draining");
+            }
             if (byNode.put(stage.nodeId(), stage) != null) {
                 throw new IllegalTransitionException("node '" + stage.nodeId() + "' appears in two stages");
             }
@@ -176,9 +184,19 @@ public final class ClusterReducer {
                     : n.assigned() ? n.unassign(c.atMs()) : n;
             nodes.put(n.nodeId(), updated);
         }
-        ClusterState next = s.withAssignment(c.epoch(), List.copyOf(byNode.keySet()), nodes);
-        String message = "loading partitions on " + byNode.size() + " workers (epoch " + c.epoch() + ")";
-        // A reassignment while serving means partitions are not loaded yet: reduced capacity, not READY.
+        List<EpochPlan> plans = new ArrayList<>(s.plans());
+        plans.add(new EpochPlan(c.epoch(), c.stages(), c.reason(), c.atMs()));
+        while (plans.size() > ClusterState.MAX_PLANS) {
+            plans.remove(0);
+        }
+        ClusterState next = s.withAssignment(c.epoch(), List.copyOf(byNode.keySet()), nodes).withPlans(plans);
+        String message = "loading partitions on " + byNode.size() + " workers (epoch " + c.epoch() + ")"
+                + (c.reason().isEmpty() ? "" : ": " + c.reason());
+        if (s.system() == SystemState.READY) {
+            // A reassignment while serving means partitions are not loaded yet: reduced capacity, not READY.
+            next = next.withRecovery(Recovery.began(c.atMs(), s.epoch(),
+                    c.reason().isEmpty() ? "reassigned while serving" : c.reason(), null));
+        }
         return move(next, s.system() == SystemState.READY ? SystemState.DEGRADED : s.system(), message, c);
     }
 
@@ -212,7 +230,8 @@ public final class ClusterReducer {
         String message = "node '" + c.nodeId() + "' failed to load its partition: " + c.errorCode()
                 + (c.errorMessage() == null || c.errorMessage().isEmpty() ? "" : " (" + c.errorMessage() + ")");
         boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
-        return move(next, serving ? SystemState.DEGRADED : s.system(), message, c);
+        return move(recovering(next, c.nodeId(), message, c.atMs()), serving ? SystemState.DEGRADED : s.system(),
+                message, c);
     }
 
     /** A command of a log written before tasks were recorded in batches: it applies as it always did. */
@@ -337,11 +356,58 @@ public final class ClusterReducer {
         }
         ClusterState next = s.withNode(n.detectedFailed(c.lastHeartbeatMs(), c.phi(), c.cause(), c.atMs()));
         boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
-        if (!serving || !s.pipeline().contains(c.nodeId())) {
+        if (!s.pipeline().contains(c.nodeId()) || !(serving || s.system() == SystemState.DEGRADED)) {
             return next;
         }
-        return move(next, SystemState.DEGRADED, "node '" + c.nodeId() + "' FAILED (" + c.cause()
-                + "); its stage is unavailable", c);
+        String message = "node '" + c.nodeId() + "' FAILED (" + c.cause() + "); its stage is unavailable";
+        return move(recovering(next, c.nodeId(), message, c.atMs()), SystemState.DEGRADED, message, c);
+    }
+
+    /**
+     * A stage lost while serving (or while recovering already): the recovery the state shows begins, or counts one more
+     * lost node. A system still bootstrapping has nothing to recover.
+     */
+    private static ClusterState recovering(ClusterState s, String nodeId, String cause, long atMs) {
+        if (s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.UNINITIALIZED) {
+            return s;
+        }
+        Recovery r = s.recovery();
+        return s.withRecovery(r != null && r.ongoing() ? r.alsoLost(nodeId) : Recovery.began(atMs, s.epoch(), cause, nodeId));
+    }
+
+    /**
+     * An operator's drain: the node is marked draining, the leader plans its stage away (a spare or the survivors take
+     * it), and once that plan is READY the node leaves. Refused when no other worker could serve.
+     */
+    private static ClusterState drainRequested(ClusterState s, ClusterCommand.NodeDrainRequested c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        node(s, c.nodeId());
+        if (s.draining().contains(c.nodeId())) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' is draining already");
+        }
+        boolean othersServe = s.nodes().values().stream().anyMatch(n -> !n.nodeId().equals(c.nodeId())
+                && !s.draining().contains(n.nodeId()) && n.state() != WorkerState.FAILED);
+        if (!othersServe) {
+            throw new IllegalTransitionException("draining node '" + c.nodeId() + "' would leave no worker to serve");
+        }
+        List<String> draining = new ArrayList<>(s.draining());
+        draining.add(c.nodeId());
+        return s.withDraining(draining);
+    }
+
+    /** A member that holds no stage leaves: drained, or gone from discovery while it held none. */
+    private static ClusterState nodeLeft(ClusterState s, ClusterCommand.NodeLeft c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        node(s, c.nodeId());
+        if (s.pipeline().contains(c.nodeId())) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' holds a stage of epoch " + s.epoch()
+                    + " and cannot leave before it is planned away");
+        }
+        Map<String, NodeRecord> nodes = new LinkedHashMap<>(s.nodes());
+        nodes.remove(c.nodeId());
+        List<String> draining = new ArrayList<>(s.draining());
+        draining.remove(c.nodeId());
+        return s.withNodes(nodes).withDraining(draining);
     }
 
     private static ClusterState nodeRecovered(ClusterState s, ClusterCommand.NodeRecovered c) {
@@ -412,7 +478,9 @@ public final class ClusterReducer {
         }
         boolean validated = s.checks().weightsValidFor(s.epoch());
         if (s.merkleRoot() != null && s.pipelineReady() && validated) {
-            return move(s, SystemState.READY, servingMessage(s), c);
+            Recovery r = s.recovery();
+            ClusterState ready = r != null && r.ongoing() ? s.withRecovery(r.ended(c.atMs(), s.epoch())) : s;
+            return move(ready, SystemState.READY, servingMessage(s), c);
         }
         if (s.merkleRoot() != null && s.pipelineReady() && !validated) {
             // READY only once the loaded weights are cross-validated against the manifest (docs/initialization-and-bootstrap.md §6.2 check 4).

@@ -13,6 +13,7 @@ import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.PausedRequests;
 import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
@@ -48,7 +49,7 @@ import org.slf4j.LoggerFactory;
  * key. The engine follows the replicated state: it holds while the cluster does not serve and resumes its paused
  * sequences when it does again.
  */
-public class InferenceService implements AutoCloseable {
+public class InferenceService implements PausedRequests, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
     /** How long a replica waits for a task it is asked about to reach its state (it may lag the task's owner). */
@@ -494,6 +495,11 @@ public class InferenceService implements AutoCloseable {
     /** Requests waiting for the pipeline to serve again (paused by a failed stage, or replaying their history). */
     public int paused() {
         return engine.pausedCount();
+    }
+
+    @Override
+    public int pausedRequests() {
+        return paused();
     }
 
     /** Tokens this replica generated since it started, counted as each is chosen (a live rate, unlike a request's end). */

@@ -15,8 +15,10 @@ import io.butterfly.proto.coordinator.v1.LoadCompletedCommand;
 import io.butterfly.proto.coordinator.v1.LoadFailedCommand;
 import io.butterfly.proto.coordinator.v1.LoadProgressedCommand;
 import io.butterfly.proto.coordinator.v1.ModelResolvedCommand;
+import io.butterfly.proto.coordinator.v1.NodeDrainRequestedCommand;
 import io.butterfly.proto.coordinator.v1.NodeFailedCommand;
 import io.butterfly.proto.coordinator.v1.NodeJoinedCommand;
+import io.butterfly.proto.coordinator.v1.NodeLeftCommand;
 import io.butterfly.proto.coordinator.v1.NodeRecoveredCommand;
 import io.butterfly.proto.coordinator.v1.NodeSuspectedCommand;
 import io.butterfly.proto.coordinator.v1.NodeSuspicionClearedCommand;
@@ -69,6 +71,9 @@ public final class ControlCommandMapper {
             for (StageAssignment s : c.stages()) {
                 p.addStages(ControlStage.newBuilder().setNodeId(s.nodeId()).setLayerStart(s.layerStart())
                         .setLayerEnd(s.layerEnd()).setHasEmbedding(s.hasEmbedding()).setHasHead(s.hasHead()));
+            }
+            if (!c.reason().isEmpty()) {
+                p.setReason(c.reason());
             }
             b.setPartitionsAssigned(p);
         } else if (command instanceof ClusterCommand.LoadProgressed c) {
@@ -125,6 +130,14 @@ public final class ControlCommandMapper {
         } else if (command instanceof ClusterCommand.NodeRecovered c) {
             b.setNodeRecovered(NodeRecoveredCommand.newBuilder().setNodeId(c.nodeId())
                     .setPartitionIntact(c.partitionIntact()).setLastHeartbeatMs(c.lastHeartbeatMs()));
+        } else if (command instanceof ClusterCommand.NodeDrainRequested c) {
+            b.setNodeDrainRequested(NodeDrainRequestedCommand.newBuilder().setNodeId(c.nodeId()));
+        } else if (command instanceof ClusterCommand.NodeLeft c) {
+            NodeLeftCommand.Builder p = NodeLeftCommand.newBuilder().setNodeId(c.nodeId());
+            if (!c.reason().isEmpty()) {
+                p.setReason(c.reason());
+            }
+            b.setNodeLeft(p);
         } else if (command instanceof ClusterCommand.Checkpoint c) {
             b.setCheckpoint(io.butterfly.proto.coordinator.v1.CheckpointCommand.newBuilder().setEpoch(c.epoch())
                     .setMerkleRoot(c.merkleRoot()));
@@ -164,7 +177,7 @@ public final class ControlCommandMapper {
                 return new ClusterCommand.PartitionsAssigned(c.getEpoch(), c.getStagesList().stream()
                         .map(s -> new StageAssignment(s.getNodeId(), s.getLayerStart(), s.getLayerEnd(),
                                 s.getHasEmbedding(), s.getHasHead()))
-                        .toList(), at);
+                        .toList(), c.hasReason() ? c.getReason() : "", at);
             }
             case LOAD_PROGRESSED: {
                 LoadProgressedCommand c = proto.getLoadProgressed();
@@ -225,6 +238,12 @@ public final class ControlCommandMapper {
             case NODE_RECOVERED: {
                 NodeRecoveredCommand c = proto.getNodeRecovered();
                 return new ClusterCommand.NodeRecovered(c.getNodeId(), c.getPartitionIntact(), c.getLastHeartbeatMs(), at);
+            }
+            case NODE_DRAIN_REQUESTED:
+                return new ClusterCommand.NodeDrainRequested(proto.getNodeDrainRequested().getNodeId(), at);
+            case NODE_LEFT: {
+                NodeLeftCommand c = proto.getNodeLeft();
+                return new ClusterCommand.NodeLeft(c.getNodeId(), c.hasReason() ? c.getReason() : "", at);
             }
             case CHECKPOINT:
                 return new ClusterCommand.Checkpoint(proto.getCheckpoint().getEpoch(),

@@ -4,7 +4,6 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.OneWayReceiver;
-import io.butterfly.coordinator.bootstrap.CrossValidator;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.control.ControlLog;
@@ -34,12 +33,10 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final Clock clock;
     private final LoadTelemetry telemetry;
     private final WorkerGateway workers;
-    private final CrossValidator validator;
 
     public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
-                                  WorkerGateway workers, CrossValidator validator) {
+                                  WorkerGateway workers) {
         this.workers = workers;
-        this.validator = validator;
         this.control = control;
         this.liveness = liveness;
         this.clock = clock;
@@ -66,10 +63,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         } catch (IllegalTransitionException e) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, e.getMessage());
         }
-        telemetry.record(r);
-        if (command instanceof ClusterCommand.LoadCompleted) {
-            validator.nudge(); // the last stage's completion starts the cross-validation at once
-        }
+        telemetry.record(r); // the leader's control loop, woken by the command, validates once the last stage is READY
         response.onNext(LoadReportAck.getDefaultInstance());
         response.onCompleted();
     }

@@ -11,6 +11,7 @@ import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
+import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
@@ -104,6 +105,19 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         p.setTitle("Model not found");
         p.setProperty("field", e.field());
         p.setProperty("error_code", ErrorCode.MANIFEST_NOT_FOUND.name());
+        return p;
+    }
+
+    /** A drain the cluster cannot absorb (or not now): nothing was done; where capacity is why, need and capacity. */
+    @ExceptionHandler(DrainRefusedException.class)
+    ProblemDetail drainRefused(DrainRefusedException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
+        p.setTitle("Drain refused");
+        if (e.capacity() != null) {
+            p.setProperty("error_code", "InsufficientResources");
+            p.setProperty("required_bytes", e.capacity().requiredBytes());
+            p.setProperty("available_bytes", e.capacity().availableBytes());
+        }
         return p;
     }
 

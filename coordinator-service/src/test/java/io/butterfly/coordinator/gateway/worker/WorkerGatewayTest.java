@@ -8,7 +8,7 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
+import io.butterfly.coordinator.reconcile.WorkerCallFailedException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.inference.Pipeline;
