@@ -39,8 +39,9 @@ import tools.jackson.databind.json.JsonMapper;
  * a seed, first without a failure (the reference), then again while a process is SIGKILLed at a random token: a random
  * worker of the pipeline ({@code --kill worker}), or the coordinator replica serving the stream
  * ({@code --kill coordinator}, with {@code --coordinators 3}), whose client then resumes the stream at another replica
- * with {@code Last-Event-ID} as {@code ./butterfly generate --stream} does. The killed process is started again (a
- * worker comes back as the same node and reloads its stage) before the next trial. A trial is identical when the
+ * with {@code Last-Event-ID} as {@code ./butterfly generate --stream} does. A killed worker's stage is planned away
+ * (onto the spare, {@code --spares}, or the survivors), and the worker is started again as the same node, which comes
+ * back as the next spare; a killed coordinator rejoins its group. A trial is identical when the
  * stream gave every token once, in order, and they are the reference's; its stall is the longest gap between two
  * tokens. The last lines are {@code identical=K/N} and the stall's min/p50/p99.
  */
@@ -63,6 +64,10 @@ public final class ChaosBenchCommand implements Callable<Integer> {
 
     @Option(names = "--workers", paramLabel = "N", description = "workers, 2-99 (default 3)")
     int workers = 3;
+
+    @Option(names = "--spares", paramLabel = "N", description = "standby workers beyond --workers, 0-9 (default 1):"
+            + " one takes the stage of the killed worker")
+    int spares = 1;
 
     @Option(names = "--coordinators", paramLabel = "N", description = "coordinator replicas, 1-3 (default 1; 3 with"
             + " --kill coordinator)")
@@ -97,9 +102,9 @@ public final class ChaosBenchCommand implements Callable<Integer> {
         };
         int replicas = coordinators != null ? coordinators : killCoordinator ? 3 : 1;
         if (trials < 1 || trials > 1000 || workers < 2 || workers > 99 || replicas < 1 || replicas > 3 || tokens < 2
-                || tokens > 1024 || promptTokens < 1) {
-            throw Commands.usageError(spec, "--trials 1-1000, --workers 2-99, --coordinators 1-3, --tokens 2-1024 and"
-                    + " --prompt-tokens >= 1");
+                || tokens > 1024 || promptTokens < 1 || spares < 0 || spares > 9 || workers + spares > 99) {
+            throw Commands.usageError(spec, "--trials 1-1000, --workers 2-99, --spares 0-9, --coordinators 1-3,"
+                    + " --tokens 2-1024 and --prompt-tokens >= 1");
         }
         if (killCoordinator && replicas < 3) {
             throw Commands.usageError(spec, "--kill coordinator needs --coordinators 3 (a group of 3 outlives one)");
@@ -111,15 +116,16 @@ public final class ChaosBenchCommand implements Callable<Integer> {
         launcher = new Launcher(home.withState(home.state().resolve("bench-chaos")),
                 PortLayout.withOffset(PortLayout.fromEnvironment().offset() + 600));
         supervisor = launcher.supervisor();
-        out.printf("model %s: %,d parameters; %d workers, %d coordinator(s); %d trials, %d tokens each after %d prompt"
+        out.printf("model %s: %,d parameters; %d workers, %d spare(s), %d coordinator(s); %d trials, %d tokens each after %d prompt"
                         + " tokens, alternately greedy and sampled (temperature 0.8); killing %s at a random token%n",
-                dir.getFileName(), config.parameterCount(), workers, replicas, trials, tokens, promptTokens,
+                dir.getFileName(), config.parameterCount(), workers, spares, replicas, trials, tokens, promptTokens,
                 killCoordinator ? "the coordinator serving the stream" : "a random worker of the pipeline");
         if (launcher.running()) { // left by a run that was killed: this state directory is the bench's own
             launcher.down();
         }
         try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
-            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(dir).withCoordinators(replicas), out);
+            launcher.up(UpOptions.defaults().withWorkers(workers).withSpares(spares).withModel(dir)
+                    .withCoordinators(replicas), out);
             SplittableRandom random = new SplittableRandom(seed);
             List<Long> stalls = new ArrayList<>();
             int identical = 0;
@@ -176,7 +182,7 @@ public final class ChaosBenchCommand implements Callable<Integer> {
         }
         if (stream.killed) {
             supervisor.awaitExit(victim, Duration.ofSeconds(30));
-            supervisor.restart(victim.name()); // back as the same node: it reloads its stage, or rejoins the group
+            supervisor.restart(victim.name()); // a worker comes back as a spare; a coordinator rejoins the group
         }
         return report(i, sampled, victim.name(), killAt, t);
     }
@@ -265,7 +271,10 @@ public final class ChaosBenchCommand implements Callable<Integer> {
                 .orElseThrow(() -> new IllegalStateException("no worker process runs node " + node));
     }
 
-    /** Every coordinator answers READY and knows its leader (a restarted process has rejoined). */
+    /**
+     * Every coordinator answers READY, knows its leader and runs no paused task, and every spare is back (a restarted
+     * process has rejoined).
+     */
     private void awaitReady() throws InterruptedException {
         long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
@@ -273,7 +282,8 @@ public final class ChaosBenchCommand implements Callable<Integer> {
             for (ServiceProcess c : processes("coordinator")) {
                 JsonNode s = state(c);
                 all &= s != null && "READY".equals(s.path("system_state").asString())
-                        && s.path("raft").path("leader_id").isString() && s.path("paused_tasks").isEmpty();
+                        && s.path("raft").path("leader_id").isString() && s.path("paused_tasks").isEmpty()
+                        && s.path("spares").size() == spares;
             }
             if (all) {
                 return;
