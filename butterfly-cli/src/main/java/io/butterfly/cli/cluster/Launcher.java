@@ -130,7 +130,7 @@ public final class Launcher {
         }
         ServiceProcess registry = start(new ServiceLaunch("registry", "registry", "registry-0", "model-registry-service",
                 ports.registryHttp(), ports.registryGrpc(), "1g", registryArgs));
-        awaitLive(discovery, Duration.ofSeconds(120));
+        awaitLive(discovery, startTimeout(120));
         // Coordinators and workers accept only manifests signed by this registry's publisher key.
         String publisher = awaitPublisherKey(registry);
         Log.info("registry publisher key " + publisher);
@@ -161,7 +161,7 @@ public final class Launcher {
             // Every service, workers too: one that dies while starting is reported here with its log, not as a
             // READY timeout.
             for (ServiceProcess p : awaited) {
-                awaitLive(p, Duration.ofSeconds(180));
+                awaitLive(p, startTimeout(180));
             }
             Instant servicesStarted = servicesStarted();
             if (!watch.await()) {
@@ -344,6 +344,22 @@ public final class Launcher {
                 // nothing answers there
             }
         }
+    }
+
+    /**
+     * How long a service may take to start: {@code seconds}, or {@code BUTTERFLY_START_TIMEOUT_SECONDS} when set (a
+     * machine busy with other builds may start six JVMs several times slower).
+     */
+    private static Duration startTimeout(int seconds) {
+        String set = System.getenv("BUTTERFLY_START_TIMEOUT_SECONDS");
+        if (set == null || set.isBlank()) {
+            return Duration.ofSeconds(seconds);
+        }
+        if (!set.matches("[0-9]{1,5}") || Integer.parseInt(set) == 0) {
+            throw new CommandFailedException("BUTTERFLY_START_TIMEOUT_SECONDS must be a number of seconds from 1 to"
+                    + " 99999, got '" + set + "'");
+        }
+        return Duration.ofSeconds(Integer.parseInt(set));
     }
 
     /** Waits until the service's liveness probe answers; fails with its log's end if it exits first. */
