@@ -218,6 +218,16 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
                 : RecoveryPhase.VALIDATING;
     }
 
+    /**
+     * Whether the cluster serves, or will again by itself: READY (or COMPUTING), or DEGRADED while it recovers; not
+     * while it waits for capacity or for an operator. What a coordinator's readiness says.
+     */
+    public boolean servesOrRecovers() {
+        RecoveryPhase phase = recoveryPhase();
+        return system == SystemState.READY || system == SystemState.COMPUTING
+                || (system == SystemState.DEGRADED && (phase == null || phase.recovering()));
+    }
+
     /** Number of tasks still executing. */
     public long inFlightTasks() {
         return tasks.values().stream().filter(t -> !t.state().terminal()).count();

@@ -37,8 +37,7 @@ public class CoordinatorConfiguration {
             ClusterState state = control.state();
             SystemState s = state.system();
             RecoveryPhase recovery = state.recoveryPhase();
-            boolean serving = s == SystemState.READY || s == SystemState.COMPUTING
-                    || (s == SystemState.DEGRADED && (recovery == null || recovery.recovering()));
+            boolean serving = state.servesOrRecovers();
             boolean modelHeld = state.merkleRoot() != null && catalog.holds(state.merkleRoot());
             Health.Builder health = (serving && modelHeld ? Health.up() : Health.outOfService())
                     .withDetail("system_state", s.name()).withDetail("model_held", modelHeld);

@@ -66,15 +66,18 @@ class ReplanCommandsTest {
         assertThat(s.recovery()).isEqualTo(new Recovery(100, 1, s.recovery().cause(), List.of("w2"), 0, 0));
         assertThat(s.recovery().cause()).contains("'w2' FAILED");
         assertThat(s.recoveryPhase()).isEqualTo(RecoveryPhase.REPLANNING);
+        assertThat(s.servesOrRecovers()).as("recovering: a coordinator stays ready").isTrue();
 
         f.apply(new ClusterCommand.FeasibilityAssessed(new Feasibility("optimal", false, 400, 250,
                 "InsufficientResources: the model needs 400 bytes, the 1 workers have 250 bytes", 101), 101));
         assertThat(f.state().recoveryPhase()).isEqualTo(RecoveryPhase.WAITING_FOR_CAPACITY);
         assertThat(f.state().recoveryPhase().recovering()).isFalse();
+        assertThat(f.state().servesOrRecovers()).as("cannot recover by itself: not ready").isFalse();
 
         f.apply(new ClusterCommand.PartitionsAssigned(2, List.of(W1, new StageAssignment("w3", 2, 4, false, true)),
                 "w2 FAILED: spare w3 takes [2, 4) of w2", 102));
         assertThat(f.state().recoveryPhase()).isEqualTo(RecoveryPhase.LOADING);
+        assertThat(f.state().servesOrRecovers()).isTrue();
         assertThat(f.state().spares()).isEmpty();
         failed(f, "w1", 103); // a second loss while recovering counts in the same recovery
         assertThat(f.state().recovery().lostNodes()).containsExactly("w2", "w1");
@@ -84,10 +87,12 @@ class ReplanCommandsTest {
         f.apply(new ClusterCommand.LoadCompleted("w1", 2, "c1", 105));
         f.apply(new ClusterCommand.LoadCompleted("w3", 2, "c3", 106));
         assertThat(f.state().recoveryPhase()).isEqualTo(RecoveryPhase.VALIDATING);
+        assertThat(f.state().servesOrRecovers()).isTrue();
         f.apply(Fixtures.validated(2, 107));
         ClusterState ready = f.state();
         assertThat(ready.system()).isEqualTo(SystemState.READY);
         assertThat(ready.recoveryPhase()).isNull();
+        assertThat(ready.servesOrRecovers()).isTrue();
         assertThat(ready.recovery()).isEqualTo(new Recovery(100, 1, s.recovery().cause(), List.of("w2", "w1"), 107, 2));
     }
 
@@ -96,6 +101,7 @@ class ReplanCommandsTest {
         Fixtures f = Fixtures.ready().apply(new ClusterCommand.LoadFailed("w1", 1, "CHECKSUM_MISMATCH", "layer 0", 20));
         assertThat(f.state().system()).isEqualTo(SystemState.DEGRADED);
         assertThat(f.state().recoveryPhase()).isEqualTo(RecoveryPhase.STALLED);
+        assertThat(f.state().servesOrRecovers()).as("an operator must act: not ready").isFalse();
     }
 
     @Test
