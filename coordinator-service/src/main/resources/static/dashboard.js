@@ -78,10 +78,13 @@ function renderNodes(s, workers) {
 }
 
 function layers(n) {
+  // A spare holds no layers until it takes a lost or drained stage; a node out of the plan no longer serves its old range.
+  if (n.standing === 'spare') return n.draining ? 'spare, draining' : 'standby spare';
+  if (n.standing === 'none') return n.draining ? 'drained' : '';
   if (!n.layer_range) return '';
   const r = n.layer_range;
   const text = Array.isArray(r) ? '[' + r[0] + ', ' + r[1] + ')' : (typeof r === 'string' ? r : '[' + r.start + ', ' + r.end + ')');
-  return text + (n.has_embedding ? ' +embed' : '') + (n.has_head ? ' +head' : '');
+  return text + (n.has_embedding ? ' +embed' : '') + (n.has_head ? ' +head' : '') + (n.draining ? ' · draining' : '');
 }
 
 function heartbeat(n) {

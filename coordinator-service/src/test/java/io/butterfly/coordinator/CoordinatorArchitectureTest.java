@@ -18,7 +18,7 @@ class CoordinatorArchitectureTest {
 
     /** State, reducer, planners, policies and the orchestration that uses them. */
     private static final String[] DOMAIN = {"cluster", "statemachine", "planning", "liveness", "integrity",
-            "invariants", "inference", "bootstrap", "control", "model", "chat"};
+            "invariants", "inference", "reconcile", "control", "model", "chat"};
 
     @Test
     void noPackageCycles() {

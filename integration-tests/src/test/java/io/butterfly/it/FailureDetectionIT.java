@@ -14,9 +14,11 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Failure detection across real processes: a worker paused for a second is not declared FAILED; a
- * SIGKILLed worker is FAILED within a second and the system DEGRADED; restarted, it heartbeats again,
- * reloads its stage and the system is READY again.
+ * Failure detection across real processes: a worker paused for a second is not declared FAILED; a SIGKILLed worker
+ * is FAILED within a second and the system DEGRADED. Here the survivor cannot hold the model alone (each worker
+ * offers room for half of its KV cache estimate), so no re-plan can do without the lost node: the state says so (need
+ * against capacity), the coordinator reports not ready, and new work is refused. Restarted, the node heartbeats
+ * again, is sent its stage again, reloads it, and the system is READY.
  */
 class FailureDetectionIT {
 
@@ -26,12 +28,25 @@ class FailureDetectionIT {
     @TempDir
     Path work;
 
+    /**
+     * 1000 sequences of 256 positions make each layer's KV-cache estimate 64 MB: two layers and an end fit a worker
+     * offering 200 MB, the four layers do not.
+     */
+    private static final String[] PLANNING = {"--butterfly.coordinator.planning.kv-cache-tokens=256",
+            "--butterfly.coordinator.planning.kv-cache-sequences=1000",
+            "--butterfly.coordinator.planning.activation-headroom=1MB"};
+
     @Test
     void killedWorkerIsFailedFastPausedWorkerIsNot() throws Exception {
         Path model = work.resolve("tiny-llama");
         ModelGenerator.generate(LLAMA, 5, model);
         try (LocalCluster cluster = new LocalCluster(work)) {
-            cluster.startAll(model, 2);
+            cluster.startDiscovery();
+            cluster.startRegistry(model);
+            for (int i = 0; i < 2; i++) {
+                cluster.startWorker(i, "--butterfly.worker.memory-limit=200MB");
+            }
+            cluster.startCoordinator(model.getFileName().toString(), 2, PLANNING);
             cluster.awaitState(s -> "READY".equals(s.path("system_state").asString())
                     && "OPEN".equals(node(s, "worker-1").path("heartbeat_stream").asString()), Duration.ofMinutes(4));
 
@@ -59,16 +74,28 @@ class FailureDetectionIT {
             assertThat(Instant.parse(failed.path("last_heartbeat_at_verdict").asString()).toEpochMilli())
                     .isLessThanOrEqualTo(failedAt);
             assertThat(degraded.path("quorum").path("failed").asInt()).isEqualTo(1);
+            JsonNode waiting = cluster.awaitState(st -> "WAITING_FOR_CAPACITY".equals(
+                    st.path("recovery").path("phase").asString()), Duration.ofSeconds(30));
+            assertThat(waiting.path("status_message").asString()).startsWith("InsufficientResources");
+            assertThat(waiting.path("feasibility").path("required_bytes").asLong())
+                    .isGreaterThan(waiting.path("feasibility").path("available_bytes").asLong());
+            assertThat(waiting.path("epoch").asLong()).as("nothing was re-planned").isEqualTo(1);
+            assertThat(cluster.get("/actuator/health/readiness").status()).as("cannot recover by itself: not ready")
+                    .isEqualTo(503);
             assertThat(cluster.post("/api/v1/inference", "{\"prompt\": \"hi\", \"max_tokens\": 2}").status())
                     .as("no new work while DEGRADED").isEqualTo(409);
 
-            // Restarted with the same id and address: it comes back, reloads its stage, the system is READY.
+            // Restarted with the same id and address: it comes back, is sent its stage again and reloads it (the
+            // capacity the re-plan waited for), and the system is READY in the same epoch.
             cluster.restart("worker-1");
             JsonNode back = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()),
                     Duration.ofMinutes(3));
             JsonNode w1 = node(back, "worker-1");
             assertThat(w1.path("state").asString()).isEqualTo("READY");
             assertThat(Instant.parse(w1.path("recovered_at").asString()).toEpochMilli()).isGreaterThan(failedAt);
+            assertThat(back.path("epoch").asLong()).isEqualTo(1);
+            assertThat(back.path("last_recovery").path("lost_nodes").get(0).asString()).isEqualTo("worker-1");
+            assertThat(cluster.get("/actuator/health/readiness").status()).isEqualTo(200);
             assertThat(cluster.post("/api/v1/inference", "{\"prompt\": \"hi\", \"max_tokens\": 2}").status())
                     .isEqualTo(200);
         }

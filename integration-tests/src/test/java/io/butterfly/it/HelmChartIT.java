@@ -168,6 +168,15 @@ class HelmChartIT {
         }
     }
 
+    /** Spares are more worker pods; the coordinators plan over the others and keep the spares on standby. */
+    @Test
+    void sparesAreWorkerPodsTheFirstPlanLeavesOut() {
+        List<Map<String, Object>> docs = render(t -> t.set("worker.replicas", 3).set("worker.spares", 2));
+        assertThat(at(named(docs, "StatefulSet", "butterfly-worker"), "spec", "replicas")).isEqualTo(5);
+        assertThat(arg(container(named(docs, "StatefulSet", "butterfly-coordinator")),
+                "--butterfly.coordinator.expected-workers")).isEqualTo("3");
+    }
+
     @Test
     void coordinatorsFormOneRaftGroupOfTheirPodsAndWaitForEveryWorker() {
         List<Map<String, Object>> docs = render(t -> t.set("coordinator.replicas", 5).set("worker.replicas", 7));

@@ -141,7 +141,7 @@ final class LocalCluster implements AutoCloseable {
      * {@code replicas} coordinators in one Raft group, named "coordinator" (coordinator-0, the ports above),
      * "coordinator-1", ...; workers report to coordinator-0 until an assignment names the leader.
      */
-    void startCoordinatorGroup(String modelId, int expectedWorkers, int replicas) {
+    void startCoordinatorGroup(String modelId, int expectedWorkers, int replicas, String... extra) {
         List<int[]> ports = new ArrayList<>(); // http, grpc, raft
         ports.add(new int[] {coordinatorHttp, coordinatorGrpc, coordinatorRaft});
         for (int c = 1; c < replicas; c++) {
@@ -155,7 +155,7 @@ final class LocalCluster implements AutoCloseable {
         }
         for (int c = 0; c < replicas; c++) {
             String name = c == 0 ? "coordinator" : "coordinator-" + c;
-            start(name, "coordinator-" + c, "coordinator-service", "512m", ports.get(c)[0], ports.get(c)[1],
+            List<String> args = new ArrayList<>(List.of(
                     "--butterfly.coordinator.node-id=coordinator-" + c,
                     "--butterfly.coordinator.model-id=" + modelId,
                     "--butterfly.coordinator.expected-workers=" + expectedWorkers,
@@ -165,7 +165,10 @@ final class LocalCluster implements AutoCloseable {
                     "--butterfly.coordinator.raft.peer-id=coordinator-" + c,
                     "--butterfly.coordinator.raft.peers=" + peers,
                     "--butterfly.coordinator.raft.replica-grpc-endpoints=" + endpoints,
-                    "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey());
+                    "--butterfly.coordinator.trusted-publisher-keys=" + publisherKey()));
+            args.addAll(List.of(extra));
+            start(name, "coordinator-" + c, "coordinator-service", "512m", ports.get(c)[0], ports.get(c)[1],
+                    args.toArray(String[]::new));
         }
     }
 

@@ -1,7 +1,9 @@
 package io.butterfly.cli.client;
 
 import io.butterfly.cli.command.Commands;
+import io.butterfly.cli.cluster.PortLayout;
 import io.butterfly.cli.http.PlainHttp;
+import io.butterfly.cli.http.ResumableStream;
 import io.butterfly.cli.reference.WholeModelCheck;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -13,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.IntStream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -149,7 +152,8 @@ public final class GenerateCommand implements Callable<Integer> {
 
     /**
      * Runs the generation through {@code POST /api/v1/inference/stream}, printing the answer's text as each token
-     * settles it; returns the final answer (the {@code done} event), or null after printing what went wrong.
+     * settles it; returns the final answer (the {@code done} event), or null after printing what went wrong. A stream
+     * that breaks (its coordinator died, or stopped) is picked up at another replica with {@code Last-Event-ID}.
      */
     private JsonNode stream(String coordinator, Map<String, Object> body) throws IOException {
         PrintWriter out = spec.commandLine().getOut();
@@ -157,8 +161,13 @@ public final class GenerateCommand implements Callable<Integer> {
         JsonNode[] done = new JsonNode[1];
         boolean[] failed = new boolean[1];
         boolean[] started = new boolean[1]; // "answer:" only once the stream has begun, not before a refusal
-        PlainHttp.Response response = PlainHttp.postForEvents(coordinator + "/api/v1/inference/stream",
-                StatusCommand.JSON.writeValueAsString(body), Duration.ofMinutes(10), (name, data) -> {
+        List<String> replicas = url != null ? List.of() : coordinatorReplicas();
+        ResumableStream stream = new ResumableStream(ResumableStream.at(coordinator, replicas, "/api/v1/inference/stream"),
+                Duration.ofMinutes(10), Duration.ofMinutes(2), notice -> {
+                    err.println(System.lineSeparator() + "[butterfly] " + notice);
+                    err.flush();
+                });
+        ResumableStream.Outcome response = stream.post(StatusCommand.JSON.writeValueAsString(body), (name, data) -> {
                     JsonNode event = StatusCommand.JSON.readTree(data);
                     switch (name) {
                         case "token" -> {
@@ -193,6 +202,12 @@ public final class GenerateCommand implements Callable<Integer> {
             out.println("answer:  " + done[0].path("text").asString()); // no tokens were generated
         }
         return done[0];
+    }
+
+    /** The HTTP addresses of the coordinator replicas {@code up --coordinators 3} starts here. */
+    private static List<String> coordinatorReplicas() {
+        PortLayout layout = PortLayout.fromEnvironment();
+        return IntStream.range(0, 3).mapToObj(i -> "http://127.0.0.1:" + layout.coordinatorHttp(i)).toList();
     }
 
     /** Decodes the same prompt greedily with the whole model in this process: are the cluster's tokens the same? */

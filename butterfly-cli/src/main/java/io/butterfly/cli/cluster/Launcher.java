@@ -103,11 +103,12 @@ public final class Launcher {
         }
         Path model = checkModel(options.model() == null ? defaultModel() : options.model());
         String modelId = model.getFileName().toString();
-        checkPortsFree(options.workers(), options.coordinators());
+        checkPortsFree(options.workerProcesses(), options.coordinators());
         if (options.pinWorkers()) {
             CorePinning.requireTaskset(System.getenv("PATH"));
         }
-        Log.info("starting discovery, registry, " + options.workers() + " worker(s) and "
+        Log.info("starting discovery, registry, " + options.workers() + " worker(s)"
+                + (options.spares() == 0 ? "" : ", " + options.spares() + " spare(s)") + " and "
                 + (options.coordinators() == 1 ? "the coordinator" : options.coordinators() + " coordinators")
                 + " (model " + modelId + ")");
         try (ExitGuard stopOnFailure = ExitGuard.arm(() -> {
@@ -136,13 +137,15 @@ public final class Launcher {
         }
         ServiceProcess registry = start(new ServiceLaunch("registry", "registry", "registry-0", "model-registry-service",
                 ports.registryHttp(), ports.registryGrpc(), "1g", registryArgs));
-        awaitLive(discovery, Duration.ofSeconds(120));
+        awaitLive(discovery, startTimeout(120));
         // Coordinators and workers accept only manifests signed by this registry's publisher key.
         String publisher = awaitPublisherKey(registry);
         Log.info("registry publisher key " + publisher);
 
         List<ServiceProcess> awaited = new ArrayList<>();
-        for (int i = 0; i < options.workers(); i++) {
+        // Spares are workers too (worker-N, ...): the coordinator plans over the first --workers and keeps the rest
+        // on standby for a lost or drained stage.
+        for (int i = 0; i < options.workerProcesses(); i++) {
             awaited.add(start(worker(i, options, publisher)));
         }
         // Coordinator replicas form one Raft group (the control log); workers heartbeat every replica.
@@ -165,7 +168,7 @@ public final class Launcher {
             // Every service, workers too: one that dies while starting is reported here with its log, not as a
             // READY timeout.
             for (ServiceProcess p : awaited) {
-                awaitLive(p, Duration.ofSeconds(180));
+                awaitLive(p, startTimeout(180));
             }
             Instant servicesStarted = servicesStarted();
             if (!watch.await()) {
@@ -350,6 +353,22 @@ public final class Launcher {
                 // nothing answers there
             }
         }
+    }
+
+    /**
+     * How long a service may take to start: {@code seconds}, or {@code BUTTERFLY_START_TIMEOUT_SECONDS} when set (a
+     * machine busy with other builds may start six JVMs several times slower).
+     */
+    private static Duration startTimeout(int seconds) {
+        String set = System.getenv("BUTTERFLY_START_TIMEOUT_SECONDS");
+        if (set == null || set.isBlank()) {
+            return Duration.ofSeconds(seconds);
+        }
+        if (!set.matches("[0-9]{1,5}") || Integer.parseInt(set) == 0) {
+            throw new CommandFailedException("BUTTERFLY_START_TIMEOUT_SECONDS must be a number of seconds from 1 to"
+                    + " 99999, got '" + set + "'");
+        }
+        return Duration.ofSeconds(Integer.parseInt(set));
     }
 
     /** Waits until the service's liveness probe answers; fails with its log's end if it exits first. */

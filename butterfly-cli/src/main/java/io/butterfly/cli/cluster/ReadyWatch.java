@@ -5,11 +5,9 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import tools.jackson.databind.JsonNode;
@@ -112,12 +110,12 @@ final class ReadyWatch {
                 out.printf("READY: model %s on %d worker(s), epoch %d, merkle root %s%n",
                         state.path("model_id").asString(), state.path("pipeline").size(),
                         state.path("epoch").asLong(), state.path("merkle_root").asString());
-                List<String> idle = idleWorkers(state);
-                if (!idle.isEmpty()) {
-                    // More workers than layers (or than the plan could use): say so rather than let them look lost.
-                    out.printf("note: %s hold%s no layers: the plan used %d of %d worker(s)%n", String.join(", ", idle),
-                            idle.size() == 1 ? "s" : "", state.path("pipeline").size(),
-                            state.path("pipeline").size() + idle.size());
+                List<String> spares = spares(state);
+                if (!spares.isEmpty()) {
+                    // Workers the plan leaves out (--spares, or more workers than layers): say so rather than let
+                    // them look lost.
+                    out.printf("spare%s %s: no layers, standing by to take the stage of a worker that fails or is"
+                            + " drained%n", spares.size() == 1 ? "" : "s", String.join(", ", spares));
                 }
                 out.flush();
                 return true;
@@ -130,17 +128,11 @@ final class ReadyWatch {
         return false;
     }
 
-    /** Workers that joined but are not stages of the pipeline. */
-    static List<String> idleWorkers(JsonNode state) {
-        Set<String> stages = new HashSet<>();
-        state.path("pipeline").forEach(p -> stages.add(p.asString()));
-        List<String> idle = new ArrayList<>();
-        for (JsonNode n : state.path("nodes")) {
-            if ("worker".equals(n.path("role").asString()) && !stages.contains(n.path("id").asString())) {
-                idle.add(n.path("id").asString());
-            }
-        }
-        return idle;
+    /** Workers outside the plan standing by, as the state lists them. */
+    static List<String> spares(JsonNode state) {
+        List<String> spares = new ArrayList<>();
+        state.path("spares").forEach(n -> spares.add(n.asString()));
+        return spares;
     }
 
     static String progressLine(JsonNode n) {

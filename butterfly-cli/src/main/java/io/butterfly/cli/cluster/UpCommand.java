@@ -38,6 +38,11 @@ public final class UpCommand implements Callable<Integer> {
             + " entry for worker-i; empty: the machine's), to show heterogeneous nodes")
     String workerMemory;
 
+    @Option(names = "--spares", defaultValue = "0", paramLabel = "N", description = "standby workers beyond --workers,"
+            + " 0-98 (default 0): the first plan leaves them out; one takes over the stage of a worker that fails or is"
+            + " drained")
+    String spares;
+
     @Option(names = "--transfer", defaultValue = "shared", paramLabel = "shared|stream", description = "workers copy"
             + " their shards from the registry's store and verify them (shared, default) or stream them over gRPC")
     String transfer;
@@ -58,9 +63,12 @@ public final class UpCommand implements Callable<Integer> {
     public Integer call() {
         UpOptions options = UpOptions.defaults().withWorkers(workers(spec, workers)).withModel(model)
                 .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
-                .withTransfer(transfer(spec, transfer)).withInsecure(insecure)
+                .withTransfer(transfer(spec, transfer)).withSpares(spares(spec, spares)).withInsecure(insecure)
                 .withApiKeys(new UpOptions.ApiKeyFiles(keyFile(spec, "--api-keys", apiKeys),
                         keyFile(spec, "--admin-api-keys", adminApiKeys)));
+        if (options.workerProcesses() > 99) {
+            throw Commands.usageError(spec, "--workers and --spares together must be at most 99 worker processes");
+        }
         if (workerMemory != null) {
             options = options.withWorkerMemory(Arrays.asList(workerMemory.split(",", -1)));
         }
@@ -82,6 +90,13 @@ public final class UpCommand implements Callable<Integer> {
     public static int workers(CommandSpec spec, String value) {
         if (!value.matches("[1-9][0-9]?")) {
             throw Commands.usageError(spec, "--workers must be a number from 1 to 99");
+        }
+        return Integer.parseInt(value);
+    }
+
+    public static int spares(CommandSpec spec, String value) {
+        if (!value.matches("[0-9]{1,2}") || Integer.parseInt(value) > 98) {
+            throw Commands.usageError(spec, "--spares must be a number from 0 to 98");
         }
         return Integer.parseInt(value);
     }

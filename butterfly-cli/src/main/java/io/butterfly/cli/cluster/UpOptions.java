@@ -14,12 +14,14 @@ import java.util.List;
  * @param transfer         how workers get their shards
  * @param coordinatorArgs  further arguments for every coordinator replica ({@code --butterfly.coordinator....=...})
  * @param pinWorkers       whether each worker runs pinned to one core, worker-i to core i mod the cores
+ * @param spares           further workers started after the first {@code workers} (worker-N, ...): the first plan
+ *                         leaves them out, and they stand by to take a lost or drained stage
  * @param insecure         whether TLS is off: every gRPC port plaintext and unauthenticated ({@code --insecure})
  * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
-                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, boolean insecure,
-                        ApiKeyFiles apiKeys) {
+                        Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, int spares,
+                        boolean insecure, ApiKeyFiles apiKeys) {
 
     /**
      * @param keys      keys that may generate (null: none)
@@ -40,50 +42,68 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
         coordinatorArgs = List.copyOf(coordinatorArgs);
     }
 
-    /** The defaults: 3 workers, the demo model, one coordinator, nothing pinned, mutual TLS. */
+    /** The defaults: 3 workers and no spare, the demo model, one coordinator, nothing pinned, mutual TLS. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, false, ApiKeyFiles.NONE);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, false, ApiKeyFiles.NONE);
     }
 
     public UpOptions withWorkers(int n) {
-        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
+        return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                insecure, apiKeys);
     }
 
     public UpOptions withModel(Path m) {
-        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
+        return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                insecure, apiKeys);
     }
 
     public UpOptions withCoordinators(int n) {
-        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, spares,
+                insecure, apiKeys);
     }
 
     public UpOptions withPlanner(String p) {
-        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
+        return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                insecure, apiKeys);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
-        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, insecure, apiKeys);
+        return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
+                insecure, apiKeys);
     }
 
     public UpOptions withTransfer(Transfer t) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, insecure, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, spares,
+                insecure, apiKeys);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, insecure, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, spares,
+                insecure, apiKeys);
+    }
+
+    public UpOptions withSpares(int n) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, n,
+                insecure, apiKeys);
+    }
+
+    /** Every worker process: the planned ones, then the spares. */
+    public int workerProcesses() {
+        return workers + spares;
     }
 
     public UpOptions withPinnedWorkers(boolean pinned) {
-        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, insecure, apiKeys);
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, spares,
+                insecure, apiKeys);
     }
 
     public UpOptions withInsecure(boolean plaintext) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                plaintext, apiKeys);
+                spares, plaintext, apiKeys);
     }
 
     public UpOptions withApiKeys(ApiKeyFiles files) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                insecure, files);
+                spares, insecure, files);
     }
 }

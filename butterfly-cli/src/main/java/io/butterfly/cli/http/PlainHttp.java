@@ -9,6 +9,7 @@ import java.net.HttpURLConnection;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
 
 /**
  * The command-line client's HTTP calls, over the JDK's {@link HttpURLConnection}. Not
@@ -38,12 +39,25 @@ public final class PlainHttp {
         void onEvent(String name, String data) throws IOException;
     }
 
+    /** Receives each server-sent event with its id (null when it has none). */
+    public interface IdentifiedEventHandler {
+        void onEvent(String id, String name, String data) throws IOException;
+    }
+
     /**
      * POSTs JSON to an endpoint answering with server-sent events and hands each event to {@code handler} as it
      * arrives ({@link #readEvents}); answers the status and, when that is not 200, the (problem) body.
      */
     public static Response postForEvents(String url, String json, Duration timeout, EventHandler handler) throws IOException {
-        HttpURLConnection c = post(url, json, "text/event-stream", timeout);
+        return postForEvents(url, json, timeout, Map.of(), (id, name, data) -> handler.onEvent(name, data));
+    }
+
+    /** {@link #postForEvents(String, String, Duration, EventHandler)} with request headers, each event with its id. */
+    public static Response postForEvents(String url, String json, Duration timeout, Map<String, String> headers,
+                                         IdentifiedEventHandler handler) throws IOException {
+        HttpURLConnection c = open(url, timeout);
+        headers.forEach(c::setRequestProperty);
+        send(c, json, "text/event-stream");
         if (c.getResponseCode() != 200) {
             return exchange(c);
         }
@@ -58,18 +72,27 @@ public final class PlainHttp {
      * text/event-stream format has them: {@code event:} and {@code data:} fields, a blank line ending each.
      */
     public static void readEvents(InputStream stream, EventHandler handler) throws IOException {
+        readEvents(stream, (id, name, data) -> handler.onEvent(name, data));
+    }
+
+    /** {@link #readEvents(InputStream, EventHandler)}, with each event's {@code id:} field. */
+    public static void readEvents(InputStream stream, IdentifiedEventHandler handler) throws IOException {
         BufferedReader in = new BufferedReader(new InputStreamReader(stream, StandardCharsets.UTF_8));
         String name = "message";
+        String id = null;
         StringBuilder data = new StringBuilder();
         for (String line = in.readLine(); line != null; line = in.readLine()) {
             if (line.isEmpty()) {
                 if (!data.isEmpty()) {
-                    handler.onEvent(name, data.toString());
+                    handler.onEvent(id, name, data.toString());
                 }
                 name = "message";
+                id = null;
                 data.setLength(0);
             } else if (line.startsWith("event:")) {
                 name = line.substring(6).strip();
+            } else if (line.startsWith("id:")) {
+                id = line.substring(3).strip();
             } else if (line.startsWith("data:")) {
                 data.append(data.isEmpty() ? "" : "\n").append(line.substring(5).stripLeading());
             }
@@ -79,6 +102,11 @@ public final class PlainHttp {
     /** Sends a JSON body by POST, accepting {@code accept}; the answer is read from the returned connection. */
     private static HttpURLConnection post(String url, String json, String accept, Duration timeout) throws IOException {
         HttpURLConnection c = open(url, timeout);
+        send(c, json, accept);
+        return c;
+    }
+
+    private static void send(HttpURLConnection c, String json, String accept) throws IOException {
         c.setRequestMethod("POST");
         c.setRequestProperty("Content-Type", "application/json");
         c.setRequestProperty("Accept", accept);
@@ -88,7 +116,6 @@ public final class PlainHttp {
         try (OutputStream out = c.getOutputStream()) {
             out.write(bytes);
         }
-        return c;
     }
 
     /** Every call carries {@code BUTTERFLY_API_KEY} as its bearer key when it is set (docs/security.md). */

@@ -25,7 +25,8 @@ class ReadyWatchTest {
                "load": {"estimated_completion_secs": 2.2}}]}
             """;
     private static final String READY = """
-            {"system_state": "READY", "model_id": "demo", "epoch": 1, "merkle_root": "ab12", "pipeline": ["worker-0"], "nodes": [
+            {"system_state": "READY", "model_id": "demo", "epoch": 1, "merkle_root": "ab12", "pipeline": ["worker-0"],
+             "spares": ["worker-1"], "nodes": [
               {"id": "worker-0", "role": "worker", "layer_range": [0, 6], "progress": 1.0, "partition_state": "READY"},
               {"id": "worker-1", "role": "worker", "progress": 0.0, "partition_state": "UNLOADED"}]}
             """;
@@ -54,7 +55,7 @@ class ReadyWatchTest {
     }
 
     @Test
-    void printsEachWorkersProgressOnceThenReadyAndTheIdleWorkers() throws Exception {
+    void printsEachWorkersProgressOnceThenReadyAndTheSpares() throws Exception {
         StringWriter out = new StringWriter();
         String url = coordinatorAnswering(List.of(LOADING, LOADING, READY));
 
@@ -65,7 +66,7 @@ class ReadyWatchTest {
                 "  worker-0   layers [0, 6)      [####################] 100% READY",
                 "  worker-1   unassigned         [....................]   0% UNLOADED",
                 "READY: model demo on 1 worker(s), epoch 1, merkle root ab12",
-                "note: worker-1 holds no layers: the plan used 1 of 2 worker(s)");
+                "spare worker-1: no layers, standing by to take the stage of a worker that fails or is drained");
     }
 
     @Test
@@ -82,13 +83,13 @@ class ReadyWatchTest {
     }
 
     @Test
-    void workersOutsideThePipelineAreNamedAsIdle() {
+    void theSparesAreNamed() {
         JsonNode state = JsonMapper.builder().build().readTree("""
-                {"pipeline": ["worker-0", "worker-1"], "nodes": [
+                {"pipeline": ["worker-0", "worker-1"], "spares": ["worker-2", "worker-3"], "nodes": [
                   {"id": "coordinator-0", "role": "coordinator"},
                   {"id": "worker-0", "role": "worker"}, {"id": "worker-1", "role": "worker"},
                   {"id": "worker-2", "role": "worker"}, {"id": "worker-3", "role": "worker"}]}
                 """);
-        assertThat(ReadyWatch.idleWorkers(state)).containsExactly("worker-2", "worker-3");
+        assertThat(ReadyWatch.spares(state)).containsExactly("worker-2", "worker-3");
     }
 }

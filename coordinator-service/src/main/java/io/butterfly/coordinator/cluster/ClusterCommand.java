@@ -38,10 +38,20 @@ public sealed interface ClusterCommand {
         }
     }
 
-    /** A new plan: the stages in pipeline order, fenced by an epoch greater than the current one. */
-    record PartitionsAssigned(long epoch, List<StageAssignment> stages, long atMs) implements ClusterCommand {
+    /**
+     * A new plan: the stages in pipeline order, fenced by an epoch greater than the current one.
+     *
+     * @param reason why the leader planned (the bootstrap, a lost stage, a drain); empty in entries written before
+     */
+    record PartitionsAssigned(long epoch, List<StageAssignment> stages, String reason, long atMs)
+            implements ClusterCommand {
         public PartitionsAssigned {
             stages = List.copyOf(stages);
+            reason = Objects.requireNonNullElse(reason, "");
+        }
+
+        public PartitionsAssigned(long epoch, List<StageAssignment> stages, long atMs) {
+            this(epoch, stages, "", atMs);
         }
     }
 
@@ -192,6 +202,23 @@ public sealed interface ClusterCommand {
             implements ClusterCommand {
         public NodeRecovered {
             Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
+
+    // Membership changes (docs/state-machines.md §6.1): a drain on purpose, and leaving.
+
+    /** An operator asked to drain {@code nodeId}: its stage is planned away, then it leaves. */
+    record NodeDrainRequested(String nodeId, long atMs) implements ClusterCommand {
+        public NodeDrainRequested {
+            Objects.requireNonNull(nodeId, "nodeId");
+        }
+    }
+
+    /** {@code nodeId}, which holds no stage, is no longer a member (drained, or gone from discovery). */
+    record NodeLeft(String nodeId, String reason, long atMs) implements ClusterCommand {
+        public NodeLeft {
+            Objects.requireNonNull(nodeId, "nodeId");
+            reason = Objects.requireNonNullElse(reason, "");
         }
     }
 

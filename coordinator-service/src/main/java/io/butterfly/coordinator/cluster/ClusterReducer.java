@@ -6,6 +6,7 @@ import io.butterfly.coordinator.statemachine.StateMachines;
 import io.butterfly.coordinator.statemachine.SystemDeviations;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -107,6 +108,10 @@ public final class ClusterReducer {
             return nodeFailed(s, n);
         } else if (c instanceof ClusterCommand.NodeRecovered n) {
             return nodeRecovered(s, n);
+        } else if (c instanceof ClusterCommand.NodeDrainRequested d) {
+            return drainRequested(s, d);
+        } else if (c instanceof ClusterCommand.NodeLeft l) {
+            return nodeLeft(s, l);
         } else if (c instanceof ClusterCommand.FeasibilityAssessed f) {
             return feasibilityAssessed(s, f);
         } else if (c instanceof ClusterCommand.WeightsValidated v) {
@@ -164,6 +169,9 @@ public final class ClusterReducer {
             if (!s.nodes().containsKey(stage.nodeId())) {
                 throw new IllegalTransitionException("stage assigned to unknown node '" + stage.nodeId() + "'");
             }
+            if (s.draining().contains(stage.nodeId())) {
+                throw new IllegalTransitionException("stage assigned to node '" + stage.nodeId() + "', which is draining");
+            }
             if (byNode.put(stage.nodeId(), stage) != null) {
                 throw new IllegalTransitionException("node '" + stage.nodeId() + "' appears in two stages");
             }
@@ -176,9 +184,19 @@ public final class ClusterReducer {
                     : n.assigned() ? n.unassign(c.atMs()) : n;
             nodes.put(n.nodeId(), updated);
         }
-        ClusterState next = s.withAssignment(c.epoch(), List.copyOf(byNode.keySet()), nodes);
-        String message = "loading partitions on " + byNode.size() + " workers (epoch " + c.epoch() + ")";
-        // A reassignment while serving means partitions are not loaded yet: reduced capacity, not READY.
+        List<EpochPlan> plans = new ArrayList<>(s.plans());
+        plans.add(new EpochPlan(c.epoch(), c.stages(), c.reason(), c.atMs()));
+        while (plans.size() > ClusterState.MAX_PLANS) {
+            plans.remove(0);
+        }
+        ClusterState next = s.withAssignment(c.epoch(), List.copyOf(byNode.keySet()), nodes).withPlans(plans);
+        String message = "loading partitions on " + byNode.size() + " workers (epoch " + c.epoch() + ")"
+                + (c.reason().isEmpty() ? "" : ": " + c.reason());
+        if (s.system() == SystemState.READY) {
+            // A reassignment while serving means partitions are not loaded yet: reduced capacity, not READY.
+            next = next.withRecovery(Recovery.began(c.atMs(), s.epoch(),
+                    c.reason().isEmpty() ? "reassigned while serving" : c.reason(), null));
+        }
         return move(next, s.system() == SystemState.READY ? SystemState.DEGRADED : s.system(), message, c);
     }
 
@@ -212,7 +230,8 @@ public final class ClusterReducer {
         String message = "node '" + c.nodeId() + "' failed to load its partition: " + c.errorCode()
                 + (c.errorMessage() == null || c.errorMessage().isEmpty() ? "" : " (" + c.errorMessage() + ")");
         boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
-        return move(next, serving ? SystemState.DEGRADED : s.system(), message, c);
+        return move(recovering(next, c.nodeId(), message, c.atMs()), serving ? SystemState.DEGRADED : s.system(),
+                message, c);
     }
 
     /** A command of a log written before tasks were recorded in batches: it applies as it always did. */
@@ -224,7 +243,8 @@ public final class ClusterReducer {
             throw new IllegalTransitionException("task '" + c.taskId() + "' already exists");
         }
         Map<String, TaskRecord> tasks = new LinkedHashMap<>(s.tasks());
-        tasks.put(c.taskId(), TaskRecord.executing(c.taskId(), c.promptTokens(), c.owner(), c.ownerStartedAtMs(), c.atMs()));
+        tasks.put(c.taskId(), TaskRecord.executing(c.taskId(), c.promptTokens(), null, c.owner(), c.ownerStartedAtMs(),
+                c.atMs()));
         // Several tasks may run at once (workers batch sequences), so COMPUTING also accepts work.
         return move(s.withTasks(tasks), SystemState.COMPUTING, servingMessage(s), c);
     }
@@ -241,7 +261,10 @@ public final class ClusterReducer {
      * Applies each event once, in order: a task is recorded started once, and its first recorded outcome stands. A
      * repeated event (a batch applied again after its commit timed out) or an outcome of a task the state does not
      * hold (its start was never recorded, or it ended long ago and was pruned) changes nothing; a batch is never
-     * refused for one of its events, so one event cannot cost the others their record. The system state does not
+     * refused for one of its events, so one event cannot cost the others their record. Progress, pauses and outcomes
+     * apply only from the task's owner (a failure, from whoever failed it as that owner), and a task moves to another
+     * replica only from the owner the move names: a replica that lost a task cannot move it any more. A start whose
+     * idempotency key another task holds is not recorded (that task is the request's). The system state does not
      * change: tasks run while the system is READY.
      */
     private static ClusterState tasksRecorded(ClusterState s, ClusterCommand.TasksRecorded c) {
@@ -249,18 +272,39 @@ public final class ClusterReducer {
         for (TaskEvent e : c.events()) {
             TaskRecord t = tasks.get(e.taskId());
             if (e instanceof TaskEvent.Started started) {
-                if (t == null) {
-                    tasks.put(e.taskId(), TaskRecord.executing(e.taskId(), started.promptTokens(), c.replica(),
-                            c.replicaStartedAtMs(), e.atMs()));
+                if (t == null && TaskRecord.holdingKey(tasks.values(), started.request()) == null) {
+                    tasks.put(e.taskId(), TaskRecord.executing(e.taskId(), started.promptTokens(), started.request(),
+                            c.replica(), c.replicaStartedAtMs(), e.atMs()));
                 }
-            } else if (t != null && !t.state().terminal()) {
-                tasks.put(e.taskId(), e instanceof TaskEvent.Finished f
-                        ? t.completed(f.tokenIds(), f.finishReason(), f.atMs())
-                        : t.failed(((TaskEvent.Failed) e).error(), e.atMs()));
+            } else if (t == null || t.state().terminal()) {
+                continue;
+            } else if (e instanceof TaskEvent.Failed f) {
+                if (f.owner() == null || t.isOwner(f.owner(), f.ownerStartedAtMs())) {
+                    tasks.put(e.taskId(), t.failed(f.error(), e.atMs()));
+                }
+            } else if (e instanceof TaskEvent.Adopted a) {
+                if (t.isOwner(a.fromOwner(), a.fromOwnerStartedAtMs())) {
+                    tasks.put(e.taskId(), t.adoptedBy(c.replica(), c.replicaStartedAtMs(), e.atMs()));
+                }
+            } else if (t.isOwner(c.replica(), c.replicaStartedAtMs()) || t.owner().isEmpty()) {
+                tasks.put(e.taskId(), ownersEvent(t, e)); // (no owner: submitted before owners were recorded)
             }
         }
         prune(tasks);
         return leaveComputingWhenIdle(s.withTasks(tasks), c.events().size() + " task events");
+    }
+
+    private static TaskRecord ownersEvent(TaskRecord t, TaskEvent e) {
+        if (e instanceof TaskEvent.Finished f) {
+            return t.completed(f.tokenIds(), f.finishReason(), e.atMs());
+        } else if (e instanceof TaskEvent.Progressed p) {
+            return t.progressed(p);
+        } else if (e instanceof TaskEvent.Paused p) {
+            return t.paused(p.reason(), e.atMs());
+        } else if (e instanceof TaskEvent.Resumed) {
+            return t.resumed(e.atMs());
+        }
+        return t;
     }
 
     /**
@@ -312,11 +356,58 @@ public final class ClusterReducer {
         }
         ClusterState next = s.withNode(n.detectedFailed(c.lastHeartbeatMs(), c.phi(), c.cause(), c.atMs()));
         boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
-        if (!serving || !s.pipeline().contains(c.nodeId())) {
+        if (!s.pipeline().contains(c.nodeId()) || !(serving || s.system() == SystemState.DEGRADED)) {
             return next;
         }
-        return move(next, SystemState.DEGRADED, "node '" + c.nodeId() + "' FAILED (" + c.cause()
-                + "); its stage is unavailable", c);
+        String message = "node '" + c.nodeId() + "' FAILED (" + c.cause() + "); its stage is unavailable";
+        return move(recovering(next, c.nodeId(), message, c.atMs()), SystemState.DEGRADED, message, c);
+    }
+
+    /**
+     * A stage lost while serving (or while recovering already): the recovery the state shows begins, or counts one more
+     * lost node. A system still bootstrapping has nothing to recover.
+     */
+    private static ClusterState recovering(ClusterState s, String nodeId, String cause, long atMs) {
+        if (s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.UNINITIALIZED) {
+            return s;
+        }
+        Recovery r = s.recovery();
+        return s.withRecovery(r != null && r.ongoing() ? r.alsoLost(nodeId) : Recovery.began(atMs, s.epoch(), cause, nodeId));
+    }
+
+    /**
+     * An operator's drain: the node is marked draining, the leader plans its stage away (a spare or the survivors take
+     * it), and once that plan is READY the node leaves. Refused when no other worker could serve.
+     */
+    private static ClusterState drainRequested(ClusterState s, ClusterCommand.NodeDrainRequested c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        node(s, c.nodeId());
+        if (s.draining().contains(c.nodeId())) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' is draining already");
+        }
+        boolean othersServe = s.nodes().values().stream().anyMatch(n -> !n.nodeId().equals(c.nodeId())
+                && !s.draining().contains(n.nodeId()) && n.state() != WorkerState.FAILED);
+        if (!othersServe) {
+            throw new IllegalTransitionException("draining node '" + c.nodeId() + "' would leave no worker to serve");
+        }
+        List<String> draining = new ArrayList<>(s.draining());
+        draining.add(c.nodeId());
+        return s.withDraining(draining);
+    }
+
+    /** A member that holds no stage leaves: drained, or gone from discovery while it held none. */
+    private static ClusterState nodeLeft(ClusterState s, ClusterCommand.NodeLeft c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        node(s, c.nodeId());
+        if (s.pipeline().contains(c.nodeId())) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' holds a stage of epoch " + s.epoch()
+                    + " and cannot leave before it is planned away");
+        }
+        Map<String, NodeRecord> nodes = new LinkedHashMap<>(s.nodes());
+        nodes.remove(c.nodeId());
+        List<String> draining = new ArrayList<>(s.draining());
+        draining.remove(c.nodeId());
+        return s.withNodes(nodes).withDraining(draining);
     }
 
     private static ClusterState nodeRecovered(ClusterState s, ClusterCommand.NodeRecovered c) {
@@ -387,7 +478,9 @@ public final class ClusterReducer {
         }
         boolean validated = s.checks().weightsValidFor(s.epoch());
         if (s.merkleRoot() != null && s.pipelineReady() && validated) {
-            return move(s, SystemState.READY, servingMessage(s), c);
+            Recovery r = s.recovery();
+            ClusterState ready = r != null && r.ongoing() ? s.withRecovery(r.ended(c.atMs(), s.epoch())) : s;
+            return move(ready, SystemState.READY, servingMessage(s), c);
         }
         if (s.merkleRoot() != null && s.pipelineReady() && !validated) {
             // READY only once the loaded weights are cross-validated against the manifest (docs/initialization-and-bootstrap.md §6.2 check 4).

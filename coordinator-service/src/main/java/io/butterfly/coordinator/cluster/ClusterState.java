@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
@@ -7,6 +8,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The replicated cluster state: an immutable value produced only by {@link ClusterReducer}. Maps keep
@@ -16,14 +18,22 @@ import java.util.Map;
  * @param pipeline         node ids of the current plan in stage order
  * @param lastAppliedIndex log index of the last applied command
  * @param checks           outcome of the feasibility check and of the weights' cross-validation
+ * @param plans            the newest assignments, oldest first: what each stage held in each recent epoch, so that
+ *                         whoever resumes work across a re-plan can tell which stages kept their range (and so their
+ *                         KV caches) from one epoch to the next
+ * @param recovery         the latest recovery from a lost stage or a drain (ongoing while DEGRADED), or null
+ * @param draining         nodes an operator asked to drain, in the order asked: planned away, then they leave
  */
 public record ClusterState(SystemState system, long epoch, String modelId, String merkleRoot, int expectedWorkers,
                            String statusMessage, Map<String, NodeRecord> nodes, List<String> pipeline,
                            Map<String, TaskRecord> tasks, long lastAppliedIndex, BootstrapChecks checks,
-                           List<CheckpointRecord> checkpoints, ClusterConfig config) {
+                           List<CheckpointRecord> checkpoints, ClusterConfig config, List<EpochPlan> plans,
+                           Recovery recovery, List<String> draining) {
 
     /** Checkpoints kept in the state (the oldest are dropped). */
     public static final int MAX_CHECKPOINTS = 16;
+    /** Assignments kept in the state (the oldest are dropped). */
+    public static final int MAX_PLANS = 16;
 
     public ClusterState {
         checks = checks == null ? BootstrapChecks.NONE : checks;
@@ -31,26 +41,28 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
         nodes = Collections.unmodifiableMap(new LinkedHashMap<>(nodes));
         pipeline = List.copyOf(pipeline);
         tasks = Collections.unmodifiableMap(new LinkedHashMap<>(tasks));
+        plans = plans == null ? List.of() : List.copyOf(plans);
+        draining = draining == null ? List.of() : List.copyOf(draining);
     }
 
     public static ClusterState initial() {
         return new ClusterState(SystemState.UNINITIALIZED, 0, null, null, 0, "waiting for bootstrap",
-                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of(), null);
+                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of(), null, List.of(), null, List.of());
     }
 
     ClusterState withSystem(SystemState next, String message) {
         return new ClusterState(next, epoch, modelId, merkleRoot, expectedWorkers, message, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints, config);
+                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
     }
 
     ClusterState withModel(String model, String root, int workers) {
         return new ClusterState(system, epoch, model, root, workers, statusMessage, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints, config);
+                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
     }
 
     ClusterState withNodes(Map<String, NodeRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, next, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
     }
 
     ClusterState withNode(NodeRecord node) {
@@ -61,32 +73,130 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     ClusterState withAssignment(long nextEpoch, List<String> nextPipeline, Map<String, NodeRecord> nextNodes) {
         return new ClusterState(system, nextEpoch, modelId, merkleRoot, expectedWorkers, statusMessage, nextNodes,
-                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints, config);
+                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
     }
 
     ClusterState withTasks(Map<String, TaskRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                next, lastAppliedIndex, checks, checkpoints, config);
+                next, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
     }
 
     ClusterState withIndex(long index) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, index, checks, checkpoints, config);
+                tasks, index, checks, checkpoints, config, plans, recovery, draining);
     }
 
     ClusterState withCheckpoints(List<CheckpointRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, next, config);
+                tasks, lastAppliedIndex, checks, next, config, plans, recovery, draining);
     }
 
     ClusterState withChecks(BootstrapChecks next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, next, checkpoints, config);
+                tasks, lastAppliedIndex, next, checkpoints, config, plans, recovery, draining);
     }
 
     ClusterState withConfig(ClusterConfig next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, next);
+                tasks, lastAppliedIndex, checks, checkpoints, next, plans, recovery, draining);
+    }
+
+    ClusterState withPlans(List<EpochPlan> next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, checks, checkpoints, config, next, recovery, draining);
+    }
+
+    ClusterState withRecovery(Recovery next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, next, draining);
+    }
+
+    ClusterState withDraining(List<String> next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, next);
+    }
+
+    /** The stages of the current plan, in pipeline order (none before the first plan). */
+    public List<StageAssignment> stages() {
+        return plan(epoch).map(EpochPlan::stages).orElseGet(() -> pipeline.stream().map(id -> {
+            NodeRecord n = nodes.get(id); // a snapshot written before plans were kept
+            return new StageAssignment(id, n.layerStart(), n.layerEnd(), n.hasEmbedding(), n.hasHead());
+        }).toList());
+    }
+
+    /** The assignment of {@code epoch}, if the state still holds it. */
+    public Optional<EpochPlan> plan(long epochOfPlan) {
+        return plans.stream().filter(p -> p.epoch() == epochOfPlan).findFirst();
+    }
+
+    /**
+     * The first epoch from which {@code nodeId} has held its current stage (same layer range, embedding and head) in
+     * every assignment up to the current one: its stage, loaded weights and KV caches are unchanged since then. The
+     * current epoch when its stage is new; 0 when it holds no stage.
+     */
+    public long stageKeptSince(String nodeId) {
+        Optional<StageAssignment> now = plan(epoch).flatMap(p -> p.stageOf(nodeId));
+        if (now.isEmpty()) {
+            return 0;
+        }
+        long since = epoch;
+        for (int i = plans.size() - 2; i >= 0; i--) {
+            EpochPlan earlier = plans.get(i);
+            if (earlier.epoch() != plans.get(i + 1).epoch() - 1 || !now.equals(earlier.stageOf(nodeId))) {
+                break; // a gap in the kept history, or another stage then
+            }
+            since = earlier.epoch();
+        }
+        return since;
+    }
+
+    /**
+     * The nodes whose stage (layer range, embedding and head) is the same in {@code from} and in every assignment up
+     * to {@code to}: they kept their loaded weights and every sequence's KV cache across the re-plans in between. Empty
+     * when the state no longer holds one of those assignments.
+     */
+    public List<String> keptStages(long from, long to) {
+        Optional<EpochPlan> last = plan(to);
+        if (last.isEmpty() || from > to) {
+            return List.of();
+        }
+        return last.get().stages().stream().map(StageAssignment::nodeId).filter(id -> keptBetween(id, from, to)).toList();
+    }
+
+    private boolean keptBetween(String nodeId, long from, long to) {
+        Optional<StageAssignment> stage = plan(to).flatMap(p -> p.stageOf(nodeId));
+        for (long e = from; e < to; e++) {
+            Optional<EpochPlan> then = plan(e);
+            if (then.isEmpty() || !stage.equals(then.get().stageOf(nodeId))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Stages of the current plan that can no longer serve: their node was declared FAILED by the failure detector (it
+     * is gone) or is being drained. The leader plans them away.
+     */
+    public List<String> lostStages() {
+        return pipeline.stream().filter(id -> draining.contains(id) || nodes.get(id).lost()).toList();
+    }
+
+    /**
+     * Bytes a projection weight takes in the widest worker engine (4 float32 where a worker did not say): a stage must
+     * fit whichever worker it lands on, so the planner sizes weights by this.
+     */
+    public int widestWeightBytes() {
+        return nodes.values().stream().mapToInt(n -> n.info().weightBytes() > 0 ? n.info().weightBytes() : Float.BYTES)
+                .max().orElse(Float.BYTES);
+    }
+
+    /** Joined workers outside the plan that could take a stage: operational, not draining. */
+    public List<String> spares() {
+        return nodes.values().stream().map(NodeRecord::nodeId)
+                .filter(id -> !pipeline.contains(id) && !draining.contains(id))
+                .filter(id -> nodes.get(id).state() == WorkerState.JOINED || nodes.get(id).state() == WorkerState.READY)
+                .toList();
     }
 
     /** Whether every stage of the current plan reported its partition READY and none is FAILED. */
@@ -96,8 +206,44 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
                         && nodes.get(id).state() != WorkerState.FAILED);
     }
 
+    /** Where the ongoing recovery stands; null when none is ongoing. */
+    public RecoveryPhase recoveryPhase() {
+        if (recovery == null || !recovery.ongoing()) {
+            return null;
+        }
+        if (!lostStages().isEmpty()) {
+            Feasibility f = checks.feasibility();
+            return f != null && !f.feasible() && f.atMs() >= recovery.startedAtMs() ? RecoveryPhase.WAITING_FOR_CAPACITY
+                    : RecoveryPhase.REPLANNING;
+        }
+        if (pipeline.stream().anyMatch(id -> nodes.get(id).loadFailedPermanently())) {
+            return RecoveryPhase.STALLED;
+        }
+        if (!pipelineReady()) {
+            return RecoveryPhase.LOADING;
+        }
+        WeightValidation v = checks.validation();
+        return v != null && v.epoch() == epoch && v.status() == WeightValidation.Status.INVALID ? RecoveryPhase.STALLED
+                : RecoveryPhase.VALIDATING;
+    }
+
+    /**
+     * Whether the cluster serves, or will again by itself: READY (or COMPUTING), or DEGRADED while it recovers; not
+     * while it waits for capacity or for an operator. What a coordinator's readiness says.
+     */
+    public boolean servesOrRecovers() {
+        RecoveryPhase phase = recoveryPhase();
+        return system == SystemState.READY || system == SystemState.COMPUTING
+                || (system == SystemState.DEGRADED && (phase == null || phase.recovering()));
+    }
+
     /** Number of tasks still executing. */
     public long inFlightTasks() {
         return tasks.values().stream().filter(t -> !t.state().terminal()).count();
+    }
+
+    /** The task a request with {@code idempotencyKey} started (ended or not, while the state keeps it); null if none. */
+    public TaskRecord taskWithKey(String idempotencyKey) {
+        return TaskRecord.holdingKey(tasks.values(), idempotencyKey);
     }
 }

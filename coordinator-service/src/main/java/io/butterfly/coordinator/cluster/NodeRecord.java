@@ -2,6 +2,7 @@ package io.butterfly.coordinator.cluster;
 
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.WorkerState;
+import java.util.Set;
 
 /**
  * A node in the replicated state: what it declared, its lifecycle, and its assigned partition.
@@ -16,8 +17,28 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
                          String currentFile, String partitionChecksum, String failureCode, String failureMessage,
                          long updatedAtMs, NodeHealth health, long kvCacheBudgetBytes) {
 
+    /** Load failures another attempt cannot mend: the same bytes, keys or memory would fail it again. */
+    private static final Set<String> PERMANENT_LOAD_FAILURES = Set.of("CHECKSUM_MISMATCH", "INVALID_MANIFEST",
+            "INVALID_SIGNATURE", "UNTRUSTED_PUBLISHER", "MERKLE_ROOT_MISMATCH", "INSUFFICIENT_MEMORY", "VALIDATION_FAILED");
+
     public NodeRecord {
         health = health == null ? NodeHealth.NONE : health;
+    }
+
+    /** FAILED by its own load (not by the failure detector: that node is gone). */
+    public boolean loadFailed() {
+        return state == WorkerState.FAILED && partition == PartitionState.FAILED && !health.failedByDetector();
+    }
+
+    /** Its load failed for a reason another attempt cannot mend: it waits for an operator. */
+    public boolean loadFailedPermanently() {
+        // Set.of refuses contains(null): a LoadFailed may be logged without a code.
+        return loadFailed() && failureCode != null && PERMANENT_LOAD_FAILURES.contains(failureCode);
+    }
+
+    /** Gone: declared FAILED by the failure detector, and not back. */
+    public boolean lost() {
+        return state == WorkerState.FAILED && health.failedByDetector();
     }
 
     static NodeRecord joined(NodeInfo info, long atMs) {

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.RecoveryPhase;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.planning.PartitionPlanner;
@@ -26,18 +27,24 @@ public class CoordinatorConfiguration {
     }
 
     /**
-     * Readiness of a coordinator = the system is READY or DEGRADED (docs/architecture.md) and this replica holds the
-     * served model's tokenizer and config (a follower fetches them just after the cluster became READY).
+     * Readiness of a coordinator = the cluster serves or will again by itself: READY, or DEGRADED while it recovers
+     * (docs/architecture.md); not while it waits for capacity or for an operator. And this replica holds the served
+     * model's tokenizer and config (a follower fetches them just after the cluster became READY).
      */
     @Bean
     HealthIndicator clusterHealthIndicator(ControlLog control, ModelCatalog catalog) {
         return () -> {
             ClusterState state = control.state();
             SystemState s = state.system();
-            boolean serving = s == SystemState.READY || s == SystemState.COMPUTING || s == SystemState.DEGRADED;
+            RecoveryPhase recovery = state.recoveryPhase();
+            boolean serving = state.servesOrRecovers();
             boolean modelHeld = state.merkleRoot() != null && catalog.holds(state.merkleRoot());
-            return (serving && modelHeld ? Health.up() : Health.outOfService())
-                    .withDetail("system_state", s.name()).withDetail("model_held", modelHeld).build();
+            Health.Builder health = (serving && modelHeld ? Health.up() : Health.outOfService())
+                    .withDetail("system_state", s.name()).withDetail("model_held", modelHeld);
+            if (recovery != null) {
+                health.withDetail("recovery", recovery.name()).withDetail("reason", state.statusMessage());
+            }
+            return health.build();
         };
     }
 }

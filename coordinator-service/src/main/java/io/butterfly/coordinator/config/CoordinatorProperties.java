@@ -1,8 +1,8 @@
 package io.butterfly.coordinator.config;
 
-import io.butterfly.coordinator.bootstrap.BootstrapOrchestrator;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.reconcile.Reconciler;
 import java.nio.file.Path;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -15,7 +15,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param advertiseHost   address workers use to reach this coordinator
  * @param clusterName     cluster name used with discovery
  * @param modelId         the model to serve (as the registry knows it)
- * @param expectedWorkers bootstrap waits for this many workers before planning
+ * @param expectedWorkers bootstrap waits for this many workers before planning; workers beyond them are spares
  * @param discoveryHost   discovery-service host
  * @param discoveryPort   discovery-service gRPC port
  * @param registryHost    model-registry-service host
@@ -27,7 +27,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *                        tokenizing megabytes takes seconds and a large enough text crashed the native tokenizer
  * @param stepTimeoutSeconds deadline of one pipeline step
  * @param taskTimeout     a task still open after this long is failed by the leader: its coordinator is gone
- *                        (a replica that restarts fails its own open tasks at once)
+ *                        (one whose coordinator does not answer fails sooner, see engine.recovery-timeout)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  */
 @ConfigurationProperties("butterfly.coordinator")
@@ -53,12 +53,15 @@ public record CoordinatorProperties(
         return new ModelCatalog.Settings(modelId, dataDir, trustedPublisherKeys);
     }
 
-    public BootstrapOrchestrator.Settings bootstrap(String protocolVersion) {
-        return new BootstrapOrchestrator.Settings(modelId, expectedWorkers, clusterName, protocolVersion);
+    public Reconciler.Settings reconciler(String protocolVersion, String plannerName) {
+        return new Reconciler.Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName);
     }
 
-    /** @param replicas the coordinator replicas sharing the stages */
-    public InferenceService.Settings inference(int replicas) {
-        return new InferenceService.Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas);
+    /**
+     * @param replicas        the coordinator replicas sharing the stages
+     * @param recoveryTimeout how long a paused generation waits for the pipeline
+     */
+    public InferenceService.Settings inference(int replicas, java.time.Duration recoveryTimeout) {
+        return new InferenceService.Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout);
     }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
+import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -15,6 +16,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxWaiting             requests queued to run; one more is refused with 429 and Retry-After
  * @param microBatchesInFlight   micro-batches in the pipeline at once, so that every stage computes while the others
  *                               do: 0 = one per pipeline stage, 1 = one at a time
+ * @param recoveryTimeout        how long a generation paused by a failed stage waits for the pipeline to serve again
+ *                               (it then fails with the error that paused it), and how long a task whose client or
+ *                               coordinator went away stays resumable by a client that comes back
  */
 @ConfigurationProperties("butterfly.coordinator.engine")
 public record EngineProperties(
@@ -22,7 +26,8 @@ public record EngineProperties(
         @DefaultValue("512") int maxNumBatchedTokens,
         @DefaultValue("256") int prefillChunkTokens,
         @DefaultValue("256") int maxWaiting,
-        @DefaultValue("0") int microBatchesInFlight) {
+        @DefaultValue("0") int microBatchesInFlight,
+        @DefaultValue("60s") Duration recoveryTimeout) {
 
     public SchedulerSettings scheduler() {
         return new SchedulerSettings(maxNumSeqs, maxNumBatchedTokens, prefillChunkTokens, maxWaiting,

@@ -47,16 +47,16 @@ public class InferenceConfiguration {
                                       ControlLog control, GroupCommitTaskJournal journal, ModelCatalog catalog,
                                       Pipeline pipeline, PrometheusServingMetrics metrics, RequestTracing tracing,
                                       Clock clock) {
-        InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size())),
-                engine.scheduler(), control, catalog, pipeline, journal, metrics, tracing, clock);
+        InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size()),
+                engine.recoveryTimeout()), engine.scheduler(), control, catalog, pipeline, journal, metrics, tracing, clock);
         metrics.bind(inference);
         return inference;
     }
 
     @Bean
     OrphanedTasks orphanedTasks(ControlLog control, InferenceService inference, GroupCommitTaskJournal journal,
-                                CoordinatorProperties props, Clock clock) {
-        return new OrphanedTasks(control, inference, journal, props.taskTimeout(), clock);
+                                CoordinatorProperties props, EngineProperties engine, Clock clock) {
+        return new OrphanedTasks(control, inference, journal, props.taskTimeout(), engine.recoveryTimeout(), clock);
     }
 
     @Bean

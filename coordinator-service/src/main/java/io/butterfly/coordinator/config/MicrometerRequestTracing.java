@@ -32,7 +32,8 @@ final class MicrometerRequestTracing implements RequestTracing {
     private final class SpanTrace implements Trace {
 
         private final Span request;
-        private Span step;
+        /** Open step spans by micro-batch (several while the request replays its history). */
+        private final Map<Long, Span> steps = new HashMap<>();
 
         SpanTrace(Span request) {
             this.request = request;
@@ -40,31 +41,42 @@ final class MicrometerRequestTracing implements RequestTracing {
 
         @Override
         public Map<String, String> stepStarted(long batchId, int position, int tokens, int batchSequences) {
-            step = tracer.spanBuilder().setParent(request.context()).kind(Span.Kind.PRODUCER).name("pipeline step")
+            Span step = tracer.spanBuilder().setParent(request.context()).kind(Span.Kind.PRODUCER).name("pipeline step")
                     .tag("butterfly.batch_id", batchId)
                     .tag("butterfly.position", position).tag("butterfly.tokens", tokens)
                     .tag("butterfly.batch_sequences", batchSequences).start();
+            steps.put(batchId, step);
             Map<String, String> context = new HashMap<>(4);
             propagator.inject(step.context(), context, Map::put);
             return context;
         }
 
         @Override
-        public void stepEnded() {
+        public void stepEnded(long batchId) {
+            Span step = steps.remove(batchId);
             if (step != null) {
                 step.end();
-                step = null;
+            }
+        }
+
+        @Override
+        public void stepFailed(long batchId, Throwable failure) {
+            Span step = steps.remove(batchId);
+            if (step != null) {
+                step.error(failure);
+                step.end();
             }
         }
 
         @Override
         public void ended(String finishReason, Throwable failure, int generatedTokens) {
-            if (step != null) {
+            for (Span step : steps.values()) {
                 if (failure != null) {
                     step.error(failure);
                 }
-                stepEnded();
+                step.end();
             }
+            steps.clear();
             request.tag("butterfly.generated_tokens", generatedTokens);
             if (finishReason != null) {
                 request.tag("butterfly.finish_reason", finishReason);

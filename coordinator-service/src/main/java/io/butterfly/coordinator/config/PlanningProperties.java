@@ -1,6 +1,6 @@
 package io.butterfly.coordinator.config;
 
-import io.butterfly.coordinator.bootstrap.ModelFootprints;
+import io.butterfly.coordinator.planning.ModelFootprints;
 import io.butterfly.coordinator.planning.PlannerKind;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;

@@ -58,12 +58,15 @@ public final class PrometheusServingMetrics implements ServingMetrics {
                 "a step's time outside every stage: the hops between processes, coordinator to coordinator");
     }
 
-    /** The engine's own gauges: requests running and waiting, and each worker's KV cache use by this replica. */
+    /** The engine's own gauges: requests running, waiting and paused, and each worker's KV cache use by this replica. */
     public void bind(InferenceService inference) {
         Gauge.builder("butterfly.num_requests_running", inference, InferenceService::running)
                 .description("requests running (holding KV caches on the stages)").register(registry);
         Gauge.builder("butterfly.num_requests_waiting", inference, InferenceService::waiting)
                 .description("requests waiting to run").register(registry);
+        Gauge.builder("butterfly.num_requests_paused", inference, InferenceService::paused)
+                .description("requests waiting for the pipeline to serve again after a stage failed, or replaying"
+                        + " their tokens into new KV caches").register(registry);
         this.kvUsage = inference::kvCacheUsage;
     }
 

@@ -1,9 +1,8 @@
 package io.butterfly.coordinator.config;
 
-import io.butterfly.coordinator.bootstrap.BootstrapOrchestrator;
-import io.butterfly.coordinator.bootstrap.LeaderTakeover;
-import io.butterfly.coordinator.bootstrap.ReplicaModelLoader;
 import io.butterfly.coordinator.gateway.discovery.DiscoveryGateway;
+import io.butterfly.coordinator.model.ReplicaModelLoader;
+import io.butterfly.coordinator.reconcile.ControlLoop;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
@@ -16,23 +15,19 @@ import org.springframework.stereotype.Component;
 class Startup {
 
     private final DiscoveryGateway discovery;
-    private final BootstrapOrchestrator bootstrap;
-    private final LeaderTakeover takeover;
+    private final ControlLoop controlLoop;
     private final ReplicaModelLoader modelLoader;
 
-    Startup(DiscoveryGateway discovery, BootstrapOrchestrator bootstrap, LeaderTakeover takeover,
-            ReplicaModelLoader modelLoader) {
+    Startup(DiscoveryGateway discovery, ControlLoop controlLoop, ReplicaModelLoader modelLoader) {
         this.discovery = discovery;
-        this.bootstrap = bootstrap;
-        this.takeover = takeover;
+        this.controlLoop = controlLoop;
         this.modelLoader = modelLoader;
     }
 
     @EventListener(ApplicationReadyEvent.class)
     void start() {
         discovery.register();
-        bootstrap.start();
-        takeover.start();
+        controlLoop.start();
         modelLoader.start();
     }
 }

@@ -3,20 +3,26 @@ package io.butterfly.coordinator.inference;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.inference.sampling.TokenChoice;
+import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import io.butterfly.coordinator.inference.scheduler.Chunk;
 import io.butterfly.coordinator.inference.scheduler.KvBudgets;
 import io.butterfly.coordinator.inference.scheduler.MicroBatch;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.scheduler.Scheduler;
 import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Deque;
+import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -33,10 +39,23 @@ import org.slf4j.LoggerFactory;
  * it goes into the first stage; whenever a micro-batch's logits come back, each of its sequences that was due a
  * token gets one (sampled, checked for its end, told to its listener), and the finished ones leave, their KV caches
  * freed on every stage. Requests and cancellations from other threads only queue work and wake the loop.
+ *
+ * <p>A step that fails for want of a stage (unreachable, declared FAILED, reassigned, out of time) pauses its
+ * sequences instead of failing them: they keep their place, and once the pipeline serves again (the system READY,
+ * or after a short backoff while it still says so) each replays its history into new KV caches and goes on with
+ * its next token, the one a run without the failure chooses. A sequence still paused after the recovery timeout
+ * fails with the error that paused it, saying so.
  */
 final class Engine implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(Engine.class);
+    /** Failures a new plan, a reload or a retry can mend: anything else fails the request at once. */
+    private static final Set<ErrorKind> RESUMABLE = EnumSet.of(ErrorKind.UNAVAILABLE, ErrorKind.ABORTED,
+            ErrorKind.DEADLINE_EXCEEDED, ErrorKind.FAILED_PRECONDITION, ErrorKind.UNKNOWN);
+    /** Context of an error that ends an answer but not its generation, which a client resumes elsewhere. */
+    static final String RESUMABLE_CONTEXT = "resumable";
+    private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+    private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
 
     /** Where steps go now: the stages, the epoch they serve, and their KV budgets. */
     record Serving(Pipeline.Route route, long epoch, List<KvBudgets.Stage> stages) {
@@ -52,22 +71,28 @@ final class Engine implements AutoCloseable {
     private final ServingMetrics metrics;
     private final RequestTracing tracing;
     private final LongSupplier clockMillis;
+    private final long recoveryTimeoutNanos;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition work = lock.newCondition();
-    private final Map<String, Sequence> sequences = new HashMap<>();
+    private final Map<String, Sequence> sequences = new LinkedHashMap<>();
     private final Deque<Returned> returned = new ArrayDeque<>();
     private final Map<Long, Pipeline.Route> routes = new HashMap<>();
     private final ExecutorService releases = Executors.newSingleThreadExecutor(r -> daemon(r, "engine-releases"));
     private final Thread loop;
+    /** Null while the cluster does not serve (a stage failed, a plan is loading): nothing is sent meanwhile. */
     private Serving serving;
+    /** After a step failed for want of a stage, nothing is sent before this (System.nanoTime); 0: no backoff. */
+    private long backoffUntilNanos;
+    private long backoffNanos = FIRST_BACKOFF_NANOS;
     private int inFlight;
     private boolean closed;
     /** Tokens chosen since start; written by the engine's thread only, read by anyone. */
     private volatile long generatedTokens;
 
-    Engine(SchedulerSettings settings, Pipeline pipeline, TaskJournal journal, ServingMetrics metrics,
-           RequestTracing tracing, LongSupplier clockMillis) {
+    Engine(SchedulerSettings settings, Duration recoveryTimeout, Pipeline pipeline, TaskJournal journal,
+           ServingMetrics metrics, RequestTracing tracing, LongSupplier clockMillis) {
         this.scheduler = new Scheduler(settings);
+        this.recoveryTimeoutNanos = recoveryTimeout.toNanos();
         this.pipeline = pipeline;
         this.journal = journal;
         this.metrics = metrics;
@@ -83,7 +108,10 @@ final class Engine implements AutoCloseable {
         return t;
     }
 
-    /** Where the next steps go; the running sequences' reservations are counted against the new budgets. */
+    /**
+     * Where the next steps go; the running sequences' reservations are counted against the new budgets, and paused
+     * sequences resume there.
+     */
     void serve(Serving next) {
         lock.lock();
         try {
@@ -91,6 +119,19 @@ final class Engine implements AutoCloseable {
                 scheduler.pipeline(new KvBudgets(next.stages()), next.stages().size());
             }
             serving = next;
+            backoffUntilNanos = 0;
+            backoffNanos = FIRST_BACKOFF_NANOS;
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The cluster does not serve now: nothing is sent until {@link #serve}; running sequences wait, paused. */
+    void hold() {
+        lock.lock();
+        try {
+            serving = null;
         } finally {
             lock.unlock();
         }
@@ -111,6 +152,17 @@ final class Engine implements AutoCloseable {
      * request's thread, so the request's span starts in the caller's trace.
      */
     void submit(Sequence s) {
+        submit(s, true);
+    }
+
+    /**
+     * Queues a sequence whose start is already recorded (an idempotent request commits its start before it runs).
+     */
+    void submitRecorded(Sequence s) {
+        submit(s, false);
+    }
+
+    private void submit(Sequence s, boolean recordStart) {
         lock.lock();
         try {
             if (closed) {
@@ -119,7 +171,9 @@ final class Engine implements AutoCloseable {
             scheduler.add(s.progress);
             s.trace = tracing.start(s.taskId());
             sequences.put(s.taskId(), s);
-            journal.started(s.taskId(), s.prompt.length, clockMillis.getAsLong());
+            if (recordStart) {
+                journal.started(s.taskId(), s.request, clockMillis.getAsLong());
+            }
             work.signal();
         } finally {
             lock.unlock();
@@ -142,11 +196,92 @@ final class Engine implements AutoCloseable {
         }
     }
 
+    /**
+     * Queues a sequence that carries on a task whose tokens so far {@code s} holds (its replica is gone, or its
+     * client came back): it replays them into new caches, then generates the rest. Its listener is told the tokens
+     * after {@code afterIndex} it already has at once, then each new one.
+     */
+    void submitResumed(Sequence s, int afterIndex) {
+        lock.lock();
+        try {
+            if (closed) {
+                throw stopping();
+            }
+            if (sequences.containsKey(s.taskId())) {
+                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "task " + s.taskId()
+                        + " is still leaving this coordinator: retry shortly");
+            }
+            s.newAttempt();
+            scheduler.addResumed(s.progress, s.historyLength());
+            s.trace = tracing.start(s.taskId());
+            sequences.put(s.taskId(), s);
+            s.pausedSinceNanos = System.nanoTime();
+            tellFrom(s, afterIndex);
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Gives a client that came back for a task this replica runs the tokens after {@code afterIndex} at once, then
+     * each new one; null when the task does not run here.
+     */
+    Sequence attach(String taskId, int afterIndex, TokenListener listener) {
+        lock.lock();
+        try {
+            Sequence s = sequences.get(taskId);
+            if (s == null || s.movedTo != null || s.cancelled != null) {
+                return null;
+            }
+            s.detached = null;
+            s.listener = listener;
+            tellFrom(s, afterIndex);
+            return s;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static void tellFrom(Sequence s, int afterIndex) {
+        if (s.listener != null) {
+            for (int i = Math.max(0, afterIndex + 1); i < s.generated.size(); i++) {
+                s.listener.onToken(s.token(i));
+            }
+        }
+    }
+
     void cancel(Sequence s, String reason) {
         lock.lock();
         try {
             if (sequences.containsKey(s.taskId()) && s.cancelled == null) {
                 s.cancelled = reason;
+                work.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void detach(Sequence s, String reason) {
+        lock.lock();
+        try {
+            if (sequences.get(s.taskId()) == s && s.detached == null) {
+                s.detached = reason;
+                work.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The task moved to replica {@code to}: it leaves here at its next step, recording nothing more. */
+    void relinquish(String taskId, String to) {
+        lock.lock();
+        try {
+            Sequence s = sequences.get(taskId);
+            if (s != null && s.movedTo == null) {
+                s.movedTo = to;
                 work.signal();
             }
         } finally {
@@ -181,6 +316,16 @@ final class Engine implements AutoCloseable {
         }
     }
 
+    /** Sequences waiting for the pipeline to serve again (paused or replaying their history). */
+    int pausedCount() {
+        lock.lock();
+        try {
+            return (int) sequences.values().stream().filter(s -> s.pausedSinceNanos != 0).count();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Tokens generated since the engine started, counted as they are chosen. */
     long generatedTokens() {
         return generatedTokens;
@@ -201,10 +346,12 @@ final class Engine implements AutoCloseable {
         try {
             while (!closed) {
                 drainReturned();
-                endCancelled();
+                leaveWhenDue();
+                giveUpPaused();
+                resumePaused();
                 fill();
                 if (returned.isEmpty() && !closed) {
-                    work.awaitUninterruptibly();
+                    awaitWork();
                 }
             }
         } catch (RuntimeException | Error e) {
@@ -216,9 +363,36 @@ final class Engine implements AutoCloseable {
         }
     }
 
+    /** Waits for work, or until a backoff ends or a paused sequence's recovery timeout passes. */
+    private void awaitWork() {
+        long now = System.nanoTime();
+        long next = Long.MAX_VALUE;
+        if (backoffUntilNanos > now && (scheduler.running() > 0 || scheduler.waiting() > 0)) {
+            next = backoffUntilNanos;
+        }
+        for (Sequence s : sequences.values()) {
+            if (s.pausedSinceNanos != 0) {
+                next = Math.min(next, s.pausedSinceNanos + recoveryTimeoutNanos);
+            }
+        }
+        if (next == Long.MAX_VALUE) {
+            work.awaitUninterruptibly();
+            return;
+        }
+        try {
+            work.awaitNanos(Math.max(1, next - now));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // kept for whoever interrupted; the loop ends only when closed
+        }
+    }
+
+    private boolean sending() {
+        return serving != null && System.nanoTime() >= backoffUntilNanos;
+    }
+
     /** Sends micro-batches while fewer than allowed are in flight and the scheduler has one. */
     private void fill() {
-        while (serving != null && inFlight < scheduler.microBatches()) {
+        while (sending() && inFlight < scheduler.microBatches()) {
             MicroBatch batch = scheduler.next();
             if (batch == null) {
                 return;
@@ -233,9 +407,9 @@ final class Engine implements AutoCloseable {
         int at = 0;
         for (Chunk c : batch.chunks()) {
             Sequence s = sequences.get(c.sequence().id());
-            s.appendInput(tokens, at, c.numTokens());
+            s.appendInput(tokens, at, c.position(), c.numTokens());
             at += c.numTokens();
-            slices.add(new StepInput.Slice(s.taskId(), c.position(), c.numTokens(), c.sequence().reservePositions(),
+            slices.add(new StepInput.Slice(s.stageId(), c.position(), c.numTokens(), c.sequence().reservePositions(),
                     s.trace.stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size())));
         }
         Serving now = serving;
@@ -264,15 +438,95 @@ final class Engine implements AutoCloseable {
             Pipeline.Route route = routes.remove(r.batch().id());
             List<String> ended = new ArrayList<>();
             if (r.failure() != null) {
-                scheduler.stepFailed(r.batch());
-                RuntimeException cause = asRuntime(r.failure());
-                for (Chunk c : r.batch().chunks()) {
-                    end(sequences.get(c.sequence().id()), null, cause, ended); // its trace's step ends with it
-                }
+                failed(r, ended);
             } else {
+                backoffNanos = FIRST_BACKOFF_NANOS;
                 update(r, ended);
             }
             release(route, ended);
+        }
+    }
+
+    /** A micro-batch failed: its sequences pause when a new plan or a retry may mend it, and fail otherwise. */
+    private void failed(Returned r, List<String> ended) {
+        scheduler.stepFailed(r.batch());
+        RuntimeException cause = asRuntime(r.failure());
+        boolean resumable = resumable(cause);
+        for (Chunk c : r.batch().chunks()) {
+            Sequence s = sequences.get(c.sequence().id());
+            if (s == null) {
+                continue; // ended meanwhile
+            }
+            s.trace.stepFailed(r.batch().id(), cause);
+            if (c.attempt() != s.progress.attempt() || s.progress.paused()) {
+                continue; // a step of an attempt given up, or paused by an earlier step of its replay
+            }
+            // A replay refused memory waits: a stage may not have freed the caches of its earlier attempt yet.
+            boolean pauses = resumable || c.attempt() > 0 && cause instanceof ButterflyException b
+                    && b.kind() == ErrorKind.RESOURCE_EXHAUSTED;
+            if (pauses && s.cancelled == null) {
+                pause(s, cause);
+            } else {
+                end(s, null, cause, ended);
+            }
+        }
+        if (backoffUntilNanos <= System.nanoTime() && scheduler.paused() > 0) {
+            backoffUntilNanos = System.nanoTime() + backoffNanos;
+            backoffNanos = Math.min(2 * backoffNanos, MAX_BACKOFF_NANOS);
+        }
+    }
+
+    static boolean resumable(RuntimeException cause) {
+        return cause instanceof ButterflyException b && RESUMABLE.contains(b.kind());
+    }
+
+    private void pause(Sequence s, RuntimeException cause) {
+        scheduler.pause(s.progress);
+        if (s.pausedSinceNanos == 0) {
+            s.pausedSinceNanos = System.nanoTime();
+            s.pauseCause = cause;
+            log.info("task {} paused after {} tokens: {}", s.taskId(), s.generated.size(), cause.getMessage());
+            journal.paused(s.taskId(), cause.getMessage(), clockMillis.getAsLong());
+        }
+    }
+
+    /**
+     * Starts paused sequences again once the pipeline serves: each on a new attempt, with new caches into which its
+     * history is replayed; the old attempt's caches are freed on the stages that still hold them.
+     */
+    private void resumePaused() {
+        if (!sending() || scheduler.paused() == 0) {
+            return;
+        }
+        List<String> stale = new ArrayList<>();
+        for (Sequence s : sequences.values()) {
+            if (s.progress.paused()) {
+                stale.add(s.stageId());
+                s.newAttempt();
+                scheduler.resume(s.progress, s.historyLength());
+                log.info("task {} resumes: replaying {} tokens", s.taskId(), s.historyLength());
+            }
+        }
+        release(serving.route(), stale);
+    }
+
+    /** Fails the sequences that have waited to generate again for longer than the recovery timeout. */
+    private void giveUpPaused() {
+        long now = System.nanoTime();
+        List<String> ended = new ArrayList<>();
+        for (Sequence s : List.copyOf(sequences.values())) {
+            if (s.pausedSinceNanos != 0 && now - s.pausedSinceNanos >= recoveryTimeoutNanos) {
+                RuntimeException cause = s.pauseCause != null ? s.pauseCause
+                        : new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "no stage answered");
+                ErrorCode code = cause instanceof ButterflyException b ? b.code() : ErrorCode.INTERNAL_ERROR;
+                ErrorKind kind = cause instanceof ButterflyException b ? b.kind() : ErrorKind.UNAVAILABLE;
+                end(s, null, new ButterflyException(code, kind, "the generation could not resume within "
+                        + Duration.ofNanos(recoveryTimeoutNanos) + " (butterfly.coordinator.engine.recovery-timeout)"
+                        + " after " + s.generated.size() + " tokens: " + cause.getMessage(), Map.of(), cause), ended);
+            }
+        }
+        if (serving != null) {
+            release(serving.route(), ended);
         }
     }
 
@@ -293,8 +547,14 @@ final class Engine implements AutoCloseable {
         for (int i = 0; i < chunks.size(); i++) {
             Chunk c = chunks.get(i);
             Sequence s = sequences.get(c.sequence().id());
+            if (s == null) {
+                continue; // ended meanwhile
+            }
+            s.trace.stepEnded(r.batch().id());
+            if (c.attempt() != s.progress.attempt() || s.progress.paused()) {
+                continue; // a step of an attempt given up
+            }
             s.addStep(r.result().timings(), pipelineNanos, transport);
-            s.trace.stepEnded();
             if (s.cancelled != null) {
                 end(s, null, cancelledError(s), ended);
                 continue;
@@ -353,47 +613,90 @@ final class Engine implements AutoCloseable {
         }
         s.lastTokenNanos = now;
         generatedTokens++;
+        long atMs = clockMillis.getAsLong();
+        if (s.pausedSinceNanos != 0) {
+            s.pausedSinceNanos = 0;
+            s.pauseCause = null;
+            log.info("task {} generates again at token {}", s.taskId(), step);
+            journal.resumed(s.taskId(), atMs);
+        }
         s.generated.add((long) choice.tokenId());
         s.logprobs.add(choice.logprob());
         s.topLogprobs.add(choice.topLogprobs());
+        journal.progressed(s.taskId(), step, new TaskEvent.Token(choice.tokenId(), choice.logprob(),
+                choice.topLogprobs().stream().map(t -> new TaskEvent.Alternative(t.tokenId(), t.logprob())).toList()), atMs);
         boolean eos = !s.ignoreEos && s.model.config().endsSequence(choice.tokenId());
         boolean last = eos || s.generated.size() == s.maxTokens;
         IncrementalText.Piece piece = s.text == null ? null : s.text.add(choice.tokenId(), last);
         boolean stopString = piece != null && piece.stopped();
+        if (piece != null) {
+            s.pieces.add(piece.text());
+        }
         if (s.listener != null) {
-            s.listener.onToken(new GeneratedToken(s.taskId(), step, choice.tokenId(), piece.text(), choice.logprob(),
-                    choice.topLogprobs()));
+            s.listener.onToken(s.token(step));
         }
         return eos || stopString ? "stop" : last ? "length" : null;
     }
 
-    /** Ends the sequences whose clients went away, unless a micro-batch carries them (they end when it returns). */
-    private void endCancelled() {
-        Map<Pipeline.Route, List<String>> ended = new HashMap<>();
+    /**
+     * Ends the sequences whose clients went away, leaves those whose client detached or whose task moved to another
+     * replica; unless a micro-batch carries them (they go when it returns).
+     */
+    private void leaveWhenDue() {
+        Map<Pipeline.Route, List<String>> left = new HashMap<>();
         for (Sequence s : List.copyOf(sequences.values())) {
-            if (s.cancelled != null && !s.progress.inFlight()) {
-                boolean started = s.progress.computed() > 0;
-                List<String> ids = new ArrayList<>();
+            if (s.progress.inFlight() || (s.cancelled == null && s.detached == null && s.movedTo == null)) {
+                continue;
+            }
+            List<String> ids = new ArrayList<>();
+            if (s.cancelled != null) {
                 end(s, null, cancelledError(s), ids);
-                if (started && serving != null) {
-                    ended.computeIfAbsent(serving.route(), k -> new ArrayList<>()).addAll(ids);
-                }
+            } else {
+                leave(s, ids);
+            }
+            if (serving != null) {
+                left.computeIfAbsent(serving.route(), k -> new ArrayList<>()).addAll(ids);
             }
         }
-        ended.forEach(this::release);
+        left.forEach(this::release);
+    }
+
+    /**
+     * A sequence leaves without ending its task: its client detached (the task stays recorded, paused, for a client
+     * that comes back), or the task moved to another replica (which records it from now on).
+     */
+    private void leave(Sequence s, List<String> ids) {
+        sequences.remove(s.taskId());
+        scheduler.remove(s.progress);
+        ids.add(s.stageId());
+        String why;
+        ButterflyException left;
+        if (s.movedTo != null) {
+            why = "the generation moved to coordinator " + s.movedTo + ", where its client resumed it";
+            left = goesOnElsewhere(ErrorKind.ABORTED, why);
+        } else {
+            why = s.detached;
+            journal.paused(s.taskId(), why, clockMillis.getAsLong());
+            left = goesOnElsewhere(ErrorKind.UNAVAILABLE, why
+                    + ": the rest of the generation is kept for a client that comes back (Last-Event-ID)");
+        }
+        s.trace.ended(null, left, s.generated.size());
+        s.fail(left);
+        log.info("task {} left this replica after {} tokens: {}", s.taskId(), s.generated.size(), why);
+        metrics.requestEnded((System.nanoTime() - s.arrivedNanos) / 1e9, s.prompt.length, s.generated.size(), "left");
     }
 
     private static RuntimeException cancelledError(Sequence s) {
         return new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.CANCELLED, s.cancelled);
     }
 
-    /** Ends a sequence: finished ({@code finish}) or failed ({@code failure}); its id joins {@code ended}. */
+    /** Ends a sequence: finished ({@code finish}) or failed ({@code failure}); its stage id joins {@code ended}. */
     private void end(Sequence s, String finish, RuntimeException failure, List<String> ended) {
         if (s == null || sequences.remove(s.taskId()) == null) {
             return;
         }
         scheduler.remove(s.progress);
-        ended.add(s.taskId());
+        ended.add(s.stageId());
         long now = System.nanoTime();
         s.trace.ended(finish, failure, s.generated.size());
         // Recorded, then answered: a client that reads the task after its answer finds it ended.
@@ -440,6 +743,14 @@ final class Engine implements AutoCloseable {
                 "the coordinator is shutting down: retry on another replica");
     }
 
+    /**
+     * Why a generation's answer ends here though the generation does not: a client resumes it at any replica
+     * ({@link #RESUMABLE_CONTEXT} tells it so).
+     */
+    private static ButterflyException goesOnElsewhere(ErrorKind kind, String why) {
+        return new ButterflyException(ErrorCode.INTERNAL_ERROR, kind, why, Map.of(RESUMABLE_CONTEXT, "true"), null);
+    }
+
     private void failAll(RuntimeException why) {
         List<String> ids = new ArrayList<>();
         for (Sequence s : List.copyOf(sequences.values())) {
@@ -450,7 +761,11 @@ final class Engine implements AutoCloseable {
         }
     }
 
-    /** Ends every sequence (told: the coordinator is stopping), frees them on the stages and stops the loop. */
+    /**
+     * Stops the loop: every sequence leaves, recorded paused with its tokens so far (another replica resumes it for a
+     * client that comes back with {@code Last-Event-ID} or its {@code Idempotency-Key}), its answer here failing
+     * with "retry on another replica"; its caches are freed on the stages.
+     */
     @Override
     public void close() {
         lock.lock();
@@ -459,7 +774,20 @@ final class Engine implements AutoCloseable {
                 return;
             }
             closed = true;
-            failAll(stopping());
+            List<String> ids = new ArrayList<>();
+            for (Sequence s : List.copyOf(sequences.values())) {
+                sequences.remove(s.taskId());
+                scheduler.remove(s.progress);
+                ids.add(s.stageId());
+                journal.paused(s.taskId(), "its coordinator stopped", clockMillis.getAsLong());
+                ButterflyException left = goesOnElsewhere(ErrorKind.UNAVAILABLE,
+                        "the coordinator is shutting down: resume at another replica (Last-Event-ID, Idempotency-Key)");
+                s.trace.ended(null, left, s.generated.size());
+                s.fail(left);
+            }
+            if (serving != null) {
+                release(serving.route(), ids);
+            }
             work.signal();
         } finally {
             lock.unlock();

@@ -5,8 +5,8 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.statemachine.WorkerState;
 
 /**
- * When a node becomes FAILED in the control log, this replica's steps waiting on it are failed at once
- * (503 to their clients, who may retry on the reassigned pipeline) instead of waiting for a transport timeout.
+ * When a node becomes FAILED in the control log, this replica's steps waiting on it are failed at once instead of
+ * waiting for a transport timeout: their sequences pause, and resume once the pipeline serves again.
  */
 public class FailedStageAborts {
 

@@ -1,8 +1,10 @@
 package io.butterfly.coordinator.inference;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
+import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.TaskEvent;
+import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.control.ControlLog;
 import java.time.Clock;
 import java.time.Duration;
@@ -57,7 +59,9 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
     private final Thread flusher;
 
     // Guarded by this.
-    private final ArrayDeque<TaskEvent> queued = new ArrayDeque<>();
+    private final ArrayDeque<Queued> queued = new ArrayDeque<>();
+    /** Each task's progress still queued, which its next tokens join instead of queuing an event each. */
+    private final Map<String, Queued> openProgress = new HashMap<>();
     /** Events of each task that are queued or being committed. */
     private final Map<String, Integer> unsettled = new HashMap<>();
     private long oldestQueuedNanos;
@@ -85,18 +89,46 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
         return journal;
     }
 
+    @Override
     public String replicaId() {
         return settings.replicaId();
     }
 
     /** When this replica (this process) began recording; it is logged as its tasks' owner start. */
+    @Override
     public long startedAtMs() {
         return startedAtMs;
     }
 
     @Override
-    public void started(String taskId, int promptTokens, long atMs) {
-        record(new TaskEvent.Started(taskId, promptTokens, atMs));
+    public void started(String taskId, TaskRequest request, long atMs) {
+        record(new TaskEvent.Started(taskId, request.promptTokenIds().size(), request, atMs));
+    }
+
+    /** Joins the task's queued progress when it has some (one event per task and batch, not one per token). */
+    @Override
+    public synchronized void progressed(String taskId, int index, TaskEvent.Token token, long atMs) {
+        Queued open = openProgress.get(taskId);
+        if (open != null && open.fromIndex + open.tokens.size() == index) {
+            open.tokens.add(token);
+            open.atMs = atMs;
+            return;
+        }
+        Queued q = new Queued(null, taskId, index, atMs);
+        q.tokens.add(token);
+        if (enqueue(q, "progress")) {
+            openProgress.put(taskId, q);
+        }
+    }
+
+    @Override
+    public void paused(String taskId, String reason, long atMs) {
+        record(new TaskEvent.Paused(taskId, reason, atMs));
+    }
+
+    @Override
+    public void resumed(String taskId, long atMs) {
+        record(new TaskEvent.Resumed(taskId, atMs));
     }
 
     @Override
@@ -106,7 +138,27 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
 
     @Override
     public void failed(String taskId, String error, long atMs) {
-        record(new TaskEvent.Failed(taskId, error, atMs));
+        record(new TaskEvent.Failed(taskId, error, settings.replicaId(), startedAtMs, atMs));
+    }
+
+    /** Fails a task as owned by {@code owner}'s process started at {@code ownerStartedAtMs} (one whose runner is gone). */
+    public void failedAs(String taskId, String error, String owner, long ownerStartedAtMs, long atMs) {
+        record(new TaskEvent.Failed(taskId, error, owner, ownerStartedAtMs, atMs));
+    }
+
+    /**
+     * Commits {@code event} now, alone, after what this replica queued before it is committed, and answers the state
+     * once it applied: for the few events a request waits on (taking a task over, an idempotent start).
+     */
+    @Override
+    public ClusterState commitNow(TaskEvent event) {
+        try {
+            flush(Duration.ofSeconds(10));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return control.submit(new ClusterCommand.TasksRecorded(settings.replicaId(), startedAtMs, List.of(event),
+                clock.millis()));
     }
 
     /** Whether an event of {@code taskId} is on its way to the log (queued or being committed). */
@@ -128,6 +180,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
      * Commits every event recorded before this call without waiting out the flush interval, and returns once they are
      * committed (or given up); false if that took longer than {@code timeout}.
      */
+    @Override
     public boolean flush(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         synchronized (this) {
@@ -146,24 +199,50 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
     }
 
     private synchronized void record(TaskEvent event) {
+        enqueue(new Queued(event, event.taskId(), 0, event.atMs()), event.getClass().getSimpleName());
+    }
+
+    /** Queues an entry unless the journal is closed or full (then it is dropped and counted); whether it was queued. */
+    private boolean enqueue(Queued entry, String kind) {
         if (closing || queued.size() >= settings.maxPending()) {
             dropped++;
             if (Long.bitCount(dropped) == 1) { // the 1st, 2nd, 4th, 8th, ... : an outage does not flood the log
-                log.error("task journal: {} task events dropped so far ({} of task {}): {}", dropped,
-                        event.getClass().getSimpleName(), event.taskId(), closing ? "the journal is closed"
+                log.error("task journal: {} task events dropped so far ({} of task {}): {}", dropped, kind,
+                        entry.taskId, closing ? "the journal is closed"
                                 : settings.maxPending() + " events are waiting for the control log to commit them");
             }
-            return;
+            return false;
         }
         if (queued.isEmpty()) {
             oldestQueuedNanos = System.nanoTime();
             notifyAll(); // starts the flusher's wait for more
         }
-        queued.add(event);
+        queued.add(entry);
         accepted++;
-        unsettled.merge(event.taskId(), 1, Integer::sum);
+        unsettled.merge(entry.taskId, 1, Integer::sum);
         if (queued.size() == settings.maxBatch()) {
             notifyAll();
+        }
+        return true;
+    }
+
+    /** A queued event, or a task's progress that its next tokens may still join until the flusher takes it. */
+    private static final class Queued {
+        final TaskEvent event;
+        final String taskId;
+        final int fromIndex;
+        final List<TaskEvent.Token> tokens = new ArrayList<>();
+        long atMs;
+
+        Queued(TaskEvent event, String taskId, int fromIndex, long atMs) {
+            this.event = event;
+            this.taskId = taskId;
+            this.fromIndex = fromIndex;
+            this.atMs = atMs;
+        }
+
+        TaskEvent event() {
+            return event != null ? event : new TaskEvent.Progressed(taskId, fromIndex, tokens, atMs);
         }
     }
 
@@ -194,7 +273,9 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
         }
         List<TaskEvent> batch = new ArrayList<>(Math.min(queued.size(), settings.maxBatch()));
         while (batch.size() < settings.maxBatch() && !queued.isEmpty()) {
-            batch.add(queued.poll());
+            Queued q = queued.poll();
+            openProgress.remove(q.taskId, q); // taken: later tokens start the next progress
+            batch.add(q.event());
         }
         // What is left waited during the last commit already: it is due at once (the old deadline stands).
         return batch;

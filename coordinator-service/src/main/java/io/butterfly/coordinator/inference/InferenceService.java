@@ -1,11 +1,20 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.KvCacheSizing;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.cluster.TaskEvent;
+import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.PausedRequests;
+import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.coordinator.inference.scheduler.KvBudgets;
@@ -13,20 +22,41 @@ import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Generation on this replica: the request processor in front of the {@link Engine}. A request is validated and
  * tokenized here, on the caller's thread, so that everything a client can be refused for is refused before it is
  * queued (and before a stream starts); then the engine runs it with the others, and the caller awaits or streams its
  * {@link RequestHandle}. No thread is held for a request.
+ *
+ * <p>A client that lost its answer comes back here, at any replica: {@link #resume} gives it the rest of the same
+ * generation (from the replicated record, from this replica's engine, or by taking the task over from a replica that
+ * is gone or lost its client, and replaying it), and {@link #submitOnce} runs a request at most once per idempotency
+ * key. The engine follows the replicated state: it holds while the cluster does not serve and resumes its paused
+ * sequences when it does again.
  */
-public class InferenceService implements AutoCloseable {
+public class InferenceService implements PausedRequests, AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(InferenceService.class);
+    /** How long a replica waits for a task it is asked about to reach its state (it may lag the task's owner). */
+    private static final Duration RECORD_WAIT = Duration.ofSeconds(2);
+    /** How long a replica waits for a task's live owner to record its end before it takes the task over. */
+    private static final Duration OWNER_GRACE = Duration.ofSeconds(1);
+    private static final int MAX_KEY_CHARS = 255;
 
     /**
      * @param maxNewTokens    upper bound for a request's max_tokens
@@ -34,19 +64,32 @@ public class InferenceService implements AutoCloseable {
      * @param maxPromptChars  upper bound for a text prompt's length in characters, checked before it is tokenized
      * @param replicas        coordinator replicas serving the same stages: each schedules against its share of their
      *                        KV budgets
+     * @param recoveryTimeout how long a paused generation waits for the pipeline to serve again before it fails
      */
-    public record Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas) {
+    public record Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas,
+                           Duration recoveryTimeout) {
     }
 
     private final Settings settings;
     private final ControlLog control;
     private final ModelCatalog catalog;
     private final Pipeline pipeline;
+    private final TaskJournal journal;
     private final Engine engine;
+    /** Follows the replicated state into the engine, in order and off the thread that applies the log. */
+    private final ExecutorService watcher = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "engine-serving");
+        t.setDaemon(true);
+        return t;
+    });
     private volatile ServingKey serving;
 
     /** What the engine's serving snapshot was built from: rebuilt when it changes. */
     private record ServingKey(long epoch, List<String> pipeline, String merkleRoot) {
+
+        static ServingKey of(ClusterState s) {
+            return new ServingKey(s.epoch(), s.pipeline(), s.merkleRoot());
+        }
     }
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
@@ -56,7 +99,55 @@ public class InferenceService implements AutoCloseable {
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
-        this.engine = new Engine(scheduling, pipeline, journal, metrics, tracing, clock::millis);
+        this.journal = journal;
+        this.engine = new Engine(scheduling, settings.recoveryTimeout(), pipeline, journal, metrics, tracing,
+                clock::millis);
+        control.onApplied(this::applied);
+    }
+
+    /**
+     * The engine holds while the cluster does not serve and serves (its paused sequences resuming) once it does again;
+     * a task taken over by another replica leaves this one's engine.
+     */
+    private void applied(ClusterState before, ClusterState after, ClusterCommand command, long index) {
+        if (watcher.isShutdown()) {
+            return;
+        }
+        boolean was = before.system().acceptsWork();
+        boolean is = after.system().acceptsWork();
+        if (is && (!was || !ServingKey.of(before).equals(ServingKey.of(after)))) {
+            watcher.execute(this::serveCurrent);
+        } else if (was && !is) {
+            watcher.execute(() -> {
+                serving = null;
+                engine.hold();
+            });
+        }
+        if (command instanceof ClusterCommand.TasksRecorded recorded) {
+            for (TaskEvent e : recorded.events()) {
+                TaskRecord was0 = before.tasks().get(e.taskId());
+                TaskRecord now = after.tasks().get(e.taskId());
+                if (e instanceof TaskEvent.Adopted && was0 != null && now != null && mine(was0) && !mine(now)) {
+                    engine.relinquish(e.taskId(), now.owner());
+                }
+            }
+        }
+    }
+
+    private boolean mine(TaskRecord t) {
+        return t.isOwner(journal.replicaId(), journal.startedAtMs());
+    }
+
+    private void serveCurrent() {
+        ClusterState s = control.state();
+        if (!s.system().acceptsWork()) {
+            return;
+        }
+        try {
+            serve(s, servedModel(s));
+        } catch (RuntimeException e) {
+            log.warn("the engine could not follow the cluster's pipeline (epoch {}): {}", s.epoch(), e.toString());
+        }
     }
 
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
@@ -101,7 +192,7 @@ public class InferenceService implements AutoCloseable {
 
     /** Validates and tokenizes a request (everything but the queue's room), without queuing it. */
     public Prepared prepare(GenerationRequest request, TokenListener listener) {
-        return new Prepared(sequence(request, listener));
+        return new Prepared(sequence(request, listener, UUID.randomUUID().toString(), null, true));
     }
 
     public RequestHandle submit(Prepared prepared) {
@@ -114,6 +205,181 @@ public class InferenceService implements AutoCloseable {
         List<Sequence> all = prepared.stream().map(p -> p.sequence).toList();
         engine.submitAll(all);
         return List.copyOf(all);
+    }
+
+    /**
+     * Runs a request at most once per {@code idempotencyKey}, whichever replica it is sent to and however often: the
+     * first start of the key is committed before it runs, and a repeat gets that task's answer (as {@link #resume}
+     * gives it: ended, running, or taken over and replayed here), never a second generation. A repeat with another
+     * request under the same key is refused, naming the header.
+     */
+    public RequestHandle submitOnce(GenerationRequest request, String idempotencyKey, TokenListener listener) {
+        checkKey(idempotencyKey);
+        TaskRecord held = control.state().taskWithKey(idempotencyKey);
+        if (held != null) {
+            return resume(held.taskId(), -1, request, listener, "Idempotency-Key");
+        }
+        Sequence s = sequence(request, listener, UUID.randomUUID().toString(), null, true, idempotencyKey);
+        ClusterState after = journal.commitNow(new TaskEvent.Started(s.taskId(), s.prompt.length, s.request,
+                System.currentTimeMillis()));
+        TaskRecord mine = after.tasks().get(s.taskId());
+        if (mine == null) { // another replica's start of the same key came first
+            TaskRecord first = Objects.requireNonNull(after.taskWithKey(idempotencyKey), "the key's task");
+            return resume(first.taskId(), -1, request, listener, "Idempotency-Key");
+        }
+        engine.submitRecorded(s);
+        return s;
+    }
+
+    private static void checkKey(String key) {
+        if (key.isEmpty() || key.length() > MAX_KEY_CHARS || !key.chars().allMatch(c -> c >= 0x21 && c <= 0x7e)) {
+            throw new InvalidRequestException("Idempotency-Key", "Idempotency-Key must be 1 to " + MAX_KEY_CHARS
+                    + " visible ASCII characters");
+        }
+    }
+
+    /**
+     * The rest of task {@code taskId}'s generation after token {@code afterIndex} (-1: all of it), for a client that
+     * lost its answer (its stream broke, its replica died) and sends {@code request} again, here: its listener is told
+     * the tokens it missed at once, then each new one, and the handle completes with the whole answer. An ended task
+     * answers from its record; one this replica runs carries on; one another replica owns (gone, or it lost its
+     * client) is taken over: this replica records itself the owner, replays the recorded tokens into new KV caches and
+     * generates the rest, the tokens a run without the failure generates. A task whose start never reached the
+     * replicated state (its replica died first) is run again from the request, which gives the same tokens.
+     */
+    public RequestHandle resume(String taskId, int afterIndex, GenerationRequest request, TokenListener listener) {
+        return resume(taskId, afterIndex, request, listener, "Last-Event-ID");
+    }
+
+    private RequestHandle resume(String taskId, int afterIndex, GenerationRequest request, TokenListener listener,
+                                 String field) {
+        TaskRecord t = awaitRecord(taskId);
+        if (t == null) {
+            Sequence again = sequence(request, skippingUpTo(afterIndex, listener), UUID.randomUUID().toString(),
+                    null, true);
+            log.info("task {} is not in the replicated state: running its request again as task {}", taskId,
+                    again.taskId());
+            engine.submit(again);
+            return again;
+        }
+        boolean waited = false;
+        for (int attempt = 0; attempt < 3; attempt++) {
+            Sequence s = sequence(request, listener, taskId, t.request(), false);
+            if (t.request() == null || !t.request().sameGeneration(s.request)) {
+                throw new InvalidRequestException(field, field + " names task " + taskId
+                        + ", which another request started: send the same request again");
+            }
+            if (t.state().terminal()) {
+                return RecordedGeneration.ended(s, t, afterIndex);
+            }
+            if (mine(t)) {
+                Sequence running = engine.attach(taskId, afterIndex, listener);
+                if (running != null) {
+                    return running;
+                }
+                if (settled(t)) {
+                    return carryOn(s, t, afterIndex); // it left this engine (its client went away): resumed here
+                }
+                t = control.state().tasks().get(taskId); // it ended here: its outcome is recorded now
+                continue;
+            }
+            if (!waited && !t.paused() && !ownerGone(t)) {
+                // Its owner runs it and may be about to record its end: a repeat then needs no takeover.
+                waited = true;
+                t = awaitEndOrPause(t, OWNER_GRACE);
+                continue;
+            }
+            String from = t.owner();
+            t = journal.commitNow(new TaskEvent.Adopted(taskId, from, t.ownerStartedAtMs(), System.currentTimeMillis()))
+                    .tasks().get(taskId); // an open task is never pruned
+            if (mine(t)) {
+                log.info("took task {} over from coordinator {} after {} recorded tokens", taskId, from,
+                        t.tokenIds().size());
+                engine.releaseAbandoned(List.of(taskId)); // its first caches, if its owner left them on the stages
+                return carryOn(s, t, afterIndex);
+            }
+            // It ended, or another replica took it over first, meanwhile: look again.
+        }
+        throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.ABORTED, "task " + taskId
+                + " keeps moving between coordinators: retry");
+    }
+
+    /** Whether the replica owning {@code t} does not answer (asked over the control log's group), or is none of it. */
+    private boolean ownerGone(TaskRecord t) {
+        return control.replicaViews().stream()
+                .noneMatch(v -> v.replicaId().equals(t.owner()) && !ReplicaView.UNREACHABLE.equals(v.role()));
+    }
+
+    /** {@code t} as this replica's state holds it once it ended or paused, or after {@code timeout}. */
+    private TaskRecord awaitEndOrPause(TaskRecord t, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        TaskRecord now = control.state().tasks().get(t.taskId());
+        while (!now.state().terminal() && !now.paused() && System.nanoTime() < deadline) {
+            try {
+                TimeUnit.MILLISECONDS.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            now = control.state().tasks().get(t.taskId());
+        }
+        return now;
+    }
+
+    /**
+     * Whether {@code t} is as this replica last recorded it; if not, waits for what it recorded to be committed (a
+     * task that just ended here has its outcome on its way to the log).
+     */
+    private boolean settled(TaskRecord t) {
+        try {
+            journal.flush(Duration.ofSeconds(10));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return control.state().tasks().get(t.taskId()).equals(t);
+    }
+
+    /** Carries task {@code t} on here from its record: its tokens so far replayed, then the rest generated. */
+    private RequestHandle carryOn(Sequence s, TaskRecord t, int afterIndex) {
+        if (t.request().promptTokenIds().isEmpty()) {
+            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.FAILED_PRECONDITION,
+                    "task " + t.taskId() + " has no recorded prompt to resume from");
+        }
+        String finish = RecordedGeneration.replayInto(s, t);
+        if (finish != null) { // its last tokens ended it, but its end was not recorded: it ends now
+            RecordedGeneration.tell(s, afterIndex);
+            journal.finished(s.taskId(), List.copyOf(s.generated), finish, System.currentTimeMillis());
+            s.finish(finish, System.nanoTime());
+            return s;
+        }
+        s.firstTokenNanos = s.lastTokenNanos = System.nanoTime();
+        engine.submitResumed(s, afterIndex);
+        return s;
+    }
+
+    /** A listener told only the tokens after {@code afterIndex} (a run again gives the client the rest only). */
+    private static TokenListener skippingUpTo(int afterIndex, TokenListener listener) {
+        return listener == null ? null : token -> {
+            if (token.index() > afterIndex) {
+                listener.onToken(token);
+            }
+        };
+    }
+
+    /** The task's record as this replica's state holds it, waiting a little for one this replica lags behind. */
+    private TaskRecord awaitRecord(String taskId) {
+        long deadline = System.nanoTime() + RECORD_WAIT.toNanos();
+        TaskRecord t = control.state().tasks().get(taskId);
+        while (t == null && System.nanoTime() < deadline) {
+            try {
+                TimeUnit.MILLISECONDS.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
+            }
+            t = control.state().tasks().get(taskId);
+        }
+        return t;
     }
 
     /** Runs a generation and answers when it is complete (blocks the caller). */
@@ -130,11 +396,23 @@ public class InferenceService implements AutoCloseable {
         }
     }
 
-    private Sequence sequence(GenerationRequest request, TokenListener listener) {
+    private Sequence sequence(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
+                              boolean forNewWork) {
+        return sequence(request, listener, taskId, recorded, forNewWork,
+                recorded == null ? null : recorded.idempotencyKey());
+    }
+
+    /**
+     * Validates and tokenizes {@code request} into a sequence of task {@code taskId}; with {@code forNewWork} the
+     * cluster must serve now (a client resuming a task may come back while it recovers). A task already
+     * {@code recorded} keeps its seed and key.
+     */
+    private Sequence sequence(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
+                              boolean forNewWork, String idempotencyKey) {
         long arrived = System.nanoTime();
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
-        if (!state.system().acceptsWork()) { // judged from this replica's state: tasks are recorded off the request's path
+        if (forNewWork && !state.system().acceptsWork()) { // judged from this replica's state
             throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
         }
         ServedModel model = servedModel(state);
@@ -150,8 +428,14 @@ public class InferenceService implements AutoCloseable {
         int maxTokens = RequestValidator.maxTokens(request, prompt.length, settings.maxNewTokens(),
                 model.config().maxPositions());
         SamplingParams sampling = RequestValidator.sampling(request);
+        if (recorded != null) {
+            sampling = new SamplingParams(sampling.temperature(), sampling.topP(), sampling.topK(), recorded.seed(),
+                    sampling.logprobs());
+        }
         StopSequences stop = RequestValidator.stop(request);
-        serve(state, model);
+        if (state.system().acceptsWork()) {
+            serve(state, model);
+        }
         KvBudgets.Stage full = engine.neverFits(prompt.length + maxTokens);
         if (full != null) {
             throw new InvalidRequestException("max_tokens", "a sequence of " + prompt.length + " prompt and "
@@ -161,13 +445,16 @@ public class InferenceService implements AutoCloseable {
         // The text is followed token by token only for a listener or stop strings.
         IncrementalText text = listener == null && stop.isEmpty() ? null
                 : new IncrementalText(model.tokenizer()::decode, stop);
-        return new Sequence(UUID.randomUUID().toString(), model, prompt, maxTokens, new Sampler(sampling),
-                Boolean.TRUE.equals(request.ignoreEos()), text, listener, arrived, engine);
+        TaskRequest asked = TaskRequest.of(Arrays.stream(prompt).boxed().toList(), maxTokens, sampling.temperature(),
+                sampling.topP(), sampling.topK(), sampling.seed(), sampling.logprobs(),
+                Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey);
+        return new Sequence(taskId, model, prompt, maxTokens, new Sampler(sampling),
+                Boolean.TRUE.equals(request.ignoreEos()), asked, text, listener, arrived, engine);
     }
 
-    /** Points the engine at the stages {@code state} assigns, when they changed. */
-    private void serve(ClusterState state, ServedModel model) {
-        ServingKey key = new ServingKey(state.epoch(), state.pipeline(), state.merkleRoot());
+    /** Points the engine at the stages {@code state} assigns, when they changed (or it held meanwhile). */
+    private synchronized void serve(ClusterState state, ServedModel model) {
+        ServingKey key = ServingKey.of(state);
         if (key.equals(serving)) {
             return;
         }
@@ -195,7 +482,7 @@ public class InferenceService implements AutoCloseable {
         return new KvBudgets.Stage(n.info().nodeId(), share, positions -> KvCacheSizing.reservedBytes(config, layers, positions));
     }
 
-    /** Requests running now (holding KV caches on the stages). */
+    /** Requests running now (holding KV caches on the stages, or waiting to resume). */
     public int running() {
         return engine.runningCount();
     }
@@ -203,6 +490,16 @@ public class InferenceService implements AutoCloseable {
     /** Requests waiting to run. */
     public int waiting() {
         return engine.waitingCount();
+    }
+
+    /** Requests waiting for the pipeline to serve again (paused by a failed stage, or replaying their history). */
+    public int paused() {
+        return engine.pausedCount();
+    }
+
+    @Override
+    public int pausedRequests() {
+        return paused();
     }
 
     /** Tokens this replica generated since it started, counted as each is chosen (a live rate, unlike a request's end). */
@@ -231,9 +528,13 @@ public class InferenceService implements AutoCloseable {
         return ids;
     }
 
-    /** Ends every running and waiting request (the coordinator is stopping) and frees them on the stages. */
+    /**
+     * Stops the engine: running and waiting requests leave, recorded paused with their progress for a client that
+     * resumes them at another replica, and their caches are freed on the stages.
+     */
     @Override
     public void close() {
         engine.close();
+        watcher.shutdownNow();
     }
 }

@@ -16,7 +16,10 @@ public interface RequestTracing {
     /** Starts a request's span as a child of the caller's current span; called on the caller's thread. */
     Trace start(String taskId);
 
-    /** One request's trace. A sequence is in at most one micro-batch at a time, so it has one step open at most. */
+    /**
+     * One request's trace. A sequence is in one micro-batch at a time, except while it replays its history after a
+     * pause, when several of its steps are in flight: a step's span is named by its micro-batch.
+     */
     interface Trace {
 
         Trace NONE = new Trace() {
@@ -32,13 +35,17 @@ public interface RequestTracing {
             return Map.of();
         }
 
-        /** Closes the open step span: the step came back with logits. */
-        default void stepEnded() {
+        /** Closes the span of micro-batch {@code batchId}'s step: it came back with logits. */
+        default void stepEnded(long batchId) {
+        }
+
+        /** Closes the span of micro-batch {@code batchId}'s step as failed (the request pauses, or ends). */
+        default void stepFailed(long batchId, Throwable failure) {
         }
 
         /**
-         * Closes the request's span, and its step span if one is open (the step failed with it): finished with
-         * {@code finishReason}, or failed with {@code failure}.
+         * Closes the request's span, and its step spans still open (the steps failed with it): finished with
+         * {@code finishReason}, or failed (or left this replica) with {@code failure}.
          */
         default void ended(String finishReason, Throwable failure, int generatedTokens) {
         }

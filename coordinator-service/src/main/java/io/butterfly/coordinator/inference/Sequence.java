@@ -1,14 +1,18 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.inference.sampling.Sampler;
-import io.butterfly.coordinator.inference.scheduler.SequenceProgress;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
+import io.butterfly.coordinator.inference.scheduler.SequenceProgress;
 import io.butterfly.coordinator.model.ServedModel;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * One request in the engine: what it asked, its progress through the stages, what it generated and how long each
@@ -22,9 +26,12 @@ final class Sequence implements RequestHandle {
     final int maxTokens;
     final Sampler sampler;
     final boolean ignoreEos;
+    /** What was asked, as the task's record keeps it (another replica resumes the task from it). */
+    final TaskRequest request;
     /** Follows the text for a listener or stop strings; null when nobody needs it. */
     final IncrementalText text;
-    final TokenListener listener;
+    /** Told each token; replaced when a client that lost its stream comes back for the rest (null: nobody). */
+    TokenListener listener;
     final long arrivedNanos;
     private final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
     private final Engine engine;
@@ -32,6 +39,8 @@ final class Sequence implements RequestHandle {
     final List<Long> generated = new ArrayList<>();
     final List<Double> logprobs = new ArrayList<>();
     final List<List<TokenLogprob>> topLogprobs = new ArrayList<>();
+    /** The text each generated token settled, as its listener was told (when {@link #text} is followed). */
+    final List<String> pieces = new ArrayList<>();
     final Map<String, Double> stageMs = new LinkedHashMap<>();
     long firstTokenNanos;
     long lastTokenNanos;
@@ -40,21 +49,33 @@ final class Sequence implements RequestHandle {
     long samplingNanos;
     /** Why it is to end at its next step (a client gone); null while it may go on. */
     String cancelled;
+    /** Why it is to leave at its next step without ending, resumable elsewhere (its streaming client went away). */
+    String detached;
+    /** The replica the task moved to (a client resumed it there): it leaves here at its next step, unrecorded. */
+    String movedTo;
+    /** Since when it has waited to generate again (paused, then replaying); 0 while it generates. */
+    long pausedSinceNanos;
+    /** What paused it. */
+    RuntimeException pauseCause;
+    /** The stages know its KV caches by this id: the task id, and a fresh one for each attempt after a pause. */
+    private String stageId;
     /** Its trace, from the moment the engine takes it. */
     RequestTracing.Trace trace = RequestTracing.Trace.NONE;
 
     Sequence(String id, ServedModel model, long[] prompt, int maxTokens, Sampler sampler, boolean ignoreEos,
-             IncrementalText text, TokenListener listener, long arrivedNanos, Engine engine) {
+             TaskRequest request, IncrementalText text, TokenListener listener, long arrivedNanos, Engine engine) {
         this.progress = new SequenceProgress(id, prompt.length, maxTokens);
         this.model = model;
         this.prompt = prompt;
         this.maxTokens = maxTokens;
         this.sampler = sampler;
         this.ignoreEos = ignoreEos;
+        this.request = request;
         this.text = text;
         this.listener = listener;
         this.arrivedNanos = arrivedNanos;
         this.engine = engine;
+        this.stageId = id;
     }
 
     @Override
@@ -69,7 +90,7 @@ final class Sequence implements RequestHandle {
 
     @Override
     public List<Long> promptTokenIds() {
-        return java.util.Arrays.stream(prompt).boxed().toList();
+        return Arrays.stream(prompt).boxed().toList();
     }
 
     @Override
@@ -82,13 +103,43 @@ final class Sequence implements RequestHandle {
         engine.cancel(this, reason);
     }
 
-    /** The tokens a step of {@code n} new positions feeds: the prompt's next ones, or the last token chosen. */
-    void appendInput(long[] into, int at, int n) {
-        if (progress.prefilling()) {
-            System.arraycopy(prompt, progress.computed(), into, at, n);
-        } else {
-            into[at] = generated.get(generated.size() - 1);
+    @Override
+    public void detach(String reason) {
+        engine.detach(this, reason);
+    }
+
+    /** The id its KV caches have on the stages in its current attempt. */
+    String stageId() {
+        return stageId;
+    }
+
+    /** A new attempt runs on new caches: a new id, unlike any this or another replica used for the task. */
+    void newAttempt() {
+        byte[] suffix = new byte[6];
+        ThreadLocalRandom.current().nextBytes(suffix);
+        stageId = taskId() + "~" + HexFormat.of().formatHex(suffix);
+    }
+
+    /** The tokens fed from known ones: the prompt, then those generated. */
+    int historyLength() {
+        return prompt.length + generated.size();
+    }
+
+    /**
+     * The tokens a step of {@code n} new positions from {@code position} feeds: its history's (the prompt, then the
+     * generated tokens; a decode feeds the last one chosen).
+     */
+    void appendInput(long[] into, int at, int position, int n) {
+        for (int i = 0; i < n; i++) {
+            int p = position + i;
+            into[at + i] = p < prompt.length ? prompt[p] : generated.get(p - prompt.length);
         }
+    }
+
+    /** Generated token {@code index} as its listener was told it. */
+    GeneratedToken token(int index) {
+        return new GeneratedToken(taskId(), index, generated.get(index), pieces.isEmpty() ? "" : pieces.get(index),
+                logprobs.get(index), topLogprobs.get(index));
     }
 
     /** Adds one step's share: the micro-batch's time in each stage, between them, and in all. */

@@ -40,7 +40,7 @@ public final class OptimalPlanner implements PartitionPlanner {
         }
         int n = workers.size();
         int layers = model.numLayers();
-        Work work = Work.of(model);
+        StageWork work = StageWork.of(model);
         double[][] best = new double[n + 1][layers + 1];
         int[][] from = new int[n + 1][layers + 1];
         for (double[] row : best) {
@@ -81,42 +81,13 @@ public final class OptimalPlanner implements PartitionPlanner {
 
     /** The slowest stage's time of a plan (the objective). */
     public static double bottleneck(ModelFootprint model, PartitionPlan plan, List<WorkerCapacity> workers) {
-        Work work = Work.of(model);
+        StageWork work = StageWork.of(model);
         double max = 0;
         for (StageAssignment s : plan.stages()) {
             WorkerCapacity w = workers.stream().filter(c -> c.nodeId().equals(s.nodeId())).findFirst().orElseThrow();
             max = Math.max(max, work.stageTime(w, s.layerStart(), s.layerEnd()));
         }
         return max;
-    }
-
-    /**
-     * Per-step work of every layer prefix and of the head (weight bytes, or 1 per layer and 0 for the head when no
-     * layer's weight size is known), so that a stage's work is one subtraction and its time one division: exact, like an
-     * exhaustive search.
-     */
-    private record Work(long[] prefix, long head) {
-
-        static Work of(ModelFootprint model) {
-            int layers = model.numLayers();
-            long[] prefix = new long[layers + 1];
-            for (int l = 0; l < layers; l++) {
-                prefix[l + 1] = prefix[l] + model.layerWeightBytes(l);
-            }
-            if (prefix[layers] > 0) { // weights known (a head alone would put every other stage at no cost)
-                return new Work(prefix, model.headBytes());
-            }
-            for (int l = 0; l <= layers; l++) {
-                prefix[l] = l;
-            }
-            return new Work(prefix, 0);
-        }
-
-        /** Seconds-like time of the stage {@code [start, end)} on worker {@code w}. */
-        double stageTime(WorkerCapacity w, int start, int end) {
-            long units = prefix[end] - prefix[start] + (end == prefix.length - 1 ? head : 0);
-            return units / w.gflops();
-        }
     }
 
     private static PartitionPlan reconstruct(int[][] from, List<WorkerCapacity> workers, int layers) {

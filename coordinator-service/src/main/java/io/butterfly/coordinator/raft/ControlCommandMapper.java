@@ -3,7 +3,6 @@ package io.butterfly.coordinator.raft;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.proto.coordinator.v1.BootstrapCommand;
@@ -16,8 +15,10 @@ import io.butterfly.proto.coordinator.v1.LoadCompletedCommand;
 import io.butterfly.proto.coordinator.v1.LoadFailedCommand;
 import io.butterfly.proto.coordinator.v1.LoadProgressedCommand;
 import io.butterfly.proto.coordinator.v1.ModelResolvedCommand;
+import io.butterfly.proto.coordinator.v1.NodeDrainRequestedCommand;
 import io.butterfly.proto.coordinator.v1.NodeFailedCommand;
 import io.butterfly.proto.coordinator.v1.NodeJoinedCommand;
+import io.butterfly.proto.coordinator.v1.NodeLeftCommand;
 import io.butterfly.proto.coordinator.v1.NodeRecoveredCommand;
 import io.butterfly.proto.coordinator.v1.NodeSuspectedCommand;
 import io.butterfly.proto.coordinator.v1.NodeSuspicionClearedCommand;
@@ -25,9 +26,6 @@ import io.butterfly.proto.coordinator.v1.PartitionsAssignedCommand;
 import io.butterfly.proto.coordinator.v1.ShutdownCommand;
 import io.butterfly.proto.coordinator.v1.TaskFailedCommand;
 import io.butterfly.proto.coordinator.v1.TaskFinishedCommand;
-import io.butterfly.proto.coordinator.v1.TaskFailedEvent;
-import io.butterfly.proto.coordinator.v1.TaskFinishedEvent;
-import io.butterfly.proto.coordinator.v1.TaskStartedEvent;
 import io.butterfly.proto.coordinator.v1.TaskSubmittedCommand;
 import io.butterfly.proto.coordinator.v1.TasksRecordedCommand;
 import java.util.function.Consumer;
@@ -74,6 +72,9 @@ public final class ControlCommandMapper {
                 p.addStages(ControlStage.newBuilder().setNodeId(s.nodeId()).setLayerStart(s.layerStart())
                         .setLayerEnd(s.layerEnd()).setHasEmbedding(s.hasEmbedding()).setHasHead(s.hasHead()));
             }
+            if (!c.reason().isEmpty()) {
+                p.setReason(c.reason());
+            }
             b.setPartitionsAssigned(p);
         } else if (command instanceof ClusterCommand.LoadProgressed c) {
             LoadProgressedCommand.Builder p = LoadProgressedCommand.newBuilder().setNodeId(c.nodeId())
@@ -105,7 +106,7 @@ public final class ControlCommandMapper {
         } else if (command instanceof ClusterCommand.TasksRecorded c) {
             TasksRecordedCommand.Builder p = TasksRecordedCommand.newBuilder().setReplica(c.replica())
                     .setReplicaStartedAtMs(c.replicaStartedAtMs());
-            c.events().forEach(e -> p.addEvents(toProto(e)));
+            c.events().forEach(e -> p.addEvents(TaskEventMapper.toProto(e)));
             b.setTasksRecorded(p);
         } else if (command instanceof ClusterCommand.Shutdown c) {
             ShutdownCommand.Builder p = ShutdownCommand.newBuilder();
@@ -129,6 +130,14 @@ public final class ControlCommandMapper {
         } else if (command instanceof ClusterCommand.NodeRecovered c) {
             b.setNodeRecovered(NodeRecoveredCommand.newBuilder().setNodeId(c.nodeId())
                     .setPartitionIntact(c.partitionIntact()).setLastHeartbeatMs(c.lastHeartbeatMs()));
+        } else if (command instanceof ClusterCommand.NodeDrainRequested c) {
+            b.setNodeDrainRequested(NodeDrainRequestedCommand.newBuilder().setNodeId(c.nodeId()));
+        } else if (command instanceof ClusterCommand.NodeLeft c) {
+            NodeLeftCommand.Builder p = NodeLeftCommand.newBuilder().setNodeId(c.nodeId());
+            if (!c.reason().isEmpty()) {
+                p.setReason(c.reason());
+            }
+            b.setNodeLeft(p);
         } else if (command instanceof ClusterCommand.Checkpoint c) {
             b.setCheckpoint(io.butterfly.proto.coordinator.v1.CheckpointCommand.newBuilder().setEpoch(c.epoch())
                     .setMerkleRoot(c.merkleRoot()));
@@ -168,7 +177,7 @@ public final class ControlCommandMapper {
                 return new ClusterCommand.PartitionsAssigned(c.getEpoch(), c.getStagesList().stream()
                         .map(s -> new StageAssignment(s.getNodeId(), s.getLayerStart(), s.getLayerEnd(),
                                 s.getHasEmbedding(), s.getHasHead()))
-                        .toList(), at);
+                        .toList(), c.hasReason() ? c.getReason() : "", at);
             }
             case LOAD_PROGRESSED: {
                 LoadProgressedCommand c = proto.getLoadProgressed();
@@ -204,7 +213,7 @@ public final class ControlCommandMapper {
             case TASKS_RECORDED: {
                 TasksRecordedCommand c = proto.getTasksRecorded();
                 return new ClusterCommand.TasksRecorded(c.getReplica(), c.getReplicaStartedAtMs(),
-                        c.getEventsList().stream().map(ControlCommandMapper::fromProto).toList(), at);
+                        c.getEventsList().stream().map(TaskEventMapper::fromProto).toList(), at);
             }
             case SHUTDOWN: {
                 ShutdownCommand c = proto.getShutdown();
@@ -230,6 +239,12 @@ public final class ControlCommandMapper {
                 NodeRecoveredCommand c = proto.getNodeRecovered();
                 return new ClusterCommand.NodeRecovered(c.getNodeId(), c.getPartitionIntact(), c.getLastHeartbeatMs(), at);
             }
+            case NODE_DRAIN_REQUESTED:
+                return new ClusterCommand.NodeDrainRequested(proto.getNodeDrainRequested().getNodeId(), at);
+            case NODE_LEFT: {
+                NodeLeftCommand c = proto.getNodeLeft();
+                return new ClusterCommand.NodeLeft(c.getNodeId(), c.hasReason() ? c.getReason() : "", at);
+            }
             case CHECKPOINT:
                 return new ClusterCommand.Checkpoint(proto.getCheckpoint().getEpoch(),
                         proto.getCheckpoint().getMerkleRoot(), at);
@@ -238,42 +253,6 @@ public final class ControlCommandMapper {
             case COMMAND_NOT_SET:
             default:
                 throw new IllegalArgumentException("control-log entry has no known command: " + proto.getCommandCase());
-        }
-    }
-
-    private static io.butterfly.proto.coordinator.v1.TaskEvent toProto(TaskEvent e) {
-        io.butterfly.proto.coordinator.v1.TaskEvent.Builder b = io.butterfly.proto.coordinator.v1.TaskEvent.newBuilder()
-                .setTaskId(e.taskId()).setAtMs(e.atMs());
-        if (e instanceof TaskEvent.Started s) {
-            b.setStarted(TaskStartedEvent.newBuilder().setPromptTokens(s.promptTokens()));
-        } else if (e instanceof TaskEvent.Finished f) {
-            TaskFinishedEvent.Builder p = TaskFinishedEvent.newBuilder().addAllTokenIds(f.tokenIds());
-            ifPresent(f.finishReason(), p::setFinishReason);
-            b.setFinished(p);
-        } else {
-            TaskFailedEvent.Builder p = TaskFailedEvent.newBuilder();
-            ifPresent(((TaskEvent.Failed) e).error(), p::setError);
-            b.setFailed(p);
-        }
-        return b.build();
-    }
-
-    private static TaskEvent fromProto(io.butterfly.proto.coordinator.v1.TaskEvent p) {
-        switch (p.getEventCase()) {
-            case STARTED:
-                return new TaskEvent.Started(p.getTaskId(), p.getStarted().getPromptTokens(), p.getAtMs());
-            case FINISHED: {
-                TaskFinishedEvent f = p.getFinished();
-                return new TaskEvent.Finished(p.getTaskId(), f.getTokenIdsList(),
-                        f.hasFinishReason() ? f.getFinishReason() : null, p.getAtMs());
-            }
-            case FAILED:
-                return new TaskEvent.Failed(p.getTaskId(), p.getFailed().hasError() ? p.getFailed().getError() : null,
-                        p.getAtMs());
-            case EVENT_NOT_SET:
-            default:
-                throw new IllegalArgumentException("task event of " + p.getTaskId() + " has no known kind: "
-                        + p.getEventCase());
         }
     }
 

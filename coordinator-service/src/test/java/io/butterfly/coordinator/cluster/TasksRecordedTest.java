@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -109,7 +110,7 @@ class TasksRecordedTest {
     /** A log written before batches may hold the system COMPUTING: the batch that ends its last task leaves it. */
     @Test
     void aSystemComputingForATaskSubmittedAloneReturnsToReadyWhenABatchEndsItsLastTask() {
-        Fixtures f = Fixtures.ready().apply(new ClusterCommand.TaskSubmitted("old", 3, "coordinator-1", 1, 100));
+        Fixtures f = Fixtures.ready().apply(new ClusterCommand.TaskSubmitted("old", 3, REPLICA, REPLICA_STARTED, 100));
         assertEquals(SystemState.COMPUTING, f.state().system());
         f.apply(batch(102, started("new", 101)));
         assertEquals(SystemState.COMPUTING, f.state().system());
@@ -150,6 +151,75 @@ class TasksRecordedTest {
             assertEquals(expectedOutcomes(batches), outcomes(retried.state()), "seed " + seed);
         }
         assertTrue(repeats > 100, "too few batches applied again: " + repeats);
+    }
+
+    /**
+     * A running task's progress, pauses and resumption are its owner's to record, in order: a progress applied again
+     * adds nothing and one after a lost one is not applied, so the recorded tokens stay the generation's first.
+     */
+    @Test
+    void progressPausesAndResumptionsBuildARecordAnotherReplicaCanResumeFrom() {
+        TaskRequest request = TaskRequest.of(List.of(5L, 6L), 8, 0.8, 1, 0, 7, 0, false, List.of(), null);
+        Fixtures f = Fixtures.ready().apply(batch(1, new TaskEvent.Started("t", 2, request, 1)));
+        f.apply(batch(3, progressed("t", 0, 11, 12), progressed("t", 2, 13)));
+        f.apply(batch(4, progressed("t", 1, 12, 13))); // applied again, in part: nothing new
+        f.apply(batch(5, progressed("t", 5, 99))); // after a lost one: not applied
+        TaskRecord t = f.state().tasks().get("t");
+        assertEquals(List.of(11L, 12L, 13L), t.tokenIds());
+        assertEquals(List.of(-1.0, -1.0, -1.0), t.logprobs());
+        assertEquals(3, t.generatedTokens());
+        assertEquals(request, t.request());
+
+        f.apply(batch(6, new TaskEvent.Paused("t", "stage w2 is gone", 6)));
+        assertTrue(f.state().tasks().get("t").paused());
+        assertEquals("stage w2 is gone", f.state().tasks().get("t").pauseReason());
+        f.apply(batch(7, new TaskEvent.Resumed("t", 7), progressed("t", 3, 14)));
+        assertFalse(f.state().tasks().get("t").paused());
+        f.apply(batch(9, finished("t", 8)));
+        TaskRecord ended = f.state().tasks().get("t");
+        assertEquals(TaskRecord.State.COMPLETED, ended.state());
+        assertEquals(List.of(), ended.request().promptTokenIds(), "an ended task keeps no prompt");
+        assertEquals(request.promptSha256(), ended.request().promptSha256());
+    }
+
+    /**
+     * A task moves to the replica that adopts it from its current owner, once: a second adoption from the same owner,
+     * and anything the former owner records afterwards (progress, outcome, a failure as its own), does not apply.
+     */
+    @Test
+    void aTaskMovesOnceToTheReplicaThatAdoptsItAndItsFormerOwnerCanNoLongerMoveIt() {
+        Fixtures f = Fixtures.ready().apply(batch(1, started("t", 0), progressed("t", 0, 11)));
+        f.apply(new ClusterCommand.TasksRecorded("coordinator-1", 900,
+                List.of(new TaskEvent.Adopted("t", REPLICA, REPLICA_STARTED, 2)), 2));
+        f.apply(new ClusterCommand.TasksRecorded("coordinator-2", 900,
+                List.of(new TaskEvent.Adopted("t", REPLICA, REPLICA_STARTED, 3)), 3));
+        assertTrue(f.state().tasks().get("t").isOwner("coordinator-1", 900));
+        f.apply(batch(5, progressed("t", 1, 12), new TaskEvent.Failed("t", "gave up", REPLICA, REPLICA_STARTED, 4),
+                finished("t", 5)));
+        TaskRecord t = f.state().tasks().get("t");
+        assertEquals(TaskRecord.State.EXECUTING, t.state());
+        assertEquals(List.of(11L), t.tokenIds());
+        f.apply(new ClusterCommand.TasksRecorded("coordinator-1", 900,
+                List.of(progressed("t", 1, 12), new TaskEvent.Finished("t", List.of(11L, 12L), "length", 6)), 6));
+        assertEquals(TaskRecord.State.COMPLETED, f.state().tasks().get("t").state());
+    }
+
+    /** A start under an idempotency key another task holds is not recorded: that task is the request's. */
+    @Test
+    void aStartUnderAKeyAnotherTaskHoldsIsNotRecorded() {
+        TaskRequest keyed = TaskRequest.of(List.of(5L), 8, 0, 1, 0, 0, 0, false, List.of(), "k-1");
+        Fixtures f = Fixtures.ready().apply(batch(1, new TaskEvent.Started("first", 1, keyed, 1)));
+        f.apply(new ClusterCommand.TasksRecorded("coordinator-1", 900,
+                List.of(new TaskEvent.Started("second", 1, keyed, 2)), 2));
+        assertNull(f.state().tasks().get("second"));
+        assertEquals("first", f.state().taskWithKey("k-1").taskId());
+        f.apply(batch(3, finished("first", 3)));
+        assertEquals("first", f.state().taskWithKey("k-1").taskId(), "an ended task keeps its key");
+    }
+
+    private static TaskEvent progressed(String id, int from, long... tokens) {
+        return new TaskEvent.Progressed(id, from, java.util.Arrays.stream(tokens)
+                .mapToObj(t -> new TaskEvent.Token(t, -1.0, List.of())).toList(), from);
     }
 
     /** Running tasks are never pruned; the oldest finished ones beyond the bound are, batch or not. */

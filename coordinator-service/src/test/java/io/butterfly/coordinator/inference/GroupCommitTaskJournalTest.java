@@ -71,7 +71,7 @@ class GroupCommitTaskJournalTest {
             Random rnd = new Random(seed);
             control.failing(new Random(seed * 31), 0.2);
             GroupCommitTaskJournal journal = journal(Duration.ofMillis(5), 64, 100_000);
-            List<TaskEvent> recorded = history(rnd, "s" + seed + "-", 600);
+            List<TaskEvent> recorded = history(rnd, "s" + seed + "-", 600, journal.startedAtMs());
             int from = control.committed.size();
             for (int i = 0; i < recorded.size(); i++) {
                 record(journal, recorded.get(i));
@@ -110,7 +110,7 @@ class GroupCommitTaskJournalTest {
             Random rnd = new Random(t);
             String prefix = "r" + t + "-";
             Thread thread = new Thread(() -> {
-                List<TaskEvent> mine = history(rnd, prefix, 100);
+                List<TaskEvent> mine = history(rnd, prefix, 100, journal.startedAtMs());
                 mine.forEach(e -> record(journal, e));
                 all.addAll(mine);
             });
@@ -126,12 +126,40 @@ class GroupCommitTaskJournalTest {
         assertThat(control.committed.size()).isLessThan(all.size() / 8);
     }
 
+    /**
+     * Tokens are recorded one at a time but logged as one progress event per task and entry: three tasks' tokens,
+     * interleaved, over several flushes, all arrive in order, in a few events.
+     */
+    @Test
+    void tokensBecomeOneProgressEventPerTaskAndEntry() throws Exception {
+        GroupCommitTaskJournal journal = journal(Duration.ofHours(1), 256, 1_000);
+        List<String> tasks = List.of("a", "b", "c");
+        tasks.forEach(id -> journal.started(id, TestRequests.prompt(2), 0));
+        int tokens = 0;
+        for (int flush = 0; flush < 3; flush++) {
+            for (int i = 0; i < 10; i++, tokens++) {
+                for (String id : tasks) {
+                    journal.progressed(id, tokens, new TaskEvent.Token(100 + tokens, -0.5, List.of()), tokens);
+                }
+            }
+            assertThat(journal.flush(Duration.ofSeconds(10))).isTrue();
+        }
+        List<Long> expected = java.util.stream.LongStream.range(100, 130).boxed().toList();
+        for (String id : tasks) {
+            assertThat(log.state().tasks().get(id).tokenIds()).as(id).isEqualTo(expected);
+        }
+        long progressEvents = control.committed.stream().flatMap(List::stream)
+                .filter(e -> e instanceof TaskEvent.Progressed).count();
+        assertThat(progressEvents).as("one per task and entry").isEqualTo(3 * 3);
+        assertThat(journal.backlog()).isZero();
+    }
+
     /** A full batch goes at once; fewer wait for the interval (here an hour) or a flush. */
     @Test
     void aFullBatchIsCommittedWithoutWaitingForTheInterval() throws Exception {
         GroupCommitTaskJournal journal = journal(Duration.ofHours(1), 10, 1_000);
         for (int i = 0; i < 25; i++) {
-            journal.started("t" + i, 1, i);
+            journal.started("t" + i, TestRequests.prompt(1), i);
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> !journal.pending("t19"));
         assertThat(log.state().tasks()).hasSize(20);
@@ -147,10 +175,10 @@ class GroupCommitTaskJournalTest {
     void recordingNeverWaitsForTheLog() throws Exception {
         GroupCommitTaskJournal journal = journal(Duration.ZERO, 256, 100_000);
         control.block();
-        journal.started("first", 1, 0);
+        journal.started("first", TestRequests.prompt(1), 0);
         await().atMost(Duration.ofSeconds(10)).until(() -> control.submits.get() == 1);
         for (int i = 0; i < 10_000; i++) {
-            journal.started("t" + i, 1, i);
+            journal.started("t" + i, TestRequests.prompt(1), i);
             journal.finished("t" + i, List.of(1L), "stop", i);
         }
         assertThat(journal.pending("t9999")).isTrue();
@@ -165,9 +193,9 @@ class GroupCommitTaskJournalTest {
     void aRefusedBatchIsDroppedAndTheJournalGoesOn() throws Exception {
         GroupCommitTaskJournal journal = journal(Duration.ZERO, 256, 1_000);
         control.refuseNext();
-        journal.started("refused", 1, 0);
+        journal.started("refused", TestRequests.prompt(1), 0);
         assertThat(journal.flush(Duration.ofSeconds(10))).isTrue();
-        journal.started("next", 1, 1);
+        journal.started("next", TestRequests.prompt(1), 1);
         assertThat(journal.flush(Duration.ofSeconds(10))).isTrue();
         assertThat(log.state().tasks()).containsOnlyKeys("next");
         assertThat(journal.pending("refused")).isFalse();
@@ -182,7 +210,7 @@ class GroupCommitTaskJournalTest {
         control.failing(new Random(1), 1.0);
         GroupCommitTaskJournal journal = journal(Duration.ZERO, 16, 100);
         for (int i = 0; i < 150; i++) {
-            journal.started("t" + i, 1, i);
+            journal.started("t" + i, TestRequests.prompt(1), i);
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> control.failures.get() >= 3); // retried, with backoff
         assertThat(journal.dropped()).isBetween(34L, 50L); // 100 queued, plus the batch being retried
@@ -202,17 +230,17 @@ class GroupCommitTaskJournalTest {
     @Test
     void closingCommitsWhatIsQueued() {
         GroupCommitTaskJournal journal = journal(Duration.ofHours(1), 256, 1_000);
-        journal.started("t1", 1, 0);
+        journal.started("t1", TestRequests.prompt(1), 0);
         journal.finished("t1", List.of(4L), "length", 1);
         journal.close();
         assertThat(log.state().tasks().get("t1").state()).isEqualTo(TaskRecord.State.COMPLETED);
-        journal.started("late", 1, 2);
+        journal.started("late", TestRequests.prompt(1), 2);
         assertThat(journal.dropped()).isEqualTo(1);
     }
 
     private static void record(GroupCommitTaskJournal journal, TaskEvent e) {
         if (e instanceof TaskEvent.Started s) {
-            journal.started(s.taskId(), s.promptTokens(), s.atMs());
+            journal.started(s.taskId(), s.request(), s.atMs());
         } else if (e instanceof TaskEvent.Finished f) {
             journal.finished(f.taskId(), f.tokenIds(), f.finishReason(), f.atMs());
         } else {
@@ -221,12 +249,14 @@ class GroupCommitTaskJournalTest {
     }
 
     /** Each of {@code tasks} tasks starts and then finishes (with its tokens) or fails; the tasks interleave. */
-    private static List<TaskEvent> history(Random rnd, String prefix, int tasks) {
+    private static List<TaskEvent> history(Random rnd, String prefix, int tasks, long journalStartedAtMs) {
         List<List<TaskEvent>> perTask = new ArrayList<>();
         for (int i = 0; i < tasks; i++) {
             String id = prefix + i;
-            perTask.add(new ArrayList<>(List.of(new TaskEvent.Started(id, 1 + rnd.nextInt(100), i),
-                    rnd.nextInt(5) == 0 ? new TaskEvent.Failed(id, "the client closed the stream", i + 1)
+            int prompt = 1 + rnd.nextInt(100);
+            perTask.add(new ArrayList<>(List.of(new TaskEvent.Started(id, prompt, TestRequests.prompt(prompt), i),
+                    rnd.nextInt(5) == 0 ? new TaskEvent.Failed(id, "the client closed the stream", "coordinator-0",
+                            journalStartedAtMs, i + 1)
                             : new TaskEvent.Finished(id, rnd.longs(1 + rnd.nextInt(20), 0, 512).boxed().toList(),
                             rnd.nextBoolean() ? "stop" : "length", i + 1))));
         }

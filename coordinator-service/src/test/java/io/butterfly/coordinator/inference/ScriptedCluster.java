@@ -78,21 +78,27 @@ public final class ScriptedCluster implements AutoCloseable {
     }
 
     public InferenceService service(Pipeline steps, SchedulerSettings scheduling) {
-        return service(steps, scheduling, null);
+        return service(steps, scheduling, Duration.ofSeconds(60), null);
     }
 
     /** An inference service whose model has {@code chatTemplate} (null: none). */
     public InferenceService service(Pipeline steps, ChatTemplate chatTemplate) {
-        return service(steps, SCHEDULING, chatTemplate);
+        return service(steps, SCHEDULING, Duration.ofSeconds(60), chatTemplate);
     }
 
-    private InferenceService service(Pipeline steps, SchedulerSettings scheduling, ChatTemplate chatTemplate) {
+    /** @param recoveryTimeout how long a paused generation waits for the pipeline */
+    public InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout) {
+        return service(steps, scheduling, recoveryTimeout, null);
+    }
+
+    private InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout,
+                                     ChatTemplate chatTemplate) {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer,
                 chatTemplate));
-        InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1), scheduling,
-                control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
+        InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1, recoveryTimeout),
+                scheduling, control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
         services.add(service);
         return service;
     }

@@ -88,8 +88,9 @@ class UnusableLogitsTest {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));
         Pipeline steps = ScriptedPipeline.answering(in -> ScriptedPipeline.answer(logits, 1, VOCAB));
-        InferenceService service = new InferenceService(props.inference(1), ScriptedCluster.SCHEDULING, control, catalog,
-                steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
+        InferenceService service = new InferenceService(props.inference(1, java.time.Duration.ofSeconds(60)),
+                ScriptedCluster.SCHEDULING, control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE,
+                Clock.systemUTC());
         services.add(service);
         return service;
     }

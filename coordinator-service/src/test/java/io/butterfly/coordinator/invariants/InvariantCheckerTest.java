@@ -93,7 +93,8 @@ class InvariantCheckerTest {
 
         ClusterState older = new ClusterState(ready.system(), ready.epoch() - 1, ready.modelId(), ready.merkleRoot(),
                 ready.expectedWorkers(), ready.statusMessage(), ready.nodes(), ready.pipeline(), ready.tasks(),
-                ready.lastAppliedIndex(), ready.checks(), ready.checkpoints(), ready.config());
+                ready.lastAppliedIndex(), ready.checks(), ready.checkpoints(), ready.config(), ready.plans(),
+                ready.recovery(), ready.draining());
         assertThat(broken(checker.check(new InvariantInputs(older, ONE_LEADER, null, NOW, 2000))))
                 .contains(Invariant.EPOCH_MONOTONICITY);
     }
@@ -147,6 +148,7 @@ class InvariantCheckerTest {
         var nodes = new java.util.LinkedHashMap<>(s.nodes());
         nodes.put(id, changed);
         return new ClusterState(s.system(), s.epoch(), s.modelId(), s.merkleRoot(), s.expectedWorkers(),
-                s.statusMessage(), nodes, s.pipeline(), s.tasks(), s.lastAppliedIndex(), s.checks(), s.checkpoints(), s.config());
+                s.statusMessage(), nodes, s.pipeline(), s.tasks(), s.lastAppliedIndex(), s.checks(), s.checkpoints(), s.config(),
+                s.plans(), s.recovery(), s.draining());
     }
 }

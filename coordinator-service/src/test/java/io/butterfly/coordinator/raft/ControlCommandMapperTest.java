@@ -7,6 +7,7 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.Feasibility;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.TaskEvent;
+import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
@@ -15,6 +16,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 class ControlCommandMapperTest {
@@ -31,7 +33,9 @@ class ControlCommandMapperTest {
                         8000, 4, rnd.nextLong(1, 1L << 40), rnd.nextDouble() * 100, null), at),
                 new ClusterCommand.PartitionsAssigned(rnd.nextInt(50), List.of(
                         new StageAssignment("w-1", 0, 6, true, false),
-                        new StageAssignment("w-2", 6, 12, false, true)), at),
+                        new StageAssignment("w-2", 6, 12, false, true)), rnd.nextBoolean() ? "" : "w-3 FAILED", at),
+                new ClusterCommand.NodeDrainRequested("w-" + s, at),
+                new ClusterCommand.NodeLeft("w-" + s, rnd.nextBoolean() ? "" : "drained", at),
                 new ClusterCommand.LoadProgressed("w-1", 3, PartitionState.values()[1 + rnd.nextInt(4)],
                         rnd.nextDouble(), rnd.nextBoolean() ? null : "model.safetensors", at),
                 new ClusterCommand.LoadCompleted("w-1", 3, rnd.nextBoolean() ? null : s, rnd.nextLong(0, 1L << 40), at),
@@ -92,7 +96,7 @@ class ControlCommandMapperTest {
 
     private static ClusterCommand anyCommand(Random r) {
         long at = anyLong(r);
-        return switch (r.nextInt(22)) {
+        return switch (r.nextInt(24)) {
             case 0 -> new ClusterCommand.Bootstrap(text(r), 1 + r.nextInt(Integer.MAX_VALUE), at);
             case 1 -> new ClusterCommand.ConfigChange(new io.butterfly.coordinator.cluster.ClusterConfig(text(r),
                     r.nextInt(), r.nextInt(), r.nextInt(), text(r)), at);
@@ -100,7 +104,8 @@ class ControlCommandMapperTest {
             case 3 -> new ClusterCommand.NodeJoined(new NodeInfo("w" + text(r), maybe(r), maybe(r), r.nextInt(), r.nextInt(),
                     r.nextInt(), anyLong(r), anyDouble(r), maybe(r), r.nextInt(5)), at);
             case 4 -> new ClusterCommand.PartitionsAssigned(anyLong(r), r.ints(r.nextInt(4), 0, 1000).mapToObj(i ->
-                    new StageAssignment("w" + i + text(r), i, i + 1 + r.nextInt(50), r.nextBoolean(), r.nextBoolean())).toList(), at);
+                    new StageAssignment("w" + i + text(r), i, i + 1 + r.nextInt(50), r.nextBoolean(), r.nextBoolean())).toList(),
+                    text(r), at);
             case 5 -> new ClusterCommand.LoadProgressed(text(r), anyLong(r),
                     PartitionState.values()[r.nextInt(PartitionState.values().length)], anyDouble(r), maybe(r), at);
             case 6 -> new ClusterCommand.LoadCompleted(text(r), anyLong(r), maybe(r), Math.max(0, anyLong(r)), at);
@@ -121,15 +126,28 @@ class ControlCommandMapperTest {
             case 19 -> new ClusterCommand.Checkpoint(anyLong(r), text(r), at);
             case 20 -> new ClusterCommand.TasksRecorded(text(r), anyLong(r),
                     java.util.stream.IntStream.range(0, r.nextInt(5)).mapToObj(i -> anyTaskEvent(r)).toList(), at);
+            case 21 -> new ClusterCommand.NodeDrainRequested(text(r), at);
+            case 22 -> new ClusterCommand.NodeLeft(text(r), text(r), at);
             default -> new ClusterCommand.NoOp(text(r), anyLong(r), at);
         };
     }
 
     private static TaskEvent anyTaskEvent(Random r) {
-        return switch (r.nextInt(3)) {
+        return switch (r.nextInt(8)) {
             case 0 -> new TaskEvent.Started(text(r), r.nextInt(), anyLong(r));
-            case 1 -> new TaskEvent.Finished(text(r), r.longs(r.nextInt(6)).boxed().toList(), maybe(r), anyLong(r));
-            default -> new TaskEvent.Failed(text(r), maybe(r), anyLong(r));
+            case 1 -> new TaskEvent.Started(text(r), r.nextInt(), new TaskRequest(r.longs(r.nextInt(5)).boxed().toList(),
+                    text(r), r.nextInt(), anyDouble(r), anyDouble(r), r.nextInt(), anyLong(r), r.nextInt(), r.nextBoolean(),
+                    texts(r), maybe(r)), anyLong(r));
+            case 2 -> new TaskEvent.Progressed(text(r), r.nextInt(1 << 20), IntStream.range(0, r.nextInt(4))
+                    .mapToObj(i -> new TaskEvent.Token(anyLong(r), anyDouble(r), IntStream.range(0, r.nextInt(3))
+                            .mapToObj(k -> new TaskEvent.Alternative(anyLong(r), anyDouble(r))).toList())).toList(),
+                    anyLong(r));
+            case 3 -> new TaskEvent.Paused(text(r), maybe(r), anyLong(r));
+            case 4 -> new TaskEvent.Resumed(text(r), anyLong(r));
+            case 5 -> new TaskEvent.Adopted(text(r), text(r), anyLong(r), anyLong(r));
+            case 6 -> new TaskEvent.Finished(text(r), r.longs(r.nextInt(6)).boxed().toList(), maybe(r), anyLong(r));
+            default -> r.nextBoolean() ? new TaskEvent.Failed(text(r), maybe(r), anyLong(r))
+                    : new TaskEvent.Failed(text(r), maybe(r), text(r), anyLong(r), anyLong(r));
         };
     }
 

@@ -92,6 +92,13 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
         }
     }
 
+    /** Stops heartbeating and reporting (the worker left the cluster): the next tick closes every stream. */
+    public void detach() {
+        this.replicas = List.of();
+        this.coordinator = null;
+        this.loadedEpoch = 0;
+    }
+
     @Override
     public void partitionReady(long epoch) {
         this.loadedEpoch = epoch;

@@ -15,19 +15,34 @@ import java.util.List;
  * @param coordinator         where load progress and completion are reported
  * @param coordinatorReplicas every coordinator replica (the one above included), all heartbeated to, so whichever
  *                            becomes leader already has the heartbeat history its failure detector needs
+ * @param keptSinceEpoch      the first epoch from which this worker has held this very stage in every assignment up to
+ *                            this one (0: not known): a stage loaded for that epoch or a later one is kept with its KV
+ *                            caches, one loaded before keeps its weights but not its caches
  */
 public record Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
                          long epoch, long term, Endpoint registry, Endpoint coordinator,
-                         List<Endpoint> coordinatorReplicas) {
+                         List<Endpoint> coordinatorReplicas, long keptSinceEpoch) {
 
     public Assignment {
         coordinatorReplicas = List.copyOf(coordinatorReplicas);
     }
 
+    /** Without {@code keptSinceEpoch} (not known: every new epoch is loaded anew). */
+    public Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead, long epoch,
+                      long term, Endpoint registry, Endpoint coordinator, List<Endpoint> coordinatorReplicas) {
+        this(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, registry, coordinator,
+                coordinatorReplicas, 0);
+    }
+
     /** Same partition of the same epoch, whichever coordinator leader (term) sends it. */
     boolean samePartitionAs(Assignment other) {
+        return sameStageAs(other) && epoch == other.epoch;
+    }
+
+    /** The same stage (model, layers, embedding, head, from the same registry), whatever the epoch. */
+    boolean sameStageAs(Assignment other) {
         return other != null && modelId.equals(other.modelId) && layerStart == other.layerStart
                 && layerEnd == other.layerEnd && hasEmbedding == other.hasEmbedding && hasHead == other.hasHead
-                && epoch == other.epoch && registry.equals(other.registry);
+                && registry.equals(other.registry);
     }
 }

@@ -87,15 +87,7 @@ public class PartitionManager {
      * Raft term (a deposed leader) or an older epoch is refused.
      */
     public synchronized void assign(Assignment request) {
-        if (request.term() < highestTerm) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
-                    "assignment from coordinator term " + request.term() + " is older than term " + highestTerm
-                            + " already seen");
-        }
-        if (request.epoch() < highestEpoch) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
-                    "assignment epoch " + request.epoch() + " is older than epoch " + highestEpoch + " already seen");
-        }
+        fence("assignment", request.epoch(), request.term());
         if (request.modelId().isBlank()) {
             throw new IllegalArgumentException("model_id is required");
         }
@@ -109,6 +101,10 @@ public class PartitionManager {
         List<Endpoint> replicas = request.coordinatorReplicas();
         for (int i = 0; i < replicas.size(); i++) {
             replicas.get(i).requireValid("coordinator_replicas[" + i + "]");
+        }
+        if (keepsStage(request)) {
+            adopt(request, replicas);
+            return;
         }
         if (request.samePartitionAs(current) && status.phase() != LoadPhase.FAILED) {
             // A retry, or a newly elected coordinator leader re-announcing it: keep the partition, report to
@@ -128,8 +124,7 @@ public class PartitionManager {
         current = request;
         coordinator.attach(request.coordinator(), replicas, request.epoch());
         coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
-        status = new PartitionStatus(request.modelId(), request.epoch(), start, end, request.hasEmbedding(),
-                request.hasHead(), LoadPhase.DOWNLOADING, 0, 0, 0, null, null, 0, 0, null);
+        status = PartitionStatus.loading(request);
         long loadGeneration = ++generation;
         if (running != null) {
             running.cancel(true); // a superseded download stops at its next chunk instead of running to the end
@@ -147,6 +142,76 @@ public class PartitionManager {
             closeReplaced();
             load(request, loadGeneration);
         });
+    }
+
+    /** Refuses what comes from a deposed leader (an older Raft term) or of an older epoch. */
+    private void fence(String what, long epoch, long term) {
+        if (term < highestTerm) {
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
+                    what + " from coordinator term " + term + " is older than term " + highestTerm + " already seen");
+        }
+        if (epoch < highestEpoch) {
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.FAILED_PRECONDITION,
+                    what + " epoch " + epoch + " is older than epoch " + highestEpoch + " already seen");
+        }
+    }
+
+    /**
+     * Whether {@code request} is the stage this worker holds READY, in a newer epoch (a re-plan moved other stages):
+     * then nothing is loaded again.
+     */
+    private boolean keepsStage(Assignment request) {
+        return request.keptSinceEpoch() > 0 && request.epoch() > status.epoch() && request.sameStageAs(current)
+                && status.phase() == LoadPhase.READY && executor != null;
+    }
+
+    /**
+     * Holds the loaded stage on in the new epoch: steps of the new epoch run on it from now on and older ones are
+     * refused. Every sequence's KV cache is kept if the stage was held without a break since the epoch it was loaded
+     * or last kept in; otherwise (this worker was out of the plan in between, its sequences ran elsewhere) the
+     * caches are dropped and the weights kept.
+     */
+    private void adopt(Assignment request, List<Endpoint> replicas) {
+        boolean keepCaches = status.epoch() >= request.keptSinceEpoch();
+        int cached = executor.cachedSequences();
+        if (!keepCaches) {
+            executor.evictIdle(-1);
+        }
+        long from = status.epoch();
+        highestEpoch = request.epoch();
+        highestTerm = request.term();
+        current = request;
+        loaded = new LoadedPartition(request, loaded.files(), loaded.verified());
+        status = status.inEpoch(request.epoch());
+        coordinator.attach(request.coordinator(), replicas, request.epoch());
+        coordinator.partitionReady(request.epoch());
+        log.info("partition {} layers [{}, {}) held on from epoch {} into epoch {} without loading; {} KV cache(s) {}",
+                request.modelId(), request.layerStart(), request.layerEnd(), from, request.epoch(), cached,
+                keepCaches ? "kept" : "dropped (the stage was not held since epoch " + request.keptSinceEpoch() + ")");
+        coordinator.report(readyReport(status, executor));
+    }
+
+    /**
+     * Leaves the cluster's plan for good (a drain): the partition and its caches are freed and nothing older than
+     * {@code epoch} and {@code term} is accepted any more.
+     */
+    public synchronized void dismiss(long epoch, long term) {
+        fence("dismissal", epoch, term);
+        highestEpoch = epoch;
+        highestTerm = term;
+        current = null;
+        loaded = null;
+        generation++;
+        if (running != null) {
+            running.cancel(true);
+        }
+        if (executor != null) {
+            replaced.add(executor);
+            executor = null;
+        }
+        status = PartitionStatus.unassigned();
+        coordinator.partitionReady(0);
+        running = loader.submit(this::closeReplaced);
     }
 
     /** Closes the executors replaced by newer assignments (outside the lock: close waits for a running step). */

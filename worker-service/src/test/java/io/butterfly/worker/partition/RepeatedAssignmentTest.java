@@ -57,7 +57,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The coordinator sends a worker the assignment it already holds READY when its state lacks that (the first READY
  * report was refused while it held the node FAILED): the worker says READY again, from the partition it has, instead
  * of ignoring the request or loading it again. A repeat that arrives while the load is still running says nothing
- * early. A real load of a one-layer Llama stage from a fake registry (signed manifest, chunked files), reporting to
+ * early. A new epoch of the same stage (a re-plan moved others) is held on without loading, its KV caches kept; a
+ * dismissal frees it. A real load of a one-layer Llama stage from a fake registry (signed manifest, chunked files), reporting to
  * a fake coordinator over (in-process) gRPC.
  */
 class RepeatedAssignmentTest {
@@ -245,13 +246,71 @@ class RepeatedAssignmentTest {
         assertThat(manager.loadedExecutor()).isNull();
     }
 
+    /**
+     * A re-plan that leaves this stage where it is (other stages moved): the new epoch runs on the partition already
+     * loaded, with every sequence's KV cache, and nothing is fetched or loaded again; steps of the old epoch are refused
+     * from then on. Held from before a break (this worker was out of the plan in between), the weights are kept but the
+     * caches are not: their sequences ran elsewhere meanwhile.
+     */
+    @Test
+    void aNewEpochOfTheSameStageKeepsThePartitionAndItsCachesOrOnlyItsWeightsAfterABreak() {
+        manager.assign(assignment(1, 1));
+        awaitReports(LoadPhase.READY, 1);
+        PartitionExecutor loaded = manager.loadedExecutor();
+        ByteBuffer hidden = ByteBuffer.allocate(CONFIG.hiddenSize() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        loaded.forward(List.of(new SequenceChunk("seq", 0, 1)), new StageInput.Hidden(hidden));
+        assertThat(loaded.cachedSequences()).isEqualTo(1);
+
+        manager.assign(assignment(2, 1)); // held since epoch 1: the cache of epoch 1's sequence goes on in epoch 2
+        awaitReports(LoadPhase.READY, 2);
+        assertThat(coordinator.reports.get(coordinator.reports.size() - 1).getEpoch()).isEqualTo(2);
+        assertThat(manager.loadedExecutor()).isSameAs(loaded);
+        assertThat(manager.status().epoch()).isEqualTo(2);
+        assertThat(loaded.cachedSequences()).isEqualTo(1);
+        hidden.rewind();
+        loaded.forward(List.of(new SequenceChunk("seq", 1, 1)), new StageInput.Hidden(hidden)); // position 1: kept
+        assertThat(registry.manifests).as("nothing fetched again").hasValue(1);
+        assertThat(registry.fetches).hasValue(2);
+
+        manager.assign(assignment(4, 4)); // the same stage, but new to this worker in epoch 4 (out of epoch 3's plan)
+        awaitReports(LoadPhase.READY, 3);
+        assertThat(manager.loadedExecutor()).isSameAs(loaded);
+        assertThat(manager.status().epoch()).isEqualTo(4);
+        assertThat(loaded.cachedSequences()).as("caches of before the break dropped").isZero();
+        assertThat(registry.manifests).hasValue(1);
+
+        assertThatThrownBy(() -> manager.assign(assignment(3, 1))).hasMessageContaining("older than epoch 4");
+    }
+
+    /** A drained worker leaves: its partition is freed and nothing older than the dismissal is taken any more. */
+    @Test
+    void aDismissalFreesThePartitionAndFencesOlderAssignments() {
+        manager.assign(assignment(1, 1));
+        awaitReports(LoadPhase.READY, 1);
+        PartitionExecutor loaded = manager.loadedExecutor();
+
+        manager.dismiss(2, 3);
+        assertThat(manager.loadedExecutor()).isNull();
+        assertThat(manager.status().modelId()).isNull();
+        ByteBuffer hidden = ByteBuffer.allocate(CONFIG.hiddenSize() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        await("the dismissed partition closed").atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                assertThatThrownBy(() -> loaded.forward(List.of(new SequenceChunk("s", 0, 1)), new StageInput.Hidden(hidden)))
+                        .hasMessageContaining("replaced"));
+        assertThatThrownBy(() -> manager.assign(assignment(1, 1))).hasMessageContaining("older than epoch 2");
+        assertThatThrownBy(() -> manager.dismiss(2, 2)).hasMessageContaining("older than term 3");
+    }
+
     private static Assignment assignment() {
         return assignment(1);
     }
 
     private static Assignment assignment(long epoch) {
+        return assignment(epoch, 0);
+    }
+
+    private static Assignment assignment(long epoch, long keptSince) {
         return new Assignment(MODEL, 0, 1, false, false, epoch, 3, new Endpoint("registry", "127.0.0.1", 1),
-                new Endpoint("coordinator-0", "127.0.0.1", 2), List.of());
+                new Endpoint("coordinator-0", "127.0.0.1", 2), List.of(), keptSince);
     }
 
     /** The first load starts the engine, which may take a while on a busy machine; a repeat is answered at once. */

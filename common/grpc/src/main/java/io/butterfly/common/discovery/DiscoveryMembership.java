@@ -151,6 +151,7 @@ public final class DiscoveryMembership {
             } catch (StatusRuntimeException e) {
                 log.debug("leave failed: {}", e.getStatus());
             }
+            joined = false;
         }
     }
 

@@ -8,7 +8,6 @@ import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.common.identity.Caller;
 import io.butterfly.common.identity.NodeRole;
-import io.butterfly.coordinator.bootstrap.CrossValidator;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.IllegalTransitionException;
 import io.butterfly.coordinator.control.ControlLog;
@@ -42,12 +41,10 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final Clock clock;
     private final LoadTelemetry telemetry;
     private final WorkerGateway workers;
-    private final CrossValidator validator;
 
     public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
-                                  WorkerGateway workers, CrossValidator validator) {
+                                  WorkerGateway workers) {
         this.workers = workers;
-        this.validator = validator;
         this.control = control;
         this.liveness = liveness;
         this.clock = clock;
@@ -75,10 +72,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
         } catch (IllegalTransitionException e) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, e.getMessage());
         }
-        telemetry.record(r);
-        if (command instanceof ClusterCommand.LoadCompleted) {
-            validator.nudge(); // the last stage's completion starts the cross-validation at once
-        }
+        telemetry.record(r); // the leader's control loop, woken by the command, validates once the last stage is READY
         response.onNext(LoadReportAck.getDefaultInstance());
         response.onCompleted();
     }

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
+import io.butterfly.coordinator.api.rest.StreamEventId;
 import io.butterfly.coordinator.chat.ChatPrompt;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.GenerationRequest;
@@ -16,6 +17,7 @@ import java.util.function.Supplier;
 import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 import tools.jackson.databind.json.JsonMapper;
@@ -48,9 +50,13 @@ public class ChatCompletionsController {
         this.maxPromptChars = props.maxPromptChars();
     }
 
-    /** The assistant's reply to {@code messages}, whole or streamed; every refusal comes before any work. */
+    /**
+     * The assistant's reply to {@code messages}, whole or streamed; every refusal comes before any work. A stream that
+     * broke is picked up after its last event with {@code Last-Event-ID}, as on /v1/completions.
+     */
     @PostMapping(path = "/chat/completions", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public CompletableFuture<?> chat(@RequestBody ChatCompletionRequest body) {
+    public CompletableFuture<?> chat(@RequestBody ChatCompletionRequest body,
+            @RequestHeader(name = StreamEventId.HEADER, required = false) String lastEventId) {
         List<ChatTemplate.Message> conversation = body.conversation();
         long seed = ThreadLocalRandom.current().nextLong();
         long created = clock.millis() / 1000;
@@ -60,7 +66,7 @@ public class ChatCompletionsController {
         GenerationRequest request = body.generation(prompt,
                 ChatPrompt.defaultMaxTokens(prompt.length, maxNewTokens, served.config().maxPositions()), seed);
         if (body.streaming()) {
-            return namingChatFields(body, () -> streams.start(request,
+            return namingChatFields(body, () -> streams.start(request, lastEventId,
                     task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
         }
         RequestHandle task = namingChatFields(body, () -> inference.submit(inference.prepare(request, null)));

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.coordinator.api.rest.StreamEventId;
 import io.butterfly.coordinator.api.rest.StreamFormat;
 import io.butterfly.coordinator.inference.GeneratedToken;
 import io.butterfly.coordinator.inference.GenerationResult;
@@ -15,7 +16,8 @@ import tools.jackson.databind.json.JsonMapper;
  * A streamed completion as OpenAI's clients read it: unnamed events, a {@code text_completion} chunk per token, a
  * last chunk with the finish reason (and one with the usage if asked), then {@code [DONE]}. A failure after the first
  * token is an {@code error} object (vLLM's convention), then {@code [DONE]}. Each line reads {@code data: } with a
- * space, as OpenAI writes it: many hand-written clients strip exactly that prefix.
+ * space, as OpenAI writes it: many hand-written clients strip exactly that prefix. A token's chunk carries an SSE id
+ * ({@link StreamEventId}), so an SSE client can resume the stream with {@code Last-Event-ID}.
  */
 final class CompletionStreamFormat implements StreamFormat {
 
@@ -39,7 +41,7 @@ final class CompletionStreamFormat implements StreamFormat {
     public List<SseEventBuilder> token(GeneratedToken t) {
         Map<String, Object> lp = logprobs == null ? null
                 : logprobs.next(List.of(t.tokenId()), List.of(t.logprob()), List.of(t.topLogprobs()));
-        return List.of(data(CompletionJson.chunk(header(t.taskId()), t.text(), lp, null)));
+        return List.of(data(CompletionJson.chunk(header(t.taskId()), t.text(), lp, null)).id(StreamEventId.of(t)));
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
+import io.butterfly.coordinator.api.rest.StreamEventId;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.NotServingException;
@@ -20,6 +21,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 import tools.jackson.databind.json.JsonMapper;
@@ -51,14 +53,15 @@ public class CompletionsController {
      * Every prompt is admitted before any runs, so a refusal (bad input, too many tasks) comes before any work.
      */
     @PostMapping(path = "/completions", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public CompletableFuture<?> complete(@RequestBody CompletionRequest body) {
+    public CompletableFuture<?> complete(@RequestBody CompletionRequest body,
+            @RequestHeader(name = StreamEventId.HEADER, required = false) String lastEventId) {
         List<CompletionRequest.Prompt> prompts = body.prompts();
         long seed = ThreadLocalRandom.current().nextLong();
         long created = clock.millis() / 1000;
         String model = requireServed(body.model(), inference.servedModel());
         if (body.streaming()) {
             CompletionRequest.Prompt prompt = prompts.get(0);
-            return namingTokenIdsAs(prompt.field(), () -> streams.start(body.generation(prompt, seed),
+            return namingTokenIdsAs(prompt.field(), () -> streams.start(body.generation(prompt, seed), lastEventId,
                     task -> new CompletionStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
         }
         // Every prompt is validated before any is queued (a bad one runs none); they run together, in one batch.

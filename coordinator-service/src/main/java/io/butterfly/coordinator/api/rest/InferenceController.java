@@ -5,6 +5,7 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,17 +14,21 @@ import java.util.concurrent.CompletableFuture;
 import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
 /**
- * {@code POST /api/v1/inference}: one generation, answered when it completes; {@code POST /api/v1/inference/stream}:
- * the same request, answered token by token as server-sent events (see {@link InferenceStreams}).
+ * {@code POST /api/v1/inference}: one generation, answered when it completes (at most once per
+ * {@code Idempotency-Key}); {@code POST /api/v1/inference/stream}: the same request, answered token by token as
+ * server-sent events, or with {@code Last-Event-ID} the rest of a stream a client lost (see {@link InferenceStreams}).
  */
 @RestController
 @RequestMapping("/api/v1/inference")
 public class InferenceController {
+
+    static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 
     private final InferenceService inference;
     private final InferenceStreams streams;
@@ -56,16 +61,23 @@ public class InferenceController {
         }
     }
 
-    /** Answered when the generation completes; no thread waits for it meanwhile. */
+    /**
+     * Answered when the generation completes; no thread waits for it meanwhile. With an {@code Idempotency-Key}, a
+     * repeat of the request (at any replica) answers the same generation instead of running another.
+     */
     @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
-    public CompletableFuture<Map<String, Object>> infer(@RequestBody Body body) {
-        return inference.submit(body.request(), null).result().thenApply(r -> toJson(r, body.withLogprobs()));
+    public CompletableFuture<Map<String, Object>> infer(@RequestBody Body body,
+            @RequestHeader(name = IDEMPOTENCY_KEY, required = false) String idempotencyKey) {
+        RequestHandle handle = idempotencyKey == null ? inference.submit(body.request(), null)
+                : inference.submitOnce(body.request(), idempotencyKey, null);
+        return handle.result().thenApply(r -> toJson(r, body.withLogprobs()));
     }
 
     /** Refusals (bad input, not READY, a full queue) are problem responses as above, before any event. */
     @PostMapping(path = "/stream", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public CompletableFuture<SseEmitter> stream(@RequestBody Body body) {
-        return streams.start(body.request(), task -> new NativeStreamFormat(body.withLogprobs()));
+    public CompletableFuture<SseEmitter> stream(@RequestBody Body body,
+            @RequestHeader(name = StreamEventId.HEADER, required = false) String lastEventId) {
+        return streams.start(body.request(), lastEventId, task -> new NativeStreamFormat(body.withLogprobs()));
     }
 
     static Map<String, Object> toJson(GenerationResult r, boolean withLogprobs) {

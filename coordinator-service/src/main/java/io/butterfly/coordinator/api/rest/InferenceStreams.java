@@ -7,6 +7,7 @@ import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.RequestHandle;
+import io.butterfly.coordinator.inference.TokenListener;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -34,8 +35,11 @@ import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
  * Streamed generations as server-sent events, each token as soon as it is chosen, in a {@link StreamFormat}
  * (Butterfly's own events, or OpenAI's completion chunks). The response starts with the first token: everything that
  * can refuse a request, up to its first pipeline step, is an ordinary problem response with its status. No thread
- * waits for a stream: the engine hands tokens over, and each stream's writes go out in order on a shared pool. A
- * client that goes away ends its generation, logged as failed with its KV caches freed.
+ * waits for a stream: the engine hands tokens over, and each stream's writes go out in order on a shared pool.
+ *
+ * <p>Each token event has an id ({@link StreamEventId}). A client that goes away leaves its generation paused, its KV
+ * caches freed and its progress recorded: sending the same request again with {@code Last-Event-ID}, to any replica
+ * and within the recovery timeout, streams the rest of the same generation, each token once.
  */
 @Component
 public class InferenceStreams implements DisposableBean {
@@ -70,24 +74,30 @@ public class InferenceStreams implements DisposableBean {
     }
 
     /**
-     * Queues the request; the answer completes with the emitter once the first token is out (the emitter then sends
-     * the rest), or with the refusal or failure that came first. {@code formatFor} may refuse the queued request too.
+     * Queues the request (or, with {@code lastEventId}, picks up the generation that event belongs to after it); the
+     * answer completes with the emitter once the first token is out (the emitter then sends the rest), or with the
+     * refusal or failure that came first. {@code formatFor} may refuse the queued request too.
      */
-    public CompletableFuture<SseEmitter> start(GenerationRequest request, Function<RequestHandle, StreamFormat> formatFor) {
+    public CompletableFuture<SseEmitter> start(GenerationRequest request, String lastEventId,
+                                               Function<RequestHandle, StreamFormat> formatFor) {
+        StreamEventId resumeAfter = lastEventId == null ? null : StreamEventId.parse(lastEventId);
         SseEmitter emitter = new Utf8SseEmitter(timeoutMs);
         Events events = new Events(emitter, new AtomicReference<>());
         SerialDelivery delivery = new SerialDelivery(writers);
         AtomicReference<StreamFormat> format = new AtomicReference<>();
         CompletableFuture<SseEmitter> started = new CompletableFuture<>();
         AtomicReference<RequestHandle> self = new AtomicReference<>();
-        RequestHandle handle = inference.submit(request, token -> delivery.execute(() -> {
+        TokenListener listener = token -> delivery.execute(() -> {
             try {
                 events.send(format.get().token(token));
                 started.complete(emitter);
             } catch (StreamEndedException ended) {
-                self.get().cancel(ended.getMessage()); // nobody to write to: the generation ends at its next step
+                // Nobody to write to: the generation stops at its next step, resumable by a client that comes back.
+                self.get().detach(ended.getMessage());
             }
-        }));
+        });
+        RequestHandle handle = resumeAfter == null ? inference.submit(request, listener)
+                : inference.resume(resumeAfter.taskId(), resumeAfter.index(), request, listener);
         self.set(handle);
         try {
             format.set(formatFor.apply(handle));
@@ -96,8 +106,14 @@ public class InferenceStreams implements DisposableBean {
             throw e;
         }
         open.add(handle);
-        emitter.onTimeout(() -> end(handle, events, TIMED_OUT));
-        emitter.onError(e -> end(handle, events, CLIENT_GONE));
+        emitter.onTimeout(() -> {
+            events.mark(TIMED_OUT);
+            handle.cancel(TIMED_OUT);
+        });
+        emitter.onError(e -> {
+            events.mark(CLIENT_GONE);
+            handle.detach(CLIENT_GONE);
+        });
         handle.result().whenComplete((result, failure) -> delivery.execute(() -> {
             open.remove(handle);
             if (failure == null) {
@@ -120,20 +136,22 @@ public class InferenceStreams implements DisposableBean {
         return started;
     }
 
-    private static void end(RequestHandle handle, Events events, String why) {
-        events.mark(why);
-        handle.cancel(why);
-    }
-
     private static RuntimeException unwrap(Throwable t) {
         Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
         return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
     }
 
-    /** Open streams end at their next token (told the coordinator is stopping), before the engine itself stops. */
+    /**
+     * Open streams leave at their next token, before the engine itself stops: their progress stays recorded, and
+     * their clients are told to resume at another replica (the stream's last event, a 503 problem).
+     */
     @Override
     public void destroy() throws InterruptedException {
-        open.forEach(h -> h.cancel(SHUTTING_DOWN + ": retry on another replica"));
+        open.forEach(h -> h.detach(SHUTTING_DOWN));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (!open.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(20); // their last events go out on the writers
+        }
         writers.shutdown();
         writers.awaitTermination(5, TimeUnit.SECONDS);
     }

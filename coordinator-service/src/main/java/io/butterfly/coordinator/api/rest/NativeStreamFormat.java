@@ -11,8 +11,9 @@ import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter.SseEventBuilder;
 
 /**
- * {@code POST /api/v1/inference/stream}'s events: {@code token} per generated token, then {@code done} with the whole
- * answer exactly as {@code POST /api/v1/inference} gives it, or {@code error} with a problem document.
+ * {@code POST /api/v1/inference/stream}'s events: {@code token} per generated token (its SSE id
+ * {@code <task id>:<index>}, see {@link StreamEventId}), then {@code done} with the whole answer exactly as
+ * {@code POST /api/v1/inference} gives it, or {@code error} with a problem document.
  */
 record NativeStreamFormat(boolean withLogprobs) implements StreamFormat {
 
@@ -27,7 +28,7 @@ record NativeStreamFormat(boolean withLogprobs) implements StreamFormat {
         if (withLogprobs) {
             m.put("logprobs", InferenceController.step(t.topLogprobs()));
         }
-        return event("token", m);
+        return List.of(SseEmitter.event().id(StreamEventId.of(t)).name("token").data(m, MediaType.APPLICATION_JSON));
     }
 
     @Override

@@ -8,9 +8,11 @@ import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
+import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import io.butterfly.coordinator.model.ChatTemplateException;
+import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.NoSuchElementException;
@@ -118,6 +120,19 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return p;
     }
 
+    /** A drain the cluster cannot absorb (or not now): nothing was done; where capacity is why, need and capacity. */
+    @ExceptionHandler(DrainRefusedException.class)
+    ProblemDetail drainRefused(DrainRefusedException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
+        p.setTitle("Drain refused");
+        if (e.capacity() != null) {
+            p.setProperty("error_code", "InsufficientResources");
+            p.setProperty("required_bytes", e.capacity().requiredBytes());
+            p.setProperty("available_bytes", e.capacity().availableBytes());
+        }
+        return p;
+    }
+
     @ExceptionHandler(NoSuchElementException.class)
     ProblemDetail notFound(NoSuchElementException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, e.getMessage());
@@ -148,6 +163,9 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(status, e.getMessage());
         p.setTitle(status == HttpStatus.CONTENT_TOO_LARGE ? "Request too large" : "Cluster error");
         p.setProperty("error_code", e.code().name());
+        if (RequestHandle.goesOnElsewhere(e)) {
+            p.setProperty("resumable", true); // the generation goes on: Last-Event-ID or Idempotency-Key gets the rest
+        }
         if (status == HttpStatus.CONTENT_TOO_LARGE) {
             p.setProperty("field", "max_tokens");
         }

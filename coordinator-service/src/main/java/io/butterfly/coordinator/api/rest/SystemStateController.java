@@ -3,14 +3,20 @@ package io.butterfly.coordinator.api.rest;
 import io.butterfly.coordinator.api.grpc.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
+import io.butterfly.coordinator.cluster.EpochPlan;
 import io.butterfly.coordinator.cluster.NodeHealth;
 import io.butterfly.coordinator.cluster.NodeRecord;
+import io.butterfly.coordinator.cluster.Recovery;
+import io.butterfly.coordinator.cluster.RecoveryPhase;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
+import io.butterfly.coordinator.control.PausedRequests;
 import io.butterfly.coordinator.control.RaftStatus;
 import io.butterfly.coordinator.liveness.NodeObservation;
+import io.butterfly.coordinator.planning.StageAssignment;
+import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
 import java.time.Instant;
@@ -20,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.stream.IntStream;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -34,13 +41,17 @@ public class SystemStateController {
     private final Liveness liveness;
     private final CoordinatorProperties props;
     private final LoadTelemetry telemetry;
+    private final ObjectProvider<PausedRequests> paused;
+    private final java.time.Clock clock;
 
     public SystemStateController(ControlLog control, Liveness liveness, CoordinatorProperties props,
-                                 LoadTelemetry telemetry) {
+                                 LoadTelemetry telemetry, ObjectProvider<PausedRequests> paused, java.time.Clock clock) {
         this.control = control;
         this.liveness = liveness;
         this.props = props;
         this.telemetry = telemetry;
+        this.paused = paused;
+        this.clock = clock;
     }
 
     @GetMapping("/system/state")
@@ -58,10 +69,74 @@ public class SystemStateController {
         out.put("nodes", nodes());
         out.put("quorum", quorum(s));
         out.put("pipeline", s.pipeline());
+        out.put("spares", s.spares());
+        out.put("draining", s.draining());
+        out.put("recovery", recovery(s));
+        out.put("last_recovery", s.recovery() == null || s.recovery().ongoing() ? null : lastRecovery(s.recovery()));
+        out.put("plans", s.plans().stream().map(SystemStateController::plan).toList());
+        out.put("paused_tasks", pausedTasks(s));
         out.put("last_applied_index", s.lastAppliedIndex());
         out.put("raft", raft());
         out.put("config", config(s.config()));
         return out;
+    }
+
+    /**
+     * The ongoing recovery (null when none): its phase, since when, the epoch that served and the plan being loaded,
+     * how far that is, and how many of this replica's requests wait for it.
+     */
+    private Map<String, Object> recovery(ClusterState s) {
+        RecoveryPhase phase = s.recoveryPhase();
+        if (phase == null) {
+            return null;
+        }
+        Recovery r = s.recovery();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("phase", phase.name());
+        m.put("recovering", phase.recovering());
+        m.put("cause", r.cause());
+        m.put("lost_nodes", r.lostNodes());
+        m.put("started_at", instant(r.startedAtMs()));
+        m.put("since_failure_ms", Math.max(0, clock.millis() - r.startedAtMs()));
+        m.put("from_epoch", r.fromEpoch());
+        m.put("plan_epoch", s.epoch() > r.fromEpoch() ? s.epoch() : null);
+        m.put("plan", s.epoch() > r.fromEpoch() ? s.plan(s.epoch()).map(SystemStateController::plan).orElse(null) : null);
+        m.put("stages_ready", s.pipeline().stream().filter(id -> s.nodes().get(id).partition() == PartitionState.READY)
+                .count() + "/" + s.pipeline().size());
+        m.put("reason", s.statusMessage());
+        PausedRequests p = paused.getIfAvailable();
+        m.put("paused_requests", p == null ? null : p.pausedRequests());
+        return m;
+    }
+
+    private static Map<String, Object> lastRecovery(Recovery r) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("cause", r.cause());
+        m.put("lost_nodes", r.lostNodes());
+        m.put("started_at", instant(r.startedAtMs()));
+        m.put("ended_at", instant(r.endedAtMs()));
+        m.put("duration_ms", r.endedAtMs() - r.startedAtMs());
+        m.put("from_epoch", r.fromEpoch());
+        m.put("to_epoch", r.toEpoch());
+        return m;
+    }
+
+    private static Map<String, Object> plan(EpochPlan p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("epoch", p.epoch());
+        m.put("reason", p.reason());
+        m.put("assigned_at", instant(p.atMs()));
+        m.put("stages", p.stages().stream().map(SystemStateController::stage).toList());
+        return m;
+    }
+
+    private static Map<String, Object> stage(StageAssignment a) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("node_id", a.nodeId());
+        m.put("layer_range", List.of(a.layerStart(), a.layerEnd()));
+        m.put("has_embedding", a.hasEmbedding());
+        m.put("has_head", a.hasHead());
+        return m;
     }
 
     /** The control log's Raft group as this replica sees it (leader, term, own role, peers). */
@@ -83,7 +158,7 @@ public class SystemStateController {
         ClusterState s = control.state();
         List<Map<String, Object>> out = new ArrayList<>();
         out.add(self());
-        s.nodes().values().forEach(n -> out.add(node(n)));
+        s.nodes().values().forEach(n -> out.add(node(s, n)));
         return out;
     }
 
@@ -102,11 +177,12 @@ public class SystemStateController {
         if (id.equals(props.nodeId())) {
             return self();
         }
-        NodeRecord n = control.state().nodes().get(id);
+        ClusterState s = control.state();
+        NodeRecord n = s.nodes().get(id);
         if (n == null) {
             throw new NoSuchElementException("no node '" + id + "'");
         }
-        return node(n);
+        return node(s, n);
     }
 
     @GetMapping("/tasks")
@@ -133,15 +209,23 @@ public class SystemStateController {
     public Map<String, Object> health() {
         ClusterState s = control.state();
         boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
-        return Map.of("status", serving ? "UP" : s.system() == SystemState.DEGRADED ? "DEGRADED" : "NOT_READY",
-                "system_state", s.system().name(), "quorum", quorum(s));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("status", serving ? "UP" : s.system() == SystemState.DEGRADED ? "DEGRADED" : "NOT_READY");
+        out.put("system_state", s.system().name());
+        out.put("recovery_phase", s.recoveryPhase() == null ? null : s.recoveryPhase().name());
+        out.put("quorum", quorum(s));
+        return out;
     }
 
-    private Map<String, Object> node(NodeRecord n) {
+    private Map<String, Object> node(ClusterState s, NodeRecord n) {
+        String id = n.info().nodeId();
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("id", n.info().nodeId());
+        m.put("id", id);
         m.put("role", n.info().role());
         m.put("state", n.state().name());
+        // In the plan (a stage), a spare (standby, may take a lost stage), or neither (failed, or draining).
+        m.put("standing", s.pipeline().contains(id) ? "stage" : s.spares().contains(id) ? "spare" : "none");
+        m.put("draining", s.draining().contains(id));
         m.put("address", n.info().host() + ":" + n.info().grpcPort());
         m.put("layers", n.layerStart() == null ? List.of()
                 : IntStream.range(n.layerStart(), n.layerEnd()).boxed().toList());
@@ -205,7 +289,30 @@ public class SystemStateController {
         m.put("created_at", Instant.ofEpochMilli(t.createdAtMs()).toString());
         m.put("updated_at", Instant.ofEpochMilli(t.updatedAtMs()).toString());
         m.put("error", t.error());
+        m.put("paused_at", t.paused() ? Instant.ofEpochMilli(t.pausedAtMs()).toString() : null);
+        m.put("pause_reason", t.pauseReason());
+        m.put("idempotency_key", t.request() == null ? null : t.request().idempotencyKey());
         return m;
+    }
+
+    /**
+     * Running tasks that generate nothing now: a stage they ran through failed (they resume when the pipeline serves
+     * again), or their streaming client or their coordinator went away (a client resumes them with Last-Event-ID).
+     */
+    private static List<Map<String, Object>> pausedTasks(ClusterState s) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (TaskRecord t : s.tasks().values()) {
+            if (!t.state().terminal() && t.paused()) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("task_id", t.taskId());
+                m.put("owner", t.owner().isEmpty() ? null : t.owner());
+                m.put("paused_at", Instant.ofEpochMilli(t.pausedAtMs()).toString());
+                m.put("reason", t.pauseReason());
+                m.put("generated_tokens", t.generatedTokens());
+                out.add(m);
+            }
+        }
+        return out;
     }
 
     private static Map<String, Object> quorum(ClusterState s) {
@@ -213,7 +320,8 @@ public class SystemStateController {
                 && n.state() != WorkerState.SUSPECT).count();
         long suspected = s.nodes().values().stream().filter(n -> n.state() == WorkerState.SUSPECT).count();
         long failed = s.nodes().values().stream().filter(n -> n.state() == WorkerState.FAILED).count();
-        return Map.of("required", s.expectedWorkers(), "operational", operational, "suspected", suspected,
-                "failed", failed);
+        // Every stage of the plan is needed (no stage replicas); before the first plan, the workers awaited.
+        int required = s.pipeline().isEmpty() ? s.expectedWorkers() : s.pipeline().size();
+        return Map.of("required", required, "operational", operational, "suspected", suspected, "failed", failed);
     }
 }

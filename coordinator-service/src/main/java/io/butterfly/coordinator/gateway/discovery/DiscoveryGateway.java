@@ -4,8 +4,8 @@ import io.butterfly.common.discovery.DiscoveryMembership;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.tls.ClusterTls;
-import io.butterfly.coordinator.bootstrap.WorkerDirectory;
 import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.reconcile.WorkerDirectory;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.ProtocolVersion;
 import io.butterfly.proto.discovery.v1.DiscoveryServiceGrpc;
@@ -17,6 +17,7 @@ import io.grpc.StatusRuntimeException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,14 +75,14 @@ public final class DiscoveryGateway implements WorkerDirectory, AutoCloseable {
     }
 
     @Override
-    public List<NodeInfo> joinedWorkers() {
+    public Optional<List<NodeInfo>> joinedWorkers() {
         try {
-            return DiscoveryServiceGrpc.newBlockingStub(channel).withDeadlineAfter(2, TimeUnit.SECONDS)
+            return Optional.of(DiscoveryServiceGrpc.newBlockingStub(channel).withDeadlineAfter(2, TimeUnit.SECONDS)
                     .listMembers(ListMembersRequest.newBuilder().setRole(NodeRole.WORKER).build())
-                    .getMembersList().stream().map(DiscoveryGateway::toNodeInfo).toList();
+                    .getMembersList().stream().map(DiscoveryGateway::toNodeInfo).toList());
         } catch (StatusRuntimeException e) {
-            log.debug("discovery not reachable yet: {}", e.getStatus());
-            return List.of();
+            log.debug("discovery not reachable: {}", e.getStatus());
+            return Optional.empty();
         }
     }
 

@@ -2,19 +2,20 @@ package io.butterfly.coordinator.gateway.worker;
 
 import io.butterfly.common.identity.Caller;
 import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.Assignment;
-import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
-import io.butterfly.coordinator.bootstrap.Workers;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.inference.Pipeline;
 import io.butterfly.coordinator.inference.StepInput;
 import io.butterfly.coordinator.inference.StepResult;
 import io.butterfly.coordinator.integrity.PartitionReport;
+import io.butterfly.coordinator.reconcile.Assignment;
+import io.butterfly.coordinator.reconcile.WorkerCallFailedException;
+import io.butterfly.coordinator.reconcile.Workers;
 import io.butterfly.proto.common.v1.LayerRange;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.ChecksumReport;
 import io.butterfly.proto.worker.v1.ChecksumRequest;
+import io.butterfly.proto.worker.v1.DismissRequest;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
@@ -37,7 +38,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The workers over gRPC (WorkerService), the only code that builds their requests and reads their replies: for the
- * bootstrap, assignments, checksums and the validation verdict; for inference, steps on one-way streams, their
+ * control plane, assignments, checksums, the validation verdict and dismissals; for inference, steps on one-way streams, their
  * outcomes (which arrive through api/grpc) and releases.
  */
 public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
@@ -83,7 +84,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
         return Endpoint.newBuilder().setNodeId(s.nodeId()).setHost(s.advertiseHost()).setGrpcPort(s.grpcPort()).build();
     }
 
-    // --- the bootstrap's calls ----------------------------------------------------------------------------------
+    // --- the control plane's calls -------------------------------------------------------------------------------
 
     @Override
     public void assign(NodeInfo worker, Assignment a, Duration deadline) {
@@ -94,8 +95,15 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                 .setHasHead(a.hasHead())
                 .setEpoch(a.epoch())
                 .setTerm(a.term())
+                .setStageKeptSinceEpoch(a.keptSinceEpoch())
                 .build();
         call(() -> stub(worker, deadline).assignPartition(request));
+    }
+
+    @Override
+    public void dismiss(NodeInfo worker, long epoch, long term, Duration deadline) {
+        DismissRequest request = DismissRequest.newBuilder().setEpoch(epoch).setTerm(term).setReason("drained").build();
+        call(() -> stub(worker, deadline).dismiss(request));
     }
 
     @Override

@@ -3,8 +3,9 @@ package io.butterfly.coordinator.inference.scheduler;
 /**
  * One sequence's part of a micro-batch: {@code numTokens} new positions from {@code position}.
  *
- * @param samples whether the step ends the sequence's prompt or decodes, so a token is chosen from its logits (a
- *                chunk inside the prompt only fills the KV caches)
+ * @param samples whether the step ends the known tokens (the prompt, or a replayed history) or decodes, so a token is
+ *                chosen from its logits (a chunk before that only fills the KV caches)
+ * @param attempt the sequence's attempt the step belongs to ({@link SequenceProgress#attempt()})
  */
-public record Chunk(SequenceProgress sequence, int position, int numTokens, boolean samples) {
+public record Chunk(SequenceProgress sequence, int position, int numTokens, boolean samples, int attempt) {
 }

@@ -15,13 +15,19 @@ import java.util.Set;
  * Waiting sequences start in arrival order while there is room (sequences, and KV cache on every stage); one that
  * does not fit yet keeps the ones behind it waiting too. With several micro-batches in flight, a micro-batch takes at
  * most its share of the running decodes, so the running sequences spread over the micro-batches and every stage has
- * work. Not thread-safe: its engine owns it.
+ * work.
+ *
+ * <p>A sequence whose step failed for want of a stage is paused: it keeps its KV reservation but is not scheduled until
+ * it is resumed, and then replays its history into new caches (see {@link SequenceProgress}). Not thread-safe: its
+ * engine owns it.
  */
 public final class Scheduler {
 
     private final SchedulerSettings settings;
     private final Deque<SequenceProgress> waiting = new ArrayDeque<>();
     private final Set<SequenceProgress> running = new LinkedHashSet<>();
+    /** Running sequences waiting to be resumed; they keep their KV reservations. */
+    private final Set<SequenceProgress> paused = new LinkedHashSet<>();
     private KvBudgets budgets = KvBudgets.unlimited();
     private int microBatches;
     private long nextBatchId = 1;
@@ -41,6 +47,7 @@ public final class Scheduler {
      */
     public void pipeline(KvBudgets next, int stages) {
         running.forEach(s -> next.reserve(s.reservePositions()));
+        paused.forEach(s -> next.reserve(s.reservePositions()));
         budgets = next;
         microBatches = settings.microBatchesFor(stages);
     }
@@ -72,7 +79,7 @@ public final class Scheduler {
         // Prompts are fed in order: once one's chunk does not fit, none behind it goes first.
         boolean prefillBlocked = false;
         for (SequenceProgress s : running) {
-            if (s.inFlight()) {
+            if (!s.canStep()) {
                 continue;
             }
             if (s.prefilling()) {
@@ -89,7 +96,7 @@ public final class Scheduler {
                 decodes++;
             }
         }
-        while (!prefillBlocked && !waiting.isEmpty() && running.size() < settings.maxNumSeqs()
+        while (!prefillBlocked && !waiting.isEmpty() && running.size() + paused.size() < settings.maxNumSeqs()
                 && budgets.fits(waiting.peek().reservePositions())) {
             SequenceProgress s = waiting.poll();
             budgets.reserve(s.reservePositions());
@@ -105,40 +112,73 @@ public final class Scheduler {
         if (chunks.isEmpty()) {
             return null;
         }
-        chunks.forEach(c -> c.sequence().startStep());
+        chunks.forEach(c -> c.sequence().startStep(c.numTokens()));
         return new MicroBatch(nextBatchId++, chunks);
     }
 
     private static Chunk chunk(SequenceProgress s, int n) {
-        boolean samples = s.computed() + n >= s.promptLength();
-        return new Chunk(s, s.computed(), n, samples);
+        return new Chunk(s, s.nextPosition(), n, s.samplesAfter(n), s.attempt());
     }
 
     /** A micro-batch's step is done: its sequences advance and may step again. */
     public void stepped(MicroBatch batch) {
         for (Chunk c : batch.chunks()) {
-            c.sequence().finishStep(c.numTokens());
+            c.sequence().finishStep(c.attempt(), c.numTokens());
         }
     }
 
-    /** A micro-batch's step failed: its sequences have not advanced (the caller ends them or lets them retry). */
+    /** A micro-batch's step failed: its sequences have not advanced (the caller ends them or pauses them). */
     public void stepFailed(MicroBatch batch) {
         for (Chunk c : batch.chunks()) {
-            c.sequence().finishStep(0);
+            c.sequence().finishStep(c.attempt(), 0);
         }
     }
 
-    /** Ends a sequence, running or waiting: it leaves, and the KV cache it reserved is free again. */
-    public void remove(SequenceProgress s) {
+    /** Stops scheduling a running sequence until {@link #resume}; it keeps its KV reservation. */
+    public void pause(SequenceProgress s) {
         if (running.remove(s)) {
+            paused.add(s);
+            s.pause();
+        }
+    }
+
+    /**
+     * Schedules a paused sequence again, on a new attempt that replays its first {@code historyLength} tokens (its
+     * prompt and what it generated) before it samples the next.
+     */
+    public void resume(SequenceProgress s, int historyLength) {
+        if (!paused.remove(s)) {
+            throw new IllegalStateException("sequence " + s.id() + " is not paused");
+        }
+        s.resume(historyLength);
+        running.add(s);
+    }
+
+    /**
+     * Queues a sequence that ran elsewhere (its replica is gone), to start by replaying its first
+     * {@code historyLength} tokens; refused when the queue is full, as any other.
+     */
+    public void addResumed(SequenceProgress s, int historyLength) {
+        s.resume(historyLength);
+        add(s);
+    }
+
+    /** Ends a sequence, running, paused or waiting: it leaves, and the KV cache it reserved is free again. */
+    public void remove(SequenceProgress s) {
+        if (running.remove(s) || paused.remove(s)) {
             budgets.free(s.reservePositions());
         } else {
             waiting.remove(s);
         }
     }
 
+    /** Sequences holding KV reservations: running, and paused (waiting to be resumed). */
     public int running() {
-        return running.size();
+        return running.size() + paused.size();
+    }
+
+    public int paused() {
+        return paused.size();
     }
 
     public int waiting() {

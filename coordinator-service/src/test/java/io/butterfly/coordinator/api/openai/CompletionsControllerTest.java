@@ -326,13 +326,16 @@ class CompletionsControllerTest {
         assertThat(one).isEqualTo(model);
     }
 
-    /** The status line was sent long before: the failure is a last data event with OpenAI's error object, then [DONE]. */
+    /**
+     * The status line was sent long before: the failure is a last data event with OpenAI's error object, then [DONE].
+     * (A stage that is gone pauses the generation instead, see ResumeTest; a stage that breaks fails it.)
+     */
     @Test
     void aFailureAfterTheFirstTokenEndsTheStreamWithAnError() throws Exception {
         java.util.concurrent.atomic.AtomicInteger steps = new java.util.concurrent.atomic.AtomicInteger();
         Pipeline failing = ScriptedPipeline.answering(in -> {
             if (steps.getAndIncrement() == 2) {
-                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
+                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.INTERNAL, "worker w2 broke");
             }
             float[] logits = new float[CONFIG.vocabSize()];
             logits[100] = 5f;
@@ -343,9 +346,9 @@ class CompletionsControllerTest {
 
         assertThat(data).hasSize(4).last().isEqualTo("[DONE]");
         JsonNode error = JSON.readTree(data.get(2));
-        assertThat(error.path("status").asInt()).isEqualTo(503);
+        assertThat(error.path("status").asInt()).isEqualTo(502);
         assertThat(error.path("type").asString()).isEqualTo("about:blank");
-        assertThat(error.path("detail").asString()).contains("worker w2 is gone");
+        assertThat(error.path("detail").asString()).contains("worker w2 broke");
         assertThat(error.path("error").path("message").asString()).isEqualTo(error.path("detail").asString());
         assertThat(error.path("error").path("type").asString()).isEqualTo("server_error");
         assertThat(error.path("error").path("code").asString()).isEqualTo("INTERNAL_ERROR");
@@ -398,6 +401,8 @@ class CompletionsControllerTest {
             if (line.startsWith("data:")) {
                 assertThat(line).startsWith("data: "); // as OpenAI writes it; clients strip exactly this
                 data.add(line.substring("data: ".length()));
+            } else if (line.startsWith("id:")) {
+                assertThat(line).matches("id:[0-9a-f-]{36}:\\d+"); // <task id>:<token index>, for Last-Event-ID
             } else {
                 assertThat(line).isEmpty(); // unnamed events only: data and the blank line ending each
             }

@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -35,8 +36,9 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The stream's lifecycle around a real inference service and control log, with scripted pipeline steps: a refusal
- * at the first step is answered before the stream starts (so it keeps its status), and a coordinator that stops
- * ends its streamed tasks as failed rather than leaving them open.
+ * at the first step is answered before the stream starts (so it keeps its status), a failure after it is the stream's
+ * last event, and a coordinator that stops leaves its streamed tasks paused, resumable elsewhere, and tells their
+ * clients so.
  */
 class InferenceStreamsTest {
 
@@ -68,7 +70,7 @@ class InferenceStreamsTest {
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
 
         // Thrown to the handler (429 with Retry-After), not a 200 stream.
-        assertThat(streams.start(request(5), task -> new NativeStreamFormat(false)))
+        assertThat(streams.start(request(5), null, task -> new NativeStreamFormat(false)))
                 .failsWithin(10, TimeUnit.SECONDS).withThrowableOfType(ExecutionException.class)
                 .havingCause().isInstanceOfSatisfying(ButterflyException.class,
                         e -> assertThat(e.kind()).isEqualTo(ErrorKind.RESOURCE_EXHAUSTED));
@@ -77,7 +79,7 @@ class InferenceStreamsTest {
         assertThat(onlyTask().error()).contains("KV cache budget");
 
         refuse.set(false);
-        assertThat(streams.start(request(3), task -> new NativeStreamFormat(false))).succeedsWithin(10, TimeUnit.SECONDS);
+        assertThat(streams.start(request(3), null, task -> new NativeStreamFormat(false))).succeedsWithin(10, TimeUnit.SECONDS);
         awaitTasksEnded(2);
     }
 
@@ -85,19 +87,22 @@ class InferenceStreamsTest {
     void streamsStartedRunToTheEndAfterTheirFirstToken() {
         InferenceStreams streams = new InferenceStreams(cluster.service(ScriptedPipeline.answering(in -> step())),
                 ReadyCluster.props("coordinator-0"));
-        assertThat(streams.start(request(6), task -> new NativeStreamFormat(true))).succeedsWithin(10, TimeUnit.SECONDS);
+        assertThat(streams.start(request(6), null, task -> new NativeStreamFormat(true))).succeedsWithin(10, TimeUnit.SECONDS);
         assertThat(stepsRun.get()).isPositive(); // started only after the first token
         awaitTasksEnded(1);
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.COMPLETED);
         assertThat(onlyTask().generatedTokens()).isEqualTo(6);
     }
 
-    /** The status line was sent long before: the failure is the stream's last event, a problem document. */
+    /**
+     * The status line was sent long before: the failure is the stream's last event, a problem document. (A failure a
+     * new plan can mend, such as a stage gone, pauses the generation instead: see ResumeTest.)
+     */
     @Test
     void aFailureAfterTheFirstTokenIsTheStreamsLastEvent() throws Exception {
         InferenceService service = cluster.service(ScriptedPipeline.answering(in -> {
             if (stepsRun.get() == 2) {
-                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "worker w2 is gone");
+                throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.INTERNAL, "worker w2 broke");
             }
             return step();
         }));
@@ -113,16 +118,67 @@ class InferenceStreamsTest {
         String error = lines[lines.length - 1]; // data:{...} of the last event
         assertThat(error).startsWith("data:");
         JsonNode problem = JsonMapper.builder().build().readTree(error.substring("data:".length()));
-        assertThat(problem.path("status").asInt()).isEqualTo(503);
+        assertThat(problem.path("status").asInt()).isEqualTo(502);
         assertThat(problem.path("type").asString()).isEqualTo("about:blank");
         assertThat(problem.path("title").asString()).isEqualTo("Cluster error");
-        assertThat(problem.path("detail").asString()).contains("worker w2 is gone");
+        assertThat(problem.path("detail").asString()).contains("worker w2 broke");
         assertThat(problem.path("error_code").asString()).isEqualTo("INTERNAL_ERROR");
         assertThat(onlyTask().state()).isEqualTo(TaskRecord.State.FAILED);
     }
 
+    /**
+     * Token events carry ids; the same request with {@code Last-Event-ID} streams the rest of the same generation (here
+     * from its record: it ended), and an id this service did not write is refused naming the header. A plain request
+     * repeated with its {@code Idempotency-Key} answers the same generation.
+     */
     @Test
-    void aStoppingCoordinatorEndsItsStreamedTasksAsFailed() throws Exception {
+    void lastEventIdStreamsTheRestAndAnIdempotencyKeyAnswersTheSameGeneration() throws Exception {
+        InferenceService service = cluster.service(ScriptedPipeline.answering(in -> step()));
+        MockMvc mvc = MockMvcBuilders.standaloneSetup(new InferenceController(service,
+                new InferenceStreams(service, ReadyCluster.props("coordinator-0")))).setControllerAdvice(new ProblemHandler())
+                .build();
+        String body = "{\"token_ids\": [1, 17], \"max_tokens\": 6}";
+        List<String> first = lines(AsyncMvc.perform(mvc, post("/api/v1/inference/stream")
+                .contentType(MediaType.APPLICATION_JSON).content(body)));
+        List<String> ids = first.stream().filter(l -> l.startsWith("id:")).toList();
+        assertThat(ids).hasSize(6);
+        String task = ids.get(0).substring(3, ids.get(0).lastIndexOf(':'));
+        assertThat(ids).containsExactlyElementsOf(IntStream.range(0, 6).mapToObj(i -> "id:" + task + ":" + i).toList());
+        cluster.recorded();
+
+        List<String> rest = lines(AsyncMvc.perform(mvc, post("/api/v1/inference/stream").header("Last-Event-ID", task + ":3")
+                .contentType(MediaType.APPLICATION_JSON).content(body)));
+        assertThat(rest.stream().filter(l -> l.startsWith("id:")))
+                .containsExactly("id:" + task + ":4", "id:" + task + ":5");
+        List<String> firstData = first.stream().filter(l -> l.startsWith("data:")).toList();
+        List<String> restData = rest.stream().filter(l -> l.startsWith("data:")).toList();
+        assertThat(restData.subList(0, 2)).as("the same token events").isEqualTo(firstData.subList(4, 6));
+        JsonMapper json = JsonMapper.builder().build();
+        JsonNode done = json.readTree(restData.get(2).substring(5));
+        JsonNode doneFirst = json.readTree(firstData.get(6).substring(5));
+        for (String field : List.of("task_id", "token_ids", "text", "finish_reason", "token_logprobs", "usage")) {
+            assertThat(done.path(field)).as("the same answer: " + field).isEqualTo(doneFirst.path(field));
+        }
+
+        MockHttpServletResponse bad = AsyncMvc.perform(mvc, post("/api/v1/inference/stream").header("Last-Event-ID", "7")
+                .contentType(MediaType.APPLICATION_JSON).content(body));
+        assertThat(bad.getStatus()).isEqualTo(400);
+        assertThat(bad.getContentAsString()).contains("\"field\":\"Last-Event-ID\"");
+
+        String once = AsyncMvc.perform(mvc, post("/api/v1/inference").header("Idempotency-Key", "k-7")
+                .contentType(MediaType.APPLICATION_JSON).content(body)).getContentAsString();
+        String again = AsyncMvc.perform(mvc, post("/api/v1/inference").header("Idempotency-Key", "k-7")
+                .contentType(MediaType.APPLICATION_JSON).content(body)).getContentAsString();
+        assertThat(json.readTree(again).path("task_id")).isEqualTo(json.readTree(once).path("task_id"));
+        assertThat(json.readTree(again).path("token_ids")).isEqualTo(json.readTree(once).path("token_ids"));
+    }
+
+    private static List<String> lines(MockHttpServletResponse r) throws Exception {
+        return List.of(r.getContentAsString(StandardCharsets.UTF_8).split("\n"));
+    }
+
+    @Test
+    void aStoppingCoordinatorLeavesItsStreamedTasksPausedWithTheirProgress() throws Exception {
         InferenceService service = cluster.service(ScriptedPipeline.answering(in -> {
             try {
                 Thread.sleep(20);
@@ -132,14 +188,14 @@ class InferenceStreamsTest {
             return step();
         }));
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
-        streams.start(request(60), task -> new NativeStreamFormat(false)).get(10, TimeUnit.SECONDS); // ~1.2 s of steps
+        streams.start(request(60), null, task -> new NativeStreamFormat(false)).get(10, TimeUnit.SECONDS); // ~1.2 s of steps
 
         streams.destroy();
-        awaitTasksEnded(1);
 
         TaskRecord task = onlyTask();
-        assertThat(task.state()).isEqualTo(TaskRecord.State.FAILED);
-        assertThat(task.error()).startsWith("the coordinator is shutting down");
+        assertThat(task.state()).isEqualTo(TaskRecord.State.EXECUTING);
+        assertThat(task.pauseReason()).isEqualTo("the coordinator is shutting down");
+        assertThat(task.tokenIds()).as("its progress, for the replica that resumes it").isNotEmpty();
         assertThat(stepsRun.get()).isLessThan(60);
     }
 

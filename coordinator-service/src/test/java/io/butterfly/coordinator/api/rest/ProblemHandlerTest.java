@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.inference.scheduler.QueueFullException;
+import io.butterfly.coordinator.planning.InfeasiblePlanException;
+import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import io.butterfly.common.error.ErrorCode;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpHeaders;
@@ -27,6 +29,16 @@ class ProblemHandlerTest {
         assertThat(statusOf(ErrorKind.UNAVAILABLE)).isEqualTo(503);
         assertThat(statusOf(ErrorKind.DEADLINE_EXCEEDED)).isEqualTo(503);
         assertThat(statusOf(ErrorKind.RESOURCE_EXHAUSTED)).isEqualTo(429);
+    }
+
+    @Test
+    void aRefusedDrainIsAConflictNamingNeedAndCapacity() {
+        ProblemDetail p = handler.drainRefused(new DrainRefusedException("draining 'w1' would leave ...",
+                new InfeasiblePlanException("InsufficientResources: ...", 400, 250)));
+        assertThat(p.getStatus()).isEqualTo(409);
+        assertThat(p.getProperties()).containsEntry("error_code", "InsufficientResources")
+                .containsEntry("required_bytes", 400L).containsEntry("available_bytes", 250L);
+        assertThat(handler.drainRefused(new DrainRefusedException("the cluster is SHUTDOWN")).getProperties()).isNull();
     }
 
     @Test

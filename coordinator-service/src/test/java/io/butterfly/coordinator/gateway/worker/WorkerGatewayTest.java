@@ -12,7 +12,7 @@ import io.butterfly.common.identity.Caller;
 import io.butterfly.common.identity.NodeRole;
 import io.butterfly.common.identity.PeerIdentity;
 import io.butterfly.common.tensor.TensorCodec;
-import io.butterfly.coordinator.bootstrap.WorkerCallFailedException;
+import io.butterfly.coordinator.reconcile.WorkerCallFailedException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.inference.Pipeline;

@@ -256,4 +256,63 @@ class SchedulerTest {
             assertThat(s.budgets().used("w")).isZero();
         }
     }
+
+    /**
+     * A paused sequence keeps its KV reservation and is not scheduled; resumed, it replays its history on a new attempt
+     * cut exactly as the first time (prompt chunks at the same boundaries, then one generated token per step, several
+     * in flight one behind the other), then samples and decodes one step at a time again.
+     */
+    @Test
+    void aResumedSequenceReplaysItsHistoryCutAsTheFirstTimeWithStepsInFlightBehindEachOther() {
+        Scheduler s = new Scheduler(settings(4, 64, 4, 8, 3));
+        s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", 100, p -> p))), 3);
+        SequenceProgress a = seq("a", 6, 10);
+        s.add(a);
+        List<List<Integer>> first = new ArrayList<>();
+        for (int generated = 0; generated < 3; ) { // its prompt, then decodes until 3 tokens are chosen
+            MicroBatch b = s.next();
+            Chunk c = b.chunks().get(0);
+            first.add(List.of(c.position(), c.numTokens()));
+            assertThat(s.next()).as("one step at a time").isNull();
+            s.stepped(b);
+            generated += c.samples() ? 1 : 0;
+        }
+        MicroBatch failed = s.next(); // feeds the third token: lost with a stage
+        s.stepFailed(failed);
+        s.pause(a);
+        assertThat(s.next()).as("paused").isNull();
+        assertThat(s.budgets().used("w")).as("its reservation stays").isEqualTo(16);
+        assertThat(s.running()).isEqualTo(1);
+
+        s.resume(a, 6 + 3);
+        assertThat(a.attempt()).isEqualTo(1);
+        Deque<MicroBatch> inFlight = new ArrayDeque<>();
+        List<List<Integer>> cuts = new ArrayList<>();
+        List<Boolean> samples = new ArrayList<>();
+        int mostInFlight = 0;
+        do { // as the engine runs it: up to three micro-batches in flight, answered in order
+            for (MicroBatch b = null; inFlight.size() < s.microBatches() && (b = s.next()) != null; ) {
+                inFlight.add(b);
+            }
+            mostInFlight = Math.max(mostInFlight, inFlight.size());
+            MicroBatch b = inFlight.poll();
+            Chunk c = b.chunks().get(0);
+            assertThat(c.attempt()).isEqualTo(1);
+            cuts.add(List.of(c.position(), c.numTokens()));
+            samples.add(c.samples());
+            s.stepped(b);
+        } while (!inFlight.isEmpty() || a.replaying());
+        assertThat(mostInFlight).as("its steps go one behind the other").isEqualTo(3);
+        assertThat(cuts).as("the first time's cuts, and the step feeding the third token").isEqualTo(
+                java.util.stream.Stream.concat(first.stream(), java.util.stream.Stream.of(List.of(8, 1))).toList());
+        assertThat(samples).as("only the last replayed step samples").containsExactly(false, false, false, false, true);
+        MicroBatch decode = s.next();
+        assertThat(decode.chunks().get(0).position()).isEqualTo(9);
+        assertThat(s.next()).as("decoding: one step at a time again").isNull();
+
+        s.stepped(failed); // a step of the attempt given up, answered late: nothing changes
+        assertThat(a.computed()).isEqualTo(9);
+        s.remove(a);
+        assertThat(s.budgets().used("w")).isZero();
+    }
 }

@@ -8,6 +8,8 @@ import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.AssignPartitionResponse;
 import io.butterfly.proto.worker.v1.ChecksumReport;
 import io.butterfly.proto.worker.v1.ChecksumRequest;
+import io.butterfly.proto.worker.v1.DismissRequest;
+import io.butterfly.proto.worker.v1.DismissResponse;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.ReleaseResponse;
@@ -15,10 +17,14 @@ import io.butterfly.proto.worker.v1.StreamClosed;
 import io.butterfly.proto.worker.v1.ValidationAck;
 import io.butterfly.proto.worker.v1.ValidationResult;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import io.butterfly.worker.gateway.CoordinatorGateway;
+import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.partition.PartitionChecksums;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.pipeline.PipelineStage;
 import io.grpc.stub.StreamObserver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
 
 /**
@@ -30,14 +36,35 @@ import org.springframework.stereotype.Service;
 @Service
 public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
+    private static final Logger log = LoggerFactory.getLogger(WorkerGrpcService.class);
+
     private final PartitionManager partitions;
     private final PipelineStage stage;
     private final PartitionChecksums checksums;
+    private final CoordinatorGateway coordinators;
+    private final DiscoveryGateway membership;
 
-    public WorkerGrpcService(PartitionManager partitions, PipelineStage stage, PartitionChecksums checksums) {
+    public WorkerGrpcService(PartitionManager partitions, PipelineStage stage, PartitionChecksums checksums,
+                             CoordinatorGateway coordinators, DiscoveryGateway membership) {
         this.partitions = partitions;
         this.stage = stage;
         this.checksums = checksums;
+        this.coordinators = coordinators;
+        this.membership = membership;
+    }
+
+    /**
+     * A drained worker leaves the cluster: its partition is freed (fenced like an assignment), it stops heartbeating
+     * and leaves discovery. The process stays up, idle, until it is stopped; started again, it joins as a spare.
+     */
+    @Override
+    public void dismiss(DismissRequest request, StreamObserver<DismissResponse> response) {
+        partitions.dismiss(request.getEpoch(), request.getTerm());
+        coordinators.detach();
+        membership.close();
+        log.info("left the cluster (epoch {}, term {}): {}", request.getEpoch(), request.getTerm(), request.getReason());
+        response.onNext(DismissResponse.getDefaultInstance());
+        response.onCompleted();
     }
 
     @Override

@@ -38,7 +38,7 @@ final class WorkerMessages {
     static Assignment assignment(AssignPartitionRequest r) {
         return new Assignment(r.getModelId(), r.getLayers().getStart(), r.getLayers().getEnd(), r.getHasEmbedding(),
                 r.getHasHead(), r.getEpoch(), r.getTerm(), endpoint(r.getRegistry()), endpoint(r.getCoordinator()),
-                endpoints(r.getCoordinatorReplicasList()));
+                endpoints(r.getCoordinatorReplicasList()), r.getStageKeptSinceEpoch());
     }
 
     /** The step; its input stays the received tensor, decoded only when the stage reads it. */

@@ -106,6 +106,8 @@ public class WorkerStateController {
         p.put("bytes_total", s.bytesTotal());
         p.put("current_file", s.currentFile());
         p.put("partition_checksum", s.partitionChecksum());
+        // Earlier than the epoch when a re-plan left this stage as it was: held on, not loaded again.
+        p.put("loaded_in_epoch", s.loadedInEpoch());
         p.put("load_ms", s.loadMillis());
         p.put("warmup_ms", s.warmupMillis());
         p.put("error", s.error());

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.planning;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -7,7 +7,6 @@ import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.coordinator.planning.ModelFootprint;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

@@ -1,9 +1,8 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.planning;
 
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.common.model.ModelConfig;
-import io.butterfly.coordinator.planning.ModelFootprint;
 
 /**
  * Estimates a model's memory need from its manifest and config (docs/initialization-and-bootstrap.md §5.1):

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.reconcile;
 
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.manifest.Manifest;
@@ -11,10 +11,8 @@ import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.integrity.CrossValidation;
 import io.butterfly.coordinator.integrity.PartitionReport;
-import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.StageAssignment;
-import io.butterfly.coordinator.statemachine.SystemState;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,89 +23,45 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs the cross-validation (docs/bootstrap-protocol.md §6.5) whenever every stage of the current epoch is
- * loaded but its weights are not validated yet: ChecksumRequest to each stage, the reports checked and
- * the Merkle root rebuilt ({@link CrossValidation}), the ValidationResult logged (only VALID lets the
- * cluster become READY) and sent back to the workers. A validation with missing reports is retried; a
- * disagreeing one is final for that epoch (the state names node and file).
+ * One cross-validation of an epoch's loaded weights (docs/bootstrap-protocol.md §6.5): ChecksumRequest to each stage,
+ * the reports checked and the Merkle root rebuilt ({@link CrossValidation}), the verdict committed (only VALID lets the
+ * cluster be READY, with a Checkpoint) and sent back to the workers.
  */
-public class CrossValidator implements AutoCloseable {
+final class ValidationRound {
 
-    private static final Logger log = LoggerFactory.getLogger(CrossValidator.class);
-    private static final long RETRY_MILLIS = 2_000;
+    private static final Logger log = LoggerFactory.getLogger(ValidationRound.class);
 
     private final ControlLog control;
-    private final ModelCatalog catalog;
     private final Workers workers;
     private final Clock clock;
-    private long lastAttemptEpoch = -1;
-    private long lastAttemptAtMs;
-    /** Runs a validation asked for by {@link #nudge} (the RPCs block), off the caller's thread. */
-    private final ExecutorService nudges = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "cross-validation");
-        t.setDaemon(true);
-        return t;
-    });
+    private final Executor calls;
 
-    public CrossValidator(ControlLog control, ModelCatalog catalog, Workers workers, Clock clock) {
+    ValidationRound(ControlLog control, Workers workers, Clock clock, Executor calls) {
         this.control = control;
-        this.catalog = catalog;
         this.workers = workers;
         this.clock = clock;
+        this.calls = calls;
     }
 
     /**
-     * Validates now if every stage has loaded: called when a stage reports READY, so the last one's report
-     * does not wait for the periodic check (up to 200 ms of a ~4 s cold bootstrap).
+     * Validates the current epoch of {@code s}; whether the verdict was final (VALID or INVALID, committed) rather than
+     * INCOMPLETE (a stage did not report: tried again).
+     *
+     * @param modelDir where this coordinator keeps its own copies of the model's config and tokenizer, which it hashes
      */
-    public void nudge() {
-        nudges.execute(this::validateWhenLoaded);
-    }
-
-    @Override
-    public void close() {
-        nudges.shutdownNow();
-    }
-
-    public synchronized void validateWhenLoaded() {
-        if (!control.leadership().leading()) {
-            return; // the leader validates; a follower's result would only duplicate (or contradict) it
-        }
-        ClusterState s = control.state();
-        ServedModel model = catalog.served();
-        boolean waiting = s.system() == SystemState.BOOTSTRAPPING || s.system() == SystemState.DEGRADED;
-        if (model == null || !waiting || !s.pipelineReady() || s.checks().weightsValidFor(s.epoch())) {
-            return;
-        }
-        WeightValidation previous = s.checks().validation();
-        if (previous != null && previous.epoch() == s.epoch() && previous.status() == WeightValidation.Status.INVALID) {
-            return; // final for this epoch: the loaded bytes will not change by asking again
-        }
-        if (lastAttemptEpoch == s.epoch() && clock.millis() - lastAttemptAtMs < RETRY_MILLIS) {
-            return;
-        }
-        lastAttemptEpoch = s.epoch();
-        lastAttemptAtMs = clock.millis();
-        validate(s, model);
-    }
-
-    private void validate(ClusterState s, ServedModel model) {
+    boolean run(ClusterState s, ServedModel model, Path modelDir) {
         List<StageAssignment> stages = new ArrayList<>();
-        for (String id : s.pipeline()) {
-            NodeRecord n = s.nodes().get(id);
-            stages.add(new StageAssignment(id, n.layerStart(), n.layerEnd(), n.hasEmbedding(), n.hasHead()));
-        }
         Map<String, CompletableFuture<PartitionReport>> pending = new LinkedHashMap<>();
         for (String id : s.pipeline()) {
             NodeRecord n = s.nodes().get(id);
+            stages.add(new StageAssignment(id, n.layerStart(), n.layerEnd(), n.hasEmbedding(), n.hasHead()));
             pending.put(id, CompletableFuture.supplyAsync(() -> workers.checksums(n.info(), s.epoch(),
-                    Duration.ofSeconds(60))));
+                    Duration.ofSeconds(60)), calls));
         }
         Map<String, PartitionReport> reports = new LinkedHashMap<>();
         pending.forEach((id, f) -> {
@@ -120,12 +74,12 @@ public class CrossValidator implements AutoCloseable {
         });
         Manifest manifest = model.manifest();
         WeightValidation v = CrossValidation.validate(s.epoch(), manifest.files(), manifest.merkleRoot(),
-                stages, reports, ownFiles(manifest), clock.millis());
+                stages, reports, ownFiles(manifest, modelDir), clock.millis());
         try {
             control.submit(new ClusterCommand.WeightsValidated(v, v.atMs()));
         } catch (IllegalTransitionException e) {
             log.info("validation of epoch {} not recorded: {}", v.epoch(), e.getMessage());
-            return;
+            return false;
         }
         if (v.status() == WeightValidation.Status.VALID) {
             log.info("weights cross-validated (epoch {}): merkle root {} equals the manifest's, partition root {}",
@@ -140,6 +94,7 @@ public class CrossValidator implements AutoCloseable {
             log.error("weights cross-validation {} (epoch {}): {}", v.status(), v.epoch(), v.problems());
         }
         broadcast(s, v);
+        return v.status() != WeightValidation.Status.INCOMPLETE;
     }
 
     /** ValidationResult to every stage (docs/bootstrap-protocol.md §6.5); a worker that misses it only loses the log line. */
@@ -154,8 +109,7 @@ public class CrossValidator implements AutoCloseable {
     }
 
     /** Digests of the coordinator's own copies (config, tokenizer, chat template), hashed from its disk like the workers do. */
-    private Map<String, String> ownFiles(Manifest manifest) {
-        Path dir = catalog.directory(manifest.modelId());
+    private static Map<String, String> ownFiles(Manifest manifest, Path dir) {
         Map<String, String> out = new LinkedHashMap<>();
         for (ManifestFile f : manifest.files()) {
             if (!f.neededByCoordinator()) {

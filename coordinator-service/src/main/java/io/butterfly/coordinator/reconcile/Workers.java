@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.reconcile;
 
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
@@ -6,7 +6,7 @@ import io.butterfly.coordinator.integrity.PartitionReport;
 import java.time.Duration;
 
 /**
- * The workers as the bootstrap uses them (gateway/worker implements it). A call a worker does not take
+ * The workers as the leader's control plane uses them (gateway/worker implements it). A call a worker does not take
  * (unreachable, too slow, or refused) is a {@link WorkerCallFailedException}.
  */
 public interface Workers {
@@ -22,4 +22,10 @@ public interface Workers {
 
     /** Tells {@code worker} the cross-validation's verdict. */
     void announceValidation(NodeInfo worker, WeightValidation validation, Duration deadline);
+
+    /**
+     * Tells {@code worker}, drained and holding no stage of {@code epoch}, to leave the cluster: it frees what it loaded
+     * and leaves discovery. Fenced like an assignment.
+     */
+    void dismiss(NodeInfo worker, long epoch, long term, Duration deadline);
 }

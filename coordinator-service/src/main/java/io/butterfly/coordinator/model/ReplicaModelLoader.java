@@ -1,8 +1,6 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.model;
 
 import io.butterfly.coordinator.control.ControlLog;
-import io.butterfly.coordinator.model.ModelCatalog;
-import io.butterfly.coordinator.model.ServedModel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

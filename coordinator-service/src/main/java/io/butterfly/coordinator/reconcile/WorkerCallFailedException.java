@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.bootstrap;
+package io.butterfly.coordinator.reconcile;
 
 /** A worker did not take a call: it could not be reached, did not answer in time, or refused. */
 public class WorkerCallFailedException extends RuntimeException {

@@ -1,0 +1,115 @@
+package io.butterfly.coordinator.inference;
+
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.coordinator.cluster.NodeInfo;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * A pipeline whose model is a sequence's whole history: it keeps each sequence's tokens by position as stages keep
+ * their KV caches, refuses a step that does not start where the sequence's cache ends (as a stage does), and answers
+ * logits drawn from a hash of every token so far, so a replay that feeds a wrong history gives other tokens. It notes
+ * every slice it ran, in order. Taken {@link #down}, its steps fail UNAVAILABLE and it loses every cache, as a
+ * pipeline does whose stage's process died (back up, it refuses the lost sequences' steps, as a restarted stage does).
+ * Answers come on another thread, in the order steps arrived.
+ */
+final class HistoryPipeline implements Pipeline, AutoCloseable {
+
+    private final int vocab;
+    private final int endOfSequence;
+    private final Map<String, List<Long>> caches = new HashMap<>();
+    /** Sequences whose caches went down with the pipeline: a step of theirs is refused, as a restarted stage does. */
+    private final java.util.Set<String> lost = new java.util.HashSet<>();
+    /** Every slice a step ran (or refused for a conflict), in order. */
+    final List<StepInput.Slice> ran = new CopyOnWriteArrayList<>();
+    /** Steps refused because they did not start where the cache ended: a replay cut wrongly, never expected. */
+    final List<String> conflicts = new CopyOnWriteArrayList<>();
+    final List<String> released = new CopyOnWriteArrayList<>();
+    private final ExecutorService stages = Executors.newSingleThreadExecutor();
+    volatile boolean down;
+
+    HistoryPipeline(int vocab, int endOfSequence) {
+        this.vocab = vocab;
+        this.endOfSequence = endOfSequence;
+    }
+
+    @Override
+    public Route route(List<NodeInfo> stages) {
+        return new Route() {
+        };
+    }
+
+    @Override
+    public CompletableFuture<StepResult> submit(Route route, StepInput input) {
+        return CompletableFuture.supplyAsync(() -> run(input), stages);
+    }
+
+    private synchronized StepResult run(StepInput input) {
+        if (down) {
+            lost.addAll(caches.keySet());
+            caches.clear();
+            throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "stage w2 is gone");
+        }
+        float[] logits = new float[input.sequences().size() * vocab];
+        int at = 0;
+        for (int i = 0; i < input.sequences().size(); i++) {
+            StepInput.Slice s = input.sequences().get(i);
+            ran.add(s);
+            if (lost.contains(s.sequenceId())) {
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, "sequence '"
+                        + s.sequenceId() + "' starts at position " + s.position() + " but 0 positions are cached");
+            }
+            List<Long> cache = caches.computeIfAbsent(s.sequenceId(), k -> new ArrayList<>());
+            if (s.position() != cache.size()) {
+                conflicts.add(s.sequenceId() + " at " + s.position() + " with " + cache.size() + " cached");
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL, "conflict: " + conflicts);
+            }
+            for (int t = 0; t < s.numTokens(); t++) {
+                cache.add(input.tokens()[at + t]);
+            }
+            at += s.numTokens();
+            SplittableRandom draws = new SplittableRandom(cache.hashCode());
+            for (int v = 0; v < vocab; v++) {
+                logits[i * vocab + v] = (float) (draws.nextDouble() * 4);
+            }
+            logits[i * vocab + endOfSequence] = Float.NEGATIVE_INFINITY; // generations run to max_tokens
+        }
+        return ScriptedPipeline.answer(logits, input.sequences().size(), vocab);
+    }
+
+    @Override
+    public void abortThrough(String nodeId, String why) {
+    }
+
+    @Override
+    public synchronized void release(Route route, List<String> sequenceIds) {
+        released.addAll(sequenceIds);
+        sequenceIds.forEach(caches::remove);
+    }
+
+    /** The (position, tokens) of each step that ran for stage sequence id {@code id}, in order. */
+    List<List<Integer>> cuts(String id) {
+        return ran.stream().filter(s -> s.sequenceId().equals(id))
+                .map(s -> List.of(s.position(), s.numTokens())).toList();
+    }
+
+    /** The stage sequence ids a task ran under: its own, then one per attempt after a pause. */
+    List<String> attempts(String taskId) {
+        return ran.stream().map(StepInput.Slice::sequenceId).filter(id -> id.equals(taskId) || id.startsWith(taskId + "~"))
+                .distinct().toList();
+    }
+
+    @Override
+    public void close() {
+        stages.shutdownNow();
+    }
+}
