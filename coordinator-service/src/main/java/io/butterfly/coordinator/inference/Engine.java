@@ -212,6 +212,7 @@ final class Engine implements AutoCloseable {
                         + " is still leaving this coordinator: retry shortly");
             }
             s.newAttempt();
+            s.listener = TokenListener.after(afterIndex, s.listener); // what it regenerates up to there is not news
             scheduler.addResumed(s.progress, s.historyLength());
             s.trace = tracing.start(s.taskId());
             sequences.put(s.taskId(), s);
@@ -235,7 +236,7 @@ final class Engine implements AutoCloseable {
                 return null;
             }
             s.detached = null;
-            s.listener = listener;
+            s.listener = TokenListener.after(afterIndex, listener);
             tellFrom(s, afterIndex);
             return s;
         } finally {

@@ -255,7 +255,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
                                  String field) {
         TaskRecord t = awaitRecord(taskId);
         if (t == null) {
-            Sequence again = sequence(request, skippingUpTo(afterIndex, listener), UUID.randomUUID().toString(),
+            Sequence again = sequence(request, TokenListener.after(afterIndex, listener), UUID.randomUUID().toString(),
                     null, true);
             log.info("task {} is not in the replicated state: running its request again as task {}", taskId,
                     again.taskId());
@@ -355,15 +355,6 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         s.firstTokenNanos = s.lastTokenNanos = System.nanoTime();
         engine.submitResumed(s, afterIndex);
         return s;
-    }
-
-    /** A listener told only the tokens after {@code afterIndex} (a run again gives the client the rest only). */
-    private static TokenListener skippingUpTo(int afterIndex, TokenListener listener) {
-        return listener == null ? null : token -> {
-            if (token.index() > afterIndex) {
-                listener.onToken(token);
-            }
-        };
     }
 
     /** The task's record as this replica's state holds it, waiting a little for one this replica lags behind. */

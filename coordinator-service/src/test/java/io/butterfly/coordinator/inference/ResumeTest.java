@@ -182,6 +182,19 @@ class ResumeTest {
      */
     @Test
     void aTaskWhoseReplicaIsGoneIsTakenOverReplayedAndFinishedWithTheSameTokens() throws Exception {
+        takenOverAfter(6);
+    }
+
+    /**
+     * The client got further than the record (its owner died within a flush interval): the tokens between are
+     * generated again here but not sent again, each token reaches the client once.
+     */
+    @Test
+    void aClientAheadOfTheRecordGetsEachTokenOnceFromTheReplicaThatTookItOver() throws Exception {
+        takenOverAfter(14);
+    }
+
+    private void takenOverAfter(int clientHas) throws Exception {
         List<Long> prompt = new Random(5).longs(40, 3, 500).boxed().toList();
         GenerationRequest request = request(prompt, 0.8, 99);
         Reference reference = reference(List.of(request));
@@ -197,13 +210,14 @@ class ResumeTest {
 
         InferenceService service = cluster.service(pipeline);
         List<GeneratedToken> told = new CopyOnWriteArrayList<>();
-        RequestHandle handle = service.resume("t-1", 6, request, told::add);
+        RequestHandle handle = service.resume("t-1", clientHas, request, told::add);
         GenerationResult result = InferenceService.await(handle.result());
 
         assertThat(result.taskId()).isEqualTo("t-1");
         assertThat(result.tokenIds()).isEqualTo(expected);
         assertThat(result.tokenLogprobs().subList(0, recorded)).as("the recorded ones").containsOnly(-1.5);
-        assertThat(told).extracting(GeneratedToken::index).containsExactlyElementsOf(range(MAX_TOKENS).subList(7, MAX_TOKENS));
+        assertThat(told).extracting(GeneratedToken::index)
+                .containsExactlyElementsOf(range(MAX_TOKENS).subList(clientHas + 1, MAX_TOKENS));
         List<String> attempts = pipeline.attempts("t-1");
         assertThat(attempts).hasSize(1);
         assertThat(pipeline.cuts(attempts.get(0))).isEqualTo(reference.pipeline.cuts(reference.taskIds.get(0)));
