@@ -411,7 +411,7 @@ final class Engine implements AutoCloseable {
             s.appendInput(tokens, at, c.position(), c.numTokens());
             at += c.numTokens();
             slices.add(new StepInput.Slice(s.stageId(), c.position(), c.numTokens(), c.sequence().reservePositions(),
-                    s.trace.stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size())));
+                    s.trace.stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size()), !c.samples()));
         }
         Serving now = serving;
         routes.put(batch.id(), now.route());
@@ -545,8 +545,13 @@ final class Engine implements AutoCloseable {
         float[] logits = null;
         int vocab = 0;
         List<Chunk> chunks = r.batch().chunks();
+        int samplingChunks = (int) chunks.stream().filter(Chunk::samples).count();
+        int row = -1; // the logits row of chunk i: the last stage returns rows only for the chunks that sample
         for (int i = 0; i < chunks.size(); i++) {
             Chunk c = chunks.get(i);
+            if (c.samples()) {
+                row++;
+            }
             Sequence s = sequences.get(c.sequence().id());
             if (s == null) {
                 continue; // ended meanwhile
@@ -564,11 +569,11 @@ final class Engine implements AutoCloseable {
                 continue;
             }
             if (logits == null) {
-                logits = logits(r.result(), chunks.size());
-                vocab = logits.length / chunks.size();
+                logits = logits(r.result(), samplingChunks);
+                vocab = logits.length / samplingChunks;
             }
             try {
-                String finish = sample(s, Arrays.copyOfRange(logits, i * vocab, (i + 1) * vocab));
+                String finish = sample(s, Arrays.copyOfRange(logits, row * vocab, (row + 1) * vocab));
                 if (finish != null) {
                     end(s, finish, null, ended);
                 }

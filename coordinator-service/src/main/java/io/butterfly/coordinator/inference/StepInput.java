@@ -20,17 +20,24 @@ public record StepInput(long batchId, long epoch, List<Slice> sequences, long[] 
      * @param position         positions of the sequence already in the stages' KV caches
      * @param reservePositions the positions every stage sizes the sequence's KV cache for at its first step
      * @param traceContext     the trace context of the step's span for this sequence's request (empty: not traced)
+     * @param skipLogits       no token is sampled from this step for it (a prompt chunk before its last, a replayed
+     *                         token): the last stage computes and returns no logits row for it
      */
     public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
-                        Map<String, String> traceContext) {
+                        Map<String, String> traceContext, boolean skipLogits) {
 
         public Slice {
             traceContext = Map.copyOf(traceContext);
         }
 
-        /** An untraced slice. */
+        /** An untraced slice whose logits are wanted. */
         public Slice(String sequenceId, int position, int numTokens, int reservePositions) {
-            this(sequenceId, position, numTokens, reservePositions, Map.of());
+            this(sequenceId, position, numTokens, reservePositions, Map.of(), false);
         }
+    }
+
+    /** How many logits rows the last stage returns: one per slice that does not skip them, in slice order. */
+    public int logitRows() {
+        return (int) sequences.stream().filter(s -> !s.skipLogits()).count();
     }
 }

@@ -59,8 +59,9 @@ final class HistoryPipeline implements Pipeline, AutoCloseable {
             caches.clear();
             throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "stage w2 is gone");
         }
-        float[] logits = new float[input.sequences().size() * vocab];
+        float[] logits = new float[input.logitRows() * vocab];
         int at = 0;
+        int row = 0;
         for (int i = 0; i < input.sequences().size(); i++) {
             StepInput.Slice s = input.sequences().get(i);
             ran.add(s);
@@ -77,13 +78,17 @@ final class HistoryPipeline implements Pipeline, AutoCloseable {
                 cache.add(input.tokens()[at + t]);
             }
             at += s.numTokens();
+            if (s.skipLogits()) {
+                continue; // the last stage returns no row for it
+            }
             SplittableRandom draws = new SplittableRandom(cache.hashCode());
             for (int v = 0; v < vocab; v++) {
-                logits[i * vocab + v] = (float) (draws.nextDouble() * 4);
+                logits[row * vocab + v] = (float) (draws.nextDouble() * 4);
             }
-            logits[i * vocab + endOfSequence] = Float.NEGATIVE_INFINITY; // generations run to max_tokens
+            logits[row * vocab + endOfSequence] = Float.NEGATIVE_INFINITY; // generations run to max_tokens
+            row++;
         }
-        return ScriptedPipeline.answer(logits, input.sequences().size(), vocab);
+        return ScriptedPipeline.answer(logits, input.logitRows(), vocab);
     }
 
     @Override
@@ -100,6 +105,11 @@ final class HistoryPipeline implements Pipeline, AutoCloseable {
     List<List<Integer>> cuts(String id) {
         return ran.stream().filter(s -> s.sequenceId().equals(id))
                 .map(s -> List.of(s.position(), s.numTokens())).toList();
+    }
+
+    /** The slices sent under one stage sequence id, in order. */
+    List<StepInput.Slice> slices(String id) {
+        return ran.stream().filter(s -> s.sequenceId().equals(id)).toList();
     }
 
     /** The stage sequence ids a task ran under: its own, then one per attempt after a pause. */

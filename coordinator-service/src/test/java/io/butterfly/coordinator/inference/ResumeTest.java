@@ -101,6 +101,8 @@ class ResumeTest {
                 assertThat(pipeline.cuts(attempts.get(attempts.size() - 1)))
                         .as(what + ": the last attempt's steps are cut as a run without the failure cuts them")
                         .isEqualTo(reference.pipeline.cuts(reference.taskIds.get(i)));
+                assertLogitsAskedOnlyWhereATokenIsSampled(pipeline.slices(attempts.get(attempts.size() - 1)),
+                        requests.get(i).tokenIds().size(), what);
                 assertThat(cluster.recorded().tasks().get(result.taskId()).tokenIds()).isEqualTo(result.tokenIds());
             }
             assertThat(pipeline.conflicts).isEmpty();
@@ -291,6 +293,24 @@ class ResumeTest {
     }
 
     private record Reference(HistoryPipeline pipeline, List<List<Long>> tokens, List<String> taskIds) {
+    }
+
+    /**
+     * An attempt's steps skip the head up to the end of its history (the prompt and, on a replay, the tokens generated
+     * before the pause) and ask for logits from then on, one step per token still to come.
+     */
+    private static void assertLogitsAskedOnlyWhereATokenIsSampled(List<StepInput.Slice> slices, int promptLength,
+                                                                   String what) {
+        int firstSampling = 0;
+        while (firstSampling < slices.size() && slices.get(firstSampling).skipLogits()) {
+            firstSampling++;
+        }
+        assertThat(slices.subList(firstSampling, slices.size())).as(what + ": no step skips logits after one asked")
+                .noneMatch(StepInput.Slice::skipLogits);
+        StepInput.Slice first = slices.get(firstSampling);
+        int generatedBefore = first.position() + first.numTokens() - promptLength;
+        assertThat(slices.size() - firstSampling).as(what + ": steps asking for logits")
+                .isEqualTo(MAX_TOKENS - generatedBefore);
     }
 
     private static GenerationRequest request(List<Long> prompt, double temperature, long seed) {

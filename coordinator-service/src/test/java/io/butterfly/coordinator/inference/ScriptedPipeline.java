@@ -44,13 +44,16 @@ public final class ScriptedPipeline implements Pipeline {
     @Override
     public synchronized CompletableFuture<StepResult> submit(Route route, StepInput input) {
         sent.add(input);
-        float[] logits = new float[input.sequences().size() * vocab];
-        for (int i = 0; i < input.sequences().size(); i++) {
-            int step = steps.merge(input.sequences().get(i).sequenceId(), 1, Integer::sum) - 1;
-            logits[i * vocab + tokenAt.applyAsInt(step)] = 5f;
+        float[] logits = new float[input.logitRows() * vocab];
+        int row = 0;
+        for (StepInput.Slice s : input.sequences()) {
+            int step = steps.merge(s.sequenceId(), 1, Integer::sum) - 1;
+            if (!s.skipLogits()) {
+                logits[row++ * vocab + tokenAt.applyAsInt(step)] = 5f;
+            }
         }
         CompletableFuture<StepResult> answer = new CompletableFuture<>();
-        StepResult result = answer(logits, input.sequences().size(), vocab);
+        StepResult result = answer(logits, input.logitRows(), vocab);
         if (holding) {
             held.add(() -> answer.complete(result));
         } else {

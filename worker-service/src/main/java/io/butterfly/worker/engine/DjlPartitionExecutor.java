@@ -221,9 +221,13 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                         ? model.embed(root.create(step.tokenIds(tokens.ids())), step)
                         : step.padded(hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens));
                 x = model.layers(x, step);
-                result = spec.hasHead()
-                        ? toResult(step.sequenceRows(model.head(x, step.lastRows())), true)
-                        : toResult(step.tokenRows(x), false);
+                if (!spec.hasHead()) {
+                    result = toResult(step.tokenRows(x), false);
+                } else if (step.logitRows() == 0) {
+                    result = noLogits(); // every sequence skips them: no head at all
+                } else {
+                    result = toResult(step.sequenceRows(model.head(x, step.lastRows())), true);
+                }
             }
             long now = System.nanoTime();
             for (StepBatch.Slice s : slices) {
@@ -383,6 +387,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         }
         // A heap buffer is copied by the engine; a direct one is read in place during this step only.
         return root.create(bytes, shape, DataType.FLOAT32);
+    }
+
+    private StageResult noLogits() {
+        return new StageResult(ByteBuffer.allocate(0).order(ByteOrder.LITTLE_ENDIAN),
+                new long[]{0, spec.config().vocabSize()}, true);
     }
 
     private static StageResult toResult(NDArray values, boolean logits) {

@@ -14,7 +14,7 @@ public interface PartitionExecutor extends AutoCloseable {
      * One pipeline step for a packed batch: tokens of all sequences concatenated in batch order.
      * Input: token ids (first stage, hasEmbedding) or hidden states {@code [totalTokens, hidden]}.
      * Output: hidden states {@code [totalTokens, hidden]}, or, when hasHead, logits
-     * {@code [numSequences, vocab]} at each sequence's last position.
+     * {@code [sequences, vocab]} at the last position of each chunk that does not skip them.
      *
      * @throws IllegalArgumentException if a chunk's position differs from its cached length, a sequence
      *                                  appears twice, or the input does not match the batch

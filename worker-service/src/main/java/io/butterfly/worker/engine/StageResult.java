@@ -4,7 +4,7 @@ import java.nio.ByteBuffer;
 
 /**
  * What a stage produces: hidden states {@code [totalTokens, hidden]}, or, on the stage holding the head,
- * logits {@code [numSequences, vocab]} at each sequence's last position.
+ * logits {@code [sequences, vocab]} at the last position of each sequence that does not skip them, in batch order.
  *
  * @param littleEndianFloats float32 values, little-endian, row-major
  * @param shape              dimensions of the values

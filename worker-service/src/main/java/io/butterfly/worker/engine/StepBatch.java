@@ -113,21 +113,27 @@ final class StepBatch {
         return rows == totalTokens ? packed : packed.get(new NDIndex().addSliceDim(0, totalTokens));
     }
 
+    /** The sequences whose logits are wanted (those that do not {@link SequenceChunk#skipLogits skip} them). */
+    int logitRows() {
+        return (int) slices.stream().filter(s -> !s.chunk().skipLogits()).count();
+    }
+
     /**
-     * The row of each sequence's last token, padded like the step's rows (repeating the last sequence's) for the
-     * head; {@link #sequenceRows} drops the padding from the head's output.
+     * The row of the last token of each sequence whose logits are wanted, padded like the step's rows (repeating the
+     * last one) for the head; {@link #sequenceRows} drops the padding from the head's output. Needs
+     * {@link #logitRows()} &gt; 0.
      */
     NDArray lastRows() {
-        long[] last = new long[padded(slices.size())];
-        for (int i = 0; i < last.length; i++) {
-            Slice s = slices.get(Math.min(i, slices.size() - 1));
-            last[i] = s.rowOffset() + s.numTokens() - 1;
-        }
+        long[] wanted = slices.stream().filter(s -> !s.chunk().skipLogits())
+                .mapToLong(s -> s.rowOffset() + s.numTokens() - 1).toArray();
+        long[] last = Arrays.copyOf(wanted, padded(wanted.length));
+        Arrays.fill(last, wanted.length, last.length, wanted[wanted.length - 1]);
         return manager.create(last);
     }
 
-    /** The sequences' rows of what the head computed from {@link #lastRows}. */
+    /** The wanted sequences' rows of what the head computed from {@link #lastRows}. */
     NDArray sequenceRows(NDArray head) {
-        return head.getShape().get(0) == slices.size() ? head : head.get(new NDIndex().addSliceDim(0, slices.size()));
+        int wanted = logitRows();
+        return head.getShape().get(0) == wanted ? head : head.get(new NDIndex().addSliceDim(0, wanted));
     }
 }

@@ -63,7 +63,7 @@ public final class GatewayMessages {
         for (Step.Slice s : step.sequences()) {
             b.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
-                    .putAllTraceContext(s.traceContext()));
+                    .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits()));
         }
         step.downstream().subList(1, step.downstream().size()).forEach(e -> b.addDownstream(endpoint(e)));
         if (step.replyTo() != null) {

@@ -169,7 +169,8 @@ public class PipelineStage {
                 throw new IllegalArgumentException("sequence '" + s.sequenceId()
                         + "' needs an id, num_tokens > 0, position >= 0 and reserve_positions >= 0");
             }
-            batch.add(new SequenceChunk(s.sequenceId(), s.position(), s.numTokens(), s.reservePositions()));
+            batch.add(new SequenceChunk(s.sequenceId(), s.position(), s.numTokens(), s.reservePositions(),
+                    s.skipLogits()));
         }
         return batch;
     }

@@ -24,8 +24,9 @@ public record Step(String taskId, int step, long epoch, List<Slice> sequences, E
      * @param reservePositions positions it may reach, counted against the cache budget from its first step
      * @param traceContext     the trace context of the coordinator's span of this step for the sequence's request,
      *                         passed on unchanged (empty: the request is not traced)
+     * @param skipLogits       nothing is sampled from this step for it: the last stage computes no logits row for it
      */
     public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
-                        Map<String, String> traceContext) {
+                        Map<String, String> traceContext, boolean skipLogits) {
     }
 }

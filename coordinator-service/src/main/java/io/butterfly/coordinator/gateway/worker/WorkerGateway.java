@@ -177,7 +177,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
         for (StepInput.Slice s : in.sequences()) {
             request.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
-                    .putAllTraceContext(s.traceContext()));
+                    .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits()));
         }
         return steps.submit(r.first(), r.stages(), request.build()).thenApply(ReceivedStep::new);
     }
