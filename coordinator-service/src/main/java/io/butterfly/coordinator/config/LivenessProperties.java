@@ -26,6 +26,11 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param unheardGrace            a node with an assignment that the leader has not heard once in this long after
  *                                it began leading (or after the node's last change) is FAILED: it heartbeats every
  *                                replica its assignment names, reconnecting within 2-3 s of backoff
+ * @param loadingHeartbeatPause   silence tolerated, before phi judges it, from a node loading its partition
+ *                                (downloading, verifying, loading into the engine, warming up: its CPU, memory and
+ *                                garbage collector at their busiest): a false verdict then re-plans its stage onto
+ *                                another worker, which is then loading in turn. A crashed loader closes its stream
+ *                                and is FAILED as fast as any other
  */
 @ConfigurationProperties("butterfly.coordinator.liveness")
 public record LivenessProperties(
@@ -38,7 +43,8 @@ public record LivenessProperties(
         @DefaultValue("250ms") Duration reconnectGrace,
         @DefaultValue("25ms") Duration monitorInterval,
         @DefaultValue("250ms") Duration maxLocalPause,
-        @DefaultValue("10s") Duration unheardGrace) {
+        @DefaultValue("10s") Duration unheardGrace,
+        @DefaultValue("5s") Duration loadingHeartbeatPause) {
 
     public DetectorSettings detectorSettings() {
         return new DetectorSettings(failureThreshold, suspicionThreshold, windowSize, minStdDeviation.toMillis(),
@@ -46,6 +52,7 @@ public record LivenessProperties(
     }
 
     public LivenessMonitor.Settings monitorSettings() {
-        return new LivenessMonitor.Settings(detectorSettings(), monitorInterval, maxLocalPause, unheardGrace);
+        return new LivenessMonitor.Settings(detectorSettings(), monitorInterval, maxLocalPause, unheardGrace,
+                loadingHeartbeatPause);
     }
 }

@@ -29,9 +29,10 @@ public class LivenessMonitor implements AutoCloseable {
      *                        starvation): heartbeats may be queued unread, so it takes no verdicts for that long
      * @param unheardGrace    an assigned node this leader has not heard once in this long after it began leading is
      *                        FAILED
+     * @param loadingPause    silence a node loading its partition may keep before phi judges it
      */
     public record Settings(DetectorSettings detector, Duration monitorInterval, Duration maxLocalPause,
-                           Duration unheardGrace) {
+                           Duration unheardGrace, Duration loadingPause) {
     }
 
     private static final Logger log = LoggerFactory.getLogger(LivenessMonitor.class);
@@ -55,7 +56,8 @@ public class LivenessMonitor implements AutoCloseable {
     public LivenessMonitor(ControlLog control, Liveness liveness, Settings settings, Clock clock) {
         this.control = control;
         this.liveness = liveness;
-        this.policy = new LivenessPolicy(settings.detector(), settings.unheardGrace().toMillis());
+        this.policy = new LivenessPolicy(settings.detector(), settings.unheardGrace().toMillis(),
+                settings.loadingPause().toMillis());
         this.clock = clock;
         this.intervalMs = Math.max(1, settings.monitorInterval().toMillis());
         this.maxLocalPauseMs = settings.maxLocalPause().toMillis();

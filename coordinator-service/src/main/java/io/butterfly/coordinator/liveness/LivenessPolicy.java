@@ -24,18 +24,31 @@ import java.util.function.Function;
  * leader that has never heard it {@code unheardGraceMs} after it began watching (it was elected, say, after
  * a restart, and the node died meanwhile) suspects it and declares it FAILED at once. Phi cannot judge a node
  * it never heard, and without this rule such a node stayed READY (or SUSPECT) for ever.
+ *
+ * <p>A node loading its partition (downloading, verifying, loading, warming up) is judged by phi only once it has
+ * been silent for {@code loadingPauseMs}: a load keeps its process at its busiest (hashing, the engine's threads,
+ * the garbage collector), and a verdict on a slow loader re-plans its stage onto another worker, which then loads in
+ * turn. Its stream closing still counts at once.
  */
 public final class LivenessPolicy {
 
+    private static final java.util.Set<PartitionState> LOADING = java.util.EnumSet.of(PartitionState.DOWNLOADING,
+            PartitionState.VALIDATING, PartitionState.LOADED, PartitionState.WARMING);
+
     private final DetectorSettings settings;
     private final long unheardGraceMs;
+    private final long loadingPauseMs;
 
-    public LivenessPolicy(DetectorSettings settings, long unheardGraceMs) {
+    public LivenessPolicy(DetectorSettings settings, long unheardGraceMs, long loadingPauseMs) {
         if (unheardGraceMs <= 0) {
             throw new IllegalArgumentException("unheardGraceMs must be > 0, was " + unheardGraceMs);
         }
+        if (loadingPauseMs < 0) {
+            throw new IllegalArgumentException("loadingPauseMs must be >= 0, was " + loadingPauseMs);
+        }
         this.settings = settings;
         this.unheardGraceMs = unheardGraceMs;
+        this.loadingPauseMs = loadingPauseMs;
     }
 
     /**
@@ -49,19 +62,25 @@ public final class LivenessPolicy {
             String id = n.info().nodeId();
             NodeObservation o = observe.apply(id);
             String unheard = unheard(n, o, nowMs, watchingSinceMs);
-            ClusterCommand c = decide(state, n, o, nowMs, unheard);
+            NodeObservation judged = silenceTolerated(n, o, nowMs) ? o.withPhi(0.0) : o;
+            ClusterCommand c = decide(state, n, judged, nowMs, unheard);
             if (c != null) {
                 out.add(c);
             }
             if (c instanceof ClusterCommand.NodeSuspected s) {
                 // Suspicion and failure may be due in the same tick (e.g. after a stall of the monitor).
-                ClusterCommand f = failure(id, o, nowMs, unheard);
+                ClusterCommand f = failure(id, judged, nowMs, unheard);
                 if (f != null) {
                     out.add(f);
                 }
             }
         }
         return out;
+    }
+
+    /** Whether the node's silence is not (yet) evidence: it is loading its partition and was heard recently enough. */
+    private boolean silenceTolerated(NodeRecord n, NodeObservation o, long nowMs) {
+        return LOADING.contains(n.partition()) && o.everHeard() && nowMs - o.lastHeartbeatMs() < loadingPauseMs;
     }
 
     /**

@@ -17,4 +17,9 @@ public record NodeObservation(double phi, long lastHeartbeatMs, boolean connecte
     public boolean everHeard() {
         return lastHeartbeatMs >= 0;
     }
+
+    /** The same observation judged at another suspicion level. */
+    public NodeObservation withPhi(double otherPhi) {
+        return new NodeObservation(otherPhi, lastHeartbeatMs, connected, disconnectedAtMs, loadedEpoch);
+    }
 }

@@ -41,7 +41,7 @@ class InvariantMonitorTest {
     };
     private final LivenessProperties liveness = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
-            Duration.ofMillis(250), Duration.ofSeconds(10));
+            Duration.ofMillis(250), Duration.ofSeconds(10), Duration.ofSeconds(5));
     private final InMemoryControlLog control = new InMemoryControlLog();
     private final Liveness beats = new Liveness(liveness.detectorSettings(), clock);
     private final CoordinatorClaims alone = new CoordinatorClaims() {

@@ -47,7 +47,7 @@ class LivenessMonitorTest {
     private final FakeClock clock = new FakeClock();
     private final LivenessProperties props = new LivenessProperties(8.0, 4.0, 200, Duration.ofMillis(100),
             Duration.ofMillis(800), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(25),
-            Duration.ofMillis(250), Duration.ofSeconds(10));
+            Duration.ofMillis(250), Duration.ofSeconds(10), Duration.ofSeconds(5));
     private final Liveness liveness = new Liveness(props.detectorSettings(), clock);
     private final List<ClusterCommand> heard = new ArrayList<>();
     private final InMemoryControlLog control = new InMemoryControlLog();

@@ -25,7 +25,8 @@ class LivenessPolicyTest {
     private final DetectorSettings settings = PhiAccrualDetectorTest.DEFAULTS;
     private final HeartbeatTracker tracker = new HeartbeatTracker(settings);
     private static final long UNHEARD_GRACE_MS = 10_000;
-    private final LivenessPolicy policy = new LivenessPolicy(settings, UNHEARD_GRACE_MS);
+    private static final long LOADING_PAUSE_MS = 5_000;
+    private final LivenessPolicy policy = new LivenessPolicy(settings, UNHEARD_GRACE_MS, LOADING_PAUSE_MS);
     private ClusterState state = readyCluster();
     private long index = state.lastAppliedIndex();
     private long now = 10_000;
@@ -226,5 +227,50 @@ class LivenessPolicyTest {
         assertTrue(back.partitionIntact());
         assertEquals(WorkerState.READY, state.nodes().get("w1").state());
         assertEquals(SystemState.READY, state.system());
+    }
+
+    @Test
+    void aLoadingNodeIsJudgedBySilenceOnlyAfterTheLoadingPause() {
+        connectBoth();
+        run(1_000, true, true, 1);
+        startLoading("w1");
+        long silentFrom = now;
+        List<ClusterCommand> verdicts = run(LOADING_PAUSE_MS - 100, false, true, 1); // busy loading: silent
+        assertTrue(verdicts.isEmpty(), "a loader silent for 4.9 s: " + verdicts);
+        verdicts = run(1_000, false, true, 1);
+        ClusterCommand.NodeFailed failed = assertInstanceOf(ClusterCommand.NodeFailed.class, verdicts.get(verdicts.size() - 1));
+        assertEquals(silentFrom + LOADING_PAUSE_MS, failed.atMs(), "judged by phi (long past its threshold) from then on");
+    }
+
+    @Test
+    void aLoadingNodeHeardAgainAfterALongPauseStaysUnsuspected() {
+        connectBoth();
+        run(1_000, true, true, 1);
+        startLoading("w1");
+        List<ClusterCommand> verdicts = run(3_000, false, true, 1);
+        verdicts.addAll(run(1_000, true, true, 1));
+        assertTrue(verdicts.isEmpty(), verdicts.toString());
+        assertEquals(WorkerState.JOINED, state.nodes().get("w1").state());
+    }
+
+    @Test
+    void aLoadingNodeWhoseStreamClosesIsFailedAsFastAsAnyOther() {
+        connectBoth();
+        run(1_000, true, true, 1);
+        startLoading("w1");
+        tracker.streamClosed("w1", 1, now);
+        long closedAt = now;
+        List<ClusterCommand> verdicts = run(500, false, true, 1);
+        ClusterCommand.NodeFailed failed = assertInstanceOf(ClusterCommand.NodeFailed.class, verdicts.get(1));
+        assertTrue(failed.atMs() - closedAt <= settings.reconnectGraceMs() + 25, failed.toString());
+    }
+
+    /** A new plan moves w1 onto other layers: it is downloading them. */
+    private void startLoading(String id) {
+        state = ClusterReducer.apply(state, new ClusterCommand.PartitionsAssigned(2, List.of(
+                new StageAssignment("w2", 0, 1, true, false), new StageAssignment(id, 1, 4, false, true)), now), ++index);
+        state = ClusterReducer.apply(state, new ClusterCommand.LoadProgressed(id, 2,
+                io.butterfly.coordinator.statemachine.PartitionState.DOWNLOADING, 0.2, "layer-1", now), ++index);
+        assertEquals(io.butterfly.coordinator.statemachine.PartitionState.DOWNLOADING, state.nodes().get(id).partition());
     }
 }
