@@ -54,7 +54,12 @@ final class Engine implements AutoCloseable {
             ErrorKind.DEADLINE_EXCEEDED, ErrorKind.FAILED_PRECONDITION, ErrorKind.UNKNOWN);
     /** Context of an error that ends an answer but not its generation, which a client resumes elsewhere. */
     static final String RESUMABLE_CONTEXT = "resumable";
-    private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+    /**
+     * Longer than the failure detector takes to declare a crashed stage FAILED (its stream's 250 ms reconnect grace, a
+     * 25 ms monitor tick, the commit): a stage lost to a crash then stops the sending (DEGRADED) before a retry, which
+     * would replay every paused history into a pipeline with a dead stage while the spare loads, for nothing.
+     */
+    private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
 
     /** Where steps go now: the stages, the epoch they serve, and their KV budgets. */
@@ -569,11 +574,13 @@ final class Engine implements AutoCloseable {
                 continue;
             }
             if (logits == null) {
-                logits = logits(r.result(), samplingChunks);
-                vocab = logits.length / samplingChunks;
+                logits = logits(r.result(), samplingChunks, chunks.size());
+                vocab = (int) (long) r.result().logitsShape().get(1);
             }
+            // A worker from before skip_logits (a rolling upgrade) returns a row for every chunk.
+            int at = logits.length / vocab == chunks.size() ? i : row;
             try {
-                String finish = sample(s, Arrays.copyOfRange(logits, row * vocab, (row + 1) * vocab));
+                String finish = sample(s, Arrays.copyOfRange(logits, at * vocab, (at + 1) * vocab));
                 if (finish != null) {
                     end(s, finish, null, ended);
                 }
@@ -583,12 +590,14 @@ final class Engine implements AutoCloseable {
         }
     }
 
-    private static float[] logits(StepResult result, int sequences) {
+    /** The logits rows: one per sampling chunk, or (from a worker that predates skip_logits) one per chunk. */
+    private static float[] logits(StepResult result, int sampling, int chunks) {
         float[] logits = result.logits();
         List<Long> shape = result.logitsShape();
-        if (shape.size() != 2 || shape.get(0) != sequences || logits.length != sequences * shape.get(1)) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
-                    "last stage returned logits of shape " + shape + " for " + sequences + " sequence(s)");
+        if (shape.size() != 2 || shape.get(1) < 1 || (shape.get(0) != sampling && shape.get(0) != chunks)
+                || logits.length != shape.get(0) * shape.get(1)) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL, "last stage returned logits of"
+                    + " shape " + shape + " for " + sampling + " sampling sequence(s) of " + chunks);
         }
         return logits;
     }
