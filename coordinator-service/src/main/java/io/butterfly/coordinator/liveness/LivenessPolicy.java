@@ -5,8 +5,10 @@ import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -32,7 +34,7 @@ import java.util.function.Function;
  */
 public final class LivenessPolicy {
 
-    private static final java.util.Set<PartitionState> LOADING = java.util.EnumSet.of(PartitionState.DOWNLOADING,
+    private static final Set<PartitionState> LOADING = EnumSet.of(PartitionState.DOWNLOADING,
             PartitionState.VALIDATING, PartitionState.LOADED, PartitionState.WARMING);
 
     private final DetectorSettings settings;

@@ -44,6 +44,7 @@ final class StepBatch {
     private final int totalTokens;
     private final boolean batchInvariant;
     private final int rows;
+    private final int logitRows;
 
     StepBatch(NDManager manager, List<Slice> slices, int totalTokens, boolean batchInvariant) {
         this.manager = manager;
@@ -51,6 +52,7 @@ final class StepBatch {
         this.totalTokens = totalTokens;
         this.batchInvariant = batchInvariant;
         this.rows = padded(totalTokens);
+        this.logitRows = (int) slices.stream().filter(s -> !s.chunk().skipLogits()).count();
     }
 
     private int padded(int count) {
@@ -115,7 +117,7 @@ final class StepBatch {
 
     /** The sequences whose logits are wanted (those that do not {@link SequenceChunk#skipLogits skip} them). */
     int logitRows() {
-        return (int) slices.stream().filter(s -> !s.chunk().skipLogits()).count();
+        return logitRows;
     }
 
     /**
@@ -133,7 +135,6 @@ final class StepBatch {
 
     /** The wanted sequences' rows of what the head computed from {@link #lastRows}. */
     NDArray sequenceRows(NDArray head) {
-        int wanted = logitRows();
-        return head.getShape().get(0) == wanted ? head : head.get(new NDIndex().addSliceDim(0, wanted));
+        return head.getShape().get(0) == logitRows ? head : head.get(new NDIndex().addSliceDim(0, logitRows));
     }
 }
