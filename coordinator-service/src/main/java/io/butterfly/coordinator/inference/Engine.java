@@ -42,8 +42,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A step that fails for want of a stage (unreachable, declared FAILED, reassigned, out of time) pauses its
  * sequences instead of failing them: they keep their place, and once the pipeline serves again (the system READY,
- * or after a short backoff while it still says so) each replays its history into new KV caches and goes on with
- * its next token, the one a run without the failure chooses. A sequence still paused after the recovery timeout
+ * or after a short backoff while it still says so) each replays its history through the pipeline (the stages that
+ * kept its KV cache answer from it, the others compute it again) and goes on with its next token, the one a run
+ * without the failure chooses. A sequence still paused after the recovery timeout
  * fails with the error that paused it, saying so.
  */
 final class Engine implements AutoCloseable {
@@ -497,23 +498,20 @@ final class Engine implements AutoCloseable {
     }
 
     /**
-     * Starts paused sequences again once the pipeline serves: each on a new attempt, with new caches into which its
-     * history is replayed; the old attempt's caches are freed on the stages that still hold them.
+     * Starts paused sequences again once the pipeline serves: each on a new attempt that replays its history under the
+     * same stage id, so that a stage that kept the sequence's KV cache answers the replayed steps from what it sent the
+     * first time and only the stages that lost it compute (see the worker's {@code SentRows}).
      */
     private void resumePaused() {
         if (!sending() || scheduler.paused() == 0) {
             return;
         }
-        List<String> stale = new ArrayList<>();
         for (Sequence s : sequences.values()) {
             if (s.progress.paused()) {
-                stale.add(s.stageId());
-                s.newAttempt();
                 scheduler.resume(s.progress, s.historyLength());
                 log.info("task {} resumes: replaying {} tokens", s.taskId(), s.historyLength());
             }
         }
-        release(serving.route(), stale);
     }
 
     /** Fails the sequences that have waited to generate again for longer than the recovery timeout. */

@@ -470,7 +470,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     private KvBudgets.Stage budget(NodeRecord n, ModelConfig config) {
         int layers = n.layerStart() == null ? 0 : n.layerEnd() - n.layerStart();
         long share = n.kvCacheBudgetBytes() / Math.max(1, settings.replicas()); // 0: no budget reported, no cap
-        return new KvBudgets.Stage(n.info().nodeId(), share, positions -> KvCacheSizing.reservedBytes(config, layers, positions));
+        return new KvBudgets.Stage(n.info().nodeId(), share, positions -> KvCacheSizing.reservedBytes(config, layers, n.hasHead(), positions));
     }
 
     /** Requests running now (holding KV caches on the stages, or waiting to resume). */

@@ -57,7 +57,11 @@ final class Sequence implements RequestHandle {
     long pausedSinceNanos;
     /** What paused it. */
     RuntimeException pauseCause;
-    /** The stages know its KV caches by this id: the task id, and a fresh one for each attempt after a pause. */
+    /**
+     * The stages know its KV caches by this id: the task id, kept across a pause on this replica (kept stages answer
+     * its replay from their caches); a fresh one when a replica takes the task over (its former owner may still hold
+     * and free caches under the old one).
+     */
     private String stageId;
     /** Its trace, from the moment the engine takes it. */
     RequestTracing.Trace trace = RequestTracing.Trace.NONE;
@@ -113,7 +117,7 @@ final class Sequence implements RequestHandle {
         return stageId;
     }
 
-    /** A new attempt runs on new caches: a new id, unlike any this or another replica used for the task. */
+    /** New caches for a task taken over: a new id, unlike any this or another replica used for the task. */
     void newAttempt() {
         byte[] suffix = new byte[6];
         ThreadLocalRandom.current().nextBytes(suffix);

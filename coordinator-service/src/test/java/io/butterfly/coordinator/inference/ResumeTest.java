@@ -97,21 +97,53 @@ class ResumeTest {
                 assertThat(told.get(i)).as(what + ": each token told once, in order")
                         .extracting(GeneratedToken::index).containsExactlyElementsOf(range(MAX_TOKENS));
                 assertThat(told.get(i)).extracting(GeneratedToken::tokenId).containsExactlyElementsOf(result.tokenIds());
-                List<String> attempts = pipeline.attempts(result.taskId());
-                assertThat(pipeline.cuts(attempts.get(attempts.size() - 1)))
-                        .as(what + ": the last attempt's steps are cut as a run without the failure cuts them")
+                assertThat(pipeline.attempts(result.taskId())).as(what + ": replayed under its own id").hasSize(1);
+                List<StepInput.Slice> lastRun = pipeline.lastRun(result.taskId());
+                assertThat(lastRun).extracting(c -> List.of(c.position(), c.numTokens()))
+                        .as(what + ": the last replay's steps are cut as a run without the failure cuts them")
                         .isEqualTo(reference.pipeline.cuts(reference.taskIds.get(i)));
-                assertLogitsAskedOnlyWhereATokenIsSampled(pipeline.slices(attempts.get(attempts.size() - 1)),
-                        requests.get(i).tokenIds().size(), what);
+                assertLogitsAskedOnlyWhereATokenIsSampled(lastRun, requests.get(i).tokenIds().size(), what);
                 assertThat(cluster.recorded().tasks().get(result.taskId()).tokenIds()).isEqualTo(result.tokenIds());
             }
             assertThat(pipeline.conflicts).isEmpty();
-            assertThat(handles).as("some were paused").anySatisfy(h -> assertThat(pipeline.attempts(h.taskId())).hasSizeGreaterThan(1));
-            assertThat(pipeline.released).as("the given-up attempts' caches are freed")
-                    .containsAll(handles.stream().map(RequestHandle::taskId).filter(id -> pipeline.attempts(id).size() > 1).toList());
+            assertThat(handles).as("some were paused").anySatisfy(h -> assertThat(pipeline.runs(h.taskId())).isGreaterThan(1));
             pipeline.close();
             pipeline = pipeline();
         }
+    }
+
+    /**
+     * A pause that cost no cache (the pipeline comes back with every cache, as stages that kept theirs do): the replay
+     * runs under the same ids, the pipeline answers the replayed history from its caches, and the tokens are those of
+     * a run without the failure.
+     */
+    @Test
+    void aReplayIntoCachesThatWereKeptIsAnsweredFromThem() throws Exception {
+        List<GenerationRequest> requests = List.of(request(List.of(4L, 8L, 15L, 16L, 23L), 0.0, 0),
+                request(List.of(42L, 7L), 0.8, 99));
+        Reference reference = reference(requests);
+        pipeline.keepsCaches = true;
+        InferenceService service = cluster.service(pipeline);
+        java.util.concurrent.atomic.AtomicInteger tokens = new java.util.concurrent.atomic.AtomicInteger();
+        List<RequestHandle> handles = new ArrayList<>();
+        for (GenerationRequest r : requests) {
+            handles.add(service.submit(r, t -> {
+                if (tokens.incrementAndGet() == 9) {
+                    pipeline.down = true;
+                }
+            }));
+        }
+        awaitTrue(() -> pipeline.down);
+        Thread.sleep(300);
+        pipeline.down = false;
+        for (int i = 0; i < requests.size(); i++) {
+            GenerationResult result = InferenceService.await(handles.get(i).result());
+            assertThat(result.tokenIds()).isEqualTo(reference.tokens.get(i));
+            assertThat(pipeline.attempts(result.taskId())).hasSize(1);
+        }
+        assertThat(handles).as("some were paused").anySatisfy(h -> assertThat(pipeline.runs(h.taskId())).isGreaterThan(1));
+        assertThat(pipeline.answered.get()).as("replayed tokens answered from the kept caches").isPositive();
+        assertThat(pipeline.conflicts).isEmpty();
     }
 
     /** While the cluster is DEGRADED nothing is sent; once READY again the paused sequences resume. */

@@ -19,6 +19,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -58,6 +59,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     /** Counted against the budget: each cache's reservation, or what it takes if that is more. */
     private volatile long accountedBytes;
     private volatile int cachedSequences;
+    /** Tokens of steps answered from what this stage sent before ({@link SentRows}) rather than computed. */
+    private volatile long answeredTokens;
     /** When each cached sequence last ran a step (System.nanoTime), for {@link #evictIdle}. */
     private final Map<String, Long> lastUsed = new HashMap<>();
     /**
@@ -190,29 +193,65 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         return EngineThread.call(() -> forwardOnEngineThread(batch, input));
     }
 
-    @SuppressWarnings("try") // the scope only frees temporaries on close
+    /**
+     * One step. A sequence's chunk that this stage computed before from the same inputs (a replay after a resume: see
+     * {@link SentRows}) is answered with the rows it sent then; the others are computed together, after rewinding a
+     * cache that held other inputs at their positions.
+     */
     private synchronized StageResult forwardOnEngineThread(List<SequenceChunk> batch, StageInput input) {
         if (closed) {
             throw new SequenceConflictException("this partition was replaced by a newer assignment");
         }
         int totalTokens = validate(batch, input);
-        checkCacheBudget(batch);
+        long[] keys = InputKeys.of(input, totalTokens, spec.config().hiddenSize());
+        boolean[] answered = new boolean[batch.size()];
+        List<SequenceChunk> computed = new ArrayList<>(batch.size());
+        int[] inputOffsets = new int[batch.size()];
+        int offset = 0;
+        for (int i = 0; i < batch.size(); i++) {
+            SequenceChunk chunk = batch.get(i);
+            SequenceCache cache = caches.get(chunk.sequenceId());
+            inputOffsets[i] = offset;
+            answered[i] = cache != null && cache.answers(chunk, keys, offset, spec.hasHead());
+            if (answered[i]) {
+                answeredTokens += chunk.numTokens();
+            } else {
+                computed.add(chunk);
+            }
+            offset += chunk.numTokens();
+        }
+        StageResult result = computed.isEmpty() ? null
+                : compute(computed, computed.size() == batch.size() ? input : inputOf(batch, answered, input), keys, batch,
+                answered, inputOffsets);
+        long now = System.nanoTime();
+        batch.forEach(chunk -> lastUsed.put(chunk.sequenceId(), now));
+        if (spec.hasHead()) {
+            return result == null ? noLogits() : result; // an answered chunk wants no logits on the last stage
+        }
+        return computed.size() == batch.size() ? result : sentRows(batch, answered, result, totalTokens);
+    }
+
+    /** Computes the chunks not answered from what was sent before, and records what they feed and send. */
+    @SuppressWarnings("try") // the scope only frees temporaries on close
+    private StageResult compute(List<SequenceChunk> chunks, StageInput input, long[] keys, List<SequenceChunk> batch,
+                                boolean[] answered, int[] inputOffsets) {
+        checkCacheBudget(chunks);
         List<String> created = new ArrayList<>();
-        List<StepBatch.Slice> slices = new ArrayList<>(batch.size());
+        List<StepBatch.Slice> slices = new ArrayList<>(chunks.size());
+        int totalTokens = 0;
         try {
-            int offset = 0;
-            for (SequenceChunk chunk : batch) {
+            for (SequenceChunk chunk : chunks) {
                 SequenceCache cache = caches.get(chunk.sequenceId());
                 if (cache == null) {
-                    ModelConfig c = spec.config();
-                    cache = new SequenceCache(cacheManager, spec.numLayers(), c.numKvHeads(), c.headDim(), c.maxPositions(),
+                    cache = new SequenceCache(cacheManager, spec.config(), spec.numLayers(), spec.hasHead(),
                             chunk.reservePositions());
                     caches.put(chunk.sequenceId(), cache);
                     created.add(chunk.sequenceId());
                 }
+                cache.rewind(chunk.position());
                 cache.ensureCapacity(chunk.position() + chunk.numTokens());
-                slices.add(new StepBatch.Slice(chunk, cache, offset));
-                offset += chunk.numTokens();
+                slices.add(new StepBatch.Slice(chunk, cache, totalTokens));
+                totalTokens += chunk.numTokens();
             }
             StageResult result;
             try (NDScope ignored = new NDScope()) {
@@ -229,10 +268,16 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                     result = toResult(step.sequenceRows(model.head(x, step.lastRows())), true);
                 }
             }
-            long now = System.nanoTime();
-            for (StepBatch.Slice s : slices) {
-                s.cache().advance(s.numTokens());
-                lastUsed.put(s.chunk().sequenceId(), now);
+            ByteBuffer sent = spec.hasHead() ? null : result.littleEndianFloats().duplicate();
+            for (int i = 0, s = 0; i < batch.size(); i++) {
+                if (answered[i]) {
+                    continue;
+                }
+                StepBatch.Slice slice = slices.get(s++);
+                if (sent != null) {
+                    sent.position(slice.rowOffset() * sentRowBytes());
+                }
+                slice.cache().append(keys, inputOffsets[i], slice.numTokens(), sent);
             }
             return result;
         } catch (RuntimeException | Error e) { // an Error too (e.g. heap exhausted): no cache of a failed step stays
@@ -241,6 +286,54 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         } finally {
             recount();
         }
+    }
+
+    /** The input rows of the chunks not answered, in batch order. */
+    private StageInput inputOf(List<SequenceChunk> batch, boolean[] answered, StageInput input) {
+        if (input instanceof StageInput.Tokens tokens) {
+            long[] ids = new long[tokens.ids().length];
+            int n = 0;
+            for (int i = 0, offset = 0; i < batch.size(); offset += batch.get(i).numTokens(), i++) {
+                if (!answered[i]) {
+                    System.arraycopy(tokens.ids(), offset, ids, n, batch.get(i).numTokens());
+                    n += batch.get(i).numTokens();
+                }
+            }
+            return new StageInput.Tokens(Arrays.copyOf(ids, n));
+        }
+        ByteBuffer all = ((StageInput.Hidden) input).littleEndianFloats();
+        int rowBytes = spec.config().hiddenSize() * Float.BYTES;
+        ByteBuffer rows = ByteBuffer.allocate(all.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0, offset = 0; i < batch.size(); offset += batch.get(i).numTokens(), i++) {
+            if (!answered[i]) {
+                ByteBuffer chunk = all.duplicate();
+                chunk.position(all.position() + offset * rowBytes).limit(all.position() + (offset + batch.get(i).numTokens()) * rowBytes);
+                rows.put(chunk);
+            }
+        }
+        return new StageInput.Hidden(rows.flip());
+    }
+
+    /** The hidden states a stage before the last sends on: each chunk's rows, answered or computed now. */
+    private StageResult sentRows(List<SequenceChunk> batch, boolean[] answered, StageResult computed, int totalTokens) {
+        int rowBytes = sentRowBytes();
+        ByteBuffer out = ByteBuffer.allocate(totalTokens * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer fresh = computed == null ? null : computed.littleEndianFloats().duplicate();
+        for (int i = 0; i < batch.size(); i++) {
+            SequenceChunk chunk = batch.get(i);
+            if (answered[i]) {
+                caches.get(chunk.sequenceId()).copySent(chunk, out);
+            } else {
+                out.put(fresh.slice(fresh.position(), chunk.numTokens() * rowBytes));
+                fresh.position(fresh.position() + chunk.numTokens() * rowBytes);
+            }
+        }
+        return new StageResult(out.flip(), new long[]{totalTokens, spec.config().hiddenSize()}, false);
+    }
+
+    /** Bytes of a row this stage sends on and keeps ({@link SentRows}): none on the last stage. */
+    private int sentRowBytes() {
+        return spec.hasHead() ? 0 : spec.config().hiddenSize() * Float.BYTES;
     }
 
     /** Checks the batch against the caches and the input against the batch; returns the token count. */
@@ -261,7 +354,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                 throw new SequenceConflictException("sequence '" + chunk.sequenceId() + "' was released before this step arrived");
             }
             int cached = cache == null ? 0 : cache.length();
-            if (chunk.position() != cached) {
+            if (chunk.position() > cached) { // an earlier position is a replay, or feeds the sequence anew from there
                 throw new SequenceConflictException("sequence '" + chunk.sequenceId() + "' starts at position "
                         + chunk.position() + " but " + cached + " positions are cached on layers ["
                         + spec.layerStart() + ", " + spec.layerEnd() + ")");
@@ -345,17 +438,16 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     /** What a new sequence's cache takes for {@code positions}, as {@link SequenceCache} would grow it. */
     private long newCacheBytes(int positions) {
-        return spec.numLayers() == 0 ? 0 : KvCacheSizing.capacityFor(0, positions, spec.config().maxPositions()) * bytesPerPosition();
+        return KvCacheSizing.capacityFor(0, positions, spec.config().maxPositions()) * bytesPerPosition();
     }
 
     /** The most a sequence's cache can grow to while it stays within {@code reservePositions}. */
     private long reservedBytes(int reservePositions) {
-        return KvCacheSizing.reservedBytes(spec.config(), spec.numLayers(), reservePositions);
+        return KvCacheSizing.reservedBytes(spec.config(), spec.numLayers(), spec.hasHead(), reservePositions);
     }
 
     private long bytesPerPosition() {
-        ModelConfig c = spec.config();
-        return KvCacheSizing.bytesPerPosition(spec.numLayers(), c.numKvHeads(), c.headDim());
+        return KvCacheSizing.stageBytesPerPosition(spec.config(), spec.numLayers(), spec.hasHead());
     }
 
     /** Memory all sequences' KV caches take now; read without waiting for a step (metrics). */
@@ -434,6 +526,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         idle.forEach(this::dropCache);
         recount();
         return idle;
+    }
+
+    @Override
+    public long answeredTokens() {
+        return answeredTokens;
     }
 
     @Override

@@ -35,6 +35,9 @@ public interface PartitionExecutor extends AutoCloseable {
     /** Memory all sequences' KV caches take now. */
     long cachedBytes();
 
+    /** Tokens of steps answered from what this stage sent before, without computing them (a resume's replay). */
+    long answeredTokens();
+
     @Override
     void close();
 }

@@ -6,6 +6,8 @@ import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
 import io.butterfly.common.model.KvCacheSizing;
+import io.butterfly.common.model.ModelConfig;
+import java.nio.ByteBuffer;
 
 /**
  * One sequence's keys and values for this stage's layers, in one array {@code [layers, 2, kvHeads, capacity,
@@ -14,7 +16,9 @@ import io.butterfly.common.model.KvCacheSizing;
  * concatenating cache would); attention reads the positions written so far, a view.
  *
  * <p>Capacity grows as {@link KvCacheSizing} says: by a quarter, in steps of its {@link KvCacheSizing#GROWTH}
- * positions, so growth copies stay geometric.
+ * positions, so growth copies stay geometric. Beside it, {@link SentRows} records each position's input and what was sent
+ * on for it, so that a replayed step is answered without computing ({@link #answers}); a step that feeds other
+ * inputs from an earlier position {@link #rewind rewinds} the cache to it. The budget counts both.
  */
 final class SequenceCache implements AutoCloseable {
 
@@ -25,20 +29,25 @@ final class SequenceCache implements AutoCloseable {
     private final int maxPositions;
     private final long bytesPerPosition;
     private final long reservedBytes;
+    private final SentRows sent;
     /** {@code [layers, 2, kvHeads, capacity, headDim]}, null while the capacity is 0. */
     private NDArray keysAndValues;
     private int capacity;
     private int length;
 
-    /** @param reservePositions positions the sequence may reach (0 = unknown), see {@link #accountedBytes()} */
-    SequenceCache(NDManager parent, int layers, int kvHeads, int headDim, int maxPositions, int reservePositions) {
+    /**
+     * @param lastStage        whether the stage holds the head (it sends logits, and keeps no sent rows)
+     * @param reservePositions positions the sequence may reach (0 = unknown), see {@link #accountedBytes()}
+     */
+    SequenceCache(NDManager parent, ModelConfig config, int layers, boolean lastStage, int reservePositions) {
         this.manager = parent.newSubManager();
         this.layers = layers;
-        this.kvHeads = kvHeads;
-        this.headDim = headDim;
-        this.maxPositions = maxPositions;
-        this.bytesPerPosition = KvCacheSizing.bytesPerPosition(layers, kvHeads, headDim);
-        this.reservedBytes = layers == 0 ? 0 : KvCacheSizing.reservedCapacity(reservePositions, maxPositions) * bytesPerPosition;
+        this.kvHeads = config.numKvHeads();
+        this.headDim = config.headDim();
+        this.maxPositions = config.maxPositions();
+        this.bytesPerPosition = KvCacheSizing.stageBytesPerPosition(config, layers, lastStage);
+        this.reservedBytes = KvCacheSizing.reservedBytes(config, layers, lastStage, reservePositions);
+        this.sent = new SentRows(lastStage ? 0 : config.hiddenSize() * Float.BYTES);
     }
 
     /** What the budget counts for this cache: its reservation, or what it takes if that is more. */
@@ -53,7 +62,7 @@ final class SequenceCache implements AutoCloseable {
 
     /** Memory the arrays would take once {@link #ensureCapacity} made room for {@code positions}. */
     long bytesFor(int positions) {
-        return layers == 0 ? 0 : KvCacheSizing.capacityFor(capacity, positions, maxPositions) * bytesPerPosition;
+        return KvCacheSizing.capacityFor(capacity, positions, maxPositions) * bytesPerPosition;
     }
 
     int length() {
@@ -70,10 +79,15 @@ final class SequenceCache implements AutoCloseable {
      */
     @SuppressWarnings("try") // the scope only frees temporaries on close
     void ensureCapacity(int positions) {
-        if (positions <= capacity || layers == 0) {
+        if (positions <= capacity) {
             return;
         }
         int newCapacity = KvCacheSizing.capacityFor(capacity, positions, maxPositions);
+        sent.grow(newCapacity);
+        if (layers == 0) {
+            capacity = newCapacity;
+            return;
+        }
         NDArray grown = manager.zeros(new Shape(layers, 2, kvHeads, newCapacity, headDim));
         NDScope.unregister(grown);
         if (keysAndValues != null && length > 0) {
@@ -97,8 +111,32 @@ final class SequenceCache implements AutoCloseable {
         return keysAndValues;
     }
 
-    void advance(int tokens) {
-        length += tokens;
+    /**
+     * Whether this stage computed {@code chunk}'s positions before from the inputs keyed {@code inputKeys[from, from +
+     * n)}, so that what it sent for them answers the step (on the last stage only a step that wants no logits).
+     */
+    boolean answers(SequenceChunk chunk, long[] inputKeys, int from, boolean lastStage) {
+        return chunk.position() + chunk.numTokens() <= length && (!lastStage || chunk.skipLogits())
+                && sent.fedAlike(chunk.position(), inputKeys, from, chunk.numTokens());
+    }
+
+    /** Writes the rows sent for {@code chunk}'s positions into {@code into}. */
+    void copySent(SequenceChunk chunk, ByteBuffer into) {
+        sent.copySent(chunk.position(), chunk.numTokens(), into);
+    }
+
+    /** Forgets the positions from {@code position} on: a step feeds them anew (attention writes over them). */
+    void rewind(int position) {
+        length = Math.min(length, position);
+    }
+
+    /**
+     * Appends {@code n} computed positions: their input keys {@code inputKeys[from, from + n)} and the rows sent for
+     * them, read from {@code sentRows} at its position (null on the last stage).
+     */
+    void append(long[] inputKeys, int from, int n, ByteBuffer sentRows) {
+        sent.record(length, inputKeys, from, n, sentRows);
+        length += n;
     }
 
     @Override

@@ -40,17 +40,36 @@ class ExecutorCacheTest {
     }
 
     @Test
-    void chunkWhosePositionDiffersFromTheCacheIsRefusedNamingTheSequence() {
-        feed("mismatch", 0, 1, 2, 3);
-        assertThat(exec.cachedLength("mismatch")).isEqualTo(3);
-        assertThatThrownBy(() -> feed("mismatch", 2, 4)).isInstanceOf(SequenceConflictException.class)
-                .hasMessageContaining("'mismatch'").hasMessageContaining("position 2").hasMessageContaining("3 positions");
-        assertThatThrownBy(() -> feed("mismatch", 4, 4)).isInstanceOf(SequenceConflictException.class);
+    void chunkPastTheCachedPositionsIsRefusedNamingTheSequence() {
+        feed("gap", 0, 1, 2, 3);
+        assertThat(exec.cachedLength("gap")).isEqualTo(3);
+        assertThatThrownBy(() -> feed("gap", 4, 4)).isInstanceOf(SequenceConflictException.class)
+                .hasMessageContaining("'gap'").hasMessageContaining("position 4").hasMessageContaining("3 positions");
         // A refused step leaves the cache as it was.
-        assertThat(exec.cachedLength("mismatch")).isEqualTo(3);
-        feed("mismatch", 3, 4);
-        assertThat(exec.cachedLength("mismatch")).isEqualTo(4);
-        exec.release("mismatch");
+        assertThat(exec.cachedLength("gap")).isEqualTo(3);
+        feed("gap", 3, 4);
+        assertThat(exec.cachedLength("gap")).isEqualTo(4);
+        exec.release("gap");
+    }
+
+    @Test
+    void aStepFromAnEarlierPositionIsAnsweredWhenItFeedsWhatWasFedAndComputedAnewWhenNot() {
+        feed("rewound", 0, 1, 2, 3);
+        // The same tokens again, no logits wanted: answered, nothing computed, the cache as it was.
+        long answered = exec.answeredTokens();
+        StageResult none = exec.forward(List.of(new SequenceChunk("rewound", 0, 2, 0, true)), new StageInput.Tokens(new long[]{1, 2}));
+        assertThat(none.shape()).containsExactly(0, config.vocabSize());
+        assertThat(exec.answeredTokens() - answered).isEqualTo(2);
+        assertThat(exec.cachedLength("rewound")).isEqualTo(3);
+        // Another token at position 2: the cache is rewound there, and the sequence goes on as one fed 1, 2, 9 from
+        // the start.
+        feed("rewound", 2, 9);
+        assertThat(exec.cachedLength("rewound")).isEqualTo(3);
+        feed("straight", 0, 1, 2);
+        feed("straight", 2, 9);
+        assertThat(feed("rewound", 3, 5).toFloats()).isEqualTo(feed("straight", 3, 5).toFloats());
+        exec.release("rewound");
+        exec.release("straight");
     }
 
     @Test

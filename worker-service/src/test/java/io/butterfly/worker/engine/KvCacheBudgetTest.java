@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.common.model.KvCacheSizing;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.text.ByteSize;
 import io.butterfly.testsupport.ModelFixtures;
 import java.nio.file.Path;
 import java.util.List;
@@ -23,8 +24,11 @@ class KvCacheBudgetTest {
 
     private static ModelConfig config;
     private static DjlPartitionExecutor exec;
-    /** One cache capacity step (64 positions) of the whole model: 2 (k, v) x 4 layers x 2 kv heads x 16 x 4 bytes. */
-    private static final long STEP_BYTES = 64L * 2 * 4 * 2 * 16 * Float.BYTES;
+    /**
+     * One cache capacity step (64 positions) of the whole model: 2 (k, v) x 4 layers x 2 kv heads x 16 x 4 bytes, and
+     * the 8-byte key of each position's input (the last stage sends logits, so it keeps no sent rows, see SentRows).
+     */
+    private static final long STEP_BYTES = 64L * (2 * 4 * 2 * 16 * Float.BYTES + Long.BYTES);
     private static final long BUDGET = 2 * STEP_BYTES + STEP_BYTES / 4;
 
     @BeforeAll
@@ -68,8 +72,8 @@ class KvCacheBudgetTest {
         // A third sequence would need a third step of capacity: refused, but it could fit alone (retry).
         assertThatThrownBy(() -> feed("c", 0, 10, 0)).isInstanceOfSatisfying(CacheBudgetExceededException.class,
                 e -> assertThat(e.neverFits()).isFalse())
-                .hasMessageContaining("layers [0, 4)").hasMessageContaining("2 sequences cached").hasMessageContaining("budget of 144.0 KiB")
-                .hasMessageContaining("holding 128.0 KiB");
+                .hasMessageContaining("layers [0, 4)").hasMessageContaining("2 sequences cached").hasMessageContaining("budget of " + ByteSize.human(BUDGET))
+                .hasMessageContaining("holding " + ByteSize.human(2 * STEP_BYTES));
         assertThat(exec.cachedLength("c")).isZero();
         assertThat(exec.cachedSequences()).isEqualTo(2);
 

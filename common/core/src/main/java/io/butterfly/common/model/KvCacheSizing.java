@@ -4,7 +4,8 @@ package io.butterfly.common.model;
  * How big a sequence's KV cache on a stage grows: the worker's caches allocate by this rule, and the coordinator's
  * scheduler reserves by it, so the two count the same bytes. Keys and values are float32; capacity grows by a
  * quarter, in multiples of {@value #GROWTH} positions, so that growth copies stay geometric and at most a quarter of
- * a cache is unused.
+ * a cache is unused. Beside them a stage keeps, per position, what it needs to answer a replayed step without
+ * computing it ({@link #sentBytesPerPosition}).
  */
 public final class KvCacheSizing {
 
@@ -40,9 +41,21 @@ public final class KvCacheSizing {
         return 2L * layers * kvHeads * headDim * Float.BYTES;
     }
 
+    /**
+     * What a stage keeps per position to answer a replayed step (the worker's {@code SentRows}): an 8-byte key of the
+     * input and, on a stage before the last, the float32 hidden state it sent on.
+     */
+    public static long sentBytesPerPosition(int hiddenSize, boolean lastStage) {
+        return Long.BYTES + (lastStage ? 0L : (long) hiddenSize * Float.BYTES);
+    }
+
+    /** Bytes one position of a sequence takes on a stage of {@code layers} layers: keys, values and what it sent. */
+    public static long stageBytesPerPosition(ModelConfig c, int layers, boolean lastStage) {
+        return bytesPerPosition(layers, c.numKvHeads(), c.headDim()) + sentBytesPerPosition(c.hiddenSize(), lastStage);
+    }
+
     /** What a sequence that may reach {@code reservePositions} takes on a stage of {@code layers} layers of {@code c}. */
-    public static long reservedBytes(ModelConfig c, int layers, int reservePositions) {
-        return layers == 0 ? 0 : reservedCapacity(reservePositions, c.maxPositions())
-                * bytesPerPosition(layers, c.numKvHeads(), c.headDim());
+    public static long reservedBytes(ModelConfig c, int layers, boolean lastStage, int reservePositions) {
+        return reservedCapacity(reservePositions, c.maxPositions()) * stageBytesPerPosition(c, layers, lastStage);
     }
 }

@@ -18,7 +18,7 @@ import java.util.Set;
  * work.
  *
  * <p>A sequence whose step failed for want of a stage is paused: it keeps its KV reservation but is not scheduled until
- * it is resumed, and then replays its history into new caches (see {@link SequenceProgress}). Not thread-safe: its
+ * it is resumed, and then replays its history (see {@link SequenceProgress}). Not thread-safe: its
  * engine owns it.
  */
 public final class Scheduler {

@@ -5,10 +5,10 @@ package io.butterfly.coordinator.inference.scheduler;
  * now, and which attempt it is on.
  *
  * <p>A sequence feeds known tokens (its history) before it samples: first its prompt. After a pause (a stage that held
- * its KV cache failed) it starts a new attempt: new caches, into which its whole history, the prompt and the tokens
- * generated so far, is fed again, cut exactly as the first time (the prompt in the same chunks, each generated token in
- * a step of its own), so that the stages compute the same values as they did and the next token is the one a run
- * without the failure chooses. A replaying sequence may have several steps in flight, one after the other (their
+ * its KV cache failed) it starts a new attempt, which feeds its whole history, the prompt and the tokens generated so
+ * far, again from position 0, cut exactly as the first time (the prompt in the same chunks, each generated token in a
+ * step of its own): a stage that kept its cache answers those steps from what it sent the first time, one that lost
+ * it computes the same values as it did, and the next token is the one a run without the failure chooses. A replaying sequence may have several steps in flight, one after the other (their
  * tokens are known, and the stages take them in order); otherwise at most one.
  */
 public final class SequenceProgress {
@@ -54,7 +54,7 @@ public final class SequenceProgress {
         return computed;
     }
 
-    /** 0 until a pause; each resume starts a new attempt, on new caches. */
+    /** 0 until a pause; each resume starts a new attempt (steps of an earlier one are ignored when they come back). */
     public int attempt() {
         return attempt;
     }
@@ -127,7 +127,7 @@ public final class SequenceProgress {
 
     /**
      * Starts a new attempt that feeds the first {@code historyLength} tokens again (the prompt and the tokens
-     * generated so far) into new caches, from position 0.
+     * generated so far), from position 0.
      */
     void resume(int historyLength) {
         if (historyLength < promptLength) {

@@ -83,6 +83,7 @@ public class WorkerStateController {
         out.put("cached_sequences", executor == null ? 0 : executor.cachedSequences());
         out.put("kv_cache_bytes", executor == null ? 0 : executor.cachedBytes());
         out.put("kv_cache_budget_bytes", partitions.settings().executor().kvCacheBytes());
+        out.put("replayed_tokens_answered", executor == null ? 0 : executor.answeredTokens());
         return out;
     }
 
