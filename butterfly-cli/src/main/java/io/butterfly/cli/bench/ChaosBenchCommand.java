@@ -88,6 +88,13 @@ public final class ChaosBenchCommand implements Callable<Integer> {
     private PrintWriter out;
     private Launcher launcher;
     private ServiceSupervisor supervisor;
+    /**
+     * The worker the last trial killed, which the next trial waits to see back as a spare: killed at its last token, its
+     * loss may not even be detected when that trial ends, and a cluster that still looks READY with its old spare
+     * would lose the next stage with no spare to take it (the survivors would, and every later trial would run on
+     * fewer, larger stages than the bench says).
+     */
+    private String rejoining;
 
     /** One trial's outcome: whether it matched the reference (and why not), and its longest gap between tokens. */
     private record Trial(boolean identical, String why, long stallMs) {
@@ -183,6 +190,7 @@ public final class ChaosBenchCommand implements Callable<Integer> {
         if (stream.killed) {
             supervisor.awaitExit(victim, Duration.ofSeconds(30));
             supervisor.restart(victim.name()); // a worker comes back as a spare; a coordinator rejoins the group
+            rejoining = killCoordinator ? null : victim.nodeId();
         }
         return report(i, sampled, victim.name(), killAt, t);
     }
@@ -272,8 +280,8 @@ public final class ChaosBenchCommand implements Callable<Integer> {
     }
 
     /**
-     * Every coordinator answers READY, knows its leader and runs no paused task, and every spare is back (a restarted
-     * process has rejoined).
+     * Every coordinator answers READY, knows its leader and runs no paused task, and every spare is back: among them the
+     * worker the last trial killed, restarted.
      */
     private void awaitReady() throws InterruptedException {
         long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
@@ -283,7 +291,8 @@ public final class ChaosBenchCommand implements Callable<Integer> {
                 JsonNode s = state(c);
                 all &= s != null && "READY".equals(s.path("system_state").asString())
                         && s.path("raft").path("leader_id").isString() && s.path("paused_tasks").isEmpty()
-                        && s.path("spares").size() == spares;
+                        && s.path("spares").size() == spares
+                        && (rejoining == null || strings(s.path("spares")).contains(rejoining));
             }
             if (all) {
                 return;
@@ -313,6 +322,12 @@ public final class ChaosBenchCommand implements Callable<Integer> {
     private static List<Long> longs(JsonNode array) {
         List<Long> out = new ArrayList<>();
         array.forEach(n -> out.add(n.asLong()));
+        return out;
+    }
+
+    private static List<String> strings(JsonNode array) {
+        List<String> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asString()));
         return out;
     }
 }
