@@ -52,8 +52,9 @@ class CoordinatorFailoverIT {
             assertThat(cluster.awaitTaskEnded(leader, taskId).path("state").asString()).isEqualTo("COMPLETED");
 
             // The assignment named every replica: each worker heartbeats all three, so the next leader's
-            // failure detector already has their history.
+            // failure detector already has their history (a worker it had not heard yet would look silent to it).
             awaitHeartbeatsToAllReplicas(cluster, "worker-0");
+            awaitHeartbeatsToAllReplicas(cluster, "worker-1");
 
             cluster.kill(leader);
             List<String> survivors = REPLICAS.stream().filter(r -> !r.equals(leader)).toList();
@@ -129,7 +130,14 @@ class CoordinatorFailoverIT {
             }
             Thread.sleep(50);
         }
-        throw new IllegalStateException("no replica of " + replicas + " leads a READY system within " + timeout);
+        StringBuilder last = new StringBuilder();
+        for (String r : replicas) {
+            JsonNode s = state(cluster, r);
+            last.append('\n').append(r).append(": ").append(s == null ? "no answer" : s.path("system_state").asString()
+                    + ", raft " + s.path("raft") + ", nodes " + s.path("nodes"));
+        }
+        throw new IllegalStateException("no replica of " + replicas + " leads a READY system within " + timeout + last
+                + "\n" + cluster.tails());
     }
 
     private static JsonNode state(LocalCluster cluster, String replica) {
