@@ -56,6 +56,10 @@ class CoordinatorFailoverIT {
             awaitHeartbeatsToAllReplicas(cluster, "worker-0");
             awaitHeartbeatsToAllReplicas(cluster, "worker-1");
 
+            // A replica that started last may not have joined the group yet: killing the leader then leaves one of
+            // three, and no quorum, as it should. The claim is about a whole group.
+            awaitEveryReplicaCaughtUp(cluster, leader, leaderId);
+
             cluster.kill(leader);
             List<String> survivors = REPLICAS.stream().filter(r -> !r.equals(leader)).toList();
             String next = awaitLeaderServing(cluster, survivors, term, Duration.ofSeconds(30));
@@ -87,6 +91,30 @@ class CoordinatorFailoverIT {
             reply = cluster.getFrom(r, "/api/v1/tasks/" + taskId + "/state");
         }
         return reply.json();
+    }
+
+    /** Every replica follows {@code leaderId} and has applied what the leader had applied when asked. */
+    private static void awaitEveryReplicaCaughtUp(LocalCluster cluster, String leader, String leaderId) throws Exception {
+        long applied = state(cluster, leader).path("raft").path("last_applied_index").asLong();
+        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        Map<String, String> last = new java.util.TreeMap<>();
+        while (System.nanoTime() < deadline) {
+            last.clear();
+            for (String r : REPLICAS) {
+                JsonNode s = state(cluster, r);
+                JsonNode raft = s == null ? null : s.path("raft");
+                if (raft != null && leaderId.equals(raft.path("leader_id").asString())
+                        && raft.path("last_applied_index").asLong() >= applied) {
+                    continue;
+                }
+                last.put(r, raft == null ? "no answer" : raft.toString());
+            }
+            if (last.isEmpty()) {
+                return;
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException("replicas not caught up with " + leaderId + " at index " + applied + ": " + last);
     }
 
     private static void awaitHeartbeatsToAllReplicas(LocalCluster cluster, String worker) throws Exception {
