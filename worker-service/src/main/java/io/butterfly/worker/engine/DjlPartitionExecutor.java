@@ -2,7 +2,6 @@ package io.butterfly.worker.engine;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
-import ai.djl.engine.EngineException;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
@@ -52,7 +51,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private final long weightBytes;
     /** The most memory all KV caches may take together (0 = no limit), see {@link #checkCacheBudget}. */
     private final long kvCacheBudget;
-    private final boolean batchInvariant;
+    /** A step's rows are padded to a multiple of this: the projections' row quantum when batch-invariant, else 1. */
+    private final int rowQuantum;
     private final Map<String, SequenceCache> caches = new HashMap<>();
     /** What the caches take and hold, recounted whenever they change: readable while a step runs. */
     private volatile long cachedBytes;
@@ -82,7 +82,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         this.spec = spec;
         this.weightBytes = weightBytes;
         this.kvCacheBudget = options.kvCacheBytes();
-        this.batchInvariant = options.batchInvariant();
+        this.rowQuantum = options.batchInvariant() ? model.linear().rowQuantum() : 1;
         this.root = root;
         this.cacheManager = cacheManager;
         this.model = model;
@@ -154,8 +154,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     }
 
     /**
-     * The stage's TorchScript: with MKL-packed projections on a CPU (float32), with the weights as loaded on a GPU or
-     * where this libtorch has no MKL, in half precision when asked.
+     * The stage's TorchScript: on a CPU (float32) with projections on weights reordered for oneDNN, else packed for
+     * MKL's GEMM, else as loaded (as on a GPU); in half precision when asked.
      */
     private static TorchScript compile(NDManager manager, boolean gpt2, ExecutorOptions options) {
         String moduleClass = gpt2 ? "Gpt2Stage" : "LlamaStage";
@@ -164,11 +164,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.HALF, options.profiled());
         }
         if (!manager.getDevice().isGpu()) {
-            try {
-                return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PACKED, options.profiled());
-            } catch (EngineException e) {
-                LOG.warn("MKL's packed GEMM is not available ({}); projections use the weights as loaded", e.getMessage());
-            }
+            return TorchScript.compileForCpu(manager, moduleClass, source, options.profiled());
         }
         return TorchScript.compile(manager, moduleClass, source, TorchScript.Linear.PLAIN, options.profiled());
     }
@@ -181,6 +177,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     /** Float32 bytes of the weights this partition loaded (a tied head counted once). */
     public long weightBytes() {
         return weightBytes;
+    }
+
+    /** How this partition's projections compute. */
+    TorchScript.Linear projections() {
+        return model.linear();
     }
 
     /** The device the partition runs on. */
@@ -255,7 +256,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             }
             StageResult result;
             try (NDScope ignored = new NDScope()) {
-                StepBatch step = new StepBatch(root, slices, totalTokens, batchInvariant);
+                StepBatch step = new StepBatch(root, slices, totalTokens, rowQuantum);
                 NDArray x = input instanceof StageInput.Tokens tokens
                         ? model.embed(root.create(step.tokenIds(tokens.ids())), step)
                         : step.padded(hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens));

@@ -121,6 +121,11 @@ final class Gpt2Stage implements StageModel {
     }
 
     @Override
+    public TorchScript.Linear linear() {
+        return script.linear();
+    }
+
+    @Override
     public long weightBytes() {
         return weightBytes;
     }

@@ -141,6 +141,11 @@ final class LlamaStage implements StageModel {
     }
 
     @Override
+    public TorchScript.Linear linear() {
+        return script.linear();
+    }
+
+    @Override
     public long weightBytes() {
         return weightBytes;
     }

@@ -14,6 +14,9 @@ interface StageModel extends AutoCloseable {
     /** Final norm and LM head over the given rows of {@code hidden}: logits {@code [rows, vocab]}. */
     NDArray head(NDArray hidden, NDArray rows);
 
+    /** How its projections compute. */
+    TorchScript.Linear linear();
+
     /** Memory the weights take as held. */
     long weightBytes();
 

@@ -12,20 +12,13 @@ import java.util.List;
  * as a stage's TorchScript takes them. Arrays it creates belong to the step's scope.
  *
  * <p>Batch invariance is decided here, and only here. The row-wise work of a step (projections, norms,
- * activations, the LM head) runs on one packed array, and the GEMM kernels round a row differently by how many
+ * activations, the LM head) runs on one packed array, and some GEMM kernels round a row differently by how many
  * rows share the call. A batch-invariant step therefore runs on {@link #rows()}: its tokens, then zero rows up
- * to a multiple of {@link #ROW_QUANTUM}, dropped again at the end; the LM head's rows are padded the same way.
- * Attention runs per sequence, on shapes that depend on that sequence alone.
+ * to a multiple of the projections' row quantum ({@link TorchScript.Linear#rowQuantum()}; 1, no padding, for
+ * oneDNN's), dropped again at the end; the LM head's rows are padded the same way. Attention runs per sequence, on
+ * shapes that depend on that sequence alone.
  */
 final class StepBatch {
-
-    /**
-     * Rows of a product that round alike whatever else shares the call, measured with DJL 0.35.1 / libtorch 2.7.1
-     * (MKL, packed weights or not) on CPU: a row computed among 4, 8, ... 512 rows (at any offset) gives the same bits
-     * with 1 or 2 intra-op threads, while among 1 to 3 rows (and, threaded, the last rows of a count that is not a
-     * multiple of 4) it takes another kernel and rounds differently.
-     */
-    static final int ROW_QUANTUM = 4;
 
     /** A sequence's rows {@code [rowOffset, rowOffset + numTokens)} in the packed batch. */
     record Slice(SequenceChunk chunk, SequenceCache cache, int rowOffset) {
@@ -42,21 +35,22 @@ final class StepBatch {
     private final NDManager manager;
     private final List<Slice> slices;
     private final int totalTokens;
-    private final boolean batchInvariant;
+    private final int rowQuantum;
     private final int rows;
     private final int logitRows;
 
-    StepBatch(NDManager manager, List<Slice> slices, int totalTokens, boolean batchInvariant) {
+    /** @param rowQuantum rows are padded to a multiple of this (1: no padding) */
+    StepBatch(NDManager manager, List<Slice> slices, int totalTokens, int rowQuantum) {
         this.manager = manager;
         this.slices = slices;
         this.totalTokens = totalTokens;
-        this.batchInvariant = batchInvariant;
+        this.rowQuantum = rowQuantum;
         this.rows = padded(totalTokens);
         this.logitRows = (int) slices.stream().filter(s -> !s.chunk().skipLogits()).count();
     }
 
     private int padded(int count) {
-        return batchInvariant ? (count + ROW_QUANTUM - 1) / ROW_QUANTUM * ROW_QUANTUM : count;
+        return (count + rowQuantum - 1) / rowQuantum * rowQuantum;
     }
 
     NDManager manager() {

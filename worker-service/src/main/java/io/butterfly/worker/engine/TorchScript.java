@@ -15,6 +15,8 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A stage's math as a TorchScript module, compiled by libtorch from this package's sources
@@ -31,28 +33,51 @@ import java.util.Map;
  */
 final class TorchScript implements AutoCloseable {
 
+    private static final Logger LOG = LoggerFactory.getLogger(TorchScript.class);
+
     private static final String SOURCES = "torchscript/";
 
     /** How projections compute: the {@code __torch__.butterfly.linear} implementation a stage is compiled with. */
     enum Linear {
-        /** Float32 weights packed for MKL's GEMM once (CPU). */
-        PACKED("linear_packed.py"),
+        /** Float32 weights reordered for oneDNN's kernels once (CPU); rows in blocks that round alike. */
+        ONEDNN("linear_onednn.py", 1),
+        /** Float32 weights packed for MKL's GEMM once (CPU, a libtorch without oneDNN). */
+        PACKED("linear_packed.py", 4),
         /** Float32 weights as loaded (GPU, or a build without MKL). */
-        PLAIN("linear_plain.py"),
+        PLAIN("linear_plain.py", 4),
         /** Float16 or bfloat16 weights, float32 accumulation. */
-        HALF("linear_half.py");
+        HALF("linear_half.py", 4);
 
         private final String source;
+        private final int rowQuantum;
 
-        Linear(String source) {
+        Linear(String source, int rowQuantum) {
             this.source = source;
+            this.rowQuantum = rowQuantum;
+        }
+
+        /**
+         * A batch-invariant step pads its rows to a multiple of this (see {@link StepBatch}): measured with DJL
+         * 0.35.1 / libtorch 2.7.1 on CPU, MKL's GEMM (packed weights or not) rounds a row alike among 4, 8, ... 512
+         * rows at any offset, with 1 or 2 threads, and otherwise among 1 to 3 rows (or, threaded, the last rows of a
+         * count that is not a multiple of 4); {@code linear_onednn.py} needs no padding.
+         */
+        int rowQuantum() {
+            return rowQuantum;
         }
     }
 
     private final PtSymbolBlock module;
+    private final Linear linear;
 
-    private TorchScript(PtSymbolBlock module) {
+    private TorchScript(PtSymbolBlock module, Linear linear) {
         this.module = module;
+        this.linear = linear;
+    }
+
+    /** How this stage's projections compute. */
+    Linear linear() {
+        return linear;
     }
 
     /**
@@ -70,10 +95,25 @@ final class TorchScript implements AutoCloseable {
         code.put("__torch__/butterfly/profile.py", source(profiled ? "profile_on.py" : "profile_off.py"));
         byte[] archive = TorchScriptArchive.of(moduleClass, code);
         try {
-            return new TorchScript(JniUtils.loadModule((PtNDManager) manager, new ByteArrayInputStream(archive), false, false));
+            return new TorchScript(JniUtils.loadModule((PtNDManager) manager, new ByteArrayInputStream(archive), false, false), linear);
         } catch (IOException e) {
             throw new UncheckedIOException(e); // read from memory: does not happen
         }
+    }
+
+    /**
+     * Compiles with the fastest float32 projections this libtorch has on a CPU: oneDNN's, else MKL's packed GEMM,
+     * else the weights as loaded.
+     */
+    static TorchScript compileForCpu(NDManager manager, String moduleClass, String stageSource, boolean profiled) {
+        for (Linear linear : new Linear[]{Linear.ONEDNN, Linear.PACKED}) {
+            try {
+                return compile(manager, moduleClass, stageSource, linear, profiled);
+            } catch (EngineException e) {
+                LOG.warn("{} projections are not available in this libtorch ({})", linear, e.getMessage());
+            }
+        }
+        return compile(manager, moduleClass, stageSource, Linear.PLAIN, profiled);
     }
 
     private static String source(String name) {
