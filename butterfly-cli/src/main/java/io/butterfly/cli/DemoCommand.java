@@ -62,7 +62,7 @@ public final class DemoCommand implements Callable<Integer> {
             // a worker has): the split cluster must give the same tokens. The answer is streamed, printed as it comes.
             List<String> generate = new ArrayList<>(List.of("--max-tokens", "32", "--stream", "--compare-whole",
                     (model != null ? model : launcher.defaultModel()).toString(), "--threads",
-                    Launcher.engineThreads(options.workers()), "--", prompt));
+                    Launcher.engineThreads(options.workers(), options.pinWorkers()), "--", prompt));
             int code = subcommand(new GenerateCommand()).execute(generate.toArray(String[]::new));
             if (code != 0) {
                 return code;

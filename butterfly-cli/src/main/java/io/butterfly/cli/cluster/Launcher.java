@@ -191,12 +191,14 @@ public final class Launcher {
                 "--butterfly.worker.discovery-port=" + ports.discoveryGrpc(),
                 "--butterfly.worker.coordinator-port=" + ports.coordinatorGrpc(0),
                 "--butterfly.worker.trusted-publisher-keys=" + publisher));
-        // Workers on one machine share its cores: each gets its share of engine (intra-op) threads, at least one,
-        // as torchrun gives each of several processes on a node one OpenMP thread. Three workers of two threads
-        // each on two cores decoded 7% slower (bench: 33.7 vs 36.1 tokens/s). BUTTERFLY_WORKER_THREADS (which
-        // the workers read themselves) overrides.
+        // Each worker computes with every core the machine has (or, pinned, with its own): a request's stages compute
+        // one after another, so each should use them all, and when several workers do compute at once (batches in
+        // flight) their idle OpenMP threads sleep (below). With oneDNN's projections, three workers of two threads
+        // on two cores beat three of one: bench ratio 0.88 vs 0.83, bench-serve 16.25 vs 12.70 output tokens/s at
+        // concurrency 1 and 71.78 vs 69.11 at 16 (2026-11-28; with MKL's GEMM it was the other way, 33.7 vs 36.1
+        // tokens/s). BUTTERFLY_WORKER_THREADS (which the workers read themselves) overrides.
         if (threadsOverride() == null) {
-            args.add("--butterfly.worker.threads=" + threadsPerWorker(options.workers()));
+            args.add("--butterfly.worker.threads=" + threadsPerWorker(options.workers(), options.pinWorkers()));
         }
         // On one machine the workers see the registry's store: they copy their shards from it, checking each
         // against the signed manifest, instead of streaming them over loopback gRPC.
@@ -207,7 +209,7 @@ public final class Launcher {
             args.add("--butterfly.worker.memory-limit=" + options.workerMemory().get(i));
         }
         List<String> wrapper = new ArrayList<>();
-        if (System.getenv("OMP_WAIT_POLICY") == null && oversubscribed(options.workers())) {
+        if (System.getenv("OMP_WAIT_POLICY") == null && oversubscribed(options.workers(), options.pinWorkers())) {
             wrapper.addAll(List.of("env", "OMP_WAIT_POLICY=PASSIVE"));
         }
         if (options.pinWorkers()) {
@@ -256,25 +258,26 @@ public final class Launcher {
      * engine's many small operations, and sleeping costs a wake-up each time: one worker on two cores ran a decode
      * step of 16 sequences in 142 ms passive against 92 ms spinning. {@code OMP_WAIT_POLICY} set by the user wins.
      */
-    static boolean oversubscribed(int workers) {
+    static boolean oversubscribed(int workers, boolean pinned) {
         int threads;
         try {
-            threads = Integer.parseInt(engineThreads(workers).trim());
+            threads = Integer.parseInt(engineThreads(workers, pinned).trim());
         } catch (NumberFormatException e) {
             return true;
         }
         return (long) threads * workers > Runtime.getRuntime().availableProcessors();
     }
 
-    /** Engine threads per worker: the machine's cores shared by the workers, at least one. */
-    public static int threadsPerWorker(int workers) {
-        return Math.max(1, Runtime.getRuntime().availableProcessors() / workers);
+    /** Engine threads per worker: every core of the machine, or a pinned worker's share of them (at least one). */
+    public static int threadsPerWorker(int workers, boolean pinned) {
+        int cores = Runtime.getRuntime().availableProcessors();
+        return pinned ? Math.max(1, cores / workers) : cores;
     }
 
     /** The engine threads each of {@code workers} workers computes with, {@code BUTTERFLY_WORKER_THREADS} first. */
-    public static String engineThreads(int workers) {
+    public static String engineThreads(int workers, boolean pinned) {
         String override = threadsOverride();
-        return override != null ? override : Integer.toString(threadsPerWorker(workers));
+        return override != null ? override : Integer.toString(threadsPerWorker(workers, pinned));
     }
 
     /** {@code BUTTERFLY_WORKER_THREADS}, which the workers read themselves; null when unset. */
