@@ -246,9 +246,25 @@ public final class Launcher {
         if (options.apiKeys().adminKeys() != null) {
             args.add("--butterfly.coordinator.api-keys.admin-file=" + options.apiKeys().adminKeys());
         }
+        args.addAll(microBatchPolicy(options));
         args.addAll(options.coordinatorArgs());
         return new ServiceLaunch(name, "coordinator", "coordinator-" + c, "coordinator-service",
                 ports.coordinatorHttp(c), ports.coordinatorGrpc(c), "512m", args);
+    }
+
+    private static final String MICRO_BATCHES = "--butterfly.coordinator.engine.micro-batches-in-flight";
+
+    /**
+     * One micro-batch in the pipeline at a time when the workers share the machine's cores (several, not pinned), unless
+     * the coordinator's arguments say otherwise. Micro-batches in flight let every stage compute at once on machines of
+     * their own; on shared cores they add no compute, only split the batch, so each weight is read once per micro-batch
+     * instead of once a step: bench-serve on three workers, 2026-11-28, 45.82 against 29.36 output tokens/s at
+     * concurrency 4 and 92.44 against 71.04 at 16.
+     */
+    static List<String> microBatchPolicy(UpOptions options) {
+        boolean shared = options.workers() > 1 && !options.pinWorkers();
+        boolean asked = options.coordinatorArgs().stream().anyMatch(a -> a.startsWith(MICRO_BATCHES + "="));
+        return shared && !asked ? List.of(MICRO_BATCHES + "=1") : List.of();
     }
 
     /**

@@ -31,6 +31,17 @@ class LauncherTest {
     }
 
     @Test
+    void workersSharingTheCoresTakeOneMicroBatchAtATimeUnlessTheCoordinatorIsToldOtherwise() {
+        String one = "--butterfly.coordinator.engine.micro-batches-in-flight=1";
+        UpOptions three = UpOptions.defaults().withWorkers(3);
+        assertThat(Launcher.microBatchPolicy(three)).containsExactly(one);
+        assertThat(Launcher.microBatchPolicy(UpOptions.defaults().withWorkers(1))).isEmpty();
+        assertThat(Launcher.microBatchPolicy(three.withPinnedWorkers(true))).isEmpty();
+        assertThat(Launcher.microBatchPolicy(three.withCoordinatorArgs(
+                java.util.List.of("--butterfly.coordinator.engine.micro-batches-in-flight=3")))).isEmpty();
+    }
+
+    @Test
     void downWithNothingStartedStopsNothing() {
         Launcher launcher = new Launcher(new ButterflyHome(root, root.resolve(".butterfly")), PortLayout.withOffset(0));
         launcher.down();
