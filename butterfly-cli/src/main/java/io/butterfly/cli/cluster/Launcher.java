@@ -258,8 +258,8 @@ public final class Launcher {
      * One micro-batch in the pipeline at a time when the workers share the machine's cores (several, not pinned), unless
      * the coordinator's arguments say otherwise. Micro-batches in flight let every stage compute at once on machines of
      * their own; on shared cores they add no compute, only split the batch, so each weight is read once per micro-batch
-     * instead of once a step: bench-serve on three workers, 2026-11-28, 45.82 against 29.36 output tokens/s at
-     * concurrency 4 and 92.44 against 71.04 at 16.
+     * instead of once a step: bench-serve on three workers, 2026-11-28, 45.82 and 43.94 (two runs) against 29.36
+     * output tokens/s at concurrency 4, 92.44 and 71.56 against 71.04 at 16.
      */
     static List<String> microBatchPolicy(UpOptions options) {
         boolean shared = options.workers() > 1 && !options.pinWorkers();
