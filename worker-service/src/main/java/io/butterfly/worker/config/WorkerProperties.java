@@ -32,9 +32,10 @@ import org.springframework.util.unit.DataSize;
  * @param kvCacheBudget   the most memory the KV caches of all sequences on this worker may take together (0B = no
  *                        limit); a step that would need more is refused (RESOURCE_EXHAUSTED, REST 429) instead of
  *                        exhausting the worker's memory, and succeeds once other sequences are released
- * @param batchInvariant  a sequence's logits are bit for bit the same whatever it is batched with (every step's rows
- *                        padded to a multiple of 4); off, they agree within float32 rounding (about 1e-6 relative),
- *                        and a step of 1 to 3 rows runs up to twice as fast
+ * @param batchInvariant  a sequence's logits are bit for bit the same whatever it is batched with, also on the
+ *                        fallback projections (MKL's GEMM, half precision: every step's rows padded to a multiple of 4;
+ *                        off, they agree there within float32 rounding, and a step of 1 to 3 rows runs up to twice as
+ *                        fast); oneDNN's projections, the default on a CPU, are invariant without it
  * @param weightDtype     the precision projection weights are held in: F32 (default), or F16 / BF16 (half the memory
  *                        and the bytes a step reads; a projection's input is rounded to that type, see
  *                        docs/benchmarks.md for what it costs and buys on a CPU)

@@ -8,8 +8,9 @@ import java.util.Objects;
  * @param device         "cpu", "gpu:N" or "auto" (the first GPU the engine reports, else the CPU)
  * @param threads        intra-op threads of the engine (process-wide); 0 keeps the engine default
  * @param kvCacheBytes   the most memory all sequences' KV caches may take together; 0 = no limit
- * @param batchInvariant whether a sequence's results must be bit for bit the same whatever it is batched with, at
- *                       the cost of padding every step's rows (see {@link StepBatch#ROW_QUANTUM})
+ * @param batchInvariant whether a sequence's results must be bit for bit the same whatever it is batched with, by
+ *                       padding every step's rows to the projections' {@link TorchScript.Linear#rowQuantum()} (1, no
+ *                       padding, for oneDNN's, which are invariant anyway)
  * @param weightDtype    the precision projection weights are held in
  * @param profiled       whether the stage records libtorch profiler scopes per layer and operation ({@code butterfly
  *                       profile}); they cost a few microseconds each, so serving stages go without
