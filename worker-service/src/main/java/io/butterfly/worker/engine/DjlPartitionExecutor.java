@@ -25,8 +25,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Runs a partition of a Llama-family or GPT-2 model with DJL on the PyTorch engine, in float32.
@@ -41,8 +39,6 @@ import org.slf4j.LoggerFactory;
  * the engine's intra-op threads already use the cores.
  */
 public final class DjlPartitionExecutor implements PartitionExecutor {
-
-    private static final Logger LOG = LoggerFactory.getLogger(DjlPartitionExecutor.class);
 
     private final PartitionSpec spec;
     private final NDManager root;

@@ -33,8 +33,9 @@ class BatchEqualsSeparateTest {
     private static final int DECODED = 4;
 
     /**
-     * Without batch invariance MKL's GEMM is not bit-exact: the BLAS GEMM behind each projection picks its kernel and blocking by
-     * the number of rows (1 to 3 rows take another path), so the same row rounds differently when packed with others.
+     * Without batch invariance MKL's GEMM (the fallback projections) is not bit-exact: it picks its kernel and
+     * blocking by the number of rows (1 to 3 rows take another path), so the same row rounds differently when packed
+     * with others.
      * The gap is a few float32 ulps per layer: measured up to 7.5e-6 on logits of magnitude up to 7 (about 1e-6
      * relative).
      */
