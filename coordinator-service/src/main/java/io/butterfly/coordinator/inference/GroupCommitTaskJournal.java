@@ -19,9 +19,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The {@link TaskJournal} on the control log, by group commit: events are queued, and one flusher thread commits them
- * as one {@link ClusterCommand.TasksRecorded} entry per batch, {@code flushInterval} after the oldest queued event or
- * as soon as {@code maxBatch} are queued, whichever comes first, one commit at a time. So the log takes a few entries
- * a second however many requests run, and a request never waits for a quorum. Order is kept: batches are committed
+ * as one {@link ClusterCommand.TasksRecorded} entry per batch, once an event has waited its interval ({@code
+ * flushInterval} for a task's start, pause or end, the longer {@code progressInterval} for its tokens) or as soon as
+ * {@code maxBatch} are queued, whichever comes first, one commit at a time. So the log takes a few entries a second
+ * however many requests run, a lone request's tokens do not cost an entry each, and a request never waits for a
+ * quorum. Order is kept: batches are committed
  * in the order their events were recorded, and a batch the log could not commit is retried (with backoff) before any
  * later one. Only a refusal by the reducer (the same on every replica) drops a batch; while the log cannot commit at
  * all, at most {@code maxPending} events wait, and further ones are dropped and counted, so an outage costs memory
@@ -31,19 +33,29 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
 
     /**
      * @param replicaId     this replica: the owner of the tasks it records started
-     * @param flushInterval how long the oldest queued event waits for others to share its entry
-     * @param maxBatch      the most events in one entry (a finished event carries its tokens: this bounds an entry)
-     * @param maxPending    the most events waiting while the log cannot commit; more are dropped
+     * @param flushInterval    how long a task's start, pause or end waits for other events to share its entry
+     * @param progressInterval how long a task's tokens wait (they are only needed to carry the task on elsewhere,
+     *                         which recomputes any not yet recorded alike; an entry per token of a lone request cost
+     *                         its coordinator a third of its CPU)
+     * @param maxBatch         the most events in one entry (a finished event carries its tokens: this bounds an entry)
+     * @param maxPending       the most events waiting while the log cannot commit; more are dropped
      */
-    public record Settings(String replicaId, Duration flushInterval, int maxBatch, int maxPending) {
+    public record Settings(String replicaId, Duration flushInterval, Duration progressInterval, int maxBatch,
+                           int maxPending) {
         public Settings {
-            if (flushInterval.isNegative()) {
-                throw new IllegalArgumentException("task-journal flush-interval must not be negative: " + flushInterval);
+            if (flushInterval.isNegative() || progressInterval.isNegative()) {
+                throw new IllegalArgumentException("task-journal flush-interval and progress-interval must not be"
+                        + " negative: " + flushInterval + ", " + progressInterval);
             }
             if (maxBatch < 1 || maxPending < maxBatch) {
                 throw new IllegalArgumentException("task-journal needs 1 <= max-batch <= max-pending, got max-batch "
                         + maxBatch + " and max-pending " + maxPending);
             }
+        }
+
+        /** Tokens wait as long as the other events. */
+        public Settings(String replicaId, Duration flushInterval, int maxBatch, int maxPending) {
+            this(replicaId, flushInterval, flushInterval, maxBatch, maxPending);
         }
     }
 
@@ -64,7 +76,8 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
     private final Map<String, Queued> openProgress = new HashMap<>();
     /** Events of each task that are queued or being committed. */
     private final Map<String, Integer> unsettled = new HashMap<>();
-    private long oldestQueuedNanos;
+    /** When the queued events are due: the earliest of their arrival plus their interval. */
+    private long dueNanos;
     /** Events accepted so far; they settle (committed, or given up) in the same order. */
     private long accepted;
     private long settled;
@@ -116,7 +129,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
         }
         Queued q = new Queued(null, taskId, index, atMs);
         q.tokens.add(token);
-        if (enqueue(q, "progress")) {
+        if (enqueue(q, "progress", settings.progressInterval())) {
             openProgress.put(taskId, q);
         }
     }
@@ -199,11 +212,15 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
     }
 
     private synchronized void record(TaskEvent event) {
-        enqueue(new Queued(event, event.taskId(), 0, event.atMs()), event.getClass().getSimpleName());
+        enqueue(new Queued(event, event.taskId(), 0, event.atMs()), event.getClass().getSimpleName(),
+                settings.flushInterval());
     }
 
-    /** Queues an entry unless the journal is closed or full (then it is dropped and counted); whether it was queued. */
-    private boolean enqueue(Queued entry, String kind) {
+    /**
+     * Queues an entry, due {@code interval} from now, unless the journal is closed or full (then it is dropped and
+     * counted); whether it was queued.
+     */
+    private boolean enqueue(Queued entry, String kind, Duration interval) {
         if (closing || queued.size() >= settings.maxPending()) {
             dropped++;
             if (Long.bitCount(dropped) == 1) { // the 1st, 2nd, 4th, 8th, ... : an outage does not flood the log
@@ -213,9 +230,10 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
             }
             return false;
         }
-        if (queued.isEmpty()) {
-            oldestQueuedNanos = System.nanoTime();
-            notifyAll(); // starts the flusher's wait for more
+        long due = System.nanoTime() + interval.toNanos();
+        if (queued.isEmpty() || due - dueNanos < 0) {
+            dueNanos = due;
+            notifyAll(); // starts (or shortens) the flusher's wait for more
         }
         queued.add(entry);
         accepted++;
@@ -258,7 +276,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
         }
     }
 
-    /** The next batch, once it is full, its oldest event has waited the flush interval, or it is flushed; null once closed and empty. */
+    /** The next batch, once it is full, due (an event waited its interval), or flushed; null once closed and empty. */
     private synchronized List<TaskEvent> nextBatch() throws InterruptedException {
         while (queued.isEmpty()) {
             if (closing) {
@@ -266,9 +284,8 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
             }
             wait();
         }
-        long deadline = oldestQueuedNanos + settings.flushInterval().toNanos();
-        for (long left = deadline - System.nanoTime(); left > 0 && queued.size() < settings.maxBatch()
-                && flushTarget <= settled && !closing; left = deadline - System.nanoTime()) {
+        for (long left = dueNanos - System.nanoTime(); left > 0 && queued.size() < settings.maxBatch()
+                && flushTarget <= settled && !closing; left = dueNanos - System.nanoTime()) {
             TimeUnit.NANOSECONDS.timedWait(this, left);
         }
         List<TaskEvent> batch = new ArrayList<>(Math.min(queued.size(), settings.maxBatch()));
@@ -277,7 +294,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
             openProgress.remove(q.taskId, q); // taken: later tokens start the next progress
             batch.add(q.event());
         }
-        // What is left waited during the last commit already: it is due at once (the old deadline stands).
+        // What is left waited during the last commit already: it is due at once (the old due time stands).
         return batch;
     }
 

@@ -154,6 +154,31 @@ class GroupCommitTaskJournalTest {
         assertThat(journal.backlog()).isZero();
     }
 
+    /**
+     * Tokens wait the progress interval (here an hour), a task's start and end only the flush interval, and they take
+     * the tokens queued before them along (order is kept).
+     */
+    @Test
+    void tokensWaitTheProgressIntervalAndAnEndTakesThemAlong() throws Exception {
+        GroupCommitTaskJournal journal = GroupCommitTaskJournal.start(control,
+                new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(10), Duration.ofHours(1), 256,
+                        1_000), Clock.systemUTC());
+        journals.add(journal);
+        journal.started("t", TestRequests.prompt(2), 0);
+        await().atMost(Duration.ofSeconds(10)).until(() -> !journal.pending("t"));
+        for (int i = 0; i < 5; i++) {
+            journal.progressed("t", i, new TaskEvent.Token(100 + i, -0.5, List.of()), i);
+        }
+        Thread.sleep(300);
+        assertThat(journal.pending("t")).as("tokens wait their interval").isTrue();
+        assertThat(log.state().tasks().get("t").tokenIds()).isEmpty();
+        journal.finished("t", List.of(100L, 101L, 102L, 103L, 104L), "length", 5);
+        await().atMost(Duration.ofSeconds(10)).until(() -> !journal.pending("t"));
+        assertThat(control.committed).hasSize(2);
+        assertThat(control.committed.get(1)).hasSize(2).first().isInstanceOf(TaskEvent.Progressed.class);
+        assertThat(log.state().tasks().get("t").tokenIds()).containsExactly(100L, 101L, 102L, 103L, 104L);
+    }
+
     /** A full batch goes at once; fewer wait for the interval (here an hour) or a flush. */
     @Test
     void aFullBatchIsCommittedWithoutWaitingForTheInterval() throws Exception {
