@@ -10,8 +10,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *
  * @param flushInterval    how long a task's start, pause or end waits for other events to share its log entry
  * @param progressInterval how long a task's new tokens wait (see {@link GroupCommitTaskJournal.Settings})
- * @param maxBatch      the most task events in one log entry
- * @param maxPending    the most task events waiting while the control log cannot commit; more are dropped
+ * @param maxBatch         the most task events in one log entry
+ * @param maxPending       the most task events waiting while the control log cannot commit; more are dropped
  */
 @ConfigurationProperties("butterfly.coordinator.task-journal")
 public record TaskJournalProperties(

@@ -23,16 +23,16 @@ import org.slf4j.LoggerFactory;
  * flushInterval} for a task's start, pause or end, the longer {@code progressInterval} for its tokens) or as soon as
  * {@code maxBatch} are queued, whichever comes first, one commit at a time. So the log takes a few entries a second
  * however many requests run, a lone request's tokens do not cost an entry each, and a request never waits for a
- * quorum. Order is kept: batches are committed
- * in the order their events were recorded, and a batch the log could not commit is retried (with backoff) before any
- * later one. Only a refusal by the reducer (the same on every replica) drops a batch; while the log cannot commit at
- * all, at most {@code maxPending} events wait, and further ones are dropped and counted, so an outage costs memory
- * only up to a bound. Closing commits what is queued (once: a log that is gone by then is not waited for).
+ * quorum. Order is kept: batches are committed in the order their events were recorded, and a batch the log could
+ * not commit is retried (with backoff) before any later one. Only a refusal by the reducer (the same on every
+ * replica) drops a batch; while the log cannot commit at all, at most {@code maxPending} events wait, and further
+ * ones are dropped and counted, so an outage costs memory only up to a bound. Closing commits what is queued (once:
+ * a log that is gone by then is not waited for).
  */
 public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable {
 
     /**
-     * @param replicaId     this replica: the owner of the tasks it records started
+     * @param replicaId        this replica: the owner of the tasks it records started
      * @param flushInterval    how long a task's start, pause or end waits for other events to share its entry
      * @param progressInterval how long a task's tokens wait (they are only needed to carry the task on elsewhere,
      *                         which recomputes any not yet recorded alike; an entry per token of a lone request cost
