@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -38,7 +39,7 @@ class LauncherTest {
         assertThat(Launcher.microBatchPolicy(UpOptions.defaults().withWorkers(1))).isEmpty();
         assertThat(Launcher.microBatchPolicy(three.withPinnedWorkers(true))).isEmpty();
         assertThat(Launcher.microBatchPolicy(three.withCoordinatorArgs(
-                java.util.List.of("--butterfly.coordinator.engine.micro-batches-in-flight=3")))).isEmpty();
+                List.of("--butterfly.coordinator.engine.micro-batches-in-flight=3")))).isEmpty();
     }
 
     @Test

@@ -52,11 +52,6 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
                         + maxBatch + " and max-pending " + maxPending);
             }
         }
-
-        /** Tokens wait as long as the other events. */
-        public Settings(String replicaId, Duration flushInterval, int maxBatch, int maxPending) {
-            this(replicaId, flushInterval, flushInterval, maxBatch, maxPending);
-        }
     }
 
     private static final Logger log = LoggerFactory.getLogger(GroupCommitTaskJournal.class);

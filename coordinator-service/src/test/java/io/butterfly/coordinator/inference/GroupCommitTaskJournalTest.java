@@ -53,7 +53,8 @@ class GroupCommitTaskJournalTest {
 
     private GroupCommitTaskJournal journal(Duration flushInterval, int maxBatch, int maxPending) {
         GroupCommitTaskJournal j = GroupCommitTaskJournal.start(control,
-                new GroupCommitTaskJournal.Settings("coordinator-0", flushInterval, maxBatch, maxPending),
+                new GroupCommitTaskJournal.Settings("coordinator-0", flushInterval, flushInterval,
+                        maxBatch, maxPending),
                 Clock.systemUTC());
         journals.add(j);
         return j;

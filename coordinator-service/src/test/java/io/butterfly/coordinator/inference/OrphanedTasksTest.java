@@ -117,7 +117,12 @@ class OrphanedTasksTest {
     @Test
     void aTaskTakenOverMeanwhileIsNotFailedAsItsFormerOwners() throws Exception {
         recordedByAnEarlierStart("coordinator-0", new TaskEvent.Started("moved", 3, STARTED - 5_000));
-        GroupCommitTaskJournal mine = journal("coordinator-0");
+        // Its failure waits in the journal (an hour's interval) until the take-over is committed: the order under test,
+        // not a race with a flush interval.
+        GroupCommitTaskJournal mine = GroupCommitTaskJournal.start(control,
+                new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofHours(1), Duration.ofHours(1),
+                        256, 10_000), at(STARTED));
+        journals.put("coordinator-0", mine);
         mine.failedAs("moved", "gave up", "coordinator-0", STARTED - 60_000, STARTED);
         journal("coordinator-1").commitNow(new TaskEvent.Adopted("moved", "coordinator-0", STARTED - 60_000, STARTED));
         assertThat(mine.flush(Duration.ofSeconds(10))).isTrue();
@@ -138,7 +143,8 @@ class OrphanedTasksTest {
     @Test
     void aTaskWhoseOutcomeIsOnItsWayToTheLogIsLeftAlone() throws Exception {
         GroupCommitTaskJournal slow = GroupCommitTaskJournal.start(control,
-                new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofHours(1), 256, 10_000), at(STARTED));
+                new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofHours(1), Duration.ofHours(1),
+                        256, 10_000), at(STARTED));
         journals.put("coordinator-0", slow);
         slow.started("done", TestRequests.prompt(3), STARTED + 1_000);
         assertThat(slow.flush(Duration.ofSeconds(10))).isTrue();
@@ -198,7 +204,8 @@ class OrphanedTasksTest {
 
     private GroupCommitTaskJournal journal(String nodeId) {
         return journals.computeIfAbsent(nodeId, id -> GroupCommitTaskJournal.start(control,
-                new GroupCommitTaskJournal.Settings(id, Duration.ofMillis(5), 256, 10_000), at(STARTED)));
+                new GroupCommitTaskJournal.Settings(id, Duration.ofMillis(5), Duration.ofMillis(5),
+                        256, 10_000), at(STARTED)));
     }
 
     /** This replica's inference service as the sweep sees it: it runs {@code running}; releases are noted. */

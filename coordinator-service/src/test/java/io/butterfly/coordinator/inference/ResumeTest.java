@@ -235,7 +235,8 @@ class ResumeTest {
         List<Long> expected = reference.tokens.get(0);
         int recorded = 11;
         GroupCommitTaskJournal gone = GroupCommitTaskJournal.start(cluster.control(),
-                new GroupCommitTaskJournal.Settings("coordinator-1", Duration.ofMillis(5), 256, 1_000), Clock.systemUTC());
+                new GroupCommitTaskJournal.Settings("coordinator-1", Duration.ofMillis(5), Duration.ofMillis(5),
+                        256, 1_000), Clock.systemUTC());
         gone.started("t-1", TaskRequest.of(prompt, MAX_TOKENS, 0.8, 1, 0, 99, 0, false, List.of(), null), 1);
         for (int i = 0; i < recorded; i++) {
             gone.progressed("t-1", i, new TaskEvent.Token(expected.get(i), -1.5, List.of()), 2);

@@ -35,7 +35,8 @@ public final class ScriptedCluster implements AutoCloseable {
 
     private final InMemoryControlLog control = new InMemoryControlLog();
     private final GroupCommitTaskJournal journal = GroupCommitTaskJournal.start(control,
-            new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(20), 256, 10_000), Clock.systemUTC());
+            new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(20), Duration.ofMillis(20),
+                    256, 10_000), Clock.systemUTC());
     /** The tokenizer served, opened as the coordinator opens it. */
     private final Tokenizer tokenizer;
     /** The same file read directly, to script token ids without special tokens. */

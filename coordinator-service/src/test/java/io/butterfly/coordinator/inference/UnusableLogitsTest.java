@@ -40,7 +40,8 @@ class UnusableLogitsTest {
 
     private final InMemoryControlLog control = new InMemoryControlLog();
     private final GroupCommitTaskJournal journal = GroupCommitTaskJournal.start(control,
-            new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(20), 256, 10_000), Clock.systemUTC());
+            new GroupCommitTaskJournal.Settings("coordinator-0", Duration.ofMillis(20), Duration.ofMillis(20),
+                    256, 10_000), Clock.systemUTC());
 
     @BeforeEach
     void ready() {
