@@ -1,5 +1,6 @@
 package io.butterfly.worker.config;
 
+import io.butterfly.worker.engine.CpuKernels;
 import io.butterfly.worker.engine.WeightDtype;
 import java.nio.file.Path;
 import java.util.List;
@@ -39,6 +40,9 @@ import org.springframework.util.unit.DataSize;
  * @param weightDtype     the precision projection weights are held in: F32 (default), or F16 / BF16 (half the memory
  *                        and the bytes a step reads; a projection's input is rounded to that type, see
  *                        docs/benchmarks.md for what it costs and buys on a CPU)
+ * @param kernels         what a Llama-family stage on a CPU computes with: AUTO (default: the native kernels for quantized
+ *                        weights, libtorch's for float32), NATIVE (the native kernels for every stage) or TORCH
+ *                        (libtorch's for every stage, quantized weights dequantized to float32 at load)
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -59,7 +63,8 @@ public record WorkerProperties(
         @DefaultValue("10m") java.time.Duration cacheIdleTimeout,
         @DefaultValue("2GB") DataSize kvCacheBudget,
         @DefaultValue("false") boolean batchInvariant,
-        @DefaultValue("F32") WeightDtype weightDtype) {
+        @DefaultValue("F32") WeightDtype weightDtype,
+        @DefaultValue("AUTO") CpuKernels kernels) {
 
     public WorkerProperties {
         if (kvCacheBudget.isNegative()) {

@@ -12,6 +12,7 @@ import io.butterfly.common.text.ByteSize;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.worker.engine.cpu.NativeKernels;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -39,6 +40,8 @@ import java.util.Set;
  * the engine's intra-op threads already use the cores.
  */
 public final class DjlPartitionExecutor implements PartitionExecutor {
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DjlPartitionExecutor.class);
 
     private final PartitionSpec spec;
     private final NDManager root;
@@ -78,7 +81,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         this.spec = spec;
         this.weightBytes = weightBytes;
         this.kvCacheBudget = options.kvCacheBytes();
-        this.rowQuantum = options.batchInvariant() ? model.linear().rowQuantum() : 1;
+        this.rowQuantum = options.batchInvariant() ? model.rowQuantum() : 1;
         this.root = root;
         this.cacheManager = cacheManager;
         this.model = model;
@@ -139,6 +142,9 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     private static StageModel loadModel(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         boolean gpt2 = spec.config().architecture() == Architecture.GPT2;
+        if (!gpt2 && nativeKernels(store, weights, options)) {
+            return NativeLlamaStage.load(spec, store, weights, options.threads());
+        }
         TorchScript script = compile(weights, gpt2, options);
         try {
             return gpt2 ? Gpt2Stage.load(spec, store, weights, script, options.weightDtype())
@@ -147,6 +153,27 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             script.close();
             throw e;
         }
+    }
+
+    /**
+     * Whether a Llama-family stage computes with the native kernels: when asked to, or by default when its weights are
+     * quantized (libtorch's stages would compute on them dequantized to float32, four to eight times the memory).
+     */
+    private static boolean nativeKernels(WeightStore store, NDManager weights, ExecutorOptions options) {
+        if (weights.getDevice().isGpu() || options.kernels() == CpuKernels.TORCH) {
+            return false;
+        }
+        if (options.kernels() == CpuKernels.NATIVE) {
+            return true; // NativeLlamaStage.load says why if the kernels are missing
+        }
+        if (!store.anyQuantized()) {
+            return false;
+        }
+        if (!NativeKernels.available()) {
+            LOG.warn("quantized weights are dequantized to float32 at load: {}", NativeKernels.loadError().orElse(""));
+            return false;
+        }
+        return true;
     }
 
     /**
@@ -175,9 +202,14 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         return weightBytes;
     }
 
-    /** How this partition's projections compute. */
-    TorchScript.Linear projections() {
-        return model.linear();
+    /** What this partition's projections compute with (e.g. "oneDNN float32", "native Q4_0 (avx2)"). */
+    public String projections() {
+        return model.projections();
+    }
+
+    /** Rows a batch-invariant step is padded to a multiple of (1: none). */
+    int rowQuantum() {
+        return model.rowQuantum();
     }
 
     /** The device the partition runs on. */

@@ -14,9 +14,10 @@ import java.util.Objects;
  * @param weightDtype    the precision projection weights are held in
  * @param profiled       whether the stage records libtorch profiler scopes per layer and operation ({@code butterfly
  *                       profile}); they cost a few microseconds each, so serving stages go without
+ * @param kernels        which kernels a Llama-family stage on a CPU computes with
  */
 public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
-                              boolean profiled) {
+                              boolean profiled, CpuKernels kernels) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -29,11 +30,12 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
             throw new IllegalArgumentException("kvCacheBytes must be >= 0, got " + kvCacheBytes);
         }
         Objects.requireNonNull(weightDtype, "weightDtype");
+        Objects.requireNonNull(kernels, "kernels");
     }
 
-    /** Not profiled. */
+    /** Not profiled, kernels chosen by the weights. */
     public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype) {
-        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, false);
+        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, false, CpuKernels.AUTO);
     }
 
     /** Float32 weights, not profiled. */
@@ -57,16 +59,21 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
 
     /** These options with batch invariance on or off. */
     public ExecutorOptions withBatchInvariant(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled);
+        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled, kernels);
     }
 
     /** These options with weights held in {@code dtype}. */
     public ExecutorOptions withWeightDtype(WeightDtype dtype) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled, kernels);
+    }
+
+    /** These options with a Llama-family stage on a CPU computing with {@code kernels}. */
+    public ExecutorOptions withKernels(CpuKernels kernels) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels);
     }
 
     /** These options with the stage's profiling scopes on or off. */
     public ExecutorOptions withProfiling(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on, kernels);
     }
 }

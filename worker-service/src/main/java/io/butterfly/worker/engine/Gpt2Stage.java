@@ -121,8 +121,13 @@ final class Gpt2Stage implements StageModel {
     }
 
     @Override
-    public TorchScript.Linear linear() {
-        return script.linear();
+    public String projections() {
+        return script.linear().description();
+    }
+
+    @Override
+    public int rowQuantum() {
+        return script.linear().rowQuantum();
     }
 
     @Override

@@ -141,8 +141,13 @@ final class LlamaStage implements StageModel {
     }
 
     @Override
-    public TorchScript.Linear linear() {
-        return script.linear();
+    public String projections() {
+        return script.linear().description();
+    }
+
+    @Override
+    public int rowQuantum() {
+        return script.linear().rowQuantum();
     }
 
     @Override

@@ -14,8 +14,14 @@ interface StageModel extends AutoCloseable {
     /** Final norm and LM head over the given rows of {@code hidden}: logits {@code [rows, vocab]}. */
     NDArray head(NDArray hidden, NDArray rows);
 
-    /** How its projections compute. */
-    TorchScript.Linear linear();
+    /** What its projections compute with, for logs and metrics (e.g. "oneDNN float32", "native Q4_0 (avx2)"). */
+    String projections();
+
+    /**
+     * A batch-invariant step pads its rows to a multiple of this (1: its kernels give a row the same bits whatever
+     * rows share the step, see {@link StepBatch}).
+     */
+    int rowQuantum();
 
     /** Memory the weights take as held. */
     long weightBytes();

@@ -40,20 +40,26 @@ final class TorchScript implements AutoCloseable {
     /** How projections compute: the {@code __torch__.butterfly.linear} implementation a stage is compiled with. */
     enum Linear {
         /** Float32 weights reordered for oneDNN's kernels once (CPU); rows in blocks that round alike. */
-        ONEDNN("linear_onednn.py", 1),
+        ONEDNN("linear_onednn.py", 1, "oneDNN float32"),
         /** Float32 weights packed for MKL's GEMM once (CPU, a libtorch without oneDNN). */
-        PACKED("linear_packed.py", 4),
+        PACKED("linear_packed.py", 4, "MKL packed float32"),
         /** Float32 weights as loaded (GPU, or a build without MKL). */
-        PLAIN("linear_plain.py", 4),
+        PLAIN("linear_plain.py", 4, "libtorch float32"),
         /** Float16 or bfloat16 weights, float32 accumulation. */
-        HALF("linear_half.py", 4);
+        HALF("linear_half.py", 4, "libtorch half precision");
 
         private final String source;
         private final int rowQuantum;
+        private final String description;
 
-        Linear(String source, int rowQuantum) {
+        Linear(String source, int rowQuantum, String description) {
             this.source = source;
             this.rowQuantum = rowQuantum;
+            this.description = description;
+        }
+
+        String description() {
+            return description;
         }
 
         /**

@@ -5,6 +5,9 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.butterfly.common.quant.GgmlQuants;
+import io.butterfly.common.quant.GgmlType;
+import io.butterfly.common.quant.QuantizedTensors;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.safetensors.TensorInfo;
 import java.io.IOException;
@@ -21,7 +24,7 @@ import java.util.Map;
 
 /**
  * Tensors by Hugging Face name across one or more safetensors files, loaded one at a time as float32
- * NDArrays.
+ * NDArrays, or as their stored bytes (ggml blocks, see {@link QuantizedTensors}) for stages that compute on them.
  *
  * <p>Why not DJL's decoder ({@code NDList.decode}): it reads a file's whole data section into one
  * {@code byte[]} (int offsets, so at most 2 GiB) and creates every tensor, so a stage given the whole
@@ -94,8 +97,44 @@ final class WeightStore implements AutoCloseable {
         throw new IllegalArgumentException("weights are missing tensor " + String.join(" / ", names));
     }
 
+    /** The tensor's shape as values ({@code [rows, columns]} for ggml blocks). */
     long[] shape(String name) {
-        return info(name).shape();
+        return QuantizedTensors.logicalShape(byName.get(name), name);
+    }
+
+    /** The tensor's type as stored: F32, F16, BF16, or a ggml block type. */
+    GgmlType storedType(String name) {
+        info(name);
+        return QuantizedTensors.storedType(byName.get(name), name);
+    }
+
+    /** Whether any of the named tensors is stored in ggml blocks. */
+    boolean anyQuantized() {
+        return byName.entrySet().stream().anyMatch(e -> QuantizedTensors.blockType(e.getValue(), e.getKey()).isPresent());
+    }
+
+    /**
+     * The tensor's stored bytes, as they are, in a uint8 array of the manager's (the kernels of quantized stages read
+     * ggml's blocks in place), checking its shape as values.
+     */
+    NDArray loadBytes(String name, long... expectedShape) {
+        TensorInfo info = checkShape(name, expectedShape);
+        NDArray array = manager.create(new Shape(info.byteLength()), DataType.UINT8); // uninitialised
+        try {
+            ByteBuffer memory = hostMemory ? memoryOf(array) : null;
+            if (memory == null) {
+                throw new IllegalStateException("stored bytes are loaded into host memory only");
+            }
+            byName.get(name).readInto(name, memory);
+        } catch (IOException e) {
+            array.close();
+            throw new UncheckedIOException("reading '" + name + "'", e);
+        } catch (RuntimeException e) {
+            array.close();
+            throw e;
+        }
+        bytesLoaded += info.byteLength();
+        return array;
     }
 
     /** Loads a tensor as float32 on the manager's device, checking its shape. */
@@ -265,16 +304,17 @@ final class WeightStore implements AutoCloseable {
      * before), checking its shape.
      */
     private void stageAt(String name, long offset, long... expectedShape) {
-        TensorInfo info = checkShape(name, expectedShape);
+        checkShape(name, expectedShape);
         int from = (int) offset * Float.BYTES;
-        int bytes = (int) info.numElements() * Float.BYTES;
+        int bytes = Math.toIntExact(Arrays.stream(expectedShape).reduce(1L, Math::multiplyExact) * Float.BYTES);
         read(name, staging.clear().position(from).limit(from + bytes).slice());
     }
 
     private TensorInfo checkShape(String name, long... expectedShape) {
         TensorInfo info = info(name);
-        if (!Arrays.equals(info.shape(), expectedShape)) {
-            throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(info.shape())
+        long[] shape = shape(name);
+        if (!Arrays.equals(shape, expectedShape)) {
+            throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(shape)
                     + " but the model config implies " + Arrays.toString(expectedShape));
         }
         return info;
@@ -288,7 +328,10 @@ final class WeightStore implements AutoCloseable {
         TensorInfo info = info(name);
         ByteBuffer buf = target.order(ByteOrder.nativeOrder());
         try {
-            if (info.dtype().equals("F32") && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
+            GgmlType type = storedType(name);
+            if (type.quantized()) {
+                dequantizeInto(name, type, buf);
+            } else if (info.dtype().equals("F32") && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
                 byName.get(name).readInto(name, buf);
             } else {
                 buf.asFloatBuffer().put(byName.get(name).readFloats(name));
@@ -299,6 +342,32 @@ final class WeightStore implements AutoCloseable {
             throw new IllegalArgumentException("tensor '" + name + "' has dtype " + info.dtype()
                     + "; only F32, F16 and BF16 weights are supported", e);
         }
+    }
+
+    /**
+     * A tensor of ggml blocks as float32 values (the float32 stages' reference math on its dequantized weights), row
+     * by row through a small buffer.
+     */
+    private void dequantizeInto(String name, GgmlType type, ByteBuffer target) throws IOException {
+        long[] shape = shape(name);
+        int cols = (int) shape[1];
+        int rowBytes = (int) type.rowBytes(cols);
+        int rowsPerRead = Math.max(1, (1 << 20) / rowBytes);
+        ByteBuffer bytes = ByteBuffer.allocate(rowsPerRead * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+        float[] row = new float[cols];
+        java.nio.FloatBuffer out = target.asFloatBuffer();
+        SafetensorsFile file = byName.get(name);
+        for (long r = 0; r < shape[0]; r += rowsPerRead) {
+            int n = (int) Math.min(rowsPerRead, shape[0] - r);
+            bytes.clear().limit(n * rowBytes);
+            file.readRange(name, r * rowBytes, bytes);
+            bytes.flip();
+            for (int i = 0; i < n; i++) {
+                GgmlQuants.dequantize(type, bytes, row, 0, cols);
+                out.put(row);
+            }
+        }
+        target.position(target.position() + out.position() * Float.BYTES);
     }
 
     /** An engine-owned copy of the first {@code count} floats staged in {@link #staging}. */

@@ -73,7 +73,7 @@ class BatchEqualsSeparateTest {
         try (Pipeline batched = Pipeline.split(config, bounds, shards, executor);
              Pipeline alone = Pipeline.split(config, bounds, shards, executor)) {
             boolean bitExact = batchInvariant
-                    || batched.stages().stream().allMatch(e -> e.projections().rowQuantum() == 1);
+                    || batched.stages().stream().allMatch(e -> e.rowQuantum() == 1);
             for (int step = 0; sequences.stream().anyMatch(s -> !s.done()); step++) {
                 int now = step;
                 List<Sequence> batch = new ArrayList<>(sequences.stream()

@@ -249,6 +249,19 @@ public final class SafetensorsFile implements AutoCloseable {
     }
 
     /**
+     * Reads bytes {@code [from, from + dst.remaining())} of the tensor's stored bytes into {@code dst}, advancing it: a
+     * caller streams a large tensor through a buffer of its own size.
+     */
+    public void readRange(String name, long from, ByteBuffer dst) throws IOException {
+        TensorInfo info = info(name);
+        if (from < 0 || from + dst.remaining() > info.byteLength()) {
+            throw new IllegalArgumentException(name + ": bytes [" + from + ", " + (from + dst.remaining())
+                    + ") are outside its " + info.byteLength());
+        }
+        readFully(channel, dst, dataStart + info.begin() + from);
+    }
+
+    /**
      * The stored bytes (little-endian) of the named tensors, which must lie {@link #backToBack back to back} in this
      * order, as one read-only view of the file mapped into memory: the page cache's own pages, nothing copied and no
      * fresh memory taken. For a reader that copies them once anyway (e.g. the engine transposing matrices into its

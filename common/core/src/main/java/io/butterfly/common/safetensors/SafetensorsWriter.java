@@ -36,17 +36,48 @@ public final class SafetensorsWriter {
         }
     }
 
+    /**
+     * A tensor whose bytes are written when its turn comes, so that no tensor need be held whole: a large tensor is
+     * copied or quantized from its source through a small buffer.
+     */
+    public record StreamedEntry(String name, String dtype, long[] shape, long byteLength, TensorBytes bytes) {
+    }
+
+    /** Writes exactly a tensor's bytes to {@code out}. */
+    @FunctionalInterface
+    public interface TensorBytes {
+        void writeTo(OutputStream out) throws IOException;
+    }
+
     private SafetensorsWriter() {
     }
 
     public static void write(Path file, List<Entry> entries, Map<String, String> metadata) throws IOException {
+        List<StreamedEntry> streamed = new ArrayList<>(entries.size());
+        for (Entry e : entries) {
+            ByteBuffer data = e.data();
+            streamed.add(new StreamedEntry(e.name(), e.dtype(), e.shape(), data.remaining(), out -> {
+                ByteBuffer d = data.duplicate();
+                byte[] chunk = new byte[1 << 16];
+                while (d.hasRemaining()) {
+                    int n = Math.min(chunk.length, d.remaining());
+                    d.get(chunk, 0, n);
+                    out.write(chunk, 0, n);
+                }
+            }));
+        }
+        writeStreamed(file, streamed, metadata);
+    }
+
+    /** Writes the file, each tensor's bytes produced in order by its entry. */
+    public static void writeStreamed(Path file, List<StreamedEntry> entries, Map<String, String> metadata) throws IOException {
         Map<String, Object> header = new LinkedHashMap<>();
         if (metadata != null && !metadata.isEmpty()) {
             header.put("__metadata__", new TreeMap<>(metadata));
         }
         long offset = 0;
-        for (Entry e : entries) {
-            long len = e.data().remaining();
+        for (StreamedEntry e : entries) {
+            long len = e.byteLength();
             long[] shape = e.shape();
             List<Long> dims = new ArrayList<>(shape.length);
             for (long d : shape) {
@@ -75,20 +106,40 @@ public final class SafetensorsWriter {
             headerBytes[i] = ' ';
         }
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        try (OutputStream out = Files.newOutputStream(tmp)) {
+        try (OutputStream raw = Files.newOutputStream(tmp);
+             CountingStream out = new CountingStream(new java.io.BufferedOutputStream(raw, 1 << 16))) {
             ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(padded);
             out.write(len.array());
             out.write(headerBytes);
-            byte[] chunk = new byte[1 << 16];
-            for (Entry e : entries) {
-                ByteBuffer d = e.data().duplicate();
-                while (d.hasRemaining()) {
-                    int n = Math.min(chunk.length, d.remaining());
-                    d.get(chunk, 0, n);
-                    out.write(chunk, 0, n);
+            for (StreamedEntry e : entries) {
+                long before = out.count;
+                e.bytes().writeTo(out);
+                if (out.count - before != e.byteLength()) {
+                    throw new IllegalStateException("tensor '" + e.name() + "' wrote " + (out.count - before)
+                            + " bytes, its entry says " + e.byteLength());
                 }
             }
         }
         Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private static final class CountingStream extends java.io.FilterOutputStream {
+        private long count;
+
+        CountingStream(OutputStream out) {
+            super(out);
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            out.write(b);
+            count++;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+            count += len;
+        }
     }
 }

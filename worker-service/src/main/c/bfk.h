@@ -1,0 +1,96 @@
+/*
+ * Butterfly's CPU kernels for Llama-family stages with quantized weights (libbutterfly_kernels.so, called from
+ * io.butterfly.worker.engine.cpu through JNI).
+ *
+ * Weights are kept as the shards hold them: ggml's blocks (Q8_0, Q4_0, Q4_K, Q6_K) or plain F32/F16/BF16 rows, never
+ * repacked and never quantized here. Activations, norms, attention and the residual stream are float32; a projection
+ * multiplies float32 inputs by the weights' exact values (weight-only: no activation is rounded to fewer bits).
+ *
+ * Every result is defined lane by lane, in the order of an 8-lane (AVX2) vector: the AVX2 kernels and the portable C
+ * ones compute the same operations (products, fused multiply-adds, one fixed tree for the horizontal sums, the same
+ * exp polynomial), so every worker gets the same bits whatever its CPU, and a row gets the same bits whatever rows it
+ * is computed with and however the threads divide the work.
+ */
+#ifndef BFK_H
+#define BFK_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* ggml type numbers */
+enum bfk_type {
+    BFK_F32 = 0,
+    BFK_F16 = 1,
+    BFK_Q4_0 = 2,
+    BFK_Q8_0 = 8,
+    BFK_Q4_K = 12,
+    BFK_Q6_K = 14,
+    BFK_BF16 = 30,
+};
+
+/* A [rows, cols] matrix, row-major, in ggml's layout for its type. */
+typedef struct {
+    int type;
+    int rows;
+    int cols;
+    size_t row_bytes;
+    const uint8_t *data;
+} bfk_matrix;
+
+/* ---- thread pool (bfk_pool.c) ---- */
+typedef struct bfk_pool bfk_pool;
+typedef void (*bfk_task)(void *arg, int ith, int nth);
+bfk_pool *bfk_pool_create(int threads);
+void bfk_pool_run(bfk_pool *pool, bfk_task task, void *arg);
+int bfk_pool_threads(const bfk_pool *pool);
+void bfk_pool_destroy(bfk_pool *pool);
+
+/* ---- kernels (bfk_kernels.c) ---- */
+int bfk_has_avx2(void);
+/* Whether the AVX2 kernels are in use (else the portable ones); for tests, force the portable ones. */
+int bfk_uses_avx2(void);
+void bfk_force_portable(int on);
+size_t bfk_row_bytes(int type, int cols);
+int bfk_type_supported(int type);
+
+/*
+ * out[m * ldo + n] = (add ? out[m * ldo + n] : 0) + sum_k x[m * ldx + k] * w[n][k], for rows m in [0, m_count) and
+ * outputs n in [n0, n1). xsums: per row (lds floats apart), what bfk_row_sums wrote for w's type (NULL when it needs
+ * none).
+ */
+void bfk_matmul_range(const bfk_matrix *w, const float *x, int ldx, int m_count, const float *xsums, int lds,
+                      float *out, int ldo, int n0, int n1, int add);
+/* Floats bfk_row_sums writes per row for a matrix of this type and column count (0: none needed). */
+int bfk_row_sums_floats(int type, int cols);
+void bfk_row_sums(int type, const float *x, int cols, float *sums);
+
+/* One row of w as float32 values (the embedding lookup). */
+void bfk_dequantize_row(const bfk_matrix *w, int row, float *out);
+
+/* ---- elementwise and attention ---- */
+float bfk_dot(const float *a, const float *b, int n);           /* n a multiple of 8 */
+void bfk_rms_norm(const float *x, const float *weight, int n, float eps, float *out);
+void bfk_exp(const float *x, float *out, int n);
+void bfk_silu_mul(const float *gate, const float *up, float *out, int n);
+
+/* ---- a Llama-family stage's layers (bfk_stage.c) ---- */
+typedef struct bfk_stage bfk_stage;
+
+/* One sequence of a packed batch. */
+typedef struct {
+    int row;      /* first row of the sequence in the packed batch */
+    int n;        /* its new tokens */
+    int position; /* absolute position of the first */
+    float *kv;    /* its cache: [layers][2][kv_heads][capacity][head_dim] */
+    int capacity;
+} bfk_seq;
+
+bfk_stage *bfk_stage_create(int hidden, int heads, int kv_heads, int inter, int layers, int max_positions, float eps);
+void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows, int cols, const void *data);
+void bfk_stage_set_vector(bfk_stage *s, int layer, int slot, const float *data);
+void bfk_stage_destroy(bfk_stage *s);
+int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
+                      const float *cos, const float *sin);
+int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, float *out);
+
+#endif

@@ -1,0 +1,735 @@
+/*
+ * Matrix products and elementwise operations, in two implementations that give the same bits: AVX2 (with FMA and
+ * F16C), used when the CPU has it, and portable C that spells out the same 8 lanes.
+ *
+ * The order, for an output (row m, column n) of a product with a matrix of ggml blocks:
+ *   - a block of 32 values is 4 groups of 8; lane j of the block's dot is
+ *       bd[j] = w[j]*x[j], then bd[j] = fma(w[8g+j], x[8g+j], bd[j]) for g = 1, 2, 3
+ *     (Q6_K's blocks of 16 are 2 groups), and it joins the accumulator as acc[j] = fma(bd[j], scale, acc[j]);
+ *   - Q4_K's minimums: mac[j] = fma(xs[j], min, mac[j]) with xs[j] = ((x[j] + x[8+j]) + x[16+j]) + x[24+j] of the
+ *     sub-block, and the result is hsum(acc) - hsum(mac);
+ *   - F32, F16, BF16 rows: acc[j] = fma(w[8g+j], x[8g+j], acc[j]) for every group g in order, from zero;
+ *   - hsum(v) = ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), the tree of a 256-bit vector's halving adds;
+ *   - with `add`, the result is out + hsum(...), as a residual connection adds a finished product.
+ * Weights' values are exactly ggml's dequantized ones (d * q, (q - 8) * d, d*sc*q - dmin*m, d*sc*(q - 32)),
+ * applied by block scale after the block's dot, so a product equals the float32 product with the dequantized matrix
+ * up to the order of the additions.
+ */
+#include "bfk.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define BFK_X86 1
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#else
+#define BFK_X86 0
+#endif
+
+static int use_avx2 = -1;
+static int forced_portable = 0;
+
+int bfk_has_avx2(void) {
+#if BFK_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+int bfk_uses_avx2(void) {
+    if (use_avx2 < 0) {
+        use_avx2 = bfk_has_avx2();
+    }
+    return use_avx2 && !forced_portable;
+}
+
+void bfk_force_portable(int on) {
+    forced_portable = on;
+}
+
+int bfk_type_supported(int type) {
+    switch (type) {
+        case BFK_F32: case BFK_F16: case BFK_BF16: case BFK_Q8_0: case BFK_Q4_0: case BFK_Q4_K: case BFK_Q6_K:
+            return 1;
+        default:
+            return 0;
+    }
+}
+
+size_t bfk_row_bytes(int type, int cols) {
+    switch (type) {
+        case BFK_F32: return (size_t) cols * 4;
+        case BFK_F16: case BFK_BF16: return (size_t) cols * 2;
+        case BFK_Q8_0: return (size_t) cols / 32 * 34;
+        case BFK_Q4_0: return (size_t) cols / 32 * 18;
+        case BFK_Q4_K: return (size_t) cols / 256 * 144;
+        case BFK_Q6_K: return (size_t) cols / 256 * 210;
+        default: return 0;
+    }
+}
+
+/* ------------------------------------------------------------------ scalar helpers */
+
+static inline float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t) (h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1F;
+    uint32_t mant = h & 0x3FF;
+    uint32_t bits;
+    if (exp == 0x1F) {
+        bits = sign | 0x7F800000 | (mant << 13);
+    } else if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else {
+            float v = (float) mant * 0x1p-24f;
+            return sign ? -v : v;
+        }
+    } else {
+        bits = sign | ((exp + 112) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline uint16_t read_u16(const uint8_t *p) {
+    return (uint16_t) (p[0] | (p[1] << 8));
+}
+
+static inline float read_half(const uint8_t *p) {
+    return half_to_float(read_u16(p));
+}
+
+static inline float bf16_to_float(uint16_t b) {
+    uint32_t bits = (uint32_t) b << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Q4_K's 6-bit scale and min of sub-block j (ggml's get_scale_min_k4). */
+static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static inline float hsum8(const float v[8]) {
+    float a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
+    return (a0 + a2) + (a1 + a3);
+}
+
+/* ------------------------------------------------------------------ row sums for Q4_K */
+
+int bfk_row_sums_floats(int type, int cols) {
+    return type == BFK_Q4_K ? cols / 4 : 0;
+}
+
+void bfk_row_sums(int type, const float *x, int cols, float *sums) {
+    if (type != BFK_Q4_K) {
+        return;
+    }
+    for (int s = 0; s < cols / 32; s++) {
+        const float *xs = x + 32 * s;
+        for (int j = 0; j < 8; j++) {
+            sums[8 * s + j] = ((xs[j] + xs[8 + j]) + xs[16 + j]) + xs[24 + j];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ portable products */
+
+/* Lane j of a block's dot over `groups` groups of 8 decoded weights w[8g + j]. */
+static inline void block_dot(const float *w, const float *x, int groups, float bd[8]) {
+    for (int j = 0; j < 8; j++) {
+        bd[j] = w[j] * x[j];
+    }
+    for (int g = 1; g < groups; g++) {
+        for (int j = 0; j < 8; j++) {
+            bd[j] = fmaf(w[8 * g + j], x[8 * g + j], bd[j]);
+        }
+    }
+}
+
+static float dot_portable(const bfk_matrix *w, int n, const float *x, const float *xsums) {
+    const uint8_t *row = w->data + (size_t) n * w->row_bytes;
+    float acc[8] = {0}, mac[8] = {0}, bd[8], v[32];
+    int cols = w->cols;
+    switch (w->type) {
+        case BFK_F32: case BFK_F16: case BFK_BF16:
+            for (int k = 0; k < cols; k += 8) {
+                for (int j = 0; j < 8; j++) {
+                    float wv = w->type == BFK_F32 ? ((const float *) row)[k + j]
+                            : w->type == BFK_F16 ? half_to_float(read_u16(row + 2 * (k + j)))
+                            : bf16_to_float(read_u16(row + 2 * (k + j)));
+                    acc[j] = fmaf(wv, x[k + j], acc[j]);
+                }
+            }
+            return hsum8(acc);
+        case BFK_Q8_0:
+            for (int b = 0; b < cols / 32; b++) {
+                const uint8_t *blk = row + 34 * b;
+                float d = read_half(blk);
+                for (int i = 0; i < 32; i++) {
+                    v[i] = (float) (int8_t) blk[2 + i];
+                }
+                block_dot(v, x + 32 * b, 4, bd);
+                for (int j = 0; j < 8; j++) {
+                    acc[j] = fmaf(bd[j], d, acc[j]);
+                }
+            }
+            return hsum8(acc);
+        case BFK_Q4_0:
+            for (int b = 0; b < cols / 32; b++) {
+                const uint8_t *blk = row + 18 * b;
+                float d = read_half(blk);
+                for (int i = 0; i < 16; i++) {
+                    v[i] = (float) ((blk[2 + i] & 0x0F) - 8);
+                    v[16 + i] = (float) ((blk[2 + i] >> 4) - 8);
+                }
+                block_dot(v, x + 32 * b, 4, bd);
+                for (int j = 0; j < 8; j++) {
+                    acc[j] = fmaf(bd[j], d, acc[j]);
+                }
+            }
+            return hsum8(acc);
+        case BFK_Q4_K:
+            for (int b = 0; b < cols / 256; b++) {
+                const uint8_t *blk = row + 144 * b;
+                float d = read_half(blk), dmin = read_half(blk + 2);
+                const uint8_t *scales = blk + 4, *qs = blk + 16;
+                for (int s = 0; s < 8; s++) {
+                    int sc, m;
+                    scale_min_k4(s, scales, &sc, &m);
+                    const uint8_t *q = qs + 32 * (s / 2);
+                    for (int i = 0; i < 32; i++) {
+                        v[i] = (float) ((s & 1) ? (q[i] >> 4) : (q[i] & 0x0F));
+                    }
+                    int sub = 8 * b + s;
+                    block_dot(v, x + 32 * sub, 4, bd);
+                    float ds = d * (float) sc, dm = dmin * (float) m;
+                    for (int j = 0; j < 8; j++) {
+                        acc[j] = fmaf(bd[j], ds, acc[j]);
+                        mac[j] = fmaf(xsums[8 * sub + j], dm, mac[j]);
+                    }
+                }
+            }
+            return hsum8(acc) - hsum8(mac);
+        case BFK_Q6_K:
+            for (int b = 0; b < cols / 256; b++) {
+                const uint8_t *blk = row + 210 * b;
+                const uint8_t *ql = blk, *qh = blk + 128;
+                const int8_t *sc = (const int8_t *) (blk + 192);
+                float d = read_half(blk + 208);
+                for (int s = 0; s < 16; s++) {
+                    int c = s / 8, t = s % 8, k = t / 2, hf = t % 2;
+                    const uint8_t *l = ql + 64 * c + 32 * (k & 1) + 16 * hf;
+                    const uint8_t *h = qh + 32 * c + 16 * hf;
+                    for (int i = 0; i < 16; i++) {
+                        int nib = k >= 2 ? l[i] >> 4 : l[i] & 0x0F;
+                        v[i] = (float) ((nib | (((h[i] >> (2 * k)) & 3) << 4)) - 32);
+                    }
+                    block_dot(v, x + 256 * b + 128 * c + 32 * k + 16 * hf, 2, bd);
+                    float ds = d * (float) sc[s];
+                    for (int j = 0; j < 8; j++) {
+                        acc[j] = fmaf(bd[j], ds, acc[j]);
+                    }
+                }
+            }
+            return hsum8(acc);
+        default:
+            return 0;
+    }
+}
+
+static void matmul_portable(const bfk_matrix *w, const float *x, int ldx, int m_count, const float *xsums,
+                            int lds, float *out, int ldo, int n0, int n1, int add) {
+    for (int n = n0; n < n1; n++) {
+        for (int m = 0; m < m_count; m++) {
+            float r = dot_portable(w, n, x + (size_t) m * ldx, xsums ? xsums + (size_t) m * lds : NULL);
+            float *o = out + (size_t) m * ldo + n;
+            *o = add ? *o + r : r;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ AVX2 products */
+#if BFK_X86
+
+AVX2 static inline float hsum256(__m256 v) {
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+/* 8 unsigned bytes (low 8 of the register) to floats */
+AVX2 static inline __m256 u8x8(__m128i b) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+}
+
+/* 8 signed bytes (low 8 of the register) to floats */
+AVX2 static inline __m256 i8x8(__m128i b) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+}
+
+AVX2 static inline __m256 block_dot4(__m256 w0, __m256 w1, __m256 w2, __m256 w3, const float *x) {
+    __m256 bd = _mm256_mul_ps(w0, _mm256_loadu_ps(x));
+    bd = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 8), bd);
+    bd = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x + 16), bd);
+    return _mm256_fmadd_ps(w3, _mm256_loadu_ps(x + 24), bd);
+}
+
+/* Decodes a block of 32 into four groups of 8 floats and its scale. */
+AVX2 static inline void decode_q8_0(const uint8_t *blk, __m256 w[4], __m256 *d) {
+    *d = _mm256_set1_ps(_cvtsh_ss(read_u16(blk)));
+    __m256i raw = _mm256_loadu_si256((const __m256i *) (blk + 2));
+    __m128i lo = _mm256_castsi256_si128(raw), hi = _mm256_extracti128_si256(raw, 1);
+    w[0] = i8x8(lo);
+    w[1] = i8x8(_mm_srli_si128(lo, 8));
+    w[2] = i8x8(hi);
+    w[3] = i8x8(_mm_srli_si128(hi, 8));
+}
+
+AVX2 static inline void decode_q4_0(const uint8_t *blk, __m256 w[4], __m256 *d) {
+    *d = _mm256_set1_ps(_cvtsh_ss(read_u16(blk)));
+    __m128i raw = _mm_loadu_si128((const __m128i *) (blk + 2));
+    __m128i mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), eight);
+    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), eight);
+    w[0] = i8x8(lo);
+    w[1] = i8x8(_mm_srli_si128(lo, 8));
+    w[2] = i8x8(hi);
+    w[3] = i8x8(_mm_srli_si128(hi, 8));
+}
+
+#define MAX_MT 4
+
+/*
+ * MT rows of x (MT <= 4) times NT rows of w (NT <= 2): the register tile of one call. Written once per format with
+ * MT and NT constants, so that each instance keeps its accumulators in registers.
+ */
+#define TILE_BEGIN(MT, NT) \
+    __m256 acc[MT][NT]; \
+    for (int i = 0; i < MT; i++) for (int t = 0; t < NT; t++) acc[i][t] = _mm256_setzero_ps();
+
+#define TILE_END(MT, NT, RESULT) \
+    for (int i = 0; i < MT; i++) for (int t = 0; t < NT; t++) { \
+        float r = RESULT; \
+        float *o = out + (size_t) i * ldo + n + t; \
+        *o = add ? *o + r : r; \
+    }
+
+#define SIMPLE_BLOCK_KERNEL(NAME, DECODE, BLOCK_BYTES) \
+AVX2 static inline void NAME(const bfk_matrix *w, const float *x, int ldx, float *out, int ldo, int n, int add, \
+                             const int MT, const int NT) { \
+    int nb = w->cols / 32; \
+    TILE_BEGIN(MAX_MT, 2) \
+    for (int b = 0; b < nb; b++) { \
+        for (int t = 0; t < NT; t++) { \
+            __m256 wv[4], d; \
+            DECODE(w->data + (size_t) (n + t) * w->row_bytes + (size_t) BLOCK_BYTES * b, wv, &d); \
+            for (int i = 0; i < MT; i++) { \
+                acc[i][t] = _mm256_fmadd_ps(block_dot4(wv[0], wv[1], wv[2], wv[3], x + (size_t) i * ldx + 32 * b), d, \
+                                            acc[i][t]); \
+            } \
+        } \
+    } \
+    TILE_END(MT, NT, hsum256(acc[i][t])) \
+}
+
+SIMPLE_BLOCK_KERNEL(tile_q8_0, decode_q8_0, 34)
+SIMPLE_BLOCK_KERNEL(tile_q4_0, decode_q4_0, 18)
+
+AVX2 static inline void tile_q4_k(const bfk_matrix *w, const float *x, int ldx, const float *xsums, int lds,
+                                  float *out, int ldo, int n, int add, const int MT, const int NT) {
+    int nb = w->cols / 256;
+    TILE_BEGIN(MAX_MT, 2)
+    __m256 mac[MAX_MT][2];
+    for (int i = 0; i < MT; i++) for (int t = 0; t < NT; t++) mac[i][t] = _mm256_setzero_ps();
+    __m128i mask = _mm_set1_epi8(0x0F);
+    for (int b = 0; b < nb; b++) {
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 144 * b;
+            float d = _cvtsh_ss(read_u16(blk)), dmin = _cvtsh_ss(read_u16(blk + 2));
+            for (int s = 0; s < 8; s++) {
+                int sc, m;
+                scale_min_k4(s, blk + 4, &sc, &m);
+                __m256i raw = _mm256_loadu_si256((const __m256i *) (blk + 16 + 32 * (s / 2)));
+                __m128i lo = _mm256_castsi256_si128(raw), hi = _mm256_extracti128_si256(raw, 1);
+                if (s & 1) {
+                    lo = _mm_and_si128(_mm_srli_epi16(lo, 4), mask);
+                    hi = _mm_and_si128(_mm_srli_epi16(hi, 4), mask);
+                } else {
+                    lo = _mm_and_si128(lo, mask);
+                    hi = _mm_and_si128(hi, mask);
+                }
+                __m256 w0 = u8x8(lo), w1 = u8x8(_mm_srli_si128(lo, 8)), w2 = u8x8(hi), w3 = u8x8(_mm_srli_si128(hi, 8));
+                __m256 ds = _mm256_set1_ps(d * (float) sc), dm = _mm256_set1_ps(dmin * (float) m);
+                int sub = 8 * b + s;
+                for (int i = 0; i < MT; i++) {
+                    acc[i][t] = _mm256_fmadd_ps(block_dot4(w0, w1, w2, w3, x + (size_t) i * ldx + 32 * sub), ds, acc[i][t]);
+                    mac[i][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xsums + (size_t) i * lds + 8 * sub), dm, mac[i][t]);
+                }
+            }
+        }
+    }
+    TILE_END(MT, NT, hsum256(acc[i][t]) - hsum256(mac[i][t]))
+}
+
+AVX2 static inline void tile_q6_k(const bfk_matrix *w, const float *x, int ldx, float *out, int ldo, int n, int add,
+                                  const int MT, const int NT) {
+    int nb = w->cols / 256;
+    TILE_BEGIN(MAX_MT, 2)
+    __m128i mask = _mm_set1_epi8(0x0F), three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
+    for (int b = 0; b < nb; b++) {
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 210 * b;
+            const int8_t *sc = (const int8_t *) (blk + 192);
+            float d = _cvtsh_ss(read_u16(blk + 208));
+            for (int s = 0; s < 16; s++) {
+                int c = s / 8, tt = s % 8, k = tt / 2, hf = tt % 2;
+                __m128i l = _mm_loadu_si128((const __m128i *) (blk + 64 * c + 32 * (k & 1) + 16 * hf));
+                __m128i h = _mm_loadu_si128((const __m128i *) (blk + 128 + 32 * c + 16 * hf));
+                __m128i nib = k >= 2 ? _mm_and_si128(_mm_srli_epi16(l, 4), mask) : _mm_and_si128(l, mask);
+                __m128i hb = _mm_and_si128(_mm_srli_epi16(h, 2 * k), three);
+                __m128i q = _mm_sub_epi8(_mm_or_si128(nib, _mm_slli_epi16(hb, 4)), bias);
+                __m256 w0 = i8x8(q), w1 = i8x8(_mm_srli_si128(q, 8));
+                __m256 ds = _mm256_set1_ps(d * (float) sc[s]);
+                int off = 256 * b + 128 * c + 32 * k + 16 * hf;
+                for (int i = 0; i < MT; i++) {
+                    const float *xr = x + (size_t) i * ldx + off;
+                    __m256 bd = _mm256_mul_ps(w0, _mm256_loadu_ps(xr));
+                    bd = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), bd);
+                    acc[i][t] = _mm256_fmadd_ps(bd, ds, acc[i][t]);
+                }
+            }
+        }
+    }
+    TILE_END(MT, NT, hsum256(acc[i][t]))
+}
+
+AVX2 static inline __m256 load_weights8(int type, const uint8_t *row, int k) {
+    switch (type) {
+        case BFK_F32:
+            return _mm256_loadu_ps((const float *) row + k);
+        case BFK_F16:
+            return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (row + 2 * k)));
+        default: /* BF16 */
+            return _mm256_castsi256_ps(_mm256_slli_epi32(
+                    _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *) (row + 2 * k))), 16));
+    }
+}
+
+AVX2 static inline void tile_float(const bfk_matrix *w, const float *x, int ldx, float *out, int ldo, int n, int add,
+                                   const int MT, const int NT) {
+    TILE_BEGIN(MAX_MT, 2)
+    for (int k = 0; k < w->cols; k += 8) {
+        for (int t = 0; t < NT; t++) {
+            __m256 wv = load_weights8(w->type, w->data + (size_t) (n + t) * w->row_bytes, k);
+            for (int i = 0; i < MT; i++) {
+                acc[i][t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t) i * ldx + k), acc[i][t]);
+            }
+        }
+    }
+    TILE_END(MT, NT, hsum256(acc[i][t]))
+}
+
+/* One tile of mt rows (1-4) and nt columns (1-2), dispatched to instances with constant sizes. */
+AVX2 static void tile_avx2(const bfk_matrix *w, const float *x, int ldx, const float *xsums, int lds, float *out,
+                           int ldo, int n, int add, int mt, int nt) {
+#define DISPATCH(CALL) \
+    switch (mt * 2 + nt) { \
+        case 3: CALL(1, 1); break; case 4: CALL(1, 2); break; \
+        case 5: CALL(2, 1); break; case 6: CALL(2, 2); break; \
+        case 7: CALL(3, 1); break; case 9: CALL(4, 1); break; \
+        default: break; \
+    }
+    switch (w->type) {
+        case BFK_Q8_0: {
+#define C(M, N) tile_q8_0(w, x, ldx, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+        case BFK_Q4_0: {
+#define C(M, N) tile_q4_0(w, x, ldx, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+        case BFK_Q4_K: {
+#define C(M, N) tile_q4_k(w, x, ldx, xsums, lds, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+        case BFK_Q6_K: {
+#define C(M, N) tile_q6_k(w, x, ldx, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+        default: {
+#define C(M, N) tile_float(w, x, ldx, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+    }
+#undef DISPATCH
+}
+
+/*
+ * The tiles cover columns in groups of 16 (their weights stay in L1 while every group of rows passes over them), rows
+ * in groups of up to 4, and columns two at a time where the registers allow.
+ */
+AVX2 static void matmul_avx2(const bfk_matrix *w, const float *x, int ldx, int m_count, const float *xsums, int lds,
+                             float *out, int ldo, int n0, int n1, int add) {
+    for (int nb = n0; nb < n1; nb += 16) {
+        int ne = nb + 16 < n1 ? nb + 16 : n1;
+        for (int m0 = 0; m0 < m_count; m0 += MAX_MT) {
+            int mt = m_count - m0 < MAX_MT ? m_count - m0 : MAX_MT;
+            int pair = mt <= 2;
+            const float *xm = x + (size_t) m0 * ldx;
+            const float *sm = xsums ? xsums + (size_t) m0 * lds : NULL;
+            float *om = out + (size_t) m0 * ldo;
+            for (int n = nb; n < ne;) {
+                int nt = pair && n + 1 < ne ? 2 : 1;
+                tile_avx2(w, xm, ldx, sm, lds, om, ldo, n, add, mt, nt);
+                n += nt;
+            }
+        }
+    }
+}
+
+#endif /* BFK_X86 */
+
+void bfk_matmul_range(const bfk_matrix *w, const float *x, int ldx, int m_count, const float *xsums, int lds,
+                      float *out, int ldo, int n0, int n1, int add) {
+#if BFK_X86
+    if (bfk_uses_avx2()) {
+        matmul_avx2(w, x, ldx, m_count, xsums, lds, out, ldo, n0, n1, add);
+        return;
+    }
+#endif
+    matmul_portable(w, x, ldx, m_count, xsums, lds, out, ldo, n0, n1, add);
+}
+
+/* ------------------------------------------------------------------ dequantization of one row */
+
+void bfk_dequantize_row(const bfk_matrix *w, int r, float *y) {
+    const uint8_t *row = w->data + (size_t) r * w->row_bytes;
+    int cols = w->cols;
+    switch (w->type) {
+        case BFK_F32:
+            memcpy(y, row, (size_t) cols * 4);
+            break;
+        case BFK_F16:
+            for (int k = 0; k < cols; k++) y[k] = half_to_float(read_u16(row + 2 * k));
+            break;
+        case BFK_BF16:
+            for (int k = 0; k < cols; k++) y[k] = bf16_to_float(read_u16(row + 2 * k));
+            break;
+        case BFK_Q8_0:
+            for (int b = 0; b < cols / 32; b++) {
+                float d = read_half(row + 34 * b);
+                for (int j = 0; j < 32; j++) y[32 * b + j] = (float) (int8_t) row[34 * b + 2 + j] * d;
+            }
+            break;
+        case BFK_Q4_0:
+            for (int b = 0; b < cols / 32; b++) {
+                const uint8_t *blk = row + 18 * b;
+                float d = read_half(blk);
+                for (int j = 0; j < 16; j++) {
+                    y[32 * b + j] = (float) ((blk[2 + j] & 0x0F) - 8) * d;
+                    y[32 * b + j + 16] = (float) ((blk[2 + j] >> 4) - 8) * d;
+                }
+            }
+            break;
+        case BFK_Q4_K:
+            for (int b = 0; b < cols / 256; b++) {
+                const uint8_t *blk = row + 144 * b;
+                float d = read_half(blk), dmin = read_half(blk + 2);
+                const uint8_t *q = blk + 16;
+                float *o = y + 256 * b;
+                for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
+                    int sc, m;
+                    scale_min_k4(is, blk + 4, &sc, &m);
+                    float d1 = d * (float) sc, m1 = dmin * (float) m;
+                    scale_min_k4(is + 1, blk + 4, &sc, &m);
+                    float d2 = d * (float) sc, m2 = dmin * (float) m;
+                    for (int l = 0; l < 32; l++) o[j + l] = d1 * (float) (q[l] & 0xF) - m1;
+                    for (int l = 0; l < 32; l++) o[j + 32 + l] = d2 * (float) (q[l] >> 4) - m2;
+                }
+            }
+            break;
+        case BFK_Q6_K:
+            for (int b = 0; b < cols / 256; b++) {
+                const uint8_t *blk = row + 210 * b;
+                const uint8_t *ql = blk, *qh = blk + 128;
+                const int8_t *sc = (const int8_t *) (blk + 192);
+                float d = read_half(blk + 208);
+                float *o = y + 256 * b;
+                for (int n = 0; n < 256; n += 128, ql += 64, qh += 32, sc += 8) {
+                    for (int l = 0; l < 32; l++) {
+                        int is = l / 16;
+                        int q1 = (int) ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                        int q2 = (int) ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                        int q3 = (int) ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                        int q4 = (int) ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                        o[n + l] = d * (float) sc[is] * (float) q1;
+                        o[n + l + 32] = d * (float) sc[is + 2] * (float) q2;
+                        o[n + l + 64] = d * (float) sc[is + 4] * (float) q3;
+                        o[n + l + 96] = d * (float) sc[is + 6] * (float) q4;
+                    }
+                }
+            }
+            break;
+        default:
+            memset(y, 0, (size_t) cols * 4);
+    }
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+float bfk_dot(const float *a, const float *b, int n) {
+#if BFK_X86
+    if (bfk_uses_avx2()) {
+        extern float bfk_dot_avx2(const float *a, const float *b, int n);
+        return bfk_dot_avx2(a, b, n);
+    }
+#endif
+    float acc[8] = {0};
+    for (int k = 0; k < n; k += 8) {
+        for (int j = 0; j < 8; j++) acc[j] = fmaf(a[k + j], b[k + j], acc[j]);
+    }
+    return hsum8(acc);
+}
+
+#if BFK_X86
+AVX2 float bfk_dot_avx2(const float *a, const float *b, int n) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int k = 0; k < n; k += 8) {
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), acc);
+    }
+    return hsum256(acc);
+}
+#endif
+
+/*
+ * RMSNorm as transformers computes it in float32: mean of squares (a sum, then one division by n), then
+ * weight * (x * rsqrt(mean + eps)); the sum in this file's 8-lane order.
+ */
+void bfk_rms_norm(const float *x, const float *weight, int n, float eps, float *out) {
+    float ss = bfk_dot(x, x, n);
+    float inv = 1.0f / sqrtf(ss / (float) n + eps);
+    for (int k = 0; k < n; k++) {
+        out[k] = weight[k] * (x[k] * inv);
+    }
+}
+
+/*
+ * exp(x) for float32 by one fixed sequence of operations (Cody-Waite reduction by ln 2 in two parts, a degree-6
+ * polynomial by fused multiply-adds, scaling by 2^n through the exponent bits), written alike for 8 lanes and one, so
+ * that every machine gets the same bits; relative error below 2e-7 over the range softmax and SiLU use.
+ */
+static const float EXP_HI = 88.0f, EXP_LO = -87.3365478515625f;
+static const float LOG2E = 1.44269504088896341f, LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
+static const float P0 = 1.9875691500e-4f, P1 = 1.3981999507e-3f, P2 = 8.3334519073e-3f, P3 = 4.1665795894e-2f,
+        P4 = 1.6666665459e-1f, P5 = 5.0000001201e-1f;
+
+static inline float exp_one(float x) {
+    x = x > EXP_HI ? EXP_HI : x;
+    x = x < EXP_LO ? EXP_LO : x;
+    float n = nearbyintf(x * LOG2E);
+    float r = fmaf(n, -LN2_HI, x);
+    r = fmaf(n, -LN2_LO, r);
+    float p = fmaf(P0, r, P1);
+    p = fmaf(p, r, P2);
+    p = fmaf(p, r, P3);
+    p = fmaf(p, r, P4);
+    p = fmaf(p, r, P5);
+    float r2 = r * r;
+    p = fmaf(p, r2, r);
+    p = p + 1.0f;
+    int32_t bits = ((int32_t) n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return p * scale;
+}
+
+#if BFK_X86
+AVX2 static inline __m256 exp8(__m256 x) {
+    x = _mm256_min_ps(x, _mm256_set1_ps(EXP_HI));
+    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_HI), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_LO), r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(P0), r, _mm256_set1_ps(P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P5));
+    __m256 r2 = _mm256_mul_ps(r, r);
+    p = _mm256_fmadd_ps(p, r2, r);
+    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+AVX2 static void exp_avx2(const float *x, float *out, int n) {
+    int k = 0;
+    for (; k + 8 <= n; k += 8) {
+        _mm256_storeu_ps(out + k, exp8(_mm256_loadu_ps(x + k)));
+    }
+    for (; k < n; k++) {
+        out[k] = exp_one(x[k]);
+    }
+}
+
+AVX2 static void silu_mul_avx2(const float *gate, const float *up, float *out, int n) {
+    int k = 0;
+    __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (; k + 8 <= n; k += 8) {
+        __m256 g = _mm256_loadu_ps(gate + k);
+        __m256 e = exp8(_mm256_sub_ps(zero, g));
+        _mm256_storeu_ps(out + k, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(e, one)), _mm256_loadu_ps(up + k)));
+    }
+    for (; k < n; k++) {
+        out[k] = gate[k] / (exp_one(-gate[k]) + 1.0f) * up[k];
+    }
+}
+#endif
+
+void bfk_exp(const float *x, float *out, int n) {
+#if BFK_X86
+    if (bfk_uses_avx2()) {
+        exp_avx2(x, out, n);
+        return;
+    }
+#endif
+    for (int k = 0; k < n; k++) {
+        out[k] = exp_one(x[k]);
+    }
+}
+
+/* silu(gate) * up, silu(g) = g / (1 + exp(-g)) (transformers' SiLU is g * sigmoid(g)). */
+void bfk_silu_mul(const float *gate, const float *up, float *out, int n) {
+#if BFK_X86
+    if (bfk_uses_avx2()) {
+        silu_mul_avx2(gate, up, out, n);
+        return;
+    }
+#endif
+    for (int k = 0; k < n; k++) {
+        out[k] = gate[k] / (exp_one(-gate[k]) + 1.0f) * up[k];
+    }
+}

@@ -1,0 +1,149 @@
+/*
+ * A fixed team of threads for the kernels: the caller runs part 0 of each task and the team parts 1..n-1. Between
+ * tasks of a step (microseconds apart) the team spins; after a while without work (between steps, which can be
+ * milliseconds apart) a thread sleeps on a condition variable, so an idle worker takes no CPU from the processes it
+ * shares cores with.
+ */
+#define _GNU_SOURCE
+#include "bfk.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BFK_PAUSE() _mm_pause()
+#else
+#define BFK_PAUSE() ((void) 0)
+#endif
+
+/* How long a thread spins for the next task before it sleeps. */
+#define SPIN_NANOS 200000L
+
+struct bfk_pool {
+    int threads;
+    pthread_t *team;
+    atomic_uint generation;
+    atomic_int remaining;
+    atomic_int sleepers;
+    atomic_int stopping;
+    bfk_task task;
+    void *arg;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+};
+
+typedef struct {
+    bfk_pool *pool;
+    int ith;
+} member;
+
+static long now_nanos(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void *member_loop(void *p) {
+    member *m = (member *) p;
+    bfk_pool *pool = m->pool;
+    int ith = m->ith;
+    free(m);
+    unsigned seen = 0; /* the generation the pool was created with: a task run before this thread got here is still new */
+    for (;;) {
+        long since = now_nanos();
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen) {
+            BFK_PAUSE();
+            if (++spins % 1024 == 0 && now_nanos() - since > SPIN_NANOS) {
+                pthread_mutex_lock(&pool->lock);
+                atomic_fetch_add(&pool->sleepers, 1);
+                /* sleepers is raised before generation is read again, and run() raises generation before it
+                   reads sleepers (both sequentially consistent): either this thread sees the new task, or run()
+                   sees a sleeper and wakes it */
+                while ((g = atomic_load(&pool->generation)) == seen && !atomic_load(&pool->stopping)) {
+                    pthread_cond_wait(&pool->wake, &pool->lock);
+                }
+                atomic_fetch_sub(&pool->sleepers, 1);
+                pthread_mutex_unlock(&pool->lock);
+                break;
+            }
+        }
+        if (atomic_load(&pool->stopping)) {
+            return NULL;
+        }
+        seen = g;
+        pool->task(pool->arg, ith, pool->threads);
+        atomic_fetch_sub_explicit(&pool->remaining, 1, memory_order_release);
+    }
+}
+
+bfk_pool *bfk_pool_create(int threads) {
+    if (threads < 1) {
+        threads = 1;
+    }
+    bfk_pool *pool = calloc(1, sizeof(bfk_pool));
+    if (!pool) {
+        return NULL;
+    }
+    pool->threads = threads;
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pool->team = calloc((size_t) threads, sizeof(pthread_t));
+    for (int i = 1; i < threads; i++) {
+        member *m = malloc(sizeof(member));
+        m->pool = pool;
+        m->ith = i;
+        if (pthread_create(&pool->team[i], NULL, member_loop, m) != 0) {
+            free(m);
+            pool->threads = i; /* run with the threads that started */
+            break;
+        }
+    }
+    return pool;
+}
+
+int bfk_pool_threads(const bfk_pool *pool) {
+    return pool->threads;
+}
+
+void bfk_pool_run(bfk_pool *pool, bfk_task task, void *arg) {
+    if (pool->threads == 1) {
+        task(arg, 0, 1);
+        return;
+    }
+    pool->task = task;
+    pool->arg = arg;
+    atomic_store_explicit(&pool->remaining, pool->threads - 1, memory_order_relaxed);
+    atomic_fetch_add(&pool->generation, 1); /* seq_cst, as the sleepers' count: see member_loop */
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->lock);
+    }
+    task(arg, 0, pool->threads);
+    while (atomic_load_explicit(&pool->remaining, memory_order_acquire) > 0) {
+        BFK_PAUSE();
+    }
+}
+
+void bfk_pool_destroy(bfk_pool *pool) {
+    if (!pool) {
+        return;
+    }
+    atomic_store(&pool->stopping, 1);
+    atomic_fetch_add(&pool->generation, 1);
+    pthread_mutex_lock(&pool->lock);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 1; i < pool->threads; i++) {
+        pthread_join(pool->team[i], NULL);
+    }
+    pthread_mutex_destroy(&pool->lock);
+    pthread_cond_destroy(&pool->wake);
+    free(pool->team);
+    free(pool);
+}

@@ -1,0 +1,417 @@
+/*
+ * A Llama-family stage's transformer layers over a packed batch, as transformers computes them in float32:
+ * RMSNorm, q/k/v projections (with Qwen2's biases), rotary embeddings (rotate_half convention, tables from the
+ * caller), grouped-query causal attention over each sequence's KV cache, the output projection and residual, RMSNorm,
+ * SiLU-gated MLP and residual.
+ *
+ * Each layer is seven phases run by the thread pool, each split so that no result depends on the split: rows for the
+ * norms, output columns for the products (each thread owns whole columns of every row), (sequence, kv head) pairs
+ * for attention.
+ */
+#include "bfk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { M_Q, M_K, M_V, M_O, M_GATE, M_UP, M_DOWN, MATRICES };
+enum { V_ATTN_NORM, V_FFN_NORM, V_Q_BIAS, V_K_BIAS, V_V_BIAS, VECTORS };
+
+typedef struct {
+    bfk_matrix m[MATRICES];
+    const float *v[VECTORS];
+} bfk_layer;
+
+struct bfk_stage {
+    int hidden, heads, kv_heads, head_dim, inter, layers, max_positions;
+    float eps;
+    bfk_layer *layer;
+    /* scratch, grown as steps need */
+    float *buf;
+    size_t buf_floats;
+};
+
+bfk_stage *bfk_stage_create(int hidden, int heads, int kv_heads, int inter, int layers, int max_positions, float eps) {
+    bfk_stage *s = calloc(1, sizeof(bfk_stage));
+    if (!s) {
+        return NULL;
+    }
+    s->hidden = hidden;
+    s->heads = heads;
+    s->kv_heads = kv_heads;
+    s->head_dim = hidden / heads;
+    s->inter = inter;
+    s->layers = layers;
+    s->max_positions = max_positions;
+    s->eps = eps;
+    s->layer = calloc((size_t) (layers > 0 ? layers : 1), sizeof(bfk_layer));
+    return s;
+}
+
+void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows, int cols, const void *data) {
+    bfk_matrix *m = &s->layer[layer].m[slot];
+    m->type = type;
+    m->rows = rows;
+    m->cols = cols;
+    m->row_bytes = bfk_row_bytes(type, cols);
+    m->data = data;
+}
+
+void bfk_stage_set_vector(bfk_stage *s, int layer, int slot, const float *data) {
+    s->layer[layer].v[slot] = data;
+}
+
+void bfk_stage_destroy(bfk_stage *s) {
+    if (s) {
+        free(s->layer);
+        free(s->buf);
+        free(s);
+    }
+}
+
+/* ------------------------------------------------------------------ one phase's work */
+
+typedef struct {
+    bfk_stage *s;
+    const bfk_layer *l;
+    int layer;
+    int rows;
+    float *x, *h, *q, *k, *v, *att, *gate, *act, *sums, *scores;
+    int sums_stride;
+    const bfk_seq *seqs;
+    int nseq;
+    const float *cos, *sin;
+    int scores_stride;
+    /* for the products: up to three matrices sharing an input, their outputs, and whether to add to them */
+    const bfk_matrix *mm[3];
+    float *out[3];
+    int ldo[3];
+    int count;
+    int add;
+    const float *in;
+    int ldi;
+    int norm_slot;
+    const bfk_matrix *sums_for[2];
+} phase;
+
+/* [lo, hi) of n split in nth parts */
+static inline void split(int n, int ith, int nth, int *lo, int *hi) {
+    *lo = (int) ((long) n * ith / nth);
+    *hi = (int) ((long) n * (ith + 1) / nth);
+}
+
+static int needs_sums(const bfk_matrix *m) {
+    return m && m->data && bfk_row_sums_floats(m->type, m->cols) > 0;
+}
+
+/* Norm of each of this thread's rows into h, and the row sums the next products need. */
+static void norm_task(void *arg, int ith, int nth) {
+    phase *p = arg;
+    int lo, hi;
+    split(p->rows, ith, nth, &lo, &hi);
+    int d = p->s->hidden;
+    for (int r = lo; r < hi; r++) {
+        bfk_rms_norm(p->x + (size_t) r * d, p->l->v[p->norm_slot], d, p->s->eps, p->h + (size_t) r * d);
+        if (needs_sums(p->sums_for[0])) {
+            bfk_row_sums(p->sums_for[0]->type, p->h + (size_t) r * d, d, p->sums + (size_t) r * p->sums_stride);
+        }
+    }
+}
+
+/* The products of the same input with up to three matrices, the columns of all of them split among the threads. */
+static void product_task(void *arg, int ith, int nth) {
+    phase *p = arg;
+    int total = 0;
+    for (int i = 0; i < p->count; i++) {
+        total += p->mm[i]->rows;
+    }
+    int lo, hi;
+    split(total, ith, nth, &lo, &hi);
+    int base = 0;
+    for (int i = 0; i < p->count; i++) {
+        int rows = p->mm[i]->rows;
+        int a = lo > base ? lo - base : 0;
+        int b = hi - base < rows ? hi - base : rows;
+        if (a < b) {
+            bfk_matmul_range(p->mm[i], p->in, p->ldi, p->rows, p->sums, p->sums_stride, p->out[i], p->ldo[i], a, b, p->add);
+        }
+        base += rows;
+    }
+}
+
+/* Gate and up for this thread's columns of every row, then silu(gate) * up into act. */
+static void mlp_task(void *arg, int ith, int nth) {
+    phase *p = arg;
+    int inter = p->s->inter;
+    int lo, hi;
+    split(inter, ith, nth, &lo, &hi);
+    if (lo >= hi) {
+        return;
+    }
+    bfk_matmul_range(&p->l->m[M_GATE], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate, 2 * inter, lo, hi, 0);
+    bfk_matmul_range(&p->l->m[M_UP], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate + inter, 2 * inter, lo, hi, 0);
+    for (int r = 0; r < p->rows; r++) {
+        float *g = p->gate + (size_t) r * 2 * inter;
+        bfk_silu_mul(g + lo, g + inter + lo, p->act + (size_t) r * inter + lo, hi - lo);
+    }
+}
+
+/* Row sums of act for a down projection that needs them. */
+static void act_sums_task(void *arg, int ith, int nth) {
+    phase *p = arg;
+    int lo, hi;
+    split(p->rows, ith, nth, &lo, &hi);
+    for (int r = lo; r < hi; r++) {
+        bfk_row_sums(p->l->m[M_DOWN].type, p->act + (size_t) r * p->s->inter, p->s->inter,
+                     p->sums + (size_t) r * p->sums_stride);
+    }
+}
+
+/* x * cos + swap_halves(x) * signed_sin, as llama.py rotates (the tables' sine is [-sin, sin]). */
+static void rotate(const float *x, const float *cos, const float *sin, int d, float *out) {
+    int half = d / 2;
+    for (int i = 0; i < half; i++) {
+        out[i] = x[i] * cos[i] + x[i + half] * sin[i];
+        out[i + half] = x[i + half] * cos[i + half] + x[i] * sin[i + half];
+    }
+}
+
+/*
+ * Attention of (sequence, kv head) pairs: the chunk's keys (rotated) and values into the cache, then for each query
+ * head of the group and each new token, softmax(q . k / sqrt(d)) over the keys up to its own position, times the
+ * values.
+ */
+static void attention_task(void *arg, int ith, int nth) {
+    phase *p = arg;
+    bfk_stage *s = p->s;
+    int hd = s->head_dim, kvh = s->kv_heads, group = s->heads / s->kv_heads;
+    int qdim = s->heads * hd, kvdim = kvh * hd;
+    float scale = 1.0f / sqrtf((float) hd);
+    float *scores = p->scores + (size_t) ith * p->scores_stride;
+    float *qrot = scores + p->scores_stride - hd;
+    int items = p->nseq * kvh;
+    int lo, hi;
+    split(items, ith, nth, &lo, &hi);
+    for (int it = lo; it < hi; it++) {
+        const bfk_seq *sq = &p->seqs[it / kvh];
+        int g = it % kvh;
+        size_t plane = (size_t) sq->capacity * hd;
+        float *keys = sq->kv + ((size_t) (p->layer * 2 + 0) * kvh + g) * plane;
+        float *values = sq->kv + ((size_t) (p->layer * 2 + 1) * kvh + g) * plane;
+        for (int t = 0; t < sq->n; t++) {
+            int r = sq->row + t;
+            rotate(p->k + (size_t) r * kvdim + g * hd, p->cos + (size_t) r * hd, p->sin + (size_t) r * hd, hd,
+                   keys + (size_t) (sq->position + t) * hd);
+            memcpy(values + (size_t) (sq->position + t) * hd, p->v + (size_t) r * kvdim + g * hd, (size_t) hd * 4);
+        }
+        for (int j = 0; j < group; j++) {
+            int h = g * group + j;
+            for (int t = 0; t < sq->n; t++) {
+                int r = sq->row + t;
+                int len = sq->position + t + 1;
+                rotate(p->q + (size_t) r * qdim + h * hd, p->cos + (size_t) r * hd, p->sin + (size_t) r * hd, hd, qrot);
+                float max = -INFINITY;
+                for (int u = 0; u < len; u++) {
+                    scores[u] = bfk_dot(qrot, keys + (size_t) u * hd, hd) * scale;
+                    max = scores[u] > max ? scores[u] : max;
+                }
+                for (int u = 0; u < len; u++) {
+                    scores[u] -= max;
+                }
+                bfk_exp(scores, scores, len);
+                float sum = 0;
+                for (int u = 0; u < len; u++) {
+                    sum += scores[u];
+                }
+                float *o = p->att + (size_t) r * qdim + h * hd;
+                for (int e = 0; e < hd; e++) {
+                    o[e] = 0;
+                }
+                for (int u = 0; u < len; u++) {
+                    float w = scores[u] / sum;
+                    const float *vr = values + (size_t) u * hd;
+                    for (int e = 0; e < hd; e++) {
+                        o[e] = fmaf(w, vr[e], o[e]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ the layers */
+
+static float *scratch(bfk_stage *s, size_t floats) {
+    if (floats > s->buf_floats) {
+        free(s->buf);
+        s->buf = aligned_alloc(64, (floats * 4 + 63) / 64 * 64);
+        s->buf_floats = s->buf ? floats : 0;
+    }
+    return s->buf;
+}
+
+/*
+ * Runs the stage's layers over x [rows, hidden] in place. seqs: the sequences of the batch with their caches;
+ * cos/sin: [rows, head_dim] rotary tables of each row's position. Returns 0, or -1 if memory ran out.
+ */
+int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
+                      const float *cos, const float *sin) {
+    int d = s->hidden, hd = s->head_dim, inter = s->inter;
+    int qdim = s->heads * hd, kvdim = s->kv_heads * hd;
+    int nth = bfk_pool_threads(pool);
+    int longest = 0;
+    for (int i = 0; i < nseq; i++) {
+        int reach = seqs[i].position + seqs[i].n;
+        longest = reach > longest ? reach : longest;
+    }
+    int scores_stride = (longest + hd + 15) / 16 * 16;
+    int sums_stride = (d > inter ? d : inter) / 4;
+    size_t need = (size_t) rows * (d + qdim + 2 * kvdim + qdim + 2 * inter + inter + sums_stride)
+            + (size_t) nth * scores_stride;
+    float *buf = scratch(s, need);
+    if (!buf) {
+        return -1;
+    }
+    phase p = {0};
+    p.s = s;
+    p.rows = rows;
+    p.x = x;
+    p.h = buf;
+    p.q = p.h + (size_t) rows * d;
+    p.k = p.q + (size_t) rows * qdim;
+    p.v = p.k + (size_t) rows * kvdim;
+    p.att = p.v + (size_t) rows * kvdim;
+    p.gate = p.att + (size_t) rows * qdim;
+    p.act = p.gate + (size_t) rows * 2 * inter;
+    p.sums = p.act + (size_t) rows * inter;
+    p.scores = p.sums + (size_t) rows * sums_stride;
+    p.sums_stride = sums_stride;
+    p.scores_stride = scores_stride;
+    p.seqs = seqs;
+    p.nseq = nseq;
+    p.cos = cos;
+    p.sin = sin;
+    for (int layer = 0; layer < s->layers; layer++) {
+        const bfk_layer *l = &s->layer[layer];
+        p.l = l;
+        p.layer = layer;
+
+        p.norm_slot = V_ATTN_NORM;
+        p.sums_for[0] = needs_sums(&l->m[M_Q]) || needs_sums(&l->m[M_K]) || needs_sums(&l->m[M_V]) ? &l->m[M_Q] : NULL;
+        if (p.sums_for[0] && !needs_sums(p.sums_for[0])) {
+            p.sums_for[0] = needs_sums(&l->m[M_K]) ? &l->m[M_K] : &l->m[M_V];
+        }
+        bfk_pool_run(pool, norm_task, &p);
+
+        /* q, k, v: a bias is laid down first and the product added to it (b + dot, the same float as dot + b) */
+        float *qkv_out[3] = {p.q, p.k, p.v};
+        int widths[3] = {qdim, kvdim, kvdim};
+        int add = 0;
+        for (int i = 0; i < 3; i++) {
+            const float *bias = l->v[V_Q_BIAS + i];
+            if (bias) {
+                add = 1;
+            }
+        }
+        for (int i = 0; i < 3 && add; i++) {
+            const float *bias = l->v[V_Q_BIAS + i];
+            for (int r = 0; r < rows; r++) {
+                float *o = qkv_out[i] + (size_t) r * widths[i];
+                if (bias) {
+                    memcpy(o, bias, (size_t) widths[i] * 4);
+                } else {
+                    memset(o, 0, (size_t) widths[i] * 4); /* 0 + dot is dot */
+                }
+            }
+        }
+        p.count = 3;
+        p.mm[0] = &l->m[M_Q];
+        p.mm[1] = &l->m[M_K];
+        p.mm[2] = &l->m[M_V];
+        p.out[0] = p.q;
+        p.out[1] = p.k;
+        p.out[2] = p.v;
+        p.ldo[0] = qdim;
+        p.ldo[1] = kvdim;
+        p.ldo[2] = kvdim;
+        p.in = p.h;
+        p.ldi = d;
+        p.add = add;
+        bfk_pool_run(pool, product_task, &p);
+
+        bfk_pool_run(pool, attention_task, &p);
+
+        /* x += att . o: the residual added to the finished product */
+        p.count = 1;
+        p.mm[0] = &l->m[M_O];
+        p.out[0] = x;
+        p.ldo[0] = d;
+        p.in = p.att;
+        p.ldi = qdim;
+        p.add = 1;
+        if (needs_sums(&l->m[M_O])) {
+            for (int r = 0; r < rows; r++) {
+                bfk_row_sums(l->m[M_O].type, p.att + (size_t) r * qdim, qdim, p.sums + (size_t) r * sums_stride);
+            }
+        }
+        bfk_pool_run(pool, product_task, &p);
+
+        p.norm_slot = V_FFN_NORM;
+        p.sums_for[0] = needs_sums(&l->m[M_GATE]) ? &l->m[M_GATE] : needs_sums(&l->m[M_UP]) ? &l->m[M_UP] : NULL;
+        bfk_pool_run(pool, norm_task, &p);
+        bfk_pool_run(pool, mlp_task, &p);
+        if (needs_sums(&l->m[M_DOWN])) {
+            bfk_pool_run(pool, act_sums_task, &p);
+        }
+
+        p.count = 1;
+        p.mm[0] = &l->m[M_DOWN];
+        p.out[0] = x;
+        p.ldo[0] = d;
+        p.in = p.act;
+        p.ldi = inter;
+        p.add = 1;
+        bfk_pool_run(pool, product_task, &p);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ products for the head */
+
+typedef struct {
+    const bfk_matrix *w;
+    const float *x;
+    int rows;
+    const float *sums;
+    int lds;
+    float *out;
+} head_phase;
+
+static void head_task(void *arg, int ith, int nth) {
+    head_phase *p = arg;
+    int lo, hi;
+    split(p->w->rows, ith, nth, &lo, &hi);
+    if (lo < hi) {
+        bfk_matmul_range(p->w, p->x, p->w->cols, p->rows, p->sums, p->lds, p->out, p->w->rows, lo, hi, 0);
+    }
+}
+
+/* out [rows, w.rows] = x [rows, w.cols] . w^T. Returns 0, or -1 if memory ran out. */
+int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, float *out) {
+    int per_row = bfk_row_sums_floats(w->type, w->cols);
+    head_phase p = {w, x, rows, NULL, per_row, out};
+    float *sums = NULL;
+    if (per_row > 0) {
+        sums = malloc((size_t) rows * per_row * 4);
+        if (!sums) {
+            return -1;
+        }
+        for (int r = 0; r < rows; r++) {
+            bfk_row_sums(w->type, x + (size_t) r * w->cols, w->cols, sums + (size_t) r * per_row);
+        }
+        p.sums = sums;
+    }
+    bfk_pool_run(pool, head_task, &p);
+    free(sums);
+    return 0;
+}

@@ -1,0 +1,121 @@
+package io.butterfly.worker.engine.cpu;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The CPU kernels of stages with quantized weights ({@code libbutterfly_kernels.so}, built from {@code src/main/c}
+ * into this jar on Linux x86-64), through JNI.
+ *
+ * <p>Why kernels of our own: a decode step reads every weight once, so its speed is the weights' bytes over the
+ * memory's bandwidth, and 8- and 4-bit weights are 4 to 7 times fewer bytes than float32. libtorch's own weight-only
+ * kernels ({@code _weight_int8pack_mm}, {@code _weight_int4pack_mm_for_cpu}) vectorize only bfloat16 activations on
+ * x86 and round their output to bfloat16 (float32 inputs take a scalar loop), and its int8 GEMMs (fbgemm, oneDNN)
+ * quantize the activations too; none reads ggml's blocks, so a GGUF file's Q4_K or Q6_K tensors would have to be
+ * converted, not loaded as they are. These kernels read ggml's blocks in place, keep activations in float32, and run a
+ * whole stage's layers in one call with the small operations between the products (docs/models.md compares them).
+ *
+ * <p>Every address passed here was checked by the caller against the memory it points into: the kernels trust them.
+ * Nothing here is thread-safe; a stage calls it from one thread at a time.
+ */
+public final class NativeKernels {
+
+    private static final Logger LOG = LoggerFactory.getLogger(NativeKernels.class);
+    private static final String LIBRARY = "libbutterfly_kernels.so";
+    private static final Optional<String> LOAD_ERROR = load();
+
+    private NativeKernels() {
+    }
+
+    /** Whether the kernels are loaded (Linux x86-64, built with gcc). */
+    public static boolean available() {
+        return LOAD_ERROR.isEmpty();
+    }
+
+    /** Why the kernels are not available, if they are not. */
+    public static Optional<String> loadError() {
+        return LOAD_ERROR;
+    }
+
+    /** "avx2" or "portable": the kernels this CPU runs (they give the same bits). */
+    public static String instructionSet() {
+        return available() && usesAvx2() ? "avx2" : "portable";
+    }
+
+    private static Optional<String> load() {
+        String os = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT);
+        String arch = System.getProperty("os.arch", "");
+        if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
+            return Optional.of("the kernels are built for Linux x86-64, this is " + os + " " + arch);
+        }
+        try (InputStream in = NativeKernels.class.getResourceAsStream("linux-x86_64/" + LIBRARY)) {
+            if (in == null) {
+                return Optional.of(LIBRARY + " is not in the worker's jar (it is built where gcc is installed)");
+            }
+            Path file = Files.createTempFile("butterfly-kernels-", ".so");
+            file.toFile().deleteOnExit();
+            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            System.load(file.toString());
+            LOG.info("CPU kernels loaded ({} instructions)", usesAvx2() ? "AVX2" : "portable");
+            return Optional.empty();
+        } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
+            return Optional.of("loading " + LIBRARY + " failed: " + e.getMessage());
+        }
+    }
+
+    // ------------------------------------------------------------ natives (src/main/c/bfk_jni.c)
+
+    static native boolean usesAvx2();
+
+    static native boolean hasAvx2();
+
+    /** For tests: computes with the portable kernels even where AVX2 is there (they must give the same bits). */
+    public static native void forcePortable(boolean on);
+
+    /** The address of a direct buffer's memory. */
+    public static native long address(ByteBuffer direct);
+
+    public static native long poolCreate(int threads);
+
+    public static native void poolDestroy(long pool);
+
+    public static native long stageCreate(int hidden, int heads, int kvHeads, int intermediate, int layers,
+                                          int maxPositions, float eps);
+
+    public static native void stageSetMatrix(long stage, int layer, int slot, int type, int rows, int cols, long address);
+
+    public static native void stageSetVector(long stage, int layer, int slot, long address);
+
+    public static native void stageDestroy(long stage);
+
+    /**
+     * Runs the stage's layers over {@code rows} rows of hidden states at {@code x}, in place.
+     *
+     * @param seqs   per sequence: first row, new tokens, position of the first, cache capacity
+     * @param caches per sequence, its cache's address ({@code [layers, 2, kvHeads, capacity, headDim]} float32)
+     * @param cos    {@code [rows, headDim]} rotary cosines of each row's position
+     * @param sin    {@code [rows, headDim]} signed sines ({@code [-sin, sin]})
+     * @return 0, or -1 when memory ran out
+     */
+    public static native int stageForward(long stage, long pool, long x, int rows, int[] seqs, long[] caches, long cos,
+                                          long sin);
+
+    /** {@code out [m, rows] = x [m, cols] . w^T} for a matrix of ggml type {@code type}; 0, or -1 when memory ran out. */
+    public static native int product(long pool, int type, int rows, int cols, long w, long x, int m, long out);
+
+    /** Rows {@code ids} of a matrix of ggml type {@code type}, as float32, one after another at {@code out}. */
+    public static native void dequantizeRows(int type, int rows, int cols, long w, int[] ids, long out);
+
+    /** RMSNorm of {@code rows} rows of {@code n} floats at {@code x} with weights at {@code weight}, into {@code out}. */
+    public static native void rmsNorm(long x, long weight, int rows, int n, float eps, long out);
+
+    /** Bytes of a row of {@code cols} values of ggml type {@code type}. */
+    public static native long rowBytes(int type, int cols);
+}
