@@ -6,9 +6,9 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
-/** {@code model}: what is done with model files (so far: {@code model generate}). */
-@Command(name = "model", description = "model files: model generate writes a seeded random model",
-        subcommands = GenerateModelCommand.class)
+/** {@code model}: what is done with model files: {@code model generate}, {@code model gguf}. */
+@Command(name = "model", description = "model files: model generate writes a seeded random model, model gguf a GGUF file",
+        subcommands = {GenerateModelCommand.class, GgufCommand.class})
 public final class ModelCommand implements Runnable, ShowsUsageOnError {
 
     @Spec
@@ -16,6 +16,6 @@ public final class ModelCommand implements Runnable, ShowsUsageOnError {
 
     @Override
     public void run() {
-        throw Commands.usageError(spec, "model needs a subcommand: generate");
+        throw Commands.usageError(spec, "model needs a subcommand: generate or gguf");
     }
 }

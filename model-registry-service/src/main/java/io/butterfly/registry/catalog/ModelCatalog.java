@@ -5,6 +5,7 @@ import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.quant.WeightQuantization;
 import io.butterfly.registry.store.ModelStore;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -58,15 +59,19 @@ public class ModelCatalog {
         }
     }
 
-    /**
-     * Imports a Hugging Face model directory; the model id defaults to the directory's name. When the
-     * store already holds an import of the same unchanged source, that one is served as it is.
-     */
+    /** Imports a model directory or GGUF file as it is; see {@link #importModel(Path, String, WeightQuantization)}. */
     public Manifest importModel(Path sourceDir, String modelId) throws IOException {
+        return importModel(sourceDir, modelId, null);
+    }
+
+    /**
+     * Imports a Hugging Face model directory (its matrices quantized as {@code quantization} says, null: as they are)
+     * or a GGUF file; the model id defaults to {@link #defaultModelId}. When the store already holds an import of the
+     * same unchanged source, that one is served as it is.
+     */
+    public Manifest importModel(Path sourceDir, String modelId, WeightQuantization quantization) throws IOException {
         Path source = sourceDir.toAbsolutePath().normalize();
-        String id = modelId == null || modelId.isBlank()
-                ? (source.getFileName() == null ? "" : source.getFileName().toString())
-                : modelId;
+        String id = modelId == null || modelId.isBlank() ? defaultModelId(source, quantization) : modelId;
         if (!ModelStore.isValidModelId(id)) {
             throw ModelImporter.invalid(modelId == null || modelId.isBlank() ? "path" : "model_id",
                     "'" + id + "' is not a valid model id (letters, digits, '.', '_', '-')");
@@ -76,7 +81,7 @@ public class ModelCatalog {
                     "'" + id + "' is reserved: the registry keeps other data (its publisher key) under that name");
         }
         synchronized (importLock) {
-            String fingerprint = ModelImporter.fingerprint(source);
+            String fingerprint = ModelImporter.fingerprint(source, quantization);
             Optional<Manifest> current = store.loadIfCurrent(id, fingerprint);
             if (current.isPresent()) {
                 Manifest signed = signer.apply(current.get());
@@ -87,7 +92,7 @@ public class ModelCatalog {
             long started = System.nanoTime();
             Path staging = store.newStagingDir(id);
             try {
-                Manifest m = signer.apply(importer.importModel(id, source, staging));
+                Manifest m = signer.apply(importer.importModel(id, source, staging, quantization));
                 store.commit(staging, m, fingerprint);
                 manifests.put(id, m);
                 log.info("imported {} from {}: {} files, {} bytes, {} parameters, merkle root {} in {} ms", id, source,
@@ -98,6 +103,18 @@ public class ModelCatalog {
                 ModelStore.deleteRecursively(staging);
             }
         }
+    }
+
+    /**
+     * The id a source is served as unless told otherwise: a directory's name, with the quantization after a dash
+     * ({@code demo-q4}: each format of a model is a model of its own), or a GGUF file's name without {@code .gguf}.
+     */
+    public static String defaultModelId(Path source, WeightQuantization quantization) {
+        String name = source.getFileName() == null ? "" : source.getFileName().toString();
+        if (name.toLowerCase(java.util.Locale.ROOT).endsWith(".gguf")) {
+            return name.substring(0, name.length() - ".gguf".length());
+        }
+        return quantization == null ? name : name + "-" + quantization.id();
     }
 
     public List<Manifest> list() {

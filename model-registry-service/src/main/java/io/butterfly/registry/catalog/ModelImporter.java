@@ -9,9 +9,12 @@ import io.butterfly.common.hash.MerkleTree;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.model.GenerationConfig;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.TokenizerConfig;
+import io.butterfly.common.quant.GgmlType;
+import io.butterfly.common.quant.ShardQuantizer;
+import io.butterfly.common.quant.WeightQuantization;
 import io.butterfly.common.safetensors.SafetensorsFile;
-import io.butterfly.common.safetensors.SafetensorsWriter;
 import io.butterfly.common.safetensors.TensorInfo;
 import io.butterfly.common.error.ErrorCode;
 import java.io.IOException;
@@ -36,8 +39,11 @@ import java.util.stream.Stream;
 /**
  * Repackages a Hugging Face model directory ({@code config.json}, one or more {@code *.safetensors},
  * {@code tokenizer.json}, optionally {@code generation_config.json}, {@code tokenizer_config.json} and
- * {@code chat_template.jinja}) into per-stage shards and builds their manifest. Tensor bytes and dtypes are copied
- * unchanged. Layout of the output directory:
+ * {@code chat_template.jinja}), or a GGUF file ({@link GgufImporter}), into per-stage shards and builds their manifest.
+ * Tensor bytes and dtypes are copied unchanged, or, when asked, matrices are quantized on the way ({@link
+ * WeightQuantization}: the shards hold ggml blocks as {@code QuantizedTensors} describes, signed like any shard, and
+ * workers never quantize). Every tensor is streamed through buffers of a few megabytes, so an import takes the same
+ * memory whatever the model's size. Layout of the output directory:
  * <ul>
  *   <li>{@code config.json}, {@code tokenizer.json}, and each of {@code generation_config.json},
  *       {@code tokenizer_config.json} and {@code chat_template.jinja} there is: copied verbatim;</li>
@@ -50,7 +56,7 @@ import java.util.stream.Stream;
 public final class ModelImporter {
 
     /** Bumped when the output layout changes, so stored models are re-imported. */
-    public static final String LAYOUT_VERSION = "2";
+    public static final String LAYOUT_VERSION = "3";
 
     public static final String CONFIG_FILE = "config.json";
     public static final String TOKENIZER_FILE = "tokenizer.json";
@@ -141,22 +147,45 @@ public final class ModelImporter {
         return roots;
     }
 
+    /** Whether {@code source} is a GGUF file rather than a model directory. */
+    public static boolean isGguf(Path source) {
+        return Files.isRegularFile(source) && source.getFileName().toString().toLowerCase(java.util.Locale.ROOT).endsWith(".gguf");
+    }
+
     /**
-     * A fingerprint of the source (names, sizes, modification times) and of this importer's layout:
-     * a stored import with the same fingerprint need not be redone.
+     * A fingerprint of the source (names, sizes, modification times), of the quantization asked for and of this
+     * importer's layout: a stored import with the same fingerprint need not be redone.
      */
-    public static String fingerprint(Path sourceDir) throws IOException {
+    public static String fingerprint(Path source, WeightQuantization quantization) throws IOException {
         MessageDigest d = Sha256.newDigest();
         d.update(("layout " + LAYOUT_VERSION + "\n").getBytes(StandardCharsets.UTF_8));
-        for (Path p : sourceFiles(sourceDir)) {
+        d.update(("quantize " + (quantization == null ? "none" : quantization.id()) + "\n").getBytes(StandardCharsets.UTF_8));
+        List<Path> files = isGguf(source) ? List.of(source) : sourceFiles(source);
+        for (Path p : files) {
             String line = p.getFileName() + " " + Files.size(p) + " " + Files.getLastModifiedTime(p).toMillis() + "\n";
             d.update(line.getBytes(StandardCharsets.UTF_8));
         }
         return Sha256.toHex(d.digest());
     }
 
-    /** Imports {@code sourceDir} as {@code modelId} into the (empty or absent) directory {@code outDir}. */
+    /** Imports {@code sourceDir} as {@code modelId} into the (empty or absent) directory {@code outDir}, unquantized. */
     public Manifest importModel(String modelId, Path sourceDir, Path outDir) throws IOException {
+        return importModel(modelId, sourceDir, outDir, null);
+    }
+
+    /**
+     * Imports {@code source} (a model directory or a GGUF file) as {@code modelId} into the (empty or absent) directory
+     * {@code outDir}, quantizing a directory's matrices as {@code quantization} says (null: as they are).
+     */
+    public Manifest importModel(String modelId, Path source, Path outDir, WeightQuantization quantization)
+            throws IOException {
+        if (isGguf(source)) {
+            if (quantization != null) {
+                throw invalid("quantize", source + " is a GGUF file: its tensors are served as they are, not quantized again");
+            }
+            return new GgufImporter(clock).importGguf(modelId, source, outDir);
+        }
+        Path sourceDir = source;
         List<Path> sources = sourceFiles(sourceDir);
         ModelConfig config;
         try {
@@ -178,6 +207,10 @@ public final class ModelImporter {
             TokenizerConfig.read(sourceDir);
         } catch (RuntimeException e) {
             throw invalid("path", sourceDir + ": " + e.getMessage());
+        }
+        if (quantization != null && config.architecture() != Architecture.LLAMA) {
+            throw invalid("quantize", "only Llama-family models are quantized; " + sourceDir + " holds a "
+                    + config.architecture().id() + " model");
         }
         Files.createDirectories(outDir);
 
@@ -256,24 +289,24 @@ public final class ModelImporter {
             files.add(copy(sourceDir.resolve(CONFIG_FILE), outDir.resolve(CONFIG_FILE), FileKind.CONFIG));
             files.add(copy(sourceDir.resolve(TOKENIZER_FILE), outDir.resolve(TOKENIZER_FILE), FileKind.TOKENIZER));
             for (Map.Entry<String, FileKind> optional : OPTIONAL_FILES.entrySet()) {
-                Path source = sourceDir.resolve(optional.getKey());
-                if (sources.contains(source)) {
-                    files.add(copy(source, outDir.resolve(optional.getKey()), optional.getValue()));
+                Path file = sourceDir.resolve(optional.getKey());
+                if (sources.contains(file)) {
+                    files.add(copy(file, outDir.resolve(optional.getKey()), optional.getValue()));
                 }
             }
-            files.add(shard(owner, embed, outDir.resolve(EMBED_FILE), FileKind.EMBEDDING, null, modelId));
+            Map<String, GgmlType> quantized = new HashMap<>();
+            files.add(shard(owner, embed, outDir.resolve(EMBED_FILE), FileKind.EMBEDDING, null, quantization, config, quantized));
             for (Map.Entry<Integer, List<String>> l : layers.entrySet()) {
-                files.add(shard(owner, l.getValue(), outDir.resolve(layerFileName(l.getKey())), FileKind.LAYER, l.getKey(), modelId));
+                files.add(shard(owner, l.getValue(), outDir.resolve(layerFileName(l.getKey())), FileKind.LAYER, l.getKey(),
+                        quantization, config, quantized));
             }
-            files.add(shard(owner, head, outDir.resolve(HEAD_FILE), FileKind.HEAD, null, modelId));
-
-            String merkleRoot = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
-            String dtype = dtypeElements.entrySet().stream()
-                    .max(Map.Entry.comparingByValue())
-                    .map(Map.Entry::getKey)
-                    .orElse("F32");
-            return new Manifest(modelId, config.architecture().id(), merkleRoot.substring(0, 12), config.numLayers(),
-                    parameters, config.hiddenSize(), config.vocabSize(), dtype, files, merkleRoot, clock.millis(), null, null);
+            files.add(shard(owner, head, outDir.resolve(HEAD_FILE), FileKind.HEAD, null, quantization, config, quantized));
+            quantized.forEach((name, type) -> {
+                long elements = owner.get(name).info(name).numElements();
+                dtypeElements.merge(owner.get(name).info(name).dtype(), -elements, Long::sum);
+                dtypeElements.merge(type.name(), elements, Long::sum);
+            });
+            return manifest(modelId, config, parameters, dtypeElements, files);
         } finally {
             for (SafetensorsFile f : opened) {
                 f.close();
@@ -281,25 +314,37 @@ public final class ModelImporter {
         }
     }
 
+    /** The manifest of imported files; its dtype is the one holding most parameters (e.g. "Q4_0" once quantized). */
+    Manifest manifest(String modelId, ModelConfig config, long parameters, Map<String, Long> dtypeElements,
+                      List<ManifestFile> files) {
+        String merkleRoot = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
+        String dtype = dtypeElements.entrySet().stream()
+                .max(Map.Entry.comparingByValue())
+                .map(Map.Entry::getKey)
+                .orElse("F32");
+        return new Manifest(modelId, config.architecture().id(), merkleRoot.substring(0, 12), config.numLayers(),
+                parameters, config.hiddenSize(), config.vocabSize(), dtype, files, merkleRoot, clock.millis(), null, null);
+    }
+
     private static ManifestFile copy(Path from, Path to, FileKind kind) throws IOException {
         Files.copy(from, to, StandardCopyOption.REPLACE_EXISTING);
         return describe(to, kind, null, kind == FileKind.CHAT_TEMPLATE ? "jinja" : "json");
     }
 
+    /**
+     * One shard: the tensors streamed from their files, matrices quantized as {@code quantization} says (the types
+     * they got are added to {@code quantized}). Unquantized shards carry no metadata and read exactly like the worker's
+     * reference splitting.
+     */
     private static ManifestFile shard(Map<String, SafetensorsFile> owner, List<String> names, Path out, FileKind kind,
-                                      Integer layer, String modelId) throws IOException {
-        List<SafetensorsWriter.Entry> entries = new ArrayList<>(names.size());
-        for (String name : names) {
-            SafetensorsFile f = owner.get(name);
-            TensorInfo t = f.info(name);
-            entries.add(new SafetensorsWriter.Entry(name, t.dtype(), t.shape(), f.rawBytes(name)));
-        }
-        // No metadata: the shards read exactly like the worker's reference splitting.
-        SafetensorsWriter.write(out, entries, Map.of());
+                                      Integer layer, WeightQuantization quantization, ModelConfig config,
+                                      Map<String, GgmlType> quantized) throws IOException {
+        List<ShardQuantizer.Source> sources = names.stream().map(n -> new ShardQuantizer.Source(n, owner.get(n))).toList();
+        quantized.putAll(ShardQuantizer.write(out, sources, quantization, config));
         return describe(out, kind, layer, "safetensors");
     }
 
-    private static ManifestFile describe(Path file, FileKind kind, Integer layer, String format) throws IOException {
+    static ManifestFile describe(Path file, FileKind kind, Integer layer, String format) throws IOException {
         return new ManifestFile(file.getFileName().toString(), Files.size(file), "sha256", Sha256.hexOfFile(file), kind,
                 layer, layer == null ? null : layer + 1, format);
     }

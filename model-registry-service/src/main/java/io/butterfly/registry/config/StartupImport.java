@@ -47,7 +47,7 @@ public class StartupImport implements DisposableBean {
         executor.execute(() -> {
             for (Path dir : props.importDirs()) {
                 try {
-                    catalog.importModel(dir, null);
+                    catalog.importModel(dir, null, props.quantization());
                 } catch (Exception e) {
                     log.error("import of {} failed: {}", dir, e.getMessage(), e);
                 }

@@ -116,6 +116,14 @@ public final class GgufLlama {
         return head * d + 2 * i + j;
     }
 
+    /** The inverse of {@link #sourceRow}: transformers' row that llama.cpp's converter writes as file row {@code fileRow}. */
+    public static long permutedRow(long fileRow, long rows, int heads) {
+        long d = rows / heads;
+        long head = fileRow / d;
+        long within = fileRow % d;
+        return head * d + (within % 2) * (d / 2) + within / 2;
+    }
+
     /** The model's hyper-parameters from the file's metadata, as transformers' {@code config.json} would give them. */
     public static ModelConfig config(GgufFile f) {
         String arch = f.string("general.architecture")

@@ -2,6 +2,7 @@ package io.butterfly.registry.api.rest;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.common.manifest.Manifest;
+import io.butterfly.common.quant.WeightQuantization;
 import io.butterfly.registry.catalog.ModelCatalog;
 import java.io.IOException;
 import java.net.URI;
@@ -28,8 +29,12 @@ public class ModelsController {
         this.catalog = catalog;
     }
 
-    /** Body of an import: a Hugging Face model directory on the registry's file system. */
-    public record ImportRequest(@JsonProperty("path") String path, @JsonProperty("model_id") String modelId) {
+    /**
+     * Body of an import: a Hugging Face model directory or a GGUF file on the registry's file system, and how to
+     * quantize a directory's matrices ({@code q8}, {@code q4}, {@code q4_k}; absent: as they are).
+     */
+    public record ImportRequest(@JsonProperty("path") String path, @JsonProperty("model_id") String modelId,
+                                @JsonProperty("quantize") String quantize) {
     }
 
     @GetMapping
@@ -56,7 +61,12 @@ public class ModelsController {
         if (!dir.isAbsolute()) {
             throw new BadRequestException("path", "path '" + request.path() + "' must be absolute");
         }
-        Manifest m = catalog.importModel(dir, request.modelId());
+        WeightQuantization quantization = null;
+        if (request.quantize() != null && !request.quantize().isBlank()) {
+            quantization = WeightQuantization.byId(request.quantize()).orElseThrow(() -> new BadRequestException(
+                    "quantize", "quantize '" + request.quantize() + "' is not one of q8, q4, q4_k"));
+        }
+        Manifest m = catalog.importModel(dir, request.modelId(), quantization);
         return ResponseEntity.created(URI.create("/api/v1/models/" + m.modelId())).body(m);
     }
 
