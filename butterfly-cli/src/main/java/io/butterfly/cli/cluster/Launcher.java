@@ -1,5 +1,7 @@
 package io.butterfly.cli.cluster;
 
+import io.butterfly.common.manifest.ModelIds;
+
 import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.command.Log;
 import io.butterfly.cli.generate.GenerateModelCommand;
@@ -101,8 +103,8 @@ public final class Launcher {
         if (options.insecure()) {
             Log.info("--insecure: TLS is off; every gRPC port is plaintext and unauthenticated (use on this machine only)");
         }
-        Path model = checkModel(options.model() == null ? defaultModel() : options.model());
-        String modelId = model.getFileName().toString();
+        Path model = checkModel(options.model() == null ? defaultModel() : options.model(), options.quantize());
+        String modelId = ModelIds.imported(model, options.quantize());
         checkPortsFree(options.workerProcesses(), options.coordinators());
         if (options.pinWorkers()) {
             CorePinning.requireTaskset(System.getenv("PATH"));
@@ -132,6 +134,9 @@ public final class Launcher {
         List<String> registryArgs = new ArrayList<>(List.of(
                 "--butterfly.registry.store-dir=" + home.registryStore(),
                 "--butterfly.registry.import-dirs=" + model));
+        if (options.quantize() != null) {
+            registryArgs.add("--butterfly.registry.import-quantize=" + options.quantize());
+        }
         if (options.apiKeys().adminKeys() != null) {
             registryArgs.add("--butterfly.registry.api-keys.admin-file=" + options.apiKeys().adminKeys());
         }
@@ -346,18 +351,25 @@ public final class Launcher {
         return dir;
     }
 
-    private static Path checkModel(Path dir) {
-        if (!Files.isDirectory(dir)) {
-            throw new CommandFailedException("--model " + dir + " is not a directory");
+    /** A model directory with a config.json, or a GGUF file (served as it is: never quantized again). */
+    private static Path checkModel(Path source, String quantize) {
+        Path model = source.toAbsolutePath().normalize();
+        boolean gguf = Files.isRegularFile(model) && model.getFileName().toString().toLowerCase(java.util.Locale.ROOT)
+                .endsWith(".gguf");
+        if (gguf && quantize != null) {
+            throw new CommandFailedException("--model " + model + " is a GGUF file: its tensors are served as they are;"
+                    + " drop --quantize");
         }
-        Path model = dir.toAbsolutePath().normalize();
-        if (!Files.exists(model.resolve("config.json"))) {
+        if (!gguf && !Files.isDirectory(model)) {
+            throw new CommandFailedException("--model " + source + " is neither a directory nor a .gguf file");
+        }
+        if (!gguf && !Files.exists(model.resolve("config.json"))) {
             throw new CommandFailedException("--model " + model + " has no config.json");
         }
-        String id = model.getFileName().toString();
+        String id = ModelIds.imported(model, quantize);
         if (!MODEL_ID.matcher(id).matches()) {
-            throw new CommandFailedException("--model " + model + ": the directory's name '" + id
-                    + "' is the model id; use letters, digits, '.', '_' or '-' (rename or link it)");
+            throw new CommandFailedException("--model " + model + ": its name gives the model id '" + id
+                    + "'; use letters, digits, '.', '_' or '-' (rename or link it)");
         }
         return model;
     }

@@ -22,9 +22,14 @@ public final class UpCommand implements Callable<Integer> {
     @Option(names = "--workers", defaultValue = "3", paramLabel = "N", description = "worker processes, 1-99 (default 3)")
     String workers;
 
-    @Option(names = "--model", paramLabel = "DIR", description = "a Hugging Face model directory (default: the generated demo"
-            + " model); its name is the model id")
+    @Option(names = "--model", paramLabel = "DIR|FILE", description = "a Hugging Face model directory or a GGUF file"
+            + " (default: the generated demo model); its name is the model id (a directory's with -<quantization>"
+            + " when quantized, a file's without .gguf)")
     Path model;
+
+    @Option(names = "--quantize", paramLabel = "q8|q4|q4_k", description = "the registry quantizes the model"
+            + " directory's matrices on import: q8 (Q8_0), q4 (Q4_0, head Q6_K) or q4_k (Q4_K_M); default: as they are")
+    String quantize;
 
     @Option(names = "--coordinators", defaultValue = "1", paramLabel = "1-3", description = "coordinator replicas: 2-3"
             + " form a Raft group on HTTP 8080/8083/8084; only 3 tolerate a failed one (default 1)")
@@ -65,7 +70,8 @@ public final class UpCommand implements Callable<Integer> {
                 .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
                 .withTransfer(transfer(spec, transfer)).withSpares(spares(spec, spares)).withInsecure(insecure)
                 .withApiKeys(new UpOptions.ApiKeyFiles(keyFile(spec, "--api-keys", apiKeys),
-                        keyFile(spec, "--admin-api-keys", adminApiKeys)));
+                        keyFile(spec, "--admin-api-keys", adminApiKeys)))
+                .withQuantize(quantize(spec, quantize));
         if (options.workerProcesses() > 99) {
             throw Commands.usageError(spec, "--workers and --spares together must be at most 99 worker processes");
         }
@@ -85,6 +91,15 @@ public final class UpCommand implements Callable<Integer> {
             throw Commands.usageError(spec, option + " " + file + " is not a file");
         }
         return file.toAbsolutePath().normalize();
+    }
+
+    /** The quantization's id, or null for none; anything else is refused. */
+    static String quantize(CommandSpec spec, String value) {
+        if (value == null) {
+            return null;
+        }
+        return io.butterfly.common.quant.WeightQuantization.byId(value).map(q -> q.id())
+                .orElseThrow(() -> Commands.usageError(spec, "--quantize must be q8, q4 or q4_k"));
     }
 
     public static int workers(CommandSpec spec, String value) {

@@ -18,10 +18,12 @@ import java.util.List;
  *                         leaves them out, and they stand by to take a lost or drained stage
  * @param insecure         whether TLS is off: every gRPC port plaintext and unauthenticated ({@code --insecure})
  * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
+ * @param quantize         how the registry quantizes the model directory on import ({@code q8}, {@code q4},
+ *                         {@code q4_k}), or null for as it is (a GGUF file is always served as it is)
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
                         Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, int spares,
-                        boolean insecure, ApiKeyFiles apiKeys) {
+                        boolean insecure, ApiKeyFiles apiKeys, String quantize) {
 
     /**
      * @param keys      keys that may generate (null: none)
@@ -44,47 +46,52 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
 
     /** The defaults: 3 workers and no spare, the demo model, one coordinator, nothing pinned, mutual TLS. */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, false, ApiKeyFiles.NONE);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, false, ApiKeyFiles.NONE, null);
     }
 
     public UpOptions withWorkers(int n) {
         return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
+    }
+
+    public UpOptions withQuantize(String q) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
+                spares, insecure, apiKeys, q);
     }
 
     public UpOptions withModel(Path m) {
         return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     public UpOptions withCoordinators(int n) {
         return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     public UpOptions withPlanner(String p) {
         return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
         return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     public UpOptions withTransfer(Transfer t) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     public UpOptions withSpares(int n) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, n,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     /** Every worker process: the planned ones, then the spares. */
@@ -94,16 +101,16 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
 
     public UpOptions withPinnedWorkers(boolean pinned) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, spares,
-                insecure, apiKeys);
+                insecure, apiKeys, quantize);
     }
 
     public UpOptions withInsecure(boolean plaintext) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                spares, plaintext, apiKeys);
+                spares, plaintext, apiKeys, quantize);
     }
 
     public UpOptions withApiKeys(ApiKeyFiles files) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                spares, insecure, files);
+                spares, insecure, files, quantize);
     }
 }

@@ -10,7 +10,9 @@ import io.butterfly.common.model.ModelConfig;
  * {@code butterfly.worker.weight-dtype}: an F16 checkpoint takes twice its file size held in float32, an F32 one
  * half held in BF16; the embedding table in float32), plus per layer a float32 KV cache (keys and values) for the
  * configured tokens and sequences, plus the activation headroom per stage. A layer's norms and biases count at the
- * weights' precision too: a fraction of a percent of it.
+ * weights' precision too: a fraction of a percent of it. A quantized model (its manifest's dtype a ggml block type:
+ * Q8_0, Q4_0, Q4_K, ...) is held as its shards store it, by the workers' native kernels: each shard counts its size,
+ * the embedding's included (a 4-bit model plans in a quarter of its float32 memory).
  */
 public final class ModelFootprints {
 
@@ -28,6 +30,7 @@ public final class ModelFootprints {
     /** @param weightBytes bytes a projection weight takes in the workers' engines (4 float32, 2 F16/BF16) */
     public static ModelFootprint of(Manifest manifest, ModelConfig config, Settings p, int weightBytes) {
         int layers = manifest.numLayers();
+        boolean blocks = quantized(manifest.dtype());
         long stored = storedBytes(manifest.dtype());
         long tokens = p.kvCacheTokens() > 0 ? p.kvCacheTokens() : Math.max(1, config.maxPositions());
         long kvPerLayer = 2L * config.kvDim() * tokens * Math.max(1, p.kvCacheSequences()) * Float.BYTES;
@@ -35,9 +38,9 @@ public final class ModelFootprints {
         long embedding = 0;
         long head = 0;
         for (ManifestFile f : manifest.files()) {
-            long bytes = f.sizeBytes() * weightBytes / stored;
+            long bytes = blocks ? f.sizeBytes() : f.sizeBytes() * weightBytes / stored;
             switch (f.kind()) {
-                case EMBEDDING -> embedding += f.sizeBytes() * Float.BYTES / stored;
+                case EMBEDDING -> embedding += blocks ? f.sizeBytes() : f.sizeBytes() * Float.BYTES / stored;
                 case HEAD -> head += bytes;
                 case LAYER -> {
                     // A shard may hold several layers: spread it evenly over them.
@@ -53,6 +56,12 @@ public final class ModelFootprints {
             layerBytes[l] += kvPerLayer;
         }
         return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroomBytes(), kvPerLayer);
+    }
+
+    /** Whether a manifest's dtype is one of ggml's block types (its workers hold the shards' bytes as they are). */
+    static boolean quantized(String dtype) {
+        return io.butterfly.common.quant.GgmlType.byName(dtype == null ? "" : dtype)
+                .map(io.butterfly.common.quant.GgmlType::quantized).orElse(false);
     }
 
     /** Bytes of a parameter in a checkpoint of this dtype. */

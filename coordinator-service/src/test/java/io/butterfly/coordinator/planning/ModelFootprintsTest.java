@@ -62,6 +62,23 @@ class ModelFootprintsTest {
         assertEquals(2_000, ModelFootprints.of(bf16, CONFIG, settings, 2).embeddingBytes());
     }
 
+    @Test
+    void aQuantizedModelIsHeldAsItsShardsStoreItWhateverTheWorkersFloatPrecision() {
+        Manifest q4 = new Manifest("m", "llama", "1", 2, 0, 16, 64, "Q4_0", List.of(
+                file("embed.safetensors", FileKind.EMBEDDING, 1_000, null, null),
+                file("layer-00000.safetensors", FileKind.LAYER, 300, 0, 1),
+                file("layer-00001.safetensors", FileKind.LAYER, 400, 1, 2),
+                file("head.safetensors", FileKind.HEAD, 1_100, null, null)), "", 0, null, null);
+        for (int weightBytes : new int[]{4, 2}) {
+            ModelFootprint f = ModelFootprints.of(q4, CONFIG, new ModelFootprints.Settings(10, 3, 7), weightBytes);
+            assertEquals(300, f.layerWeightBytes(0));
+            assertEquals(400, f.layerWeightBytes(1));
+            assertEquals(1_000, f.embeddingBytes());
+            assertEquals(1_100, f.headBytes());
+            assertEquals(2L * 16 * 10 * 3 * Float.BYTES, f.kvBytesPerLayer()); // the KV cache stays float32
+        }
+    }
+
     private static ManifestFile file(String name, FileKind kind, long size, Integer start, Integer end) {
         return new ManifestFile(name, size, "sha256", "", kind, start, end, "safetensors");
     }

@@ -110,11 +110,7 @@ public class ModelCatalog {
      * ({@code demo-q4}: each format of a model is a model of its own), or a GGUF file's name without {@code .gguf}.
      */
     public static String defaultModelId(Path source, WeightQuantization quantization) {
-        String name = source.getFileName() == null ? "" : source.getFileName().toString();
-        if (name.toLowerCase(java.util.Locale.ROOT).endsWith(".gguf")) {
-            return name.substring(0, name.length() - ".gguf".length());
-        }
-        return quantization == null ? name : name + "-" + quantization.id();
+        return io.butterfly.common.manifest.ModelIds.imported(source, quantization == null ? null : quantization.id());
     }
 
     public List<Manifest> list() {

@@ -16,4 +16,18 @@ public final class ModelIds {
     public static boolean isValid(String modelId) {
         return modelId != null && MODEL_ID.matcher(modelId).matches();
     }
+
+    /**
+     * The id a source is imported as unless told otherwise: a model directory's name, with the quantization after a
+     * dash ({@code demo-q4}: each format of a model is a model of its own), or a GGUF file's name without {@code .gguf}.
+     *
+     * @param quantization the quantization's id ({@code q4}), or null
+     */
+    public static String imported(java.nio.file.Path source, String quantization) {
+        String name = source.getFileName() == null ? "" : source.getFileName().toString();
+        if (name.toLowerCase(java.util.Locale.ROOT).endsWith(".gguf")) {
+            return name.substring(0, name.length() - ".gguf".length());
+        }
+        return quantization == null ? name : name + "-" + quantization;
+    }
 }
