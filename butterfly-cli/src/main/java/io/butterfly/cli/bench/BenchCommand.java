@@ -1,12 +1,15 @@
 package io.butterfly.cli.bench;
 
 import io.butterfly.cli.cluster.ButterflyHome;
+import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.cluster.Launcher;
 import io.butterfly.cli.cluster.PortLayout;
 import io.butterfly.cli.cluster.UpOptions;
 import io.butterfly.cli.generate.GenerateModelCommand;
 import io.butterfly.cli.reference.PlainDjlLoop;
+import io.butterfly.common.gguf.GgufExport;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.quant.WeightQuantization;
 import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.engine.RooflineProbe;
 import java.io.IOException;
@@ -42,6 +45,11 @@ import tools.jackson.databind.json.JsonMapper;
  * <p>With {@code --compare-insecure} a third cluster, the split one again with TLS off, runs in the same rounds (it
  * and the TLS one take turns going first), and the last line is {@code tls_ratio=X.XX}: the median over the rounds of
  * the split cluster's decode tokens/s with mutual TLS (the default) over those without.
+ *
+ * <p>With {@code --weights q8|q4|q4_k} both clusters serve the model quantized on import (the plain loop stays the
+ * float32 DJL baseline), and the roofline counts the bytes the quantized weights take. With {@code --peer} llama.cpp
+ * (its prebuilt CPU build, {@link LlamaCppPeer}) decodes the same model written as a GGUF file in the same types, in
+ * the same rounds, and {@code peer_ratio=X.XX} is the median of the paired ratios one worker / llama.cpp.
  */
 @Command(name = "bench", description = "decode tokens/s: plain loop, 1 worker, N workers")
 public final class BenchCommand implements Callable<Integer> {
@@ -79,6 +87,15 @@ public final class BenchCommand implements Callable<Integer> {
             + " prints tls_ratio: its decode tokens/s with mutual TLS over without (median of the paired rounds)")
     boolean compareInsecure;
 
+    @Option(names = "--weights", paramLabel = "f32|q8|q4|q4_k", description = "the clusters' weights: float32 (default)"
+            + " or quantized on import (q8: Q8_0, q4: Q4_0 with a Q6_K head, q4_k: Q4_K_M)")
+    String weights = "f32";
+
+    @Option(names = "--peer", description = "also measure llama.cpp (node-llama-cpp's prebuilt CPU build, installed from"
+            + " the npm registry the first time) on the same model as a GGUF file of the same types, in the same rounds;"
+            + " prints peer_ratio: one worker's decode tokens/s over llama.cpp's (median of the paired rounds)")
+    boolean peer;
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -86,6 +103,8 @@ public final class BenchCommand implements Callable<Integer> {
         int portOffset = PortLayout.fromEnvironment().offset();
         Path dir = model(model, home, out, spec.commandLine().getErr());
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+        WeightQuantization quantization = weights.equalsIgnoreCase("f32") ? null : WeightQuantization.byId(weights)
+                .orElseThrow(() -> new CommandFailedException("--weights " + weights + " is not one of f32, q8, q4, q4_k"));
         long[] prompt = LongStream.range(0, PROMPT_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
         out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; prompt %d tokens, decode %d tokens;"
                         + " >= %d s of warm-up, median of %d interleaved rounds%n",
@@ -93,22 +112,29 @@ public final class BenchCommand implements Callable<Integer> {
                 config.parameterCount(), PROMPT_TOKENS, tokens, warmupSeconds, rounds);
 
         // Port offsets 700 and 800 keep the two clusters apart from each other and from a cluster on the offset.
+        String quantize = quantization == null ? null : quantization.id();
         Cluster one = new Cluster(new Launcher(home.withState(home.state().resolve("bench/one-worker")),
-                PortLayout.withOffset(portOffset + 700)), 1, false);
+                PortLayout.withOffset(portOffset + 700)), 1, false, quantize);
         Cluster many = new Cluster(new Launcher(home.withState(home.state().resolve("bench/" + workers + "-workers")),
-                PortLayout.withOffset(portOffset + 800)), workers, false);
+                PortLayout.withOffset(portOffset + 800)), workers, false, quantize);
         // 900: the split cluster once more, with TLS off
         Cluster plaintext = !compareInsecure ? null : new Cluster(new Launcher(home.withState(
                 home.state().resolve("bench/" + workers + "-workers-insecure")), PortLayout.withOffset(portOffset + 900)),
-                workers, true);
+                workers, true, quantize);
+        LlamaCppPeer llama = null;
         try (PlainDjlLoop plainLoop = PlainDjlLoop.load(dir, new ExecutorOptions("auto", 0))) {
             one.start(dir, out);
             many.start(dir, out);
             if (plaintext != null) {
                 plaintext.start(dir, out);
             }
-            out.printf("engine threads per worker: 1 worker %d, %d workers %d (each cluster as `up` starts it)%n",
-                    one.engineThreads(), workers, many.engineThreads());
+            out.printf("engine threads per worker: 1 worker %d, %d workers %d (each cluster as `up` starts it); weights %s%n",
+                    one.engineThreads(), workers, many.engineThreads(), one.projections());
+            if (peer) {
+                Path gguf = gguf(dir, quantization, out);
+                llama = LlamaCppPeer.start(home.state().resolve("peer"), gguf, one.engineThreads(), tokens, prompt);
+                out.printf("llama.cpp: %s on %s%n", llama.description(), gguf.getFileName());
+            }
             String body = requestBody(prompt, tokens);
             long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
             int warmupRounds = 0;
@@ -119,6 +145,9 @@ public final class BenchCommand implements Callable<Integer> {
                 if (plaintext != null) {
                     plaintext.decodeTokensPerSecond(body);
                 }
+                if (llama != null) {
+                    llama.decodeTokensPerSecond();
+                }
                 warmupRounds++;
             }
             out.printf("warm-up: %d rounds%n", warmupRounds);
@@ -126,9 +155,16 @@ public final class BenchCommand implements Callable<Integer> {
             double[] single = new double[rounds];
             double[] split = new double[rounds];
             double[] insecure = new double[rounds];
+            double[] peers = new double[rounds];
             for (int r = 0; r < rounds; r++) {
                 plain[r] = plainLoop.generate(prompt, tokens).decodeTokensPerSecond();
+                if (llama != null && r % 2 == 0) { // llama.cpp and the one worker take turns going first
+                    peers[r] = llama.decodeTokensPerSecond();
+                }
                 single[r] = one.decodeTokensPerSecond(body);
+                if (llama != null && r % 2 == 1) {
+                    peers[r] = llama.decodeTokensPerSecond();
+                }
                 if (plaintext != null && r % 2 == 1) { // the TLS and plaintext clusters take turns going first
                     insecure[r] = plaintext.decodeTokensPerSecond(body);
                 }
@@ -136,9 +172,10 @@ public final class BenchCommand implements Callable<Integer> {
                 if (plaintext != null && r % 2 == 0) {
                     insecure[r] = plaintext.decodeTokensPerSecond(body);
                 }
-                out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%s%n", r + 1, plain[r],
+                out.printf("round %d: plain %.2f, 1 worker %.2f, %d workers %.2f tokens/s%s%s%n", r + 1, plain[r],
                         single[r], workers, split[r], plaintext == null ? "" : String.format(", %d workers without TLS"
-                                + " %.2f", workers, insecure[r]));
+                                + " %.2f", workers, insecure[r]),
+                        llama == null ? "" : String.format(", llama.cpp %.2f", peers[r]));
             }
             double p = Stats.median(plain);
             double s = Stats.median(single);
@@ -158,7 +195,18 @@ public final class BenchCommand implements Callable<Integer> {
                     workers, m, m / s, Stats.median(splitVsSingle));
             out.printf("per-round ratios %d workers / 1 worker: %s%n", workers, Arrays.stream(splitVsSingle)
                     .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
-            roofline(config, s, one, out);
+            roofline(config, quantization, s, one, out);
+            if (llama != null) {
+                double[] singleVsPeer = new double[rounds];
+                for (int r = 0; r < rounds; r++) {
+                    singleVsPeer[r] = single[r] / peers[r];
+                }
+                out.printf("llama.cpp (%s): %8.2f tokens/s  (one worker %.2fx; paired %.2fx)%n", llama.description(),
+                        Stats.median(peers), s / Stats.median(peers), Stats.median(singleVsPeer));
+                out.printf("per-round ratios 1 worker / llama.cpp: %s%n", Arrays.stream(singleVsPeer)
+                        .mapToObj(x -> String.format("%.2f", x)).collect(Collectors.joining(" ")));
+                out.printf("peer_ratio=%.2f%n", Stats.median(singleVsPeer));
+            }
             out.printf("ratio=%.2f%n", Stats.median(splitVsSingle));
             if (plaintext != null) {
                 double[] tlsVsPlaintext = new double[rounds];
@@ -172,6 +220,9 @@ public final class BenchCommand implements Callable<Integer> {
                 out.printf("tls_ratio=%.2f%n", Stats.median(tlsVsPlaintext));
             }
         } finally {
+            if (llama != null) {
+                llama.close();
+            }
             if (plaintext != null) {
                 plaintext.launcher.down();
             }
@@ -185,10 +236,10 @@ public final class BenchCommand implements Callable<Integer> {
      * The one worker's decode and prefill against what this machine's engine attains: read bandwidth and matmul rate,
      * measured here (the clusters idle) with the engine threads a lone worker gets.
      */
-    private void roofline(ModelConfig config, double workerTokensPerSecond, Cluster one, PrintWriter out)
-            throws IOException, InterruptedException {
+    private void roofline(ModelConfig config, WeightQuantization quantization, double workerTokensPerSecond, Cluster one,
+                          PrintWriter out) throws IOException, InterruptedException {
         RooflineProbe.Rates rates = RooflineProbe.measure(READ_MIB, 2_000_000_000L);
-        Roofline model = new Roofline(config, Float.BYTES);
+        Roofline model = new Roofline(config, Float.BYTES, quantization);
         int context = PROMPT_TOKENS + tokens / 2; // the mean cached positions of a decode step
         long bytes = model.decodeBytes(context);
         double decodeBound = model.decodeBound(rates.readGbps(), context);
@@ -209,6 +260,17 @@ public final class BenchCommand implements Callable<Integer> {
                         + " %.2f GFLOP per token, bound %.1f tokens/s%n", PREFILL_TOKENS, prefill, ttft.length,
                 Stats.median(ttft), model.prefillFlops(PREFILL_TOKENS) / PREFILL_TOKENS / 1e9, prefillBound);
         out.printf("prefill_fraction=%.2f%n", prefill / prefillBound);
+    }
+
+    /** The model as a GGUF file of the same types, for llama.cpp: written beside the model the first time. */
+    static Path gguf(Path dir, WeightQuantization quantization, PrintWriter out) throws IOException {
+        Path file = dir.resolveSibling(dir.getFileName() + "-" + (quantization == null ? "f32" : quantization.id()) + ".gguf");
+        if (!Files.exists(file) || Files.getLastModifiedTime(file).compareTo(
+                Files.getLastModifiedTime(dir.resolve("model.safetensors"))) < 0) {
+            out.println("writing " + file + " for llama.cpp");
+            GgufExport.write(dir, file, quantization);
+        }
+        return file;
     }
 
     /** {@code model}, or the generated bench-100m model when null (generated the first time); absolute. */
@@ -233,16 +295,27 @@ public final class BenchCommand implements Callable<Integer> {
         private final Launcher launcher;
         private final int workers;
         private final boolean insecure;
+        private final String quantize;
         private final HttpClient http = HttpClient.newHttpClient();
 
-        Cluster(Launcher launcher, int workers, boolean insecure) {
+        Cluster(Launcher launcher, int workers, boolean insecure, String quantize) {
             this.launcher = launcher;
             this.workers = workers;
             this.insecure = insecure;
+            this.quantize = quantize;
         }
 
         void start(Path model, PrintWriter progress) {
-            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model).withInsecure(insecure), progress);
+            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model).withInsecure(insecure)
+                    .withQuantize(quantize), progress);
+        }
+
+        /** What the first worker's projections compute with (e.g. "native Q4_0+Q6_K (avx2)"). */
+        String projections() throws IOException, InterruptedException {
+            URI uri = URI.create("http://127.0.0.1:" + launcher.ports().workerHttp(0) + "/api/v1/worker/state");
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return JSON.readTree(r.body()).path("projections").asString("?");
         }
 
         /** The intra-op threads the first worker computes with (the launcher gives each worker the same). */

@@ -2,17 +2,24 @@ package io.butterfly.cli.bench;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.quant.GgmlType;
+import io.butterfly.common.quant.WeightQuantization;
 
 /**
  * What a model's decode and prefill cannot beat on one worker holding the whole model (the roofline): a decode step
  * of one sequence reads every weight once, so it takes at least its bytes over the memory's read bandwidth; a prefill
  * does its multiply-adds at best at the engine's matmul rate.
  *
- * @param config      the model
- * @param weightBytes bytes of a projection weight as the worker holds it (4 for float32, 2 for F16/BF16); norms,
- *                    biases, embeddings and the KV cache are float32
+ * @param config       the model
+ * @param weightBytes  bytes of a projection weight as the worker holds it (4 for float32, 2 for F16/BF16); norms,
+ *                     biases, embeddings and the KV cache are float32
+ * @param quantization when not null, the matrices are held in the types it gives them (Q8_0, Q4_0, ...) instead
  */
-record Roofline(ModelConfig config, int weightBytes) {
+record Roofline(ModelConfig config, int weightBytes, WeightQuantization quantization) {
+
+    Roofline(ModelConfig config, int weightBytes) {
+        this(config, weightBytes, null);
+    }
 
     /**
      * Bytes one decode step of one sequence reads with {@code context} positions cached (its own included): every
@@ -23,8 +30,33 @@ record Roofline(ModelConfig config, int weightBytes) {
         long h = config.hiddenSize();
         long vectors = config.numLayers() * layerVectors() + h * (config.architecture() == Architecture.GPT2 ? 4 : 2);
         long kv = 2L * config.numLayers() * config.kvDim() * context;
-        return (config.numLayers() * layerMatrixWeights() + (long) config.vocabSize() * h) * weightBytes
-                + (vectors + kv) * Float.BYTES;
+        return matrixBytes() + (vectors + kv) * Float.BYTES;
+    }
+
+    /** Bytes of every layer's projection matrices and the LM head as the worker holds them. */
+    private long matrixBytes() {
+        long h = config.hiddenSize();
+        if (quantization == null) {
+            return (config.numLayers() * layerMatrixWeights() + (long) config.vocabSize() * h) * weightBytes;
+        }
+        long q = (long) config.numHeads() * config.headDim();
+        long inter = config.intermediateSize();
+        String[] names = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+        long[][] shapes = {{q, h}, {config.kvDim(), h}, {config.kvDim(), h}, {h, q}, {inter, h}, {inter, h}, {h, inter}};
+        long bytes = 0;
+        for (int l = 0; l < config.numLayers(); l++) {
+            for (int m = 0; m < names.length; m++) {
+                bytes += held("model.layers." + l + "." + names[m] + ".weight", shapes[m]);
+            }
+        }
+        String head = config.tieWordEmbeddings() ? "model.embed_tokens.weight" : "lm_head.weight";
+        return bytes + held(head, new long[]{config.vocabSize(), h});
+    }
+
+    private long held(String name, long[] shape) {
+        GgmlType type = quantization.typeOf(name, shape, config).orElse(GgmlType.F32);
+        return shape[0] * type.rowBytes(shape[1]);
     }
 
     /**

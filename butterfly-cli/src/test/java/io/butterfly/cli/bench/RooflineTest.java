@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.within;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.quant.WeightQuantization;
 import org.junit.jupiter.api.Test;
 
 /** The bytes a decode step reads and the work a prefill does, counted from the model's shapes. */
@@ -26,6 +27,18 @@ class RooflineTest {
         // Half-precision weights halve the matrices, not the rest.
         assertThat(new Roofline(BENCH, 2).decodeBytes(48)).isEqualTo(f32.decodeBytes(48) - 2 * matrices);
         assertThat(f32.decodeBound(43.8, 0)).isCloseTo(100.0, within(0.1));
+    }
+
+    @Test
+    void quantizedMatricesAreReadAsTheirBlocks() {
+        long layerValues = 768L * 2304 + 768 * 768 + 3 * 768 * 2048;
+        long rest = 4L * (12 * 2 * 768 + 2 * 768);
+        // Q8_0: 34 bytes for 32 values, the head too
+        assertThat(new Roofline(BENCH, 4, WeightQuantization.Q8).decodeBytes(0))
+                .isEqualTo((12 * layerValues + 32000L * 768) / 32 * 34 + rest);
+        // Q4_0: 18 bytes for 32 values, the head in Q6_K: 210 bytes for 256
+        assertThat(new Roofline(BENCH, 4, WeightQuantization.Q4).decodeBytes(0))
+                .isEqualTo(12 * layerValues / 32 * 18 + 32000L * 768 / 256 * 210 + rest);
     }
 
     @Test

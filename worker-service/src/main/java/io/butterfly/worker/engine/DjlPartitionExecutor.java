@@ -197,12 +197,13 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         return spec;
     }
 
-    /** Float32 bytes of the weights this partition loaded (a tied head counted once). */
+    /** Bytes of the weights this partition holds (a tied head counted once). */
+    @Override
     public long weightBytes() {
         return weightBytes;
     }
 
-    /** What this partition's projections compute with (e.g. "oneDNN float32", "native Q4_0 (avx2)"). */
+    @Override
     public String projections() {
         return model.projections();
     }

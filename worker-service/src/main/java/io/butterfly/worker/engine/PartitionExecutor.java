@@ -35,6 +35,12 @@ public interface PartitionExecutor extends AutoCloseable {
     /** Memory all sequences' KV caches take now. */
     long cachedBytes();
 
+    /** What the stage's projections compute with, e.g. "oneDNN float32" or "native Q4_0+Q6_K (avx2)". */
+    String projections();
+
+    /** Memory the stage's weights take as held (quantized weights as their blocks). */
+    long weightBytes();
+
     /** Tokens of steps answered from what this stage sent before, without computing them (a resume's replay). */
     long answeredTokens();
 

@@ -46,6 +46,9 @@ public class WorkerStateController {
         }
         out.put("epoch", s.epoch());
         out.put("engine_threads", capabilities.engineThreads());
+        PartitionExecutor executor = partitions.loadedExecutor();
+        out.put("projections", executor == null ? null : executor.projections());
+        out.put("weight_bytes", executor == null ? 0 : executor.weightBytes());
         out.put("partition", partition(s));
         return out;
     }
