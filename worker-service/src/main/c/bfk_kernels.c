@@ -757,3 +757,80 @@ void bfk_silu_mul(const float *gate, const float *up, float *out, int n) {
         out[k] = gate[k] / (exp_one(-gate[k]) + 1.0f) * up[k];
     }
 }
+
+/* ------------------------------------------------------------------ attention of one query */
+
+static void attend_portable(const float *q, const float *keys, const float *values, int len, int hd, float scale,
+                            float *scores, float *out) {
+    float max = -INFINITY;
+    for (int u = 0; u < len; u++) {
+        float acc[8] = {0};
+        for (int k = 0; k < hd; k += 8) {
+            for (int j = 0; j < 8; j++) acc[j] = fmaf(q[k + j], keys[(size_t) u * hd + k + j], acc[j]);
+        }
+        scores[u] = hsum8(acc) * scale;
+        max = scores[u] > max ? scores[u] : max;
+    }
+    for (int u = 0; u < len; u++) {
+        scores[u] = exp_one(scores[u] - max);
+    }
+    float sum = 0;
+    for (int u = 0; u < len; u++) {
+        sum += scores[u];
+    }
+    for (int e = 0; e < hd; e++) {
+        out[e] = 0;
+    }
+    for (int u = 0; u < len; u++) {
+        float w = scores[u] / sum;
+        for (int e = 0; e < hd; e++) {
+            out[e] = fmaf(w, values[(size_t) u * hd + e], out[e]);
+        }
+    }
+}
+
+#if BFK_X86
+AVX2 static void attend_avx2(const float *q, const float *keys, const float *values, int len, int hd, float scale,
+                             float *scores, float *out) {
+    float max = -INFINITY;
+    for (int u = 0; u < len; u++) {
+        const float *k = keys + (size_t) u * hd;
+        __m256 acc = _mm256_setzero_ps();
+        for (int e = 0; e < hd; e += 8) {
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(k + e), acc);
+        }
+        scores[u] = hsum256(acc) * scale;
+        max = scores[u] > max ? scores[u] : max;
+    }
+    __m256 vmax = _mm256_set1_ps(max);
+    int u = 0;
+    for (; u + 8 <= len; u += 8) {
+        _mm256_storeu_ps(scores + u, exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + u), vmax)));
+    }
+    for (; u < len; u++) {
+        scores[u] = exp_one(scores[u] - max);
+    }
+    float sum = 0;
+    for (u = 0; u < len; u++) {
+        sum += scores[u];
+    }
+    for (int e = 0; e < hd; e += 8) {
+        __m256 o = _mm256_setzero_ps();
+        for (u = 0; u < len; u++) {
+            o = _mm256_fmadd_ps(_mm256_set1_ps(scores[u] / sum), _mm256_loadu_ps(values + (size_t) u * hd + e), o);
+        }
+        _mm256_storeu_ps(out + e, o);
+    }
+}
+#endif
+
+void bfk_attend(const float *q, const float *keys, const float *values, int len, int hd, float scale, float *scores,
+                float *out) {
+#if BFK_X86
+    if (bfk_uses_avx2()) {
+        attend_avx2(q, keys, values, len, hd, scale, scores, out);
+        return;
+    }
+#endif
+    attend_portable(q, keys, values, len, hd, scale, scores, out);
+}

@@ -210,30 +210,7 @@ static void attention_task(void *arg, int ith, int nth) {
                 int r = sq->row + t;
                 int len = sq->position + t + 1;
                 rotate(p->q + (size_t) r * qdim + h * hd, p->cos + (size_t) r * hd, p->sin + (size_t) r * hd, hd, qrot);
-                float max = -INFINITY;
-                for (int u = 0; u < len; u++) {
-                    scores[u] = bfk_dot(qrot, keys + (size_t) u * hd, hd) * scale;
-                    max = scores[u] > max ? scores[u] : max;
-                }
-                for (int u = 0; u < len; u++) {
-                    scores[u] -= max;
-                }
-                bfk_exp(scores, scores, len);
-                float sum = 0;
-                for (int u = 0; u < len; u++) {
-                    sum += scores[u];
-                }
-                float *o = p->att + (size_t) r * qdim + h * hd;
-                for (int e = 0; e < hd; e++) {
-                    o[e] = 0;
-                }
-                for (int u = 0; u < len; u++) {
-                    float w = scores[u] / sum;
-                    const float *vr = values + (size_t) u * hd;
-                    for (int e = 0; e < hd; e++) {
-                        o[e] = fmaf(w, vr[e], o[e]);
-                    }
-                }
+                bfk_attend(qrot, keys, values, len, hd, scale, scores, p->att + (size_t) r * qdim + h * hd);
             }
         }
     }
