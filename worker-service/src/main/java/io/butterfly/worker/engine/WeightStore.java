@@ -334,7 +334,7 @@ final class WeightStore implements AutoCloseable {
             } else if (info.dtype().equals("F32") && ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
                 byName.get(name).readInto(name, buf);
             } else {
-                buf.asFloatBuffer().put(byName.get(name).readFloats(name));
+                widenInto(name, info, buf);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("reading '" + name + "'", e);
@@ -342,6 +342,21 @@ final class WeightStore implements AutoCloseable {
             throw new IllegalArgumentException("tensor '" + name + "' has dtype " + info.dtype()
                     + "; only F32, F16 and BF16 weights are supported", e);
         }
+    }
+
+    /** F16 or BF16 values widened to float32 a few megabytes at a time (a tensor may be larger than the heap). */
+    private void widenInto(String name, TensorInfo info, ByteBuffer target) throws IOException {
+        int element = TensorInfo.elementSize(info.dtype());
+        int chunk = (4 << 20) / element * element;
+        ByteBuffer bytes = ByteBuffer.allocate((int) Math.min(chunk, Math.max(element, info.byteLength())))
+                .order(ByteOrder.LITTLE_ENDIAN);
+        java.nio.FloatBuffer out = target.asFloatBuffer();
+        for (long at = 0; at < info.byteLength(); at += bytes.capacity()) {
+            bytes.clear().limit((int) Math.min(bytes.capacity(), info.byteLength() - at));
+            byName.get(name).readRange(name, at, bytes);
+            out.put(io.butterfly.common.safetensors.FloatWidening.toFloat32(info.dtype(), bytes.flip()));
+        }
+        target.position(target.position() + out.position() * Float.BYTES);
     }
 
     /**
@@ -425,7 +440,23 @@ final class WeightStore implements AutoCloseable {
     private static boolean sameTensor(SafetensorsFile a, SafetensorsFile b, String name) throws IOException {
         var ta = a.tensors().get(name);
         var tb = b.tensors().get(name);
-        return ta.dtype().equals(tb.dtype()) && java.util.Arrays.equals(ta.shape(), tb.shape())
-                && a.rawBytes(name).equals(b.rawBytes(name));
+        if (!ta.dtype().equals(tb.dtype()) || !java.util.Arrays.equals(ta.shape(), tb.shape())) {
+            return false;
+        }
+        // Compared a few megabytes at a time: the copy is an embedding, which can be larger than the heap.
+        int chunk = (int) Math.min(4 << 20, Math.max(1, ta.byteLength()));
+        ByteBuffer x = ByteBuffer.allocate(chunk);
+        ByteBuffer y = ByteBuffer.allocate(chunk);
+        for (long at = 0; at < ta.byteLength(); at += chunk) {
+            int n = (int) Math.min(chunk, ta.byteLength() - at);
+            x.clear().limit(n);
+            y.clear().limit(n);
+            a.readRange(name, at, x);
+            b.readRange(name, at, y);
+            if (!x.flip().equals(y.flip())) {
+                return false;
+            }
+        }
+        return true;
     }
 }
