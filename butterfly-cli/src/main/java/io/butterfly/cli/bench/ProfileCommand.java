@@ -9,6 +9,9 @@ import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.command.Commands;
 import io.butterfly.cli.http.PlainHttp;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.quant.ShardQuantizer;
+import io.butterfly.common.quant.WeightQuantization;
+import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.worker.engine.DjlPartitionExecutor;
 import io.butterfly.worker.engine.EngineProfiler;
 import io.butterfly.worker.engine.ExecutorOptions;
@@ -92,6 +95,11 @@ public final class ProfileCommand implements Callable<Integer> {
             + " (default 30: the worker's per-step path needs a few hundred steps to be compiled)")
     int warmupSeconds = 30;
 
+    @Option(names = "--weights", paramLabel = "f32|q8|q4|q4_k", description = "the weights: float32 (default) or"
+            + " quantized as the registry's import quantizes them (the native kernels, which record no per-operation"
+            + " scopes: the engine part then times served steps only)")
+    String weights = "f32";
+
     @Override
     public Integer call() throws Exception {
         checkOptions();
@@ -99,15 +107,17 @@ public final class ProfileCommand implements Callable<Integer> {
         ButterflyHome home = ButterflyHome.fromEnvironment();
         Path dir = BenchCommand.model(model, home, out, spec.commandLine().getErr());
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+        WeightQuantization quantization = weights.equalsIgnoreCase("f32") ? null : WeightQuantization.byId(weights)
+                .orElseThrow(() -> Commands.usageError(spec, "--weights must be f32, q8, q4 or q4_k"));
         int engineThreads = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; %d sequence%s a step, prompt %d tokens;"
                         + " %d engine thread%s%n", dir.getFileName(), config.architecture().id(), config.numLayers(),
                 config.hiddenSize(), config.parameterCount(), sequences, sequences == 1 ? "" : "s", promptTokens,
                 engineThreads, engineThreads == 1 ? "" : "s");
         out.flush();
-        profileEngine(dir, config, engineThreads, out);
+        profileEngine(quantization == null ? dir : quantized(dir, quantization, config, out), config, engineThreads, out);
         if (requests > 0) {
-            profileCluster(dir, config, home, out);
+            profileCluster(dir, config, home, quantization, out);
         }
         return 0;
     }
@@ -123,6 +133,24 @@ public final class ProfileCommand implements Callable<Integer> {
         if (threads != null && threads < 1) {
             throw Commands.usageError(spec, "--threads must be at least 1");
         }
+    }
+
+    /** The model with its matrices quantized as the registry's import does it, written beside it the first time. */
+    static Path quantized(Path dir, WeightQuantization quantization, ModelConfig config, PrintWriter out)
+            throws IOException {
+        Path copy = dir.resolveSibling(dir.getFileName() + "-" + quantization.id());
+        Path weights = copy.resolve("model.safetensors");
+        if (!Files.exists(weights) || Files.getLastModifiedTime(weights).compareTo(
+                Files.getLastModifiedTime(dir.resolve("model.safetensors"))) < 0) {
+            out.println("quantizing the model to " + quantization.id() + " in " + copy);
+            Files.createDirectories(copy);
+            Files.copy(dir.resolve("config.json"), copy.resolve("config.json"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            try (SafetensorsFile f = SafetensorsFile.open(dir.resolve("model.safetensors"))) {
+                ShardQuantizer.write(weights, f.tensors().keySet().stream().map(t -> new ShardQuantizer.Source(t, f))
+                        .toList(), quantization, config);
+            }
+        }
+        return copy;
     }
 
     /** Decode steps in this process, timed as served and recorded by the profiler, in lockstep. */
@@ -180,8 +208,12 @@ public final class ProfileCommand implements Callable<Integer> {
             }
             double served = Stats.median(servedMs);
             double underProfiler = Stats.median(profiledMs);
-            out.printf(Locale.ROOT, "decode step in this process (whole model): %.2f ms (median of %d; %.1f tokens/s)%n",
-                    served, steps, sequences * 1000 / served);
+            out.printf(Locale.ROOT, "decode step in this process (whole model, %s): %.2f ms (median of %d; %.1f tokens/s)%n",
+                    serving.projections(), served, steps, sequences * 1000 / served);
+            if (serving.projections().startsWith("native")) {
+                out.flush();
+                return;
+            }
             out.printf(Locale.ROOT, "under the profiler: %.2f ms, of which (median per step, share of the profiled step):%n",
                     underProfiler);
             Map<String, Double> operations = medians(traces.stream().map(StepTrace::byOperation).toList());
@@ -212,7 +244,8 @@ public final class ProfileCommand implements Callable<Integer> {
     }
 
     /** Per decode token in a one-worker cluster: the worker's compute, gRPC, sampling, the rest. */
-    private void profileCluster(Path dir, ModelConfig config, ButterflyHome home, PrintWriter out) throws Exception {
+    private void profileCluster(Path dir, ModelConfig config, ButterflyHome home, WeightQuantization quantization,
+                                PrintWriter out) throws Exception {
         Launcher launcher = new Launcher(home.withState(home.state().resolve("profile/one-worker")),
                 PortLayout.withOffset(PortLayout.fromEnvironment().offset() + 850));
         try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
@@ -220,7 +253,8 @@ public final class ProfileCommand implements Callable<Integer> {
                 launcher.down();
             }
             out.println("starting a one-worker cluster (" + launcher.ports().coordinatorUrl() + ")");
-            launcher.up(UpOptions.defaults().withWorkers(1).withModel(dir), out);
+            launcher.up(UpOptions.defaults().withWorkers(1).withModel(dir)
+                    .withQuantize(quantization == null ? null : quantization.id()), out);
             String url = launcher.ports().coordinatorUrl() + "/api/v1/inference";
             long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
             int warm = 0;
