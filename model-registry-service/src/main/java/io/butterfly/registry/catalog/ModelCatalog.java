@@ -29,6 +29,8 @@ public class ModelCatalog {
     private final ModelStore store;
     private final ModelImporter importer;
     private final Map<String, Manifest> manifests = new ConcurrentHashMap<>();
+    /** Imports that failed, by model id, until one succeeds: whoever asks for the model is told why it is missing. */
+    private final Map<String, ImportFailure> failures = new ConcurrentHashMap<>();
     private final Object importLock = new Object();
 
     private final UnaryOperator<Manifest> signer;
@@ -43,6 +45,13 @@ public class ModelCatalog {
         this.store = store;
         this.importer = importer;
         this.signer = signer;
+    }
+
+    /**
+     * An import that failed: which model, from where, why (the exception's message, or what ran out: memory, disk),
+     * and when.
+     */
+    public record ImportFailure(String modelId, String source, String cause, long atMillis) {
     }
 
     /** A served file: its manifest entry and where its bytes are. */
@@ -95,14 +104,35 @@ public class ModelCatalog {
                 Manifest m = signer.apply(importer.importModel(id, source, staging, quantization));
                 store.commit(staging, m, fingerprint);
                 manifests.put(id, m);
+                failures.remove(id);
                 log.info("imported {} from {}: {} files, {} bytes, {} parameters, merkle root {} in {} ms", id, source,
                         m.files().size(), m.totalBytes(), m.parameterCount(), m.merkleRoot(),
                         (System.nanoTime() - started) / 1_000_000);
                 return m;
+            } catch (IOException | RuntimeException | Error e) {
+                failures.put(id, new ImportFailure(id, source.toString(), cause(e), System.currentTimeMillis()));
+                throw e;
             } finally {
                 ModelStore.deleteRecursively(staging);
             }
         }
+    }
+
+    /** Why an import failed, in words an operator can act on. */
+    private static String cause(Throwable e) {
+        if (e instanceof OutOfMemoryError) {
+            return "the registry ran out of memory (" + e.getMessage() + ")";
+        }
+        String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        if (e instanceof IOException && message.contains("No space left on device")) {
+            return "the registry's disk is full (" + message + ")";
+        }
+        return message;
+    }
+
+    /** Imports that failed and have not succeeded since. */
+    public List<ImportFailure> failures() {
+        return failures.values().stream().sorted(Comparator.comparing(ImportFailure::modelId)).toList();
     }
 
     /**
@@ -121,9 +151,21 @@ public class ModelCatalog {
         return modelId == null ? Optional.empty() : Optional.ofNullable(manifests.get(modelId));
     }
 
+    /**
+     * The model's manifest. A model whose import failed (and none succeeded before) is refused as FAILED_PRECONDITION
+     * with the cause, so that a coordinator waiting for it stops waiting and says why; any other is NOT_FOUND.
+     */
     public Manifest get(String modelId) {
-        return find(modelId).orElseThrow(() -> new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, ErrorKind.NOT_FOUND,
-                "no model '" + modelId + "' in the registry", Map.of("model_id", String.valueOf(modelId)), null));
+        return find(modelId).orElseThrow(() -> {
+            ImportFailure failed = modelId == null ? null : failures.get(modelId);
+            if (failed != null) {
+                return new ButterflyException(ErrorCode.INVALID_MANIFEST, ErrorKind.FAILED_PRECONDITION,
+                        "the import of model '" + modelId + "' from " + failed.source() + " failed: " + failed.cause(),
+                        Map.of("model_id", modelId, "import_error", failed.cause()), null);
+            }
+            return new ButterflyException(ErrorCode.MANIFEST_NOT_FOUND, ErrorKind.NOT_FOUND,
+                    "no model '" + modelId + "' in the registry", Map.of("model_id", String.valueOf(modelId)), null);
+        });
     }
 
     /** Opens a stored file for serving, with the block index of the same import (see {@link ModelStore#open}). */

@@ -48,7 +48,9 @@ public class StartupImport implements DisposableBean {
             for (Path dir : props.importDirs()) {
                 try {
                     catalog.importModel(dir, null, props.quantization());
-                } catch (Exception e) {
+                } catch (Exception | Error e) {
+                    // Recorded by the catalog: a coordinator asking for the model is told why (an Error too, such
+                    // as running out of memory on a tensor, which used to end this thread without a word).
                     log.error("import of {} failed: {}", dir, e.getMessage(), e);
                 }
             }
