@@ -1,7 +1,7 @@
 package io.butterfly.coordinator.control;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.liveness.DetectorSettings;
 import io.butterfly.coordinator.liveness.LivenessPolicy;
 import java.time.Clock;

@@ -2,7 +2,7 @@ package io.butterfly.coordinator.inference;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.control.ControlLog;

@@ -3,7 +3,7 @@ package io.butterfly.coordinator.reconcile;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;

@@ -9,7 +9,7 @@ import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.common.identity.Caller;
 import io.butterfly.common.identity.NodeRole;
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
