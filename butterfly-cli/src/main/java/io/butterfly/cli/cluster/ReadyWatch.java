@@ -1,6 +1,7 @@
 package io.butterfly.cli.cluster;
 
 import io.butterfly.cli.http.PlainHttp;
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.time.Duration;
@@ -37,7 +38,7 @@ final class ReadyWatch {
     static Running start(String url, Duration timeout, PrintWriter out) {
         ReadyWatch watch = new ReadyWatch(url, timeout, out);
         CompletableFuture<Boolean> ready = new CompletableFuture<>();
-        Thread thread = new Thread(() -> {
+        Thread thread = DaemonThreads.named("ready-watch").newThread(() -> {
             try {
                 ready.complete(watch.watch());
             } catch (InterruptedException e) {
@@ -45,8 +46,7 @@ final class ReadyWatch {
             } catch (RuntimeException e) {
                 ready.completeExceptionally(e);
             }
-        }, "ready-watch");
-        thread.setDaemon(true);
+        });
         thread.start();
         return new Running(watch, thread, ready);
     }

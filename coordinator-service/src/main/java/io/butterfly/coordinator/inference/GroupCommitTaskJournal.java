@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.statemachine.IllegalTransitionException;
@@ -86,8 +87,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
         this.settings = settings;
         this.clock = clock;
         this.startedAtMs = clock.millis();
-        this.flusher = new Thread(this::flushUntilClosed, "task-journal");
-        flusher.setDaemon(true);
+        this.flusher = DaemonThreads.named("task-journal").newThread(this::flushUntilClosed);
     }
 
     /** A journal of replica {@code settings.replicaId()} whose flusher runs. */

@@ -1,5 +1,6 @@
 package io.butterfly.worker.gateway;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
@@ -36,9 +37,9 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
     private final String nodeId;
     private final long heartbeatMillis;
     private final OneWayStreams.Channels channels;
-    private final ExecutorService sender = Executors.newSingleThreadExecutor(r -> daemon(r, "coordinator-reports"));
+    private final ExecutorService sender = Executors.newSingleThreadExecutor(DaemonThreads.named("coordinator-reports"));
     private final ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(
-            r -> daemon(r, "coordinator-heartbeat"));
+            DaemonThreads.named("coordinator-heartbeat"));
     private final AtomicLong sequence = new AtomicLong();
     private volatile Endpoint coordinator;
     private volatile List<Endpoint> replicas = List.of();
@@ -216,12 +217,6 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
             // shutting down anyway
         }
         beats.shutdownNow();
-    }
-
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        return t;
     }
 
     private static void sleep(long ms) {

@@ -2,6 +2,7 @@ package io.butterfly.common.transfer;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
@@ -155,11 +156,7 @@ public final class ShardDownloader {
             }
             return paths;
         }
-        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
-            Thread t = new Thread(r, "shard-fetch");
-            t.setDaemon(true);
-            return t;
-        });
+        ExecutorService pool = Executors.newFixedThreadPool(threads, DaemonThreads.named("shard-fetch"));
         Map<Future<VerifiedFile>, Integer> positions = new HashMap<>();
         boolean succeeded = false;
         try {
