@@ -1,6 +1,7 @@
 package io.butterfly.worker.gateway;
 
 import io.butterfly.common.concurrent.DaemonThreads;
+import io.butterfly.common.error.Backoff;
 import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
@@ -10,6 +11,7 @@ import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.partition.Coordinators;
 import io.butterfly.worker.pipeline.Outcomes;
 import io.grpc.StatusRuntimeException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -37,6 +39,8 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
     private final String nodeId;
     private final long heartbeatMillis;
     private final OneWayStreams.Channels channels;
+    /** Between the attempts at a load report: 200 ms, doubling. */
+    private static final Backoff REPORT_RETRY = Backoff.exponential(Duration.ofMillis(200), Duration.ofMillis(3200));
     private final ExecutorService sender = Executors.newSingleThreadExecutor(DaemonThreads.named("coordinator-reports"));
     private final ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(
             DaemonThreads.named("coordinator-heartbeat"));
@@ -123,7 +127,7 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
                     return;
                 } catch (StatusRuntimeException e) {
                     log.warn("load report {} to {} failed: {}", report.phase(), target.nodeId(), e.getStatus());
-                    sleep(200L << attempt);
+                    sleep(REPORT_RETRY.millis(attempt));
                 }
             }
         });

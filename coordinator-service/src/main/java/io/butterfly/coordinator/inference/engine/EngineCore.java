@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.inference.engine;
 
 import io.butterfly.common.concurrent.DaemonThreads;
+import io.butterfly.common.error.Backoff;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
@@ -47,8 +48,7 @@ public final class EngineCore implements AutoCloseable {
      * 25 ms monitor tick, the commit): a stage lost to a crash then stops the sending (DEGRADED) before a retry, which
      * would replay every paused history into a pipeline with a dead stage while the spare loads, for nothing.
      */
-    private static final Duration FIRST_BACKOFF = Duration.ofMillis(500);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(2);
+    private static final Backoff HOLD_OFF = Backoff.exponential(Duration.ofMillis(500), Duration.ofSeconds(2));
 
     /** Where steps go now: the stages, the epoch they serve, and their KV budgets. */
     public record Serving(Pipeline.Route route, long epoch, List<KvBudgets.Stage> stages) {
@@ -126,7 +126,8 @@ public final class EngineCore implements AutoCloseable {
     private Serving serving;
     /** After a step failed for want of a stage, nothing is sent before this (System.nanoTime); 0: no backoff. */
     private long backoffUntilNanos;
-    private long backoffNanos = FIRST_BACKOFF.toNanos();
+    /** Steps failed for want of a stage since one last came back or the pipeline changed: they lengthen the backoff. */
+    private int failuresInARow;
     private int inFlight;
 
     public EngineCore(SchedulerSettings settings, Duration recoveryTimeout, Pipeline pipeline, ServingMetrics metrics) {
@@ -335,7 +336,7 @@ public final class EngineCore implements AutoCloseable {
         }
         serving = next;
         backoffUntilNanos = 0;
-        backoffNanos = FIRST_BACKOFF.toNanos();
+        failuresInARow = 0;
     }
 
     private boolean sending() {
@@ -380,11 +381,10 @@ public final class EngineCore implements AutoCloseable {
         if (r.failure() != null) {
             long now = System.nanoTime();
             if (updates.stepFailed(r.batch(), r.failure(), ended) && backoffUntilNanos <= now) {
-                backoffUntilNanos = now + backoffNanos;
-                backoffNanos = Math.min(2 * backoffNanos, MAX_BACKOFF.toNanos());
+                backoffUntilNanos = now + HOLD_OFF.nanos(failuresInARow++);
             }
         } else {
-            backoffNanos = FIRST_BACKOFF.toNanos();
+            failuresInARow = 0;
             updates.stepped(r.batch(), r.result(), r.returnedNanos() - r.sentNanos(), ended);
         }
         release(r.route(), ended);
