@@ -86,4 +86,10 @@ class CoordinatorArchitectureTest {
                 .because("the engine core owns the requests' state and takes everything else as messages and ports")
                 .check(CLASSES);
     }
+
+    /** REST answers are records shared with the CLI and the tests, not maps. */
+    @Test
+    void restControllersAnswerRecords() {
+        ArchitectureRules.restControllersAnswerRecords(ROOT).check(CLASSES);
+    }
 }

@@ -24,7 +24,6 @@ import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.StreamClosed;
-import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.time.Clock;
 import org.springframework.stereotype.Service;
@@ -114,7 +113,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
             @Override
             public void onNext(HeartbeatPing ping) {
                 if (ping.getNodeId().isBlank()) {
-                    acks.onError(Status.INVALID_ARGUMENT.withDescription("node_id is required").asRuntimeException());
+                    acks.onError(GrpcErrors.toStatus(invalid("node_id is required")));
                     return;
                 }
                 if (nodeId == null) {
@@ -127,8 +126,8 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
                     nodeId = ping.getNodeId();
                     streamId = liveness.streamOpened(nodeId);
                 } else if (!nodeId.equals(ping.getNodeId())) {
-                    acks.onError(Status.INVALID_ARGUMENT.withDescription("one heartbeat stream per node: got '"
-                            + ping.getNodeId() + "' on the stream of '" + nodeId + "'").asRuntimeException());
+                    acks.onError(GrpcErrors.toStatus(invalid("one heartbeat stream per node: got '"
+                            + ping.getNodeId() + "' on the stream of '" + nodeId + "'")));
                     return;
                 }
                 liveness.heartbeat(nodeId, ping.getLoadedEpoch());
@@ -163,5 +162,9 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
         Caller caller = CallerInterceptor.current();
         return OneWayReceiver.of(outcome -> workers.received(outcome, caller), closed);
+    }
+
+    private static ButterflyException invalid(String why) {
+        return new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, why);
     }
 }
