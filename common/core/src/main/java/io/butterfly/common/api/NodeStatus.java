@@ -13,7 +13,8 @@ import tools.jackson.databind.annotation.JsonNaming;
  */
 @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, include = JsonTypeInfo.As.EXISTING_PROPERTY, property = "role",
         visible = true, defaultImpl = NodeStatus.Worker.class)
-@JsonSubTypes(@JsonSubTypes.Type(value = NodeStatus.Coordinator.class, name = "coordinator"))
+@JsonSubTypes({@JsonSubTypes.Type(value = NodeStatus.Coordinator.class, name = "coordinator"),
+        @JsonSubTypes.Type(value = NodeStatus.Worker.class, name = "worker")})
 public sealed interface NodeStatus {
 
     String id();
