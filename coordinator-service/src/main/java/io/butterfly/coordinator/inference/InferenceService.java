@@ -3,16 +3,10 @@ package io.butterfly.coordinator.inference;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.common.model.KvCacheSizing;
-import io.butterfly.common.model.ModelConfig;
-import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.TaskRequest;
-import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.coordinator.control.AppliedStates;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.PausedRequests;
@@ -29,7 +23,6 @@ import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -37,8 +30,6 @@ import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -79,82 +70,22 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     private final Settings settings;
     private final ControlLog control;
     private final AppliedStates applied;
-    private final ModelCatalog catalog;
-    private final Pipeline pipeline;
     private final TaskJournal journal;
     private final EngineCore engine;
     private final OutputProcessor outputs;
-    /** Follows the replicated state into the engine, in order and off the thread that applies the log. */
-    private final ExecutorService watcher = Executors.newSingleThreadExecutor(DaemonThreads.named("engine-serving"));
-    private volatile ServingKey serving;
-    /** Where the engine was last told to send: what a request's KV cache is judged against at admission. */
-    private volatile EngineCore.Serving lastServing;
-
-    /** What the engine's serving snapshot was built from: rebuilt when it changes. */
-    private record ServingKey(long epoch, List<String> pipeline, String merkleRoot) {
-
-        static ServingKey of(ClusterState s) {
-            return new ServingKey(s.epoch(), s.pipeline(), s.merkleRoot());
-        }
-    }
+    /** The engine following the replicated state: where it sends, and whether it holds. */
+    private final EngineServing serving;
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
                             Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
                             Clock clock) {
         this.settings = settings;
         this.control = control;
-        this.catalog = catalog;
-        this.pipeline = pipeline;
         this.journal = journal;
         this.engine = new EngineCore(scheduling, settings.recoveryTimeout(), pipeline, metrics);
         this.outputs = new OutputProcessor(engine, journal, metrics, tracing, clock::millis);
         this.applied = AppliedStates.of(control);
-        control.onApplied(this::applied);
-    }
-
-    /**
-     * The engine holds while the cluster does not serve and serves (its paused sequences resuming) once it does again;
-     * a task taken over by another replica leaves this one's engine.
-     */
-    private void applied(ClusterState before, ClusterState after, ClusterCommand command, long index) {
-        if (watcher.isShutdown()) {
-            return;
-        }
-        boolean was = before.system().acceptsWork();
-        boolean is = after.system().acceptsWork();
-        if (is && (!was || !ServingKey.of(before).equals(ServingKey.of(after)))) {
-            watcher.execute(this::serveCurrent);
-        } else if (was && !is) {
-            watcher.execute(() -> {
-                serving = null;
-                engine.hold();
-            });
-        }
-        if (command instanceof ClusterCommand.TasksRecorded recorded) {
-            for (TaskEvent e : recorded.events()) {
-                TaskRecord was0 = before.tasks().get(e.taskId());
-                TaskRecord now = after.tasks().get(e.taskId());
-                if (e instanceof TaskEvent.Adopted && was0 != null && now != null && mine(was0) && !mine(now)) {
-                    engine.relinquish(e.taskId(), now.owner());
-                }
-            }
-        }
-    }
-
-    private boolean mine(TaskRecord t) {
-        return t.isOwner(journal.replicaId(), journal.startedAtMs());
-    }
-
-    private void serveCurrent() {
-        ClusterState s = control.state();
-        if (!s.system().acceptsWork()) {
-            return;
-        }
-        try {
-            serve(s, servedModel(s));
-        } catch (RuntimeException e) {
-            log.warn("the engine could not follow the cluster's pipeline (epoch {}): {}", s.epoch(), e.toString());
-        }
+        this.serving = new EngineServing(control, catalog, pipeline, journal, engine, settings.replicas());
     }
 
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
@@ -168,10 +99,11 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     }
 
     private ServedModel servedModel(ClusterState state) {
-        if (state.merkleRoot() == null) {
-            throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
-        }
-        return catalog.servedFor(state.merkleRoot());
+        return serving.servedModel(state);
+    }
+
+    private boolean mine(TaskRecord t) {
+        return serving.mine(t);
     }
 
     /** A request validated and tokenized, ready to queue. */
@@ -408,10 +340,9 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         }
         StopSequences stop = RequestValidator.stop(request);
         if (state.system().acceptsWork()) {
-            serve(state, model);
+            serving.serve(state, model);
         }
-        EngineCore.Serving budgets = lastServing;
-        KvBudgets.Stage full = budgets == null ? null : budgets.neverFits(prompt.length + maxTokens);
+        KvBudgets.Stage full = serving.neverFits(prompt.length + maxTokens);
         if (full != null) {
             throw new InvalidRequestException("max_tokens", "a sequence of " + prompt.length + " prompt and "
                     + maxTokens + " new tokens needs more KV cache on " + full.nodeId() + " than its whole budget for"
@@ -425,38 +356,6 @@ public class InferenceService implements PausedRequests, AutoCloseable {
                 Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey);
         return new RequestOutput(outputs, taskId, model, prompt, maxTokens, new Sequence.Decoding(new Sampler(sampling),
                 model.config(), Boolean.TRUE.equals(request.ignoreEos())), asked, text, listener, arrived);
-    }
-
-    /** Points the engine at the stages {@code state} assigns, when they changed (or it held meanwhile). */
-    private synchronized void serve(ClusterState state, ServedModel model) {
-        ServingKey key = ServingKey.of(state);
-        if (key.equals(serving)) {
-            return;
-        }
-        List<NodeInfo> nodes = new ArrayList<>();
-        List<KvBudgets.Stage> budgets = new ArrayList<>();
-        for (String id : state.pipeline()) {
-            NodeRecord n = state.nodes().get(id);
-            if (n == null) {
-                throw new NotServingException("the pipeline names " + id + ", which is not a member");
-            }
-            nodes.add(n.info());
-            budgets.add(budget(n, model.config()));
-        }
-        if (nodes.isEmpty()) {
-            throw new NotServingException("no pipeline is assigned");
-        }
-        EngineCore.Serving next = new EngineCore.Serving(pipeline.route(nodes), state.epoch(), budgets);
-        engine.serve(next);
-        lastServing = next;
-        serving = key;
-    }
-
-    /** A stage's KV budget for this replica, and what a sequence takes there (as the stage's caches grow). */
-    private KvBudgets.Stage budget(NodeRecord n, ModelConfig config) {
-        int layers = n.layerStart() == null ? 0 : n.layerEnd() - n.layerStart();
-        long share = n.kvCacheBudgetBytes() / Math.max(1, settings.replicas()); // 0: no budget reported, no cap
-        return new KvBudgets.Stage(n.info().nodeId(), share, positions -> KvCacheSizing.reservedBytes(config, layers, n.hasHead(), positions));
     }
 
     /** Requests running now (holding KV caches on the stages, or waiting to resume). */
@@ -512,6 +411,6 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     @Override
     public void close() {
         engine.close();
-        watcher.shutdownNow();
+        serving.close();
     }
 }
