@@ -3,6 +3,7 @@ package io.butterfly.coordinator;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
+import java.util.stream.Stream;
 import io.butterfly.testsupport.ArchitectureRules;
 import org.junit.jupiter.api.Test;
 
@@ -69,4 +70,26 @@ class CoordinatorArchitectureTest {
                 .because("raft/ encodes the control log's own entries, not other services' messages").check(CLASSES);
     }
 
+    /**
+     * The engine core (its loop, the scheduler, each sequence's state, the pipeline port) is plain Java that knows its
+     * ports only: no Spring, gRPC or Ratis, and none of the control log, the replicated state, the journal, the request
+     * processor or the output processor around it, which reach it by its messages and its {@code SequenceOutputs}.
+     */
+    @Test
+    void theEngineCoreKnowsOnlyItsPorts() {
+        String[] outside = Stream.of(ArchitectureRules.SPRING, ArchitectureRules.GRPC, ArchitectureRules.PROTO,
+                ArchitectureRules.RATIS, new String[]{ROOT + ".control..", ROOT + ".raft..", ROOT + ".api..",
+                        ROOT + ".config..", ROOT + ".gateway..", ROOT + ".model..", ROOT + ".reconcile..",
+                        ROOT + ".inference"}).flatMap(Stream::of).toArray(String[]::new);
+        noClasses().that().resideInAPackage(ROOT + ".inference.engine..").should().dependOnClassesThat()
+                .resideInAnyPackage(outside)
+                .because("the engine core owns the requests' state and takes everything else as messages and ports")
+                .check(CLASSES);
+    }
+
+    /** REST answers are records shared with the CLI and the tests, not maps. */
+    @Test
+    void restControllersAnswerRecords() {
+        ArchitectureRules.restControllersAnswerRecords(ROOT).check(CLASSES);
+    }
 }

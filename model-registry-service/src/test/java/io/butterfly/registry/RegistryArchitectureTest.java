@@ -37,4 +37,10 @@ class RegistryArchitectureTest {
     void nothingDependsOnConfig() {
         ArchitectureRules.independentOfConfig(ROOT, "api", "catalog", "store").check(REGISTRY);
     }
+
+    /** REST answers are records shared with the CLI and the tests, not maps. */
+    @Test
+    void restControllersAnswerRecords() {
+        ArchitectureRules.restControllersAnswerRecords(ROOT).check(REGISTRY);
+    }
 }

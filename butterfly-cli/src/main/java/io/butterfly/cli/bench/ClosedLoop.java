@@ -1,5 +1,6 @@
 package io.butterfly.cli.bench;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -27,14 +28,13 @@ final class ClosedLoop {
         List<Thread> clients = new ArrayList<>();
         long start = System.nanoTime();
         for (int c = 0; c < concurrency; c++) {
-            Thread client = new Thread(() -> {
+            // A daemon: Ctrl-C ends the run without waiting for open streams.
+            Thread client = DaemonThreads.start("bench-serve-client-" + c, () -> {
                 for (int i = next.getAndIncrement(); more.test(i); i = next.getAndIncrement()) {
                     timings.add(send.apply(i));
                 }
-            }, "bench-serve-client-" + c);
-            client.setDaemon(true); // Ctrl-C ends the run without waiting for open streams
+            });
             clients.add(client);
-            client.start();
         }
         for (Thread client : clients) {
             client.join();

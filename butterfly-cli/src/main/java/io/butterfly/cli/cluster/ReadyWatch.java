@@ -1,16 +1,18 @@
 package io.butterfly.cli.cluster;
 
 import io.butterfly.cli.http.PlainHttp;
+import io.butterfly.common.api.ApiJson;
+import io.butterfly.common.api.NodeStatus;
+import io.butterfly.common.api.SystemStatus;
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -20,7 +22,8 @@ import tools.jackson.databind.json.JsonMapper;
  */
 final class ReadyWatch {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
+    /** Reads the coordinator's answers as the records it writes. */
+    private static final JsonMapper JSON = ApiJson.reader();
 
     private final String url;
     private final Duration timeout;
@@ -37,7 +40,7 @@ final class ReadyWatch {
     static Running start(String url, Duration timeout, PrintWriter out) {
         ReadyWatch watch = new ReadyWatch(url, timeout, out);
         CompletableFuture<Boolean> ready = new CompletableFuture<>();
-        Thread thread = new Thread(() -> {
+        Thread thread = DaemonThreads.named("ready-watch").newThread(() -> {
             try {
                 ready.complete(watch.watch());
             } catch (InterruptedException e) {
@@ -45,8 +48,7 @@ final class ReadyWatch {
             } catch (RuntimeException e) {
                 ready.completeExceptionally(e);
             }
-        }, "ready-watch");
-        thread.setDaemon(true);
+        });
         thread.start();
         return new Running(watch, thread, ready);
     }
@@ -73,43 +75,41 @@ final class ReadyWatch {
         long deadline = System.nanoTime() + timeout.toNanos();
         Map<String, String> shown = new LinkedHashMap<>();
         while (System.nanoTime() < deadline && !cancelled) {
-            JsonNode state;
+            SystemStatus state;
             try {
-                state = JSON.readTree(PlainHttp.get(url + "/api/v1/system/state", Duration.ofSeconds(10)).body());
+                state = JSON.readValue(PlainHttp.get(url + "/api/v1/system/state", Duration.ofSeconds(10)).body(),
+                        SystemStatus.class);
             } catch (IOException | RuntimeException notYet) {
                 Thread.sleep(500);
                 continue;
             }
-            for (JsonNode n : state.path("nodes")) {
-                if (!"worker".equals(n.path("role").asString())) {
+            for (NodeStatus node : orEmpty(state.nodes())) {
+                if (!(node instanceof NodeStatus.Worker n) || !"worker".equals(n.role())) {
                     continue;
                 }
                 String line = progressLine(n);
-                String id = n.path("id").asString();
-                if (!line.equals(shown.get(id))) {
-                    shown.put(id, line);
+                if (!line.equals(shown.get(n.id()))) {
+                    shown.put(n.id(), line);
                     out.println(line);
                 }
-                if (n.has("error")) {
-                    out.println("worker " + id + " failed: " + n.path("error").path("code").asString() + ": "
-                            + n.path("error").path("message").asString());
+                if (n.error() != null) {
+                    out.println("worker " + n.id() + " failed: " + n.error().code() + ": " + n.error().message());
                     return false;
                 }
             }
-            JsonNode feasibility = state.path("feasibility");
-            if (feasibility.isObject() && !feasibility.path("feasible").asBoolean(true)) {
-                out.println("the cluster cannot hold the model: " + feasibility.path("reason").asString());
+            SystemStatus.Feasibility feasibility = state.feasibility();
+            if (feasibility != null && !feasibility.feasible()) {
+                out.println("the cluster cannot hold the model: " + feasibility.reason());
                 return false;
             }
-            JsonNode validation = state.path("weight_validation");
-            if (validation.isObject() && "INVALID".equals(validation.path("status").asString())) {
-                out.println("weights failed cross-validation: " + validation.path("problems"));
+            SystemStatus.WeightValidation validation = state.weightValidation();
+            if (validation != null && "INVALID".equals(validation.status())) {
+                out.println("weights failed cross-validation: " + JSON.writeValueAsString(validation.problems()));
                 return false;
             }
-            if ("READY".equals(state.path("system_state").asString())) {
-                out.printf("READY: model %s on %d worker(s), epoch %d, merkle root %s%n",
-                        state.path("model_id").asString(), state.path("pipeline").size(),
-                        state.path("epoch").asLong(), state.path("merkle_root").asString());
+            if ("READY".equals(state.systemState())) {
+                out.printf("READY: model %s on %d worker(s), epoch %d, merkle root %s%n", state.modelId(),
+                        orEmpty(state.pipeline()).size(), state.epoch(), state.merkleRoot());
                 List<String> spares = spares(state);
                 if (!spares.isEmpty()) {
                     // Workers the plan leaves out (--spares, or more workers than layers): say so rather than let
@@ -129,22 +129,24 @@ final class ReadyWatch {
     }
 
     /** Workers outside the plan standing by, as the state lists them. */
-    static List<String> spares(JsonNode state) {
-        List<String> spares = new ArrayList<>();
-        state.path("spares").forEach(n -> spares.add(n.asString()));
-        return spares;
+    static List<String> spares(SystemStatus state) {
+        return orEmpty(state.spares());
     }
 
-    static String progressLine(JsonNode n) {
-        double p = n.path("progress").asDouble();
+    private static <T> List<T> orEmpty(List<T> list) {
+        return list == null ? List.of() : list;
+    }
+
+    static String progressLine(NodeStatus.Worker n) {
+        double p = n.progress();
         int width = 20;
         int filled = (int) Math.round(p * width);
         String bar = "#".repeat(filled) + ".".repeat(width - filled);
-        JsonNode range = n.path("layer_range");
-        String layers = range.isArray() ? "layers [" + range.get(0).asInt() + ", " + range.get(1).asInt() + ")" : "unassigned";
-        JsonNode eta = n.path("load").path("estimated_completion_secs");
-        String etaText = eta.isNumber() && eta.asDouble() > 0 ? String.format(" ETA %.0fs", eta.asDouble()) : "";
-        return String.format("  %-10s %-18s [%s] %3d%% %s%s", n.path("id").asString(), layers, bar, Math.round(p * 100),
-                n.path("partition_state").asString(), etaText);
+        List<Integer> range = n.layerRange();
+        String layers = range != null ? "layers [" + range.get(0) + ", " + range.get(1) + ")" : "unassigned";
+        Double eta = n.load() == null ? null : n.load().estimatedCompletionSecs();
+        String etaText = eta != null && eta > 0 ? String.format(" ETA %.0fs", eta) : "";
+        return String.format("  %-10s %-18s [%s] %3d%% %s%s", n.id(), layers, bar, Math.round(p * 100),
+                n.partitionState(), etaText);
     }
 }

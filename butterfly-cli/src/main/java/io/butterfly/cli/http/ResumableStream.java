@@ -1,5 +1,6 @@
 package io.butterfly.cli.http;
 
+import io.butterfly.common.error.Backoff;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.time.Duration;
@@ -24,6 +25,8 @@ public final class ResumableStream {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     /** Statuses a replica answers while it cannot take the stream yet (an election, a recovery, a full queue). */
     private static final Set<Integer> NOT_YET = Set.of(409, 429, 503);
+    /** The pause after each round through the replicas, by reconnect attempts so far. */
+    private static final Backoff RECONNECT_BACKOFF = Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(1));
 
     /** Receives the stream's events (never a resumable error) in order, each token once. */
     public interface Handler {
@@ -66,7 +69,6 @@ public final class ResumableStream {
         int at = 0;
         int reconnects = 0;
         long brokeAt = 0;
-        long backoffMs = 100;
         while (true) {
             String url = urls.get(at % urls.size());
             Stream s = new Stream(handler, lastId);
@@ -104,8 +106,7 @@ public final class ResumableStream {
             if (lastId != null) {
                 notices.accept("stream broke after event " + lastId + "; resuming at " + urls.get(at % urls.size()));
             }
-            sleep(at % urls.size() == 0 ? backoffMs : 0);
-            backoffMs = Math.min(1_000, 2 * backoffMs);
+            sleep(at % urls.size() == 0 ? RECONNECT_BACKOFF.millis(at - 1) : 0); // after each round of the replicas
         }
     }
 

@@ -3,6 +3,8 @@ package io.butterfly.cli.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
+import io.butterfly.common.api.ApiJson;
+import io.butterfly.common.api.SystemStatus;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -13,8 +15,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /** Watching a stand-in coordinator that answers a scripted series of system states. */
 class ReadyWatchTest {
@@ -84,12 +84,12 @@ class ReadyWatchTest {
 
     @Test
     void theSparesAreNamed() {
-        JsonNode state = JsonMapper.builder().build().readTree("""
+        SystemStatus state = ApiJson.reader().readValue("""
                 {"pipeline": ["worker-0", "worker-1"], "spares": ["worker-2", "worker-3"], "nodes": [
                   {"id": "coordinator-0", "role": "coordinator"},
                   {"id": "worker-0", "role": "worker"}, {"id": "worker-1", "role": "worker"},
                   {"id": "worker-2", "role": "worker"}, {"id": "worker-3", "role": "worker"}]}
-                """);
+                """, SystemStatus.class);
         assertThat(ReadyWatch.spares(state)).containsExactly("worker-2", "worker-3");
     }
 }

@@ -1,13 +1,21 @@
 package io.butterfly.testsupport;
 
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.methods;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaMethod;
+import com.tngtech.archunit.core.domain.JavaParameterizedType;
+import com.tngtech.archunit.core.domain.JavaType;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.lang.ConditionEvents;
+import com.tngtech.archunit.lang.SimpleConditionEvent;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.stream.Stream;
 
 /**
@@ -85,5 +93,32 @@ public final class ArchitectureRules {
 
     static String[] concat(String[]... groups) {
         return Stream.of(groups).flatMap(Arrays::stream).toArray(String[]::new);
+    }
+
+    /**
+     * The public methods of the REST controllers under {@code root} answer records, not maps (nor lists or futures of
+     * maps): a JSON answer's fields are named once, in the record the server, the CLI and the tests share
+     * ({@code io.butterfly.common.api}).
+     */
+    public static ArchRule restControllersAnswerRecords(String root) {
+        return methods().that().areDeclaredInClassesThat().resideInAPackage(root + "..")
+                .and().areDeclaredInClassesThat()
+                .areAnnotatedWith("org.springframework.web.bind.annotation.RestController")
+                .and().arePublic()
+                .should(new ArchCondition<JavaMethod>("answer records, not maps") {
+                    @Override
+                    public void check(JavaMethod method, ConditionEvents events) {
+                        if (mentionsMap(method.getReturnType())) {
+                            events.add(SimpleConditionEvent.violated(method, method.getFullName()
+                                    + " answers a Map: answer a record of io.butterfly.common.api"));
+                        }
+                    }
+                })
+                .allowEmptyShould(true);
+    }
+
+    private static boolean mentionsMap(JavaType type) {
+        return type.toErasure().isAssignableTo(Map.class) || type instanceof JavaParameterizedType p
+                && p.getActualTypeArguments().stream().anyMatch(ArchitectureRules::mentionsMap);
     }
 }

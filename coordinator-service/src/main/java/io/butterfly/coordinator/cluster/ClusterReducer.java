@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.StateMachines;
@@ -563,8 +564,8 @@ public final class ClusterReducer {
         }
         try {
             StateMachines.SYSTEM.check(from, to);
-        } catch (io.butterfly.coordinator.statemachine.IllegalTransitionException e) {
-            throw new IllegalTransitionException(e.getMessage() + (c == null ? "" : " on " + name(c)));
+        } catch (IllegalTransitionException e) {
+            throw c == null ? e : e.on(name(c));
         }
     }
 

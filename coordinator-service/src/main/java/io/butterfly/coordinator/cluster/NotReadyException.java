@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
+
 /**
  * New work refused because the system is not serving (not READY or COMPUTING): a {@code TaskSubmitted} of a log
  * written before tasks were recorded in batches (a replica now refuses such work itself, before it runs). A subtype of

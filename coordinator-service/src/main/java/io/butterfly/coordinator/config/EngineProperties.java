@@ -1,6 +1,6 @@
 package io.butterfly.coordinator.config;
 
-import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
+import io.butterfly.coordinator.inference.engine.SchedulerSettings;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;

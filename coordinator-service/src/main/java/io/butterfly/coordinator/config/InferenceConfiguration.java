@@ -5,7 +5,7 @@ import io.butterfly.coordinator.inference.FailedStageAborts;
 import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.OrphanedTasks;
-import io.butterfly.coordinator.inference.Pipeline;
+import io.butterfly.coordinator.inference.engine.Pipeline;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.inference.RequestTracing;
 import io.micrometer.core.instrument.MeterRegistry;

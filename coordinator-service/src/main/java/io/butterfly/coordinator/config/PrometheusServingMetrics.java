@@ -2,7 +2,7 @@ package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
 import io.butterfly.coordinator.inference.InferenceService;
-import io.butterfly.coordinator.inference.ServingMetrics;
+import io.butterfly.coordinator.inference.engine.ServingMetrics;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;

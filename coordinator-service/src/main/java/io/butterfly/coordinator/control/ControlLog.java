@@ -3,7 +3,7 @@ package io.butterfly.coordinator.control;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.statemachine.TransitionRecord;
 import java.util.List;

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.control;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.coordinator.invariants.CoordinatorClaims;
 import io.butterfly.coordinator.invariants.Invariant;
 import io.butterfly.coordinator.invariants.InvariantChecker;
@@ -51,11 +52,8 @@ public class InvariantMonitor implements AutoCloseable {
     private final InvariantChecker checker = new InvariantChecker();
     private final Map<Invariant, Standing> seen = new EnumMap<>(Invariant.class);
     private volatile Report report = new Report(null, List.of());
-    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "invariant-checker");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ScheduledExecutorService timer =
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("invariant-checker"));
 
     public InvariantMonitor(ControlLog control, Liveness liveness, CoordinatorClaims claims, Settings settings,
                             Clock clock) {

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.control;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
@@ -23,11 +24,7 @@ public final class LeadershipEvents implements AutoCloseable {
 
     public LeadershipEvents(String selfId) {
         this.current = Leadership.none(selfId);
-        this.dispatcher = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "raft-leadership-" + selfId);
-            t.setDaemon(true);
-            return t;
-        });
+        this.dispatcher = Executors.newSingleThreadExecutor(DaemonThreads.named("raft-leadership-" + selfId));
     }
 
     public Leadership current() {

@@ -1,7 +1,8 @@
 package io.butterfly.coordinator.control;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.liveness.DetectorSettings;
 import io.butterfly.coordinator.liveness.LivenessPolicy;
 import java.time.Clock;
@@ -47,11 +48,8 @@ public class LivenessMonitor implements AutoCloseable {
     private long leadingSinceMs = -1; // monitor thread only: when this replica's current leadership was first seen
     private long quietUntilMs = -1;
     private final List<Consumer<ClusterCommand>> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
-    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "liveness-monitor");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ScheduledExecutorService timer =
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("liveness-monitor"));
 
     public LivenessMonitor(ControlLog control, Liveness liveness, Settings settings, Clock clock) {
         this.control = control;

@@ -2,7 +2,7 @@ package io.butterfly.coordinator.control;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.statemachine.TransitionHistory;
 import io.butterfly.coordinator.statemachine.TransitionRecord;

@@ -2,6 +2,7 @@ package io.butterfly.coordinator.inference;
 
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.inference.engine.Pipeline;
 import io.butterfly.coordinator.statemachine.WorkerState;
 
 /**

@@ -1,8 +1,10 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.common.concurrent.DaemonThreads;
+import io.butterfly.common.error.Backoff;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.control.ControlLog;
@@ -55,8 +57,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
     }
 
     private static final Logger log = LoggerFactory.getLogger(GroupCommitTaskJournal.class);
-    private static final long FIRST_BACKOFF_MS = 50;
-    private static final long MAX_BACKOFF_MS = 2_000;
+    private static final Backoff COMMIT_RETRY = Backoff.exponential(Duration.ofMillis(50), Duration.ofSeconds(2));
 
     private final ControlLog control;
     private final Settings settings;
@@ -86,8 +87,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
         this.settings = settings;
         this.clock = clock;
         this.startedAtMs = clock.millis();
-        this.flusher = new Thread(this::flushUntilClosed, "task-journal");
-        flusher.setDaemon(true);
+        this.flusher = DaemonThreads.named("task-journal").newThread(this::flushUntilClosed);
     }
 
     /** A journal of replica {@code settings.replicaId()} whose flusher runs. */
@@ -295,7 +295,6 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
 
     /** Commits one batch, retrying while the log cannot commit; a refused batch or one left at close is given up. */
     private void commit(List<TaskEvent> batch) throws InterruptedException {
-        long backoff = FIRST_BACKOFF_MS;
         for (int attempt = 1; ; attempt++) {
             try {
                 control.submit(new ClusterCommand.TasksRecorded(settings.replicaId(), startedAtMs, batch, clock.millis()));
@@ -318,8 +317,7 @@ public final class GroupCommitTaskJournal implements TaskJournal, AutoCloseable 
                     log.warn("task journal: {} task events not committed yet, retrying: {}", batch.size(),
                             unavailable.toString());
                 }
-                awaitClosing(backoff);
-                backoff = Math.min(2 * backoff, MAX_BACKOFF_MS);
+                awaitClosing(COMMIT_RETRY.millis(attempt - 1));
             }
         }
     }

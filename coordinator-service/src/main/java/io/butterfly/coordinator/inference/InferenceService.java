@@ -3,27 +3,26 @@ package io.butterfly.coordinator.inference;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.common.model.KvCacheSizing;
-import io.butterfly.common.model.ModelConfig;
-import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.TaskRequest;
+import io.butterfly.coordinator.control.AppliedStates;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.PausedRequests;
 import io.butterfly.coordinator.control.ReplicaView;
+import io.butterfly.coordinator.inference.engine.EngineCore;
+import io.butterfly.coordinator.inference.engine.KvBudgets;
+import io.butterfly.coordinator.inference.engine.Pipeline;
+import io.butterfly.coordinator.inference.engine.SchedulerSettings;
+import io.butterfly.coordinator.inference.engine.Sequence;
+import io.butterfly.coordinator.inference.engine.ServingMetrics;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
-import io.butterfly.coordinator.inference.scheduler.KvBudgets;
-import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -31,17 +30,15 @@ import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Generation on this replica: the request processor in front of the {@link Engine}. A request is validated and
+ * Generation on this replica: the request processor in front of the {@link EngineCore}. A request is validated and
  * tokenized here, on the caller's thread, so that everything a client can be refused for is refused before it is
- * queued (and before a stream starts); then the engine runs it with the others, and the caller awaits or streams its
- * {@link RequestHandle}. No thread is held for a request.
+ * queued (and before a stream starts); then the engine runs it with the others, the {@link OutputProcessor} makes its
+ * tokens into text, events and answers, and the caller awaits or streams its {@link RequestHandle}. No thread is held
+ * for a request, and none waits for the engine's.
  *
  * <p>A client that lost its answer comes back here, at any replica: {@link #resume} gives it the rest of the same
  * generation (from the replicated record, from this replica's engine, or by taking the task over from a replica that
@@ -72,87 +69,28 @@ public class InferenceService implements PausedRequests, AutoCloseable {
 
     private final Settings settings;
     private final ControlLog control;
-    private final ModelCatalog catalog;
-    private final Pipeline pipeline;
+    private final AppliedStates applied;
     private final TaskJournal journal;
-    private final Engine engine;
-    /** Follows the replicated state into the engine, in order and off the thread that applies the log. */
-    private final ExecutorService watcher = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "engine-serving");
-        t.setDaemon(true);
-        return t;
-    });
-    private volatile ServingKey serving;
-
-    /** What the engine's serving snapshot was built from: rebuilt when it changes. */
-    private record ServingKey(long epoch, List<String> pipeline, String merkleRoot) {
-
-        static ServingKey of(ClusterState s) {
-            return new ServingKey(s.epoch(), s.pipeline(), s.merkleRoot());
-        }
-    }
+    private final EngineCore engine;
+    private final OutputProcessor outputs;
+    /** The engine following the replicated state: where it sends, and whether it holds. */
+    private final EngineServing serving;
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
                             Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
                             Clock clock) {
         this.settings = settings;
         this.control = control;
-        this.catalog = catalog;
-        this.pipeline = pipeline;
         this.journal = journal;
-        this.engine = new Engine(scheduling, settings.recoveryTimeout(), pipeline, journal, metrics, tracing,
-                clock::millis);
-        control.onApplied(this::applied);
-    }
-
-    /**
-     * The engine holds while the cluster does not serve and serves (its paused sequences resuming) once it does again;
-     * a task taken over by another replica leaves this one's engine.
-     */
-    private void applied(ClusterState before, ClusterState after, ClusterCommand command, long index) {
-        if (watcher.isShutdown()) {
-            return;
-        }
-        boolean was = before.system().acceptsWork();
-        boolean is = after.system().acceptsWork();
-        if (is && (!was || !ServingKey.of(before).equals(ServingKey.of(after)))) {
-            watcher.execute(this::serveCurrent);
-        } else if (was && !is) {
-            watcher.execute(() -> {
-                serving = null;
-                engine.hold();
-            });
-        }
-        if (command instanceof ClusterCommand.TasksRecorded recorded) {
-            for (TaskEvent e : recorded.events()) {
-                TaskRecord was0 = before.tasks().get(e.taskId());
-                TaskRecord now = after.tasks().get(e.taskId());
-                if (e instanceof TaskEvent.Adopted && was0 != null && now != null && mine(was0) && !mine(now)) {
-                    engine.relinquish(e.taskId(), now.owner());
-                }
-            }
-        }
-    }
-
-    private boolean mine(TaskRecord t) {
-        return t.isOwner(journal.replicaId(), journal.startedAtMs());
-    }
-
-    private void serveCurrent() {
-        ClusterState s = control.state();
-        if (!s.system().acceptsWork()) {
-            return;
-        }
-        try {
-            serve(s, servedModel(s));
-        } catch (RuntimeException e) {
-            log.warn("the engine could not follow the cluster's pipeline (epoch {}): {}", s.epoch(), e.toString());
-        }
+        this.engine = new EngineCore(scheduling, settings.recoveryTimeout(), pipeline, metrics);
+        this.outputs = new OutputProcessor(engine, journal, metrics, tracing, clock::millis);
+        this.applied = AppliedStates.of(control);
+        this.serving = new EngineServing(control, catalog, pipeline, journal, engine, settings.replicas());
     }
 
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
     boolean running(String taskId) {
-        return engine.running(taskId);
+        return engine.load().taskIds().contains(taskId);
     }
 
     /** The model the cluster serves now, or {@link NotServingException} while it serves none. */
@@ -161,23 +99,24 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     }
 
     private ServedModel servedModel(ClusterState state) {
-        if (state.merkleRoot() == null) {
-            throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
-        }
-        return catalog.servedFor(state.merkleRoot());
+        return serving.servedModel(state);
+    }
+
+    private boolean mine(TaskRecord t) {
+        return serving.mine(t);
     }
 
     /** A request validated and tokenized, ready to queue. */
     public static final class Prepared {
-        private final Sequence sequence;
+        private final RequestOutput output;
 
-        private Prepared(Sequence sequence) {
-            this.sequence = sequence;
+        private Prepared(RequestOutput output) {
+            this.output = output;
         }
 
         /** The handle it will have once queued. */
         public RequestHandle handle() {
-            return sequence;
+            return output;
         }
     }
 
@@ -192,19 +131,18 @@ public class InferenceService implements PausedRequests, AutoCloseable {
 
     /** Validates and tokenizes a request (everything but the queue's room), without queuing it. */
     public Prepared prepare(GenerationRequest request, TokenListener listener) {
-        return new Prepared(sequence(request, listener, UUID.randomUUID().toString(), null, true));
+        return new Prepared(open(request, listener, UUID.randomUUID().toString(), null, true));
     }
 
     public RequestHandle submit(Prepared prepared) {
-        engine.submit(prepared.sequence);
-        return prepared.sequence;
+        engine.submit(prepared.output.sequence());
+        return prepared.output;
     }
 
     /** Queues prepared requests that run together (an OpenAI list of prompts): all of them, or none. */
     public List<RequestHandle> submitAll(List<Prepared> prepared) {
-        List<Sequence> all = prepared.stream().map(p -> p.sequence).toList();
-        engine.submitAll(all);
-        return List.copyOf(all);
+        engine.submitAll(prepared.stream().map(p -> p.output.sequence()).toList());
+        return prepared.stream().map(p -> (RequestHandle) p.output).toList();
     }
 
     /**
@@ -219,15 +157,16 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         if (held != null) {
             return resume(held.taskId(), -1, request, listener, "Idempotency-Key");
         }
-        Sequence s = sequence(request, listener, UUID.randomUUID().toString(), null, true, idempotencyKey);
-        ClusterState after = journal.commitNow(new TaskEvent.Started(s.taskId(), s.prompt.length, s.request,
+        RequestOutput s = open(request, listener, UUID.randomUUID().toString(), null, true, idempotencyKey);
+        ClusterState after = journal.commitNow(new TaskEvent.Started(s.taskId(), s.promptLength(), s.request(),
                 System.currentTimeMillis()));
         TaskRecord mine = after.tasks().get(s.taskId());
         if (mine == null) { // another replica's start of the same key came first
             TaskRecord first = Objects.requireNonNull(after.taskWithKey(idempotencyKey), "the key's task");
             return resume(first.taskId(), -1, request, listener, "Idempotency-Key");
         }
-        engine.submitRecorded(s);
+        s.startRecorded();
+        engine.submit(s.sequence());
         return s;
     }
 
@@ -253,19 +192,19 @@ public class InferenceService implements PausedRequests, AutoCloseable {
 
     private RequestHandle resume(String taskId, int afterIndex, GenerationRequest request, TokenListener listener,
                                  String field) {
-        TaskRecord t = awaitRecord(taskId);
+        TaskRecord t = applied.await(s -> s.tasks().containsKey(taskId), RECORD_WAIT).tasks().get(taskId);
         if (t == null) {
-            Sequence again = sequence(request, TokenListener.after(afterIndex, listener), UUID.randomUUID().toString(),
-                    null, true);
+            RequestOutput again = open(request, TokenListener.after(afterIndex, listener),
+                    UUID.randomUUID().toString(), null, true);
             log.info("task {} is not in the replicated state: running its request again as task {}", taskId,
                     again.taskId());
-            engine.submit(again);
+            engine.submit(again.sequence());
             return again;
         }
         boolean waited = false;
         for (int attempt = 0; attempt < 3; attempt++) {
-            Sequence s = sequence(request, listener, taskId, t.request(), false);
-            if (t.request() == null || !t.request().sameGeneration(s.request)) {
+            RequestOutput s = open(request, listener, taskId, t.request(), false);
+            if (t.request() == null || !t.request().sameGeneration(s.request())) {
                 throw new InvalidRequestException(field, field + " names task " + taskId
                         + ", which another request started: send the same request again");
             }
@@ -273,7 +212,8 @@ public class InferenceService implements PausedRequests, AutoCloseable {
                 return RecordedGeneration.ended(s, t, afterIndex);
             }
             if (mine(t)) {
-                Sequence running = engine.attach(taskId, afterIndex, listener);
+                RequestHandle running = engine.attach(taskId,
+                        here -> ((RequestOutput) here.outputs()).attach(afterIndex, listener)).join();
                 if (running != null) {
                     return running;
                 }
@@ -312,18 +252,10 @@ public class InferenceService implements PausedRequests, AutoCloseable {
 
     /** {@code t} as this replica's state holds it once it ended or paused, or after {@code timeout}. */
     private TaskRecord awaitEndOrPause(TaskRecord t, Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        TaskRecord now = control.state().tasks().get(t.taskId());
-        while (!now.state().terminal() && !now.paused() && System.nanoTime() < deadline) {
-            try {
-                TimeUnit.MILLISECONDS.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
-            now = control.state().tasks().get(t.taskId());
-        }
-        return now;
+        return applied.await(s -> {
+            TaskRecord now = s.tasks().get(t.taskId());
+            return now.state().terminal() || now.paused();
+        }, timeout).tasks().get(t.taskId());
     }
 
     /**
@@ -340,37 +272,21 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     }
 
     /** Carries task {@code t} on here from its record: its tokens so far replayed, then the rest generated. */
-    private RequestHandle carryOn(Sequence s, TaskRecord t, int afterIndex) {
+    private RequestHandle carryOn(RequestOutput s, TaskRecord t, int afterIndex) {
         if (t.request().promptTokenIds().isEmpty()) {
             throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.FAILED_PRECONDITION,
                     "task " + t.taskId() + " has no recorded prompt to resume from");
         }
         String finish = RecordedGeneration.replayInto(s, t);
         if (finish != null) { // its last tokens ended it, but its end was not recorded: it ends now
-            RecordedGeneration.tell(s, afterIndex);
-            journal.finished(s.taskId(), List.copyOf(s.generated), finish, System.currentTimeMillis());
-            s.finish(finish, System.nanoTime());
+            s.tellAfter(afterIndex);
+            journal.finished(s.taskId(), s.sequence().generated(), finish, System.currentTimeMillis());
+            s.answer(finish, System.nanoTime());
             return s;
         }
-        s.firstTokenNanos = s.lastTokenNanos = System.nanoTime();
-        engine.submitResumed(s, afterIndex);
+        s.resumeAfter(afterIndex);
+        engine.submitReplay(s.sequence());
         return s;
-    }
-
-    /** The task's record as this replica's state holds it, waiting a little for one this replica lags behind. */
-    private TaskRecord awaitRecord(String taskId) {
-        long deadline = System.nanoTime() + RECORD_WAIT.toNanos();
-        TaskRecord t = control.state().tasks().get(taskId);
-        while (t == null && System.nanoTime() < deadline) {
-            try {
-                TimeUnit.MILLISECONDS.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return null;
-            }
-            t = control.state().tasks().get(taskId);
-        }
-        return t;
     }
 
     /** Runs a generation and answers when it is complete (blocks the caller). */
@@ -387,10 +303,9 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         }
     }
 
-    private Sequence sequence(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
-                              boolean forNewWork) {
-        return sequence(request, listener, taskId, recorded, forNewWork,
-                recorded == null ? null : recorded.idempotencyKey());
+    private RequestOutput open(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
+                               boolean forNewWork) {
+        return open(request, listener, taskId, recorded, forNewWork, recorded == null ? null : recorded.idempotencyKey());
     }
 
     /**
@@ -398,8 +313,8 @@ public class InferenceService implements PausedRequests, AutoCloseable {
      * cluster must serve now (a client resuming a task may come back while it recovers). A task already
      * {@code recorded} keeps its seed and key.
      */
-    private Sequence sequence(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
-                              boolean forNewWork, String idempotencyKey) {
+    private RequestOutput open(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
+                               boolean forNewWork, String idempotencyKey) {
         long arrived = System.nanoTime();
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
@@ -425,9 +340,9 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         }
         StopSequences stop = RequestValidator.stop(request);
         if (state.system().acceptsWork()) {
-            serve(state, model);
+            serving.serve(state, model);
         }
-        KvBudgets.Stage full = engine.neverFits(prompt.length + maxTokens);
+        KvBudgets.Stage full = serving.neverFits(prompt.length + maxTokens);
         if (full != null) {
             throw new InvalidRequestException("max_tokens", "a sequence of " + prompt.length + " prompt and "
                     + maxTokens + " new tokens needs more KV cache on " + full.nodeId() + " than its whole budget for"
@@ -439,53 +354,23 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         TaskRequest asked = TaskRequest.of(Arrays.stream(prompt).boxed().toList(), maxTokens, sampling.temperature(),
                 sampling.topP(), sampling.topK(), sampling.seed(), sampling.logprobs(),
                 Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey);
-        return new Sequence(taskId, model, prompt, maxTokens, new Sampler(sampling),
-                Boolean.TRUE.equals(request.ignoreEos()), asked, text, listener, arrived, engine);
-    }
-
-    /** Points the engine at the stages {@code state} assigns, when they changed (or it held meanwhile). */
-    private synchronized void serve(ClusterState state, ServedModel model) {
-        ServingKey key = ServingKey.of(state);
-        if (key.equals(serving)) {
-            return;
-        }
-        List<NodeInfo> nodes = new ArrayList<>();
-        List<KvBudgets.Stage> budgets = new ArrayList<>();
-        for (String id : state.pipeline()) {
-            NodeRecord n = state.nodes().get(id);
-            if (n == null) {
-                throw new NotServingException("the pipeline names " + id + ", which is not a member");
-            }
-            nodes.add(n.info());
-            budgets.add(budget(n, model.config()));
-        }
-        if (nodes.isEmpty()) {
-            throw new NotServingException("no pipeline is assigned");
-        }
-        engine.serve(new Engine.Serving(pipeline.route(nodes), state.epoch(), budgets));
-        serving = key;
-    }
-
-    /** A stage's KV budget for this replica, and what a sequence takes there (as the stage's caches grow). */
-    private KvBudgets.Stage budget(NodeRecord n, ModelConfig config) {
-        int layers = n.layerStart() == null ? 0 : n.layerEnd() - n.layerStart();
-        long share = n.kvCacheBudgetBytes() / Math.max(1, settings.replicas()); // 0: no budget reported, no cap
-        return new KvBudgets.Stage(n.info().nodeId(), share, positions -> KvCacheSizing.reservedBytes(config, layers, n.hasHead(), positions));
+        return new RequestOutput(outputs, taskId, model, prompt, maxTokens, new Sequence.Decoding(new Sampler(sampling),
+                model.config(), Boolean.TRUE.equals(request.ignoreEos())), asked, text, listener, arrived);
     }
 
     /** Requests running now (holding KV caches on the stages, or waiting to resume). */
     public int running() {
-        return engine.runningCount();
+        return engine.load().running();
     }
 
     /** Requests waiting to run. */
     public int waiting() {
-        return engine.waitingCount();
+        return engine.load().waiting();
     }
 
     /** Requests waiting for the pipeline to serve again (paused by a failed stage, or replaying their history). */
     public int paused() {
-        return engine.pausedCount();
+        return engine.load().paused();
     }
 
     @Override
@@ -495,12 +380,12 @@ public class InferenceService implements PausedRequests, AutoCloseable {
 
     /** Tokens this replica generated since it started, counted as each is chosen (a live rate, unlike a request's end). */
     public long generatedTokens() {
-        return engine.generatedTokens();
+        return outputs.generatedTokens();
     }
 
     /** Each stage's KV cache held by this replica's requests, as a share of its budget (0..1). */
     public Map<String, Double> kvCacheUsage() {
-        return engine.kvCacheUsage();
+        return engine.load().kvCacheUsage();
     }
 
     /**
@@ -526,6 +411,6 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     @Override
     public void close() {
         engine.close();
-        watcher.shutdownNow();
+        serving.close();
     }
 }

@@ -7,13 +7,12 @@ import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import io.butterfly.coordinator.model.ServedModel;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A task's tokens as its record in the replicated state holds them, read into a sequence as if it had generated them
+ * A task's tokens as its record in the replicated state holds them, read into a request as if it had generated them
  * here: the text each token settled (decoded as its owner decoded it), their log-probabilities, and whether they
  * already end the generation. A client that comes back for a task gets the tokens it missed from here; an ended
  * task's answer is built from here.
@@ -24,28 +23,15 @@ final class RecordedGeneration {
     }
 
     /**
-     * Adds the record's tokens to {@code s} (a fresh sequence of the same request); returns the finish reason when
+     * Adds the record's tokens to {@code out} (a fresh request of the same generation); returns the finish reason when
      * they end the generation (an end-of-sequence token, a stop string, max_tokens), null when it goes on.
      */
-    static String replayInto(Sequence s, TaskRecord t) {
+    static String replayInto(RequestOutput out, TaskRecord t) {
         List<Long> ids = t.tokenIds();
         String finish = null;
         for (int i = 0; i < ids.size() && finish == null; i++) {
-            long id = ids.get(i);
-            s.generated.add(id);
-            s.logprobs.add(i < t.logprobs().size() ? t.logprobs().get(i) : null);
-            s.topLogprobs.add(i < t.topLogprobs().size() ? alternatives(t.topLogprobs().get(i)) : List.of());
-            boolean eos = !s.ignoreEos && s.model.config().endsSequence(id);
-            boolean last = eos || s.generated.size() == s.maxTokens; // as its owner told the text
-            IncrementalText.Piece piece = s.text == null ? null : s.text.add(id, last);
-            if (piece != null) {
-                s.pieces.add(piece.text());
-            }
-            if (eos || piece != null && piece.stopped()) {
-                finish = "stop";
-            } else if (s.generated.size() == s.maxTokens) {
-                finish = "length";
-            }
+            finish = out.addRecorded(ids.get(i), i < t.logprobs().size() ? t.logprobs().get(i) : null,
+                    i < t.topLogprobs().size() ? alternatives(t.topLogprobs().get(i)) : List.of());
         }
         return finish;
     }
@@ -56,54 +42,40 @@ final class RecordedGeneration {
 
     /**
      * The answer of an ended task, as its record tells it, for a client that repeats its request or reconnects
-     * after the end; {@code listener} is told the tokens after {@code afterIndex} at once.
+     * after the end; {@code out}'s listener is told the tokens after {@code afterIndex} at once.
      */
-    static RequestHandle ended(Sequence s, TaskRecord t, int afterIndex) {
+    static RequestHandle ended(RequestOutput out, TaskRecord t, int afterIndex) {
         CompletableFuture<GenerationResult> result = new CompletableFuture<>();
         if (t.state() == TaskRecord.State.COMPLETED) {
-            replayInto(s, t);
-            tell(s, afterIndex);
-            String text = s.text != null && s.text.stopped() ? s.text.textBeforeStop()
-                    : s.model.tokenizer().decode(s.generated.stream().mapToLong(Long::longValue).toArray());
-            result.complete(new GenerationResult(t.taskId(), s.model.manifest().modelId(), s.promptTokenIds(),
-                    List.copyOf(s.generated), text, t.finishReason(), logprobs(s), List.copyOf(s.topLogprobs), 0, 0,
+            replayInto(out, t);
+            out.tellAfter(afterIndex);
+            List<Long> tokens = out.sequence().generated();
+            result.complete(new GenerationResult(t.taskId(), out.model().manifest().modelId(), out.promptTokenIds(),
+                    tokens, out.text(tokens), t.finishReason(), out.logprobs(), List.copyOf(out.topLogprobs()), 0, 0,
                     Math.max(0, t.updatedAtMs() - t.createdAtMs()), Map.of(), 0, 0, 0));
         } else {
             result.completeExceptionally(new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE,
                     "task " + t.taskId() + " failed: " + t.error()));
         }
-        return new Handle(s, result);
-    }
-
-    /** Tells {@code s}'s listener its tokens after {@code afterIndex}. */
-    static void tell(Sequence s, int afterIndex) {
-        if (s.listener != null) {
-            for (int i = Math.max(0, afterIndex + 1); i < s.generated.size(); i++) {
-                s.listener.onToken(s.token(i));
-            }
-        }
-    }
-
-    private static List<Double> logprobs(Sequence s) {
-        return new ArrayList<>(s.logprobs); // may hold nulls where progress was lost: answered as null
+        return new Handle(out, result);
     }
 
     /** A generation that ended before it was asked for: nothing runs, nothing is left to stop. */
-    private record Handle(Sequence s, CompletableFuture<GenerationResult> result) implements RequestHandle {
+    private record Handle(RequestOutput out, CompletableFuture<GenerationResult> result) implements RequestHandle {
 
         @Override
         public String taskId() {
-            return s.taskId();
+            return out.taskId();
         }
 
         @Override
         public ServedModel model() {
-            return s.model;
+            return out.model();
         }
 
         @Override
         public List<Long> promptTokenIds() {
-            return s.promptTokenIds();
+            return out.promptTokenIds();
         }
 
         @Override

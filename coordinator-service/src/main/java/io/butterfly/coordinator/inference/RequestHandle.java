@@ -35,6 +35,6 @@ public interface RequestHandle {
      */
     static boolean goesOnElsewhere(Throwable failure) {
         return failure instanceof io.butterfly.common.error.ButterflyException b
-                && "true".equals(b.context().get(Engine.RESUMABLE_CONTEXT));
+                && "true".equals(b.context().get(io.butterfly.coordinator.inference.engine.EngineCore.RESUMABLE_CONTEXT));
     }
 }

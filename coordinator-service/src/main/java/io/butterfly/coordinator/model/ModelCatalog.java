@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.model;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
@@ -48,9 +49,7 @@ public class ModelCatalog implements AutoCloseable {
         // Loading the tokenizer's native library takes over a second, and the first manifest fetch from a
         // freshly started registry as long again: do both while the coordinator joins and its control log
         // elects a leader, instead of on the way to the first assignment.
-        Thread warmUp = new Thread(this::warmUp, "model-catalog-warm-up");
-        warmUp.setDaemon(true);
-        warmUp.start();
+        DaemonThreads.start("model-catalog-warm-up", this::warmUp);
     }
 
     private void warmUp() {

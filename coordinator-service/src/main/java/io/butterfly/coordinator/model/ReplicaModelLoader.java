@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.model;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.coordinator.control.ControlLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,9 +26,7 @@ public class ReplicaModelLoader implements AutoCloseable {
     }
 
     public void start() {
-        thread = new Thread(this::run, "replica-model-loader");
-        thread.setDaemon(true);
-        thread.start();
+        thread = DaemonThreads.start("replica-model-loader", this::run);
     }
 
     private void run() {

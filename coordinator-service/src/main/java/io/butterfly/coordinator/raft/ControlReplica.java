@@ -4,7 +4,7 @@ import io.butterfly.common.identity.NodeRole;
 import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;

@@ -1,9 +1,10 @@
 package io.butterfly.coordinator.reconcile;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
@@ -52,10 +53,10 @@ public class ControlLoop implements AutoCloseable {
     private final WorkerDirectory directory;
     private final Clock clock;
     private final ValidationRound validation;
-    private final ExecutorService calls = Executors.newCachedThreadPool(r -> daemon(r, "control-call"));
+    private final ExecutorService calls = Executors.newCachedThreadPool(DaemonThreads.named("control-call"));
     /** The no-op of each new term: its own thread, ahead of everything else the leader does. */
-    private final ExecutorService noOps = Executors.newSingleThreadExecutor(r -> daemon(r, "control-noop"));
-    private final Thread thread = daemon(this::run, "control-loop");
+    private final ExecutorService noOps = Executors.newSingleThreadExecutor(DaemonThreads.named("control-noop"));
+    private final Thread thread = DaemonThreads.named("control-loop").newThread(this::run);
     private final Map<String, Attempts> attempts = new ConcurrentHashMap<>();
     private final Set<String> running = ConcurrentHashMap.newKeySet();
     private final Object signal = new Object();
@@ -332,11 +333,5 @@ public class ControlLoop implements AutoCloseable {
         thread.interrupt();
         calls.shutdownNow();
         noOps.shutdownNow();
-    }
-
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        return t;
     }
 }

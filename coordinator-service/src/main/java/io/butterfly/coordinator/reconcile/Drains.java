@@ -2,7 +2,7 @@ package io.butterfly.coordinator.reconcile;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.model.ModelCatalog;

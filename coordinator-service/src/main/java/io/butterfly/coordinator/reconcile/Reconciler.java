@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.reconcile;
 
+import io.butterfly.common.error.Backoff;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
@@ -18,6 +19,7 @@ import io.butterfly.coordinator.planning.WorkerCapacity;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumSet;
@@ -293,9 +295,11 @@ public final class Reconciler {
         return null;
     }
 
+    private static final Backoff ASSIGN_RETRY = Backoff.exponential(Duration.ofMillis(400), Duration.ofSeconds(5));
+
     /** 400 ms after the first failure, doubling up to 5 s. */
     static long assignBackoffMs(int failures) {
-        return failures == 0 ? 0 : Math.min(200L << Math.min(failures, 5), 5_000);
+        return failures == 0 ? 0 : ASSIGN_RETRY.millis(failures - 1);
     }
 
     /** Once every stage of the epoch is loaded, its weights are cross-validated; a disagreement is final for the epoch. */

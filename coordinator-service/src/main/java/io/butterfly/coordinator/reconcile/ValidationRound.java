@@ -5,7 +5,7 @@ import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.control.ControlLog;

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import static io.butterfly.coordinator.cluster.Fixtures.info;
 import static io.butterfly.coordinator.cluster.Fixtures.twoStages;
 import static org.junit.jupiter.api.Assertions.assertEquals;

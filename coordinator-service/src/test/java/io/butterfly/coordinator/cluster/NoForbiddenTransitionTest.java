@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

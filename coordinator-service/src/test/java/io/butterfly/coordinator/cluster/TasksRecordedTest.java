@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.cluster;
 
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.inference.engine.Pipeline;
+import io.butterfly.coordinator.inference.engine.StepInput;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;

@@ -1,5 +1,8 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.inference.engine.Pipeline;
+import io.butterfly.coordinator.inference.engine.StepResult;
+import io.butterfly.coordinator.inference.engine.StepInput;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.inference.engine.ServingMetrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.inference.engine.StepInput;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

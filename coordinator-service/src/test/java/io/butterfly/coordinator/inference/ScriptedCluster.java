@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.inference.engine.ServingMetrics;
+import io.butterfly.coordinator.inference.engine.Pipeline;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
@@ -13,7 +15,7 @@ import io.butterfly.coordinator.control.InMemoryControlLog;
 import io.butterfly.coordinator.model.ChatTemplate;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
-import io.butterfly.coordinator.inference.scheduler.SchedulerSettings;
+import io.butterfly.coordinator.inference.engine.SchedulerSettings;
 import io.butterfly.coordinator.model.Tokenizer;
 import io.butterfly.coordinator.tokenizer.DjlTokenizers;
 import java.io.IOException;

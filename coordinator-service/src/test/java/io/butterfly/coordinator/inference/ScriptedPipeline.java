@@ -1,5 +1,8 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.inference.engine.Pipeline;
+import io.butterfly.coordinator.inference.engine.StepResult;
+import io.butterfly.coordinator.inference.engine.StepInput;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import java.util.ArrayList;
 import java.util.HashMap;

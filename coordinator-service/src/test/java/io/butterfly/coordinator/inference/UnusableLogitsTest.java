@@ -1,5 +1,7 @@
 package io.butterfly.coordinator.inference;
 
+import io.butterfly.coordinator.inference.engine.ServingMetrics;
+import io.butterfly.coordinator.inference.engine.Pipeline;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.mockito.Mockito.mock;

@@ -9,7 +9,7 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterReducer;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.EpochMonotonicTest;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.planning.StageAssignment;
 import java.io.IOException;

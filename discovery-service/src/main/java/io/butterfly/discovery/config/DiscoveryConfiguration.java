@@ -2,6 +2,7 @@ package io.butterfly.discovery.config;
 
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
@@ -65,6 +66,12 @@ public class DiscoveryConfiguration {
         return new AdmissionPolicy(props.nodeId(), props.clusterName(), ProtocolVersion.parse(props.protocolVersion()),
                 props.features(), props.requiredFeatures(), props.maxMembers(), a.trustedKeys(), a.trustOnFirstUse(),
                 a.replayWindow(), a.joinBurst(), a.joinsPerSecond());
+    }
+
+    /** Who may call discovery's gRPC methods (the server's caller interceptor checks it). */
+    @Bean
+    CallerRoles discoveryCallers() {
+        return DiscoveryGrpcService.callers();
     }
 
     @Bean

@@ -1,5 +1,6 @@
 package io.butterfly.registry.config;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.registry.catalog.ModelCatalog;
 import java.nio.file.Path;
 import java.util.concurrent.ExecutorService;
@@ -26,11 +27,7 @@ public class StartupImport implements DisposableBean {
     private final ModelCatalog catalog;
     private final RegistryProperties props;
     private final ApplicationEventPublisher events;
-    private final ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "registry-import");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService executor = Executors.newSingleThreadExecutor(DaemonThreads.named("registry-import"));
 
     public StartupImport(ModelCatalog catalog, RegistryProperties props, ApplicationEventPublisher events) {
         this.catalog = catalog;

@@ -1,5 +1,6 @@
 package io.butterfly.worker.capability;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.worker.engine.ComputeProbe;
 import java.nio.file.Path;
@@ -29,7 +30,7 @@ public class CapabilityProbe {
      * @param weightBytes bytes a projection weight takes once loaded (butterfly.worker.weight-dtype)
      */
     public CapabilityProbe(String device, int threads, Path dataDir, long memoryLimit, int weightBytes) {
-        Thread t = new Thread(() -> {
+        DaemonThreads.start("capability-probe", () -> {
             try {
                 long start = System.nanoTime();
                 ComputeProbe compute = ComputeProbe.start(device, threads);
@@ -46,9 +47,7 @@ public class CapabilityProbe {
                 log.error("capability detection failed: {}", e.toString());
                 measured.completeExceptionally(e);
             }
-        }, "capability-probe");
-        t.setDaemon(true);
-        t.start();
+        });
     }
 
     /** The capabilities, waiting for the measurement; rethrows why it failed (e.g. a device that is not there). */

@@ -1,6 +1,8 @@
 package io.butterfly.worker.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
+import io.butterfly.common.grpc.CallerRoles;
+import io.butterfly.worker.api.grpc.WorkerGrpcService;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
@@ -30,6 +32,12 @@ public class WorkerConfiguration {
     @Bean
     ButterflyGrpcExceptionHandler grpcExceptionHandler() {
         return new ButterflyGrpcExceptionHandler();
+    }
+
+    /** Who may call this service's gRPC methods (the server's caller interceptor checks it). */
+    @Bean
+    CallerRoles workerCallers() {
+        return WorkerGrpcService.callers();
     }
 
     @Bean

@@ -1,5 +1,7 @@
 package io.butterfly.worker.gateway;
 
+import io.butterfly.common.concurrent.DaemonThreads;
+import io.butterfly.common.error.Backoff;
 import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
@@ -9,6 +11,7 @@ import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.partition.Coordinators;
 import io.butterfly.worker.pipeline.Outcomes;
 import io.grpc.StatusRuntimeException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -36,9 +39,11 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
     private final String nodeId;
     private final long heartbeatMillis;
     private final OneWayStreams.Channels channels;
-    private final ExecutorService sender = Executors.newSingleThreadExecutor(r -> daemon(r, "coordinator-reports"));
+    /** Between the attempts at a load report: 200 ms, doubling. */
+    private static final Backoff REPORT_RETRY = Backoff.exponential(Duration.ofMillis(200), Duration.ofMillis(3200));
+    private final ExecutorService sender = Executors.newSingleThreadExecutor(DaemonThreads.named("coordinator-reports"));
     private final ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(
-            r -> daemon(r, "coordinator-heartbeat"));
+            DaemonThreads.named("coordinator-heartbeat"));
     private final AtomicLong sequence = new AtomicLong();
     private volatile Endpoint coordinator;
     private volatile List<Endpoint> replicas = List.of();
@@ -122,7 +127,7 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
                     return;
                 } catch (StatusRuntimeException e) {
                     log.warn("load report {} to {} failed: {}", report.phase(), target.nodeId(), e.getStatus());
-                    sleep(200L << attempt);
+                    sleep(REPORT_RETRY.millis(attempt));
                 }
             }
         });
@@ -216,12 +221,6 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
             // shutting down anyway
         }
         beats.shutdownNow();
-    }
-
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        return t;
     }
 
     private static void sleep(long ms) {

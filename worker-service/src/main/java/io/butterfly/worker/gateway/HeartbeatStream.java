@@ -1,5 +1,6 @@
 package io.butterfly.worker.gateway;
 
+import io.butterfly.common.error.Backoff;
 import io.butterfly.common.grpc.OneWayStreams;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
@@ -8,10 +9,10 @@ import io.butterfly.worker.cluster.Endpoint;
 import io.grpc.ManagedChannel;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,15 +24,16 @@ import org.slf4j.LoggerFactory;
 final class HeartbeatStream {
 
     private static final Logger log = LoggerFactory.getLogger(HeartbeatStream.class);
-    static final long MIN_BACKOFF_MS = 50;
-    static final long MAX_BACKOFF_MS = 2_000;
+    /** Between reconnects: 50 ms doubling to 2 s, plus up to half again so workers spread out. */
+    static final Backoff RECONNECT = new Backoff(Duration.ofMillis(50), Duration.ofSeconds(2), Backoff.Jitter.ADD_HALF);
 
     private final Endpoint target;
     private final OneWayStreams.Channels channels;
     private final Executor beats;
     private final long periodMs;
     private ClientCallStreamObserver<HeartbeatPing> stream;
-    private volatile long backoffMs = MIN_BACKOFF_MS;
+    /** Reconnects since the replica last acked: how long the next one waits. */
+    private volatile int failures;
     private long reconnectAtMs;
     private volatile Instant lastAck;
 
@@ -101,18 +103,18 @@ final class HeartbeatStream {
 
                     @Override
                     public void onNext(HeartbeatAck ack) {
-                        if (lastAck == null || backoffMs != MIN_BACKOFF_MS) {
+                        if (lastAck == null || failures != 0) {
                             log.info("heartbeating to {} at {}:{} every {} ms", target.nodeId(), target.host(),
                                     target.grpcPort(), periodMs);
                         }
                         lastAck = Instant.now();
-                        onBeatThread(() -> backoffMs = MIN_BACKOFF_MS);
+                        onBeatThread(() -> failures = 0);
                     }
 
                     @Override
                     public void onError(Throwable t) {
                         // Loud once, quiet while the replica stays unreachable (e.g. still starting).
-                        if (backoffMs == MIN_BACKOFF_MS) {
+                        if (failures == 0) {
                             log.info("heartbeat stream to {} broke: {}", target.nodeId(), t.toString());
                         } else {
                             log.debug("heartbeat stream to {} broke: {}", target.nodeId(), t.toString());
@@ -140,7 +142,7 @@ final class HeartbeatStream {
     /** The replica is known to be up (it just assigned a partition): the next ping reconnects at once. */
     void reconnectNow() {
         reconnectAtMs = 0;
-        backoffMs = MIN_BACKOFF_MS;
+        failures = 0;
     }
 
     /** Forgets a broken stream (if it is still the current one) and schedules the reconnect. */
@@ -149,9 +151,7 @@ final class HeartbeatStream {
             return;
         }
         stream = null;
-        long jitter = ThreadLocalRandom.current().nextLong(backoffMs / 2 + 1);
-        reconnectAtMs = System.currentTimeMillis() + backoffMs + jitter;
-        backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+        reconnectAtMs = System.currentTimeMillis() + RECONNECT.millis(failures++);
         try {
             which.cancel("stream broken", null);
         } catch (RuntimeException ignored) {

@@ -1,12 +1,14 @@
 package io.butterfly.common.error;
 
+import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.random.RandomGenerator;
 
 /**
  * Which refusals a client retries and how long it waits (docs/bootstrap-protocol.md §8.2): transient and
- * resource errors are retried with exponential backoff plus jitter; protocol and semantic errors are not.
+ * resource errors are retried with exponential backoff plus jitter ({@link Backoff}); protocol and semantic errors are
+ * not.
  *
  * @param baseMillis first delay when the server suggests none
  * @param maxMillis  cap on the backoff (before jitter)
@@ -29,7 +31,7 @@ public record RetryPolicy(long baseMillis, long maxMillis) {
      */
     public long delayMillis(int attempt, long retryAfterMillis, RandomGenerator random) {
         long base = retryAfterMillis > 0 ? retryAfterMillis : baseMillis;
-        long backoff = Math.min(base << Math.min(attempt, 5), Math.max(maxMillis, base));
-        return backoff + random.nextLong(backoff / 2 + 1);
+        return new Backoff(Duration.ofMillis(base), Duration.ofMillis(maxMillis), Backoff.Jitter.ADD_HALF)
+                .millis(Math.min(attempt, 5), random);
     }
 }

@@ -1,5 +1,6 @@
 package io.butterfly.common.discovery;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.RetryPolicy;
@@ -55,10 +56,7 @@ public final class DiscoveryMembership {
     }
 
     public void start() {
-        Thread t = new Thread(this::run, "discovery-membership");
-        t.setDaemon(true);
-        loop = t;
-        t.start();
+        loop = DaemonThreads.start("discovery-membership", this::run);
     }
 
     private void run() {

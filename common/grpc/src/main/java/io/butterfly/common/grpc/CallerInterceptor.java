@@ -1,6 +1,10 @@
 package io.butterfly.common.grpc;
 
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.identity.Caller;
+import io.butterfly.common.identity.NodeRole;
 import io.butterfly.common.identity.PeerIdentity;
 import io.grpc.Context;
 import io.grpc.Contexts;
@@ -9,31 +13,73 @@ import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
+import io.grpc.StatusRuntimeException;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
+import java.util.Collection;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.stream.Collectors;
 import javax.net.ssl.SSLPeerUnverifiedException;
 import javax.net.ssl.SSLSession;
 
 /**
- * Puts the {@link Caller} into each call's {@link Context}: the identity the peer's certificate names, read from
- * the TLS session the transport authenticated (never from anything the caller sends). Services ask
- * {@link #current()} before doing what a message asks for a node.
+ * Authorizes each call, once, before it reaches its handler: the {@link Caller} is the identity the peer's certificate
+ * names, read from the TLS session the transport authenticated (never from anything the caller sends), and the
+ * method's entry in its service's {@link CallerRoles} table says which roles may call it. A call the table refuses
+ * ends PERMISSION_DENIED; one it lets through carries its caller in its {@link Context}, which handlers ask
+ * ({@link #current()}) for what depends on the message (a report for one node, a signed envelope).
  */
 public final class CallerInterceptor implements ServerInterceptor {
 
     private static final Context.Key<Caller> CALLER = Context.key("butterfly-caller");
 
     private final boolean tls;
+    private final Map<String, CallerRoles> tables;
 
     /** @param tls whether the server speaks mutual TLS; if not, every caller is {@link Caller#PLAINTEXT} */
     public CallerInterceptor(boolean tls) {
+        this(tls, Set.of());
+    }
+
+    /** @param tables the caller tables of the services this server serves (others' calls pass unchecked) */
+    public CallerInterceptor(boolean tls, Collection<CallerRoles> tables) {
         this.tls = tls;
+        this.tables = tables.stream().collect(Collectors.toUnmodifiableMap(CallerRoles::service, Function.identity()));
     }
 
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
         Caller caller = tls ? identify(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION)) : Caller.PLAINTEXT;
+        try {
+            authorize(caller, call.getMethodDescriptor().getServiceName(), call.getMethodDescriptor().getFullMethodName());
+        } catch (ButterflyException refused) {
+            StatusRuntimeException status = GrpcErrors.toStatus(refused);
+            call.close(status.getStatus(), status.getTrailers() == null ? new Metadata() : status.getTrailers());
+            return new ServerCall.Listener<>() {
+            };
+        }
         return Contexts.interceptCall(Context.current().withValue(CALLER, caller), call, headers, next);
+    }
+
+    /**
+     * Throws (PERMISSION_DENIED) when the caller table of {@code service} does not let {@code caller} call
+     * {@code method} (a full method name).
+     */
+    public void authorize(Caller caller, String service, String method) {
+        CallerRoles table = tables.get(service);
+        if (table == null || !caller.authenticated()) {
+            return; // not a service of ours (health, reflection), or TLS off: nothing is known of the caller
+        }
+        Set<NodeRole> roles = table.rolesFor(method);
+        if (roles == null) {
+            throw new ButterflyException(ErrorCode.INVALID_SIGNATURE, ErrorKind.PERMISSION_DENIED,
+                    method + " refused: its service's caller table does not name it");
+        }
+        if (!roles.isEmpty()) {
+            caller.requireRole(method.substring(method.lastIndexOf('.') + 1), roles.toArray(NodeRole[]::new));
+        }
     }
 
     static Caller identify(SSLSession session) {

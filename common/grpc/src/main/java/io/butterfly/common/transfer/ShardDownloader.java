@@ -2,6 +2,8 @@ package io.butterfly.common.transfer;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
+import io.butterfly.common.concurrent.DaemonThreads;
+import io.butterfly.common.error.Backoff;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
@@ -155,11 +157,7 @@ public final class ShardDownloader {
             }
             return paths;
         }
-        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
-            Thread t = new Thread(r, "shard-fetch");
-            t.setDaemon(true);
-            return t;
-        });
+        ExecutorService pool = Executors.newFixedThreadPool(threads, DaemonThreads.named("shard-fetch"));
         Map<Future<VerifiedFile>, Integer> positions = new HashMap<>();
         boolean succeeded = false;
         try {
@@ -344,10 +342,9 @@ public final class ShardDownloader {
                 || code == ErrorKind.RESOURCE_EXHAUSTED;
     }
 
-    /** Exponential backoff with full jitter for retry {@code attempt} (1 = the first). */
+    /** The wait before retry {@code attempt} (1 = the first): exponential, between half of it and all of it. */
     private long backoffMillis(int attempt) {
-        long cap = Math.min(retry.maxBackoff().toMillis(), retry.initialBackoff().toMillis() << Math.min(attempt - 1, 20));
-        return java.util.concurrent.ThreadLocalRandom.current().nextLong(cap / 2, cap + 1);
+        return new Backoff(retry.initialBackoff(), retry.maxBackoff(), Backoff.Jitter.EQUAL).millis(attempt - 1);
     }
 
     /** Bytes received from the registry (and verified per chunk) by this downloader so far. */

@@ -4,12 +4,13 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.CallerInterceptor;
+import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.common.identity.Caller;
 import io.butterfly.common.identity.NodeRole;
 import io.butterfly.coordinator.cluster.ClusterCommand;
-import io.butterfly.coordinator.cluster.IllegalTransitionException;
+import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
@@ -23,7 +24,6 @@ import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.coordinator.v1.LoadReportAck;
 import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.proto.worker.v1.StreamClosed;
-import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.time.Clock;
 import org.springframework.stereotype.Service;
@@ -41,6 +41,19 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final Clock clock;
     private final LoadTelemetry telemetry;
     private final WorkerGateway workers;
+
+    /**
+     * Who may call each method (checked by the server's {@code CallerInterceptor} before the handler runs): reports
+     * from workers, or from coordinators speaking for one; step outcomes from workers only.
+     */
+    public static CallerRoles callers() {
+        return CallerRoles.of(CoordinatorServiceGrpc.getServiceDescriptor())
+                .allow(CoordinatorServiceGrpc.getReportLoadMethod(), NodeRole.WORKER, NodeRole.COORDINATOR)
+                .allow(CoordinatorServiceGrpc.getHeartbeatMethod(), NodeRole.WORKER, NodeRole.COORDINATOR)
+                .allow(CoordinatorServiceGrpc.getHeartbeatStreamMethod(), NodeRole.WORKER, NodeRole.COORDINATOR)
+                .allow(CoordinatorServiceGrpc.getStepOutcomesMethod(), NodeRole.WORKER)
+                .build();
+    }
 
     public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
                                   WorkerGateway workers) {
@@ -100,7 +113,7 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
             @Override
             public void onNext(HeartbeatPing ping) {
                 if (ping.getNodeId().isBlank()) {
-                    acks.onError(Status.INVALID_ARGUMENT.withDescription("node_id is required").asRuntimeException());
+                    acks.onError(GrpcErrors.toStatus(invalid("node_id is required")));
                     return;
                 }
                 if (nodeId == null) {
@@ -113,8 +126,8 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
                     nodeId = ping.getNodeId();
                     streamId = liveness.streamOpened(nodeId);
                 } else if (!nodeId.equals(ping.getNodeId())) {
-                    acks.onError(Status.INVALID_ARGUMENT.withDescription("one heartbeat stream per node: got '"
-                            + ping.getNodeId() + "' on the stream of '" + nodeId + "'").asRuntimeException());
+                    acks.onError(GrpcErrors.toStatus(invalid("one heartbeat stream per node: got '"
+                            + ping.getNodeId() + "' on the stream of '" + nodeId + "'")));
                     return;
                 }
                 liveness.heartbeat(nodeId, ping.getLoadedEpoch());
@@ -148,7 +161,10 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     @Override
     public StreamObserver<StepOutcome> stepOutcomes(StreamObserver<StreamClosed> closed) {
         Caller caller = CallerInterceptor.current();
-        caller.requireRole("step outcomes", NodeRole.WORKER);
         return OneWayReceiver.of(outcome -> workers.received(outcome, caller), closed);
+    }
+
+    private static ButterflyException invalid(String why) {
+        return new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, why);
     }
 }

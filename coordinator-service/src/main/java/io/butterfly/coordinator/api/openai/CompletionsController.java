@@ -2,6 +2,7 @@ package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.StreamEventId;
+import io.butterfly.common.api.OpenAiModels;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.NotServingException;
@@ -10,9 +11,7 @@ import io.butterfly.coordinator.inference.UnknownModelException;
 import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
@@ -83,35 +82,24 @@ public class CompletionsController {
 
     /** The served model (none while the cluster is not READY). */
     @GetMapping(path = "/models", produces = MediaType.APPLICATION_JSON_VALUE)
-    public Map<String, Object> models() {
-        List<Map<String, Object>> data;
+    public OpenAiModels models() {
         try {
-            data = List.of(describe(inference.servedModel()));
+            return OpenAiModels.of(List.of(describe(inference.servedModel())));
         } catch (NotServingException notYet) {
-            data = List.of();
+            return OpenAiModels.of(List.of());
         }
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("object", "list");
-        m.put("data", data);
-        return m;
     }
 
     @GetMapping(path = "/models/{id}", produces = MediaType.APPLICATION_JSON_VALUE)
-    public Map<String, Object> model(@PathVariable String id) {
+    public OpenAiModels.Model model(@PathVariable String id) {
         ServedModel served = inference.servedModel();
         requireServed(id, served);
         return describe(served);
     }
 
-    private static Map<String, Object> describe(ServedModel served) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("id", served.manifest().modelId());
-        m.put("object", "model");
-        m.put("created", served.manifest().createdAtMs() / 1000);
-        m.put("owned_by", "butterfly");
-        m.put("max_model_len", served.config().maxPositions());
-        m.put("merkle_root", served.manifest().merkleRoot());
-        return m;
+    private static OpenAiModels.Model describe(ServedModel served) {
+        return new OpenAiModels.Model(served.manifest().modelId(), "model", served.manifest().createdAtMs() / 1000,
+                "butterfly", served.config().maxPositions(), served.manifest().merkleRoot());
     }
 
     /** The served model's id, if {@code requested} (optional, as in vLLM) names it. */

@@ -1,11 +1,9 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.api.Checkpoints;
 import io.butterfly.coordinator.cluster.CheckpointRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import java.time.Instant;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
@@ -22,19 +20,12 @@ public class CheckpointsController {
     }
 
     @GetMapping("/checkpoints")
-    public Map<String, Object> checkpoints() {
-        List<Map<String, Object>> out = control.state().checkpoints().stream().map(CheckpointsController::view).toList();
-        return Map.of("checkpoints", out);
+    public Checkpoints checkpoints() {
+        return new Checkpoints(control.state().checkpoints().stream().map(CheckpointsController::view).toList());
     }
 
-    private static Map<String, Object> view(CheckpointRecord c) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("id", c.id());
-        m.put("epoch", c.epoch());
-        m.put("merkle_root", c.merkleRoot());
-        m.put("log_index", c.logIndex());
-        m.put("created_at", Instant.ofEpochMilli(c.atMs()).toString());
-        m.put("completed_tasks", c.completedTasks());
-        return m;
+    private static Checkpoints.Checkpoint view(CheckpointRecord c) {
+        return new Checkpoints.Checkpoint(c.id(), c.epoch(), c.merkleRoot(), c.logIndex(),
+                Instant.ofEpochMilli(c.atMs()).toString(), c.completedTasks());
     }
 }

@@ -1,10 +1,9 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.api.DrainAccepted;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.reconcile.Drains;
 import java.net.URI;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -27,16 +26,11 @@ public class DrainController {
     }
 
     @PostMapping("/{id}/drain")
-    public ResponseEntity<Map<String, Object>> drain(@PathVariable("id") String id) {
+    public ResponseEntity<DrainAccepted> drain(@PathVariable("id") String id) {
         ClusterState s = drains.request(id);
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("node_id", id);
-        out.put("draining", true);
         boolean holdsStage = s.pipeline().contains(id);
-        out.put("holds_stage", holdsStage);
-        out.put("epoch", s.epoch());
-        out.put("system_state", s.system().name());
-        out.put("message", holdsStage ? "its stage is planned away; it leaves once the new plan serves READY"
+        DrainAccepted out = new DrainAccepted(id, true, holdsStage, s.epoch(), s.system().name(), holdsStage
+                ? "its stage is planned away; it leaves once the new plan serves READY"
                 : "it holds no stage; it leaves once the cluster serves READY");
         return ResponseEntity.accepted().location(URI.create("/api/v1/nodes/" + id + "/state")).body(out);
     }

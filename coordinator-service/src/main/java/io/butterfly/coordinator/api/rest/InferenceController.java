@@ -2,6 +2,7 @@ package io.butterfly.coordinator.api.rest;
 
 import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import io.butterfly.common.api.Generation;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
@@ -66,7 +67,7 @@ public class InferenceController {
      * repeat of the request (at any replica) answers the same generation instead of running another.
      */
     @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
-    public CompletableFuture<Map<String, Object>> infer(@RequestBody Body body,
+    public CompletableFuture<Generation> infer(@RequestBody Body body,
             @RequestHeader(name = IDEMPOTENCY_KEY, required = false) String idempotencyKey) {
         RequestHandle handle = idempotencyKey == null ? inference.submit(body.request(), null)
                 : inference.submitOnce(body.request(), idempotencyKey, null);
@@ -80,43 +81,24 @@ public class InferenceController {
         return streams.start(body.request(), lastEventId, task -> new NativeStreamFormat(body.withLogprobs()));
     }
 
-    static Map<String, Object> toJson(GenerationResult r, boolean withLogprobs) {
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("task_id", r.taskId());
-        out.put("model_id", r.modelId());
-        out.put("prompt_token_ids", r.promptTokenIds());
-        out.put("token_ids", r.tokenIds());
-        out.put("text", r.text());
-        out.put("finish_reason", r.finishReason());
-        out.put("token_logprobs", r.tokenLogprobs());
-        if (withLogprobs) {
-            out.put("logprobs", r.topLogprobs().stream().map(InferenceController::step).toList());
-        }
-        out.put("usage", Map.of(
-                "prompt_tokens", r.promptTokenIds().size(),
-                "completion_tokens", r.tokenIds().size(),
-                "total_tokens", r.promptTokenIds().size() + r.tokenIds().size()));
-        Map<String, Object> timings = new LinkedHashMap<>();
-        timings.put("time_to_first_token_ms", round(r.timeToFirstTokenMs()));
-        timings.put("decode_tokens_per_second", round(r.decodeTokensPerSecond()));
-        timings.put("total_ms", round(r.totalMs()));
-        Map<String, Object> stages = new LinkedHashMap<>();
-        r.stageComputeMs().forEach((k, v) -> stages.put(k, round(v)));
-        timings.put("stage_compute_ms", stages);
-        timings.put("transport_ms", round(r.transportMs()));
-        timings.put("pipeline_ms", round(r.pipelineMs()));
-        timings.put("sampling_ms", round(r.samplingMs()));
-        out.put("timings", timings);
-        return out;
+    static Generation toJson(GenerationResult r, boolean withLogprobs) {
+        return new Generation(r.taskId(), r.modelId(), r.promptTokenIds(), r.tokenIds(), r.text(), r.finishReason(),
+                r.tokenLogprobs(), withLogprobs ? r.topLogprobs().stream().map(InferenceController::step).toList() : null,
+                new Generation.Usage(r.promptTokenIds().size(), r.tokenIds().size(),
+                        r.promptTokenIds().size() + r.tokenIds().size()),
+                new Generation.Timings(round(r.timeToFirstTokenMs()), round(r.decodeTokensPerSecond()),
+                        round(r.totalMs()), roundEach(r.stageComputeMs()), round(r.transportMs()),
+                        round(r.pipelineMs()), round(r.samplingMs())));
     }
 
-    static List<Map<String, Object>> step(List<TokenLogprob> top) {
-        return top.stream().map(t -> {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("token_id", t.tokenId());
-            m.put("logprob", t.logprob());
-            return m;
-        }).toList();
+    static List<Generation.TopLogprob> step(List<TokenLogprob> top) {
+        return top.stream().map(t -> new Generation.TopLogprob(t.tokenId(), t.logprob())).toList();
+    }
+
+    private static Map<String, Double> roundEach(Map<String, Double> ms) {
+        Map<String, Double> out = new LinkedHashMap<>();
+        ms.forEach((k, v) -> out.put(k, round(v)));
+        return out;
     }
 
     private static double round(double v) {

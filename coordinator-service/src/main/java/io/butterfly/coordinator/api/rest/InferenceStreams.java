@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
@@ -19,7 +20,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -65,12 +65,7 @@ public class InferenceStreams implements DisposableBean {
     public InferenceStreams(InferenceService inference, CoordinatorProperties props) {
         this.inference = inference;
         this.timeoutMs = props.taskTimeout().toMillis();
-        AtomicInteger n = new AtomicInteger();
-        this.writers = Executors.newCachedThreadPool(r -> {
-            Thread t = new Thread(r, "inference-stream-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        this.writers = Executors.newCachedThreadPool(DaemonThreads.numbered("inference-stream"));
     }
 
     /**

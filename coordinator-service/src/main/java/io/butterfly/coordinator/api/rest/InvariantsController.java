@@ -1,9 +1,8 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.api.InvariantsReport;
 import io.butterfly.coordinator.control.InvariantMonitor;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
@@ -20,20 +19,11 @@ public class InvariantsController {
     }
 
     @GetMapping("/invariants")
-    public Map<String, Object> invariants() {
+    public InvariantsReport invariants() {
         InvariantMonitor.Report r = monitor.report();
-        List<Map<String, Object>> violations = r.violations().stream().map(v -> {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("invariant", v.invariant().name());
-            m.put("message", v.message());
-            m.put("since", v.since().toString());
-            m.put("checks", v.checks());
-            return m;
-        }).toList();
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("checked_at", r.checkedAt() == null ? null : r.checkedAt().toString());
-        out.put("holds", violations.isEmpty());
-        out.put("violations", violations);
-        return out;
+        List<InvariantsReport.Violation> violations = r.violations().stream().map(v -> new InvariantsReport.Violation(
+                v.invariant().name(), v.message(), v.since().toString(), v.checks())).toList();
+        return new InvariantsReport(r.checkedAt() == null ? null : r.checkedAt().toString(), violations.isEmpty(),
+                violations);
     }
 }

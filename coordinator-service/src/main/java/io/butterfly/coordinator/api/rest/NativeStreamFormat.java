@@ -1,10 +1,9 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.api.StreamedToken;
 import io.butterfly.coordinator.inference.GeneratedToken;
 import io.butterfly.coordinator.inference.GenerationResult;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
@@ -19,16 +18,9 @@ record NativeStreamFormat(boolean withLogprobs) implements StreamFormat {
 
     @Override
     public List<SseEventBuilder> token(GeneratedToken t) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("task_id", t.taskId());
-        m.put("index", t.index());
-        m.put("token_id", t.tokenId());
-        m.put("text", t.text());
-        m.put("logprob", t.logprob());
-        if (withLogprobs) {
-            m.put("logprobs", InferenceController.step(t.topLogprobs()));
-        }
-        return List.of(SseEmitter.event().id(StreamEventId.of(t)).name("token").data(m, MediaType.APPLICATION_JSON));
+        StreamedToken event = new StreamedToken(t.taskId(), t.index(), t.tokenId(), t.text(), t.logprob(),
+                withLogprobs ? InferenceController.step(t.topLogprobs()) : null);
+        return List.of(SseEmitter.event().id(StreamEventId.of(t)).name("token").data(event, MediaType.APPLICATION_JSON));
     }
 
     @Override

@@ -9,7 +9,7 @@ import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.RequestHandle;
-import io.butterfly.coordinator.inference.scheduler.QueueFullException;
+import io.butterfly.coordinator.inference.engine.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import io.butterfly.coordinator.model.ChatTemplateException;
 import io.butterfly.coordinator.reconcile.DrainRefusedException;

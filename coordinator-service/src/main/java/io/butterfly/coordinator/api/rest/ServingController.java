@@ -1,8 +1,7 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.api.ServingStatus;
 import io.butterfly.coordinator.inference.InferenceService;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -20,13 +19,8 @@ public class ServingController {
     }
 
     @GetMapping("/api/v1/serving")
-    public Map<String, Object> serving() {
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("running", inference.running());
-        out.put("waiting", inference.waiting());
-        out.put("generated_tokens", inference.generatedTokens());
-        out.put("kv_cache_usage", inference.kvCacheUsage());
-        out.put("at_ms", System.currentTimeMillis());
-        return out;
+    public ServingStatus serving() {
+        return new ServingStatus(inference.running(), inference.waiting(), inference.generatedTokens(),
+                inference.kvCacheUsage(), System.currentTimeMillis());
     }
 }

@@ -13,7 +13,7 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.ReadyCluster;
 import io.butterfly.coordinator.inference.ScriptedCluster;
 import io.butterfly.coordinator.inference.ScriptedPipeline;
-import io.butterfly.coordinator.inference.StepResult;
+import io.butterfly.coordinator.inference.engine.StepResult;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;

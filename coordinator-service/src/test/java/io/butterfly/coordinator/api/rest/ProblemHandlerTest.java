@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
-import io.butterfly.coordinator.inference.scheduler.QueueFullException;
+import io.butterfly.coordinator.inference.engine.QueueFullException;
 import io.butterfly.coordinator.planning.InfeasiblePlanException;
 import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import io.butterfly.common.error.ErrorCode;

@@ -2,6 +2,7 @@ package io.butterfly.discovery.api.grpc;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcChannels;
@@ -45,12 +46,10 @@ public class DiscoveryWarmUp implements ApplicationListener<GrpcServerStartedEve
 
     @Override
     public void onApplicationEvent(GrpcServerStartedEvent event) {
-        Thread t = new Thread(() -> {
+        DaemonThreads.start("discovery-warm-up", () -> {
             warmUpTransport(event.getPort());
             warmUpAnswer();
-        }, "discovery-warm-up");
-        t.setDaemon(true);
-        t.start();
+        });
     }
 
     /**

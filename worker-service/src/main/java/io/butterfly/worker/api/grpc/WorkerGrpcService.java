@@ -1,6 +1,7 @@
 package io.butterfly.worker.api.grpc;
 
 import io.butterfly.common.grpc.CallerInterceptor;
+import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.common.identity.Caller;
 import io.butterfly.common.identity.NodeRole;
@@ -29,9 +30,9 @@ import org.springframework.stereotype.Service;
 
 /**
  * gRPC edge of the worker; errors go through the service's single exception handler. Over mutual TLS each call is
- * taken only from whom it may come from, as the caller's certificate says: assignments, checksum requests and
- * verdicts from coordinators; steps into the first stage from coordinators, into a later stage from workers (the
- * stage before it); releases from either.
+ * taken only from whom it may come from, as the caller's certificate says ({@link #callers()}): assignments, checksum
+ * requests, verdicts and dismissals from coordinators; steps and releases from either, a step into the first stage
+ * from a coordinator and into a later stage from a worker (the stage before it).
  */
 @Service
 public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
@@ -43,6 +44,18 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
     private final PartitionChecksums checksums;
     private final CoordinatorGateway coordinators;
     private final DiscoveryGateway membership;
+
+    /** Who may call each method (checked by the server's {@code CallerInterceptor} before the handler runs). */
+    public static CallerRoles callers() {
+        return CallerRoles.of(WorkerServiceGrpc.getServiceDescriptor())
+                .allow(WorkerServiceGrpc.getAssignPartitionMethod(), NodeRole.COORDINATOR)
+                .allow(WorkerServiceGrpc.getReportChecksumsMethod(), NodeRole.COORDINATOR)
+                .allow(WorkerServiceGrpc.getApplyValidationMethod(), NodeRole.COORDINATOR)
+                .allow(WorkerServiceGrpc.getDismissMethod(), NodeRole.COORDINATOR)
+                .allow(WorkerServiceGrpc.getStepsMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
+                .allow(WorkerServiceGrpc.getReleaseMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
+                .build();
+    }
 
     public WorkerGrpcService(PartitionManager partitions, PipelineStage stage, PartitionChecksums checksums,
                              CoordinatorGateway coordinators, DiscoveryGateway membership) {
@@ -69,14 +82,12 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
     @Override
     public void reportChecksums(ChecksumRequest request, StreamObserver<ChecksumReport> response) {
-        CallerInterceptor.current().requireRole("checksum request", NodeRole.COORDINATOR);
         response.onNext(WorkerMessages.checksumReport(checksums.report(request.getEpoch())));
         response.onCompleted();
     }
 
     @Override
     public void applyValidation(ValidationResult request, StreamObserver<ValidationAck> response) {
-        CallerInterceptor.current().requireRole("validation verdict", NodeRole.COORDINATOR);
         boolean contributed = checksums.apply(WorkerMessages.verdict(request));
         response.onNext(ValidationAck.newBuilder().setContributed(contributed).build());
         response.onCompleted();
@@ -84,7 +95,6 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
     @Override
     public void assignPartition(AssignPartitionRequest request, StreamObserver<AssignPartitionResponse> response) {
-        CallerInterceptor.current().requireRole("partition assignment", NodeRole.COORDINATOR);
         partitions.assign(WorkerMessages.assignment(request));
         response.onNext(AssignPartitionResponse.newBuilder().setAccepted(true).build());
         response.onCompleted();
@@ -94,7 +104,6 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
     @Override
     public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
         Caller caller = CallerInterceptor.current();
-        caller.requireRole("pipeline steps", NodeRole.COORDINATOR, NodeRole.WORKER);
         return OneWayReceiver.of(request -> {
             // Token ids enter the pipeline from a coordinator; hidden states come from the stage before.
             if (partitions.status().hasEmbedding()) {
@@ -108,7 +117,6 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
     @Override
     public void release(ReleaseRequest request, StreamObserver<ReleaseResponse> response) {
-        CallerInterceptor.current().requireRole("release", NodeRole.COORDINATOR, NodeRole.WORKER);
         stage.release(request.getSequenceIdsList(), WorkerMessages.endpoints(request.getDownstreamList()));
         response.onNext(ReleaseResponse.getDefaultInstance());
         response.onCompleted();

@@ -1,6 +1,7 @@
 package io.butterfly.common.grpc.tls;
 
 import io.butterfly.common.grpc.CallerInterceptor;
+import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.tls.ClusterTls;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -10,6 +11,7 @@ import java.security.cert.X509Certificate;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.ssl.SslBundleRegistrar;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -26,8 +28,8 @@ import org.springframework.grpc.server.GlobalServerInterceptor;
  * Mutual TLS for every service (docs/security.md): loads this node's certificate, key and the cluster CA
  * ({@code butterfly.tls.*}) into the {@link ClusterTls} the gateways open their channels and Raft its links with,
  * registers it as the SSL bundle {@value #BUNDLE} that the gRPC server serves with
- * ({@code spring.grpc.server.ssl.bundle}, client certificates required), and identifies each caller from its
- * certificate ({@link CallerInterceptor}).
+ * ({@code spring.grpc.server.ssl.bundle}, client certificates required), and identifies and authorizes each caller
+ * from its certificate ({@link CallerInterceptor}, by each service's {@link CallerRoles} table).
  */
 @AutoConfiguration
 @EnableConfigurationProperties(TlsProperties.class)
@@ -70,8 +72,8 @@ public class ClusterTlsAutoConfiguration {
 
     @Bean
     @GlobalServerInterceptor
-    CallerInterceptor callerInterceptor(ClusterTls tls) {
-        return new CallerInterceptor(tls.enabled());
+    CallerInterceptor callerInterceptor(ClusterTls tls, ObjectProvider<CallerRoles> tables) {
+        return new CallerInterceptor(tls.enabled(), tables.orderedStream().toList());
     }
 
     private static List<X509Certificate> certificates(Path file) {

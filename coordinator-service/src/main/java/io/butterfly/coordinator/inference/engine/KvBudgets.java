@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.inference.scheduler;
+package io.butterfly.coordinator.inference.engine;
 
 import java.util.HashMap;
 import java.util.List;

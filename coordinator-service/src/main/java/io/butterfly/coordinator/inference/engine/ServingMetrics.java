@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.inference;
+package io.butterfly.coordinator.inference.engine;
 
 /**
  * What the engine reports for operators (config publishes it for Prometheus under vLLM's names, where vLLM has

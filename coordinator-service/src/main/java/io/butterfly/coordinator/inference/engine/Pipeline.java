@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.inference;
+package io.butterfly.coordinator.inference.engine;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.coordinator.cluster.NodeInfo;

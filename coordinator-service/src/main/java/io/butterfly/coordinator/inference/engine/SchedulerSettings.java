@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.inference.scheduler;
+package io.butterfly.coordinator.inference.engine;
 
 /**
  * What the scheduler may put together (names after vLLM's where it has one).

@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.inference;
+package io.butterfly.coordinator.inference.engine;
 
 import java.util.List;
 

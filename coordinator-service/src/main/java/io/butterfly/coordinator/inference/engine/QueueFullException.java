@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.inference.scheduler;
+package io.butterfly.coordinator.inference.engine;
 
 /** Refused: {@code max-waiting} requests wait already (429 with Retry-After). */
 public final class QueueFullException extends RuntimeException {

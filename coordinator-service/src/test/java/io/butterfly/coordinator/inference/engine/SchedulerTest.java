@@ -1,4 +1,4 @@
-package io.butterfly.coordinator.inference.scheduler;
+package io.butterfly.coordinator.inference.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -20,15 +20,19 @@ class SchedulerTest {
         return new SchedulerSettings(maxSeqs, budget, chunk, maxWaiting, microBatches);
     }
 
-    private static SequenceProgress seq(String id, int prompt, int maxTokens) {
-        return new SequenceProgress(id, prompt, maxTokens);
+    private static Sequence seq(String id, int prompt, int maxTokens) {
+        return new Sequence(id, new long[prompt], maxTokens, DECODING, SequenceOutputs.NONE);
     }
+
+    /** Decoding that never ends a sequence early: it ends at max_tokens. */
+    private static final Sequence.Decoding DECODING = new Sequence.Decoding(null, new io.butterfly.common.model.ModelConfig(
+            io.butterfly.common.model.Architecture.LLAMA, 2, 16, 2, 2, 32, 512, 64, 1e-5, 10000.0, false, 1, 2), true);
 
     @Test
     void aMicroBatchCarriesTheRunningDecodesAndPromptChunksUnderTheTokenBudget() {
         Scheduler s = new Scheduler(settings(2, 6, 4, 8, 1));
-        SequenceProgress a = seq("a", 2, 5);
-        SequenceProgress b = seq("b", 9, 5);
+        Sequence a = seq("a", 2, 5);
+        Sequence b = seq("b", 9, 5);
         s.add(a);
         s.add(b);
 
@@ -74,7 +78,7 @@ class SchedulerTest {
         for (int i = 0; i < others; i++) {
             s.add(seq("o" + i, 1 + random.nextInt(60), 1 + random.nextInt(5)));
         }
-        SequenceProgress target = seq("target", prompt, 3);
+        Sequence target = seq("target", prompt, 3);
         s.add(target);
         List<Integer> ends = new ArrayList<>();
         while (target.prefilling()) {
@@ -92,9 +96,9 @@ class SchedulerTest {
     @Test
     void aLongPromptDelaysTheRunningDecodesByAtMostOneChunk() {
         Scheduler s = new Scheduler(settings(8, 20, 8, 8, 1));
-        List<SequenceProgress> decoding = new ArrayList<>();
+        List<Sequence> decoding = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            SequenceProgress d = seq("d" + i, 1, 100);
+            Sequence d = seq("d" + i, 1, 100);
             decoding.add(d);
             s.add(d);
         }
@@ -115,9 +119,9 @@ class SchedulerTest {
         Scheduler s = new Scheduler(settings(8, 100, 16, 8, 1));
         // One stage of 100 bytes; a sequence takes a byte per position it may reach.
         s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", 100, positions -> positions))), 1);
-        SequenceProgress big = seq("big", 10, 60);      // 70
-        SequenceProgress bigger = seq("bigger", 10, 40); // 50: does not fit beside big
-        SequenceProgress small = seq("small", 2, 3);     // 5: would fit, but waits its turn
+        Sequence big = seq("big", 10, 60);      // 70
+        Sequence bigger = seq("bigger", 10, 40); // 50: does not fit beside big
+        Sequence small = seq("small", 2, 3);     // 5: would fit, but waits its turn
         s.add(big);
         s.add(bigger);
         s.add(small);
@@ -157,15 +161,15 @@ class SchedulerTest {
     void aSequenceRemovedWhileWaitingOrRunningLeavesAndFreesItsReservation() {
         Scheduler s = new Scheduler(settings(4, 10, 4, 4, 1));
         s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", 100, p -> p))), 1);
-        SequenceProgress a = seq("a", 2, 3);
-        SequenceProgress b = seq("b", 2, 3);
+        Sequence a = seq("a", 2, 3);
+        Sequence b = seq("b", 2, 3);
         s.add(a);
         s.add(b);
         s.stepped(s.next());
         s.remove(a);
         assertThat(s.running()).isEqualTo(1);
         assertThat(s.budgets().used("w")).isEqualTo(5);
-        SequenceProgress c = seq("c", 2, 3);
+        Sequence c = seq("c", 2, 3);
         s.add(c);
         s.remove(c); // a client gone before it started
         assertThat(s.waiting()).isZero();
@@ -209,7 +213,7 @@ class SchedulerTest {
             long kv = 200 + random.nextInt(400);
             Scheduler s = new Scheduler(settings(maxSeqs, budget, chunk, 1_000, microBatches));
             s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", kv, p -> p))), microBatches);
-            Map<SequenceProgress, Integer> remaining = new HashMap<>();
+            Map<Sequence, Integer> remaining = new HashMap<>();
             List<String> arrived = new ArrayList<>();
             List<String> started = new ArrayList<>();
             Deque<MicroBatch> inFlight = new ArrayDeque<>();
@@ -218,7 +222,7 @@ class SchedulerTest {
             for (int tick = 0; tick < 100_000 && (toArrive > 0 || !remaining.isEmpty()); tick++) {
                 if (toArrive > 0 && random.nextInt(3) == 0) {
                     int maxTokens = 1 + random.nextInt(20);
-                    SequenceProgress q = seq("q" + n++, 1 + random.nextInt(Math.min(120, (int) kv - maxTokens)), maxTokens);
+                    Sequence q = seq("q" + n++, 1 + random.nextInt(Math.min(120, (int) kv - maxTokens)), maxTokens);
                     s.add(q);
                     arrived.add(q.id());
                     remaining.put(q, maxTokens);
@@ -266,7 +270,7 @@ class SchedulerTest {
     void aResumedSequenceReplaysItsHistoryCutAsTheFirstTimeWithStepsInFlightBehindEachOther() {
         Scheduler s = new Scheduler(settings(4, 64, 4, 8, 3));
         s.pipeline(new KvBudgets(List.of(new KvBudgets.Stage("w", 100, p -> p))), 3);
-        SequenceProgress a = seq("a", 6, 10);
+        Sequence a = seq("a", 6, 10);
         s.add(a);
         List<List<Integer>> first = new ArrayList<>();
         for (int generated = 0; generated < 3; ) { // its prompt, then decodes until 3 tokens are chosen
@@ -275,16 +279,20 @@ class SchedulerTest {
             first.add(List.of(c.position(), c.numTokens()));
             assertThat(s.next()).as("one step at a time").isNull();
             s.stepped(b);
-            generated += c.samples() ? 1 : 0;
+            if (c.samples()) {
+                a.append(7, last -> false);
+                generated++;
+            }
         }
         MicroBatch failed = s.next(); // feeds the third token: lost with a stage
         s.stepFailed(failed);
-        s.pause(a);
+        assertThat(s.pause(a, 1, new IllegalStateException("stage lost"))).as("its first pause").isTrue();
         assertThat(s.next()).as("paused").isNull();
         assertThat(s.budgets().used("w")).as("its reservation stays").isEqualTo(16);
         assertThat(s.running()).isEqualTo(1);
 
-        s.resume(a, 6 + 3);
+        s.resume(a); // its history: the prompt and the 3 tokens
+        assertThat(a.stalled()).as("it waits to generate again until it samples").isTrue();
         assertThat(a.attempt()).isEqualTo(1);
         Deque<MicroBatch> inFlight = new ArrayDeque<>();
         List<List<Integer>> cuts = new ArrayList<>();

@@ -1,15 +1,17 @@
-package io.butterfly.coordinator.inference.scheduler;
+package io.butterfly.coordinator.inference.engine;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
- * Chooses what steps together (vLLM's scheduler, in the small): each micro-batch carries the decodes of running
- * sequences and prompt chunks, under a token budget, first come first served.
+ * Owns the engine's sequences and chooses what steps together (vLLM's scheduler, in the small): each micro-batch
+ * carries the decodes of running sequences and prompt chunks, under a token budget, first come first served.
  *
  * <p>Running sequences come first, oldest first: their decodes, then the chunks of prompts they are still feeding.
  * Waiting sequences start in arrival order while there is room (sequences, and KV cache on every stage); one that
@@ -18,27 +20,35 @@ import java.util.Set;
  * work.
  *
  * <p>A sequence whose step failed for want of a stage is paused: it keeps its KV reservation but is not scheduled until
- * it is resumed, and then replays its history (see {@link SequenceProgress}). Not thread-safe: its
- * engine owns it.
+ * it is resumed, and then replays its history (see {@link Sequence}). Not thread-safe but for {@link #places()}: the
+ * engine's thread owns it.
  */
 public final class Scheduler {
 
     private final SchedulerSettings settings;
-    private final Deque<SequenceProgress> waiting = new ArrayDeque<>();
-    private final Set<SequenceProgress> running = new LinkedHashSet<>();
-    /** Running sequences waiting to be resumed; they keep their KV reservations. */
-    private final Set<SequenceProgress> paused = new LinkedHashSet<>();
+    private final WaitingPlaces places;
+    /** Every sequence here, in arrival order. */
+    private final Map<String, Sequence> sequences = new LinkedHashMap<>();
+    private final Deque<Sequence> waiting = new ArrayDeque<>();
+    /** Sequences holding KV reservations, paused ones included, in the order they (re)started. */
+    private final Set<Sequence> running = new LinkedHashSet<>();
     private KvBudgets budgets = KvBudgets.unlimited();
     private int microBatches;
     private long nextBatchId = 1;
 
     public Scheduler(SchedulerSettings settings) {
         this.settings = settings;
+        this.places = new WaitingPlaces(settings.maxWaiting());
         this.microBatches = settings.microBatchesFor(1);
     }
 
     public SchedulerSettings settings() {
         return settings;
+    }
+
+    /** The waiting queue's places; taken on any thread, given back here. */
+    public WaitingPlaces places() {
+        return places;
     }
 
     /**
@@ -47,7 +57,6 @@ public final class Scheduler {
      */
     public void pipeline(KvBudgets next, int stages) {
         running.forEach(s -> next.reserve(s.reservePositions()));
-        paused.forEach(s -> next.reserve(s.reservePositions()));
         budgets = next;
         microBatches = settings.microBatchesFor(stages);
     }
@@ -62,12 +71,35 @@ public final class Scheduler {
     }
 
     /** Queues a sequence; refused when {@code max-waiting} wait already. */
-    public void add(SequenceProgress s) {
-        if (waiting.size() >= settings.maxWaiting()) {
-            throw new QueueFullException(waiting.size() + " requests are waiting, the most this coordinator queues"
-                    + " (butterfly.coordinator.engine.max-waiting); retry shortly");
-        }
+    public void add(Sequence s) {
+        places.take(1);
+        queue(s);
+    }
+
+    /** Queues a sequence whose place in the queue was taken already ({@link #places()}). */
+    public void queue(Sequence s) {
+        sequences.put(s.id(), s);
         waiting.add(s);
+    }
+
+    /**
+     * Queues a sequence (its place taken) that ran elsewhere (its replica is gone, or its client came back here), to
+     * start by replaying its history.
+     */
+    public void queueReplay(Sequence s, long nowNanos) {
+        s.newStageId();
+        s.takenOver(nowNanos);
+        queue(s);
+    }
+
+    /** The sequence of task {@code id} here, or null. */
+    public Sequence get(String id) {
+        return sequences.get(id);
+    }
+
+    /** Every sequence here, in arrival order (a copy: the caller may end them meanwhile). */
+    public List<Sequence> sequences() {
+        return List.copyOf(sequences.values());
     }
 
     /** The next micro-batch of sequences not in flight; null when nothing can step now. */
@@ -78,7 +110,7 @@ public final class Scheduler {
         int decodeShare = (running.size() + microBatches - 1) / microBatches;
         // Prompts are fed in order: once one's chunk does not fit, none behind it goes first.
         boolean prefillBlocked = false;
-        for (SequenceProgress s : running) {
+        for (Sequence s : running) {
             if (!s.canStep()) {
                 continue;
             }
@@ -96,9 +128,10 @@ public final class Scheduler {
                 decodes++;
             }
         }
-        while (!prefillBlocked && !waiting.isEmpty() && running.size() + paused.size() < settings.maxNumSeqs()
+        while (!prefillBlocked && !waiting.isEmpty() && running.size() < settings.maxNumSeqs()
                 && budgets.fits(waiting.peek().reservePositions())) {
-            SequenceProgress s = waiting.poll();
+            Sequence s = waiting.poll();
+            places.giveBack(1);
             budgets.reserve(s.reservePositions());
             running.add(s);
             int n = s.nextChunk(settings.prefillChunkTokens());
@@ -116,7 +149,7 @@ public final class Scheduler {
         return new MicroBatch(nextBatchId++, chunks);
     }
 
-    private static Chunk chunk(SequenceProgress s, int n) {
+    private static Chunk chunk(Sequence s, int n) {
         return new Chunk(s, s.nextPosition(), n, s.samplesAfter(n), s.attempt());
     }
 
@@ -134,51 +167,46 @@ public final class Scheduler {
         }
     }
 
-    /** Stops scheduling a running sequence until {@link #resume}; it keeps its KV reservation. */
-    public void pause(SequenceProgress s) {
-        if (running.remove(s)) {
-            paused.add(s);
-            s.pause();
-        }
+    /**
+     * Stops scheduling a running sequence until {@link #resume}; it keeps its KV reservation. Answers whether this is
+     * its first pause since it last generated (the one its recovery timeout counts from).
+     */
+    public boolean pause(Sequence s, long nowNanos, RuntimeException cause) {
+        return running.contains(s) && s.pause(nowNanos, cause);
     }
 
     /**
-     * Schedules a paused sequence again, on a new attempt that replays its first {@code historyLength} tokens (its
-     * prompt and what it generated) before it samples the next.
+     * Schedules a paused sequence again, on a new attempt that replays its history (its prompt and what it generated)
+     * before it samples the next token.
      */
-    public void resume(SequenceProgress s, int historyLength) {
-        if (!paused.remove(s)) {
+    public void resume(Sequence s) {
+        if (!s.paused() || !running.remove(s)) {
             throw new IllegalStateException("sequence " + s.id() + " is not paused");
         }
-        s.resume(historyLength);
-        running.add(s);
+        s.replay();
+        running.add(s); // behind those that kept running, as it would start again
     }
 
-    /**
-     * Queues a sequence that ran elsewhere (its replica is gone), to start by replaying its first
-     * {@code historyLength} tokens; refused when the queue is full, as any other.
-     */
-    public void addResumed(SequenceProgress s, int historyLength) {
-        s.resume(historyLength);
-        add(s);
-    }
-
-    /** Ends a sequence, running, paused or waiting: it leaves, and the KV cache it reserved is free again. */
-    public void remove(SequenceProgress s) {
-        if (running.remove(s) || paused.remove(s)) {
+    /** Ends a sequence, running, paused or waiting: it leaves, and the KV cache or queue place it held is free again. */
+    public void remove(Sequence s) {
+        if (sequences.get(s.id()) == s) {
+            sequences.remove(s.id());
+        }
+        if (running.remove(s)) {
             budgets.free(s.reservePositions());
-        } else {
-            waiting.remove(s);
+        } else if (waiting.remove(s)) {
+            places.giveBack(1);
         }
     }
 
     /** Sequences holding KV reservations: running, and paused (waiting to be resumed). */
     public int running() {
-        return running.size() + paused.size();
+        return running.size();
     }
 
+    /** Sequences paused, not scheduled until resumed. */
     public int paused() {
-        return paused.size();
+        return (int) running.stream().filter(Sequence::paused).count();
     }
 
     public int waiting() {

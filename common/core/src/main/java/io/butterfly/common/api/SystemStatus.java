@@ -1,0 +1,80 @@
+package io.butterfly.common.api;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import java.util.List;
+import tools.jackson.databind.PropertyNamingStrategies;
+import tools.jackson.databind.annotation.JsonNaming;
+
+/**
+ * The coordinator's {@code GET /api/v1/system/state}: the system, its epoch and model, the checks, every node, the
+ * pipeline and its spares, the recovery under way and the last one, the plans per epoch, paused tasks, and the
+ * control log's Raft group (docs/api.md). The server writes it, the CLI and the tests read it.
+ *
+ * @param recovery      the recovery under way; null when none is
+ * @param lastRecovery  the last recovery that ended; null while one is under way, or before any
+ * @param config        the committed cluster configuration; null before bootstrap
+ */
+@JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+public record SystemStatus(String systemState, long epoch, String coordinator, String modelId, String merkleRoot,
+                           Feasibility feasibility, WeightValidation weightValidation, String statusMessage,
+                           List<NodeStatus> nodes, Quorum quorum, List<String> pipeline, List<String> spares,
+                           List<String> draining, RecoveryStatus recovery, LastRecovery lastRecovery, List<Plan> plans,
+                           List<PausedTask> pausedTasks, long lastAppliedIndex, Raft raft, Config config) {
+
+    /** The planner's verdict on whether the cluster can hold the model. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record Feasibility(String planner, boolean feasible,
+                              @JsonInclude(JsonInclude.Include.NON_NULL) String errorCode, long requiredBytes,
+                              long availableBytes, String reason, String checkedAt) {
+    }
+
+    /** The cross-validation of the loaded weights of an epoch. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record WeightValidation(long epoch, String status, String merkleRoot, String partitionRoot,
+                                   List<String> validatedNodes, List<String> failedNodes, List<String> problems,
+                                   String validatedAt) {
+    }
+
+    /** Every stage of the plan is needed: how many are, and how the nodes stand. */
+    public record Quorum(int required, long operational, long suspected, long failed) {
+    }
+
+    /** The recovery under way: its phase, cause, the plan being loaded and how far it is. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record RecoveryStatus(String phase, boolean recovering, String cause, List<String> lostNodes,
+                                 String startedAt, long sinceFailureMs, long fromEpoch, Long planEpoch, Plan plan,
+                                 String stagesReady, String reason, Integer pausedRequests) {
+    }
+
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record LastRecovery(String cause, List<String> lostNodes, String startedAt, String endedAt, long durationMs,
+                               long fromEpoch, long toEpoch) {
+    }
+
+    /** The stages an epoch assigned, and why. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record Plan(long epoch, String reason, String assignedAt, List<Stage> stages) {
+    }
+
+    /** @param layerRange {@code [start, end)} */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record Stage(String nodeId, List<Integer> layerRange, boolean hasEmbedding, boolean hasHead) {
+    }
+
+    /** A running task that generates nothing now (a stage failed, or its client or coordinator went away). */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record PausedTask(String taskId, String owner, String pausedAt, String reason, int generatedTokens) {
+    }
+
+    /** The control log's Raft group as the answering replica sees it. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record Raft(String leaderId, long term, String selfId, String role, long lastAppliedIndex,
+                       long logStartIndex, List<String> peers) {
+    }
+
+    /** The committed cluster configuration. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record Config(String clusterName, int quorumSize, int maxByzantine, int currentMemberCount,
+                         String protocolVersion) {
+    }
+}
