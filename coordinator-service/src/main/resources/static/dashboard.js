@@ -36,7 +36,12 @@ function renderState(s) {
   const system = $('system-state');
   system.textContent = s.system_state;
   system.className = 'badge s-' + s.system_state;
-  $('model-id').textContent = s.model_id || '–';
+  const current = (s.plans || []).find(p => p.epoch === s.epoch);
+  const format = current && current.stages.length ? current.stages[0].weight_format : null;
+  $('model-id').textContent = (s.model_id || '–') + (format ? ' (' + format + ')' : '');
+  const error = $('model-error');
+  error.textContent = s.model_error ? 'the model cannot be served: ' + s.model_error.cause : '';
+  error.hidden = !s.model_error;
   $('epoch').textContent = s.epoch;
   $('replica').textContent = s.coordinator;
   renderRaft(s.raft || {});

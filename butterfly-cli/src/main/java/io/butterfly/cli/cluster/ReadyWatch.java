@@ -97,6 +97,10 @@ final class ReadyWatch {
                     return false;
                 }
             }
+            if (state.modelError() != null) {
+                out.println("the model cannot be served: " + state.modelError().cause());
+                return false;
+            }
             SystemStatus.Feasibility feasibility = state.feasibility();
             if (feasibility != null && !feasibility.feasible()) {
                 out.println("the cluster cannot hold the model: " + feasibility.reason());

@@ -38,6 +38,12 @@ public class ModelCatalog implements AutoCloseable {
     private final ChatTemplate.Compiler templates;
     private final ManifestVerifier verifier;
     private volatile ServedModel served;
+    /** Why the model cannot be served, while the registry says its import failed; null otherwise. */
+    private volatile Unavailable unavailable;
+
+    /** The registry's cause for not serving the model, and since when (epoch milliseconds) it has said so. */
+    public record Unavailable(String cause, long sinceMs) {
+    }
 
     public ModelCatalog(Settings settings, ModelRegistry registry, Tokenizer.Loader tokenizers,
                         ChatTemplate.Compiler templates) {
@@ -68,7 +74,16 @@ public class ModelCatalog implements AutoCloseable {
      * bootstrap's would otherwise download into the same files.
      */
     public synchronized ServedModel load() throws IOException {
-        Manifest manifest = verifier.verifyFor(settings.modelId(), registry.manifest(settings.modelId()));
+        Manifest fetched;
+        try {
+            fetched = registry.manifest(settings.modelId());
+        } catch (ModelImportFailedException e) {
+            Unavailable before = unavailable;
+            unavailable = new Unavailable(e.getMessage(), before != null ? before.sinceMs() : System.currentTimeMillis());
+            throw e;
+        }
+        unavailable = null;
+        Manifest manifest = verifier.verifyFor(settings.modelId(), fetched);
         if (served != null && served.manifest().equals(manifest)) {
             return served; // loaded already (by the warm-up) from this very manifest
         }
@@ -108,6 +123,11 @@ public class ModelCatalog implements AutoCloseable {
     /** Where this replica keeps the files it fetched of {@code modelId}. */
     public Path directory(String modelId) {
         return settings.dataDir().resolve("models").resolve(modelId);
+    }
+
+    /** Why the model cannot be served, while the registry says its import failed. */
+    public java.util.Optional<Unavailable> unavailable() {
+        return java.util.Optional.ofNullable(unavailable);
     }
 
     /** The served model, once bootstrap fetched it. */

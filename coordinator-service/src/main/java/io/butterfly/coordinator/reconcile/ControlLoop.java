@@ -10,6 +10,7 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.control.Leadership;
 import io.butterfly.coordinator.model.ModelCatalog;
+import io.butterfly.coordinator.model.ModelImportFailedException;
 import io.butterfly.coordinator.model.RegistryUnavailableException;
 import io.butterfly.coordinator.model.ServedModel;
 import io.butterfly.coordinator.planning.ModelFootprints;
@@ -313,6 +314,9 @@ public class ControlLoop implements AutoCloseable {
         } catch (ButterflyException e) {
             // An untrusted or forged manifest is never used; keep asking in case the registry is re-keyed.
             log.error("refusing the manifest of the served model: {}: {}", e.code(), e.getMessage());
+        } catch (ModelImportFailedException e) {
+            // Shown in system/state (model_error); asked again in case the model is imported anew.
+            log.error("the registry cannot serve the model: {}", e.getMessage());
         } catch (RegistryUnavailableException e) {
             log.info("waiting for the registry to serve the model: {}", e.getMessage());
         } catch (Exception e) {

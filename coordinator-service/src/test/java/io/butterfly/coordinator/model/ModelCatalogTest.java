@@ -53,11 +53,16 @@ class ModelCatalogTest {
     /** Serves one signed manifest and its files, or answers UNAVAILABLE while {@code down}. */
     static final class Registry extends ModelRegistryGrpc.ModelRegistryImplBase {
         volatile boolean down = true;
+        volatile String importFailed;
         ModelManifest manifest;
         Path dir;
 
         @Override
         public void getManifest(GetManifestRequest request, StreamObserver<ModelManifest> response) {
+            if (importFailed != null) {
+                response.onError(Status.FAILED_PRECONDITION.withDescription(importFailed).asRuntimeException());
+                return;
+            }
             if (down) {
                 response.onError(Status.UNAVAILABLE.withDescription("registry restarting").asRuntimeException());
                 return;
@@ -134,6 +139,21 @@ class ModelCatalogTest {
                             + registry.manifest.getMerkleRoot() + ")").contains("registry restarting");
                 });
         assertThat(catalog.holds(registry.manifest.getMerkleRoot())).isFalse();
+    }
+
+    @Test
+    void aModelWhoseImportFailedIsUnavailableWithTheRegistrysCauseUntilItIsServed() throws Exception {
+        registry.importFailed = "the import of model 'tiny' from /models/tiny failed: the registry ran out of memory";
+        assertThatThrownBy(catalog::load).isInstanceOf(ModelImportFailedException.class);
+        assertThat(catalog.unavailable()).hasValueSatisfying(u -> assertThat(u.cause()).contains("ran out of memory"));
+        long since = catalog.unavailable().orElseThrow().sinceMs();
+        assertThatThrownBy(catalog::load).isInstanceOf(ModelImportFailedException.class);
+        assertThat(catalog.unavailable().orElseThrow().sinceMs()).isEqualTo(since);
+
+        registry.importFailed = null;
+        registry.down = false;
+        catalog.load();
+        assertThat(catalog.unavailable()).isEmpty();
     }
 
     @Test

@@ -13,13 +13,21 @@ import tools.jackson.databind.annotation.JsonNaming;
  * @param recovery      the recovery under way; null when none is
  * @param lastRecovery  the last recovery that ended; null while one is under way, or before any
  * @param config        the committed cluster configuration; null before bootstrap
+ * @param modelError    why the model cannot be served (its import failed in the registry, with the registry's cause);
+ *                      null while nothing says so
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 public record SystemStatus(String systemState, long epoch, String coordinator, String modelId, String merkleRoot,
                            Feasibility feasibility, WeightValidation weightValidation, String statusMessage,
                            List<NodeStatus> nodes, Quorum quorum, List<String> pipeline, List<String> spares,
                            List<String> draining, RecoveryStatus recovery, LastRecovery lastRecovery, List<Plan> plans,
-                           List<PausedTask> pausedTasks, long lastAppliedIndex, Raft raft, Config config) {
+                           List<PausedTask> pausedTasks, long lastAppliedIndex, Raft raft, Config config,
+                           @JsonInclude(JsonInclude.Include.NON_NULL) ModelError modelError) {
+
+    /** The registry's cause for not serving the model, and since when this coordinator has been told it. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record ModelError(String cause, String since) {
+    }
 
     /** The planner's verdict on whether the cluster can hold the model. */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
@@ -56,9 +64,17 @@ public record SystemStatus(String systemState, long epoch, String coordinator, S
     public record Plan(long epoch, String reason, String assignedAt, List<Stage> stages) {
     }
 
-    /** @param layerRange {@code [start, end)} */
+    /**
+     * @param layerRange   {@code [start, end)}
+     * @param weightFormat the served model's weights as stored (F32, BF16, Q8_0, Q4_0, Q4_K, ...: the type holding
+     *                     most parameters); null before this coordinator fetched the model
+     * @param weightBytes  memory the stage's weights take as its worker holds them (its shards, quantized blocks as
+     *                     they are, float ones at the workers' precision); 0 before this coordinator fetched the model
+     */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-    public record Stage(String nodeId, List<Integer> layerRange, boolean hasEmbedding, boolean hasHead) {
+    public record Stage(String nodeId, List<Integer> layerRange, boolean hasEmbedding, boolean hasHead,
+                        @JsonInclude(JsonInclude.Include.NON_NULL) String weightFormat,
+                        @JsonInclude(JsonInclude.Include.NON_DEFAULT) long weightBytes) {
     }
 
     /** A running task that generates nothing now (a stage failed, or its client or coordinator went away). */

@@ -29,6 +29,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.stream.IntStream;
+import io.butterfly.coordinator.model.ModelCatalog;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
@@ -45,34 +46,45 @@ public class SystemStateController {
     private final CoordinatorProperties props;
     private final LoadTelemetry telemetry;
     private final ObjectProvider<PausedRequests> paused;
+    private final ObjectProvider<ModelCatalog> models;
     private final java.time.Clock clock;
 
     public SystemStateController(ControlLog control, Liveness liveness, CoordinatorProperties props,
-                                 LoadTelemetry telemetry, ObjectProvider<PausedRequests> paused, java.time.Clock clock) {
+                                 LoadTelemetry telemetry, ObjectProvider<PausedRequests> paused,
+                                 ObjectProvider<ModelCatalog> models, java.time.Clock clock) {
         this.control = control;
         this.liveness = liveness;
         this.props = props;
         this.telemetry = telemetry;
         this.paused = paused;
+        this.models = models;
         this.clock = clock;
     }
 
     @GetMapping("/system/state")
     public SystemStatus systemState() {
         ClusterState s = control.state();
+        StageWeights weights = StageWeights.of(models.getIfAvailable(), s);
         return new SystemStatus(s.system().name(), s.epoch(), props.nodeId(), s.modelId(), s.merkleRoot(),
                 IntegrityView.feasibility(s.checks()), IntegrityView.validation(s.checks()), s.statusMessage(), nodes(),
-                quorum(s), s.pipeline(), s.spares(), s.draining(), recovery(s),
+                quorum(s), s.pipeline(), s.spares(), s.draining(), recovery(s, weights),
                 s.recovery() == null || s.recovery().ongoing() ? null : lastRecovery(s.recovery()),
-                s.plans().stream().map(SystemStateController::plan).toList(), pausedTasks(s), s.lastAppliedIndex(),
-                raft(), config(s.config()));
+                s.plans().stream().map(p -> plan(p, weights)).toList(), pausedTasks(s), s.lastAppliedIndex(),
+                raft(), config(s.config()), modelError());
+    }
+
+    /** Why the model cannot be served, when the registry said its import failed. */
+    private SystemStatus.ModelError modelError() {
+        ModelCatalog catalog = models.getIfAvailable();
+        return catalog == null ? null : catalog.unavailable()
+                .map(u -> new SystemStatus.ModelError(u.cause(), instant(u.sinceMs()))).orElse(null);
     }
 
     /**
      * The ongoing recovery (null when none): its phase, since when, the epoch that served and the plan being loaded,
      * how far that is, and how many of this replica's requests wait for it.
      */
-    private SystemStatus.RecoveryStatus recovery(ClusterState s) {
+    private SystemStatus.RecoveryStatus recovery(ClusterState s, StageWeights weights) {
         RecoveryPhase phase = s.recoveryPhase();
         if (phase == null) {
             return null;
@@ -82,7 +94,7 @@ public class SystemStateController {
         PausedRequests p = paused.getIfAvailable();
         return new SystemStatus.RecoveryStatus(phase.name(), phase.recovering(), r.cause(), r.lostNodes(),
                 instant(r.startedAtMs()), Math.max(0, clock.millis() - r.startedAtMs()), r.fromEpoch(),
-                planned ? s.epoch() : null, planned ? s.plan(s.epoch()).map(SystemStateController::plan).orElse(null) : null,
+                planned ? s.epoch() : null, planned ? s.plan(s.epoch()).map(e -> plan(e, weights)).orElse(null) : null,
                 s.pipeline().stream().filter(id -> s.nodes().get(id).partition() == PartitionState.READY).count() + "/"
                         + s.pipeline().size(), s.statusMessage(), p == null ? null : p.pausedRequests());
     }
@@ -92,13 +104,14 @@ public class SystemStateController {
                 r.endedAtMs() - r.startedAtMs(), r.fromEpoch(), r.toEpoch());
     }
 
-    private static SystemStatus.Plan plan(EpochPlan p) {
+    private static SystemStatus.Plan plan(EpochPlan p, StageWeights weights) {
         return new SystemStatus.Plan(p.epoch(), p.reason(), instant(p.atMs()),
-                p.stages().stream().map(SystemStateController::stage).toList());
+                p.stages().stream().map(a -> stage(a, weights)).toList());
     }
 
-    private static SystemStatus.Stage stage(StageAssignment a) {
-        return new SystemStatus.Stage(a.nodeId(), List.of(a.layerStart(), a.layerEnd()), a.hasEmbedding(), a.hasHead());
+    private static SystemStatus.Stage stage(StageAssignment a, StageWeights weights) {
+        return new SystemStatus.Stage(a.nodeId(), List.of(a.layerStart(), a.layerEnd()), a.hasEmbedding(), a.hasHead(),
+                weights.format(), weights.bytes(a));
     }
 
     /** The control log's Raft group as this replica sees it (leader, term, own role, peers). */

@@ -5,6 +5,7 @@ import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.common.transfer.ShardDownloader;
+import io.butterfly.coordinator.model.ModelImportFailedException;
 import io.butterfly.coordinator.model.ModelRegistry;
 import io.butterfly.coordinator.model.RegistryUnavailableException;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
@@ -35,6 +36,9 @@ public final class RegistryGateway implements ModelRegistry, AutoCloseable {
             return ManifestMessages.fromProto(registry().withDeadlineAfter(10, TimeUnit.SECONDS)
                     .getManifest(GetManifestRequest.newBuilder().setModelId(modelId).build()));
         } catch (StatusRuntimeException e) {
+            if (e.getStatus().getCode() == io.grpc.Status.Code.FAILED_PRECONDITION) {
+                throw new ModelImportFailedException(e.getStatus().getDescription(), e); // the registry's own cause
+            }
             throw unavailable(e);
         }
     }

@@ -60,8 +60,9 @@ class RestJsonTest {
     RestJsonTest() {
         ObjectProvider<PausedRequests> paused = mock(ObjectProvider.class);
         when(paused.getIfAvailable()).thenReturn(() -> 2);
+        ObjectProvider<io.butterfly.coordinator.model.ModelCatalog> models = mock(ObjectProvider.class);
         controller = new SystemStateController(control, liveness, ReadyCluster.props("coordinator-0"), telemetry, paused,
-                clock);
+                models, clock);
     }
 
     @AfterEach
