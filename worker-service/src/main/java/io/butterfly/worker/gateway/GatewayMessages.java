@@ -7,6 +7,7 @@ import io.butterfly.proto.common.v1.GpuInfo;
 import io.butterfly.proto.common.v1.NodeCapabilities;
 import io.butterfly.proto.common.v1.StorageType;
 import io.butterfly.proto.coordinator.v1.LoadPhase;
+import io.butterfly.common.sampling.GreedyChoice;
 import io.butterfly.proto.coordinator.v1.LoadReport;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
@@ -63,7 +64,8 @@ public final class GatewayMessages {
         for (Step.Slice s : step.sequences()) {
             b.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
-                    .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits()));
+                    .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits()).setGreedy(s.greedy())
+                    .setGreedyAlternatives(s.greedyAlternatives()));
         }
         step.downstream().subList(1, step.downstream().size()).forEach(e -> b.addDownstream(endpoint(e)));
         if (step.replyTo() != null) {
@@ -76,6 +78,14 @@ public final class GatewayMessages {
         StepOutcome.Builder b = StepOutcome.newBuilder().setTaskId(o.taskId()).setStep(o.step());
         if (o.logits() != null) {
             b.setLogits(TensorCodec.float32(o.logits().littleEndianFloats(), o.logits().shape()));
+            for (GreedyChoice g : o.greedy()) {
+                io.butterfly.proto.worker.v1.GreedyChoice.Builder c = io.butterfly.proto.worker.v1.GreedyChoice.newBuilder()
+                        .setTokenId(g.token()).setLogit(g.logit()).setLogZ(g.logZ());
+                for (int j = 0; j < g.topIds().length; j++) {
+                    c.addTopIds(g.topIds()[j]).addTopLogits(g.topLogits()[j]);
+                }
+                b.addGreedy(c);
+            }
         } else {
             b.setFailure(failure(o.failure().nodeId(), o.failure().error()));
         }

@@ -25,8 +25,10 @@ public record Step(String taskId, int step, long epoch, List<Slice> sequences, E
      * @param traceContext     the trace context of the coordinator's span of this step for the sequence's request,
      *                         passed on unchanged (empty: the request is not traced)
      * @param skipLogits       nothing is sampled from this step for it: the last stage computes no logits row for it
+     * @param greedy           it decodes greedily: the last stage sends a summary of its logits row, not the row
+     * @param greedyAlternatives how many of the most likely tokens the summary lists (the request's logprobs)
      */
     public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
-                        Map<String, String> traceContext, boolean skipLogits) {
+                        Map<String, String> traceContext, boolean skipLogits, boolean greedy, int greedyAlternatives) {
     }
 }

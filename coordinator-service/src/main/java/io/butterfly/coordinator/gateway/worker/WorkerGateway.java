@@ -6,6 +6,7 @@ import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.inference.engine.Pipeline;
 import io.butterfly.coordinator.inference.engine.StepInput;
+import io.butterfly.common.sampling.GreedyChoice;
 import io.butterfly.coordinator.inference.engine.StepResult;
 import io.butterfly.coordinator.integrity.PartitionReport;
 import io.butterfly.coordinator.reconcile.Assignment;
@@ -177,7 +178,8 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
         for (StepInput.Slice s : in.sequences()) {
             request.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
-                    .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits()));
+                    .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits())
+                    .setGreedy(s.greedyAlternatives() >= 0).setGreedyAlternatives(Math.max(0, s.greedyAlternatives())));
         }
         return steps.submit(r.first(), r.stages(), request.build()).thenApply(ReceivedStep::new);
     }
@@ -216,6 +218,21 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
         @Override
         public List<Long> logitsShape() {
             return outcome.getLogits().getShapeList();
+        }
+
+        @Override
+        public List<GreedyChoice> greedy() {
+            return outcome.getGreedyList().stream().map(g -> new GreedyChoice(g.getTokenId(), g.getLogit(), g.getLogZ(),
+                    g.getTopIdsList().stream().mapToInt(Integer::intValue).toArray(), floats(g.getTopLogitsList())))
+                    .toList();
+        }
+
+        private static float[] floats(List<Float> values) {
+            float[] out = new float[values.size()];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = values.get(i);
+            }
+            return out;
         }
 
         @Override

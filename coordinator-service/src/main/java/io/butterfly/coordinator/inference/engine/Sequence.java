@@ -93,6 +93,15 @@ public final class Sequence {
         return prompt.length;
     }
 
+    /**
+     * For a greedy sequence, how many of the most likely tokens each step reports (its logprobs): the last stage then
+     * sends a summary of the logits row instead of the row; -1 for a sampled one, which needs the row.
+     */
+    public int greedyAlternatives() {
+        var params = decoding().sampler().params();
+        return params.isGreedy() ? params.logprobs() : -1;
+    }
+
     public Decoding decoding() {
         return decoding;
     }

@@ -22,17 +22,19 @@ public record StepInput(long batchId, long epoch, List<Slice> sequences, long[] 
      * @param traceContext     the trace context of the step's span for this sequence's request (empty: not traced)
      * @param skipLogits       no token is sampled from this step for it (a prompt chunk before its last, a replayed
      *                         token): the last stage computes and returns no logits row for it
+     * @param greedyAlternatives for a greedy sequence, how many of the most likely tokens it reports (its logprobs):
+     *                         the last stage returns a summary of its row ({@code GreedyChoice}); -1: the whole row
      */
     public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
-                        Map<String, String> traceContext, boolean skipLogits) {
+                        Map<String, String> traceContext, boolean skipLogits, int greedyAlternatives) {
 
         public Slice {
             traceContext = Map.copyOf(traceContext);
         }
 
-        /** An untraced slice whose logits are wanted. */
+        /** An untraced slice whose whole logits row is wanted. */
         public Slice(String sequenceId, int position, int numTokens, int reservePositions) {
-            this(sequenceId, position, numTokens, reservePositions, Map.of(), false);
+            this(sequenceId, position, numTokens, reservePositions, Map.of(), false, -1);
         }
     }
 

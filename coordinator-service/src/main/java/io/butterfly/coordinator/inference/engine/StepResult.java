@@ -1,15 +1,26 @@
 package io.butterfly.coordinator.inference.engine;
 
+import io.butterfly.common.sampling.GreedyChoice;
 import java.util.List;
 
 /** The last stage's answer to one step, as it arrived: nothing is decoded before it is asked for. */
 public interface StepResult {
 
     /**
-     * The logits at each sequence's last position, {@code [sequences, vocab]} row after row (float32), decoded and
-     * checked against their hash; malformed ones are the stage's failure.
+     * The logits at the last position of each sampling sequence, {@code [sequences, vocab]} row after row (float32),
+     * decoded and checked against their hash; malformed ones are the stage's failure. With {@link #greedy()}
+     * summaries, only the rows of the sampling sequences that did not ask for one.
      */
     float[] logits();
+
+    /**
+     * For each sampling sequence that asked for it ({@code StepInput.Slice#greedyAlternatives} >= 0), in batch order,
+     * the summary of its logits row; empty when the last stage sent every row whole (a worker that predates them, or
+     * a row that could not be summarized).
+     */
+    default List<GreedyChoice> greedy() {
+        return List.of();
+    }
 
     List<Long> logitsShape();
 

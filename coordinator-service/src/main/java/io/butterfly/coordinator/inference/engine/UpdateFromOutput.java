@@ -3,6 +3,7 @@ package io.butterfly.coordinator.inference.engine;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.sampling.GreedyChoice;
 import io.butterfly.coordinator.inference.sampling.TokenChoice;
 import java.time.Duration;
 import java.util.Arrays;
@@ -58,15 +59,16 @@ final class UpdateFromOutput {
         long transport = Math.max(0, pipelineNanos - inStages);
         metrics.transport(transport / 1e9, result.timings().size() + 1);
         scheduler.stepped(batch);
-        float[] logits = null;
-        int vocab = 0;
+        Rows rows = new Rows(batch.chunks(), result);
         List<Chunk> chunks = batch.chunks();
-        int samplingChunks = (int) chunks.stream().filter(Chunk::samples).count();
-        int row = -1; // the logits row of chunk i: the last stage returns rows only for the chunks that sample
         for (int i = 0; i < chunks.size(); i++) {
             Chunk c = chunks.get(i);
-            if (c.samples()) {
-                row++;
+            Rows.Row row = null;
+            RuntimeException malformed = null;
+            try {
+                row = rows.next(c, i);
+            } catch (RuntimeException e) {
+                malformed = e; // told to the chunk's sequence below, if it is still here
             }
             Sequence s = c.sequence();
             if (!here(c)) {
@@ -81,23 +83,72 @@ final class UpdateFromOutput {
                 end(s, null, cancelledError(s), ended);
                 continue;
             }
-            if (!c.samples()) {
+            if (malformed != null) {
+                end(s, null, malformed, ended);
                 continue;
             }
-            if (logits == null) {
-                logits = logits(result, samplingChunks, chunks.size());
-                vocab = (int) (long) result.logitsShape().get(1);
+            if (row == null) {
+                continue;
             }
-            // A worker from before skip_logits (a rolling upgrade) returns a row for every chunk.
-            int at = logits.length / vocab == chunks.size() ? i : row;
             try {
-                String finish = sample(s, Arrays.copyOfRange(logits, at * vocab, (at + 1) * vocab));
+                String finish = sample(s, row);
                 if (finish != null) {
                     end(s, finish, null, ended);
                 }
             } catch (RuntimeException e) {
                 end(s, null, e, ended);
             }
+        }
+    }
+
+    /**
+     * Which part of the last stage's answer is each chunk's: nothing for a chunk that does not sample; for one that
+     * does, its greedy summary (a greedy sequence's, when the stage sent summaries) or its logits row, each kind in
+     * batch order. A worker that predates skip_logits returns a row for every chunk. Malformed answers are the last
+     * stage's failure, told to the chunk that reads them.
+     */
+    private static final class Rows {
+        /** A chunk's share: its whole row ({@code logits} from {@code at}, {@code vocab} long) or its summary. */
+        record Row(float[] logits, int at, int vocab, GreedyChoice greedy) {
+        }
+
+        private final StepResult result;
+        private final List<Chunk> chunks;
+        private final boolean summaries;
+        private final int greedyChunks;
+        private float[] logits;
+        private int vocab;
+        private int row = -1;
+        private int summary = -1;
+
+        Rows(List<Chunk> chunks, StepResult result) {
+            this.result = result;
+            this.chunks = chunks;
+            this.summaries = !result.greedy().isEmpty();
+            this.greedyChunks = (int) chunks.stream().filter(c -> c.samples() && c.sequence().greedyAlternatives() >= 0).count();
+        }
+
+        Row next(Chunk c, int index) {
+            if (!c.samples()) {
+                return null;
+            }
+            if (summaries && c.sequence().greedyAlternatives() >= 0) {
+                summary++;
+                if (result.greedy().size() != greedyChunks) {
+                    throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL, "last stage returned "
+                            + result.greedy().size() + " greedy summaries for " + greedyChunks + " greedy sequence(s)");
+                }
+                return new Row(null, 0, 0, result.greedy().get(summary));
+            }
+            row++;
+            if (logits == null) {
+                int sampling = (int) chunks.stream().filter(Chunk::samples).count() - (summaries ? greedyChunks : 0);
+                logits = logits(result, sampling, chunks.size());
+                vocab = (int) (long) result.logitsShape().get(1);
+            }
+            // A worker from before skip_logits (a rolling upgrade) returns a row for every chunk.
+            int at = !summaries && logits.length / vocab == chunks.size() ? index : row;
+            return new Row(logits, at * vocab, vocab, null);
         }
     }
 
@@ -113,22 +164,31 @@ final class UpdateFromOutput {
         return logits;
     }
 
-    /** Chooses the sequence's next token; returns its finish reason once it ends. */
-    private String sample(Sequence s, float[] logits) {
+    /** Chooses the sequence's next token from its row or its greedy summary; returns its finish reason once it ends. */
+    private String sample(Sequence s, Rows.Row row) {
         Sequence.Decoding d = s.decoding();
-        if (logits.length != d.model().vocabSize()) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
-                    "last stage returned logits of " + logits.length + " tokens, the vocabulary has "
-                            + d.model().vocabSize());
-        }
+        int vocab = d.model().vocabSize();
         long t0 = System.nanoTime();
         int step = s.generatedCount();
         TokenChoice choice;
-        try {
-            choice = d.sampler().choose(logits, step);
-        } catch (IllegalArgumentException e) { // NaN, +infinity, all -infinity: the last stage's failure (502)
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
-                    "last stage returned logits that cannot be sampled at step " + step + ": " + e.getMessage());
+        if (row.greedy() != null) {
+            GreedyChoice g = row.greedy();
+            if (g.token() < 0 || g.token() >= vocab || Double.isNaN(g.logZ()) || Arrays.stream(g.topIds()).anyMatch(id -> id < 0 || id >= vocab)) {
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
+                        "last stage returned a greedy choice outside the vocabulary of " + vocab + ": " + g);
+            }
+            choice = d.sampler().choose(g);
+        } else {
+            if (row.vocab() != vocab) {
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
+                        "last stage returned logits of " + row.vocab() + " tokens, the vocabulary has " + vocab);
+            }
+            try {
+                choice = d.sampler().choose(Arrays.copyOfRange(row.logits(), row.at(), row.at() + vocab), step);
+            } catch (IllegalArgumentException e) { // NaN, +infinity, all -infinity: the last stage's failure (502)
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
+                        "last stage returned logits that cannot be sampled at step " + step + ": " + e.getMessage());
+            }
         }
         long samplingNanos = System.nanoTime() - t0;
         if (s.generatesAgain()) {

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.inference.sampling;
 
+import io.butterfly.common.sampling.GreedyChoice;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -46,35 +47,27 @@ public final class Sampler {
 
     /** log(sum(exp(logits))) in double, shifted by the max for stability; validates the logits. */
     static double logSumExp(float[] logits) {
-        if (logits == null || logits.length == 0) {
-            throw new IllegalArgumentException("logits must not be empty");
-        }
-        double max = Double.NEGATIVE_INFINITY;
-        for (int i = 0; i < logits.length; i++) {
-            float v = logits[i];
-            if (Float.isNaN(v) || v == Float.POSITIVE_INFINITY) {
-                throw new IllegalArgumentException("logit " + i + " is " + v);
-            }
-            max = Math.max(max, v);
-        }
-        if (max == Double.NEGATIVE_INFINITY) {
-            throw new IllegalArgumentException("every logit is -infinity");
-        }
-        double sum = 0;
-        for (float v : logits) {
-            sum += Math.exp(v - max);
-        }
-        return max + Math.log(sum);
+        return GreedyChoice.logSumExp(logits, 0, logits == null ? 0 : logits.length);
     }
 
     static int argmax(float[] logits) {
-        int best = 0;
-        for (int i = 1; i < logits.length; i++) {
-            if (logits[i] > logits[best]) { // strict: the lowest id wins ties
-                best = i;
-            }
+        return GreedyChoice.argmax(logits, 0, logits.length);
+    }
+
+    /**
+     * The choice a greedy sequence's last stage summarized ({@link GreedyChoice}): the same token and
+     * log-probabilities as {@link #choose} gives from the whole row.
+     */
+    public TokenChoice choose(GreedyChoice greedy) {
+        if (!params.isGreedy()) {
+            throw new IllegalStateException("a greedy summary for a sampled sequence");
         }
-        return best;
+        int k = Math.min(params.logprobs(), greedy.topIds().length);
+        List<TokenLogprob> top = new ArrayList<>(k);
+        for (int j = 0; j < k; j++) {
+            top.add(new TokenLogprob(greedy.topIds()[j], greedy.topLogits()[j] - greedy.logZ()));
+        }
+        return new TokenChoice(greedy.token(), greedy.logit() - greedy.logZ(), top);
     }
 
     /** Uniform draw in [0, 1) for this (seed, step), identical on every run and every machine. */
@@ -207,27 +200,10 @@ public final class Sampler {
 
     /** The k most likely tokens under the raw logits, descending by log-probability, ties by id. */
     static List<TokenLogprob> topLogprobs(float[] logits, double logZ, int k) {
-        k = Math.min(k, logits.length);
-        if (k <= 0) {
-            return List.of();
-        }
-        // Insertion into a small sorted buffer: k is at most a few dozen, the vocabulary is large.
-        int[] best = new int[k];
-        int size = 0;
-        for (int i = 0; i < logits.length; i++) {
-            if (size == k && !(logits[i] > logits[best[k - 1]])) {
-                continue; // not better than the current k-th (an equal logit loses: larger id)
-            }
-            int pos = size < k ? size++ : k - 1;
-            while (pos > 0 && logits[i] > logits[best[pos - 1]]) {
-                best[pos] = best[pos - 1];
-                pos--;
-            }
-            best[pos] = i;
-        }
-        List<TokenLogprob> out = new ArrayList<>(k);
-        for (int j = 0; j < size; j++) {
-            out.add(new TokenLogprob(best[j], logits[best[j]] - logZ));
+        int[] best = GreedyChoice.top(logits, 0, logits.length, k);
+        List<TokenLogprob> out = new ArrayList<>(best.length);
+        for (int id : best) {
+            out.add(new TokenLogprob(id, logits[id] - logZ));
         }
         return out;
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.butterfly.common.sampling.GreedyChoice;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
@@ -362,5 +363,35 @@ class SamplerTest {
             }
         }
         return hits / (double) draws;
+    }
+
+    @Test
+    void aGreedySummaryChoosesExactlyWhatTheWholeRowDoes() {
+        Random random = new Random(20261202);
+        for (int trial = 0; trial < 200; trial++) {
+            int vocab = 1 + random.nextInt(500);
+            float[] logits = randomLogits(random, vocab, 1 + random.nextInt(8));
+            if (random.nextBoolean()) { // ties and masked tokens
+                logits[random.nextInt(vocab)] = logits[random.nextInt(vocab)];
+                logits[random.nextInt(vocab)] = Float.NEGATIVE_INFINITY;
+                if (Float.isInfinite(logits[GreedyChoice.argmax(logits, 0, vocab)])) {
+                    logits[0] = 0;
+                }
+            }
+            int logprobs = random.nextInt(21);
+            Sampler sampler = new Sampler(new SamplingParams(0, 1, trial, logprobs));
+            // The summary travels inside a longer buffer of rows, as in a batch.
+            int offset = random.nextInt(3) * vocab;
+            float[] rows = new float[offset + vocab + random.nextInt(7)];
+            System.arraycopy(logits, 0, rows, offset, vocab);
+            GreedyChoice summary = GreedyChoice.of(rows, offset, vocab, logprobs);
+            assertEquals(sampler.choose(logits, trial), sampler.choose(summary), "trial " + trial);
+        }
+    }
+
+    @Test
+    void aSampledSequenceNeverTakesASummary() {
+        GreedyChoice summary = GreedyChoice.of(new float[]{1, 2, 3}, 0, 3, 1);
+        assertThrows(IllegalStateException.class, () -> new Sampler(new SamplingParams(0.7, 1, 1, 0)).choose(summary));
     }
 }

@@ -45,7 +45,7 @@ final class WorkerMessages {
     static Step step(ForwardRequest r) {
         List<Step.Slice> sequences = r.getSequencesList().stream()
                 .map(s -> new Step.Slice(s.getSequenceId(), s.getPosition(), s.getNumTokens(), s.getReservePositions(),
-                        s.getTraceContextMap(), s.getSkipLogits()))
+                        s.getTraceContextMap(), s.getSkipLogits(), s.getGreedy(), s.getGreedyAlternatives()))
                 .toList();
         List<StageTiming> timings = r.getTimingsList().stream()
                 .map(t -> new StageTiming(t.getNodeId(), t.getComputeNanos(), t.getWallNanos())).toList();
