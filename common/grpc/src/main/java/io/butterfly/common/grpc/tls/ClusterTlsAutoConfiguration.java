@@ -1,6 +1,7 @@
 package io.butterfly.common.grpc.tls;
 
 import io.butterfly.common.grpc.CallerInterceptor;
+import io.butterfly.common.grpc.PeerDialer;
 import io.butterfly.common.tls.ClusterTls;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -11,6 +12,7 @@ import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.ssl.SslBundleRegistrar;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.ssl.SslBundle;
@@ -27,7 +29,7 @@ import org.springframework.grpc.server.GlobalServerInterceptor;
  * ({@code butterfly.tls.*}) into the {@link ClusterTls} the gateways open their channels and Raft its links with,
  * registers it as the SSL bundle {@value #BUNDLE} that the gRPC server serves with
  * ({@code spring.grpc.server.ssl.bundle}, client certificates required), and identifies each caller from its
- * certificate ({@link CallerInterceptor}).
+ * certificate ({@link CallerInterceptor}); and opens the service's channels to the others with it ({@link PeerDialer}).
  */
 @AutoConfiguration
 @EnableConfigurationProperties(TlsProperties.class)
@@ -66,6 +68,13 @@ public class ClusterTlsAutoConfiguration {
                         SslBundle.DEFAULT_PROTOCOL, SslManagerBundle.of(tls.keyManagers(), tls.trustManagers())));
             }
         };
+    }
+
+    /** The service's channels to the others, over the network; a test running services in one JVM gives its own. */
+    @Bean
+    @ConditionalOnMissingBean
+    PeerDialer peerDialer(ClusterTls tls) {
+        return PeerDialer.overNetwork(tls);
     }
 
     @Bean
