@@ -32,7 +32,7 @@ class CoordinatorFailoverIT {
     @Test
     void killingTheLeaderElectsANewOneThatServesCommittedTasksAndInference() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(FailureDetectionIT.LLAMA, 5, model);
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
         try (LocalCluster cluster = new LocalCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);

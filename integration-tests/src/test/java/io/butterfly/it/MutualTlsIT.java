@@ -80,7 +80,7 @@ class MutualTlsIT {
     @Test
     void everyPortRefusesStrangersAndEveryNodeScopedCallNeedsItsNode() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(FailureDetectionIT.LLAMA, 5, model);
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
         try (LocalCluster cluster = new LocalCluster(work)) {
             cluster.startAll(model, 2);
             cluster.awaitState(s -> "READY".equals(s.path("system_state").asString())
