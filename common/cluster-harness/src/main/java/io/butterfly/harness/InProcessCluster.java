@@ -5,11 +5,15 @@ import io.butterfly.testsupport.Ports;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -39,9 +43,14 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
         }
     }
 
+    /** How long {@link #close} waits for the services to close. */
+    static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(60);
+    private static final Logger log = LoggerFactory.getLogger(InProcessCluster.class);
+
     private final Path workDir;
     private final InProcessNetwork network = new InProcessNetwork();
-    private final Map<String, ServiceNode> nodes = new ConcurrentHashMap<>();
+    /** In the order they were first started. */
+    private final Map<String, ServiceNode> nodes = Collections.synchronizedMap(new LinkedHashMap<>());
     private final List<String> everyService = new ArrayList<>();
     private final int discoveryGrpc = Ports.free();
     private final int registryGrpc = Ports.free();
@@ -238,7 +247,7 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
 
     @Override
     public void checkNoServiceDied() {
-        for (ServiceNode n : nodes.values()) {
+        for (ServiceNode n : services()) {
             Throwable failure = n.failure();
             if (failure != null) {
                 throw new IllegalStateException(n.name + " failed to start", failure);
@@ -249,7 +258,7 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
     @Override
     public String diagnostics() {
         StringBuilder sb = new StringBuilder("services (their logs are this JVM's):\n");
-        for (ServiceNode n : nodes.values()) {
+        for (ServiceNode n : services()) {
             sb.append("  ").append(n.name).append(": ").append(n.isRunning() ? "running" : "not running")
                     .append(", network ").append(network.reach(n.name).name().toLowerCase()).append('\n');
             Throwable failure = n.failure();
@@ -262,10 +271,17 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
         return sb.toString();
     }
 
+    private List<ServiceNode> services() {
+        synchronized (nodes) {
+            return List.copyOf(nodes.values());
+        }
+    }
+
     private ServiceNode node(String name) {
         ServiceNode n = nodes.get(name);
         if (n == null) {
-            throw new IllegalArgumentException("no service " + name + " in this cluster: " + nodes.keySet());
+            throw new IllegalArgumentException("no service " + name + " in this cluster: "
+                    + services().stream().map(x -> x.name).toList());
         }
         return n;
     }
@@ -276,21 +292,29 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
         return all;
     }
 
-    /** Stops every service: cut off first, so none waits on another while they all close. */
+    /**
+     * Stops every service: cut off first, so none waits on another while they all close. A service that takes longer
+     * than {@link #CLOSE_TIMEOUT} to close is left to finish on its own (and said so), rather than holding up the tests.
+     */
     @Override
     public void close() {
-        nodes.keySet().forEach(network::down);
+        services().forEach(n -> network.down(n.name));
         List<Thread> closing = new ArrayList<>();
-        for (ServiceNode n : nodes.values()) {
+        for (ServiceNode n : services()) {
             Thread t = new Thread(n::stop, "stop-" + n.name);
+            t.setDaemon(true);
             t.start();
             closing.add(t);
         }
+        long deadline = System.nanoTime() + CLOSE_TIMEOUT.toNanos();
         for (Thread t : closing) {
             try {
-                t.join();
+                t.join(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+            }
+            if (t.isAlive()) {
+                log.warn("{} still closing after {}: left to finish on its own", t.getName(), CLOSE_TIMEOUT);
             }
         }
         network.close();

@@ -120,11 +120,13 @@ final class ServiceNode {
         ended = true;
         network.down(name);
         ConfigurableApplicationContext context = context();
-        if (context instanceof WebServerApplicationContext web) {
-            web.getWebServer().stop(); // its clients see their connections drop, not an answer it makes up dying
-        }
         if (service == Service.COORDINATOR) {
-            context.getBean(ControlReplica.class).close(); // its client first: nothing more is committed for it
+            // At once after the cut: the replica's Raft client closes first, so nothing the cut sets off here (steps
+            // failing, streams pausing) is committed for it, as nothing would be from a dead process.
+            context.getBean(ControlReplica.class).close();
+        }
+        if (context instanceof WebServerApplicationContext web) {
+            web.getWebServer().stop(); // its REST clients see their connections drop
         }
         stopped = CompletableFuture.runAsync(() -> closeQuietly(context), runnable -> {
             Thread t = new Thread(runnable, "close-" + name);
