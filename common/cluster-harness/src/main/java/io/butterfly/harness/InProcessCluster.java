@@ -11,6 +11,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,8 +27,8 @@ import org.springframework.context.ConfigurableApplicationContext;
  *
  * <p>Names as {@code ./butterfly up} gives them: "discovery", "registry", "worker-0", ..., "coordinator" (node id
  * coordinator-0), "coordinator-1", .... TLS is off (the in-process transport has no certificates to show: what mutual
- * TLS checks is tested on real sockets). One cluster at a time per JVM: the engine's thread and libtorch's thread pool
- * are the process's.
+ * TLS checks is tested on real sockets). One cluster at a time per JVM; the engine's thread and libtorch's thread
+ * pool are the process's, so the workers' forward passes take turns.
  */
 public final class InProcessCluster implements ClusterApi, AutoCloseable {
 
@@ -43,6 +44,8 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
         }
     }
 
+    /** The cluster open in this JVM, if any: one at a time (discovery's embedded store is named per node id). */
+    private static final AtomicReference<InProcessCluster> OPEN = new AtomicReference<>();
     /** How long {@link #close} waits for the services to close. */
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(60);
     private static final Logger log = LoggerFactory.getLogger(InProcessCluster.class);
@@ -57,8 +60,15 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
     private final int coordinatorGrpc = Ports.free();
     private String publisherKey;
 
-    /** Services keep their data under {@code workDir} (as {@code ./butterfly up} keeps it under .butterfly). */
+    /**
+     * Services keep their data under {@code workDir} (as {@code ./butterfly up} keeps it under .butterfly).
+     *
+     * @throws IllegalStateException while another in-process cluster of this JVM is open
+     */
     public InProcessCluster(Path workDir) {
+        if (!OPEN.compareAndSet(null, this)) {
+            throw new IllegalStateException("another in-process cluster is open in this JVM: close it first");
+        }
         this.workDir = workDir;
     }
 
@@ -318,5 +328,6 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
             }
         }
         network.close();
+        OPEN.compareAndSet(this, null);
     }
 }

@@ -45,6 +45,9 @@ final class ServiceNode {
 
     /** Starts it in the background (after its previous run, if any, has closed). */
     void start() {
+        if (running != null && !ended) {
+            throw new IllegalStateException(name + " runs: kill or stop it before starting it again");
+        }
         CompletableFuture<Void> previous = stopped;
         ended = false;
         running = previous.thenApplyAsync(v -> {
@@ -117,6 +120,9 @@ final class ServiceNode {
      * closes, with nothing it does on the way reaching anyone.
      */
     void kill() {
+        if (running == null || ended) {
+            throw new IllegalStateException(name + " does not run");
+        }
         ended = true;
         network.down(name);
         ConfigurableApplicationContext context = context();
