@@ -28,11 +28,12 @@ final class LocalCluster implements ClusterApi, AutoCloseable {
 
     static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     /**
-     * The services' images (extracted jars and class-data archives), apart from the launcher's: a test never
-     * extracts anew what a cluster started by {@code ./butterfly up} runs from.
+     * The services' images (extracted jars; no class-data archives, which cost the suite's first cluster more than
+     * they saved), apart from the launcher's: a test never extracts anew what a cluster started by
+     * {@code ./butterfly up} runs from.
      */
-    static final ServiceImages IMAGES =
-            ServiceImages.under(ROOT.resolve("integration-tests/target/service-images"), ROOT, JavaRuntime.current());
+    static final ServiceImages IMAGES = ServiceImages.extractedUnder(ROOT.resolve("integration-tests/target/service-images"),
+            ROOT, JavaRuntime.current());
     /** Every service JVM's options, then C1 only: short-lived test services start sooner. */
     private static final List<String> JVM_OPTIONS =
             Stream.concat(ServiceJvm.COMMON.stream(), Stream.of("-XX:TieredStopAtLevel=1")).toList();
@@ -257,7 +258,7 @@ final class LocalCluster implements ClusterApi, AutoCloseable {
         return sb.toString();
     }
 
-    /** Stops every service (giving one that records its class-data archive time to write it). */
+    /** Stops every service. */
     @Override
     public void close() {
         supervisor.stopAll();
