@@ -9,37 +9,31 @@ import io.butterfly.cli.process.ServiceSupervisor;
 import io.butterfly.cli.process.Signal;
 import io.butterfly.cli.tls.ClusterCertificates;
 import io.butterfly.common.crypto.NodeIdentity;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
 import io.butterfly.testsupport.Ports;
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import java.util.Map;
-import java.util.function.Predicate;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Starts the real services as separate JVM processes on loopback (free ports) with the tools' process supervisor,
  * as {@code ./butterfly up} does (mutual TLS, each service with its own certificate from a cluster CA made for the
- * test), and stops them afterwards.
+ * test), and stops them afterwards. Tests that need no separate processes use {@link InProcessCluster}, which answers
+ * the same {@link ClusterApi}.
  */
-final class LocalCluster implements AutoCloseable {
+final class LocalCluster implements ClusterApi, AutoCloseable {
 
-    static final JsonMapper JSON = JsonMapper.builder().build();
     static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     /**
-     * The services' images (extracted jars and class-data archives), apart from the launcher's: a test never
-     * extracts anew what a cluster started by {@code ./butterfly up} runs from.
+     * The services' images (extracted jars; no class-data archives, which cost the suite's first cluster more than
+     * they saved), apart from the launcher's: a test never extracts anew what a cluster started by
+     * {@code ./butterfly up} runs from.
      */
-    static final ServiceImages IMAGES =
-            ServiceImages.under(ROOT.resolve("integration-tests/target/service-images"), ROOT, JavaRuntime.current());
+    static final ServiceImages IMAGES = ServiceImages.extractedUnder(ROOT.resolve("integration-tests/target/service-images"),
+            ROOT, JavaRuntime.current());
     /** Every service JVM's options, then C1 only: short-lived test services start sooner. */
     private static final List<String> JVM_OPTIONS =
             Stream.concat(ServiceJvm.COMMON.stream(), Stream.of("-XX:TieredStopAtLevel=1")).toList();
@@ -48,7 +42,6 @@ final class LocalCluster implements AutoCloseable {
     private final ServiceSupervisor supervisor;
     private final ClusterCertificates certificates;
     private String publisherKey;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     final int discoveryGrpc = Ports.free();
     final int registryGrpc = Ports.free();
     final int registryHttp = Ports.free();
@@ -172,13 +165,6 @@ final class LocalCluster implements AutoCloseable {
         }
     }
 
-    /** POST on a service's own HTTP port. */
-    Reply postTo(String name, String path, String json) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(URI.create(urlOf(name) + path))
-                .timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(json)).build());
-    }
-
     /** Discovery, registry, workers and coordinator, all at once: each retries until its peers are up. */
     void startAll(Path modelDir, int workers) {
         startAll(modelDir, workers, i -> new String[0]);
@@ -236,82 +222,26 @@ final class LocalCluster implements AutoCloseable {
     }
 
     /** A service's own HTTP address. */
-    String urlOf(String name) {
+    @Override
+    public String urlOf(String name) {
         return "http://127.0.0.1:" + supervisor.listed(name).orElseThrow().httpPort();
     }
 
-    String coordinatorUrl() {
+    @Override
+    public String coordinatorUrl() {
         return "http://127.0.0.1:" + coordinatorHttp;
     }
 
-    /** Polls {@code /api/v1/system/state} until the predicate holds. */
-    JsonNode awaitState(Predicate<JsonNode> done, Duration timeout) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        JsonNode last = null;
-        while (System.nanoTime() < deadline) {
-            if (!supervisor.exited().isEmpty()) {
-                throw new IllegalStateException("a service exited early:\n" + tails());
-            }
-            try {
-                last = get("/api/v1/system/state").json();
-                if (done.test(last)) {
-                    return last;
-                }
-            } catch (IOException e) {
-                // not up yet
-            }
-            Thread.sleep(300);
-        }
-        throw new IllegalStateException("timed out; last state " + last + "\n" + tails());
-    }
-
-    /**
-     * The task as coordinator {@code name} reports it once it has ended there: a replica records its tasks off the
-     * request's path, so a task shows there (and ended) a flush interval after its answer, not with it.
-     */
-    JsonNode awaitTaskEnded(String name, String taskId) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
-        Reply r = getFrom(name, "/api/v1/tasks/" + taskId + "/state");
-        while (!(r.status() == 200 && List.of("COMPLETED", "FAILED").contains(r.json().path("state").asString()))
-                && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-            r = getFrom(name, "/api/v1/tasks/" + taskId + "/state");
-        }
-        return r.json();
-    }
-
-    record Reply(int status, String contentType, String body) {
-        JsonNode json() {
-            return JSON.readTree(body);
+    @Override
+    public void checkNoServiceDied() {
+        if (!supervisor.exited().isEmpty()) {
+            throw new IllegalStateException("a service exited early:\n" + tails());
         }
     }
 
-    Reply get(String path) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(URI.create(coordinatorUrl() + path)).timeout(Duration.ofSeconds(10)).GET().build());
-    }
-
-    Reply post(String path, String json) throws IOException, InterruptedException {
-        return post(path, json, "*/*");
-    }
-
-    Reply post(String path, String json, String accept) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(URI.create(coordinatorUrl() + path)).timeout(Duration.ofMinutes(5))
-                .header("Content-Type", "application/json").header("Accept", accept)
-                .POST(HttpRequest.BodyPublishers.ofString(json)).build());
-    }
-
-    /** GET on a service's own HTTP port ({@code "worker-0"}, ...). */
-    Reply getFrom(String name, String path) throws IOException, InterruptedException {
-        return getAbsolute(urlOf(name) + path);
-    }
-
-    Reply getAbsolute(String url) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).GET().build());
-    }
-
-    Reply send(HttpRequest request) throws IOException, InterruptedException {
-        HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
-        return new Reply(r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
+    @Override
+    public String diagnostics() {
+        return tails();
     }
 
     /** The last {@code lines} lines a service logged. */
@@ -328,7 +258,7 @@ final class LocalCluster implements AutoCloseable {
         return sb.toString();
     }
 
-    /** Stops every service (giving one that records its class-data archive time to write it). */
+    /** Stops every service. */
     @Override
     public void close() {
         supervisor.stopAll();

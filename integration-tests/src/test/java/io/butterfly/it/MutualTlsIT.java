@@ -15,6 +15,7 @@ import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.common.pki.ClusterCa;
 import io.butterfly.common.pki.NodeCertificate;
 import io.butterfly.common.tls.ClusterTls;
+import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.proto.common.v1.MessageType;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
@@ -60,8 +61,9 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Mutual TLS on every gRPC port of a running cluster (discovery, the registry, both workers, the coordinator and its
- * Raft port): while the honest cluster serves, a client with no certificate, with one from another CA, with an
+ * Mutual TLS on every gRPC port of a running cluster of processes (discovery, the registry, both workers, the
+ * coordinator and its Raft port), and the suite's end-to-end smoke test across processes: the cluster answers as the
+ * whole model does in one process. While the honest cluster serves, a client with no certificate, with one from another CA, with an
  * expired one, and a plaintext client are refused on each; a certificate from the cluster's own CA that names another
  * node is refused for every call that speaks for a node (and a worker's for Raft); a worker keeps being forged
  * heartbeats for after it is killed, and still goes FAILED.
@@ -80,12 +82,13 @@ class MutualTlsIT {
     @Test
     void everyPortRefusesStrangersAndEveryNodeScopedCallNeedsItsNode() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(FailureDetectionIT.LLAMA, 5, model);
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
         try (LocalCluster cluster = new LocalCluster(work)) {
             cluster.startAll(model, 2);
             cluster.awaitState(s -> "READY".equals(s.path("system_state").asString())
                     && "OPEN".equals(node(s, "worker-0").path("heartbeat_stream").asString()), Duration.ofMinutes(6));
             assertThat(infer(cluster)).as("the honest cluster serves over mutual TLS").isEqualTo(200);
+            answersAsTheWholeModel(cluster, model);
 
             ClusterCa ca = cluster.certificates().ca();
             Map<String, Integer> ports = new LinkedHashMap<>();
@@ -238,6 +241,29 @@ class MutualTlsIT {
     private static ChannelCredentials trustingTheCluster(NodeCertificate cert, ClusterCa clusterCa) {
         return GrpcChannels.credentials(ClusterTls.of(cert.key(), List.of(cert.certificate()),
                 List.of(clusterCa.certificate())));
+    }
+
+    /**
+     * The suite's end-to-end smoke test across processes (the other cluster tests run in one JVM): services started as
+     * {@code ./butterfly up} starts them, each in its own JVM, over mutual TLS on real sockets, answer a greedy and a
+     * seeded request with the tokens and logprobs of the whole model in one process.
+     */
+    private static void answersAsTheWholeModel(LocalCluster cluster, Path model) throws Exception {
+        long[] prompt = {1, 17, 230, 5, 99, 311};
+        for (SamplingParams params : List.of(new SamplingParams(0.0, 1.0, 0, 1L, 1),
+                new SamplingParams(0.9, 0.95, 0, 42L, 1))) {
+            LocalCluster.Reply r = cluster.post("/api/v1/inference", ("{\"token_ids\": [1, 17, 230, 5, 99, 311], "
+                    + "\"max_tokens\": 8, \"temperature\": %s, \"top_p\": %s, \"seed\": %d, \"logprobs\": 1}")
+                    .formatted(params.temperature(), params.topP(), params.seed()));
+            assertThat(r.status()).as(r.body()).isEqualTo(200);
+            SingleProcessReference.Generation expected = SingleProcessReference.generate(model, prompt, 8, params);
+            List<Long> tokens = new java.util.ArrayList<>();
+            r.json().path("token_ids").forEach(n -> tokens.add(n.asLong()));
+            List<Double> logprobs = new java.util.ArrayList<>();
+            r.json().path("token_logprobs").forEach(n -> logprobs.add(n.asDouble()));
+            assertThat(tokens).as("tokens at temperature %s", params.temperature()).isEqualTo(expected.tokens());
+            assertThat(logprobs).isEqualTo(expected.logprobs());
+        }
     }
 
     private static int infer(LocalCluster cluster) throws Exception {

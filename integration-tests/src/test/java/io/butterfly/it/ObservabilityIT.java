@@ -58,7 +58,7 @@ class ObservabilityIT {
     @BeforeAll
     static void start() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(FailureDetectionIT.LLAMA, 5, model);
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
         Path keys = Files.writeString(work.resolve("api-keys"), "# who may generate\n" + USER_KEY + "\n");
         Path adminKeys = Files.writeString(work.resolve("admin-api-keys"), ADMIN_KEY + "\n");
         otlp = new OtlpReceiver();

@@ -16,12 +16,12 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** The whole model in this one process: the baseline a distributed run must equal bit for bit. */
-final class SingleProcessReference {
+public final class SingleProcessReference {
 
-    record Generation(List<Long> tokens, List<Double> logprobs, List<List<Double>> topLogprobs) {
+    public record Generation(List<Long> tokens, List<Double> logprobs, List<List<Double>> topLogprobs) {
     }
 
-    static Generation generate(Path modelDir, long[] prompt, int maxTokens, SamplingParams params) throws Exception {
+    public static Generation generate(Path modelDir, long[] prompt, int maxTokens, SamplingParams params) throws Exception {
         ModelConfig config = ModelConfig.read(modelDir.resolve("config.json"));
         PartitionSpec spec = new PartitionSpec(config, 0, config.numLayers(), true, true);
         Sampler sampler = new Sampler(params);

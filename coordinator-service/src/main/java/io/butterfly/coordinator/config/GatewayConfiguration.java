@@ -1,6 +1,6 @@
 package io.butterfly.coordinator.config;
 
-import io.butterfly.common.tls.ClusterTls;
+import io.butterfly.coordinator.gateway.ServiceChannels;
 import io.butterfly.coordinator.gateway.discovery.DiscoveryGateway;
 import io.butterfly.coordinator.gateway.registry.RegistryGateway;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
@@ -10,14 +10,15 @@ import org.springframework.context.annotation.Configuration;
 
 /**
  * The gateways to the other services, each the only code that speaks its service's protocol; every channel they open
- * speaks mutual TLS with this node's certificate (plaintext only with butterfly.tls.enabled=false).
+ * comes from the node's {@code PeerDialer} (mutual TLS with this node's certificate; plaintext only with
+ * butterfly.tls.enabled=false).
  */
 @Configuration
 public class GatewayConfiguration {
 
     @Bean(destroyMethod = "close")
-    RegistryGateway registryGateway(CoordinatorProperties props, ClusterTls tls) {
-        return RegistryGateway.connect(props.registryHost(), props.registryPort(), tls);
+    RegistryGateway registryGateway(CoordinatorProperties props, ServiceChannels channels) {
+        return new RegistryGateway(channels.open(props.registryHost(), props.registryPort()));
     }
 
     @Bean(destroyMethod = "close")
@@ -30,9 +31,9 @@ public class GatewayConfiguration {
 
     /** Closing it leaves discovery. */
     @Bean(destroyMethod = "close")
-    DiscoveryGateway discoveryGateway(CoordinatorProperties props, ClusterTls tls,
+    DiscoveryGateway discoveryGateway(CoordinatorProperties props, ServiceChannels channels,
                                       @Value("${spring.grpc.server.port}") int grpcPort, @Value("${server.port}") int httpPort) {
-        return new DiscoveryGateway(props.discoveryHost(), props.discoveryPort(), tls, new DiscoveryGateway.Self(
+        return new DiscoveryGateway(channels.open(props.discoveryHost(), props.discoveryPort()), new DiscoveryGateway.Self(
                 props.nodeId(), props.clusterName(), props.advertiseHost(), grpcPort, httpPort, props.dataDir()));
     }
 }

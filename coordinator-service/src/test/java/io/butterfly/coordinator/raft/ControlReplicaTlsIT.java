@@ -65,9 +65,10 @@ class ControlReplicaTlsIT {
         ClusterTls tls = CA.issue(new PeerIdentity(role, id), List.of("127.0.0.1"), Duration.ofDays(1)).tls();
         ReplicaSettings plain = TestReplicas.settings(id, peers, dir.resolve(id), 1000);
         // Elections slower than the other group tests': each new link starts with a handshake, which a loaded
-        // machine can stretch past a 300 ms election timeout.
+        // machine can stretch past a 300 ms election timeout. Requests time out after 8 s: the shut-out replica's
+        // submit fails only then (it was 30 s, most of this test's time).
         return new ReplicaSettings(plain.selfId(), plain.peers(), plain.groupName(), plain.storageDir(),
-                Duration.ofSeconds(1), Duration.ofSeconds(2), plain.snapshotThreshold(), Duration.ofSeconds(30),
+                Duration.ofSeconds(1), Duration.ofSeconds(2), plain.snapshotThreshold(), Duration.ofSeconds(8),
                 plain.bindHost(), plain.logRetention(), tls);
     }
 

@@ -3,7 +3,7 @@ package io.butterfly.discovery.config;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.CallerRoles;
-import io.butterfly.common.tls.ClusterTls;
+import io.butterfly.common.grpc.PeerDialer;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.admission.JournaledSeenMessageIds;
@@ -82,8 +82,8 @@ public class DiscoveryConfiguration {
 
     /** Answers once of its own when the gRPC server starts, so the first joining node does not pay for the cold path. */
     @Bean
-    DiscoveryWarmUp discoveryWarmUp(DiscoveryGrpcService service, DiscoveryProperties props, ClusterTls tls) {
-        return new DiscoveryWarmUp(service, props.clusterName(), tls);
+    DiscoveryWarmUp discoveryWarmUp(DiscoveryGrpcService service, DiscoveryProperties props, PeerDialer dialer) {
+        return new DiscoveryWarmUp(service, props.clusterName(), dialer);
     }
 
     @Bean

@@ -1,8 +1,8 @@
 package io.butterfly.coordinator.api.grpc;
 
-import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.grpc.GrpcTracing;
-import io.butterfly.common.tls.ClusterTls;
+import io.butterfly.common.grpc.PeerDialer;
+import io.butterfly.coordinator.gateway.ServiceChannels;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
 import io.micrometer.observation.ObservationPredicate;
 import io.micrometer.observation.ObservationRegistry;
@@ -12,7 +12,7 @@ import org.springframework.context.annotation.Configuration;
 /**
  * Which gRPC calls are traced (docs/observability.md): every call but the long-lived streams, whose steps carry
  * their requests' trace context themselves; and the channels to the workers (mutual TLS with this node's
- * certificate) carry the caller's trace context.
+ * certificate) carry the caller's trace context, those to discovery and the registry none.
  */
 @Configuration(proxyBeanMethods = false)
 public class GrpcTracingConfiguration {
@@ -23,8 +23,13 @@ public class GrpcTracingConfiguration {
     }
 
     @Bean
-    WorkerGateway.ChannelOpener workerChannels(ObservationRegistry registry, ClusterTls tls) {
+    WorkerGateway.ChannelOpener workerChannels(ObservationRegistry registry, PeerDialer dialer) {
         var interceptors = GrpcTracing.clientInterceptors(registry);
-        return (host, port) -> GrpcChannels.open(host, port, tls, interceptors);
+        return (host, port) -> dialer.open(host, port, interceptors);
+    }
+
+    @Bean
+    ServiceChannels serviceChannels(PeerDialer dialer) {
+        return dialer::open;
     }
 }

@@ -3,7 +3,6 @@ package io.butterfly.coordinator.gateway.discovery;
 import io.butterfly.common.discovery.DiscoveryMembership;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.grpc.GrpcChannels;
-import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.reconcile.WorkerDirectory;
 import io.butterfly.proto.common.v1.NodeCapabilities;
@@ -44,8 +43,9 @@ public final class DiscoveryGateway implements WorkerDirectory, AutoCloseable {
     private final ManagedChannel channel;
     private final DiscoveryMembership membership;
 
-    public DiscoveryGateway(String host, int port, ClusterTls tls, Self self) {
-        this.channel = GrpcChannels.open(host, port, tls);
+    /** @param channel to discovery, owned from now on (closed with this gateway) */
+    public DiscoveryGateway(ManagedChannel channel, Self self) {
+        this.channel = channel;
         Member member = Member.newBuilder()
                 .setNodeId(self.nodeId())
                 .setRole(NodeRole.COORDINATOR)

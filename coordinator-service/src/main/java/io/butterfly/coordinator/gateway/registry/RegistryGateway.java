@@ -3,7 +3,6 @@ package io.butterfly.coordinator.gateway.registry;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.manifest.Manifest;
-import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.common.transfer.ShardDownloader;
 import io.butterfly.coordinator.model.ModelImportFailedException;
 import io.butterfly.coordinator.model.ModelRegistry;
@@ -22,12 +21,9 @@ public final class RegistryGateway implements ModelRegistry, AutoCloseable {
 
     private final ManagedChannel channel;
 
+    /** @param channel to the registry, owned from now on (closed with this gateway) */
     public RegistryGateway(ManagedChannel channel) {
         this.channel = channel;
-    }
-
-    public static RegistryGateway connect(String host, int port, ClusterTls tls) {
-        return new RegistryGateway(GrpcChannels.open(host, port, tls));
     }
 
     @Override

@@ -1,8 +1,7 @@
 package io.butterfly.worker.api.grpc;
 
-import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.grpc.GrpcTracing;
-import io.butterfly.common.tls.ClusterTls;
+import io.butterfly.common.grpc.PeerDialer;
 import io.butterfly.worker.gateway.PeerChannels;
 import io.micrometer.observation.ObservationPredicate;
 import io.micrometer.observation.ObservationRegistry;
@@ -23,8 +22,8 @@ public class GrpcTracingConfiguration {
     }
 
     @Bean
-    PeerChannels.Opener peerChannelOpener(ObservationRegistry registry, ClusterTls tls) {
+    PeerChannels.Opener peerChannelOpener(ObservationRegistry registry, PeerDialer dialer) {
         var interceptors = GrpcTracing.clientInterceptors(registry);
-        return (host, port) -> GrpcChannels.open(host, port, tls, interceptors);
+        return (host, port) -> dialer.open(host, port, interceptors);
     }
 }

@@ -2,6 +2,7 @@ package io.butterfly.common.grpc.tls;
 
 import io.butterfly.common.grpc.CallerInterceptor;
 import io.butterfly.common.grpc.CallerRoles;
+import io.butterfly.common.grpc.PeerDialer;
 import io.butterfly.common.tls.ClusterTls;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -13,6 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.ssl.SslBundleRegistrar;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.ssl.SslBundle;
@@ -28,8 +30,9 @@ import org.springframework.grpc.server.GlobalServerInterceptor;
  * Mutual TLS for every service (docs/security.md): loads this node's certificate, key and the cluster CA
  * ({@code butterfly.tls.*}) into the {@link ClusterTls} the gateways open their channels and Raft its links with,
  * registers it as the SSL bundle {@value #BUNDLE} that the gRPC server serves with
- * ({@code spring.grpc.server.ssl.bundle}, client certificates required), and identifies and authorizes each caller
- * from its certificate ({@link CallerInterceptor}, by each service's {@link CallerRoles} table).
+ * ({@code spring.grpc.server.ssl.bundle}, client certificates required), identifies and authorizes each caller from
+ * its certificate ({@link CallerInterceptor}, by each service's {@link CallerRoles} table), and opens the service's
+ * channels to the others with it ({@link PeerDialer}).
  */
 @AutoConfiguration
 @EnableConfigurationProperties(TlsProperties.class)
@@ -68,6 +71,13 @@ public class ClusterTlsAutoConfiguration {
                         SslBundle.DEFAULT_PROTOCOL, SslManagerBundle.of(tls.keyManagers(), tls.trustManagers())));
             }
         };
+    }
+
+    /** The service's channels to the others, over the network; a test running services in one JVM gives its own. */
+    @Bean
+    @ConditionalOnMissingBean
+    PeerDialer peerDialer(ClusterTls tls) {
+        return PeerDialer.overNetwork(tls);
     }
 
     @Bean

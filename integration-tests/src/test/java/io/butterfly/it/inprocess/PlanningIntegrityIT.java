@@ -1,10 +1,12 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.TinyModels;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -14,15 +16,14 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Feasibility, the optimal planner under heterogeneous memory limits and cross-validation, across real
- * processes: two small workers cannot hold the model (InsufficientResources in the state, no
+ * Feasibility, the optimal planner under heterogeneous memory limits and cross-validation, in a whole cluster (in
+ * this JVM): two small workers cannot hold the model (InsufficientResources in the state, no
  * assignment); once a third worker joins, the coordinator plans again and the optimal plan keeps each stage within its worker's memory, and the cluster is
  * READY only after the weights were cross-validated.
  */
 class PlanningIntegrityIT {
 
-    static final ModelConfig LLAMA = new ModelConfig(Architecture.LLAMA, 6, 64, 4, 2, 160, 512, 256,
-            1e-5, 10000.0, false, 1, 2);
+    static final ModelConfig LLAMA = TinyModels.LLAMA_6;
     static final long HEADROOM = 4L << 20;
     static final int KV_TOKENS = 16;
 
@@ -33,7 +34,7 @@ class PlanningIntegrityIT {
     void infeasibleThenOptimalWithinHeterogeneousMemory() throws Exception {
         Path model = work.resolve("tiny-llama");
         ModelGenerator.generate(LLAMA, 7, model);
-        try (LocalCluster cluster = new LocalCluster(work)) {
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
             Footprint f = awaitFootprint(cluster);
@@ -89,7 +90,7 @@ class PlanningIntegrityIT {
             assertThat(counts.getOrDefault("worker-1", 0)).isLessThanOrEqualTo(2);
             assertThat(counts.get("worker-2")).isGreaterThanOrEqualTo(3);
 
-            LocalCluster.Reply r = cluster.post("/api/v1/inference", "{\"token_ids\": [1, 2, 3], \"max_tokens\": 2}");
+            ClusterApi.Reply r = cluster.post("/api/v1/inference", "{\"token_ids\": [1, 2, 3], \"max_tokens\": 2}");
             assertThat(r.status()).isEqualTo(200);
         }
     }
@@ -104,12 +105,11 @@ class PlanningIntegrityIT {
     record Footprint(long largestLayer, long largestEnd) {
     }
 
-    private static Footprint awaitFootprint(LocalCluster cluster) throws Exception {
+    private static Footprint awaitFootprint(InProcessCluster cluster) throws Exception {
         long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
         while (true) {
             try {
-                LocalCluster.Reply r = cluster.getAbsolute("http://127.0.0.1:" + cluster.registryHttp
-                        + "/api/v1/models/tiny-llama");
+                ClusterApi.Reply r = cluster.getFrom("registry", "/api/v1/models/tiny-llama");
                 if (r.status() == 200) {
                     long kv = 2L * LLAMA.kvDim() * KV_TOKENS * Float.BYTES;
                     long layer = 0;
@@ -129,7 +129,7 @@ class PlanningIntegrityIT {
                 // not up yet
             }
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("registry did not serve the model\n" + cluster.tails());
+                throw new IllegalStateException("registry did not serve the model\n" + cluster.diagnostics());
             }
             Thread.sleep(500);
         }

@@ -1,9 +1,12 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.cli.http.ResumableStream;
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.TinyModels;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -25,7 +28,8 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * Three coordinator replicas; the one serving a streamed generation (the Raft leader, the hardest case: the group
- * elects another before anything commits) is SIGKILLed mid-stream. The client picks the stream up at another replica
+ * elects another before anything commits) is killed mid-stream (as by SIGKILL: {@link InProcessCluster#kill}; the
+ * process-level coordinator kill is CoordinatorFailoverIT's). The client picks the stream up at another replica
  * with {@code Last-Event-ID} (as {@code ./butterfly generate --stream} does): that replica takes the task over,
  * replays its recorded tokens and streams the rest, each token once, the tokens of a run without the failure. A
  * non-streaming request with an {@code Idempotency-Key} that was running on the killed replica, repeated at the
@@ -44,9 +48,9 @@ class StreamFailoverIT {
     @Test
     void aStreamWhoseCoordinatorDiesGoesOnAtAnotherReplicaAndARepeatedRequestGetsTheSameGeneration() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(FailureDetectionIT.LLAMA, 5, model);
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
         ExecutorService clients = Executors.newFixedThreadPool(2);
-        try (LocalCluster cluster = new LocalCluster(work)) {
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
             cluster.startWorker(0);
@@ -70,7 +74,7 @@ class StreamFailoverIT {
                     ResumableStream.at(cluster.urlOf(leader), others.stream().map(cluster::urlOf).toList(),
                             "/api/v1/inference/stream"), Duration.ofMinutes(5), Duration.ofMinutes(5), notice -> { })
                     .post(streamed, (name, data) -> {
-                        JsonNode event = LocalCluster.JSON.readTree(data);
+                        JsonNode event = ClusterApi.JSON.readTree(data);
                         if (name.equals("token")) {
                             indices.add(event.path("index").asInt());
                             tokens.add(event.path("token_id").asLong());
@@ -131,7 +135,7 @@ class StreamFailoverIT {
         return found;
     }
 
-    private JsonNode post(LocalCluster cluster, String replica, String body, String idempotencyKey) throws Exception {
+    private JsonNode post(InProcessCluster cluster, String replica, String body, String idempotencyKey) throws Exception {
         HttpRequest.Builder r = HttpRequest.newBuilder(URI.create(cluster.urlOf(replica) + "/api/v1/inference"))
                 .timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body));
@@ -140,11 +144,11 @@ class StreamFailoverIT {
         }
         HttpResponse<String> response = http.send(r.build(), HttpResponse.BodyHandlers.ofString());
         assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
-        return LocalCluster.JSON.readTree(response.body());
+        return ClusterApi.JSON.readTree(response.body());
     }
 
     /** The leader, once every replica answers and serves READY. */
-    private static String awaitLeaderServing(LocalCluster cluster) throws InterruptedException {
+    private static String awaitLeaderServing(InProcessCluster cluster) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofMinutes(8).toNanos(); // seven JVMs start on two cores
         while (System.nanoTime() < deadline) {
             String leader = null;
@@ -161,12 +165,12 @@ class StreamFailoverIT {
             }
             Thread.sleep(200);
         }
-        throw new IllegalStateException("no replica leads a READY system:\n" + cluster.tails());
+        throw new IllegalStateException("no replica leads a READY system:\n" + cluster.diagnostics());
     }
 
-    private static JsonNode state(LocalCluster cluster, String replica) {
+    private static JsonNode state(InProcessCluster cluster, String replica) {
         try {
-            LocalCluster.Reply r = cluster.getFrom(replica, "/api/v1/system/state");
+            ClusterApi.Reply r = cluster.getFrom(replica, "/api/v1/system/state");
             return r.status() == 200 ? r.json() : null;
         } catch (IOException e) {
             return null;

@@ -1,8 +1,11 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.TinyModels;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -12,7 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Re-planning across real processes: three workers and a spare serve a tiny Llama. A SIGKILLed stage is planned away
+ * Re-planning in a whole cluster (in this JVM): three workers and a spare serve a tiny Llama. A killed stage is planned away
  * in a higher epoch: the spare takes its range while the other stages are held on without loading, and READY comes
  * back without the failed node; with no spare left, a neighbour takes the next lost range. The killed worker,
  * restarted, joins as a spare. A drain moves a stage to that spare, then the drained node leaves the cluster; a drain
@@ -31,8 +34,8 @@ class ReplanIT {
     @Test
     void lostAndDrainedStagesArePlannedAwayAndTheSameRequestsGiveTheSameTokens() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(PipelineEndToEndIT.LLAMA, 7, model);
-        try (LocalCluster cluster = new LocalCluster(work)) {
+        ModelGenerator.generate(TinyModels.LLAMA_6, 7, model);
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
             for (int i = 0; i < 4; i++) {
@@ -73,7 +76,7 @@ class ReplanIT {
             cluster.kill(last);
             s = cluster.awaitState(st -> ready(st) && st.path("epoch").asLong() == 3, Duration.ofMinutes(2));
             assertThat(strings(s.path("pipeline"))).containsExactly(pipeline.get(0), spare);
-            assertThat(stage(s, 3, spare).path("layer_range").get(1).asInt()).isEqualTo(PipelineEndToEndIT.LLAMA.numLayers());
+            assertThat(stage(s, 3, spare).path("layer_range").get(1).asInt()).isEqualTo(TinyModels.LLAMA_6.numLayers());
             assertThat(stage(s, 3, spare).path("has_head").asBoolean()).isTrue();
             report("kill, a neighbour takes the stage", s);
             assertSameTokens(cluster, greedy, sampled);
@@ -87,7 +90,7 @@ class ReplanIT {
 
             // 4. The first stage is drained: the spare takes it, then the drained node leaves the cluster.
             String drained = pipeline.get(0);
-            LocalCluster.Reply drain = cluster.post("/api/v1/nodes/" + drained + "/drain", "");
+            ClusterApi.Reply drain = cluster.post("/api/v1/nodes/" + drained + "/drain", "");
             assertThat(drain.status()).as(drain.body()).isEqualTo(202);
             assertThat(drain.json().path("holds_stage").asBoolean()).isTrue();
             s = cluster.awaitState(st -> ready(st) && st.path("epoch").asLong() == 4
@@ -102,13 +105,13 @@ class ReplanIT {
             assertSameTokens(cluster, greedy, sampled);
 
             // 5. Refusals: an unknown node; the last worker, once a drain left one stage.
-            LocalCluster.Reply unknown = cluster.post("/api/v1/nodes/no-such-worker/drain", "");
+            ClusterApi.Reply unknown = cluster.post("/api/v1/nodes/no-such-worker/drain", "");
             assertThat(unknown.status()).isEqualTo(404);
             assertThat(unknown.contentType()).startsWith("application/problem+json");
             assertThat(cluster.post("/api/v1/nodes/" + spare + "/drain", "").status()).isEqualTo(202);
             s = cluster.awaitState(st -> ready(st) && st.path("pipeline").size() == 1 && st.path("draining").isEmpty(),
                     Duration.ofMinutes(2));
-            LocalCluster.Reply refused = cluster.post("/api/v1/nodes/" + lost + "/drain", "");
+            ClusterApi.Reply refused = cluster.post("/api/v1/nodes/" + lost + "/drain", "");
             assertThat(refused.status()).as(refused.body()).isEqualTo(409);
             assertThat(refused.contentType()).startsWith("application/problem+json");
             assertThat(refused.json().path("detail").asString()).contains("no worker is left");
@@ -127,13 +130,13 @@ class ReplanIT {
         return "READY".equals(s.path("system_state").asString());
     }
 
-    private static JsonNode tokens(LocalCluster cluster, String request) throws Exception {
-        LocalCluster.Reply r = cluster.post("/api/v1/inference", request);
+    private static JsonNode tokens(InProcessCluster cluster, String request) throws Exception {
+        ClusterApi.Reply r = cluster.post("/api/v1/inference", request);
         assertThat(r.status()).as(r.body()).isEqualTo(200);
         return r.json().path("token_ids");
     }
 
-    private static void assertSameTokens(LocalCluster cluster, JsonNode greedy, JsonNode sampled) throws Exception {
+    private static void assertSameTokens(InProcessCluster cluster, JsonNode greedy, JsonNode sampled) throws Exception {
         assertThat(tokens(cluster, GREEDY)).as("greedy").isEqualTo(greedy);
         assertThat(tokens(cluster, SAMPLED)).as("seeded sampling").isEqualTo(sampled);
     }
@@ -162,7 +165,7 @@ class ReplanIT {
                 return n;
             }
         }
-        return LocalCluster.JSON.createObjectNode();
+        return ClusterApi.JSON.createObjectNode();
     }
 
     private static List<String> strings(JsonNode array) {

@@ -1,4 +1,4 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -6,6 +6,9 @@ import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.SingleProcessReference;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,9 +19,9 @@ import org.junit.jupiter.params.provider.CsvSource;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Distributed equals single-process, bit for bit, for both architectures and 1 to 4 worker processes. Each case
- * starts a cluster (~45 s on two cores), so the four cases cover each worker count once and each architecture
- * split and unsplit; the stage-by-stage split equivalence for every cut is the worker's unit tests' job.
+ * Distributed equals single-process, bit for bit, for both architectures and 1 to 4 workers (each a worker service
+ * of its own, in this JVM). The four cases cover each worker count once and each architecture split and unsplit;
+ * the stage-by-stage split equivalence for every cut is the worker's unit tests' job.
  */
 class WorkerCountEquivalenceIT {
 
@@ -34,12 +37,12 @@ class WorkerCountEquivalenceIT {
         Path model = work.resolve(arch.id() + "-model");
         ModelGenerator.generate(config, 11, model);
         long[] prompt = {3, 141, 59, 26, 53, 58, 97, 93};
-        try (LocalCluster cluster = new LocalCluster(work)) {
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startAll(model, workers);
             JsonNode state = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
             assertThat(state.path("pipeline").size()).isEqualTo(workers);
             for (double temperature : new double[]{0.0, 1.0}) {
-                LocalCluster.Reply r = cluster.post("/api/v1/inference", """
+                ClusterApi.Reply r = cluster.post("/api/v1/inference", """
                         {"token_ids": [3, 141, 59, 26, 53, 58, 97, 93], "max_tokens": 10, "temperature": %s, "seed": 1234, "logprobs": 3}
                         """.formatted(temperature));
                 assertThat(r.status()).as(r.body()).isEqualTo(200);

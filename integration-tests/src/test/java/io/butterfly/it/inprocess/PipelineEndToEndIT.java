@@ -1,14 +1,18 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.SingleProcessReference;
+import io.butterfly.it.TinyModels;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.Socket;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -26,24 +30,23 @@ import org.junit.jupiter.params.provider.CsvSource;
 import tools.jackson.databind.JsonNode;
 
 /**
- * The whole path across real processes: discovery, registry, three workers and the coordinator on
- * loopback; bootstrap to READY, inference equal to a single-process run, state, and bad input.
+ * The whole path through the real services (in this JVM, {@link InProcessCluster}): discovery, registry, three
+ * workers and the coordinator; bootstrap to READY, inference equal to a single-process run, state, and bad input.
  */
 class PipelineEndToEndIT {
 
-    static final ModelConfig LLAMA = new ModelConfig(Architecture.LLAMA, 6, 64, 4, 2, 160, 512, 256,
-            1e-5, 10000.0, false, 1, 2);
+    static final ModelConfig LLAMA = TinyModels.LLAMA_6;
 
     @TempDir
     static Path work;
     static Path model;
-    static LocalCluster cluster;
+    static InProcessCluster cluster;
 
     @BeforeAll
     static void startCluster() throws Exception {
         model = work.resolve("tiny-llama");
         ModelGenerator.generate(LLAMA, 7, model);
-        cluster = new LocalCluster(work);
+        cluster = new InProcessCluster(work);
         // Workers 0 and 2 verify and load their shards in the registry's store, as the launcher's do; worker 1
         // streams them over gRPC. The answers must not depend on how the bytes arrived.
         cluster.startAll(model, 3, i -> i == 1 ? new String[0] : new String[] {cluster.sharedStoreOption()});
@@ -135,7 +138,7 @@ class PipelineEndToEndIT {
             throws Exception {
         long[] prompt = {1, 17, 230, 5, 99, 311};
         int maxTokens = 12;
-        LocalCluster.Reply r = cluster.post("/api/v1/inference", """
+        ClusterApi.Reply r = cluster.post("/api/v1/inference", """
                 {"token_ids": [1, 17, 230, 5, 99, 311], "max_tokens": %d, "temperature": %s, "top_p": %s, "top_k": %d,
                  "seed": %d, "logprobs": 5}
                 """.formatted(maxTokens, temperature, topP, topK, seed));
@@ -158,7 +161,7 @@ class PipelineEndToEndIT {
 
     @Test
     void promptIsTokenizedAndAnswered() throws Exception {
-        LocalCluster.Reply r = cluster.post("/api/v1/inference", "{\"prompt\": \"Hello, butterfly\", \"max_tokens\": 5}");
+        ClusterApi.Reply r = cluster.post("/api/v1/inference", "{\"prompt\": \"Hello, butterfly\", \"max_tokens\": 5}");
         assertThat(r.status()).as(r.body()).isEqualTo(200);
         JsonNode body = r.json();
         assertThat(body.path("prompt_token_ids").size()).isPositive();
@@ -185,22 +188,22 @@ class PipelineEndToEndIT {
         }
         assertThat(k + 2).as("a stop string taken from " + text).isLessThanOrEqualTo(text.length());
         String stop = text.substring(k, k + 2);
-        String withStop = request.formatted(", \"stop\": [" + LocalCluster.JSON.writeValueAsString(stop) + "]");
+        String withStop = request.formatted(", \"stop\": [" + ClusterApi.JSON.writeValueAsString(stop) + "]");
 
         // One string as well as a list, as OpenAI's API takes it.
         JsonNode r = cluster.post("/api/v1/inference",
-                request.formatted(", \"stop\": " + LocalCluster.JSON.writeValueAsString(stop))).json();
+                request.formatted(", \"stop\": " + ClusterApi.JSON.writeValueAsString(stop))).json();
         assertThat(r.path("finish_reason").asString()).isEqualTo("stop");
         assertThat(r.path("text").asString()).isEqualTo(text.substring(0, text.indexOf(stop)));
         List<Long> ids = longs(r.path("token_ids"));
         assertThat(ids).isNotEmpty().isEqualTo(longs(full.path("token_ids")).subList(0, ids.size()));
         assertThat(ids.size()).as("no token after the one completing the stop string").isLessThan(16);
 
-        LocalCluster.Reply streamed = cluster.post("/api/v1/inference/stream", withStop, "text/event-stream");
+        ClusterApi.Reply streamed = cluster.post("/api/v1/inference/stream", withStop, "text/event-stream");
         StringBuilder joined = new StringBuilder();
         JsonNode done = null;
         for (String[] e : Streaming.events(streamed.body())) {
-            JsonNode data = LocalCluster.JSON.readTree(e[1]);
+            JsonNode data = ClusterApi.JSON.readTree(e[1]);
             if (e[0].equals("token")) {
                 joined.append(data.path("text").asString());
             } else {
@@ -237,7 +240,7 @@ class PipelineEndToEndIT {
             {"prompt": "hi", "stop": 7}                        | stop
             """)
     void badInputIsA400ProblemNamingTheField(String json, String field) throws Exception {
-        LocalCluster.Reply r = cluster.post("/api/v1/inference", json);
+        ClusterApi.Reply r = cluster.post("/api/v1/inference", json);
         assertThat(r.status()).as(r.body()).isEqualTo(400);
         assertThat(r.contentType()).startsWith("application/problem+json");
         JsonNode problem = r.json();
@@ -250,7 +253,7 @@ class PipelineEndToEndIT {
 
     @Test
     void aPromptTooLongIs413NamingHowItWasGivenAndAnsweredAtOnce() throws Exception {
-        LocalCluster.Reply text = cluster.post("/api/v1/inference", "{\"prompt\": \"" + "a".repeat(1_000_000) + "\"}");
+        ClusterApi.Reply text = cluster.post("/api/v1/inference", "{\"prompt\": \"" + "a".repeat(1_000_000) + "\"}");
         assertThat(text.status()).as(text.body()).isEqualTo(413);
         assertThat(text.contentType()).startsWith("application/problem+json");
         assertThat(text.json().path("field").asString()).isEqualTo("prompt");
@@ -260,7 +263,7 @@ class PipelineEndToEndIT {
         for (int i = 1; i < 5000; i++) {
             ids.append(", 1");
         }
-        LocalCluster.Reply tokens = cluster.post("/api/v1/inference", "{\"token_ids\": [" + ids + "]}");
+        ClusterApi.Reply tokens = cluster.post("/api/v1/inference", "{\"token_ids\": [" + ids + "]}");
         assertThat(tokens.status()).as(tokens.body()).isEqualTo(413);
         assertThat(tokens.json().path("field").asString()).isEqualTo("token_ids");
         assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isEqualTo("READY");
@@ -270,7 +273,7 @@ class PipelineEndToEndIT {
     void everyListedNodeHasAState() throws Exception {
         for (JsonNode node : cluster.get("/api/v1/nodes").json()) {
             String id = node.path("id").asString();
-            LocalCluster.Reply r = cluster.get("/api/v1/nodes/" + id + "/state");
+            ClusterApi.Reply r = cluster.get("/api/v1/nodes/" + id + "/state");
             assertThat(r.status()).as(id + ": " + r.body()).isEqualTo(200);
             assertThat(r.json().path("id").asString()).isEqualTo(id);
             assertThat(r.json().path("role").asString()).isEqualTo(node.path("role").asString());
@@ -279,7 +282,7 @@ class PipelineEndToEndIT {
 
     @Test
     void unknownTaskIs404Problem() throws Exception {
-        LocalCluster.Reply r = cluster.get("/api/v1/tasks/no-such-task/state");
+        ClusterApi.Reply r = cluster.get("/api/v1/tasks/no-such-task/state");
         assertThat(r.status()).isEqualTo(404);
         assertThat(r.contentType()).startsWith("application/problem+json");
     }
@@ -294,7 +297,7 @@ class PipelineEndToEndIT {
 
         @Test
         void streamedTokensAreTheAnswersTokensAndEndWithIt() throws Exception {
-            LocalCluster.Reply streamed = cluster.post("/api/v1/inference/stream", REQUEST, "text/event-stream");
+            ClusterApi.Reply streamed = cluster.post("/api/v1/inference/stream", REQUEST, "text/event-stream");
             assertThat(streamed.status()).as(streamed.body()).isEqualTo(200);
             assertThat(streamed.contentType()).startsWith("text/event-stream");
             List<String[]> events = events(streamed.body());
@@ -302,7 +305,7 @@ class PipelineEndToEndIT {
             List<String[]> tokens = events.subList(0, events.size() - 1);
             assertThat(tokens).extracting(e -> e[0]).containsOnly("token");
 
-            JsonNode done = LocalCluster.JSON.readTree(events.get(events.size() - 1)[1]);
+            JsonNode done = ClusterApi.JSON.readTree(events.get(events.size() - 1)[1]);
             JsonNode answer = cluster.post("/api/v1/inference", REQUEST).json();
             assertThat(longs(done.path("token_ids"))).isEqualTo(longs(answer.path("token_ids")));
             assertThat(doubles(done.path("token_logprobs"))).isEqualTo(doubles(answer.path("token_logprobs")));
@@ -313,7 +316,7 @@ class PipelineEndToEndIT {
             List<Double> logprobs = new ArrayList<>();
             StringBuilder text = new StringBuilder();
             for (int i = 0; i < tokens.size(); i++) {
-                JsonNode t = LocalCluster.JSON.readTree(tokens.get(i)[1]);
+                JsonNode t = ClusterApi.JSON.readTree(tokens.get(i)[1]);
                 assertThat(t.path("index").asInt()).isEqualTo(i);
                 assertThat(t.path("task_id").asString()).isEqualTo(done.path("task_id").asString());
                 assertThat(t.path("logprobs")).isEqualTo(done.path("logprobs").get(i));
@@ -330,7 +333,7 @@ class PipelineEndToEndIT {
 
         @Test
         void aRefusedStreamIsAProblemResponseNotAnEventStream() throws Exception {
-            LocalCluster.Reply r = cluster.post("/api/v1/inference/stream", "{\"token_ids\": [1, 2, 512]}",
+            ClusterApi.Reply r = cluster.post("/api/v1/inference/stream", "{\"token_ids\": [1, 2, 512]}",
                     "text/event-stream");
             assertThat(r.status()).as(r.body()).isEqualTo(400);
             assertThat(r.contentType()).startsWith("application/problem+json");
@@ -342,7 +345,7 @@ class PipelineEndToEndIT {
         void aClientThatHangsUpPausesItsTask() throws Exception {
             String body = "{\"token_ids\": [1, 17], \"max_tokens\": 240, \"ignore_eos\": true}";
             String taskId;
-            try (Socket socket = new Socket("127.0.0.1", cluster.coordinatorHttp)) {
+            try (Socket socket = new Socket("127.0.0.1", URI.create(cluster.coordinatorUrl()).getPort())) {
                 socket.setSoTimeout(60_000);
                 socket.getOutputStream().write(("POST /api/v1/inference/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                         + "Content-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "
@@ -353,7 +356,7 @@ class PipelineEndToEndIT {
                     line = in.readLine();
                     assertThat(line).as("the stream ended before a token").isNotNull();
                 } while (!line.startsWith("data:"));
-                taskId = LocalCluster.JSON.readTree(line.substring(5)).path("task_id").asString();
+                taskId = ClusterApi.JSON.readTree(line.substring(5)).path("task_id").asString();
             } // hung up after the first token
             // The generation stops at the next step and waits, paused, for the client to come back with Last-Event-ID
             // (docs/api.md; it fails after engine.recovery-timeout): nothing more is generated meanwhile.
@@ -411,31 +414,31 @@ class PipelineEndToEndIT {
                     {"model": "tiny-llama", "messages": [{"role": "system", "content": "Be brief."},
                      {"role": "user", "content": "What is a butterfly?"}], "max_completion_tokens": 8, "temperature": 0,
                      "ignore_eos": true, "stream": %s}""";
-            LocalCluster.Reply r = cluster.post("/v1/chat/completions", body.formatted("false"));
+            ClusterApi.Reply r = cluster.post("/v1/chat/completions", body.formatted("false"));
             assertThat(r.status()).as(r.body()).isEqualTo(200);
             JsonNode chat = r.json();
             assertThat(chat.path("object").asString()).isEqualTo("chat.completion");
             String reply = chat.path("choices").get(0).path("message").path("content").asString();
 
             // The same text as a plain prompt is tokenized with the BOS the tokenizer adds; the chat's is without it.
-            JsonNode text = cluster.post("/api/v1/inference", LocalCluster.JSON.writeValueAsString(Map.of(
+            JsonNode text = cluster.post("/api/v1/inference", ClusterApi.JSON.writeValueAsString(Map.of(
                     "prompt", CHATML, "max_tokens", 1))).json();
             List<Long> withBos = new ArrayList<>();
             text.path("prompt_token_ids").forEach(id -> withBos.add(id.asLong()));
             assertThat(withBos.get(0)).isEqualTo(LLAMA.bosTokenId());
             assertThat(chat.path("usage").path("prompt_tokens").asInt()).isEqualTo(withBos.size() - 1);
-            JsonNode same = cluster.post("/api/v1/inference", LocalCluster.JSON.writeValueAsString(Map.of(
+            JsonNode same = cluster.post("/api/v1/inference", ClusterApi.JSON.writeValueAsString(Map.of(
                     "token_ids", withBos.subList(1, withBos.size()), "max_tokens", 8, "temperature", 0,
                     "ignore_eos", true))).json();
             assertThat(reply).isEqualTo(same.path("text").asString());
 
-            LocalCluster.Reply streamed = cluster.post("/v1/chat/completions", body.formatted("true"), "text/event-stream");
+            ClusterApi.Reply streamed = cluster.post("/v1/chat/completions", body.formatted("true"), "text/event-stream");
             assertThat(streamed.status()).as(streamed.body()).isEqualTo(200);
             List<String[]> events = Streaming.events(streamed.body());
             assertThat(events).extracting(e -> e[1]).last().isEqualTo("[DONE]");
             StringBuilder joined = new StringBuilder();
             for (String[] e : events.subList(0, events.size() - 1)) {
-                joined.append(LocalCluster.JSON.readTree(e[1]).path("choices").get(0).path("delta").path("content")
+                joined.append(ClusterApi.JSON.readTree(e[1]).path("choices").get(0).path("delta").path("content")
                         .asString(""));
             }
             assertThat(joined).hasToString(reply);
@@ -451,7 +454,7 @@ class PipelineEndToEndIT {
             JsonNode native_ = cluster.post("/api/v1/inference", """
                     {"token_ids": [1, 17, 230, 5], "max_tokens": 10, "temperature": 0.7, "seed": 11, "logprobs": 2}
                     """).json();
-            LocalCluster.Reply r = cluster.post("/v1/completions", """
+            ClusterApi.Reply r = cluster.post("/v1/completions", """
                     {"model": "tiny-llama", "prompt": [1, 17, 230, 5], "max_tokens": 10, "temperature": 0.7, "seed": 11,
                      "logprobs": 2, "n": 1, "presence_penalty": 0, "user": "it"}
                     """);
@@ -476,7 +479,7 @@ class PipelineEndToEndIT {
                     {"prompt": "The butterfly", "max_tokens": 12, "temperature": 0, "stream": %s}
                     """;
             JsonNode whole = cluster.post("/v1/completions", body.formatted("false")).json();
-            LocalCluster.Reply r = cluster.post("/v1/completions", body.formatted("true"), "text/event-stream");
+            ClusterApi.Reply r = cluster.post("/v1/completions", body.formatted("true"), "text/event-stream");
             assertThat(r.status()).as(r.body()).isEqualTo(200);
             assertThat(r.contentType()).startsWith("text/event-stream").containsIgnoringCase("charset=UTF-8");
             assertThat(r.body()).startsWith("data: {").endsWith("data: [DONE]\n\n"); // the space, as OpenAI writes it
@@ -486,7 +489,7 @@ class PipelineEndToEndIT {
             StringBuilder text = new StringBuilder();
             String finish = null;
             for (String[] e : events.subList(0, events.size() - 1)) {
-                JsonNode choice = LocalCluster.JSON.readTree(e[1]).path("choices").get(0);
+                JsonNode choice = ClusterApi.JSON.readTree(e[1]).path("choices").get(0);
                 text.append(choice.path("text").asString());
                 finish = choice.path("finish_reason").isNull() ? finish : choice.path("finish_reason").asString();
             }
@@ -515,7 +518,7 @@ class PipelineEndToEndIT {
                 {"model": "gpt-3.5-turbo-instruct", "prompt": "hi"} | 404 | model
                 """)
         void badRequestsNameTheFieldForBothKindsOfClient(String body, int status, String field) throws Exception {
-            LocalCluster.Reply r = cluster.post("/v1/completions", body);
+            ClusterApi.Reply r = cluster.post("/v1/completions", body);
             assertThat(r.status()).as(r.body()).isEqualTo(status);
             assertThat(r.contentType()).startsWith("application/problem+json");
             JsonNode problem = r.json();
@@ -559,13 +562,13 @@ class PipelineEndToEndIT {
         void sixteenConcurrentStreamsEachGetTheTokensTheyGetAlone() throws Exception {
             List<JsonNode> alone = new ArrayList<>();
             for (int i = 0; i < REQUESTS; i++) {
-                LocalCluster.Reply r = cluster.post("/api/v1/inference", request(i));
+                ClusterApi.Reply r = cluster.post("/api/v1/inference", request(i));
                 assertThat(r.status()).as(r.body()).isEqualTo(200);
                 alone.add(r.json());
             }
             java.util.concurrent.ExecutorService clients = java.util.concurrent.Executors.newFixedThreadPool(REQUESTS);
             try {
-                List<java.util.concurrent.Future<LocalCluster.Reply>> streams = new ArrayList<>();
+                List<java.util.concurrent.Future<ClusterApi.Reply>> streams = new ArrayList<>();
                 java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
                 for (int i = 0; i < REQUESTS; i++) {
                     String body = request(i);
@@ -576,15 +579,15 @@ class PipelineEndToEndIT {
                 }
                 go.countDown();
                 for (int i = 0; i < REQUESTS; i++) {
-                    LocalCluster.Reply r = streams.get(i).get(5, java.util.concurrent.TimeUnit.MINUTES);
+                    ClusterApi.Reply r = streams.get(i).get(5, java.util.concurrent.TimeUnit.MINUTES);
                     assertThat(r.status()).as(r.body()).isEqualTo(200);
                     List<String[]> events = Streaming.events(r.body());
                     assertThat(events).extracting(e -> e[0]).last().isEqualTo("done");
-                    JsonNode done = LocalCluster.JSON.readTree(events.get(events.size() - 1)[1]);
+                    JsonNode done = ClusterApi.JSON.readTree(events.get(events.size() - 1)[1]);
                     List<Long> told = new ArrayList<>();
                     for (String[] e : events.subList(0, events.size() - 1)) {
                         assertThat(e[0]).isEqualTo("token");
-                        JsonNode t = LocalCluster.JSON.readTree(e[1]);
+                        JsonNode t = ClusterApi.JSON.readTree(e[1]);
                         assertThat(t.path("index").asInt()).as("every token once, in order").isEqualTo(told.size());
                         told.add(t.path("token_id").asLong());
                     }

@@ -1,11 +1,11 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.butterfly.cli.process.Signal;
-import io.butterfly.common.model.Architecture;
-import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.TinyModels;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -14,16 +14,13 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Failure detection across real processes: a worker paused for a second is not declared FAILED; a SIGKILLed worker
+ * Failure detection in a whole cluster (in this JVM): a worker paused for a second is not declared FAILED; a killed worker
  * is FAILED within a second and the system DEGRADED. Here the survivor cannot hold the model alone (each worker
  * offers room for half of its KV cache estimate), so no re-plan can do without the lost node: the state says so (need
  * against capacity), the coordinator reports not ready, and new work is refused. Restarted, the node heartbeats
  * again, is sent its stage again, reloads it, and the system is READY.
  */
 class FailureDetectionIT {
-
-    static final ModelConfig LLAMA = new ModelConfig(Architecture.LLAMA, 4, 64, 4, 2, 160, 512, 256,
-            1e-5, 10000.0, false, 1, 2);
 
     @TempDir
     Path work;
@@ -39,8 +36,8 @@ class FailureDetectionIT {
     @Test
     void killedWorkerIsFailedFastPausedWorkerIsNot() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(LLAMA, 5, model);
-        try (LocalCluster cluster = new LocalCluster(work)) {
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
             for (int i = 0; i < 2; i++) {
@@ -50,11 +47,11 @@ class FailureDetectionIT {
             cluster.awaitState(s -> "READY".equals(s.path("system_state").asString())
                     && "OPEN".equals(node(s, "worker-1").path("heartbeat_stream").asString()), Duration.ofMinutes(4));
 
-            // A one-second pause (SIGSTOP/SIGCONT): the connection stays open, phi stays under the threshold.
+            // A one-second pause (as SIGSTOP/SIGCONT): the connection stays open, phi stays under the threshold.
             long stoppedAt = System.currentTimeMillis();
-            cluster.signal("worker-1", Signal.STOP);
+            cluster.pause("worker-1");
             Thread.sleep(1_000);
-            cluster.signal("worker-1", Signal.CONT);
+            cluster.resume("worker-1");
             Thread.sleep(1_500);
             JsonNode afterPause = cluster.get("/api/v1/nodes/worker-1/state").json();
             assertThat(afterPause.path("state").asString()).as(afterPause.toString()).isEqualTo("READY");
@@ -62,7 +59,7 @@ class FailureDetectionIT {
             assertThat(cluster.get("/api/v1/system/state").json().path("system_state").asString()).isEqualTo("READY");
             assertThat(stoppedAt).isPositive();
 
-            // SIGKILL: FAILED within a second, the system DEGRADED, the failure visible in the state.
+            // Killed (as SIGKILL): FAILED within a second, the system DEGRADED, the failure visible in the state.
             long killedAt = System.currentTimeMillis();
             cluster.kill("worker-1");
             JsonNode degraded = cluster.awaitState(s -> "DEGRADED".equals(s.path("system_state").asString()),
@@ -107,6 +104,6 @@ class FailureDetectionIT {
                 return n;
             }
         }
-        return LocalCluster.JSON.createObjectNode();
+        return ClusterApi.JSON.createObjectNode();
     }
 }

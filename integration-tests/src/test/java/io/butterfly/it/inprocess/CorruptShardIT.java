@@ -1,10 +1,12 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,7 +36,7 @@ class CorruptShardIT {
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 3, 32, 4, 2, 64, 320, 64, 1e-5, 10000, false, 1, 2);
         Path model = work.resolve("tampered");
         ModelGenerator.generate(config, 3, model);
-        try (LocalCluster cluster = new LocalCluster(work)) {
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startRegistry(model);
             awaitModel(cluster, "tampered", Duration.ofMinutes(2));
             Path shard;
@@ -57,7 +59,7 @@ class CorruptShardIT {
             assertThat(message.split("[0-9a-f]{64}", -1).length - 1).as("both checksums in: %s", message).isGreaterThanOrEqualTo(2);
             assertThat(state.path("status_message").asString()).contains("layer-00001.safetensors");
 
-            LocalCluster.Reply r = cluster.post("/api/v1/inference", "{\"token_ids\": [1, 2, 3], \"max_tokens\": 2}");
+            ClusterApi.Reply r = cluster.post("/api/v1/inference", "{\"token_ids\": [1, 2, 3], \"max_tokens\": 2}");
             assertThat(r.status()).isEqualTo(409);
             assertThat(r.contentType()).startsWith("application/problem+json");
         }
@@ -73,9 +75,9 @@ class CorruptShardIT {
     }
 
     /** Waits until the registry has imported the model (its manifest is served). */
-    private static void awaitModel(LocalCluster cluster, String modelId, Duration timeout) throws Exception {
+    private static void awaitModel(InProcessCluster cluster, String modelId, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
-        String url = "http://127.0.0.1:" + cluster.registryHttp + "/api/v1/models/" + modelId;
+        String url = cluster.urlOf("registry") + "/api/v1/models/" + modelId;
         while (System.nanoTime() < deadline) {
             try {
                 if (cluster.getAbsolute(url).status() == 200) {
@@ -86,7 +88,7 @@ class CorruptShardIT {
             }
             Thread.sleep(300);
         }
-        throw new IllegalStateException("registry never served " + modelId + "\n" + cluster.tails());
+        throw new IllegalStateException("registry never served " + modelId + "\n" + cluster.diagnostics());
     }
 
     private static void flipOneBit(Path file, long offset) throws Exception {

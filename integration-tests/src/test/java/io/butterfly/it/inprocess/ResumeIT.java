@@ -1,9 +1,12 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.cli.http.ResumableStream;
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.TinyModels;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
- * A pipeline worker SIGKILLed while four streamed generations (greedy and seeded sampling) run through it: the
+ * A pipeline worker killed (as by SIGKILL, {@link InProcessCluster#kill}) while four streamed generations (greedy and seeded sampling) run through it: the
  * generations pause instead of failing; the leader re-plans (first the spare takes the lost stage, then, with no
  * spare left, the survivors take the next lost range), and once the new plan serves they replay their tokens into
  * new KV caches and finish with the tokens the same requests give without a failure. Each stream gives every token
@@ -37,9 +40,9 @@ class ResumeIT {
     @Test
     void fourStreamsThatLoseAWorkerFinishWithTheTokensOfARunWithoutTheFailure() throws Exception {
         Path model = work.resolve("tiny-llama");
-        ModelGenerator.generate(FailureDetectionIT.LLAMA, 5, model);
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
         ExecutorService clients = Executors.newFixedThreadPool(4);
-        try (LocalCluster cluster = new LocalCluster(work)) {
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
             for (int i = 0; i < 4; i++) { // three stages and a spare
@@ -89,10 +92,10 @@ class ResumeIT {
     }
 
     /**
-     * Streams {@code bodies} at once, SIGKILLs {@code victim} once every stream is under way, and checks that each
+     * Streams {@code bodies} at once, kills {@code victim} once every stream is under way, and checks that each
      * stream gives every token once, in order, the tokens of a run without the failure, and paused meanwhile.
      */
-    private static void streamWhileKilling(LocalCluster cluster, ExecutorService clients, List<String> bodies,
+    private static void streamWhileKilling(InProcessCluster cluster, ExecutorService clients, List<String> bodies,
                                            List<List<Long>> expected, String victim) throws Exception {
         CountDownLatch underWay = new CountDownLatch(bodies.size());
         List<Future<Stream>> streams = new ArrayList<>();
@@ -134,7 +137,7 @@ class ResumeIT {
         }
 
         void onEvent(String name, String data) {
-            JsonNode event = LocalCluster.JSON.readTree(data);
+            JsonNode event = ClusterApi.JSON.readTree(data);
             if (name.equals("token")) {
                 indices.add(event.path("index").asInt());
                 tokens.add(event.path("token_id").asLong());
