@@ -22,6 +22,12 @@ public final class SingleProcessReference {
     }
 
     public static Generation generate(Path modelDir, long[] prompt, int maxTokens, SamplingParams params) throws Exception {
+        return generate(modelDir, prompt, maxTokens, params, new ExecutorOptions("cpu", 0));
+    }
+
+    /** @param options how the stage computes (its kernels: a quantized model's reference is libtorch's float32) */
+    public static Generation generate(Path modelDir, long[] prompt, int maxTokens, SamplingParams params,
+                                      ExecutorOptions options) throws Exception {
         ModelConfig config = ModelConfig.read(modelDir.resolve("config.json"));
         PartitionSpec spec = new PartitionSpec(config, 0, config.numLayers(), true, true);
         Sampler sampler = new Sampler(params);
@@ -29,7 +35,7 @@ public final class SingleProcessReference {
         List<Double> logprobs = new ArrayList<>();
         List<List<Double>> top = new ArrayList<>();
         try (DjlPartitionExecutor exec = DjlPartitionExecutor.load(spec, List.of(modelDir.resolve("model.safetensors")),
-                new ExecutorOptions("cpu", 0))) {
+                options)) {
             long[] input = prompt;
             int position = 0;
             for (int step = 0; step < maxTokens; step++) {
