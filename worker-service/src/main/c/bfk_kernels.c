@@ -296,15 +296,21 @@ AVX2 static INLINE __m256 i8x8_at(const uint8_t *p) {
 }
 
 /*
- * How far ahead of a row's current block the kernels ask for memory. A block's decoding takes a couple of dozen
- * instructions, so the processor's window holds few blocks and few cache lines in flight: without prefetching, a
- * product waited on memory latency, not bandwidth (a Q8_0 matrix-vector product read 6-7 GB/s where float32 rows read
- * 17).
+ * Prefetching. A block's decoding takes a couple of dozen instructions, so the processor's window holds few blocks
+ * and few cache lines in flight: without prefetching, a product waits on memory latency, not bandwidth. A tile reads
+ * its NT rows side by side, and the next tile's rows follow them in memory, so as a tile passes its k-th block it
+ * asks for the k-th stretch of the next tile's bytes: always one tile ahead, whatever the row length. (A fixed
+ * distance within the row, 768 bytes, fell into the tile's own second row for 768-wide matrices, whose Q8_0 rows are
+ * 816 bytes: half the requests were wasted and a Q8_0 product read 4-6 GB/s on one thread; one tile ahead, 16-19.)
  */
-#define PREFETCH_BYTES 768
+AVX2 static INLINE void prefetch_next_tile(const bfk_matrix *w, int n, int nt, size_t bytes_per_step, int step) {
+    const char *ahead = (const char *) w->data + (size_t) (n + nt) * w->row_bytes + (size_t) step * nt * bytes_per_step;
+    for (size_t off = 0; off < nt * bytes_per_step; off += 64) {
+        _mm_prefetch(ahead + off, _MM_HINT_T0);
+    }
+}
 
 AVX2 static INLINE void decode_q8_0(const uint8_t *blk, __m256 w[4], __m256 *d) {
-    _mm_prefetch((const char *) blk + PREFETCH_BYTES, _MM_HINT_T0);
     *d = _mm256_set1_ps(_cvtsh_ss(read_u16(blk)));
     w[0] = i8x8_at(blk + 2);
     w[1] = i8x8_at(blk + 10);
@@ -313,7 +319,6 @@ AVX2 static INLINE void decode_q8_0(const uint8_t *blk, __m256 w[4], __m256 *d) 
 }
 
 AVX2 static INLINE void decode_q4_0(const uint8_t *blk, __m256 w[4], __m256 *d) {
-    _mm_prefetch((const char *) blk + PREFETCH_BYTES, _MM_HINT_T0);
     *d = _mm256_set1_ps(_cvtsh_ss(read_u16(blk)));
     __m128i raw = _mm_loadu_si128((const __m128i *) (blk + 2));
     __m128i mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
@@ -348,6 +353,7 @@ AVX2 static INLINE void NAME(const bfk_matrix *w, const float *x, int ldx, float
     int nb = w->cols / 32; \
     TILE_BEGIN(MAX_MT, 2) \
     for (int b = 0; b < nb; b++) { \
+        prefetch_next_tile(w, n, NT, BLOCK_BYTES, b); \
         for (int t = 0; t < NT; t++) { \
             __m256 wv[4], d; \
             DECODE(w->data + (size_t) (n + t) * w->row_bytes + (size_t) BLOCK_BYTES * b, wv, &d); \
@@ -371,11 +377,9 @@ AVX2 static INLINE void tile_q4_k(const bfk_matrix *w, const float *x, int ldx, 
     for (int i = 0; i < MT; i++) for (int t = 0; t < NT; t++) mac[i][t] = _mm256_setzero_ps();
     __m128i mask = _mm_set1_epi8(0x0F);
     for (int b = 0; b < nb; b++) {
+        prefetch_next_tile(w, n, NT, 144, b);
         for (int t = 0; t < NT; t++) {
             const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 144 * b;
-            _mm_prefetch((const char *) blk + PREFETCH_BYTES, _MM_HINT_T0);
-            _mm_prefetch((const char *) blk + PREFETCH_BYTES + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *) blk + PREFETCH_BYTES + 128, _MM_HINT_T0);
             float d = _cvtsh_ss(read_u16(blk)), dmin = _cvtsh_ss(read_u16(blk + 2));
             for (int s = 0; s < 8; s++) {
                 int sc, m;
@@ -408,11 +412,9 @@ AVX2 static INLINE void tile_q6_k(const bfk_matrix *w, const float *x, int ldx, 
     TILE_BEGIN(MAX_MT, 2)
     __m128i mask = _mm_set1_epi8(0x0F), three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
     for (int b = 0; b < nb; b++) {
+        prefetch_next_tile(w, n, NT, 210, b);
         for (int t = 0; t < NT; t++) {
             const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 210 * b;
-            for (int pf = 0; pf < 210; pf += 64) {
-                _mm_prefetch((const char *) blk + PREFETCH_BYTES + pf, _MM_HINT_T0);
-            }
             const int8_t *sc = (const int8_t *) (blk + 192);
             float d = _cvtsh_ss(read_u16(blk + 208));
             for (int s = 0; s < 16; s++) {
@@ -452,11 +454,12 @@ AVX2 static INLINE __m256 load_weights8(int type, const uint8_t *row, int k) {
 AVX2 static INLINE void tile_float(const bfk_matrix *w, const float *x, int ldx, float *out, int ldo, int n, int add,
                                    const int MT, const int NT) {
     TILE_BEGIN(MAX_MT, 2)
+    size_t per16 = w->row_bytes / (size_t) w->cols * 16; /* the bytes of 16 weights */
     for (int k = 0; k < w->cols; k += 8) {
+        if ((k & 15) == 0) {
+            prefetch_next_tile(w, n, NT, per16, k / 16);
+        }
         for (int t = 0; t < NT; t++) {
-            if ((k & 15) == 0) {
-                _mm_prefetch((const char *) (w->data + (size_t) (n + t) * w->row_bytes) + 4 * k + PREFETCH_BYTES, _MM_HINT_T0);
-            }
             __m256 wv = load_weights8(w->type, w->data + (size_t) (n + t) * w->row_bytes, k);
             for (int i = 0; i < MT; i++) {
                 acc[i][t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t) i * ldx + k), acc[i][t]);

@@ -8,6 +8,7 @@
 #include "bfk.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -125,8 +126,13 @@ void bfk_pool_run(bfk_pool *pool, bfk_task task, void *arg) {
         pthread_mutex_unlock(&pool->lock);
     }
     task(arg, 0, pool->threads);
-    while (atomic_load_explicit(&pool->remaining, memory_order_acquire) > 0) {
+    /* The work is claimed in chunks, so what is left is the last chunk of a member: spin for it, and yield now and
+       then in case that member waits for this very core. */
+    for (unsigned spins = 1; atomic_load_explicit(&pool->remaining, memory_order_acquire) > 0; spins++) {
         BFK_PAUSE();
+        if (spins % 4096 == 0) {
+            sched_yield();
+        }
     }
 }
 

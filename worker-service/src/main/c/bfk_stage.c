@@ -11,6 +11,7 @@
 #include "bfk.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,12 +93,35 @@ typedef struct {
     int ldi;
     int norm_slot;
     const bfk_matrix *sums_for[2];
+    /* the next chunk of a product's columns to claim (reset before each product) */
+    atomic_int next;
 } phase;
 
 /* [lo, hi) of n split in nth parts */
 static inline void split(int n, int ith, int nth, int *lo, int *hi) {
     *lo = (int) ((long) n * ith / nth);
     *hi = (int) ((long) n * (ith + 1) / nth);
+}
+
+/*
+ * The products' columns go in chunks that threads claim as they finish the last: a thread the system preempted
+ * (another process on the core, the JVM's own threads) delays the product by a chunk, not by its whole share. About
+ * eight chunks a thread, each a whole number of 16-column groups (the tiles' unit); which thread computes a column
+ * does not change its bits.
+ */
+static inline int chunk_size(int n, int nth) {
+    int c = (n + nth * 8 - 1) / (nth * 8);
+    return c < 16 ? 16 : (c + 15) / 16 * 16;
+}
+
+static inline int claim(atomic_int *next, int n, int chunk, int *lo, int *hi) {
+    int c = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
+    if ((long) c * chunk >= n) {
+        return 0;
+    }
+    *lo = c * chunk;
+    *hi = *lo + chunk < n ? *lo + chunk : n;
+    return 1;
 }
 
 static int needs_sums(const bfk_matrix *m) {
@@ -125,17 +149,19 @@ static void product_task(void *arg, int ith, int nth) {
     for (int i = 0; i < p->count; i++) {
         total += p->mm[i]->rows;
     }
-    int lo, hi;
-    split(total, ith, nth, &lo, &hi);
-    int base = 0;
-    for (int i = 0; i < p->count; i++) {
-        int rows = p->mm[i]->rows;
-        int a = lo > base ? lo - base : 0;
-        int b = hi - base < rows ? hi - base : rows;
-        if (a < b) {
-            bfk_matmul_range(p->mm[i], p->in, p->ldi, p->rows, p->sums, p->sums_stride, p->out[i], p->ldo[i], a, b, p->add);
+    int lo, hi, chunk = chunk_size(total, nth);
+    while (claim(&p->next, total, chunk, &lo, &hi)) {
+        int base = 0;
+        for (int i = 0; i < p->count; i++) {
+            int rows = p->mm[i]->rows;
+            int a = lo > base ? lo - base : 0;
+            int b = hi - base < rows ? hi - base : rows;
+            if (a < b) {
+                bfk_matmul_range(p->mm[i], p->in, p->ldi, p->rows, p->sums, p->sums_stride, p->out[i], p->ldo[i], a, b,
+                                 p->add);
+            }
+            base += rows;
         }
-        base += rows;
     }
 }
 
@@ -143,16 +169,16 @@ static void product_task(void *arg, int ith, int nth) {
 static void mlp_task(void *arg, int ith, int nth) {
     phase *p = arg;
     int inter = p->s->inter;
-    int lo, hi;
-    split(inter, ith, nth, &lo, &hi);
-    if (lo >= hi) {
-        return;
-    }
-    bfk_matmul_range(&p->l->m[M_GATE], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate, 2 * inter, lo, hi, 0);
-    bfk_matmul_range(&p->l->m[M_UP], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate + inter, 2 * inter, lo, hi, 0);
-    for (int r = 0; r < p->rows; r++) {
-        float *g = p->gate + (size_t) r * 2 * inter;
-        bfk_silu_mul(g + lo, g + inter + lo, p->act + (size_t) r * inter + lo, hi - lo);
+    int lo, hi, chunk = chunk_size(inter, nth);
+    while (claim(&p->next, inter, chunk, &lo, &hi)) {
+        bfk_matmul_range(&p->l->m[M_GATE], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate, 2 * inter,
+                         lo, hi, 0);
+        bfk_matmul_range(&p->l->m[M_UP], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate + inter,
+                         2 * inter, lo, hi, 0);
+        for (int r = 0; r < p->rows; r++) {
+            float *g = p->gate + (size_t) r * 2 * inter;
+            bfk_silu_mul(g + lo, g + inter + lo, p->act + (size_t) r * inter + lo, hi - lo);
+        }
     }
 }
 
@@ -314,6 +340,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.in = p.h;
         p.ldi = d;
         p.add = add;
+        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, product_task, &p);
 
         bfk_pool_run(pool, attention_task, &p);
@@ -331,11 +358,13 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
                 bfk_row_sums(l->m[M_O].type, p.att + (size_t) r * qdim, qdim, p.sums + (size_t) r * sums_stride);
             }
         }
+        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, product_task, &p);
 
         p.norm_slot = V_FFN_NORM;
         p.sums_for[0] = needs_sums(&l->m[M_GATE]) ? &l->m[M_GATE] : needs_sums(&l->m[M_UP]) ? &l->m[M_UP] : NULL;
         bfk_pool_run(pool, norm_task, &p);
+        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, mlp_task, &p);
         if (needs_sums(&l->m[M_DOWN])) {
             bfk_pool_run(pool, act_sums_task, &p);
@@ -348,6 +377,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.in = p.act;
         p.ldi = inter;
         p.add = 1;
+        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, product_task, &p);
     }
     return 0;
@@ -362,13 +392,13 @@ typedef struct {
     const float *sums;
     int lds;
     float *out;
+    atomic_int next;
 } head_phase;
 
 static void head_task(void *arg, int ith, int nth) {
     head_phase *p = arg;
-    int lo, hi;
-    split(p->w->rows, ith, nth, &lo, &hi);
-    if (lo < hi) {
+    int lo, hi, chunk = chunk_size(p->w->rows, nth);
+    while (claim(&p->next, p->w->rows, chunk, &lo, &hi)) {
         bfk_matmul_range(p->w, p->x, p->w->cols, p->rows, p->sums, p->lds, p->out, p->w->rows, lo, hi, 0);
     }
 }
@@ -376,7 +406,7 @@ static void head_task(void *arg, int ith, int nth) {
 /* out [rows, w.rows] = x [rows, w.cols] . w^T. Returns 0, or -1 if memory ran out. */
 int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, float *out) {
     int per_row = bfk_row_sums_floats(w->type, w->cols);
-    head_phase p = {w, x, rows, NULL, per_row, out};
+    head_phase p = {w, x, rows, NULL, per_row, out, 0};
     float *sums = NULL;
     if (per_row > 0) {
         sums = malloc((size_t) rows * per_row * 4);

@@ -106,7 +106,7 @@ class QuantizedStageTest {
     }
 
     @Test
-    void aSequenceGetsTheSameBitsAloneAndBatchedAndOnThePortableKernels() throws Exception {
+    void aSequenceGetsTheSameBitsAloneBatchedOnThePortableKernelsAndOnAnyNumberOfThreads() throws Exception {
         assumeTrue(NativeKernels.available());
         ModelConfig config = model(true);
         Path model = quantizedModel(config, WeightQuantization.Q4, false, false);
@@ -134,6 +134,13 @@ class QuantizedStageTest {
         }
         assertThat(batched).isEqualTo(alone);
         assertThat(portable).isEqualTo(alone);
+        // Threads claim the products' columns in chunks as they go: how many there are changes no bit.
+        for (int threads : new int[]{1, 3, 5}) {
+            try (Pipeline p = Pipeline.whole(config, model, new ExecutorOptions("cpu", threads, 0))) {
+                assertThat(p.step(List.of(new SequenceChunk("a", 0, 9)), a).toFloats()).as("%d threads", threads)
+                        .isEqualTo(alone);
+            }
+        }
     }
 
     /** A model of the generator (seed 11), its matrices quantized as {@code q} says; in per-layer files if asked. */
