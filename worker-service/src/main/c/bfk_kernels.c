@@ -369,36 +369,59 @@ AVX2 static INLINE void NAME(const bfk_matrix *w, const float *x, int ldx, float
 SIMPLE_BLOCK_KERNEL(tile_q8_0, decode_q8_0, 34)
 SIMPLE_BLOCK_KERNEL(tile_q4_0, decode_q4_0, 18)
 
+/*
+ * Q4_K's eight 6-bit scales and mins of a super-block, times d and dmin, as two vectors (lane j: sub-block j):
+ * ggml's unpacking of the 12 bytes through 32-bit words, then one conversion and product for all eight.
+ */
+AVX2 static INLINE void q4_k_scales(const uint8_t *blk, __m256 *ds, __m256 *dm) {
+    uint32_t u[4];
+    memcpy(u, blk + 4, 12);
+    const uint32_t m1 = 0x3f3f3f3f, m2 = 0x0f0f0f0f, m3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & m2) | (((u[1] >> 6) & m3) << 4);
+    uint32_t mins_lo = u[1] & m1;
+    u[1] = (u[2] & m2) | (((u[0] >> 6) & m3) << 4);
+    u[2] = mins_lo;
+    u[0] &= m1;
+    __m128i bytes = _mm_loadu_si128((const __m128i *) u); /* scales 0-7, then mins 0-7 */
+    *ds = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(read_u16(blk))), u8x8(bytes));
+    *dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(read_u16(blk + 2))), u8x8(_mm_srli_si128(bytes, 8)));
+}
+
+/* Lane j of v in every lane. */
+AVX2 static INLINE __m256 lane(__m256 v, int j) {
+    return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(j));
+}
+
+/*
+ * Q4_K: a pair of sub-blocks (64 weights) shares 32 bytes, low nibbles for the first and high for the second; the
+ * scales of all eight are unpacked once per super-block. Per sub-block the operations are the portable kernel's.
+ */
 AVX2 static INLINE void tile_q4_k(const bfk_matrix *w, const float *x, int ldx, const float *xsums, int lds,
                                   float *out, int ldo, int n, int add, const int MT, const int NT) {
     int nb = w->cols / 256;
     TILE_BEGIN(MAX_MT, 2)
     __m256 mac[MAX_MT][2];
     for (int i = 0; i < MT; i++) for (int t = 0; t < NT; t++) mac[i][t] = _mm256_setzero_ps();
-    __m128i mask = _mm_set1_epi8(0x0F);
+    __m256i mask = _mm256_set1_epi8(0x0F);
     for (int b = 0; b < nb; b++) {
         prefetch_next_tile(w, n, NT, 144, b);
         for (int t = 0; t < NT; t++) {
             const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 144 * b;
-            float d = _cvtsh_ss(read_u16(blk)), dmin = _cvtsh_ss(read_u16(blk + 2));
-            for (int s = 0; s < 8; s++) {
-                int sc, m;
-                scale_min_k4(s, blk + 4, &sc, &m);
-                __m256i raw = _mm256_loadu_si256((const __m256i *) (blk + 16 + 32 * (s / 2)));
-                __m128i lo = _mm256_castsi256_si128(raw), hi = _mm256_extracti128_si256(raw, 1);
-                if (s & 1) {
-                    lo = _mm_and_si128(_mm_srli_epi16(lo, 4), mask);
-                    hi = _mm_and_si128(_mm_srli_epi16(hi, 4), mask);
-                } else {
-                    lo = _mm_and_si128(lo, mask);
-                    hi = _mm_and_si128(hi, mask);
-                }
-                __m256 w0 = u8x8(lo), w1 = u8x8(_mm_srli_si128(lo, 8)), w2 = u8x8(hi), w3 = u8x8(_mm_srli_si128(hi, 8));
-                __m256 ds = _mm256_set1_ps(d * (float) sc), dm = _mm256_set1_ps(dmin * (float) m);
-                int sub = 8 * b + s;
-                for (int i = 0; i < MT; i++) {
-                    acc[i][t] = _mm256_fmadd_ps(block_dot4(w0, w1, w2, w3, x + (size_t) i * ldx + 32 * sub), ds, acc[i][t]);
-                    mac[i][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xsums + (size_t) i * lds + 8 * sub), dm, mac[i][t]);
+            __m256 dsv, dmv;
+            q4_k_scales(blk, &dsv, &dmv);
+            for (int pair = 0; pair < 4; pair++) {
+                __m256i raw = _mm256_loadu_si256((const __m256i *) (blk + 16 + 32 * pair));
+                __m256i nibbles[2] = {_mm256_and_si256(raw, mask), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
+                for (int half = 0; half < 2; half++) {
+                    int s = 2 * pair + half;
+                    __m128i lo = _mm256_castsi256_si128(nibbles[half]), hi = _mm256_extracti128_si256(nibbles[half], 1);
+                    __m256 w0 = u8x8(lo), w1 = u8x8(_mm_srli_si128(lo, 8)), w2 = u8x8(hi), w3 = u8x8(_mm_srli_si128(hi, 8));
+                    __m256 ds = lane(dsv, s), dm = lane(dmv, s);
+                    int sub = 8 * b + s;
+                    for (int i = 0; i < MT; i++) {
+                        acc[i][t] = _mm256_fmadd_ps(block_dot4(w0, w1, w2, w3, x + (size_t) i * ldx + 32 * sub), ds, acc[i][t]);
+                        mac[i][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xsums + (size_t) i * lds + 8 * sub), dm, mac[i][t]);
+                    }
                 }
             }
         }
@@ -406,32 +429,43 @@ AVX2 static INLINE void tile_q4_k(const bfk_matrix *w, const float *x, int ldx, 
     TILE_END(MT, NT, hsum256(acc[i][t]) - hsum256(mac[i][t]))
 }
 
+/*
+ * Q6_K: the two sub-blocks of 16 that share a run of 32 low-bit bytes and 32 high-bit bytes are decoded together by
+ * 256-bit integer operations; per sub-block the floating-point operations are the portable kernel's.
+ */
 AVX2 static INLINE void tile_q6_k(const bfk_matrix *w, const float *x, int ldx, float *out, int ldo, int n, int add,
                                   const int MT, const int NT) {
     int nb = w->cols / 256;
     TILE_BEGIN(MAX_MT, 2)
-    __m128i mask = _mm_set1_epi8(0x0F), three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
+    __m256i mask = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
     for (int b = 0; b < nb; b++) {
         prefetch_next_tile(w, n, NT, 210, b);
         for (int t = 0; t < NT; t++) {
             const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 210 * b;
             const int8_t *sc = (const int8_t *) (blk + 192);
             float d = _cvtsh_ss(read_u16(blk + 208));
-            for (int s = 0; s < 16; s++) {
-                int c = s / 8, tt = s % 8, k = tt / 2, hf = tt % 2;
-                __m128i l = _mm_loadu_si128((const __m128i *) (blk + 64 * c + 32 * (k & 1) + 16 * hf));
-                __m128i h = _mm_loadu_si128((const __m128i *) (blk + 128 + 32 * c + 16 * hf));
-                __m128i nib = k >= 2 ? _mm_and_si128(_mm_srli_epi16(l, 4), mask) : _mm_and_si128(l, mask);
-                __m128i hb = _mm_and_si128(_mm_srli_epi16(h, 2 * k), three);
-                __m128i q = _mm_sub_epi8(_mm_or_si128(nib, _mm_slli_epi16(hb, 4)), bias);
-                __m256 w0 = i8x8(q), w1 = i8x8(_mm_srli_si128(q, 8));
-                __m256 ds = _mm256_set1_ps(d * (float) sc[s]);
-                int off = 256 * b + 128 * c + 32 * k + 16 * hf;
-                for (int i = 0; i < MT; i++) {
-                    const float *xr = x + (size_t) i * ldx + off;
-                    __m256 bd = _mm256_mul_ps(w0, _mm256_loadu_ps(xr));
-                    bd = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), bd);
-                    acc[i][t] = _mm256_fmadd_ps(bd, ds, acc[i][t]);
+            for (int c = 0; c < 2; c++) {
+                __m256i h = _mm256_loadu_si256((const __m256i *) (blk + 128 + 32 * c));
+                for (int k = 0; k < 4; k++) {
+                    __m256i l = _mm256_loadu_si256((const __m256i *) (blk + 64 * c + 32 * (k & 1)));
+                    __m256i nib = k >= 2 ? _mm256_and_si256(_mm256_srli_epi16(l, 4), mask) : _mm256_and_si256(l, mask);
+                    __m256i hb = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * k)), three);
+                    __m256i q = _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_slli_epi16(hb, 4)), bias);
+                    __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
+                    __m256 w0 = i8x8(q0), w1 = i8x8(_mm_srli_si128(q0, 8));
+                    __m256 w2 = i8x8(q1), w3 = i8x8(_mm_srli_si128(q1, 8));
+                    int s = 8 * c + 2 * k;
+                    __m256 ds0 = _mm256_set1_ps(d * (float) sc[s]), ds1 = _mm256_set1_ps(d * (float) sc[s + 1]);
+                    int off = 256 * b + 128 * c + 32 * k;
+                    for (int i = 0; i < MT; i++) {
+                        const float *xr = x + (size_t) i * ldx + off;
+                        __m256 bd = _mm256_mul_ps(w0, _mm256_loadu_ps(xr));
+                        bd = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), bd);
+                        acc[i][t] = _mm256_fmadd_ps(bd, ds0, acc[i][t]);
+                        bd = _mm256_mul_ps(w2, _mm256_loadu_ps(xr + 16));
+                        bd = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xr + 24), bd);
+                        acc[i][t] = _mm256_fmadd_ps(bd, ds1, acc[i][t]);
+                    }
                 }
             }
         }
