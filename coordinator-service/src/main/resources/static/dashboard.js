@@ -39,6 +39,7 @@ function renderState(s) {
   const current = (s.plans || []).find(p => p.epoch === s.epoch);
   const format = current && current.stages.length ? current.stages[0].weight_format : null;
   $('model-id').textContent = (s.model_id || '–') + (format ? ' (' + format + ')' : '');
+  $('model-id').dataset.model = s.model_id || '';
   const error = $('model-error');
   error.textContent = s.model_error ? 'the model cannot be served: ' + s.model_error.cause : '';
   error.hidden = !s.model_error;
@@ -263,7 +264,7 @@ async function send(text) {
   let tokens = 0, firstAt = 0;
   const headers = {'Content-Type': 'application/json', Accept: 'text/event-stream'};
   if (apiKey()) headers.Authorization = 'Bearer ' + apiKey();
-  const body = {model: $('model-id').textContent, messages: conversation, stream: true,
+  const body = {model: $('model-id').dataset.model, messages: conversation, stream: true,
     max_tokens: Number($('chat-max-tokens').value), temperature: Number($('chat-temperature').value)};
   const response = await fetch('/v1/chat/completions', {method: 'POST', headers, body: JSON.stringify(body)});
   if (!response.ok) {
