@@ -18,13 +18,14 @@ import java.util.List;
  * path alone took ~1.5 s) ran during the bootstrap, on the cores the workers load with. So discovery stops at C1,
  * and the registry keeps C2 only for the digest and checksum code it hashes weights with (SHA-256 runs 8x slower
  * as C1 code). Measured with {@code bench-load}, 4 rounds each: services start 15.2-18.1 -> 13.2-15.2 s, bootstrap
- * to READY 5.3-6.4 -> 4.5-5.4 s. The coordinator likewise keeps C2 for its own per-token compute (sampling, tensor
- * decoding) and digests only (4 paired rounds against full C2: services start 13.4-14.0 -> 11.1-12.5 s, bootstrap
- * 4.4-5.0 -> 3.8-4.7 s; decode tokens/s unchanged). Workers keep the full JIT except for code that only runs while
+ * to READY 5.3-6.4 -> 4.5-5.4 s. The coordinator and the workers keep the full JIT except for code that only runs while
  * a service starts (Spring, ASM, class loading, Tomcat, Jackson, logging): its C2 queue outlived the start-up and
  * compiled Spring and ASM methods during the bootstrap (a flight recording showed 1 s compiles). 3 paired
- * bench-load rounds: bootstrap 3.7-4.1 -> 3.6-3.7 s, total cold start 14.8-15.1 -> 14.1-14.8 s. Each module's
- * C2 exclusions are its {@code compiler-directives.json}.
+ * bench-load rounds: bootstrap 3.7-4.1 -> 3.6-3.7 s, total cold start 14.8-15.1 -> 14.1-14.8 s. The coordinator
+ * once kept C2 for sampling, tensor decoding and digests only (services started ~2 s sooner), but every token crosses
+ * its gRPC, TLS, protobuf, Raft and engine code: at 4-bit decode speeds that path as C1 code cost 3.4-3.8 ms of
+ * coordinator CPU a token against 1.4-2.1 ms compiled by C2 (one worker, Q4_0, 300-token generations, 2026-12-02).
+ * Each module's C2 exclusions are its {@code compiler-directives.json}.
  */
 public final class ServiceJvm {
 
