@@ -2,6 +2,9 @@ package io.butterfly.worker.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.grpc.CallerRoles;
+import io.butterfly.common.grpc.TransportThreadMethods;
+import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
+import org.springframework.grpc.server.ServerBuilderCustomizer;
 import io.butterfly.worker.api.grpc.WorkerGrpcService;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
@@ -32,6 +35,13 @@ public class WorkerConfiguration {
     @Bean
     ButterflyGrpcExceptionHandler grpcExceptionHandler() {
         return new ButterflyGrpcExceptionHandler();
+    }
+
+    /** A step is queued for the engine thread by the transport thread that read it ({@code PipelineStage#enqueue}). */
+    @Bean
+    @SuppressWarnings("rawtypes")
+    ServerBuilderCustomizer stepsOnTransportThread() {
+        return TransportThreadMethods.customizer(WorkerServiceGrpc.getStepsMethod());
     }
 
     /** Who may call this service's gRPC methods (the server's caller interceptor checks it). */

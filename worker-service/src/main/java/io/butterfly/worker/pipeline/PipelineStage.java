@@ -5,6 +5,7 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.CacheBudgetExceededException;
+import io.butterfly.worker.engine.EngineThread;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.engine.PartitionSpec;
 import io.butterfly.worker.engine.SequenceChunk;
@@ -40,6 +41,16 @@ public class PipelineStage {
         this.outcomes = outcomes;
         this.tracing = tracing;
         this.nodeId = nodeId;
+    }
+
+    /**
+     * Queues a step that arrived on a Steps stream for the engine thread, behind the steps that came before it, and
+     * returns at once: the step is checked, computed and handed on there ({@link #accept}), so between the transport
+     * thread that read it and the one that writes its result no other thread wakes up (two wake-ups less a stage and
+     * a token than computing it on a gRPC executor thread that waits for the engine).
+     */
+    public void enqueue(Step step) {
+        EngineThread.execute(() -> accept(step));
     }
 
     /**

@@ -100,7 +100,10 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
         response.onCompleted();
     }
 
-    /** Steps arrive in order on the stream and run one after another; each is handed on, never answered. */
+    /**
+     * Steps arrive in order on the stream and run one after another on the engine thread; each is handed on, never
+     * answered. This handler runs on the transport thread that read the step (it only checks the caller and queues).
+     */
     @Override
     public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
         Caller caller = CallerInterceptor.current();
@@ -111,7 +114,7 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
             } else {
                 caller.requireRole("a step into a later stage", NodeRole.WORKER);
             }
-            stage.accept(WorkerMessages.step(request));
+            stage.enqueue(WorkerMessages.step(request));
         }, closed);
     }
 
