@@ -1,8 +1,6 @@
 package io.butterfly.worker.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.common.grpc.CallerRoles;
-import io.butterfly.worker.api.grpc.WorkerGrpcService;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
@@ -32,12 +30,6 @@ public class WorkerConfiguration {
     @Bean
     ButterflyGrpcExceptionHandler grpcExceptionHandler() {
         return new ButterflyGrpcExceptionHandler();
-    }
-
-    /** Who may call this service's gRPC methods (the server's caller interceptor checks it). */
-    @Bean
-    CallerRoles workerCallers() {
-        return WorkerGrpcService.callers();
     }
 
     @Bean
