@@ -39,6 +39,7 @@ public class ChatCompletionsController {
     private final JsonMapper json;
     private final int maxNewTokens;
     private final int maxPromptChars;
+    private final int maxChatMessages;
 
     public ChatCompletionsController(InferenceService inference, InferenceStreams streams, Clock clock, JsonMapper json,
                                      CoordinatorProperties props) {
@@ -48,6 +49,7 @@ public class ChatCompletionsController {
         this.json = json;
         this.maxNewTokens = props.maxNewTokens();
         this.maxPromptChars = props.maxPromptChars();
+        this.maxChatMessages = props.maxChatMessages();
     }
 
     /**
@@ -57,7 +59,7 @@ public class ChatCompletionsController {
     @PostMapping(path = "/chat/completions", consumes = MediaType.APPLICATION_JSON_VALUE)
     public CompletableFuture<?> chat(@RequestBody ChatCompletionRequest body,
             @RequestHeader(name = StreamEventId.HEADER, required = false) String lastEventId) {
-        List<ChatTemplate.Message> conversation = body.conversation();
+        List<ChatTemplate.Message> conversation = body.conversation(maxChatMessages);
         long seed = ThreadLocalRandom.current().nextLong();
         long created = clock.millis() / 1000;
         ServedModel served = inference.servedModel();
