@@ -2,6 +2,7 @@ package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.StreamEventId;
+import io.butterfly.coordinator.api.security.Requesters;
 import io.butterfly.coordinator.chat.ChatPrompt;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.GenerationRequest;
@@ -71,7 +72,8 @@ public class ChatCompletionsController {
             return namingChatFields(body, () -> streams.start(request, lastEventId,
                     task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
         }
-        RequestHandle task = namingChatFields(body, () -> inference.submit(inference.prepare(request, null)));
+        RequestHandle task = namingChatFields(body, () -> inference.submit(inference.prepare(request, null,
+                Requesters.current())));
         ChatLogprobs logprobs = logprobs(body, task);
         return task.result().thenApply(r -> ChatJson.completion(ChatJson.Header.of(r.taskId(), created, model), r,
                 logprobs == null ? null : logprobs.next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs())));

@@ -12,6 +12,7 @@ import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.engine.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
+import io.butterfly.coordinator.inference.UnknownTaskException;
 import io.butterfly.coordinator.model.ChatTemplateException;
 import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import java.util.LinkedHashMap;
@@ -138,6 +139,9 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     ProblemDetail notFound(NoSuchElementException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, e.getMessage());
         p.setTitle("Not found");
+        if (e instanceof UnknownTaskException task && task.field() != null) {
+            p.setProperty("field", task.field());
+        }
         return p;
     }
 
