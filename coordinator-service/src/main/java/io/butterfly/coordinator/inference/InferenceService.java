@@ -267,14 +267,18 @@ public class InferenceService implements PausedRequests, AutoCloseable {
 
     /**
      * Completes once the start of {@code handle}'s task is in this replica's state (the recorded request, seed and
-     * owner another replica would resume it from), once it ended (refused, or over before), or after
+     * owner another replica would resume it from), once it failed (refused before its start), or after
      * {@link #START_WAIT} (the log could not record it): a stream hands out no event id before, so that every id a
      * client holds names a recorded task. Costs a stream's first event a flush interval and a commit.
      */
     public CompletableFuture<?> startRecorded(RequestHandle handle) {
         String taskId = handle.taskId();
         CompletableFuture<ClusterState> inState = applied.when(s -> s.tasks().containsKey(taskId));
-        handle.result().whenComplete((result, failure) -> inState.complete(null));
+        handle.result().whenComplete((result, failure) -> {
+            if (failure != null) {
+                inState.complete(null); // refused or failed: there is nothing to resume
+            }
+        });
         return inState.completeOnTimeout(null, START_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
     }
 
