@@ -34,6 +34,13 @@ public final class ChatPrompt {
                     + "template (chat_template in tokenizer_config.json, or chat_template.jinja): send a prompt to "
                     + "/v1/completions instead");
         }
+        long text = messages.stream().mapToLong(m -> (long) m.content().length() + (m.name() == null ? 0 : m.name().length()))
+                .sum();
+        if (text > maxPromptChars) {
+            // Templates write each message's content into the prompt: too much text is refused before one runs on it.
+            throw new InvalidRequestException("messages", "the conversation's messages hold " + text
+                    + " characters, more than the prompt limit of " + maxPromptChars, true);
+        }
         String prompt;
         try {
             prompt = template.render(messages);
@@ -41,6 +48,9 @@ public final class ChatPrompt {
             if (e.refused()) {
                 throw new InvalidRequestException("messages", "the model's chat template refuses this conversation: "
                         + e.getMessage());
+            }
+            if (e.overLimit()) {
+                throw new InvalidRequestException("messages", e.getMessage(), true);
             }
             throw e;
         }

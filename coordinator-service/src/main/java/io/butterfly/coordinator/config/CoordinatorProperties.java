@@ -29,6 +29,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param taskTimeout     a task still open after this long is failed by the leader: its coordinator is gone
  *                        (one whose coordinator does not answer fails sooner, see engine.recovery-timeout)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
+ * @param maxChatMessages the most messages a chat conversation may hold (413 past it, before the template renders;
+ *                        the template engine's lists stop at 10 000)
  */
 @ConfigurationProperties("butterfly.coordinator")
 public record CoordinatorProperties(
@@ -47,7 +49,8 @@ public record CoordinatorProperties(
         @DefaultValue("65536") int maxPromptChars,
         @DefaultValue("120") long stepTimeoutSeconds,
         @DefaultValue("30m") java.time.Duration taskTimeout,
-        @DefaultValue List<String> trustedPublisherKeys) {
+        @DefaultValue List<String> trustedPublisherKeys,
+        @DefaultValue("1024") int maxChatMessages) {
 
     public ModelCatalog.Settings catalog() {
         return new ModelCatalog.Settings(modelId, dataDir, trustedPublisherKeys);

@@ -32,10 +32,14 @@ public final class AppliedStates {
         return states;
     }
 
-    /** Completes with the first state {@code condition} holds of, this one or one applied later. */
+    /**
+     * Completes with the first state {@code condition} holds of, this one or one applied later. A future completed
+     * otherwise (a timeout) is forgotten.
+     */
     public CompletableFuture<ClusterState> when(Predicate<ClusterState> condition) {
         CompletableFuture<ClusterState> f = new CompletableFuture<>();
         waiting.put(f, condition);
+        f.whenComplete((state, failure) -> waiting.remove(f));
         ClusterState now = control.state(); // read after registering: a state applied meanwhile is seen either way
         if (condition.test(now)) {
             waiting.remove(f);

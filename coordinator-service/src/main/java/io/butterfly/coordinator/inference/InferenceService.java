@@ -54,6 +54,8 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     /** How long a replica waits for a task's live owner to record its end before it takes the task over. */
     private static final Duration OWNER_GRACE = Duration.ofSeconds(1);
     private static final int MAX_KEY_CHARS = 255;
+    /** How long a stream's first event waits for its task's start to be recorded (see {@link #startRecorded}). */
+    private static final Duration START_WAIT = Duration.ofSeconds(10);
 
     /**
      * @param maxNewTokens    upper bound for a request's max_tokens
@@ -126,12 +128,22 @@ public class InferenceService implements PausedRequests, AutoCloseable {
      * is told each token as it is chosen, on the engine's thread: it must hand the token over, not block.
      */
     public RequestHandle submit(GenerationRequest request, TokenListener listener) {
-        return submit(prepare(request, listener));
+        return submit(request, listener, Requester.ANONYMOUS);
+    }
+
+    /** As {@link #submit(GenerationRequest, TokenListener)}, the task {@code requester}'s. */
+    public RequestHandle submit(GenerationRequest request, TokenListener listener, Requester requester) {
+        return submit(prepare(request, listener, requester));
     }
 
     /** Validates and tokenizes a request (everything but the queue's room), without queuing it. */
     public Prepared prepare(GenerationRequest request, TokenListener listener) {
-        return new Prepared(open(request, listener, UUID.randomUUID().toString(), null, true));
+        return prepare(request, listener, Requester.ANONYMOUS);
+    }
+
+    /** As {@link #prepare(GenerationRequest, TokenListener)}, the task {@code requester}'s. */
+    public Prepared prepare(GenerationRequest request, TokenListener listener, Requester requester) {
+        return new Prepared(open(request, listener, UUID.randomUUID().toString(), null, true, null, requester));
     }
 
     public RequestHandle submit(Prepared prepared) {
@@ -149,21 +161,28 @@ public class InferenceService implements PausedRequests, AutoCloseable {
      * Runs a request at most once per {@code idempotencyKey}, whichever replica it is sent to and however often: the
      * first start of the key is committed before it runs, and a repeat gets that task's answer (as {@link #resume}
      * gives it: ended, running, or taken over and replayed here), never a second generation. A repeat with another
-     * request under the same key is refused, naming the header.
+     * request under the same key is refused, naming the header. Keys are the requester's own: another API key's
+     * {@code Idempotency-Key} names none of its tasks.
      */
     public RequestHandle submitOnce(GenerationRequest request, String idempotencyKey, TokenListener listener) {
-        checkKey(idempotencyKey);
+        return submitOnce(request, idempotencyKey, listener, Requester.ANONYMOUS);
+    }
+
+    public RequestHandle submitOnce(GenerationRequest request, String clientKey, TokenListener listener,
+                                    Requester requester) {
+        checkKey(clientKey);
+        String idempotencyKey = TaskRequest.scopedKey(requester.keyId(), clientKey);
         TaskRecord held = control.state().taskWithKey(idempotencyKey);
         if (held != null) {
-            return resume(held.taskId(), -1, request, listener, "Idempotency-Key");
+            return resume(held.taskId(), -1, request, listener, "Idempotency-Key", requester);
         }
-        RequestOutput s = open(request, listener, UUID.randomUUID().toString(), null, true, idempotencyKey);
+        RequestOutput s = open(request, listener, UUID.randomUUID().toString(), null, true, idempotencyKey, requester);
         ClusterState after = journal.commitNow(new TaskEvent.Started(s.taskId(), s.promptLength(), s.request(),
                 System.currentTimeMillis()));
         TaskRecord mine = after.tasks().get(s.taskId());
         if (mine == null) { // another replica's start of the same key came first
             TaskRecord first = Objects.requireNonNull(after.taskWithKey(idempotencyKey), "the key's task");
-            return resume(first.taskId(), -1, request, listener, "Idempotency-Key");
+            return resume(first.taskId(), -1, request, listener, "Idempotency-Key", requester);
         }
         s.startRecorded();
         engine.submit(s.sequence());
@@ -183,27 +202,29 @@ public class InferenceService implements PausedRequests, AutoCloseable {
      * the tokens it missed at once, then each new one, and the handle completes with the whole answer. An ended task
      * answers from its record; one this replica runs carries on; one another replica owns (gone, or it lost its
      * client) is taken over: this replica records itself the owner, replays the recorded tokens into new KV caches and
-     * generates the rest, the tokens a run without the failure generates. A task whose start never reached the
-     * replicated state (its replica died first) is run again from the request, which gives the same tokens.
+     * generates the rest, the tokens a run without the failure generates. A task this replica's state does not hold
+     * (after waiting for it a little: this replica may lag its owner), or that is another API key's, is unknown
+     * ({@link UnknownTaskException}): a stream's first event goes out only once its task's start is recorded, so every
+     * event id a client holds names a recorded task.
      */
     public RequestHandle resume(String taskId, int afterIndex, GenerationRequest request, TokenListener listener) {
-        return resume(taskId, afterIndex, request, listener, "Last-Event-ID");
+        return resume(taskId, afterIndex, request, listener, Requester.ANONYMOUS);
+    }
+
+    public RequestHandle resume(String taskId, int afterIndex, GenerationRequest request, TokenListener listener,
+                                Requester requester) {
+        return resume(taskId, afterIndex, request, listener, "Last-Event-ID", requester);
     }
 
     private RequestHandle resume(String taskId, int afterIndex, GenerationRequest request, TokenListener listener,
-                                 String field) {
+                                 String field, Requester requester) {
         TaskRecord t = applied.await(s -> s.tasks().containsKey(taskId), RECORD_WAIT).tasks().get(taskId);
-        if (t == null) {
-            RequestOutput again = open(request, TokenListener.after(afterIndex, listener),
-                    UUID.randomUUID().toString(), null, true);
-            log.info("task {} is not in the replicated state: running its request again as task {}", taskId,
-                    again.taskId());
-            engine.submit(again.sequence());
-            return again;
+        if (t == null || !requester.maySee(t)) {
+            throw new UnknownTaskException(field, taskId);
         }
         boolean waited = false;
         for (int attempt = 0; attempt < 3; attempt++) {
-            RequestOutput s = open(request, listener, taskId, t.request(), false);
+            RequestOutput s = open(request, listener, taskId, t.request(), false, null, requester);
             if (t.request() == null || !t.request().sameGeneration(s.request())) {
                 throw new InvalidRequestException(field, field + " names task " + taskId
                         + ", which another request started: send the same request again");
@@ -242,6 +263,23 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         }
         throw new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.ABORTED, "task " + taskId
                 + " keeps moving between coordinators: retry");
+    }
+
+    /**
+     * Completes once the start of {@code handle}'s task is in this replica's state (the recorded request, seed and
+     * owner another replica would resume it from), once it failed (refused before its start), or after
+     * {@link #START_WAIT} (the log could not record it): a stream hands out no event id before, so that every id a
+     * client holds names a recorded task. Costs a stream's first event a flush interval and a commit.
+     */
+    public CompletableFuture<?> startRecorded(RequestHandle handle) {
+        String taskId = handle.taskId();
+        CompletableFuture<ClusterState> inState = applied.when(s -> s.tasks().containsKey(taskId));
+        handle.result().whenComplete((result, failure) -> {
+            if (failure != null) {
+                inState.complete(null); // refused or failed: there is nothing to resume
+            }
+        });
+        return inState.completeOnTimeout(null, START_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
     }
 
     /** Whether the replica owning {@code t} does not answer (asked over the control log's group), or is none of it. */
@@ -303,18 +341,15 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         }
     }
 
-    private RequestOutput open(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
-                               boolean forNewWork) {
-        return open(request, listener, taskId, recorded, forNewWork, recorded == null ? null : recorded.idempotencyKey());
-    }
-
     /**
-     * Validates and tokenizes {@code request} into a sequence of task {@code taskId}; with {@code forNewWork} the
-     * cluster must serve now (a client resuming a task may come back while it recovers). A task already
-     * {@code recorded} keeps its seed and key.
+     * Validates and tokenizes {@code request} into a sequence of task {@code taskId}, {@code requester}'s; with
+     * {@code forNewWork} the cluster must serve now (a client resuming a task may come back while it recovers). A task
+     * already {@code recorded} keeps its seed, key and owner.
      */
     private RequestOutput open(GenerationRequest request, TokenListener listener, String taskId, TaskRequest recorded,
-                               boolean forNewWork, String idempotencyKey) {
+                               boolean forNewWork, String newKey, Requester requester) {
+        String idempotencyKey = recorded == null ? newKey : recorded.idempotencyKey();
+        String ownerKey = recorded == null ? requester.keyId() : recorded.ownerKey();
         long arrived = System.nanoTime();
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
@@ -353,7 +388,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
                 : new IncrementalText(model.tokenizer()::decode, stop);
         TaskRequest asked = TaskRequest.of(Arrays.stream(prompt).boxed().toList(), maxTokens, sampling.temperature(),
                 sampling.topP(), sampling.topK(), sampling.seed(), sampling.logprobs(),
-                Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey);
+                Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey, ownerKey);
         return new RequestOutput(outputs, taskId, model, prompt, maxTokens, new Sequence.Decoding(new Sampler(sampling),
                 model.config(), Boolean.TRUE.equals(request.ignoreEos())), asked, text, listener, arrived);
     }

@@ -4,7 +4,9 @@ import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.JinjavaConfig;
 import com.hubspot.jinjava.LegacyOverrides;
 import com.hubspot.jinjava.el.JinjavaInterpreterResolver;
+import com.hubspot.jinjava.interpret.CollectionTooBigException;
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
+import com.hubspot.jinjava.interpret.OutputTooBigException;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
@@ -203,6 +205,9 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
                 if (raised != null) {
                     throw ChatTemplateException.refused(raised.getMessage());
                 }
+                if (tooLarge(error.getReason(), error.getException())) {
+                    throw overLimit();
+                }
                 OverBudget over = find(error.getException(), OverBudget.class);
                 problems.add(over != null ? overBudget() : describe(error));
             }
@@ -218,14 +223,31 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
             if (raised != null) {
                 return ChatTemplateException.refused(raised.getMessage());
             }
+            if (tooLarge(null, e)) {
+                return overLimit();
+            }
             OverBudget over = find(e, OverBudget.class);
             return ChatTemplateException.failed("the model's chat template failed: "
                     + (over != null ? overBudget() : e.getMessage()), e);
         }
 
+        private ChatTemplateException overLimit() {
+            return ChatTemplateException.overLimit("the conversation renders past the chat template engine's size limits"
+                    + " (" + (MAX_OUTPUT >> 20) + " MiB of output, lists of " + MAX_COLLECTION + ")");
+        }
+
         private String overBudget() {
             return "it ran for more than " + budget.toMillis() + " ms";
         }
+    }
+
+    /**
+     * Whether the render failed on a size limit of the sandbox: what the conversation made too large (its output, a
+     * list), not a defect of the template.
+     */
+    private static boolean tooLarge(TemplateError.ErrorReason reason, Throwable e) {
+        return reason == TemplateError.ErrorReason.OUTPUT_TOO_BIG || reason == TemplateError.ErrorReason.COLLECTION_TOO_BIG
+                || find(e, OutputTooBigException.class) != null || find(e, CollectionTooBigException.class) != null;
     }
 
     /** Each message as a dict, with the keys the client gave. */

@@ -132,12 +132,15 @@ final class TaskEventMapper {
         if (r.idempotencyKey() != null) {
             b.setIdempotencyKey(r.idempotencyKey());
         }
+        if (r.ownerKey() != null) {
+            b.setOwnerKey(r.ownerKey());
+        }
         return b.build();
     }
 
     private static TaskRequest fromProto(io.butterfly.proto.coordinator.v1.TaskRequest p) {
         return new TaskRequest(p.getPromptTokenIdsList(), p.getPromptSha256(), p.getMaxTokens(), p.getTemperature(),
                 p.getTopP(), p.getTopK(), p.getSeed(), p.getLogprobs(), p.getIgnoreEos(), p.getStopList(),
-                p.hasIdempotencyKey() ? p.getIdempotencyKey() : null);
+                p.hasIdempotencyKey() ? p.getIdempotencyKey() : null, p.hasOwnerKey() ? p.getOwnerKey() : null);
     }
 }

@@ -17,7 +17,7 @@ class RaftConfigurationTest {
 
     private static CoordinatorProperties coordinator(String nodeId) {
         return new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "demo", 3, "127.0.0.1", 9082, "127.0.0.1",
-                9081, Path.of("/tmp/coord"), 1024, 4096, 65536, 120, java.time.Duration.ofMinutes(30), List.of());
+                9081, Path.of("/tmp/coord"), 1024, 4096, 65536, 120, java.time.Duration.ofMinutes(30), List.of(), 1024);
     }
 
     private static ControlRaftProperties raft(String peerId, List<String> peers) {

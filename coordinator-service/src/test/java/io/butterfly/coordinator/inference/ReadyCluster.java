@@ -36,7 +36,7 @@ public final class ReadyCluster {
     /** A coordinator replica's settings for the tiny model on two workers (120 s steps, 30 min task timeout). */
     public static CoordinatorProperties props(String nodeId) {
         return new CoordinatorProperties(nodeId, "127.0.0.1", "butterfly", "tiny", 2, "127.0.0.1", 9082, "127.0.0.1",
-                9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of());
+                9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120, Duration.ofMinutes(30), List.of(), 1024);
     }
 
     static NodeInfo worker(String id) {

@@ -212,6 +212,36 @@ class ResumeTest {
     }
 
     /**
+     * Issue 47, item 5: a client that left (its stream detached) and comes back with the same request but another seed
+     * (an OpenAI client that sent none gets a fresh one per HTTP request) gets the rest of the generation sampled with
+     * the seed recorded when the task was first accepted: the tokens of a run without the break.
+     */
+    @Test
+    void aResumeGoesOnWithTheSeedRecordedWhenTheTaskWasFirstAccepted() throws Exception {
+        GenerationRequest request = request(List.of(9L, 8L, 7L, 6L), 0.9, 7);
+        Reference reference = reference(List.of(request));
+        InferenceService service = cluster.service(pipeline);
+        List<GeneratedToken> first = new CopyOnWriteArrayList<>();
+        RequestHandle[] handle = new RequestHandle[1];
+        handle[0] = service.submit(request, t -> {
+            first.add(t);
+            if (first.size() == 5) {
+                handle[0].detach("the client closed the stream");
+            }
+        });
+        awaitTrue(() -> first.size() >= 5 && cluster.recorded().tasks().get(handle[0].taskId()).paused());
+
+        List<GeneratedToken> second = new CopyOnWriteArrayList<>();
+        GenerationRequest withAnotherSeed = request(request.tokenIds(), 0.9, 123_456);
+        RequestHandle again = service.resume(handle[0].taskId(), 4, withAnotherSeed, second::add);
+
+        GenerationResult result = InferenceService.await(again.result());
+        assertThat(result.tokenIds()).isEqualTo(reference.tokens.get(0));
+        assertThat(second).extracting(GeneratedToken::tokenId)
+                .containsExactlyElementsOf(reference.tokens.get(0).subList(5, MAX_TOKENS));
+    }
+
+    /**
      * Replica coordinator-1 ran the task and is gone, its progress recorded: the client comes back here, which takes
      * the task over, replays the recorded tokens and generates the rest, the tokens a run without the failure gives.
      */

@@ -86,7 +86,7 @@ class UnusableLogitsTest {
     private InferenceService service(float[] logits) {
         CoordinatorProperties props = new CoordinatorProperties("coordinator-0", "127.0.0.1", "butterfly", "tiny", 1,
                 "127.0.0.1", 9082, "127.0.0.1", 9081, Path.of("/tmp/unused"), 1024, 4096, 65536, 120,
-                Duration.ofMinutes(30), List.of());
+                Duration.ofMinutes(30), List.of(), 1024);
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 2, 16, 2, 2, 32, VOCAB, 64, 1e-5, 10000.0, false, 1, 2);
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, null));

@@ -2,7 +2,6 @@ package io.butterfly.discovery.config;
 
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.PeerDialer;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
@@ -66,12 +65,6 @@ public class DiscoveryConfiguration {
         return new AdmissionPolicy(props.nodeId(), props.clusterName(), ProtocolVersion.parse(props.protocolVersion()),
                 props.features(), props.requiredFeatures(), props.maxMembers(), a.trustedKeys(), a.trustOnFirstUse(),
                 a.replayWindow(), a.joinBurst(), a.joinsPerSecond());
-    }
-
-    /** Who may call discovery's gRPC methods (the server's caller interceptor checks it). */
-    @Bean
-    CallerRoles discoveryCallers() {
-        return DiscoveryGrpcService.callers();
     }
 
     @Bean

@@ -2,7 +2,6 @@ package io.butterfly.registry.config;
 
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.registry.api.grpc.ModelRegistryGrpcService;
 import io.butterfly.registry.catalog.ModelCatalog;
@@ -34,12 +33,6 @@ public class RegistryConfiguration {
         ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> ManifestVerifier.sign(m, publisher));
         catalog.loadStored();
         return catalog;
-    }
-
-    /** Who may call the registry's gRPC methods (the server's caller interceptor checks it). */
-    @Bean
-    CallerRoles registryCallers() {
-        return ModelRegistryGrpcService.callers();
     }
 
     @Bean

@@ -1,11 +1,9 @@
 package io.butterfly.worker.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.TransportThreadMethods;
 import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
 import org.springframework.grpc.server.ServerBuilderCustomizer;
-import io.butterfly.worker.api.grpc.WorkerGrpcService;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
@@ -42,12 +40,6 @@ public class WorkerConfiguration {
     @SuppressWarnings("rawtypes")
     ServerBuilderCustomizer stepsOnTransportThread() {
         return TransportThreadMethods.customizer(WorkerServiceGrpc.getStepsMethod());
-    }
-
-    /** Who may call this service's gRPC methods (the server's caller interceptor checks it). */
-    @Bean
-    CallerRoles workerCallers() {
-        return WorkerGrpcService.callers();
     }
 
     @Bean

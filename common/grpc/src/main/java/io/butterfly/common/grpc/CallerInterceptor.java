@@ -38,12 +38,19 @@ public final class CallerInterceptor implements ServerInterceptor {
     private final boolean tls;
     private final Map<String, CallerRoles> tables;
 
-    /** @param tls whether the server speaks mutual TLS; if not, every caller is {@link Caller#PLAINTEXT} */
+    /**
+     * Checks every call by {@link CallerTables}.
+     *
+     * @param tls whether the server speaks mutual TLS; if not, every caller is {@link Caller#PLAINTEXT}
+     */
     public CallerInterceptor(boolean tls) {
-        this(tls, Set.of());
+        this(tls, CallerTables.all());
     }
 
-    /** @param tables the caller tables of the services this server serves (others' calls pass unchecked) */
+    /**
+     * @param tables the caller tables to check by; a service of Butterfly's packages without one is refused, any other
+     *               (gRPC's health and reflection) passes unchecked
+     */
     public CallerInterceptor(boolean tls, Collection<CallerRoles> tables) {
         this.tls = tls;
         this.tables = tables.stream().collect(Collectors.toUnmodifiableMap(CallerRoles::service, Function.identity()));
@@ -68,14 +75,17 @@ public final class CallerInterceptor implements ServerInterceptor {
      * {@code method} (a full method name).
      */
     public void authorize(Caller caller, String service, String method) {
-        CallerRoles table = tables.get(service);
-        if (table == null || !caller.authenticated()) {
-            return; // not a service of ours (health, reflection), or TLS off: nothing is known of the caller
+        if (!caller.authenticated()) {
+            return; // TLS off: nothing is known of the caller
         }
-        Set<NodeRole> roles = table.rolesFor(method);
+        CallerRoles table = tables.get(service);
+        if (table == null && !service.startsWith(CallerTables.BUTTERFLY_PACKAGE)) {
+            return; // not a service of ours: gRPC's health and reflection
+        }
+        Set<NodeRole> roles = table == null ? null : table.rolesFor(method);
         if (roles == null) {
             throw new ButterflyException(ErrorCode.INVALID_SIGNATURE, ErrorKind.PERMISSION_DENIED,
-                    method + " refused: its service's caller table does not name it");
+                    method + " refused: the caller table (CallerTables) does not name it");
         }
         if (!roles.isEmpty()) {
             caller.requireRole(method.substring(method.lastIndexOf('.') + 1), roles.toArray(NodeRole[]::new));

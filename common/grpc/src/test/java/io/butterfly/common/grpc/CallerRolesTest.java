@@ -66,6 +66,10 @@ class CallerRolesTest {
                 .as("an open entry").doesNotThrowAnyException();
         assertThatCode(() -> interceptor.authorize(worker, "grpc.health.v1.Health", "grpc.health.v1.Health/Check"))
                 .as("a service without a table").doesNotThrowAnyException();
+        assertThatThrownBy(() -> interceptor.authorize(coordinator, "butterfly.worker.v2.WorkerService",
+                "butterfly.worker.v2.WorkerService/Dismiss"))
+                .as("a service of Butterfly's packages without a table is refused, not open")
+                .isInstanceOf(ButterflyException.class).hasMessageContaining("does not name it");
         assertThatCode(() -> interceptor.authorize(Caller.PLAINTEXT, WORKER_SERVICE, dismiss))
                 .as("TLS off: nothing is known of the caller").doesNotThrowAnyException();
     }

@@ -4,7 +4,6 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.CallerInterceptor;
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.common.identity.Caller;
@@ -41,19 +40,6 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final Clock clock;
     private final LoadTelemetry telemetry;
     private final WorkerGateway workers;
-
-    /**
-     * Who may call each method (checked by the server's {@code CallerInterceptor} before the handler runs): reports
-     * from workers, or from coordinators speaking for one; step outcomes from workers only.
-     */
-    public static CallerRoles callers() {
-        return CallerRoles.of(CoordinatorServiceGrpc.getServiceDescriptor())
-                .allow(CoordinatorServiceGrpc.getReportLoadMethod(), NodeRole.WORKER, NodeRole.COORDINATOR)
-                .allow(CoordinatorServiceGrpc.getHeartbeatMethod(), NodeRole.WORKER, NodeRole.COORDINATOR)
-                .allow(CoordinatorServiceGrpc.getHeartbeatStreamMethod(), NodeRole.WORKER, NodeRole.COORDINATOR)
-                .allow(CoordinatorServiceGrpc.getStepOutcomesMethod(), NodeRole.WORKER)
-                .build();
-    }
 
     public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
                                   WorkerGateway workers) {

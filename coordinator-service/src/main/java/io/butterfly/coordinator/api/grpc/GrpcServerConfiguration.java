@@ -1,7 +1,6 @@
 package io.butterfly.coordinator.api.grpc;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.TransportThreadMethods;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import org.springframework.context.annotation.Bean;
@@ -22,11 +21,5 @@ public class GrpcServerConfiguration {
     @Bean
     ButterflyGrpcExceptionHandler grpcExceptionHandler() {
         return new ButterflyGrpcExceptionHandler();
-    }
-
-    /** Who may call this service's gRPC methods (the server's caller interceptor checks it). */
-    @Bean
-    CallerRoles coordinatorCallers() {
-        return CoordinatorGrpcService.callers();
     }
 }

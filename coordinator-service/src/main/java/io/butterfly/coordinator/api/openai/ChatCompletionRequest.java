@@ -83,14 +83,21 @@ public record ChatCompletionRequest(JsonNode messages,
         return maxCompletionTokens != null ? "max_completion_tokens" : maxTokens != null ? "max_tokens" : null;
     }
 
-    /** The conversation, as the chat template sees it; refuses first what cannot be served as asked. */
-    List<ChatTemplate.Message> conversation() {
+    /**
+     * The conversation, as the chat template sees it; refuses first what cannot be served as asked, and a conversation
+     * of more than {@code maxMessages} messages (413).
+     */
+    List<ChatTemplate.Message> conversation(int maxMessages) {
         refuseUnsupported();
         if (messages == null || messages.isNull()) {
             throw new InvalidRequestException("messages", "messages is required");
         }
         if (!messages.isArray()) {
             throw new InvalidRequestException("messages", "messages must be a list of messages");
+        }
+        if (messages.size() > maxMessages) {
+            throw new InvalidRequestException("messages", "messages holds " + messages.size() + " messages, more than the"
+                    + " limit of " + maxMessages + " (butterfly.coordinator.max-chat-messages)", true);
         }
         List<ChatTemplate.Message> out = new ArrayList<>(messages.size());
         for (int i = 0; i < messages.size(); i++) {

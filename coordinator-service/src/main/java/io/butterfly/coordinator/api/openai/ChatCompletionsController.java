@@ -2,6 +2,7 @@ package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.StreamEventId;
+import io.butterfly.coordinator.api.security.Requesters;
 import io.butterfly.coordinator.chat.ChatPrompt;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.GenerationRequest;
@@ -39,6 +40,7 @@ public class ChatCompletionsController {
     private final JsonMapper json;
     private final int maxNewTokens;
     private final int maxPromptChars;
+    private final int maxChatMessages;
 
     public ChatCompletionsController(InferenceService inference, InferenceStreams streams, Clock clock, JsonMapper json,
                                      CoordinatorProperties props) {
@@ -48,6 +50,7 @@ public class ChatCompletionsController {
         this.json = json;
         this.maxNewTokens = props.maxNewTokens();
         this.maxPromptChars = props.maxPromptChars();
+        this.maxChatMessages = props.maxChatMessages();
     }
 
     /**
@@ -57,7 +60,7 @@ public class ChatCompletionsController {
     @PostMapping(path = "/chat/completions", consumes = MediaType.APPLICATION_JSON_VALUE)
     public CompletableFuture<?> chat(@RequestBody ChatCompletionRequest body,
             @RequestHeader(name = StreamEventId.HEADER, required = false) String lastEventId) {
-        List<ChatTemplate.Message> conversation = body.conversation();
+        List<ChatTemplate.Message> conversation = body.conversation(maxChatMessages);
         long seed = ThreadLocalRandom.current().nextLong();
         long created = clock.millis() / 1000;
         ServedModel served = inference.servedModel();
@@ -69,7 +72,8 @@ public class ChatCompletionsController {
             return namingChatFields(body, () -> streams.start(request, lastEventId,
                     task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
         }
-        RequestHandle task = namingChatFields(body, () -> inference.submit(inference.prepare(request, null)));
+        RequestHandle task = namingChatFields(body, () -> inference.submit(inference.prepare(request, null,
+                Requesters.current())));
         ChatLogprobs logprobs = logprobs(body, task);
         return task.result().thenApply(r -> ChatJson.completion(ChatJson.Header.of(r.taskId(), created, model), r,
                 logprobs == null ? null : logprobs.next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs())));

@@ -2,11 +2,13 @@ package io.butterfly.coordinator.api.openai;
 
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.StreamEventId;
+import io.butterfly.coordinator.api.security.Requesters;
 import io.butterfly.common.api.OpenAiModels;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.RequestHandle;
+import io.butterfly.coordinator.inference.Requester;
 import io.butterfly.coordinator.inference.UnknownModelException;
 import io.butterfly.coordinator.model.ServedModel;
 import java.time.Clock;
@@ -65,8 +67,10 @@ public class CompletionsController {
         }
         // Every prompt is validated before any is queued (a bad one runs none); they run together, in one batch.
         List<InferenceService.Prepared> prepared = new ArrayList<>(prompts.size());
+        Requester requester = Requesters.current();
         for (CompletionRequest.Prompt prompt : prompts) {
-            prepared.add(namingTokenIdsAs(prompt.field(), () -> inference.prepare(body.generation(prompt, seed), null)));
+            prepared.add(namingTokenIdsAs(prompt.field(), () -> inference.prepare(body.generation(prompt, seed), null,
+                    requester)));
         }
         List<RequestHandle> tasks = inference.submitAll(prepared);
         return CompletableFuture.allOf(tasks.stream().map(RequestHandle::result).toArray(CompletableFuture[]::new))

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.common.web.ProblemDecoration;
 import io.butterfly.coordinator.api.rest.ProblemHandler;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.LinkedHashMap;
@@ -22,7 +23,7 @@ import org.springframework.web.util.UrlPathHelper;
  * their errors.
  */
 @RestControllerAdvice
-public class OpenAiErrors implements ResponseBodyAdvice<Object> {
+public class OpenAiErrors implements ResponseBodyAdvice<Object>, ProblemDecoration {
 
     static final String PATH_PREFIX = "/v1/";
     private static final UrlPathHelper PATHS = UrlPathHelper.defaultInstance;
@@ -40,6 +41,12 @@ public class OpenAiErrors implements ResponseBodyAdvice<Object> {
             addTo(servlet.getServletRequest(), p);
         }
         return body;
+    }
+
+    /** The same for problems a filter writes (a body over the size limit). */
+    @Override
+    public void decorate(HttpServletRequest request, ProblemDetail problem) {
+        addTo(request, problem);
     }
 
     /** Adds OpenAI's {@code error} object to a problem answered under {@code /v1/}. */

@@ -6,7 +6,9 @@ import io.butterfly.common.api.Generation;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.api.security.Requesters;
 import io.butterfly.coordinator.inference.RequestHandle;
+import io.butterfly.coordinator.inference.Requester;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -69,8 +71,9 @@ public class InferenceController {
     @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
     public CompletableFuture<Generation> infer(@RequestBody Body body,
             @RequestHeader(name = IDEMPOTENCY_KEY, required = false) String idempotencyKey) {
-        RequestHandle handle = idempotencyKey == null ? inference.submit(body.request(), null)
-                : inference.submitOnce(body.request(), idempotencyKey, null);
+        Requester requester = Requesters.current();
+        RequestHandle handle = idempotencyKey == null ? inference.submit(body.request(), null, requester)
+                : inference.submitOnce(body.request(), idempotencyKey, null, requester);
         return handle.result().thenApply(r -> toJson(r, body.withLogprobs()));
     }
 

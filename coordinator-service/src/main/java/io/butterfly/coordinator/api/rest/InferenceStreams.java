@@ -7,7 +7,9 @@ import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.api.security.Requesters;
 import io.butterfly.coordinator.inference.RequestHandle;
+import io.butterfly.coordinator.inference.Requester;
 import io.butterfly.coordinator.inference.TokenListener;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -69,7 +71,8 @@ public class InferenceStreams implements DisposableBean {
     }
 
     /**
-     * Queues the request (or, with {@code lastEventId}, picks up the generation that event belongs to after it); the
+     * Queues the request, the current request's API key's task (or, with {@code lastEventId}, picks up the generation
+     * that event belongs to after it, if the key may see it: {@code UnknownTaskException} otherwise); the
      * answer completes with the emitter once the first token is out (the emitter then sends the rest), or with the
      * refusal or failure that came first. {@code formatFor} may refuse the queued request too.
      */
@@ -91,8 +94,9 @@ public class InferenceStreams implements DisposableBean {
                 self.get().detach(ended.getMessage());
             }
         });
-        RequestHandle handle = resumeAfter == null ? inference.submit(request, listener)
-                : inference.resume(resumeAfter.taskId(), resumeAfter.index(), request, listener);
+        Requester requester = Requesters.current();
+        RequestHandle handle = resumeAfter == null ? inference.submit(request, listener, requester)
+                : inference.resume(resumeAfter.taskId(), resumeAfter.index(), request, listener, requester);
         self.set(handle);
         try {
             format.set(formatFor.apply(handle));
@@ -127,7 +131,8 @@ public class InferenceStreams implements DisposableBean {
             }
             events.complete();
         }));
-        delivery.start();
+        // No event id goes out before the task's start is recorded: any id a client holds can be resumed.
+        inference.startRecorded(handle).whenComplete((recorded, failure) -> delivery.start());
         return started;
     }
 

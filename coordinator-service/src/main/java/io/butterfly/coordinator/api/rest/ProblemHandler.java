@@ -4,6 +4,7 @@ import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.json.JsonFieldPath;
 import io.butterfly.common.web.ProblemDocuments;
+import io.butterfly.common.web.limits.TooLargeProblems;
 import io.butterfly.coordinator.cluster.NotReadyException;
 import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.InvalidRequestException;
@@ -11,6 +12,7 @@ import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.engine.QueueFullException;
 import io.butterfly.coordinator.inference.UnknownModelException;
+import io.butterfly.coordinator.inference.UnknownTaskException;
 import io.butterfly.coordinator.model.ChatTemplateException;
 import io.butterfly.coordinator.reconcile.DrainRefusedException;
 import java.util.LinkedHashMap;
@@ -137,6 +139,9 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     ProblemDetail notFound(NoSuchElementException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, e.getMessage());
         p.setTitle("Not found");
+        if (e instanceof UnknownTaskException task && task.field() != null) {
+            p.setProperty("field", task.field());
+        }
         return p;
     }
 
@@ -195,10 +200,18 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return p;
     }
 
-    /** Malformed JSON or a value of the wrong type: name the field when Jackson knows it. */
+    /**
+     * Malformed JSON or a value of the wrong type: name the field when Jackson knows it. A body over a size limit
+     * (butterfly.http.*), found as it was read, is 413 naming the field the reader was in.
+     */
     @Override
     protected ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex, HttpHeaders headers,
                                                                   HttpStatusCode status, WebRequest request) {
+        ProblemDetail tooLarge = TooLargeProblems.of(ex).orElse(null);
+        if (tooLarge != null) {
+            return ResponseEntity.status(HttpStatus.CONTENT_TOO_LARGE).contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                    .body(tooLarge);
+        }
         String field = JsonFieldPath.of(ex);
         String detail = field == null ? JsonFieldPath.bodyProblem(ex)
                 : ex.getMostSpecificCause() instanceof tools.jackson.databind.exc.UnrecognizedPropertyException

@@ -4,7 +4,6 @@ import io.butterfly.common.api.ClusterHealth;
 import io.butterfly.common.api.EpochStatus;
 import io.butterfly.common.api.NodeStatus;
 import io.butterfly.common.api.SystemStatus;
-import io.butterfly.common.api.TaskStatus;
 import io.butterfly.coordinator.api.grpc.LoadTelemetry;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.ClusterState;
@@ -13,7 +12,6 @@ import io.butterfly.coordinator.cluster.NodeHealth;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.Recovery;
 import io.butterfly.coordinator.cluster.RecoveryPhase;
-import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
@@ -149,20 +147,6 @@ public class SystemStateController {
         return node(s, n);
     }
 
-    @GetMapping("/tasks")
-    public List<TaskStatus> tasks() {
-        return control.state().tasks().values().stream().map(SystemStateController::task).toList();
-    }
-
-    @GetMapping("/tasks/{id}/state")
-    public TaskStatus taskState(@PathVariable("id") String id) {
-        TaskRecord t = control.state().tasks().get(id);
-        if (t == null) {
-            throw new NoSuchElementException("no task '" + id + "'");
-        }
-        return task(t);
-    }
-
     @GetMapping("/epochs/current")
     public EpochStatus epoch() {
         ClusterState s = control.state();
@@ -209,14 +193,6 @@ public class SystemStateController {
     private static SystemStatus.Config config(ClusterConfig c) {
         return c == null ? null : new SystemStatus.Config(c.clusterName(), c.quorumSize(), c.maxByzantine(),
                 c.memberCount(), c.protocolVersion());
-    }
-
-    private static TaskStatus task(TaskRecord t) {
-        return new TaskStatus(t.taskId(), t.state().name(), t.owner().isEmpty() ? null : t.owner(), t.promptTokens(),
-                t.generatedTokens(), t.finishReason(), t.tokenIds(), Instant.ofEpochMilli(t.createdAtMs()).toString(),
-                Instant.ofEpochMilli(t.updatedAtMs()).toString(), t.error(),
-                t.paused() ? Instant.ofEpochMilli(t.pausedAtMs()).toString() : null, t.pauseReason(),
-                t.request() == null ? null : t.request().idempotencyKey());
     }
 
     /**

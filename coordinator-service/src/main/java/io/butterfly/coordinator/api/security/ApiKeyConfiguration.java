@@ -15,7 +15,8 @@ import org.springframework.security.web.SecurityFilterChain;
 
 /**
  * Who may call what (docs/security.md). With API keys set: generating (OpenAI's {@code /v1/**}, the native inference
- * endpoints) needs a key; reading the cluster's state, the probes, the metrics and the dashboard stay open; anything
+ * endpoints) and reading tasks need a key; reading the cluster's state, the probes, the metrics and the dashboard stay
+ * open; anything
  * else, which changes the cluster (drain, rebalance, ...), needs an admin key. Without keys everything is open, and
  * the coordinator says so when it starts.
  */
@@ -50,6 +51,8 @@ public class ApiKeyConfiguration {
                 .requestMatchers("/v1/**").hasRole(ApiKeySecurity.USER)
                 .requestMatchers(HttpMethod.POST, "/api/v1/inference", "/api/v1/inference/stream")
                 .hasRole(ApiKeySecurity.USER)
+                // a task's tokens are its client's: each key sees its own (TasksController)
+                .requestMatchers(HttpMethod.GET, "/api/v1/tasks", "/api/v1/tasks/**").hasRole(ApiKeySecurity.USER)
                 .requestMatchers(HttpMethod.GET, "/**").permitAll()
                 .requestMatchers(HttpMethod.HEAD, "/**").permitAll()
                 .anyRequest().hasRole(ApiKeySecurity.ADMIN),

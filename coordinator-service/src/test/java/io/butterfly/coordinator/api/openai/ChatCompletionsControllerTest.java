@@ -264,6 +264,38 @@ class ChatCompletionsControllerTest {
         assertThat(error.path("error").path("type").asString()).isEqualTo("server_error");
     }
 
+    /**
+     * Issue 47, item 2: a conversation that makes the template's output pass the engine's limit (here a template that
+     * writes each message a hundred times) is the conversation's size, 413 naming messages, not the 500 of a failed
+     * template; so is a conversation with more text than a prompt may hold, refused before any template runs.
+     */
+    @Test
+    void aConversationThatOverflowsTheTemplateIs413NotA500() throws Exception {
+        ChatTemplate repeating = new JinjavaChatTemplates(Clock.systemUTC()).compile(
+                "{% for i in range(100) %}{% for m in messages %}{{ m['content'] }}{% endfor %}{% endfor %}", null, null);
+        MockMvc overflowing = mvcOver(cluster.service(ScriptedCluster.following(script), repeating));
+        String long60k = "a".repeat(60_000);
+        JsonNode problem = refused(AsyncMvc.perform(overflowing, post("/v1/chat/completions")
+                .contentType(MediaType.APPLICATION_JSON).content("{\"messages\": [{\"role\": \"user\", \"content\": \""
+                        + long60k + "\"}]}")), 413, "messages");
+        assertThat(problem.path("detail").asString()).contains("size limits");
+
+        String third = "b".repeat(30_000);
+        JsonNode tooMuchText = assertRefused(413, "{\"messages\": [{\"role\": \"user\", \"content\": \"" + third
+                + "\"}, {\"role\": \"assistant\", \"content\": \"" + third + "\"}, {\"role\": \"user\", \"content\": \""
+                + third + "\"}]}", "messages");
+        assertThat(tooMuchText.path("detail").asString()).contains("90000 characters", "65536");
+    }
+
+    /** Issue 47, item 2: 20 000 messages were a 500 from the template engine's list limit; now 413 before it runs. */
+    @Test
+    void tooManyMessagesIs413NamingMessages() throws Exception {
+        String many = String.join(", ", java.util.Collections.nCopies(20_000, "{\"role\": \"user\", \"content\": \"a\"}"));
+        JsonNode problem = assertRefused(413, "{\"messages\": [" + many + "]}", "messages");
+        assertThat(problem.path("detail").asString()).contains("20000 messages", "1024",
+                "butterfly.coordinator.max-chat-messages");
+    }
+
     /** The native API's greedy answer to {@code prompt}'s tokens (as the chat's are: no special tokens added). */
     private GenerationResult greedy(String prompt) {
         return inference.generate(new GenerationRequest(null, Arrays.stream(tokenizer.encode(prompt, false)).boxed()

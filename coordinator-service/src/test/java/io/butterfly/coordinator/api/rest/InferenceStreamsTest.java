@@ -199,6 +199,32 @@ class InferenceStreamsTest {
         assertThat(stepsRun.get()).isLessThan(60);
     }
 
+    /**
+     * Issue 47, item 5: the seed of a request is fixed when it is first accepted, and recorded before its client holds
+     * anything to resume with. A stream's first event (and so its first event id) goes out only once the task's start
+     * (its request, with the seed drawn for it) is in the replicated state; before, the first tokens went out within
+     * milliseconds and the start a flush interval later, and a client resuming a task whose start never reached the
+     * log had the request run again under another seed (the head of one generation, the tail of another).
+     */
+    @Test
+    void aStreamsFirstEventGoesOutOnlyOnceItsStartAndSeedAreRecorded() throws Exception {
+        InferenceService service = cluster.service(ScriptedPipeline.answering(in -> step()));
+        InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
+        for (long seed = 1; seed <= 5; seed++) {
+            java.util.concurrent.atomic.AtomicReference<String> taskId = new java.util.concurrent.atomic.AtomicReference<>();
+            GenerationRequest sampled = new GenerationRequest(null, List.of(1L, 17L), 8, 1.0, null, seed, null, true);
+            streams.start(sampled, null, task -> {
+                taskId.set(task.taskId());
+                return new NativeStreamFormat(false);
+            }).get(10, TimeUnit.SECONDS); // the first token event is out
+
+            TaskRecord recorded = cluster.control().state().tasks().get(taskId.get()); // as it is, not flushed
+            assertThat(recorded).as("the task's start is recorded before its first event").isNotNull();
+            assertThat(recorded.request().seed()).isEqualTo(seed);
+            awaitTasksEnded((int) seed); // the scripted stage answers one sequence a step
+        }
+    }
+
     private StepResult step() {
         float[] logits = new float[CONFIG.vocabSize()];
         logits[100 + stepsRun.getAndIncrement() % 50] = 5f;

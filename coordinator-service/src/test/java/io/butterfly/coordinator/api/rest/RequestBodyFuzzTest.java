@@ -5,6 +5,7 @@ import static org.springframework.test.web.servlet.request.MockMvcRequestBuilder
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.butterfly.common.model.generate.TokenizerGenerator;
+import io.butterfly.common.web.limits.RequestLimitsAutoConfiguration;
 import io.butterfly.coordinator.api.openai.ChatCompletionsController;
 import io.butterfly.coordinator.api.openai.CompletionsController;
 import io.butterfly.coordinator.api.openai.OpenAiErrors;
@@ -18,6 +19,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Clock;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.boot.webmvc.test.autoconfigure.WebMvcTest;
 import org.springframework.context.annotation.Bean;
@@ -31,7 +33,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The JSON bodies of {@code POST /api/v1/inference}, {@code /api/v1/inference/stream}, {@code /v1/completions} and
- * {@code /v1/chat/completions} (docs/testing.md, fuzzing), through Spring MVC as the coordinator runs it (its strict request JSON, the
+ * {@code /v1/chat/completions} (docs/testing.md, fuzzing), through Spring MVC as the coordinator runs it (the request
+ * limits' filter and JSON constraints, its strict request JSON, the
  * controllers, the request validation, the problem handlers) over a READY cluster whose pipeline is scripted: any
  * body is answered 2xx, or 4xx with a problem document naming the field (and OpenAI's error object under
  * {@code /v1/}); never 5xx, never an exception escaping.
@@ -39,6 +42,7 @@ import org.junit.jupiter.api.Timeout;
 // Per input: a slow one is a finding too (Jazzer passes it on as libFuzzer's -timeout).
 @Timeout(30)
 @WebMvcTest(controllers = {InferenceController.class, CompletionsController.class, ChatCompletionsController.class})
+@ImportAutoConfiguration(RequestLimitsAutoConfiguration.class)
 @Import({StrictRequestJson.class, OpenAiErrors.class, RequestBodyFuzzTest.Served.class})
 class RequestBodyFuzzTest {
 

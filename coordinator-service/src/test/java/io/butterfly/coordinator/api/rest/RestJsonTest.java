@@ -55,6 +55,7 @@ class RestJsonTest {
     private final Liveness liveness = new Liveness(new DetectorSettings(8.0, 4.0, 200, 100, 800, 100, 250), clock);
     private final LoadTelemetry telemetry = new LoadTelemetry();
     private final SystemStateController controller;
+    private final TasksController tasks = new TasksController(control);
 
     @SuppressWarnings("unchecked")
     RestJsonTest() {
@@ -132,7 +133,7 @@ class RestJsonTest {
     void afterTheRecovery() throws IOException {
         recovered();
         answers("recovered", controller.systemState(), controller.nodes(), controller.nodeState("coordinator-0"),
-                controller.nodeState("w4"), controller.tasks(), controller.taskState("t-paused"), controller.epoch(),
+                controller.nodeState("w4"), tasks.tasks(), tasks.taskState("t-paused"), controller.epoch(),
                 controller.health());
     }
 

@@ -6,7 +6,6 @@ import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.CallerInterceptor;
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.discovery.admission.AdmissionChain;
 import io.butterfly.discovery.admission.AdmissionPolicy;
 import io.butterfly.discovery.membership.AdmissionException;
@@ -50,22 +49,6 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
     private final NodeIdentity identity;
     private final String nodeId;
     private final String clusterName;
-
-    /**
-     * Who may call each method (checked by the server's {@code CallerInterceptor}): anyone the cluster CA certified,
-     * since each message answers for itself (a signed envelope from the node it names, a join the admission chain
-     * judges) and the membership view is the cluster's to read.
-     */
-    public static CallerRoles callers() {
-        return CallerRoles.of(DiscoveryServiceGrpc.getServiceDescriptor())
-                .anyCaller(DiscoveryServiceGrpc.getDiscoverMethod())
-                .anyCaller(DiscoveryServiceGrpc.getJoinMethod())
-                .anyCaller(DiscoveryServiceGrpc.getAcknowledgeJoinMethod())
-                .anyCaller(DiscoveryServiceGrpc.getLeaveMethod())
-                .anyCaller(DiscoveryServiceGrpc.getHeartbeatMethod())
-                .anyCaller(DiscoveryServiceGrpc.getListMembersMethod())
-                .build();
-    }
 
     public DiscoveryGrpcService(AdmissionChain admission, MembershipStore registry, NodeIdentity identity,
                                 String nodeId, String clusterName) {

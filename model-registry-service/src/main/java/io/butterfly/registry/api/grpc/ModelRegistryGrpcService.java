@@ -1,6 +1,5 @@
 package io.butterfly.registry.api.grpc;
 
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.ManifestMessages;
 import com.google.protobuf.UnsafeByteOperations;
 import io.butterfly.common.error.ButterflyException;
@@ -51,18 +50,6 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
     private final ModelCatalog catalog;
     private final int maxChunkBytes;
     private final int zstdLevel;
-
-    /**
-     * Who may call each method (checked by the server's {@code CallerInterceptor}): anyone the cluster CA certified;
-     * what it serves is signed and checksummed, and a client verifies it.
-     */
-    public static CallerRoles callers() {
-        return CallerRoles.of(ModelRegistryGrpc.getServiceDescriptor())
-                .anyCaller(ModelRegistryGrpc.getListModelsMethod())
-                .anyCaller(ModelRegistryGrpc.getGetManifestMethod())
-                .anyCaller(ModelRegistryGrpc.getFetchFileMethod())
-                .build();
-    }
 
     /** Serves uncompressed chunks of at most {@code maxChunkBytes}. */
     public ModelRegistryGrpcService(ModelCatalog catalog, int maxChunkBytes) {

@@ -2,6 +2,7 @@ package io.butterfly.registry.api.rest;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.json.JsonFieldPath;
+import io.butterfly.common.web.limits.TooLargeProblems;
 import java.net.URI;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,6 +64,12 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
     @Override
     protected ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex, HttpHeaders headers,
                                                                   HttpStatusCode status, WebRequest request) {
+        ProblemDetail tooLarge = TooLargeProblems.of(ex).orElse(null);
+        if (tooLarge != null) {
+            tooLarge.setProperty("code", "INVALID_MESSAGE");
+            return ResponseEntity.status(HttpStatus.CONTENT_TOO_LARGE).contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                    .body(tooLarge);
+        }
         String field = JsonFieldPath.of(ex);
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST,
                 field == null ? JsonFieldPath.bodyProblem(ex) : "field '" + field + "' has an invalid value");

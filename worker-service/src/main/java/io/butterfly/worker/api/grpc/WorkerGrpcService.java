@@ -1,7 +1,6 @@
 package io.butterfly.worker.api.grpc;
 
 import io.butterfly.common.grpc.CallerInterceptor;
-import io.butterfly.common.grpc.CallerRoles;
 import io.butterfly.common.grpc.OneWayReceiver;
 import io.butterfly.common.identity.Caller;
 import io.butterfly.common.identity.NodeRole;
@@ -30,7 +29,7 @@ import org.springframework.stereotype.Service;
 
 /**
  * gRPC edge of the worker; errors go through the service's single exception handler. Over mutual TLS each call is
- * taken only from whom it may come from, as the caller's certificate says ({@link #callers()}): assignments, checksum
+ * taken only from whom it may come from, as the caller's certificate says ({@code CallerTables.WORKER}): assignments, checksum
  * requests, verdicts and dismissals from coordinators; steps and releases from either, a step into the first stage
  * from a coordinator and into a later stage from a worker (the stage before it).
  */
@@ -44,18 +43,6 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
     private final PartitionChecksums checksums;
     private final CoordinatorGateway coordinators;
     private final DiscoveryGateway membership;
-
-    /** Who may call each method (checked by the server's {@code CallerInterceptor} before the handler runs). */
-    public static CallerRoles callers() {
-        return CallerRoles.of(WorkerServiceGrpc.getServiceDescriptor())
-                .allow(WorkerServiceGrpc.getAssignPartitionMethod(), NodeRole.COORDINATOR)
-                .allow(WorkerServiceGrpc.getReportChecksumsMethod(), NodeRole.COORDINATOR)
-                .allow(WorkerServiceGrpc.getApplyValidationMethod(), NodeRole.COORDINATOR)
-                .allow(WorkerServiceGrpc.getDismissMethod(), NodeRole.COORDINATOR)
-                .allow(WorkerServiceGrpc.getStepsMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
-                .allow(WorkerServiceGrpc.getReleaseMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
-                .build();
-    }
 
     public WorkerGrpcService(PartitionManager partitions, PipelineStage stage, PartitionChecksums checksums,
                              CoordinatorGateway coordinators, DiscoveryGateway membership) {

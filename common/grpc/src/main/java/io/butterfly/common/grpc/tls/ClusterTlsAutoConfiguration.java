@@ -1,7 +1,7 @@
 package io.butterfly.common.grpc.tls;
 
 import io.butterfly.common.grpc.CallerInterceptor;
-import io.butterfly.common.grpc.CallerRoles;
+import io.butterfly.common.grpc.CallerTables;
 import io.butterfly.common.grpc.PeerDialer;
 import io.butterfly.common.tls.ClusterTls;
 import java.io.IOException;
@@ -12,7 +12,6 @@ import java.security.cert.X509Certificate;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.ssl.SslBundleRegistrar;
@@ -31,7 +30,7 @@ import org.springframework.grpc.server.GlobalServerInterceptor;
  * ({@code butterfly.tls.*}) into the {@link ClusterTls} the gateways open their channels and Raft its links with,
  * registers it as the SSL bundle {@value #BUNDLE} that the gRPC server serves with
  * ({@code spring.grpc.server.ssl.bundle}, client certificates required), identifies and authorizes each caller from
- * its certificate ({@link CallerInterceptor}, by each service's {@link CallerRoles} table), and opens the service's
+ * its certificate ({@link CallerInterceptor}, by {@link CallerTables}), and opens the service's
  * channels to the others with it ({@link PeerDialer}).
  */
 @AutoConfiguration
@@ -82,8 +81,8 @@ public class ClusterTlsAutoConfiguration {
 
     @Bean
     @GlobalServerInterceptor
-    CallerInterceptor callerInterceptor(ClusterTls tls, ObjectProvider<CallerRoles> tables) {
-        return new CallerInterceptor(tls.enabled(), tables.orderedStream().toList());
+    CallerInterceptor callerInterceptor(ClusterTls tls) {
+        return new CallerInterceptor(tls.enabled());
     }
 
     private static List<X509Certificate> certificates(Path file) {

@@ -97,14 +97,20 @@ public final class ApiKeySecurity {
     }
 
     private static Authentication authenticate(ApiKeys keys, Authentication presented) {
-        ApiKeys.Role role = keys.roleOf(String.valueOf(presented.getCredentials()));
-        List<String> roles = switch (role) {
+        ApiKeyPrincipal principal = keys.principalOf(String.valueOf(presented.getCredentials()));
+        List<String> roles = switch (principal.role()) {
             case ADMIN -> List.of("ROLE_" + USER, "ROLE_" + ADMIN);
             case USER -> List.of("ROLE_" + USER);
             case NONE -> throw new BadCredentialsException("the API key is not valid");
         };
-        return new PreAuthenticatedAuthenticationToken(role.name().toLowerCase() + " key", null,
-                AuthorityUtils.createAuthorityList(roles));
+        return new PreAuthenticatedAuthenticationToken(principal, null, AuthorityUtils.createAuthorityList(roles));
+    }
+
+    /** The key the current request was authenticated with, or null (no keys set, or none presented). */
+    public static ApiKeyPrincipal currentKey() {
+        Authentication authentication = org.springframework.security.core.context.SecurityContextHolder.getContext()
+                .getAuthentication();
+        return authentication != null && authentication.getPrincipal() instanceof ApiKeyPrincipal key ? key : null;
     }
 
     private static void refuse(HttpServletRequest request, HttpServletResponse response, HttpStatus status,

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 
 /**
@@ -20,6 +21,9 @@ public final class ApiKeys {
 
     /** What a key may do: an admin key may also do what a user key may. */
     public enum Role { NONE, USER, ADMIN }
+
+    /** The bytes of a key's digest that name it ({@link ApiKeyPrincipal#keyId}). */
+    private static final int KEY_ID_BYTES = 8;
 
     /** No keys: every endpoint is open. */
     public static final ApiKeys NONE = new ApiKeys(List.of(), List.of());
@@ -49,10 +53,16 @@ public final class ApiKeys {
 
     /** The role of a presented key: {@link Role#NONE} for a key that is not one of them. */
     public Role roleOf(String presented) {
+        return principalOf(presented).role();
+    }
+
+    /** The presented key as a principal: its id and role ({@link Role#NONE} for a key that is not one of them). */
+    public ApiKeyPrincipal principalOf(String presented) {
         byte[] digest = sha256(presented);
         boolean admin = matchesAny(digest, admins);
         boolean user = matchesAny(digest, users);
-        return admin ? Role.ADMIN : user ? Role.USER : Role.NONE;
+        return new ApiKeyPrincipal(HexFormat.of().formatHex(digest, 0, KEY_ID_BYTES),
+                admin ? Role.ADMIN : user ? Role.USER : Role.NONE);
     }
 
     /** Compares with every digest, without stopping at the first match. */
