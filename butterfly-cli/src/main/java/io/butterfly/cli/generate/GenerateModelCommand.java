@@ -6,7 +6,10 @@ import io.butterfly.cli.command.ShowsUsageOnError;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.RopeScaling;
+import io.butterfly.common.model.generate.GgufModelGenerator;
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.common.model.generate.ModelShapes;
+import io.butterfly.common.quant.WeightQuantization;
 import io.butterfly.common.model.generate.TokenizerGenerator;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -40,6 +43,11 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             + " 4096) or bench-100m (Llama, 12 layers, hidden 768, 12 heads, vocab 32000, fp32);",
             "explicit options override the preset"})
     String preset;
+
+    @Option(names = "--shape", paramLabel = "NAME", description = {"a real model's shape: llama-3.2-1b (16 layers, hidden"
+            + " 2048, 32/8 heads, vocab 128256, tied) or llama-3.1-8b (32 layers, hidden 4096, 32/8 heads, vocab 128256);",
+            "written streaming; takes only --dtype, --seed and --out"})
+    String shape;
 
     @Option(names = "--arch", paramLabel = "llama|gpt2", description = "architecture (required without a preset)")
     String arch;
@@ -85,10 +93,12 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
     @Option(names = "--seed", paramLabel = "S", description = "random seed (default 42)")
     String seed;
 
-    @Option(names = "--dtype", paramLabel = "f32|f16|bf16", description = "tensor dtype (default f32)")
+    @Option(names = "--dtype", paramLabel = "f32|f16|bf16|q8|q4|q4_k", description = {"tensor dtype (default f32);"
+            + " q8, q4 (Q4_0, head Q6_K) and q4_k (Q4_K_M) write a GGUF file instead of a directory (llama only)"})
     String dtype;
 
-    @Option(names = "--out", paramLabel = "DIR", description = "output directory (required)")
+    @Option(names = "--out", paramLabel = "DIR|FILE.gguf", description = "output directory, or GGUF file for a"
+            + " quantized --dtype (required)")
     String out;
 
     /** Runs the command on {@code args}; returns its exit code (0 ok, 1 I/O failure, 2 bad arguments). */
@@ -112,30 +122,50 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
         PrintWriter stderr = spec.commandLine().getErr();
         ModelConfig config;
         ModelGenerator.Options options;
+        WeightQuantization quantization;
         long seedValue;
         Path dir;
         try {
             Map<String, String> given = given();
-            config = config(given);
+            config = shape != null ? shape(given) : config(given);
+            quantization = quantization(dtype);
             options = ModelGenerator.Options.defaults()
-                    .withDtype(dtype == null ? "f32" : dtype)
+                    .withDtype(dtype == null || quantization != null ? "f32" : dtype)
                     .withAttentionBias(attentionBias);
+            if (shape != null) {
+                options = options.withFastGaussians(); // billions of values: the fast generator
+            }
             if (options.attentionBias() && config.architecture() != Architecture.LLAMA) {
                 throw new IllegalArgumentException("--attention-bias applies to llama only");
+            }
+            if (quantization != null && (config.architecture() != Architecture.LLAMA || attentionBias)) {
+                throw new IllegalArgumentException("--dtype " + dtype + " writes a GGUF file of a llama model without"
+                        + " biases");
             }
             seedValue = parseLong(given, "seed", 42);
             if (out == null || out.isBlank()) {
                 throw new IllegalArgumentException("--out DIR is required");
             }
             dir = Path.of(out);
-            checkOutputDirectory(dir);
+            if (quantization != null) {
+                if (!out.endsWith(".gguf")) {
+                    throw new IllegalArgumentException("--dtype " + dtype + " writes a GGUF file: --out must end in .gguf");
+                }
+                checkOutputDirectory(dir.toAbsolutePath().getParent());
+            } else {
+                checkOutputDirectory(dir);
+            }
             TokenizerGenerator.specialTokens(config); // vocab sanity before writing anything
         } catch (IllegalArgumentException e) {
             throw Commands.usageError(spec, e.getMessage());
         }
         long t0 = System.nanoTime();
         try {
-            ModelGenerator.generate(config, seedValue, dir, options);
+            if (quantization != null) {
+                GgufModelGenerator.generate(config, seedValue, quantization, dir);
+            } else {
+                ModelGenerator.generate(config, seedValue, dir, options);
+            }
         } catch (IOException e) {
             stderr.println("error: could not write the model to " + dir + ": " + describe(e));
             return 1;
@@ -143,16 +173,51 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             stderr.println("error: could not write the model to " + dir + ": " + describe(e.getCause()));
             return 1;
         }
-        long bytes = directoryBytes(dir);
+        long bytes = quantization != null ? fileBytes(dir) : directoryBytes(dir);
         stdout.printf("wrote %s model to %s: %d layers, hidden %d, %d/%d heads, intermediate %d, vocab %d, %s, seed %d%n",
                 options.attentionBias() ? "qwen2 (llama family, q/k/v biases)" : config.architecture().id(),
                 dir.toAbsolutePath(), config.numLayers(), config.hiddenSize(),
                 config.numHeads(), config.numKvHeads(), config.intermediateSize(), config.vocabSize(),
-                options.dtype(), seedValue);
-        stdout.printf("  %,d parameters, %,d bytes (config.json, tokenizer.json, tokenizer_config.json,"
-                + " generation_config.json, model.safetensors) in %.1f s%n",
-                config.parameterCount(), bytes, (System.nanoTime() - t0) / 1e9);
+                quantization != null ? "GGUF " + quantization.id() : options.dtype(), seedValue);
+        stdout.printf("  %,d parameters, %,d bytes (%s) in %.1f s%n", config.parameterCount(), bytes,
+                quantization != null ? "one GGUF file" : "config.json, tokenizer.json, tokenizer_config.json,"
+                        + " generation_config.json, model.safetensors", (System.nanoTime() - t0) / 1e9);
+        if (quantization != null && config.ropeScaling() != null) {
+            stdout.println("  RoPE scaling left out: GGUF holds Llama 3.1's as a rope_freqs tensor, which the registry"
+                    + " does not import yet (plain RoPE, base " + config.ropeTheta() + ")");
+        }
         return 0;
+    }
+
+    /** The quantization a GGUF {@code --dtype} names; null for the float dtypes of a model directory. */
+    private static WeightQuantization quantization(String dtype) {
+        if (dtype == null) {
+            return null;
+        }
+        return WeightQuantization.byId(dtype).orElse(null);
+    }
+
+    /** A {@code --shape}: the real model's config, which no size option may change (only dtype, seed, output). */
+    private ModelConfig shape(Map<String, String> given) {
+        ModelConfig config = ModelShapes.named(shape).orElseThrow(() -> new IllegalArgumentException(
+                "unknown --shape '" + shape + "' (" + String.join(", ", ModelShapes.names()) + ")"));
+        for (String option : given.keySet()) {
+            if (!option.equals("seed")) {
+                throw new IllegalArgumentException("--shape takes no --" + option + ": it is a real model's shape");
+            }
+        }
+        if (attentionBias) {
+            throw new IllegalArgumentException("--shape takes no --attention-bias: it is a real model's shape");
+        }
+        return config;
+    }
+
+    private static long fileBytes(Path file) {
+        try {
+            return Files.size(file);
+        } catch (IOException e) {
+            return 0;
+        }
     }
 
     /** The options given, by name without the dashes. */

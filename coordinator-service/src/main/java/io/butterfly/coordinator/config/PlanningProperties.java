@@ -22,14 +22,18 @@ public record PlanningProperties(
      * @param kvCacheTokens      tokens of KV cache reserved per layer (0 = the model's maximum positions)
      * @param kvCacheSequences   sequences held at once (the KV cache is per sequence)
      * @param activationHeadroom memory each stage needs beyond weights and KV cache (activations, scratch)
+     * @param kvCacheBudget      with kv-cache-tokens 0, one sequence's KV cache over all layers is counted at most
+     *                           at this (the workers' default butterfly.worker.kv-cache-budget; 0B: no cap)
      */
     public record Planning(
             @DefaultValue("0") int kvCacheTokens,
             @DefaultValue("1") int kvCacheSequences,
-            @DefaultValue("64MB") DataSize activationHeadroom) {
+            @DefaultValue("64MB") DataSize activationHeadroom,
+            @DefaultValue("2GB") DataSize kvCacheBudget) {
 
         public ModelFootprints.Settings footprint() {
-            return new ModelFootprints.Settings(kvCacheTokens, kvCacheSequences, activationHeadroom.toBytes());
+            return new ModelFootprints.Settings(kvCacheTokens, kvCacheSequences, activationHeadroom.toBytes(),
+                    kvCacheBudget.toBytes());
         }
     }
 }

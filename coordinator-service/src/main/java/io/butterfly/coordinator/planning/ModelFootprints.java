@@ -20,8 +20,17 @@ public final class ModelFootprints {
      * @param kvCacheTokens           tokens of KV cache reserved per layer (0 = the model's maximum positions)
      * @param kvCacheSequences        sequences held at once (the KV cache is per sequence)
      * @param activationHeadroomBytes memory each stage needs beyond weights and KV cache (activations, scratch)
+     * @param kvCacheBudgetBytes      with {@code kvCacheTokens} 0, the most one sequence's KV cache over all layers is
+     *                                counted at (0 = no cap): the workers' KV budget, which refuses a cache beyond it,
+     *                                so a model of 131,072 positions does not plan 32 GiB for a context no worker
+     *                                would hold
      */
-    public record Settings(int kvCacheTokens, int kvCacheSequences, long activationHeadroomBytes) {
+    public record Settings(int kvCacheTokens, int kvCacheSequences, long activationHeadroomBytes,
+                           long kvCacheBudgetBytes) {
+
+        public Settings(int kvCacheTokens, int kvCacheSequences, long activationHeadroomBytes) {
+            this(kvCacheTokens, kvCacheSequences, activationHeadroomBytes, 0);
+        }
     }
 
     private ModelFootprints() {
@@ -32,7 +41,7 @@ public final class ModelFootprints {
         int layers = manifest.numLayers();
         boolean blocks = quantized(manifest.dtype());
         long stored = storedBytes(manifest.dtype());
-        long tokens = p.kvCacheTokens() > 0 ? p.kvCacheTokens() : Math.max(1, config.maxPositions());
+        long tokens = p.kvCacheTokens() > 0 ? p.kvCacheTokens() : defaultTokens(config, layers, p.kvCacheBudgetBytes());
         long kvPerLayer = 2L * config.kvDim() * tokens * Math.max(1, p.kvCacheSequences()) * Float.BYTES;
         long[] layerBytes = new long[layers];
         long embedding = 0;
@@ -56,6 +65,19 @@ public final class ModelFootprints {
             layerBytes[l] += kvPerLayer;
         }
         return new ModelFootprint(layerBytes, embedding, head, p.activationHeadroomBytes(), kvPerLayer);
+    }
+
+    /**
+     * The model's positions, or fewer when one sequence's float32 keys and values for that many over all layers would
+     * be more than {@code budget} (0: no cap).
+     */
+    static long defaultTokens(ModelConfig config, int layers, long budget) {
+        long positions = Math.max(1, config.maxPositions());
+        if (budget <= 0) {
+            return positions;
+        }
+        long perToken = 2L * config.kvDim() * Math.max(1, layers) * Float.BYTES;
+        return Math.max(1, Math.min(positions, budget / perToken));
     }
 
     /** Whether a manifest's dtype is one of ggml's block types (its workers hold the shards' bytes as they are). */

@@ -41,6 +41,30 @@ class ModelFootprintsTest {
         assertEquals(7, f.stageOverheadBytes());
     }
 
+    /**
+     * Without a token count, a sequence's KV cache is counted for the model's positions, but never past the workers'
+     * KV budget: Llama 3.1 8B (131,072 positions, 32 layers of 8 x 128 key/value dims) would otherwise plan 32 GiB a
+     * sequence, 1 GiB a layer, where each worker refuses caches past its 2 GB.
+     */
+    @Test
+    void theKvCacheOfAModelsFullContextIsCountedNoFurtherThanTheWorkersBudget() {
+        ModelConfig llama8b = new ModelConfig(Architecture.LLAMA, 32, 4096, 32, 8, 14336, 128_256, 131_072, 1e-5,
+                500_000.0, false, 1, 2);
+        Manifest manifest = new Manifest("m", "llama", "1", 32, 0, 16, 64, "Q4_0", List.of(
+                file("layer-00000.safetensors", FileKind.LAYER, 100, 0, 32)), "", 0, null, null);
+        long budget = 2L << 30;
+        ModelFootprint capped = ModelFootprints.of(manifest, llama8b, new ModelFootprints.Settings(0, 1, 0, budget), 4);
+        assertEquals(budget / 32, capped.kvBytesPerLayer()); // 8192 positions: 64 MiB a layer
+        ModelFootprint uncapped = ModelFootprints.of(manifest, llama8b, new ModelFootprints.Settings(0, 1, 0), 4);
+        assertEquals(2L * 1024 * 131_072 * Float.BYTES, uncapped.kvBytesPerLayer());
+        // a model whose whole context fits the budget is counted for all of it
+        ModelFootprint small = ModelFootprints.of(manifest, CONFIG, new ModelFootprints.Settings(0, 1, 0, budget), 4);
+        assertEquals(2L * 16 * 128 * Float.BYTES, small.kvBytesPerLayer());
+        // an explicit token count is taken as given
+        ModelFootprint explicit = ModelFootprints.of(manifest, llama8b, new ModelFootprints.Settings(65_536, 1, 0, budget), 4);
+        assertEquals(2L * 1024 * 65_536 * Float.BYTES, explicit.kvBytesPerLayer());
+    }
+
     @Test
     void workersHoldingHalfPrecisionWeightsNeedTheLayersAndHeadAtTwoBytesButTheEmbeddingInFloat32() {
         Manifest f32 = new Manifest("m", "llama", "1", 2, 0, 16, 64, "F32", List.of(

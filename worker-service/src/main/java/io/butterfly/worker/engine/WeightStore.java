@@ -37,7 +37,15 @@ final class WeightStore implements AutoCloseable {
 
     private final List<SafetensorsFile> files = new ArrayList<>();
     private final Map<String, SafetensorsFile> byName = new HashMap<>();
+    /**
+     * {@code -Dbutterfly.worker.map-weights=false} copies every tensor into fresh engine memory as before mapping was
+     * used (to compare the two: {@code BUTTERFLY_JVM_OPTS}).
+     */
+    static final String MAP_PROPERTY = "butterfly.worker.map-weights";
+
     private final NDManager manager;
+    /** The largest tensor {@link #mappedView mapped} rather than copied (Java maps at most 2 GiB at once). */
+    private final long mappableBytes;
     /**
      * Whether the engine keeps tensors in host memory, where Java can write into them directly. A cold load
      * then skips a copy per tensor, and the staging memory is the engine's (Java zero-fills a direct buffer:
@@ -50,8 +58,9 @@ final class WeightStore implements AutoCloseable {
     private NDArray stagingArray;
     private long bytesLoaded;
 
-    private WeightStore(NDManager manager) {
+    private WeightStore(NDManager manager, long mappableBytes) {
         this.manager = manager;
+        this.mappableBytes = mappableBytes;
         this.hostMemory = Device.cpu().equals(manager.getDevice());
     }
 
@@ -60,7 +69,12 @@ final class WeightStore implements AutoCloseable {
      * store owns them from here: closing it, or failing here, closes them.
      */
     static WeightStore open(List<SafetensorsFile> opened, NDManager manager) throws IOException {
-        WeightStore store = new WeightStore(manager);
+        return open(opened, manager, Boolean.parseBoolean(System.getProperty(MAP_PROPERTY, "true")) ? Integer.MAX_VALUE : 0);
+    }
+
+    /** As {@link #open(List, NDManager)}, mapping no tensor over {@code mappableBytes} (tests shrink it). */
+    static WeightStore open(List<SafetensorsFile> opened, NDManager manager, long mappableBytes) throws IOException {
+        WeightStore store = new WeightStore(manager, mappableBytes);
         store.files.addAll(opened);
         try {
             if (opened.isEmpty()) {
@@ -119,6 +133,10 @@ final class WeightStore implements AutoCloseable {
      */
     NDArray loadBytes(String name, long... expectedShape) {
         TensorInfo info = checkShape(name, expectedShape);
+        NDArray mapped = mappedView(new String[]{name}, new Shape(info.byteLength()), DataType.UINT8);
+        if (mapped != null) {
+            return mapped;
+        }
         NDArray array = manager.create(new Shape(info.byteLength()), DataType.UINT8); // uninitialised
         try {
             ByteBuffer memory = hostMemory ? memoryOf(array) : null;
@@ -146,6 +164,12 @@ final class WeightStore implements AutoCloseable {
         }
         int count = floatCount(name, expectedShape);
         checkShape(name, expectedShape);
+        if (storedAsIs(name)) {
+            NDArray mapped = mappedView(new String[]{name}, new Shape(expectedShape), DataType.FLOAT32);
+            if (mapped != null) {
+                return mapped;
+            }
+        }
         NDArray array = manager.create(new Shape(expectedShape), DataType.FLOAT32); // uninitialised
         try {
             read(name, memoryOf(array));
@@ -182,6 +206,12 @@ final class WeightStore implements AutoCloseable {
         int count = floatCount(String.join(" + ", names), totalRows, cols);
         for (int i = 0; i < names.length; i++) {
             checkShape(names[i], rows[i], cols);
+        }
+        if (Arrays.stream(names).allMatch(this::storedAsIs)) {
+            NDArray mapped = mappedView(names, new Shape(totalRows, cols), DataType.FLOAT32);
+            if (mapped != null) {
+                return mapped;
+            }
         }
         NDArray array = manager.create(new Shape(totalRows, cols), DataType.FLOAT32); // uninitialised
         try {
@@ -258,6 +288,35 @@ final class WeightStore implements AutoCloseable {
         } finally {
             Reference.reachabilityFence(stored); // unmapped only once it is collected: not before the copy is made
         }
+    }
+
+    /**
+     * The tensors' stored bytes as an engine array over the file's own pages (a read-only mapping: nothing copied, no
+     * fresh memory, and the pages hashed a moment ago are already in the page cache), or null when that cannot be:
+     * not host memory, the tensors not back to back in one file, over 2 GiB, or not aligned to their element. The
+     * engine array holds the mapping (DJL keeps the buffer an array was made from), and the engine only ever reads
+     * weights, so it is the stage's memory from here: a stage keeps only what it copies (a reordered projection) or
+     * these pages. The registry never writes into a stored file and a worker's downloads are renamed into place, so
+     * the verified bytes stay the mapped ones.
+     */
+    private NDArray mappedView(String[] names, Shape shape, DataType type) {
+        SafetensorsFile file = byName.get(names[0]);
+        if (!hostMemory || !Arrays.stream(names).allMatch(n -> byName.get(n) == file) || !file.backToBack(names)
+                || file.absoluteOffset(names[0]) % type.getNumOfBytes() != 0) {
+            return null;
+        }
+        long length = file.info(names[names.length - 1]).end() - file.info(names[0]).begin();
+        if (length > mappableBytes) {
+            return null;
+        }
+        ByteBuffer pages;
+        try {
+            pages = file.mappedBytes(names).order(ByteOrder.nativeOrder());
+        } catch (IOException e) {
+            throw new UncheckedIOException("mapping " + String.join(" + ", names), e);
+        }
+        bytesLoaded += length;
+        return manager.create(pages, shape, type);
     }
 
     /** Makes {@link #staging} hold at least the floats of {@code shape}; answers their count. */

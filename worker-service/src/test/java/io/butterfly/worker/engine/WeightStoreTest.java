@@ -113,8 +113,9 @@ class WeightStoreTest {
                 halves("f16", "F16", new long[]{3, 2}, 0x3800, 0xBD00, 0x4200, 0x1419, 0x8000, 0x7BFF),
                 halves("bf16", "BF16", new long[]{6}, 0x3F80, 0xC000, 0x3F00, 0x4380, 0xBE00, 0x4040)),
                 Map.of());
+        // Nothing mapped (a limit of 0 bytes): every load is the engine's own memory.
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
-             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager, 0)) {
             NDArray f32 = store.load("f32", 2, 3);
             NDArray f16 = store.load("f16", 3, 2);
             NDArray bf16 = store.load("bf16", 6);
@@ -128,6 +129,72 @@ class WeightStoreTest {
             assertThat(store.bytesLoaded()).isEqualTo(4L * (6 + 6 + 6 + 6));
             assertThatThrownBy(() -> store.load("f32", 3, 2))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'f32' has shape [2, 3]");
+        }
+    }
+
+    @Test
+    void float32TensorsAndStoredBytesAreTheFilesOwnPagesAndOutliveTheFile() throws Exception {
+        Path file = dir.resolve("mapped.safetensors");
+        float[] q = {1, 2, 3, 4, 5, 6};
+        float[] k = {7, 8, 9};
+        byte[] block = new byte[34];
+        for (int i = 0; i < block.length; i++) {
+            block[i] = (byte) (3 * i + 1);
+        }
+        SafetensorsWriter.write(file, List.of(
+                SafetensorsWriter.Entry.float32("q", new long[]{2, 3}, q),
+                SafetensorsWriter.Entry.float32("k", new long[]{1, 3}, k),
+                // one Q8_0 block (34 bytes: 32 values in a row)
+                new SafetensorsWriter.Entry("blocks", "U8", new long[]{1, 34}, ByteBuffer.wrap(block)),
+                SafetensorsWriter.Entry.float32("norm", new long[]{3}, new float[]{0.5f, 0.25f, 2})),
+                Map.of(io.butterfly.common.quant.QuantizedTensors.typeKey("blocks"), "Q8_0"));
+        byte[] before = java.nio.file.Files.readAllBytes(file);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            NDArray fused;
+            NDArray blocks;
+            NDArray norm;
+            try (WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+                fused = store.loadStacked(new String[]{"q", "k"}, new long[]{2, 1}, 3);
+                blocks = store.loadBytes("blocks", 1, 32);
+                // after 34 bytes of blocks the norm is not 4-byte aligned: copied, not mapped
+                norm = store.load("norm", 3);
+                assertThat(store.bytesLoaded()).isEqualTo(4L * 9 + 34 + 4L * 3);
+            }
+            System.gc(); // the file is closed: the arrays hold their mappings
+            assertThat(fused.toFloatArray()).containsExactly(1, 2, 3, 4, 5, 6, 7, 8, 9);
+            assertThat(blocks.toByteArray()).containsExactly(block);
+            assertThat(norm.toFloatArray()).containsExactly(0.5f, 0.25f, 2);
+        }
+        assertThat(java.nio.file.Files.readAllBytes(file)).isEqualTo(before);
+    }
+
+    /**
+     * A tensor stored past the first 2 GiB of its file (a sparse file: the hole before it takes no disk) loads, mapped
+     * and copied: offsets are longs from the header to the engine.
+     */
+    @Test
+    void aTensorBeyondTwoGigabytesOfTheFileLoadsMappedAndCopied() throws Exception {
+        Path file = dir.resolve("large.safetensors");
+        long hole = (1L << 31) + 64;
+        String header = "{\"hole\":{\"dtype\":\"U8\",\"shape\":[" + hole + "],\"data_offsets\":[0," + hole + "]},"
+                + "\"tail\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[" + hole + "," + (hole + 16) + "]}}";
+        byte[] json = (header + " ".repeat((8 - header.length() % 8) % 8)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        try (java.nio.channels.FileChannel out = java.nio.channels.FileChannel.open(file,
+                java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE)) {
+            out.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, json.length), 0);
+            out.write(ByteBuffer.wrap(json), 8);
+            ByteBuffer tail = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
+            tail.asFloatBuffer().put(new float[]{1.5f, -2, 3, 0.25f});
+            out.write(tail, 8 + json.length + hole);
+        }
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            for (long mappable : new long[]{Integer.MAX_VALUE, 0}) {
+                try (WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager, mappable)) {
+                    assertThat(store.load("tail", 2, 2).toFloatArray()).as("mappable %d", mappable)
+                            .containsExactly(1.5f, -2, 3, 0.25f);
+                    assertThat(store.loadBytes("tail", 2, 2).toByteArray()).hasSize(16);
+                }
+            }
         }
     }
 

@@ -83,9 +83,19 @@ public final class GgufExport {
     }
 
     private static Map<String, GgufValue> metadata(ModelConfig c, Path dir, WeightQuantization q) throws IOException {
+        JsonNode tokenizer = JSON.readTree(dir.resolve("tokenizer.json").toFile());
+        return metadata(c, dir.getFileName().toString(), tokenizer, TokenizerConfig.read(dir).chatTemplate(), q);
+    }
+
+    /**
+     * The metadata llama.cpp's converter writes for a Llama model: its hyper-parameters, {@code tokenizer.json}'s
+     * vocabulary and the chat template (null: none); {@code q} names the file type (null: float32).
+     */
+    public static Map<String, GgufValue> metadata(ModelConfig c, String name, JsonNode tokenizer, String chatTemplate,
+                                                  WeightQuantization q) {
         Map<String, GgufValue> m = new LinkedHashMap<>();
         m.put("general.architecture", GgufValue.string("llama"));
-        m.put("general.name", GgufValue.string(dir.getFileName().toString()));
+        m.put("general.name", GgufValue.string(name));
         m.put("general.file_type", GgufValue.uint32(q == null ? 0 : switch (q) {
             case Q8 -> 7;
             case Q4 -> 2;
@@ -101,11 +111,9 @@ public final class GgufExport {
         m.put("llama.rope.freq_base", GgufValue.float32(c.ropeTheta()));
         m.put("llama.rope.dimension_count", GgufValue.uint32(c.headDim()));
         m.put("llama.vocab_size", GgufValue.uint32(c.vocabSize()));
-        JsonNode tokenizer = JSON.readTree(dir.resolve("tokenizer.json").toFile());
         m.putAll(GgufTokenizer.toGguf(tokenizer, c.bosTokenId(), c.eosTokenId()));
-        String template = TokenizerConfig.read(dir).chatTemplate();
-        if (template != null) {
-            m.put("tokenizer.chat_template", GgufValue.string(template));
+        if (chatTemplate != null) {
+            m.put("tokenizer.chat_template", GgufValue.string(chatTemplate));
         }
         return m;
     }

@@ -280,6 +280,11 @@ public final class SafetensorsFile implements AutoCloseable {
         return channel.map(FileChannel.MapMode.READ_ONLY, dataStart + begin, length).order(ByteOrder.LITTLE_ENDIAN);
     }
 
+    /** Where the tensor's bytes begin in the file (its data offset plus the header's length). */
+    public long absoluteOffset(String name) {
+        return dataStart + info(name).begin();
+    }
+
     /** Whether these tensors (at least one) are all in this file, each one's bytes starting where the previous one's end. */
     public boolean backToBack(String... names) {
         if (names.length == 0) {

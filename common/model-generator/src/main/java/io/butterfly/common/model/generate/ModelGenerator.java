@@ -6,6 +6,7 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.TokenizerConfig;
 import io.butterfly.common.safetensors.SafetensorsWriter;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -16,6 +17,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.SplittableRandom;
+import java.util.function.DoubleSupplier;
 import tools.jackson.databind.SerializationFeature;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -61,9 +64,17 @@ public final class ModelGenerator {
      * @param perLayerFiles     one file per pipeline part instead, as the registry serves a model:
      *                          {@value #EMBED_FILE}, {@code layer-00000.safetensors}..., {@value #HEAD_FILE} (each
      *                          tensor once: a tied head's stage needs {@value #EMBED_FILE} too)
+     * @param fastGaussians     draw the values with {@link SplittableRandom}'s ziggurat instead of {@link Random}'s
+     *                          polar method: several times faster, for models of billions of parameters (other bytes
+     *                          than the small models have always had, so those keep {@link Random})
      */
     public record Options(String dtype, boolean attentionBias, boolean outputBias, boolean transformerPrefix,
-                          boolean tokenizer, int shards, boolean perLayerFiles) {
+                          boolean tokenizer, int shards, boolean perLayerFiles, boolean fastGaussians) {
+
+        public Options(String dtype, boolean attentionBias, boolean outputBias, boolean transformerPrefix,
+                       boolean tokenizer, int shards, boolean perLayerFiles) {
+            this(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles, false);
+        }
 
         public Options {
             dtype = normaliseDtype(dtype);
@@ -83,32 +94,37 @@ public final class ModelGenerator {
         }
 
         public Options withDtype(String d) {
-            return new Options(d, attentionBias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles);
+            return new Options(d, attentionBias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles, fastGaussians);
         }
 
         public Options withAttentionBias(boolean bias) {
-            return new Options(dtype, bias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles);
+            return new Options(dtype, bias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles, fastGaussians);
         }
 
         /** q/k/v and o_proj biases (Llama's {@code attention_bias}). */
         public Options withAllAttentionBiases() {
-            return new Options(dtype, true, true, transformerPrefix, tokenizer, shards, perLayerFiles);
+            return new Options(dtype, true, true, transformerPrefix, tokenizer, shards, perLayerFiles, fastGaussians);
         }
 
         public Options withoutTransformerPrefix() {
-            return new Options(dtype, attentionBias, outputBias, false, tokenizer, shards, perLayerFiles);
+            return new Options(dtype, attentionBias, outputBias, false, tokenizer, shards, perLayerFiles, fastGaussians);
         }
 
         public Options withoutTokenizer() {
-            return new Options(dtype, attentionBias, outputBias, transformerPrefix, false, shards, perLayerFiles);
+            return new Options(dtype, attentionBias, outputBias, transformerPrefix, false, shards, perLayerFiles, fastGaussians);
         }
 
         public Options withShards(int n) {
-            return new Options(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, n, perLayerFiles);
+            return new Options(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, n, perLayerFiles, fastGaussians);
         }
 
         public Options withPerLayerFiles() {
-            return new Options(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, shards, true);
+            return new Options(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, shards, true, fastGaussians);
+        }
+
+        /** Values from the fast generator (see {@link #fastGaussians}). */
+        public Options withFastGaussians() {
+            return new Options(dtype, attentionBias, outputBias, transformerPrefix, tokenizer, shards, perLayerFiles, true);
         }
     }
 
@@ -200,18 +216,22 @@ public final class ModelGenerator {
         Files.write(file, JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build().writeValueAsBytes(hf));
     }
 
-    /** Writes the weights in the layout {@code options} asks for; the one-file layout's file last of all. */
+    /**
+     * Writes the weights in the layout {@code options} asks for; the one-file layout's file last of all. Every tensor's
+     * values are drawn as it is written, in file order, a chunk at a time: a model of any size is written in the same
+     * memory, and the bytes are those of drawing every value in order from one generator.
+     */
     private static void writeWeights(List<Part> parts, Options options, Path dir) throws IOException {
         if (options.perLayerFiles()) {
             for (Part p : parts) {
-                SafetensorsWriter.write(dir.resolve(p.file()), p.entries(), METADATA);
+                SafetensorsWriter.writeStreamed(dir.resolve(p.file()), p.entries(), METADATA);
             }
             return;
         }
-        List<SafetensorsWriter.Entry> all = parts.stream().flatMap(p -> p.entries().stream()).toList();
+        List<SafetensorsWriter.StreamedEntry> all = parts.stream().flatMap(p -> p.entries().stream()).toList();
         int n = options.shards();
         if (n == 1) {
-            SafetensorsWriter.write(dir.resolve(WEIGHTS_FILE), all, METADATA);
+            SafetensorsWriter.writeStreamed(dir.resolve(WEIGHTS_FILE), all, METADATA);
             return;
         }
         int perShard = (all.size() + n - 1) / n;
@@ -219,13 +239,13 @@ public final class ModelGenerator {
         long totalBytes = 0;
         for (int i = 0; i < n; i++) {
             String file = String.format("model-%05d-of-%05d.safetensors", i + 1, n);
-            List<SafetensorsWriter.Entry> shard = all.subList(Math.min(all.size(), i * perShard),
+            List<SafetensorsWriter.StreamedEntry> shard = all.subList(Math.min(all.size(), i * perShard),
                     Math.min(all.size(), (i + 1) * perShard));
-            for (SafetensorsWriter.Entry e : shard) {
+            for (SafetensorsWriter.StreamedEntry e : shard) {
                 weightMap.put(e.name(), file);
-                totalBytes += e.data().remaining();
+                totalBytes += e.byteLength();
             }
-            SafetensorsWriter.write(dir.resolve(file), shard, METADATA);
+            SafetensorsWriter.writeStreamed(dir.resolve(file), shard, METADATA);
         }
         Map<String, Object> index = new LinkedHashMap<>();
         index.put("metadata", Map.of("total_size", totalBytes));
@@ -235,12 +255,13 @@ public final class ModelGenerator {
     }
 
     /** The tensors of one file of the per-layer layout, in file order. */
-    private record Part(String file, List<SafetensorsWriter.Entry> entries) {
+    private record Part(String file, List<SafetensorsWriter.StreamedEntry> entries) {
     }
 
     /** The tensors, in file order, by the pipeline part they belong to (embedding, each layer, head). */
     private static List<Part> parts(ModelConfig c, long seed, Options o) {
-        TensorWriter w = new TensorWriter(new ArrayList<>(), new Random(seed), o.dtype());
+        DoubleSupplier gaussian = o.fastGaussians() ? new SplittableRandom(seed)::nextGaussian : new Random(seed)::nextGaussian;
+        TensorWriter w = new TensorWriter(new ArrayList<>(), gaussian, o.dtype());
         int h = c.hiddenSize();
         if (c.architecture() == Architecture.GPT2) {
             String t = o.transformerPrefix() ? "transformer." : "";
@@ -306,15 +327,20 @@ public final class ModelGenerator {
         return w.parts();
     }
 
-    /** Appends Gaussian tensors in one dtype, straight into little-endian buffers, to the part begun last. */
-    private record TensorWriter(List<Part> parts, Random rnd, String dtype) {
+    /**
+     * Appends Gaussian tensors in one dtype to the part begun last. Their values are drawn when the file is written
+     * (the tensors in order, each once), through a buffer of {@value #CHUNK_VALUES} values.
+     */
+    private record TensorWriter(List<Part> parts, DoubleSupplier gaussian, String dtype) {
+
+        private static final int CHUNK_VALUES = 1 << 16;
 
         void part(String file) {
             parts.add(new Part(file, new ArrayList<>()));
         }
 
         void matrix(String name, int rows, int cols, double std) {
-            add(name, new long[]{rows, cols}, Math.multiplyExact(rows, cols), std, 0);
+            add(name, new long[]{rows, cols}, (long) rows * cols, std, 0);
         }
 
         void vector(String name, int n, double std) {
@@ -326,18 +352,28 @@ public final class ModelGenerator {
             add(name, new long[]{n}, n, 0.1, 1);
         }
 
-        private void add(String name, long[] shape, int n, double std, double mean) {
-            boolean f32 = dtype.equals("F32");
-            ByteBuffer b = ByteBuffer.allocate(Math.multiplyExact(n, f32 ? 4 : 2)).order(ByteOrder.LITTLE_ENDIAN);
-            for (int i = 0; i < n; i++) {
-                float v = (float) (mean + std * rnd.nextGaussian());
-                switch (dtype) {
-                    case "F32" -> b.putFloat(v);
-                    case "F16" -> b.putShort(toHalf(v));
-                    default -> b.putShort(toBf16(v));
+        private void add(String name, long[] shape, long n, double std, double mean) {
+            int size = dtype.equals("F32") ? 4 : 2;
+            parts.get(parts.size() - 1).entries().add(new SafetensorsWriter.StreamedEntry(name, dtype, shape,
+                    Math.multiplyExact(n, size), out -> draw(n, std, mean, out)));
+        }
+
+        private void draw(long n, double std, double mean, OutputStream out) throws IOException {
+            ByteBuffer b = ByteBuffer.allocate(CHUNK_VALUES * 4).order(ByteOrder.LITTLE_ENDIAN);
+            for (long done = 0; done < n; ) {
+                int chunk = (int) Math.min(CHUNK_VALUES, n - done);
+                b.clear();
+                for (int i = 0; i < chunk; i++) {
+                    float v = (float) (mean + std * gaussian.getAsDouble());
+                    switch (dtype) {
+                        case "F32" -> b.putFloat(v);
+                        case "F16" -> b.putShort(toHalf(v));
+                        default -> b.putShort(toBf16(v));
+                    }
                 }
+                out.write(b.array(), 0, b.position());
+                done += chunk;
             }
-            parts.get(parts.size() - 1).entries().add(new SafetensorsWriter.Entry(name, dtype, shape, b.flip()));
         }
     }
 
