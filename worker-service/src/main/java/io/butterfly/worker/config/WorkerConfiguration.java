@@ -1,9 +1,6 @@
 package io.butterfly.worker.config;
 
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
-import io.butterfly.common.grpc.TransportThreadMethods;
-import io.butterfly.proto.worker.v1.WorkerServiceGrpc;
-import org.springframework.grpc.server.ServerBuilderCustomizer;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
@@ -33,13 +30,6 @@ public class WorkerConfiguration {
     @Bean
     ButterflyGrpcExceptionHandler grpcExceptionHandler() {
         return new ButterflyGrpcExceptionHandler();
-    }
-
-    /** A step is queued for the engine thread by the transport thread that read it ({@code PipelineStage#enqueue}). */
-    @Bean
-    @SuppressWarnings("rawtypes")
-    ServerBuilderCustomizer stepsOnTransportThread() {
-        return TransportThreadMethods.customizer(WorkerServiceGrpc.getStepsMethod());
     }
 
     @Bean
