@@ -89,7 +89,7 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
 
     /**
      * Steps arrive in order on the stream and run one after another on the engine thread; each is handed on, never
-     * answered. This handler runs on the transport thread that read the step (it only checks the caller and queues).
+     * answered. This handler only checks the caller and queues the step.
      */
     @Override
     public StreamObserver<ForwardRequest> steps(StreamObserver<StreamClosed> closed) {
