@@ -168,7 +168,7 @@ public final class Launcher {
         awaited.addAll(0, coordinators);
 
         // Watched from now on: the watch prints the workers' progress while their start-up is awaited.
-        ReadyWatch.Running watch = ReadyWatch.start(ports.coordinatorUrl(), Duration.ofSeconds(600), progress);
+        ReadyWatch.Running watch = ReadyWatch.start(ports.coordinatorUrl(), readyTimeout(), progress);
         try {
             // Every service, workers too: one that dies while starting is reported here with its log, not as a
             // READY timeout.
@@ -391,13 +391,25 @@ public final class Launcher {
      * machine busy with other builds may start six JVMs several times slower).
      */
     private static Duration startTimeout(int seconds) {
-        String set = System.getenv("BUTTERFLY_START_TIMEOUT_SECONDS");
+        return secondsFromEnvironment("BUTTERFLY_START_TIMEOUT_SECONDS", seconds);
+    }
+
+    /**
+     * How long {@code up} waits for READY once the services run: 10 minutes, or {@code BUTTERFLY_READY_TIMEOUT_SECONDS}.
+     * A first start of a real model includes its import (the registry copies and hashes every byte once: an 8B in 4
+     * bits took 11 minutes on a loaded machine with a slow disk), which a fixed wait cut short.
+     */
+    private static Duration readyTimeout() {
+        return secondsFromEnvironment("BUTTERFLY_READY_TIMEOUT_SECONDS", 600);
+    }
+
+    private static Duration secondsFromEnvironment(String variable, int seconds) {
+        String set = System.getenv(variable);
         if (set == null || set.isBlank()) {
             return Duration.ofSeconds(seconds);
         }
         if (!set.matches("[0-9]{1,5}") || Integer.parseInt(set) == 0) {
-            throw new CommandFailedException("BUTTERFLY_START_TIMEOUT_SECONDS must be a number of seconds from 1 to"
-                    + " 99999, got '" + set + "'");
+            throw new CommandFailedException(variable + " must be a number of seconds from 1 to 99999, got '" + set + "'");
         }
         return Duration.ofSeconds(Integer.parseInt(set));
     }

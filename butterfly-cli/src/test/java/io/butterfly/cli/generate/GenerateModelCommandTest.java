@@ -102,6 +102,34 @@ class GenerateModelCommandTest {
     }
 
     @Test
+    void aShapeTakesNoSizeOptionsAndAnUnknownOneIsNamed() {
+        Path out = tmp.resolve("shaped");
+        String[][] bad = {{"--shape", "llama-3.2-1b", "--layers", "2", "--out", out.toString()},
+            {"--shape", "llama-70b", "--out", out.toString()},
+            {"--shape", "llama-3.1-8b", "--dtype", "q4", "--out", out.toString()}};
+        String[] messages = {"error: --shape takes no --layers: it is a real model's shape",
+            "error: unknown --shape 'llama-70b' (llama-3.2-1b, llama-3.1-8b)",
+            "error: --dtype q4 writes a GGUF file: --out must end in .gguf"};
+        for (int i = 0; i < bad.length; i++) {
+            err.getBuffer().setLength(0);
+            assertThat(GenerateModelCommand.run(bad[i], new PrintWriter(Writer.nullWriter()), new PrintWriter(err, true)))
+                    .isEqualTo(2);
+            assertThat(firstErrorLine()).isEqualTo(messages[i]);
+        }
+        assertThat(out).doesNotExist();
+    }
+
+    @Test
+    void aQuantizedDtypeWritesAGgufFile() throws Exception {
+        Path file = tmp.resolve("small-q8.gguf");
+        assertThat(run(file, "--hidden", "128", "--dtype", "q8")).as(err.toString()).isZero();
+        try (io.butterfly.common.gguf.GgufFile gguf = io.butterfly.common.gguf.GgufFile.open(file)) {
+            assertThat(gguf.tensor("blk.0.attn_q.weight").orElseThrow().type())
+                    .isEqualTo(io.butterfly.common.quant.GgmlType.Q8_0);
+        }
+    }
+
+    @Test
     void aValidCommandWritesTheModel() throws Exception {
         Path out = tmp.resolve("model");
         assertThat(run(out)).as(err.toString()).isZero();

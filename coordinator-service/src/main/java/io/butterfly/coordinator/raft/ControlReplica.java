@@ -132,6 +132,10 @@ public final class ControlReplica implements AutoCloseable {
         RaftServerConfigKeys.Log.setPurgePreservationLogNum(p, s.logRetention().preservedEntries());
         RaftServerConfigKeys.Log.setPurgeGap(p, (int) Math.min(s.snapshotThreshold(), Integer.MAX_VALUE));
         RaftServerConfigKeys.Log.setSegmentSizeMax(p, SizeInBytes.valueOf(s.logRetention().segmentBytes()));
+        // Ratis closes a server whose JVM paused past 60 s, for good: the coordinator lived on without Raft, never led
+        // again and the cluster never became READY (seen twice on a loaded machine whose processes were stopped for a
+        // minute or more during a multi-gigabyte load). A paused replica rejoins as any slow one does.
+        RaftServerConfigKeys.setCloseThreshold(p, TimeDuration.valueOf(1, TimeUnit.DAYS));
         return p;
     }
 

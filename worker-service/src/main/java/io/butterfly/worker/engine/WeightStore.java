@@ -403,8 +403,35 @@ final class WeightStore implements AutoCloseable {
         }
     }
 
-    /** F16 or BF16 values widened to float32 a few megabytes at a time (a tensor may be larger than the heap). */
+    /**
+     * F16 or BF16 values widened to float32 in one pass from the file's mapped pages into the engine's memory: no heap
+     * array between them (a 1B model in BF16 spent 29-33 s of a cold load per worker in the chunked widening below,
+     * which stages each chunk on the heap twice). Where the tensor cannot be mapped, a few megabytes at a time.
+     */
     private void widenInto(String name, TensorInfo info, ByteBuffer target) throws IOException {
+        if (info.byteLength() <= mappableBytes) {
+            ByteBuffer halves = byName.get(name).mappedBytes(name).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer floats = target.order(ByteOrder.nativeOrder());
+            int n = halves.remaining() / 2;
+            int at = floats.position();
+            if (info.dtype().equals("BF16")) {
+                for (int i = 0; i < n; i++) {
+                    floats.putInt(at + 4 * i, (halves.getShort(2 * i) & 0xFFFF) << 16); // bfloat16: a float's upper half
+                }
+            } else {
+                for (int i = 0; i < n; i++) {
+                    floats.putFloat(at + 4 * i, io.butterfly.common.safetensors.FloatWidening.halfToFloat(halves.getShort(2 * i)));
+                }
+            }
+            floats.position(at + 4 * n);
+            Reference.reachabilityFence(halves);
+            return;
+        }
+        widenInChunks(name, info, target);
+    }
+
+    /** F16 or BF16 values widened to float32 a few megabytes at a time (a tensor may be larger than the heap). */
+    private void widenInChunks(String name, TensorInfo info, ByteBuffer target) throws IOException {
         int element = TensorInfo.elementSize(info.dtype());
         int chunk = (4 << 20) / element * element;
         ByteBuffer bytes = ByteBuffer.allocate((int) Math.min(chunk, Math.max(element, info.byteLength())))
