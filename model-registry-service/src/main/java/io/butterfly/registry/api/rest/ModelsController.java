@@ -1,5 +1,6 @@
 package io.butterfly.registry.api.rest;
 
+import io.butterfly.common.web.audit.AuditLog;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.quant.WeightQuantization;
@@ -63,13 +64,27 @@ public class ModelsController {
         } catch (InvalidPathException e) {
             throw new BadRequestException("path", "path '" + request.path() + "' is not a valid path");
         }
-        Path dir = roots.resolve(request.path()); // nothing outside the import roots is looked at
+        Path dir;
+        try {
+            dir = roots.resolve(request.path()); // nothing outside the import roots is looked at
+        } catch (ImportRoots.Refused outside) {
+            AuditLog.action("import", request.path(), "refused", outside.getMessage());
+            throw outside;
+        }
         WeightQuantization quantization = null;
         if (request.quantize() != null && !request.quantize().isBlank()) {
             quantization = WeightQuantization.byId(request.quantize()).orElseThrow(() -> new BadRequestException(
                     "quantize", "quantize '" + request.quantize() + "' is not one of q8, q4, q4_k"));
         }
-        Manifest m = catalog.importNew(dir, request.modelId(), quantization);
+        Manifest m;
+        try {
+            m = catalog.importNew(dir, request.modelId(), quantization);
+        } catch (IOException | RuntimeException refused) {
+            AuditLog.action("import", request.modelId() == null ? dir.toString() : request.modelId(), "refused",
+                    refused.getMessage());
+            throw refused;
+        }
+        AuditLog.action("import", m.modelId(), "imported", "merkle root " + m.merkleRoot() + " from " + dir);
         return ResponseEntity.created(URI.create("/api/v1/models/" + m.modelId())).body(m);
     }
 
