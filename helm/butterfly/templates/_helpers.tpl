@@ -237,6 +237,16 @@ spec:
       {{- end }}
 {{- end -}}
 
+{{/*
+The Secret API keys are read from, or nothing with auth.enabled=false; keys are required otherwise, so a rendering
+with auth on and no Secret named fails rather than leaving every endpoint open.
+*/}}
+{{- define "butterfly.apiKeysSecret" -}}
+{{- if .Values.auth.enabled -}}
+{{- required "auth.enabled (the default) needs apiKeys.secretName: a Secret with the entries api-keys and admin-api-keys (docs/security.md); auth.enabled=false leaves every endpoint open" .Values.apiKeys.secretName -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The API keys Secret's entries a container reads (names listed in "items"), mounted at /etc/butterfly/api-keys. */}}
 {{- define "butterfly.apiKeysVolume" -}}
 - name: api-keys

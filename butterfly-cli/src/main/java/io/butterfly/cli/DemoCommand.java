@@ -46,10 +46,14 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--insecure", description = "TLS off: every gRPC port plaintext (default: mutual TLS)")
     boolean insecure;
 
+    @Option(names = "--no-auth", description = "no API keys (default: a user key and an admin key under .butterfly/keys)")
+    boolean noAuth;
+
     @Override
     public Integer call() {
         UpOptions options = UpOptions.defaults().withWorkers(UpCommand.workers(spec, workers)).withModel(model)
-                .withCoordinators(UpCommand.coordinators(spec, coordinators)).withInsecure(insecure);
+                .withCoordinators(UpCommand.coordinators(spec, coordinators)).withInsecure(insecure)
+                .withApiKeys(noAuth ? UpOptions.ApiKeyFiles.NONE : UpOptions.ApiKeyFiles.MADE);
         Launcher launcher = Launcher.fromEnvironment();
         PrintWriter out = spec.commandLine().getOut();
         long t0 = System.nanoTime();

@@ -73,6 +73,8 @@ class HelmChartIT {
             #   kubectl create namespace butterfly
             #   kubectl label namespace butterfly pod-security.kubernetes.io/enforce=restricted
             #   kubectl -n butterfly create secret generic butterfly-publisher --from-file=<dir from ./butterfly keygen>
+            #   kubectl -n butterfly create secret generic butterfly-api-keys --from-file=api-keys=keys.txt \\
+            #       --from-file=admin-api-keys=admin-keys.txt
             #   helm template butterfly helm/butterfly -n butterfly --show-only templates/tls.yaml | kubectl -n butterfly apply -f -
             #   kubectl -n butterfly apply -f k8s/butterfly.yaml
             """;
@@ -272,12 +274,24 @@ class HelmChartIT {
         assertThat(arg(on, "--butterfly.discovery.backend")).isEqualTo("consul");
     }
 
+    /**
+     * Issue 47, item 8: keys are required by default (the Secret {@code butterfly-api-keys}); {@code auth.enabled=false}
+     * turns them off, and auth on without a Secret named fails the rendering instead of leaving every endpoint open.
+     */
     @Test
-    void apiKeysComeFromASecretThatOnlyTheCoordinatorsAndTheRegistryMount() {
-        for (Map<String, Object> set : kind(render(t -> t), "StatefulSet")) {
+    void apiKeysAreRequiredUnlessAuthIsTurnedOff() {
+        for (Map<String, Object> set : kind(render(t -> t.set("auth.enabled", false)), "StatefulSet")) {
             assertThat(volume(set, "api-keys")).as(name(set)).isNull();
             assertThat((List<?>) container(set).get("args")).as(name(set)).noneMatch(a -> a.toString().contains("api-keys"));
         }
+        assertThat(secretVolume(named(render(t -> t), "StatefulSet", "butterfly-coordinator"), "api-keys"))
+                .as("the default").containsEntry("secretName", "butterfly-api-keys");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> render(t -> t.set("apiKeys.secretName", "")))
+                .hasMessageContaining("auth.enabled (the default) needs apiKeys.secretName");
+    }
+
+    @Test
+    void apiKeysComeFromASecretThatOnlyTheCoordinatorsAndTheRegistryMount() {
         List<Map<String, Object>> docs = render(t -> t.set("apiKeys.secretName", "butterfly-api-keys"));
         Map<String, Object> coordinator = named(docs, "StatefulSet", "butterfly-coordinator");
         assertThat(arg(container(coordinator), "--butterfly.coordinator.api-keys.file"))

@@ -14,6 +14,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -53,6 +54,9 @@ class KubernetesRehearsalIT {
     private static final Pattern VAR = Pattern.compile("\\$\\((\\w+)\\)");
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private static final JsonMapper JSON = JsonMapper.builder().build();
+    /** The keys of the API keys Secret the chart requires by default, as an operator would create it. */
+    private static final String USER_KEY = "sk-rehearsal-user-0123456789abcdef";
+    private static final String ADMIN_KEY = "sk-rehearsal-admin-0123456789abcdef";
 
     /**
      * One pod of a StatefulSet: its name, IP, namespace, the directory standing in for its volumes, and the
@@ -196,6 +200,7 @@ class KubernetesRehearsalIT {
         for (Pod coordinator : podsOf("coordinator")) {
             HttpResponse<String> reply = HTTP.send(HttpRequest.newBuilder(url(coordinator, "/api/v1/inference"))
                             .timeout(Duration.ofMinutes(2)).header("Content-Type", "application/json")
+                            .header("Authorization", "Bearer " + USER_KEY)
                             .POST(HttpRequest.BodyPublishers.ofString(request)).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertThat(reply.statusCode()).as(coordinator.name() + ": " + reply.body()).isEqualTo(200);
@@ -275,10 +280,18 @@ class KubernetesRehearsalIT {
         }
     }
 
-    /** A Secret's files: the rendered Secret's data, or the publisher's key pair from {@code publisher}. */
+    /**
+     * A Secret's files: the rendered Secret's data, the API keys an operator creates ({@link #USER_KEY}, {@link
+     * #ADMIN_KEY}), or the publisher's key pair from {@code publisher}.
+     */
     @SuppressWarnings("unchecked")
     private Map<String, byte[]> secretFiles(String secretName, Path publisher) throws IOException {
         Map<String, byte[]> files = new LinkedHashMap<>();
+        if (secretName.equals("butterfly-api-keys")) {
+            files.put("api-keys", (USER_KEY + "\n").getBytes(StandardCharsets.UTF_8));
+            files.put("admin-api-keys", (ADMIN_KEY + "\n").getBytes(StandardCharsets.UTF_8));
+            return files;
+        }
         for (Map<String, Object> rendered : kind(docs, "Secret")) {
             if (secretName.equals(name(rendered))) {
                 ((Map<String, String>) rendered.get("data")).forEach((k, v) -> files.put(k, Base64.getDecoder().decode(v)));

@@ -1,6 +1,6 @@
 package io.butterfly.cli.bench;
 
-import io.butterfly.cli.cluster.ButterflyHome;
+import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.cluster.Launcher;
 import io.butterfly.cli.cluster.PortLayout;
@@ -306,7 +306,7 @@ public final class BenchCommand implements Callable<Integer> {
         }
 
         void start(Path model, PrintWriter progress) {
-            launcher.up(UpOptions.defaults().withWorkers(workers).withModel(model).withInsecure(insecure)
+            launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(workers).withModel(model).withInsecure(insecure)
                     .withQuantize(quantize), progress);
         }
 

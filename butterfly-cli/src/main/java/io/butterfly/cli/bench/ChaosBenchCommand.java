@@ -1,6 +1,6 @@
 package io.butterfly.cli.bench;
 
-import io.butterfly.cli.cluster.ButterflyHome;
+import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.cli.cluster.ExitGuard;
 import io.butterfly.cli.cluster.Launcher;
 import io.butterfly.cli.cluster.PortLayout;
@@ -131,7 +131,7 @@ public final class ChaosBenchCommand implements Callable<Integer> {
             launcher.down();
         }
         try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
-            launcher.up(UpOptions.defaults().withWorkers(workers).withSpares(spares).withModel(dir)
+            launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(workers).withSpares(spares).withModel(dir)
                     .withCoordinators(replicas), out);
             SplittableRandom random = new SplittableRandom(seed);
             List<Long> stalls = new ArrayList<>();

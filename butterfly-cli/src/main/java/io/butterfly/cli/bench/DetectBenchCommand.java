@@ -81,7 +81,7 @@ public final class DetectBenchCommand implements Callable<Integer> {
         boolean started = false;
         if (!clusterRunning()) {
             out.println("no cluster running: starting one with " + workers + " workers");
-            launcher.up(UpOptions.defaults().withWorkers(workers), out);
+            launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(workers), out);
             started = true;
         }
         try {

@@ -80,7 +80,7 @@ public final class FailoverBenchCommand implements Callable<Integer> {
         boolean started = false;
         if (replicas().size() < 3 || replicas().stream().noneMatch(r -> state(r) != null)) {
             out.println("no cluster with 3 coordinators running: starting one with " + workers + " workers");
-            launcher.up(UpOptions.defaults().withCoordinators(3).withWorkers(workers), out);
+            launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withCoordinators(3).withWorkers(workers), out);
             started = true;
         }
         try {

@@ -102,7 +102,7 @@ public final class LoadBenchCommand implements Callable<Integer> {
         }
         int roundCount = Integer.parseInt(rounds);
         Launcher launcher = Launcher.fromEnvironment();
-        UpOptions options = UpOptions.defaults().withWorkers(UpCommand.workers(spec, workers))
+        UpOptions options = UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(UpCommand.workers(spec, workers))
                 .withPlanner(UpCommand.planner(spec, planner)).withTransfer(UpCommand.transfer(spec, transfer));
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();

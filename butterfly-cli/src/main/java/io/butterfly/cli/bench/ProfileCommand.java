@@ -1,6 +1,6 @@
 package io.butterfly.cli.bench;
 
-import io.butterfly.cli.cluster.ButterflyHome;
+import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.cli.cluster.ExitGuard;
 import io.butterfly.cli.cluster.Launcher;
 import io.butterfly.cli.cluster.PortLayout;
@@ -253,7 +253,7 @@ public final class ProfileCommand implements Callable<Integer> {
                 launcher.down();
             }
             out.println("starting a one-worker cluster (" + launcher.ports().coordinatorUrl() + ")");
-            launcher.up(UpOptions.defaults().withWorkers(1).withModel(dir)
+            launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(1).withModel(dir)
                     .withQuantize(quantization == null ? null : quantization.id()), out);
             String url = launcher.ports().coordinatorUrl() + "/api/v1/inference";
             long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;

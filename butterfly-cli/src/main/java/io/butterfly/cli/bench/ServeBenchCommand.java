@@ -1,6 +1,6 @@
 package io.butterfly.cli.bench;
 
-import io.butterfly.cli.cluster.ButterflyHome;
+import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.cli.cluster.ExitGuard;
 import io.butterfly.cli.cluster.Launcher;
 import io.butterfly.cli.cluster.PortLayout;
@@ -100,7 +100,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         int portOffset = PortLayout.fromEnvironment().offset();
         Path dir = BenchCommand.model(model, home, out, spec.commandLine().getErr());
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
-        UpOptions options = UpOptions.defaults().withWorkers(workerCount).withModel(dir)
+        UpOptions options = UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(workerCount).withModel(dir)
                 .withPinnedWorkers(pin);
         out.printf("model %s: %s, %d layers, hidden %d, %,d parameters; %d workers%s; prompt %d tokens, %d output"
                         + " tokens per request (greedy, end-of-sequence ignored)%n",

@@ -1,5 +1,6 @@
 package io.butterfly.cli.cluster;
 
+import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.cli.process.JavaRuntime;
 import io.butterfly.cli.process.ServiceImages;
 import picocli.CommandLine.Command;

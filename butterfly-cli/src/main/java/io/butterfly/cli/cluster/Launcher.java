@@ -1,5 +1,7 @@
 package io.butterfly.cli.cluster;
 
+import io.butterfly.cli.home.ButterflyHome;
+import io.butterfly.cli.home.ClusterApiKeys;
 import io.butterfly.common.manifest.ModelIds;
 
 import io.butterfly.cli.command.CommandFailedException;
@@ -103,6 +105,7 @@ public final class Launcher {
         if (options.insecure()) {
             Log.info("--insecure: TLS is off; every gRPC port is plaintext and unauthenticated (use on this machine only)");
         }
+        options = options.withApiKeys(apiKeys(options.apiKeys()));
         Path model = checkModel(options.model() == null ? defaultModel() : options.model(), options.quantize());
         String modelId = ModelIds.imported(model, options.quantize());
         checkPortsFree(options.workerProcesses(), options.coordinators());
@@ -124,6 +127,25 @@ public final class Launcher {
             stopOnFailure.disarm();
             return servicesStarted;
         }
+    }
+
+    /**
+     * The key files the services check: the operator's, none ({@code --no-auth}, said loudly), or by default a user
+     * key and an admin key made on first use under {@code .butterfly/keys}, as the cluster CA is.
+     */
+    UpOptions.ApiKeyFiles apiKeys(UpOptions.ApiKeyFiles asked) {
+        if (asked.none()) {
+            Log.info("API keys off (--no-auth): every endpoint of the coordinators and the registry is open to whoever"
+                    + " reaches their ports (use on this machine only)");
+            return asked;
+        }
+        if (!asked.made()) {
+            return asked;
+        }
+        ClusterApiKeys.KeyFiles made = ClusterApiKeys.ensure(home.keys());
+        Log.info("API keys: user key in " + made.userKeys() + ", admin key in " + made.adminKeys()
+                + " (send Authorization: Bearer <key>; the client commands send the user key themselves; --no-auth: none)");
+        return new UpOptions.ApiKeyFiles(made.userKeys(), made.adminKeys());
     }
 
     private Instant start(UpOptions options, Path model, String modelId, PrintWriter progress) {

@@ -57,8 +57,13 @@ public final class UpCommand implements Callable<Integer> {
     boolean insecure;
 
     @Option(names = "--api-keys", paramLabel = "FILE", description = "API keys (one a line) that may generate:"
-            + " /v1/** and inference then need Authorization: Bearer <key> (default: no keys, every endpoint open)")
+            + " /v1/** and inference need Authorization: Bearer <key> (default: a user key and an admin key made under"
+            + " .butterfly/keys on first use)")
     Path apiKeys;
+
+    @Option(names = "--no-auth", description = "no API keys: every endpoint of the coordinators and the registry open"
+            + " to whoever reaches their ports (default: keys made under .butterfly/keys)")
+    boolean noAuth;
 
     @Option(names = "--admin-api-keys", paramLabel = "FILE", description = "API keys (one a line) that may also"
             + " change the cluster and import models into the registry")
@@ -69,8 +74,7 @@ public final class UpCommand implements Callable<Integer> {
         UpOptions options = UpOptions.defaults().withWorkers(workers(spec, workers)).withModel(model)
                 .withCoordinators(coordinators(spec, coordinators)).withPlanner(planner(spec, planner))
                 .withTransfer(transfer(spec, transfer)).withSpares(spares(spec, spares)).withInsecure(insecure)
-                .withApiKeys(new UpOptions.ApiKeyFiles(keyFile(spec, "--api-keys", apiKeys),
-                        keyFile(spec, "--admin-api-keys", adminApiKeys)))
+                .withApiKeys(apiKeyFiles(spec, noAuth, apiKeys, adminApiKeys))
                 .withQuantize(quantize(spec, quantize));
         if (options.workerProcesses() > 99) {
             throw Commands.usageError(spec, "--workers and --spares together must be at most 99 worker processes");
@@ -80,6 +84,20 @@ public final class UpCommand implements Callable<Integer> {
         }
         Launcher.fromEnvironment().up(options, spec.commandLine().getOut());
         return 0;
+    }
+
+    /** The keys asked: none ({@code --no-auth}), the operator's files, or by default those {@code up} makes. */
+    static UpOptions.ApiKeyFiles apiKeyFiles(CommandSpec spec, boolean noAuth, Path keys, Path adminKeys) {
+        if (noAuth && (keys != null || adminKeys != null)) {
+            throw Commands.usageError(spec, "--no-auth takes no --api-keys or --admin-api-keys");
+        }
+        if (noAuth) {
+            return UpOptions.ApiKeyFiles.NONE;
+        }
+        if (keys == null && adminKeys == null) {
+            return UpOptions.ApiKeyFiles.MADE;
+        }
+        return new UpOptions.ApiKeyFiles(keyFile(spec, "--api-keys", keys), keyFile(spec, "--admin-api-keys", adminKeys));
     }
 
     /** The file as an absolute path (the services run elsewhere), or null; a file that is not there is refused. */

@@ -28,9 +28,22 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
     /**
      * @param keys      keys that may generate (null: none)
      * @param adminKeys keys that may also change the cluster and import models (null: none)
+     * @param made      the keys {@code up} makes under {@code .butterfly/keys} (the default; the files are null then)
      */
-    public record ApiKeyFiles(Path keys, Path adminKeys) {
-        public static final ApiKeyFiles NONE = new ApiKeyFiles(null, null);
+    public record ApiKeyFiles(Path keys, Path adminKeys, boolean made) {
+        /** No keys: every endpoint open ({@code --no-auth}). */
+        public static final ApiKeyFiles NONE = new ApiKeyFiles(null, null, false);
+        /** A user key and an admin key made on first use under {@code .butterfly/keys} (the default). */
+        public static final ApiKeyFiles MADE = new ApiKeyFiles(null, null, true);
+
+        /** The operator's own key files (either may be null). */
+        public ApiKeyFiles(Path keys, Path adminKeys) {
+            this(keys, adminKeys, false);
+        }
+
+        public boolean none() {
+            return !made && keys == null && adminKeys == null;
+        }
     }
 
     /**
@@ -44,9 +57,12 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
         coordinatorArgs = List.copyOf(coordinatorArgs);
     }
 
-    /** The defaults: 3 workers and no spare, the demo model, one coordinator, nothing pinned, mutual TLS. */
+    /**
+     * The defaults: 3 workers and no spare, the demo model, one coordinator, nothing pinned, mutual TLS, API keys made
+     * under {@code .butterfly/keys}.
+     */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, false, ApiKeyFiles.NONE, null);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, false, ApiKeyFiles.MADE, null);
     }
 
     public UpOptions withWorkers(int n) {

@@ -1,5 +1,7 @@
 package io.butterfly.cli.http;
 
+import io.butterfly.cli.home.ButterflyHome;
+import io.butterfly.cli.home.ClusterApiKeys;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -118,16 +120,28 @@ public final class PlainHttp {
         }
     }
 
-    /** Every call carries {@code BUTTERFLY_API_KEY} as its bearer key when it is set (docs/security.md). */
+    /**
+     * Every call carries a bearer key (docs/security.md): {@code BUTTERFLY_API_KEY} when it is set, otherwise the user
+     * key {@code up} made under {@code .butterfly/keys}, when there is one.
+     */
     private static HttpURLConnection open(String url, Duration timeout) throws IOException {
         HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection();
         c.setConnectTimeout(5_000);
         c.setReadTimeout((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
-        String key = System.getenv("BUTTERFLY_API_KEY");
-        if (key != null && !key.isBlank()) {
-            c.setRequestProperty("Authorization", "Bearer " + key.strip());
+        String key = bearerKey();
+        if (key != null) {
+            c.setRequestProperty("Authorization", "Bearer " + key);
         }
         return c;
+    }
+
+    /** The key the client commands send, or null for none. */
+    public static String bearerKey() {
+        String key = System.getenv("BUTTERFLY_API_KEY");
+        if (key != null && !key.isBlank()) {
+            return key.strip();
+        }
+        return ClusterApiKeys.readKey(ButterflyHome.fromEnvironment().keys().resolve(ClusterApiKeys.USER_FILE));
     }
 
     private static Response exchange(HttpURLConnection c) throws IOException {

@@ -1,5 +1,6 @@
 package io.butterfly.cli.cluster;
 
+import io.butterfly.cli.home.ButterflyHome;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;

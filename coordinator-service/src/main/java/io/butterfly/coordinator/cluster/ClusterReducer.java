@@ -23,7 +23,7 @@ import java.util.Set;
 public final class ClusterReducer {
 
     /** Finished tasks kept for inspection; older ones are dropped so the state stays bounded. */
-    static final int MAX_FINISHED_TASKS = 1000;
+    static final int MAX_FINISHED_TASKS = TaskRetention.MAX_ENDED_TASKS;
 
     private static final Set<SystemState> MEMBERSHIP_OPEN = EnumSet.of(SystemState.BOOTSTRAPPING, SystemState.READY,
             SystemState.COMPUTING, SystemState.DEGRADED);
@@ -531,16 +531,9 @@ public final class ClusterReducer {
         return t;
     }
 
-    /** Drops the oldest finished tasks beyond the cap; running tasks are never dropped. */
+    /** Drops the oldest ended tasks beyond what the state keeps ({@link TaskRetention}); running tasks stay. */
     private static void prune(Map<String, TaskRecord> tasks) {
-        long finished = tasks.values().stream().filter(t -> t.state().terminal()).count();
-        var it = tasks.values().iterator();
-        while (finished > MAX_FINISHED_TASKS && it.hasNext()) {
-            if (it.next().state().terminal()) {
-                it.remove();
-                finished--;
-            }
-        }
+        TaskRetention.prune(tasks);
     }
 
     private static void requireIn(ClusterState s, Set<SystemState> allowed, ClusterCommand c) {

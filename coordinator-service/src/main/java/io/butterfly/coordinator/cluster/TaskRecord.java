@@ -10,7 +10,8 @@ import java.util.List;
  * @param tokenIds      the generated token ids: the result once COMPLETED, the progress recorded so far before
  * @param request       what was asked (null for tasks recorded before requests were); its prompt is dropped at the end
  * @param logprobs      each generated token's log-probability, as far as progress was recorded
- * @param topLogprobs   each generated token's step's likeliest tokens (empty lists unless the request asked for them)
+ * @param topLogprobs   each generated token's step's likeliest tokens (empty lists unless the request asked for them;
+ *                      kept for the newest tokens only, {@link TaskRetention})
  * @param pausedAtMs    when the running task last paused (a stage failed, or its streaming client went away); 0 when
  *                      it is not paused
  * @param pauseReason   why it paused (null when it is not)
@@ -97,7 +98,7 @@ public record TaskRecord(String taskId, State state, int promptTokens, int gener
             tops.add(t.top());
         }
         return new TaskRecord(taskId, state, promptTokens, ids.size(), finishReason, createdAtMs, p.atMs(), error, ids,
-                owner, ownerStartedAtMs, request, lps, tops, pausedAtMs, pauseReason);
+                owner, ownerStartedAtMs, request, lps, TaskRetention.newestAlternatives(tops), pausedAtMs, pauseReason);
     }
 
     TaskRecord paused(String reason, long atMs) {

@@ -19,6 +19,11 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param recoveryTimeout        how long a generation paused by a failed stage waits for the pipeline to serve again
  *                               (it then fails with the error that paused it), and how long a task whose client or
  *                               coordinator went away stays resumable by a client that comes back
+ * @param maxRunningPerKey       requests of one API key running at once (a quarter of max-num-seqs by default): its
+ *                               others wait while other keys' start, keys taking turns
+ * @param maxWaitingPerKey       requests of one API key waiting; one more is refused with 429 and Retry-After
+ * @param tokensPerMinutePerKey  tokens (prompt and generated) one API key may spend a minute; past it, 429 with the
+ *                               seconds until its bucket refills; 0: no limit
  */
 @ConfigurationProperties("butterfly.coordinator.engine")
 public record EngineProperties(
@@ -27,10 +32,13 @@ public record EngineProperties(
         @DefaultValue("256") int prefillChunkTokens,
         @DefaultValue("256") int maxWaiting,
         @DefaultValue("0") int microBatchesInFlight,
-        @DefaultValue("60s") Duration recoveryTimeout) {
+        @DefaultValue("60s") Duration recoveryTimeout,
+        @DefaultValue("16") int maxRunningPerKey,
+        @DefaultValue("32") int maxWaitingPerKey,
+        @DefaultValue("100000") long tokensPerMinutePerKey) {
 
     public SchedulerSettings scheduler() {
         return new SchedulerSettings(maxNumSeqs, maxNumBatchedTokens, prefillChunkTokens, maxWaiting,
-                microBatchesInFlight);
+                microBatchesInFlight, maxRunningPerKey, maxWaitingPerKey);
     }
 }

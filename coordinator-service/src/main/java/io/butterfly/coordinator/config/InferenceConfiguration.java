@@ -48,7 +48,8 @@ public class InferenceConfiguration {
                                       Pipeline pipeline, PrometheusServingMetrics metrics, RequestTracing tracing,
                                       Clock clock) {
         InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size()),
-                engine.recoveryTimeout()), engine.scheduler(), control, catalog, pipeline, journal, metrics, tracing, clock);
+                engine.recoveryTimeout()).withTokensPerMinutePerKey(engine.tokensPerMinutePerKey()), engine.scheduler(),
+                control, catalog, pipeline, journal, metrics, tracing, clock);
         metrics.bind(inference);
         return inference;
     }

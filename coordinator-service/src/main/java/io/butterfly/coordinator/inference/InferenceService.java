@@ -14,6 +14,7 @@ import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.inference.engine.EngineCore;
 import io.butterfly.coordinator.inference.engine.KvBudgets;
 import io.butterfly.coordinator.inference.engine.Pipeline;
+import io.butterfly.coordinator.inference.engine.QueueFullException;
 import io.butterfly.coordinator.inference.engine.SchedulerSettings;
 import io.butterfly.coordinator.inference.engine.Sequence;
 import io.butterfly.coordinator.inference.engine.ServingMetrics;
@@ -64,9 +65,19 @@ public class InferenceService implements PausedRequests, AutoCloseable {
      * @param replicas        coordinator replicas serving the same stages: each schedules against its share of their
      *                        KV budgets
      * @param recoveryTimeout how long a paused generation waits for the pipeline to serve again before it fails
+     * @param tokensPerMinutePerKey tokens (prompt and generated) one API key may spend a minute; 0: no limit
      */
     public record Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas,
-                           Duration recoveryTimeout) {
+                           Duration recoveryTimeout, long tokensPerMinutePerKey) {
+
+        /** Without a per-key token rate. */
+        public Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas, Duration recoveryTimeout) {
+            this(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout, 0);
+        }
+
+        public Settings withTokensPerMinutePerKey(long perMinute) {
+            return new Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout, perMinute);
+        }
     }
 
     private final Settings settings;
@@ -77,6 +88,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     private final OutputProcessor outputs;
     /** The engine following the replicated state: where it sends, and whether it holds. */
     private final EngineServing serving;
+    private final TokenBuckets tokenRates;
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
                             Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
@@ -88,6 +100,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         this.outputs = new OutputProcessor(engine, journal, metrics, tracing, clock::millis);
         this.applied = AppliedStates.of(control);
         this.serving = new EngineServing(control, catalog, pipeline, journal, engine, settings.replicas());
+        this.tokenRates = new TokenBuckets(settings.tokensPerMinutePerKey(), System::nanoTime);
     }
 
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
@@ -147,14 +160,44 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     }
 
     public RequestHandle submit(Prepared prepared) {
+        checkTokens(List.of(prepared.output));
         engine.submit(prepared.output.sequence());
+        chargeTokens(List.of(prepared.output));
         return prepared.output;
     }
 
     /** Queues prepared requests that run together (an OpenAI list of prompts): all of them, or none. */
     public List<RequestHandle> submitAll(List<Prepared> prepared) {
-        engine.submitAll(prepared.stream().map(p -> p.output.sequence()).toList());
+        List<RequestOutput> outputs = prepared.stream().map(p -> p.output).toList();
+        checkTokens(outputs);
+        engine.submitAll(outputs.stream().map(RequestOutput::sequence).toList());
+        chargeTokens(outputs);
         return prepared.stream().map(p -> (RequestHandle) p.output).toList();
+    }
+
+    /**
+     * Refuses new requests (429, {@code Retry-After}) while their API key's tokens per minute are spent. Requests
+     * without a key are not limited.
+     */
+    private void checkTokens(List<RequestOutput> outputs) {
+        String key = outputs.get(0).sequence().tenant();
+        long wait = Sequence.ANONYMOUS.equals(key) ? 0 : tokenRates.admit(key, 0);
+        if (wait > 0) {
+            throw new QueueFullException("this API key spent its " + tokenRates.perMinute() + " tokens per minute"
+                    + " (butterfly.coordinator.engine.tokens-per-minute-per-key): retry in " + wait + " s", wait);
+        }
+    }
+
+    /** Charges queued requests' prompts to their key now, and what each generates when it ends. */
+    private void chargeTokens(List<RequestOutput> outputs) {
+        String key = outputs.get(0).sequence().tenant();
+        if (!tokenRates.limits() || Sequence.ANONYMOUS.equals(key)) {
+            return;
+        }
+        tokenRates.charge(key, outputs.stream().mapToLong(RequestOutput::promptLength).sum());
+        for (RequestOutput out : outputs) {
+            out.result().whenComplete((result, failure) -> tokenRates.charge(key, out.sequence().generated().size()));
+        }
     }
 
     /**
@@ -177,6 +220,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
             return resume(held.taskId(), -1, request, listener, "Idempotency-Key", requester);
         }
         RequestOutput s = open(request, listener, UUID.randomUUID().toString(), null, true, idempotencyKey, requester);
+        checkTokens(List.of(s)); // before its start is recorded: a refused request leaves no task
         ClusterState after = journal.commitNow(new TaskEvent.Started(s.taskId(), s.promptLength(), s.request(),
                 System.currentTimeMillis()));
         TaskRecord mine = after.tasks().get(s.taskId());
@@ -186,6 +230,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         }
         s.startRecorded();
         engine.submit(s.sequence());
+        chargeTokens(List.of(s));
         return s;
     }
 
@@ -389,8 +434,9 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         TaskRequest asked = TaskRequest.of(Arrays.stream(prompt).boxed().toList(), maxTokens, sampling.temperature(),
                 sampling.topP(), sampling.topK(), sampling.seed(), sampling.logprobs(),
                 Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey, ownerKey);
-        return new RequestOutput(outputs, taskId, model, prompt, maxTokens, new Sequence.Decoding(new Sampler(sampling),
-                model.config(), Boolean.TRUE.equals(request.ignoreEos())), asked, text, listener, arrived);
+        return new RequestOutput(outputs, taskId, ownerKey == null ? Sequence.ANONYMOUS : ownerKey, model, prompt,
+                maxTokens, new Sequence.Decoding(new Sampler(sampling), model.config(),
+                Boolean.TRUE.equals(request.ignoreEos())), asked, text, listener, arrived);
     }
 
     /** Requests running now (holding KV caches on the stages, or waiting to resume). */

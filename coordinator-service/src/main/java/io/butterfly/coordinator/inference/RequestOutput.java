@@ -53,9 +53,10 @@ final class RequestOutput implements RequestHandle, SequenceOutputs {
     private long transportNanos;
     private long samplingNanos;
 
-    RequestOutput(OutputProcessor processor, String taskId, ServedModel model, long[] prompt, int maxTokens,
-                  Sequence.Decoding decoding, TaskRequest request, IncrementalText text, TokenListener listener,
-                  long arrivedNanos) {
+    /** @param tenant the API key's id the request came with ({@link Sequence#ANONYMOUS}: none), whose share it takes */
+    RequestOutput(OutputProcessor processor, String taskId, String tenant, ServedModel model, long[] prompt,
+                  int maxTokens, Sequence.Decoding decoding, TaskRequest request, IncrementalText text,
+                  TokenListener listener, long arrivedNanos) {
         this.processor = processor;
         this.model = model;
         this.prompt = prompt;
@@ -63,7 +64,7 @@ final class RequestOutput implements RequestHandle, SequenceOutputs {
         this.text = text;
         this.listener = listener;
         this.arrivedNanos = arrivedNanos;
-        this.sequence = new Sequence(taskId, prompt, maxTokens, decoding, this);
+        this.sequence = new Sequence(taskId, tenant, prompt, maxTokens, decoding, this);
     }
 
     Sequence sequence() {

@@ -13,6 +13,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import io.butterfly.common.fs.DurableFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -172,6 +173,9 @@ public class ControlStateMachine extends BaseStateMachine {
         Files.move(tmp, file.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         // Ratis verifies the MD5 when it ships the snapshot to a lagging follower.
         FileInfo info = new FileInfo(file.toPath(), MD5FileUtil.computeAndSaveMd5ForFile(file));
+        // The rename (and the MD5 file) are directory entries: without this a power cut may forget the snapshot
+        // Ratis is about to purge the log behind.
+        DurableFiles.syncDirectory(file.toPath().getParent());
         storage.updateLatestSnapshot(new SingleFileSnapshotInfo(info, last));
         log.info("raft: took control-state snapshot at {}", last);
         return last.getIndex();

@@ -94,14 +94,25 @@ public final class ScriptedCluster implements AutoCloseable {
         return service(steps, scheduling, recoveryTimeout, null);
     }
 
+    /** @param tokensPerMinutePerKey tokens one API key may spend a minute (0: no limit) */
+    public InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout,
+                                    long tokensPerMinutePerKey) {
+        return service(steps, scheduling, recoveryTimeout, null, tokensPerMinutePerKey);
+    }
+
     private InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout,
                                      ChatTemplate chatTemplate) {
+        return service(steps, scheduling, recoveryTimeout, chatTemplate, 0);
+    }
+
+    private InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout,
+                                     ChatTemplate chatTemplate, long tokensPerMinutePerKey) {
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer,
                 chatTemplate));
-        InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1, recoveryTimeout),
-                scheduling, control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
+        InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1, recoveryTimeout)
+                .withTokensPerMinutePerKey(tokensPerMinutePerKey), scheduling, control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
         services.add(service);
         return service;
     }

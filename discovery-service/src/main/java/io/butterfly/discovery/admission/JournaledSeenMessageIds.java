@@ -1,5 +1,6 @@
 package io.butterfly.discovery.admission;
 
+import io.butterfly.common.fs.DurableFiles;
 import java.io.BufferedWriter;
 import java.io.Closeable;
 import java.io.IOException;
@@ -44,6 +45,9 @@ public final class JournaledSeenMessageIds implements SeenMessageIds, Closeable 
     private BufferedWriter out;
     private int appendsSinceRewrite;
     private int keptAtRewrite;
+    /** When appends began to fail for want of disk (ms), or 0. */
+    private long diskFullSince;
+    private boolean closed;
 
     private JournaledSeenMessageIds(SeenMessageIds table, Path file) {
         this.table = table;
@@ -85,22 +89,51 @@ public final class JournaledSeenMessageIds implements SeenMessageIds, Closeable 
             return false;
         }
         long expiresMs = nowMs + retainMs;
+        live.put(key, expiresMs); // kept for the next rewrite, whatever becomes of this append
         try {
-            if (out == null) {
+            if (closed) {
                 throw new IOException("the journal is closed (discovery is stopping)");
+            }
+            if (out == null) {
+                rewrite(nowMs); // the last rewrite failed for want of disk: again, with this id
             }
             out.write(line(key, expiresMs) + "\n");
             out.flush();
-            live.put(key, expiresMs);
             // Rewritten once it holds at least twice the lines it was rewritten with: O(1) per append, amortised.
             if (++appendsSinceRewrite >= Math.max(MIN_APPENDS_BEFORE_REWRITE, keptAtRewrite)) {
                 rewrite(nowMs);
             }
+            if (diskFullSince != 0) {
+                log.info("{}: journaling message ids again ({} ms after the disk filled up)", file, nowMs - diskFullSince);
+                diskFullSince = 0;
+            }
         } catch (IOException e) {
+            if (DurableFiles.diskFull(e)) {
+                // A full disk is said as such, and does not turn into refusals of every heartbeat and join: the id is
+                // remembered in memory (a replay is still refused while this process runs) and written again with
+                // the next rewrite; only a restart before then forgets it.
+                if (diskFullSince == 0) {
+                    diskFullSince = nowMs;
+                    log.error("{}: the disk is full ({}): message ids are kept in memory only until it has room again;"
+                            + " a restart of discovery meanwhile forgets them", file, e.getMessage());
+                }
+                reopenAfterFailedAppend();
+                return true;
+            }
             // Refuse rather than accept an id a restart would forget: the sender retries with a new message.
             throw new UncheckedIOException("could not journal message id " + key + " in " + file, e);
         }
         return true;
+    }
+
+    /** Whether appends fail for want of disk now (reported at ERROR once, when it starts). */
+    public synchronized boolean diskFull() {
+        return diskFullSince != 0;
+    }
+
+    /** A writer whose flush failed may hold a torn line: the next rewrite writes every live id again anyway. */
+    private void reopenAfterFailedAppend() {
+        appendsSinceRewrite = Math.max(MIN_APPENDS_BEFORE_REWRITE, keptAtRewrite); // rewrite at the next append
     }
 
     /** Replaces the journal with its unexpired lines (written aside, then moved over it) and appends after them. */
@@ -110,13 +143,19 @@ public final class JournaledSeenMessageIds implements SeenMessageIds, Closeable 
         List<String> lines = live.entrySet().stream().map(e -> line(e.getKey(), e.getValue())).toList();
         Files.write(next, lines, StandardCharsets.UTF_8);
         if (out != null) {
-            out.close();
+            try {
+                out.close();
+            } catch (IOException unflushed) {
+                // its lines are in the rewrite
+            }
+            out = null;
         }
         try {
             Files.move(next, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (AtomicMoveNotSupportedException e) {
             Files.move(next, file, StandardCopyOption.REPLACE_EXISTING);
         }
+        DurableFiles.syncDirectory(file.toAbsolutePath().getParent());
         out = Files.newBufferedWriter(file, StandardCharsets.UTF_8, StandardOpenOption.APPEND);
         appendsSinceRewrite = 0;
         keptAtRewrite = lines.size();
@@ -143,6 +182,7 @@ public final class JournaledSeenMessageIds implements SeenMessageIds, Closeable 
 
     @Override
     public synchronized void close() throws IOException {
+        closed = true;
         if (out != null) {
             out.close();
             out = null;

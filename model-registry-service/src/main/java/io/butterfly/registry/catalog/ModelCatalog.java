@@ -76,9 +76,24 @@ public class ModelCatalog {
     /**
      * Imports a Hugging Face model directory (its matrices quantized as {@code quantization} says, null: as they are)
      * or a GGUF file; the model id defaults to {@link #defaultModelId}. When the store already holds an import of the
-     * same unchanged source, that one is served as it is.
+     * same unchanged source, that one is served as it is; another source under a stored id replaces it (the start-up
+     * imports: the operator's configuration, read before anything is served).
      */
     public Manifest importModel(Path sourceDir, String modelId, WeightQuantization quantization) throws IOException {
+        return importModel(sourceDir, modelId, quantization, true);
+    }
+
+    /**
+     * As {@link #importModel(Path, String, WeightQuantization)}, but a stored id keeps its weights: an import of
+     * another source under it is refused ({@link ModelIdTakenException}) and changes nothing (an import asked over the
+     * API, while the cluster may serve the id).
+     */
+    public Manifest importNew(Path sourceDir, String modelId, WeightQuantization quantization) throws IOException {
+        return importModel(sourceDir, modelId, quantization, false);
+    }
+
+    private Manifest importModel(Path sourceDir, String modelId, WeightQuantization quantization, boolean replace)
+            throws IOException {
         Path source = sourceDir.toAbsolutePath().normalize();
         String id = modelId == null || modelId.isBlank() ? defaultModelId(source, quantization) : modelId;
         if (!ModelStore.isValidModelId(id)) {
@@ -97,6 +112,11 @@ public class ModelCatalog {
                 manifests.put(id, signed);
                 log.info("model {} is unchanged since its import; serving the stored shards", id);
                 return signed;
+            }
+            Optional<Manifest> stored = replace ? Optional.empty() : store.load(id);
+            if (stored.isPresent()) {
+                throw new ModelIdTakenException(id, modelId == null || modelId.isBlank() ? "path" : "model_id",
+                        stored.get().merkleRoot());
             }
             long started = System.nanoTime();
             Path staging = store.newStagingDir(id);

@@ -4,6 +4,7 @@ import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.common.manifest.ManifestVerifier;
 import io.butterfly.registry.api.grpc.ModelRegistryGrpcService;
+import io.butterfly.registry.catalog.ImportRoots;
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.registry.catalog.ModelImporter;
 import io.butterfly.registry.store.ModelStore;
@@ -33,6 +34,12 @@ public class RegistryConfiguration {
         ModelCatalog catalog = new ModelCatalog(store, new ModelImporter(clock), m -> ManifestVerifier.sign(m, publisher));
         catalog.loadStored();
         return catalog;
+    }
+
+    /** Where an import asked over the API may read from (none set: such imports are refused). */
+    @Bean
+    ImportRoots importRoots(RegistryProperties props) {
+        return ImportRoots.of(props.importRoots());
     }
 
     @Bean

@@ -15,6 +15,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *                      are ({@code WeightQuantization}); GGUF files are served as they are
  * @param maxChunkBytes largest FetchFile chunk served (clients may ask for less)
  * @param zstdLevel     zstd level for chunks sent to clients that offer COMPRESSION (0 = never compress)
+ * @param importRoots   the directories an import asked over the API ({@code POST /api/v1/models}) may read from;
+ *                      none (the default): such imports are refused. The start-up imports are not bound by them
  * @param publisherDir  the publisher identity ({@code identity.key}, {@code identity.pub}) that signs manifests;
  *                      default {@code <store>/publisher}, created there on first start. Point it at a provisioned
  *                      key (e.g. a Kubernetes Secret from {@code ./butterfly keygen}) so that coordinators and
@@ -27,7 +29,8 @@ public record RegistryProperties(
         @DefaultValue("") String importQuantize,
         @DefaultValue("1048576") int maxChunkBytes,
         @DefaultValue("3") int zstdLevel,
-        Path publisherDir) {
+        Path publisherDir,
+        @DefaultValue List<Path> importRoots) {
 
     /** How the start-up imports' directories are quantized, or null for not at all. */
     public io.butterfly.common.quant.WeightQuantization quantization() {
@@ -39,6 +42,7 @@ public record RegistryProperties(
 
     public RegistryProperties {
         importDirs = importDirs == null ? List.of() : List.copyOf(importDirs);
+        importRoots = importRoots == null ? List.of() : List.copyOf(importRoots);
         importQuantize = importQuantize == null ? "" : importQuantize.trim();
         if (!importQuantize.isEmpty() && io.butterfly.common.quant.WeightQuantization.byId(importQuantize).isEmpty()) {
             throw new IllegalArgumentException("butterfly.registry.import-quantize must be q8, q4 or q4_k, not '"

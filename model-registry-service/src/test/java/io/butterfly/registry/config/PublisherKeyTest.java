@@ -20,7 +20,8 @@ class PublisherKeyTest {
 
     private static Manifest importTiny(Path tmp, Path publisherDir) throws Exception {
         ModelFixtures.write(ModelFixtures.tinyLlama(false), 3, tmp.resolve("src/tiny"));
-        RegistryProperties props = new RegistryProperties(tmp.resolve("store"), List.of(), "", 1 << 20, 0, publisherDir);
+        RegistryProperties props = new RegistryProperties(tmp.resolve("store"), List.of(), "", 1 << 20, 0, publisherDir,
+                List.of());
         RegistryConfiguration config = new RegistryConfiguration();
         ModelStore store = config.modelStore(props);
         ModelCatalog catalog = config.modelCatalog(store, props, Clock.systemUTC());

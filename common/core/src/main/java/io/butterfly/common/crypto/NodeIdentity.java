@@ -2,10 +2,10 @@ package io.butterfly.common.crypto;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import io.butterfly.common.fs.DurableFiles;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.security.PrivateKey;
@@ -28,7 +28,12 @@ public final class NodeIdentity {
         this.publicKey = publicKey;
     }
 
-    /** Loads the identity kept in {@code directory}, creating it there on first use. */
+    /**
+     * Loads the identity kept in {@code directory}, creating it there on first use. The pair is written so that a
+     * crash leaves either no identity or a whole one: each file durably and atomically ({@link DurableFiles}), the
+     * public key first, and the private key last, whose presence says the pair is complete (a public key alone, left
+     * by a crash between the two, is replaced by a new pair).
+     */
     public static NodeIdentity loadOrCreate(Path directory) {
         try {
             Files.createDirectories(directory);
@@ -37,12 +42,10 @@ public final class NodeIdentity {
                 return load(directory);
             }
             KeyPair pair = Ed25519.generate();
-            Path tmp = Files.createTempFile(directory, PRIVATE_FILE, ".tmp");
-            restrictToOwner(tmp);
-            Files.write(tmp, pair.getPrivate().getEncoded());
-            Files.move(tmp, key, StandardCopyOption.ATOMIC_MOVE);
             byte[] raw = Ed25519.raw(pair.getPublic());
-            Files.writeString(directory.resolve(PUBLIC_FILE), Ed25519.hex(raw) + "\n");
+            DurableFiles.write(directory.resolve(PUBLIC_FILE), (Ed25519.hex(raw) + "\n").getBytes(StandardCharsets.US_ASCII),
+                    false);
+            DurableFiles.write(key, pair.getPrivate().getEncoded(), true);
             return new NodeIdentity(pair.getPrivate(), raw);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot keep the node identity in " + directory, e);
@@ -70,13 +73,6 @@ public final class NodeIdentity {
         }
     }
 
-    private static void restrictToOwner(Path file) throws IOException {
-        try {
-            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-        } catch (UnsupportedOperationException ignored) {
-            // not a POSIX file system: rely on the directory's permissions
-        }
-    }
 
     public byte[] sign(byte[] message) {
         return Ed25519.sign(privateKey, message);

@@ -3,10 +3,9 @@ package io.butterfly.common.pki;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import io.butterfly.common.fs.DurableFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.GeneralSecurityException;
 import java.security.KeyFactory;
 import java.security.PrivateKey;
@@ -74,27 +73,9 @@ public final class Pem {
         return "-----BEGIN " + type + "-----\n" + BASE64.encodeToString(der) + "\n-----END " + type + "-----\n";
     }
 
+    /** Durably and atomically: a crash leaves the old file or the new one, never a torn key ({@link DurableFiles}). */
     private static void write(Path file, String content, boolean ownerOnly) throws IOException {
-        Path dir = file.toAbsolutePath().getParent();
-        Files.createDirectories(dir);
-        Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
-        try {
-            if (ownerOnly) {
-                restrictToOwner(tmp);
-            }
-            Files.writeString(tmp, content, StandardCharsets.US_ASCII);
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
+        DurableFiles.write(file, content.getBytes(StandardCharsets.US_ASCII), ownerOnly);
     }
 
-    /** 0600 where the file system has POSIX permissions. */
-    static void restrictToOwner(Path file) throws IOException {
-        try {
-            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-        } catch (UnsupportedOperationException notPosix) {
-            // a file system without POSIX permissions: its own access rules apply
-        }
-    }
 }

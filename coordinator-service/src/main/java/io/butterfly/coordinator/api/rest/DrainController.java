@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.web.audit.AuditLog;
 import io.butterfly.common.api.DrainAccepted;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.reconcile.Drains;
@@ -27,7 +28,14 @@ public class DrainController {
 
     @PostMapping("/{id}/drain")
     public ResponseEntity<DrainAccepted> drain(@PathVariable("id") String id) {
-        ClusterState s = drains.request(id);
+        ClusterState s;
+        try {
+            s = drains.request(id);
+        } catch (RuntimeException refused) {
+            AuditLog.action("drain", id, "refused", refused.getMessage());
+            throw refused;
+        }
+        AuditLog.action("drain", id, "accepted", "epoch " + s.epoch());
         boolean holdsStage = s.pipeline().contains(id);
         DrainAccepted out = new DrainAccepted(id, true, holdsStage, s.epoch(), s.system().name(), holdsStage
                 ? "its stage is planned away; it leaves once the new plan serves READY"

@@ -93,12 +93,16 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         return ProblemDocuments.flatten(p);
     }
 
-    /** This replica's queue is full: retry shortly (RFC 9110 Retry-After, in seconds). */
+    /**
+     * No room for the request now: this replica's queue is full, or its API key holds its share of it or spent its
+     * tokens per minute; retry after the seconds said (RFC 9110 Retry-After).
+     */
     @ExceptionHandler(QueueFullException.class)
     ResponseEntity<ProblemDetail> tooManyTasks(QueueFullException e) {
         ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.TOO_MANY_REQUESTS, e.getMessage());
         p.setTitle("Too many tasks");
-        return ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS).header(HttpHeaders.RETRY_AFTER, "1")
+        return ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS)
+                .header(HttpHeaders.RETRY_AFTER, Long.toString(e.retryAfterSeconds()))
                 .contentType(MediaType.APPLICATION_PROBLEM_JSON).body(p);
     }
 

@@ -159,7 +159,7 @@ public final class EngineCore implements AutoCloseable {
 
     /** Queues several sequences, all or none: the queue must hold them all. */
     public void submitAll(List<Sequence> all) {
-        take(all.size());
+        take(all.get(0).tenant(), all.size());
         all.forEach(s -> {
             s.outputs().submitted();
             post(new Submit(s, false));
@@ -172,16 +172,16 @@ public final class EngineCore implements AutoCloseable {
      * earlier sequence still leaves this engine.
      */
     public void submitReplay(Sequence s) {
-        take(1);
+        take(s.tenant(), 1);
         s.outputs().submitted();
         post(new Submit(s, true));
     }
 
-    private void take(int places) {
+    private void take(String key, int places) {
         if (stopping) {
             throw stopping();
         }
-        scheduler.places().take(places);
+        scheduler.places().take(key, places);
     }
 
     /**
@@ -299,7 +299,7 @@ public final class EngineCore implements AutoCloseable {
 
     private void accept(Sequence s, boolean replay) {
         if (replay && scheduler.get(s.id()) != null) {
-            scheduler.places().giveBack(1);
+            scheduler.places().giveBack(s.tenant(), 1);
             s.outputs().refused(new ButterflyException(ErrorCode.INTERNAL_ERROR, ErrorKind.UNAVAILABLE, "task "
                     + s.id() + " is still leaving this coordinator: retry shortly"));
             return;
@@ -443,7 +443,7 @@ public final class EngineCore implements AutoCloseable {
     private synchronized void drainAfterStop() {
         for (Message m = inbox.poll(); m != null; m = inbox.poll()) {
             if (m instanceof Submit submit) {
-                scheduler.places().giveBack(1);
+                scheduler.places().giveBack(submit.sequence().tenant(), 1);
                 submit.sequence().outputs().refused(stopping());
             } else if (m instanceof Attach a) {
                 a.answer().complete(null);

@@ -1,8 +1,7 @@
 package io.butterfly.coordinator.inference.engine;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -11,11 +10,13 @@ import java.util.Set;
 
 /**
  * Owns the engine's sequences and chooses what steps together (vLLM's scheduler, in the small): each micro-batch
- * carries the decodes of running sequences and prompt chunks, under a token budget, first come first served.
+ * carries the decodes of running sequences and prompt chunks, under a token budget.
  *
  * <p>Running sequences come first, oldest first: their decodes, then the chunks of prompts they are still feeding.
- * Waiting sequences start in arrival order while there is room (sequences, and KV cache on every stage); one that
- * does not fit yet keeps the ones behind it waiting too. With several micro-batches in flight, a micro-batch takes at
+ * Waiting sequences start while there is room (sequences, and KV cache on every stage), API keys taking turns
+ * ({@link FairQueue}: with K keys waiting, a request starts after at most K - 1 starts of other keys once it heads its
+ * key's queue, whatever their bursts) and each key running at most {@code max-running-per-key}; within a key, in
+ * arrival order. The one whose turn it is but does not fit yet keeps the others waiting too. With several micro-batches in flight, a micro-batch takes at
  * most its share of the running decodes, so the running sequences spread over the micro-batches and every stage has
  * work.
  *
@@ -29,16 +30,18 @@ public final class Scheduler {
     private final WaitingPlaces places;
     /** Every sequence here, in arrival order. */
     private final Map<String, Sequence> sequences = new LinkedHashMap<>();
-    private final Deque<Sequence> waiting = new ArrayDeque<>();
+    private final FairQueue waiting = new FairQueue();
     /** Sequences holding KV reservations, paused ones included, in the order they (re)started. */
     private final Set<Sequence> running = new LinkedHashSet<>();
+    /** Running sequences of each API key (with any). */
+    private final Map<String, Integer> runningByKey = new HashMap<>();
     private KvBudgets budgets = KvBudgets.unlimited();
     private int microBatches;
     private long nextBatchId = 1;
 
     public Scheduler(SchedulerSettings settings) {
         this.settings = settings;
-        this.places = new WaitingPlaces(settings.maxWaiting());
+        this.places = new WaitingPlaces(settings.maxWaiting(), settings.maxWaitingPerKey());
         this.microBatches = settings.microBatchesFor(1);
     }
 
@@ -72,7 +75,7 @@ public final class Scheduler {
 
     /** Queues a sequence; refused when {@code max-waiting} wait already. */
     public void add(Sequence s) {
-        places.take(1);
+        places.take(s.tenant(), 1);
         queue(s);
     }
 
@@ -128,12 +131,18 @@ public final class Scheduler {
                 decodes++;
             }
         }
-        while (!prefillBlocked && !waiting.isEmpty() && running.size() < settings.maxNumSeqs()
-                && budgets.fits(waiting.peek().reservePositions())) {
-            Sequence s = waiting.poll();
-            places.giveBack(1);
+        while (!prefillBlocked && !waiting.isEmpty() && running.size() < settings.maxNumSeqs()) {
+            // Keys take turns; one at its running cap waits. A head that does not fit the KV budgets yet keeps every
+            // other waiting (it starts first once they fit): a long request is not passed over for ever.
+            Sequence s = waiting.next(this::mayStartMore);
+            if (s == null || !budgets.fits(s.reservePositions())) {
+                break;
+            }
+            waiting.started(s);
+            places.giveBack(s.tenant(), 1);
             budgets.reserve(s.reservePositions());
             running.add(s);
+            runningByKey.merge(s.tenant(), 1, Integer::sum);
             int n = s.nextChunk(settings.prefillChunkTokens());
             if (n <= budget) {
                 chunks.add(chunk(s, n));
@@ -147,6 +156,11 @@ public final class Scheduler {
         }
         chunks.forEach(c -> c.sequence().startStep(c.numTokens()));
         return new MicroBatch(nextBatchId++, chunks);
+    }
+
+    /** Whether {@code key} may start one more sequence: below its running cap (requests without a key: always). */
+    private boolean mayStartMore(String key) {
+        return Sequence.ANONYMOUS.equals(key) || runningByKey.getOrDefault(key, 0) < settings.maxRunningPerKey();
     }
 
     private static Chunk chunk(Sequence s, int n) {
@@ -194,8 +208,9 @@ public final class Scheduler {
         }
         if (running.remove(s)) {
             budgets.free(s.reservePositions());
+            runningByKey.computeIfPresent(s.tenant(), (k, n) -> n <= 1 ? null : n - 1);
         } else if (waiting.remove(s)) {
-            places.giveBack(1);
+            places.giveBack(s.tenant(), 1);
         }
     }
 

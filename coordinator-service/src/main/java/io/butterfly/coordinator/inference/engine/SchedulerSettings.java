@@ -12,11 +12,25 @@ package io.butterfly.coordinator.inference.engine;
  * @param maxWaiting          requests waiting to run; one more is refused (429, Retry-After)
  * @param microBatches        micro-batches in the pipeline at once (disjoint sets of sequences), so that every stage
  *                            computes while the others do; 1 = one at a time, 0 = one per pipeline stage
+ * @param maxRunningPerKey    sequences of one API key running at once; its others wait while other keys' start
+ * @param maxWaitingPerKey    sequences of one API key waiting; one more is refused (429). Requests without a key (no
+ *                            keys set) are one tenant that neither per-key limit binds
  */
 public record SchedulerSettings(int maxNumSeqs, int maxNumBatchedTokens, int prefillChunkTokens, int maxWaiting,
-                                int microBatches) {
+                                int microBatches, int maxRunningPerKey, int maxWaitingPerKey) {
+
+    /** Without per-key limits. */
+    public SchedulerSettings(int maxNumSeqs, int maxNumBatchedTokens, int prefillChunkTokens, int maxWaiting,
+                             int microBatches) {
+        this(maxNumSeqs, maxNumBatchedTokens, prefillChunkTokens, maxWaiting, microBatches, Integer.MAX_VALUE,
+                Integer.MAX_VALUE);
+    }
 
     public SchedulerSettings {
+        if (maxRunningPerKey < 1 || maxWaitingPerKey < 0) {
+            throw new IllegalArgumentException("max-running-per-key must be at least 1 and max-waiting-per-key not"
+                    + " negative, got " + maxRunningPerKey + ", " + maxWaitingPerKey);
+        }
         if (maxNumSeqs < 1 || maxWaiting < 0 || microBatches < 0) {
             throw new IllegalArgumentException("max-num-seqs must be at least 1, max-waiting and micro-batches-in-flight"
                     + " not negative, got " + maxNumSeqs + ", " + maxWaiting + ", " + microBatches);

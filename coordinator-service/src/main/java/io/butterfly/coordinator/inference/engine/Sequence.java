@@ -38,7 +38,11 @@ public final class Sequence {
     record Pause(long sinceNanos, RuntimeException cause, boolean replaying) {
     }
 
+    /** The tenant of requests without an API key (no keys set): one, which per-key limits do not bind. */
+    public static final String ANONYMOUS = "";
+
     private final String id;
+    private final String tenant;
     private final long[] prompt;
     private final int maxTokens;
     private final Decoding decoding;
@@ -71,7 +75,18 @@ public final class Sequence {
      * @param maxTokens the most tokens it may generate: with the prompt, the positions its KV caches may reach
      * @param decoding  how its tokens are chosen (null for a sequence that is only scheduled, never sampled)
      */
+    /** Whose share of the engine it takes: the API key's id it came with, or {@link #ANONYMOUS}. */
+    public String tenant() {
+        return tenant;
+    }
+
     public Sequence(String id, long[] prompt, int maxTokens, Decoding decoding, SequenceOutputs outputs) {
+        this(id, ANONYMOUS, prompt, maxTokens, decoding, outputs);
+    }
+
+    /** @param tenant the API key's id the request came with ({@link #ANONYMOUS} without one): whose share it takes */
+    public Sequence(String id, String tenant, long[] prompt, int maxTokens, Decoding decoding, SequenceOutputs outputs) {
+        this.tenant = tenant == null ? ANONYMOUS : tenant;
         if (prompt.length < 1 || maxTokens < 1) {
             throw new IllegalArgumentException("a sequence needs a prompt and at least one token to generate");
         }

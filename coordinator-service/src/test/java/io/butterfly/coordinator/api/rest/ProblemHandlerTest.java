@@ -70,6 +70,9 @@ class ProblemHandlerTest {
         assertThat(busy.getStatusCode().value()).isEqualTo(429);
         assertThat(busy.getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_PROBLEM_JSON);
         assertThat(busy.getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        // A key that spent its tokens per minute is told when its bucket refills.
+        assertThat(handler.tooManyTasks(new QueueFullException("this API key spent its tokens", 17)).getHeaders()
+                .getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("17");
         assertThat(busy.getBody().getTitle()).isEqualTo("Too many tasks");
     }
 

@@ -1,8 +1,10 @@
 package io.butterfly.registry.api.rest;
 
+import io.butterfly.common.web.audit.AuditLog;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.quant.WeightQuantization;
+import io.butterfly.registry.catalog.ImportRoots;
 import io.butterfly.registry.catalog.ModelCatalog;
 import java.io.IOException;
 import java.net.URI;
@@ -24,13 +26,16 @@ import org.springframework.web.bind.annotation.RestController;
 public class ModelsController {
 
     private final ModelCatalog catalog;
+    private final ImportRoots roots;
 
-    public ModelsController(ModelCatalog catalog) {
+    public ModelsController(ModelCatalog catalog, ImportRoots roots) {
         this.catalog = catalog;
+        this.roots = roots;
     }
 
     /**
-     * Body of an import: a Hugging Face model directory or a GGUF file on the registry's file system, and how to
+     * Body of an import: a Hugging Face model directory or a GGUF file under one of the registry's import roots, a
+     * model id not yet imported (or the same unchanged source again), and how to
      * quantize a directory's matrices ({@code q8}, {@code q4}, {@code q4_k}; absent: as they are).
      */
     public record ImportRequest(@JsonProperty("path") String path, @JsonProperty("model_id") String modelId,
@@ -52,21 +57,34 @@ public class ModelsController {
         if (request == null || request.path() == null || request.path().isBlank()) {
             throw new BadRequestException("path", "path is required: the model directory to import");
         }
-        Path dir;
         try {
-            dir = Path.of(request.path());
+            if (!Path.of(request.path()).isAbsolute()) {
+                throw new BadRequestException("path", "path '" + request.path() + "' must be absolute");
+            }
         } catch (InvalidPathException e) {
             throw new BadRequestException("path", "path '" + request.path() + "' is not a valid path");
         }
-        if (!dir.isAbsolute()) {
-            throw new BadRequestException("path", "path '" + request.path() + "' must be absolute");
+        Path dir;
+        try {
+            dir = roots.resolve(request.path()); // nothing outside the import roots is looked at
+        } catch (ImportRoots.Refused outside) {
+            AuditLog.action("import", request.path(), "refused", outside.getMessage());
+            throw outside;
         }
         WeightQuantization quantization = null;
         if (request.quantize() != null && !request.quantize().isBlank()) {
             quantization = WeightQuantization.byId(request.quantize()).orElseThrow(() -> new BadRequestException(
                     "quantize", "quantize '" + request.quantize() + "' is not one of q8, q4, q4_k"));
         }
-        Manifest m = catalog.importModel(dir, request.modelId(), quantization);
+        Manifest m;
+        try {
+            m = catalog.importNew(dir, request.modelId(), quantization);
+        } catch (IOException | RuntimeException refused) {
+            AuditLog.action("import", request.modelId() == null ? dir.toString() : request.modelId(), "refused",
+                    refused.getMessage());
+            throw refused;
+        }
+        AuditLog.action("import", m.modelId(), "imported", "merkle root " + m.merkleRoot() + " from " + dir);
         return ResponseEntity.created(URI.create("/api/v1/models/" + m.modelId())).body(m);
     }
 

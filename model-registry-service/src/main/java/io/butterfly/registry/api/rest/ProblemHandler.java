@@ -2,6 +2,8 @@ package io.butterfly.registry.api.rest;
 
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.json.JsonFieldPath;
+import io.butterfly.registry.catalog.ImportRoots;
+import io.butterfly.registry.catalog.ModelIdTakenException;
 import io.butterfly.common.web.limits.TooLargeProblems;
 import java.net.URI;
 import org.slf4j.Logger;
@@ -47,6 +49,27 @@ public class ProblemHandler extends ResponseEntityExceptionHandler {
         p.setTitle("Bad Request");
         p.setProperty("code", "INVALID_MESSAGE");
         p.setProperty("field", e.field);
+        return problem(p);
+    }
+
+    /** An import path outside the import roots: the same answer whatever is there. */
+    @ExceptionHandler(ImportRoots.Refused.class)
+    ResponseEntity<ProblemDetail> outsideRoots(ImportRoots.Refused e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.FORBIDDEN, e.getMessage());
+        p.setTitle("Forbidden");
+        p.setProperty("code", "INVALID_MESSAGE");
+        p.setProperty("field", "path");
+        return problem(p);
+    }
+
+    /** A model id already imported from other weights: nothing changed. */
+    @ExceptionHandler(ModelIdTakenException.class)
+    ResponseEntity<ProblemDetail> idTaken(ModelIdTakenException e) {
+        ProblemDetail p = ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, e.getMessage());
+        p.setTitle("Conflict");
+        p.setProperty("code", "MODEL_ID_TAKEN");
+        p.setProperty("field", e.field());
+        p.setProperty("model_id", e.modelId());
         return problem(p);
     }
 

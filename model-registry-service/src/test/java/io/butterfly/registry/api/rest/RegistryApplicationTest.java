@@ -42,6 +42,7 @@ class RegistryApplicationTest {
     static void props(DynamicPropertyRegistry r) {
         r.add("butterfly.registry.store-dir", () -> WORK.resolve("store").toString());
         r.add("butterfly.registry.import-dirs", () -> WORK.resolve("models/app-tiny").toString());
+        r.add("butterfly.registry.import-roots", () -> WORK.resolve("models").toString());
     }
 
     @Autowired
@@ -80,7 +81,7 @@ class RegistryApplicationTest {
                 .andExpect(content().contentTypeCompatibleWith(MediaType.APPLICATION_PROBLEM_JSON))
                 .andExpect(jsonPath("$.code").value("MANIFEST_NOT_FOUND"));
         mvc.perform(post("/api/v1/models").contentType(MediaType.APPLICATION_JSON)
-                        .content("{\"path\": \"" + WORK.resolve("nothing-here") + "\"}"))
+                        .content("{\"path\": \"" + WORK.resolve("models/nothing-here") + "\"}"))
                 .andExpect(status().isBadRequest())
                 .andExpect(content().contentTypeCompatibleWith(MediaType.APPLICATION_PROBLEM_JSON))
                 .andExpect(jsonPath("$.field").value("path"));

@@ -1,6 +1,7 @@
 package io.butterfly.common.web.auth;
 
 import io.butterfly.common.web.ProblemDocuments;
+import io.butterfly.common.web.audit.AuditLog;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -63,7 +64,11 @@ public final class ApiKeySecurity {
             return http.authorizeHttpRequests(a -> a.anyRequest().permitAll()).build();
         }
         AuthenticationFilter filter = new AuthenticationFilter(checker, ApiKeySecurity::presentedKey);
-        filter.setSuccessHandler((request, response, authentication) -> { });
+        filter.setSuccessHandler((request, response, authentication) -> {
+            if (authentication.getPrincipal() instanceof ApiKeyPrincipal key) {
+                AuditLog.keyUsed(request, key);
+            }
+        });
         filter.setFailureHandler(new AuthenticationEntryPointFailureHandler(
                 (request, response, e) -> refuse(request, response, HttpStatus.UNAUTHORIZED, e, problems)));
         return http.addFilterAt(filter, BasicAuthenticationFilter.class)
@@ -117,6 +122,8 @@ public final class ApiKeySecurity {
                                AuthenticationException cause, BiConsumer<HttpServletRequest, ProblemDetail> problems)
             throws IOException {
         ProblemDetail problem = ProblemDetail.forStatus(status);
+        AuditLog.keyRefused(request, status.value(), status == HttpStatus.FORBIDDEN ? "an admin key is needed"
+                : cause instanceof BadCredentialsException ? "not one of the keys" : "no key");
         if (status == HttpStatus.UNAUTHORIZED) {
             problem.setTitle("Unauthorized");
             problem.setDetail(cause instanceof BadCredentialsException ? "The API key is not valid"

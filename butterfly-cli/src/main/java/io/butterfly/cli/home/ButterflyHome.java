@@ -1,12 +1,12 @@
-package io.butterfly.cli.cluster;
+package io.butterfly.cli.home;
 
 import java.nio.file.Path;
 
 /**
  * Where the tools find the checkout (its module jars) and keep their state: {@code .butterfly/} in the checkout,
  * or {@code BUTTERFLY_HOME}. The state holds the process list and pids ({@code run/}), the services' logs
- * ({@code logs/}), their data, the registry's store, the generated models and the cluster CA and node certificates
- * ({@code tls/}).
+ * ({@code logs/}), their data, the registry's store, the generated models, the cluster CA and node certificates
+ * ({@code tls/}) and the API keys ({@code keys/}).
  *
  * @param root  the checkout (./butterfly passes it as the system property {@code butterfly.root})
  * @param state the state directory
@@ -43,6 +43,11 @@ public record ButterflyHome(Path root, Path state) {
 
     public Path registryStore() {
         return state.resolve("registry");
+    }
+
+    /** The API keys {@code up} makes: a user key and an admin key ({@link ClusterApiKeys}). */
+    public Path keys() {
+        return state.resolve("keys");
     }
 
     /** The cluster CA and the services' certificates. */
