@@ -3,8 +3,9 @@
  * io.butterfly.worker.engine.cpu through JNI).
  *
  * Weights are kept as the shards hold them: ggml's blocks (Q8_0, Q4_0, Q4_K, Q6_K) or plain F32/F16/BF16 rows, never
- * repacked and never quantized here. Activations, norms, attention and the residual stream are float32; a projection
- * multiplies float32 inputs by the weights' exact values (weight-only: no activation is rounded to fewer bits).
+ * repacked and never quantized here. Norms, attention and the residual stream are float32; a projection multiplies
+ * float32 inputs by the weights' exact values (weight-only), or, for block formats when the stage says so, inputs
+ * rounded to 8 bits a block of 32 at a time by integer dot products, as llama.cpp does (bfk_q8.c).
  *
  * Every result is defined lane by lane, in the order of an 8-lane (AVX2) vector: the AVX2 kernels and the portable C
  * ones compute the same operations (products, fused multiply-adds, one fixed tree for the horizontal sums, the same
@@ -64,6 +65,17 @@ void bfk_matmul_range(const bfk_matrix *w, const float *x, int ldx, int m_count,
 int bfk_row_sums_floats(int type, int cols);
 void bfk_row_sums(int type, const float *x, int cols, float *sums);
 
+/*
+ * 8-bit activations (bfk_q8.c): a row of cols values (a multiple of 32) rounded to blocks of 32 signed bytes with a
+ * float scale each, laid out as [cols bytes][cols / 32 floats] in bfk_q8_row_bytes(cols) bytes; the same products as
+ * bfk_matmul_range from rows so prepared (ldq bytes apart), for the types bfk_q8_supported names.
+ */
+int bfk_q8_supported(int type);
+size_t bfk_q8_row_bytes(int cols);
+void bfk_quantize_q8(const float *x, int cols, uint8_t *out);
+void bfk_matmul_q8_range(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo, int n0,
+                         int n1, int add);
+
 /* One row of w as float32 values (the embedding lookup). */
 void bfk_dequantize_row(const bfk_matrix *w, int row, float *out);
 
@@ -93,11 +105,13 @@ typedef struct {
 } bfk_seq;
 
 bfk_stage *bfk_stage_create(int hidden, int heads, int kv_heads, int inter, int layers, int max_positions, float eps);
+/* Whether the stage's quantized matrices multiply 8-bit activations (bfk_q8.c) rather than float32 ones. */
+void bfk_stage_set_q8_activations(bfk_stage *s, int on);
 void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows, int cols, const void *data);
 void bfk_stage_set_vector(bfk_stage *s, int layer, int slot, const float *data);
 void bfk_stage_destroy(bfk_stage *s);
 int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
                       const float *cos, const float *sin);
-int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, float *out);
+int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, int q8_activations, float *out);
 
 #endif

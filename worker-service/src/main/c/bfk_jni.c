@@ -43,6 +43,10 @@ JNIEXPORT void JNICALL JNI(stageSetMatrix)(JNIEnv *env, jclass c, jlong stage, j
     bfk_stage_set_matrix(PTR(stage), layer, slot, type, rows, cols, PTR(address));
 }
 
+JNIEXPORT void JNICALL JNI(stageSetQ8Activations)(JNIEnv *env, jclass c, jlong stage, jboolean on) {
+    bfk_stage_set_q8_activations(PTR(stage), on);
+}
+
 JNIEXPORT void JNICALL JNI(stageSetVector)(JNIEnv *env, jclass c, jlong stage, jint layer, jint slot, jlong address) {
     bfk_stage_set_vector(PTR(stage), layer, slot, PTR(address));
 }
@@ -76,9 +80,9 @@ JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlo
 }
 
 JNIEXPORT jint JNICALL JNI(product)(JNIEnv *env, jclass c, jlong pool, jint type, jint rows, jint cols, jlong w,
-                                    jlong x, jint m, jlong out) {
+                                    jlong x, jint m, jboolean q8Activations, jlong out) {
     bfk_matrix mat = {type, rows, cols, bfk_row_bytes(type, cols), PTR(w)};
-    return bfk_product(PTR(pool), &mat, PTR(x), m, PTR(out));
+    return bfk_product(PTR(pool), &mat, PTR(x), m, q8Activations, PTR(out));
 }
 
 JNIEXPORT void JNICALL JNI(dequantizeRows)(JNIEnv *env, jclass c, jint type, jint rows, jint cols, jlong w,

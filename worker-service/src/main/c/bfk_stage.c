@@ -26,6 +26,7 @@ typedef struct {
 struct bfk_stage {
     int hidden, heads, kv_heads, head_dim, inter, layers, max_positions;
     float eps;
+    int q8; /* quantized matrices multiply 8-bit activations */
     bfk_layer *layer;
     /* scratch, grown as steps need */
     float *buf;
@@ -56,6 +57,10 @@ void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows,
     m->cols = cols;
     m->row_bytes = bfk_row_bytes(type, cols);
     m->data = data;
+}
+
+void bfk_stage_set_q8_activations(bfk_stage *s, int on) {
+    s->q8 = on;
 }
 
 void bfk_stage_set_vector(bfk_stage *s, int layer, int slot, const float *data) {
@@ -91,6 +96,10 @@ typedef struct {
     int add;
     const float *in;
     int ldi;
+    /* the input's rows rounded to 8 bits, for the matrices that take them */
+    uint8_t *qin;
+    size_t ldq;
+    int quantize;
     int norm_slot;
     const bfk_matrix *sums_for[2];
     /* the next chunk of a product's columns to claim (reset before each product) */
@@ -128,6 +137,30 @@ static int needs_sums(const bfk_matrix *m) {
     return m && m->data && bfk_row_sums_floats(m->type, m->cols) > 0;
 }
 
+static int takes_q8(const bfk_stage *s, const bfk_matrix *m) {
+    return s->q8 && m && m->data && bfk_q8_supported(m->type);
+}
+
+/* What the products of input row r need beside the floats: Q4_K's row sums (float inputs), 8-bit values. */
+static void prepare_row(phase *p, const bfk_matrix *sums_for, const float *row, int cols, int r) {
+    if (needs_sums(sums_for) && !takes_q8(p->s, sums_for)) {
+        bfk_row_sums(sums_for->type, row, cols, p->sums + (size_t) r * p->sums_stride);
+    }
+    if (p->quantize) {
+        bfk_quantize_q8(row, cols, p->qin + (size_t) r * p->ldq);
+    }
+}
+
+/* One product's columns [a, b), from the 8-bit rows when the matrix takes them. */
+static void product_range(const phase *p, const bfk_matrix *m, const float *in, int ldi, float *out, int ldo, int a,
+                          int b, int add) {
+    if (takes_q8(p->s, m)) {
+        bfk_matmul_q8_range(m, p->qin, p->ldq, p->rows, out, ldo, a, b, add);
+    } else {
+        bfk_matmul_range(m, in, ldi, p->rows, p->sums, p->sums_stride, out, ldo, a, b, add);
+    }
+}
+
 /* Norm of each of this thread's rows into h, and the row sums the next products need. */
 static void norm_task(void *arg, int ith, int nth) {
     phase *p = arg;
@@ -136,9 +169,7 @@ static void norm_task(void *arg, int ith, int nth) {
     int d = p->s->hidden;
     for (int r = lo; r < hi; r++) {
         bfk_rms_norm(p->x + (size_t) r * d, p->l->v[p->norm_slot], d, p->s->eps, p->h + (size_t) r * d);
-        if (needs_sums(p->sums_for[0])) {
-            bfk_row_sums(p->sums_for[0]->type, p->h + (size_t) r * d, d, p->sums + (size_t) r * p->sums_stride);
-        }
+        prepare_row(p, p->sums_for[0], p->h + (size_t) r * d, d, r);
     }
 }
 
@@ -157,8 +188,7 @@ static void product_task(void *arg, int ith, int nth) {
             int a = lo > base ? lo - base : 0;
             int b = hi - base < rows ? hi - base : rows;
             if (a < b) {
-                bfk_matmul_range(p->mm[i], p->in, p->ldi, p->rows, p->sums, p->sums_stride, p->out[i], p->ldo[i], a, b,
-                                 p->add);
+                product_range(p, p->mm[i], p->in, p->ldi, p->out[i], p->ldo[i], a, b, p->add);
             }
             base += rows;
         }
@@ -171,10 +201,8 @@ static void mlp_task(void *arg, int ith, int nth) {
     int inter = p->s->inter;
     int lo, hi, chunk = chunk_size(inter, nth);
     while (claim(&p->next, inter, chunk, &lo, &hi)) {
-        bfk_matmul_range(&p->l->m[M_GATE], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate, 2 * inter,
-                         lo, hi, 0);
-        bfk_matmul_range(&p->l->m[M_UP], p->h, p->s->hidden, p->rows, p->sums, p->sums_stride, p->gate + inter,
-                         2 * inter, lo, hi, 0);
+        product_range(p, &p->l->m[M_GATE], p->h, p->s->hidden, p->gate, 2 * inter, lo, hi, 0);
+        product_range(p, &p->l->m[M_UP], p->h, p->s->hidden, p->gate + inter, 2 * inter, lo, hi, 0);
         for (int r = 0; r < p->rows; r++) {
             float *g = p->gate + (size_t) r * 2 * inter;
             bfk_silu_mul(g + lo, g + inter + lo, p->act + (size_t) r * inter + lo, hi - lo);
@@ -182,14 +210,13 @@ static void mlp_task(void *arg, int ith, int nth) {
     }
 }
 
-/* Row sums of act for a down projection that needs them. */
-static void act_sums_task(void *arg, int ith, int nth) {
+/* What the next product (matrix mm[0], input `in`) needs of each of this thread's rows. */
+static void prepare_task(void *arg, int ith, int nth) {
     phase *p = arg;
     int lo, hi;
     split(p->rows, ith, nth, &lo, &hi);
     for (int r = lo; r < hi; r++) {
-        bfk_row_sums(p->l->m[M_DOWN].type, p->act + (size_t) r * p->s->inter, p->s->inter,
-                     p->sums + (size_t) r * p->sums_stride);
+        prepare_row(p, p->mm[0], p->in + (size_t) r * p->ldi, p->ldi, r);
     }
 }
 
@@ -269,8 +296,11 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
     }
     int scores_stride = (longest + hd + 15) / 16 * 16;
     int sums_stride = (d > inter ? d : inter) / 4;
+    int widest = d > inter ? d : inter;
+    widest = widest > qdim ? widest : qdim;
+    size_t ldq = s->q8 ? bfk_q8_row_bytes(widest) : 0;
     size_t need = (size_t) rows * (d + qdim + 2 * kvdim + qdim + 2 * inter + inter + sums_stride)
-            + (size_t) nth * scores_stride;
+            + (size_t) nth * scores_stride + (size_t) rows * ldq / 4;
     float *buf = scratch(s, need);
     if (!buf) {
         return -1;
@@ -288,6 +318,8 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
     p.act = p.gate + (size_t) rows * 2 * inter;
     p.sums = p.act + (size_t) rows * inter;
     p.scores = p.sums + (size_t) rows * sums_stride;
+    p.qin = (uint8_t *) (p.scores + (size_t) nth * scores_stride);
+    p.ldq = ldq;
     p.sums_stride = sums_stride;
     p.scores_stride = scores_stride;
     p.seqs = seqs;
@@ -304,6 +336,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         if (p.sums_for[0] && !needs_sums(p.sums_for[0])) {
             p.sums_for[0] = needs_sums(&l->m[M_K]) ? &l->m[M_K] : &l->m[M_V];
         }
+        p.quantize = takes_q8(s, &l->m[M_Q]) || takes_q8(s, &l->m[M_K]) || takes_q8(s, &l->m[M_V]);
         bfk_pool_run(pool, norm_task, &p);
 
         /* q, k, v: a bias is laid down first and the product added to it (b + dot, the same float as dot + b) */
@@ -353,22 +386,19 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.in = p.att;
         p.ldi = qdim;
         p.add = 1;
-        if (needs_sums(&l->m[M_O])) {
-            for (int r = 0; r < rows; r++) {
-                bfk_row_sums(l->m[M_O].type, p.att + (size_t) r * qdim, qdim, p.sums + (size_t) r * sums_stride);
-            }
+        p.quantize = takes_q8(s, &l->m[M_O]);
+        if (needs_sums(&l->m[M_O]) || p.quantize) {
+            bfk_pool_run(pool, prepare_task, &p);
         }
         atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, product_task, &p);
 
         p.norm_slot = V_FFN_NORM;
         p.sums_for[0] = needs_sums(&l->m[M_GATE]) ? &l->m[M_GATE] : needs_sums(&l->m[M_UP]) ? &l->m[M_UP] : NULL;
+        p.quantize = takes_q8(s, &l->m[M_GATE]) || takes_q8(s, &l->m[M_UP]);
         bfk_pool_run(pool, norm_task, &p);
         atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, mlp_task, &p);
-        if (needs_sums(&l->m[M_DOWN])) {
-            bfk_pool_run(pool, act_sums_task, &p);
-        }
 
         p.count = 1;
         p.mm[0] = &l->m[M_DOWN];
@@ -377,6 +407,10 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.in = p.act;
         p.ldi = inter;
         p.add = 1;
+        p.quantize = takes_q8(s, &l->m[M_DOWN]);
+        if (needs_sums(&l->m[M_DOWN]) || p.quantize) {
+            bfk_pool_run(pool, prepare_task, &p);
+        }
         atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, product_task, &p);
     }
@@ -391,6 +425,8 @@ typedef struct {
     int rows;
     const float *sums;
     int lds;
+    const uint8_t *qx; /* the rows in 8 bits, or NULL */
+    size_t ldq;
     float *out;
     atomic_int next;
 } head_phase;
@@ -399,26 +435,44 @@ static void head_task(void *arg, int ith, int nth) {
     head_phase *p = arg;
     int lo, hi, chunk = chunk_size(p->w->rows, nth);
     while (claim(&p->next, p->w->rows, chunk, &lo, &hi)) {
-        bfk_matmul_range(p->w, p->x, p->w->cols, p->rows, p->sums, p->lds, p->out, p->w->rows, lo, hi, 0);
+        if (p->qx) {
+            bfk_matmul_q8_range(p->w, p->qx, p->ldq, p->rows, p->out, p->w->rows, lo, hi, 0);
+        } else {
+            bfk_matmul_range(p->w, p->x, p->w->cols, p->rows, p->sums, p->lds, p->out, p->w->rows, lo, hi, 0);
+        }
     }
 }
 
-/* out [rows, w.rows] = x [rows, w.cols] . w^T. Returns 0, or -1 if memory ran out. */
-int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, float *out) {
-    int per_row = bfk_row_sums_floats(w->type, w->cols);
-    head_phase p = {w, x, rows, NULL, per_row, out, 0};
-    float *sums = NULL;
-    if (per_row > 0) {
-        sums = malloc((size_t) rows * per_row * 4);
-        if (!sums) {
+/*
+ * out [rows, w.rows] = x [rows, w.cols] . w^T, from x rounded to 8 bits if q8_activations and w's type takes them.
+ * Returns 0, or -1 if memory ran out.
+ */
+int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, int q8_activations, float *out) {
+    int q8 = q8_activations && bfk_q8_supported(w->type);
+    int per_row = q8 ? 0 : bfk_row_sums_floats(w->type, w->cols);
+    head_phase p = {w, x, rows, NULL, per_row, NULL, 0, out, 0};
+    void *prepared = NULL;
+    if (q8) {
+        p.ldq = bfk_q8_row_bytes(w->cols);
+        prepared = malloc((size_t) rows * p.ldq);
+        if (!prepared) {
             return -1;
         }
         for (int r = 0; r < rows; r++) {
-            bfk_row_sums(w->type, x + (size_t) r * w->cols, w->cols, sums + (size_t) r * per_row);
+            bfk_quantize_q8(x + (size_t) r * w->cols, w->cols, (uint8_t *) prepared + (size_t) r * p.ldq);
         }
-        p.sums = sums;
+        p.qx = prepared;
+    } else if (per_row > 0) {
+        prepared = malloc((size_t) rows * per_row * 4);
+        if (!prepared) {
+            return -1;
+        }
+        for (int r = 0; r < rows; r++) {
+            bfk_row_sums(w->type, x + (size_t) r * w->cols, w->cols, (float *) prepared + (size_t) r * per_row);
+        }
+        p.sums = prepared;
     }
     bfk_pool_run(pool, head_task, &p);
-    free(sums);
+    free(prepared);
     return 0;
 }

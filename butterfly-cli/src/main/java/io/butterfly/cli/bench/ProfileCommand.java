@@ -12,6 +12,7 @@ import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.quant.ShardQuantizer;
 import io.butterfly.common.quant.WeightQuantization;
 import io.butterfly.common.safetensors.SafetensorsFile;
+import io.butterfly.worker.engine.Activations;
 import io.butterfly.worker.engine.DjlPartitionExecutor;
 import io.butterfly.worker.engine.EngineProfiler;
 import io.butterfly.worker.engine.ExecutorOptions;
@@ -100,6 +101,11 @@ public final class ProfileCommand implements Callable<Integer> {
             + " scopes: the engine part then times served steps only)")
     String weights = "f32";
 
+    @Option(names = "--activations", paramLabel = "int8|f32", description = "what the native kernels' quantized products"
+            + " multiply in this process: activations rounded to 8 bits (int8, default, as workers do) or float32 (f32,"
+            + " weight-only); a cluster's workers take BUTTERFLY_WORKER_ACTIVATIONS")
+    String activations = "int8";
+
     @Override
     public Integer call() throws Exception {
         checkOptions();
@@ -133,6 +139,9 @@ public final class ProfileCommand implements Callable<Integer> {
         if (threads != null && threads < 1) {
             throw Commands.usageError(spec, "--threads must be at least 1");
         }
+        if (!activations.equalsIgnoreCase("int8") && !activations.equalsIgnoreCase("f32")) {
+            throw Commands.usageError(spec, "--activations must be int8 or f32");
+        }
     }
 
     /** The model with its matrices quantized as the registry's import does it, written beside it the first time. */
@@ -157,7 +166,8 @@ public final class ProfileCommand implements Callable<Integer> {
     private void profileEngine(Path dir, ModelConfig config, int engineThreads, PrintWriter out) throws IOException {
         PartitionSpec whole = PartitionSpec.whole(config);
         List<Path> files = List.of(dir.resolve("model.safetensors"));
-        ExecutorOptions options = new ExecutorOptions("cpu", engineThreads, 0);
+        ExecutorOptions options = new ExecutorOptions("cpu", engineThreads, 0)
+                .withActivations(Activations.valueOf(activations.toUpperCase(java.util.Locale.ROOT)));
         int reach = promptTokens + 2 * steps + 1;
         Path traceFile = Files.createTempFile("butterfly-step", ".json");
         try (DjlPartitionExecutor serving = DjlPartitionExecutor.load(whole, files, options);

@@ -77,7 +77,7 @@ public class WorkerConfiguration {
     PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators) {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
                 new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant(),
-                        props.weightDtype()).withKernels(props.kernels()));
+                        props.weightDtype()).withKernels(props.kernels()).withActivations(props.activations()));
         return new PartitionManager(settings, registry, coordinators);
     }
 

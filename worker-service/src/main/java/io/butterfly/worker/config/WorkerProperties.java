@@ -1,5 +1,6 @@
 package io.butterfly.worker.config;
 
+import io.butterfly.worker.engine.Activations;
 import io.butterfly.worker.engine.CpuKernels;
 import io.butterfly.worker.engine.WeightDtype;
 import java.nio.file.Path;
@@ -43,6 +44,9 @@ import org.springframework.util.unit.DataSize;
  * @param kernels         what a Llama-family stage on a CPU computes with: AUTO (default: the native kernels for quantized
  *                        weights, libtorch's for float32), NATIVE (the native kernels for every stage) or TORCH
  *                        (libtorch's for every stage, quantized weights dequantized to float32 at load)
+ * @param activations     what quantized projections on the native kernels multiply: INT8 (default: inputs rounded to
+ *                        8 bits a block of 32 at a time, integer dot products, as llama.cpp) or F32 (weight-only, the
+ *                        float32 reference's logits to a few ulps); every worker of a cluster must have the same
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -64,7 +68,8 @@ public record WorkerProperties(
         @DefaultValue("2GB") DataSize kvCacheBudget,
         @DefaultValue("false") boolean batchInvariant,
         @DefaultValue("F32") WeightDtype weightDtype,
-        @DefaultValue("AUTO") CpuKernels kernels) {
+        @DefaultValue("AUTO") CpuKernels kernels,
+        @DefaultValue("INT8") Activations activations) {
 
     public WorkerProperties {
         if (kvCacheBudget.isNegative()) {

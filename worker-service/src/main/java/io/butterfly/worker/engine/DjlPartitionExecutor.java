@@ -143,7 +143,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private static StageModel loadModel(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         boolean gpt2 = spec.config().architecture() == Architecture.GPT2;
         if (!gpt2 && nativeKernels(store, weights, options)) {
-            return NativeLlamaStage.load(spec, store, weights, options.threads());
+            return NativeLlamaStage.load(spec, store, weights, options.threads(), options.activations());
         }
         TorchScript script = compile(weights, gpt2, options);
         try {

@@ -15,9 +15,10 @@ import java.util.Objects;
  * @param profiled       whether the stage records libtorch profiler scopes per layer and operation ({@code butterfly
  *                       profile}); they cost a few microseconds each, so serving stages go without
  * @param kernels        which kernels a Llama-family stage on a CPU computes with
+ * @param activations    what quantized projections on the native kernels multiply their weights with
  */
 public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
-                              boolean profiled, CpuKernels kernels) {
+                              boolean profiled, CpuKernels kernels, Activations activations) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -31,11 +32,12 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
         }
         Objects.requireNonNull(weightDtype, "weightDtype");
         Objects.requireNonNull(kernels, "kernels");
+        Objects.requireNonNull(activations, "activations");
     }
 
-    /** Not profiled, kernels chosen by the weights. */
+    /** Not profiled, kernels chosen by the weights, 8-bit activations for quantized weights. */
     public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype) {
-        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, false, CpuKernels.AUTO);
+        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, false, CpuKernels.AUTO, Activations.INT8);
     }
 
     /** Float32 weights, not profiled. */
@@ -59,21 +61,27 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
 
     /** These options with batch invariance on or off. */
     public ExecutorOptions withBatchInvariant(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled, kernels);
+        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled, kernels, activations);
     }
 
     /** These options with weights held in {@code dtype}. */
     public ExecutorOptions withWeightDtype(WeightDtype dtype) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled, kernels);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled, kernels, activations);
     }
 
     /** These options with a Llama-family stage on a CPU computing with {@code kernels}. */
     public ExecutorOptions withKernels(CpuKernels kernels) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations);
+    }
+
+    /** These options with quantized projections on the native kernels multiplying {@code activations}. */
+    public ExecutorOptions withActivations(Activations activations) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
+                activations);
     }
 
     /** These options with the stage's profiling scopes on or off. */
     public ExecutorOptions withProfiling(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on, kernels);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on, kernels, activations);
     }
 }

@@ -19,10 +19,12 @@ import java.util.TreeMap;
  * own. Norms, biases, activations and the KV caches are float32, in the engine's arrays like every stage's (the
  * executor's caches, budget and replay are the same); one native call runs all the stage's layers of a step.
  *
- * <p>The math is llama.py's (transformers' float32 Llama) on the weights' exact values; only the order of additions
- * differs from a float32 product with the dequantized matrices, so logits agree with that reference within float32
- * rounding (docs/models.md states the tolerance). The kernels give a row the same bits whatever rows share its step
- * ({@link #rowQuantum()} 1) and whatever CPU computes it.
+ * <p>The math is llama.py's (transformers' float32 Llama) on the weights' exact values. With {@link Activations#F32}
+ * only the order of additions differs from a float32 product with the dequantized matrices, so logits agree with that
+ * reference within float32 rounding; with {@link Activations#INT8} (the default) each quantized product's input is
+ * first rounded to 8 bits a block of 32 at a time, as llama.cpp's kernels do (docs/models.md states both tolerances).
+ * The kernels give a row the same bits whatever rows share its step ({@link #rowQuantum()} 1) and whatever CPU
+ * computes it.
  */
 final class NativeLlamaStage implements StageModel {
 
@@ -48,9 +50,10 @@ final class NativeLlamaStage implements StageModel {
     private final long finalNorm;
     private final long weightBytes;
     private final String types;
+    private final boolean int8Activations;
 
     private NativeLlamaStage(NDManager manager, ModelConfig config, int numLayers, long stage, long pool, Matrix embedding,
-                             Matrix head, long finalNorm, long weightBytes, String types) {
+                             Matrix head, long finalNorm, long weightBytes, String types, boolean int8Activations) {
         this.manager = manager;
         this.config = config;
         this.numLayers = numLayers;
@@ -62,16 +65,19 @@ final class NativeLlamaStage implements StageModel {
         this.finalNorm = finalNorm;
         this.weightBytes = weightBytes;
         this.types = types;
+        this.int8Activations = int8Activations;
     }
 
     /**
      * Loads the stage's tensors from {@code w} into {@code manager}'s memory.
      *
-     * @param threads the kernels' threads (0: one per core)
+     * @param threads     the kernels' threads (0: one per core)
+     * @param activations what the quantized matrices multiply
      * @throws IllegalArgumentException if the stage needs what the kernels do not compute (a type, a bias on a
      *                                  projection other than q, k, v, a width that is not a whole number of blocks)
      */
-    static NativeLlamaStage load(PartitionSpec spec, WeightStore w, NDManager manager, int threads) {
+    static NativeLlamaStage load(PartitionSpec spec, WeightStore w, NDManager manager, int threads,
+                                 Activations activations) {
         if (!NativeKernels.available()) {
             throw new IllegalStateException("the native CPU kernels are not available: " + NativeKernels.loadError().orElse(""));
         }
@@ -83,6 +89,7 @@ final class NativeLlamaStage implements StageModel {
         Map<GgmlType, Long> bytesByType = new TreeMap<>();
         long stage = NativeKernels.stageCreate(c.hiddenSize(), c.numHeads(), c.numKvHeads(), c.intermediateSize(),
                 spec.numLayers(), c.maxPositions(), (float) c.normEps());
+        NativeKernels.stageSetQ8Activations(stage, activations == Activations.INT8);
         long pool = 0;
         try {
             long bytes = 0;
@@ -131,8 +138,9 @@ final class NativeLlamaStage implements StageModel {
             pool = NativeKernels.poolCreate(threads > 0 ? threads : Runtime.getRuntime().availableProcessors());
             List<String> names = new ArrayList<>();
             bytesByType.keySet().forEach(t -> names.add(t.name()));
+            boolean int8 = activations == Activations.INT8 && bytesByType.keySet().stream().anyMatch(GgmlType::quantized);
             return new NativeLlamaStage(manager, c, spec.numLayers(), stage, pool, embedding, head, norm, bytes,
-                    String.join("+", names));
+                    String.join("+", names), int8);
         } catch (RuntimeException e) {
             NativeKernels.stageDestroy(stage);
             if (pool != 0) {
@@ -233,7 +241,7 @@ final class NativeLlamaStage implements StageModel {
         NativeKernels.rmsNorm(x, finalNorm, wanted.length, h, (float) config.normEps(), x);
         NDArray logits = m.create(new Shape(wanted.length, head.rows()), DataType.FLOAT32);
         if (NativeKernels.product(pool, head.type().id(), head.rows(), head.cols(), head.address(), x, wanted.length,
-                address(logits)) != 0) {
+                int8Activations, address(logits)) != 0) {
             throw new OutOfMemoryError("the native kernels found no memory for the head of " + wanted.length + " rows");
         }
         return logits;
@@ -241,7 +249,8 @@ final class NativeLlamaStage implements StageModel {
 
     @Override
     public String projections() {
-        return "native " + types + " (" + NativeKernels.instructionSet() + ")";
+        return "native " + types + " (" + NativeKernels.instructionSet() + (int8Activations ? ", int8 activations" : "")
+                + ")";
     }
 
     @Override

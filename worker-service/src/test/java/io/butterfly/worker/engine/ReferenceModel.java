@@ -3,6 +3,9 @@ package io.butterfly.worker.engine;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.RopeScaling;
+import io.butterfly.common.quant.GgmlQuants;
+import io.butterfly.common.quant.GgmlType;
+import io.butterfly.common.quant.QuantizedTensors;
 import io.butterfly.common.safetensors.SafetensorsFile;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -13,14 +16,21 @@ import java.util.Map;
 
 /**
  * Independent reference written from the formulas (test only): plain Java, one token at a time,
- * double-precision accumulation, weights read with {@link SafetensorsFile#readFloats}. Shares no code
- * with the executor. Feeding a prompt token by token with a growing cache is, by causality, the same
- * as a masked prefill.
+ * double-precision accumulation, weights read with {@link SafetensorsFile#readFloats} (ggml blocks dequantized as
+ * ggml's reference code does). Shares no code with the executor. Feeding a prompt token by token with a growing cache
+ * is, by causality, the same as a masked prefill.
+ *
+ * <p>With {@link #withInt8Activations()}, the input of each product with a matrix stored in ggml blocks is first rounded
+ * as llama.cpp's kernels round it: to float32, then in blocks of 32 to {@code round(x * 127 / max|x|)} (ties to even)
+ * times {@code max|x| / 127}.
  */
 final class ReferenceModel {
 
     private final ModelConfig c;
     private final Map<String, float[]> t = new HashMap<>();
+    /** The matrices stored in ggml blocks. */
+    private final java.util.Set<String> quantized = new java.util.HashSet<>();
+    private boolean int8Activations;
     /** keys.get(layer).get(position) = [kvHeads * headDim]. */
     private final List<List<double[]>> keys = new ArrayList<>();
     private final List<List<double[]>> values = new ArrayList<>();
@@ -30,13 +40,28 @@ final class ReferenceModel {
         try (SafetensorsFile f = SafetensorsFile.open(safetensors)) {
             for (String name : f.tensors().keySet()) {
                 String key = name.startsWith("transformer.") ? name.substring("transformer.".length()) : name;
-                t.put(key, f.readFloats(name));
+                GgmlType type = QuantizedTensors.storedType(f, name);
+                if (type.quantized()) {
+                    long[] shape = QuantizedTensors.logicalShape(f, name);
+                    float[] values = new float[Math.toIntExact(shape[0] * shape[1])];
+                    GgmlQuants.dequantize(type, f.rawBytes(name), values, 0, values.length);
+                    t.put(key, values);
+                    quantized.add(key);
+                } else {
+                    t.put(key, f.readFloats(name));
+                }
             }
         }
         for (int i = 0; i < c.numLayers(); i++) {
             keys.add(new ArrayList<>());
             values.add(new ArrayList<>());
         }
+    }
+
+    /** This reference with the inputs of products with quantized matrices rounded to 8 bits (see the class comment). */
+    ReferenceModel withInt8Activations() {
+        int8Activations = true;
+        return this;
     }
 
     int position() {
@@ -77,8 +102,28 @@ final class ReferenceModel {
             add(x, matVec(p + "mlp.down_proj", act));
         }
         double[] out = rms(x, t.get("model.norm.weight"));
-        float[] head = t.containsKey("lm_head.weight") ? t.get("lm_head.weight") : t.get("model.embed_tokens.weight");
-        return rowsDot(head, c.vocabSize(), out);
+        String head = t.containsKey("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
+        return rowsDot(t.get(head), c.vocabSize(), input(head, out));
+    }
+
+    /** x as a product with matrix {@code name} takes it: rounded to 8 bits if asked and the matrix is quantized. */
+    private double[] input(String name, double[] x) {
+        if (!int8Activations || !quantized.contains(name)) {
+            return x;
+        }
+        double[] rounded = new double[x.length];
+        for (int b = 0; b < x.length / 32; b++) {
+            float max = 0;
+            for (int i = 32 * b; i < 32 * b + 32; i++) {
+                max = Math.max(max, Math.abs((float) x[i]));
+            }
+            float scale = max / 127f;
+            float inverse = max != 0 ? 127f / max : 0f;
+            for (int i = 32 * b; i < 32 * b + 32; i++) {
+                rounded[i] = Math.rint((float) x[i] * inverse) * scale;
+            }
+        }
+        return rounded;
     }
 
     private double[] gpt2Token(int id) {
@@ -221,7 +266,7 @@ final class ReferenceModel {
     private double[] matVec(String prefix, double[] x) {
         float[] w = t.get(prefix + ".weight");
         int out = w.length / x.length;
-        double[] y = rowsDot(w, out, x);
+        double[] y = rowsDot(w, out, input(prefix + ".weight", x));
         float[] b = t.get(prefix + ".bias");
         if (b != null) {
             for (int i = 0; i < out; i++) {

@@ -93,6 +93,9 @@ public final class NativeKernels {
 
     public static native void stageSetVector(long stage, int layer, int slot, long address);
 
+    /** Whether the stage's block-format matrices multiply activations rounded to 8 bits (bfk_q8.c). */
+    public static native void stageSetQ8Activations(long stage, boolean on);
+
     public static native void stageDestroy(long stage);
 
     /**
@@ -107,8 +110,12 @@ public final class NativeKernels {
     public static native int stageForward(long stage, long pool, long x, int rows, int[] seqs, long[] caches, long cos,
                                           long sin);
 
-    /** {@code out [m, rows] = x [m, cols] . w^T} for a matrix of ggml type {@code type}; 0, or -1 when memory ran out. */
-    public static native int product(long pool, int type, int rows, int cols, long w, long x, int m, long out);
+    /**
+     * {@code out [m, rows] = x [m, cols] . w^T} for a matrix of ggml type {@code type}, from {@code x} rounded to 8 bits
+     * if {@code q8Activations} and the type is a block format; 0, or -1 when memory ran out.
+     */
+    public static native int product(long pool, int type, int rows, int cols, long w, long x, int m,
+                                     boolean q8Activations, long out);
 
     /** Rows {@code ids} of a matrix of ggml type {@code type}, as float32, one after another at {@code out}. */
     public static native void dequantizeRows(int type, int rows, int cols, long w, int[] ids, long out);

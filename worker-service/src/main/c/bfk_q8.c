@@ -1,0 +1,369 @@
+/*
+ * Products of ggml's block formats with activations rounded to 8 bits, as llama.cpp computes them (its
+ * vec_dot_q8_0_q8_0, q4_0_q8_0, q6_K_q8_K and q4_K_q8_K): each activation row is cut in blocks of 32 values, a block
+ * stored as a float scale d = max|x| / 127 and 32 signed bytes round(x * 127 / max|x|) (to nearest, ties to even), and
+ * a product sums whole integers.
+ *
+ * A weight block of 32 (Q6_K: two sub-blocks of 16) meets one activation block. Lane j (0-7) of their dot is the
+ * integer sum of the four products of values 4j..4j+3, times the sub-block's integer scale for Q6_K (the sums of whole
+ * numbers are exact whatever their order, so AVX2's pairwise byte products and the portable loop agree), converted to
+ * float and accumulated as acc[j] = fma(lane, dw * da, acc[j]) with dw the weight block's scale (Q4_K: d * sc), da the
+ * activation block's. Q4_K's minimums: mac[j] = fma(sum of the four activations, (dmin * m) * da, mac[j]), and the
+ * result hsum(acc) - hsum(mac). hsum is bfk_kernels.c's fixed tree; with `add`, out + the result.
+ *
+ * What this changes against the weight-only products: each activation is moved by at most half of its block's step
+ * (max|x| / 254), the error llama.cpp's CPU kernels make; see docs/models.md for what it does to logits.
+ */
+#include "bfk_inline.h"
+
+#include <stdlib.h>
+
+int bfk_q8_supported(int type) {
+    return type == BFK_Q8_0 || type == BFK_Q4_0 || type == BFK_Q4_K || type == BFK_Q6_K;
+}
+
+size_t bfk_q8_row_bytes(int cols) {
+    return ((size_t) cols + (size_t) cols / 8 + 63) / 64 * 64;
+}
+
+/* ------------------------------------------------------------------ quantizing a row */
+
+static void quantize_portable(const float *x, int cols, uint8_t *out) {
+    int8_t *q = (int8_t *) out;
+    float *ds = (float *) (out + cols);
+    for (int b = 0; b < cols / 32; b++) {
+        const float *xb = x + 32 * b;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) {
+            float a = fabsf(xb[i]);
+            amax = a > amax ? a : amax;
+        }
+        float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        ds[b] = amax / 127.0f;
+        for (int i = 0; i < 32; i++) {
+            q[32 * b + i] = (int8_t) (int) rintf(xb[i] * id);
+        }
+    }
+}
+
+#if BFK_X86
+AVX2 static void quantize_avx2(const float *x, int cols, uint8_t *out) {
+    int8_t *q = (int8_t *) out;
+    float *ds = (float *) (out + cols);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int b = 0; b < cols / 32; b++) {
+        const float *xb = x + 32 * b;
+        __m256 v0 = _mm256_loadu_ps(xb), v1 = _mm256_loadu_ps(xb + 8);
+        __m256 v2 = _mm256_loadu_ps(xb + 16), v3 = _mm256_loadu_ps(xb + 24);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        ds[b] = amax / 127.0f;
+        __m256 mul = _mm256_set1_ps(id);
+        const int round = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+        __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), round));
+        __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), round));
+        __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, mul), round));
+        __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, mul), round));
+        /* the packs interleave the 128-bit halves; the permutation puts the 32 bytes back in order */
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *) (q + 32 * b), p);
+    }
+}
+#endif
+
+void bfk_quantize_q8(const float *x, int cols, uint8_t *out) {
+#if BFK_X86
+    if (bfk_uses_avx2()) {
+        quantize_avx2(x, cols, out);
+        return;
+    }
+#endif
+    quantize_portable(x, cols, out);
+}
+
+/* ------------------------------------------------------------------ portable products */
+
+/* Lane j of a block of 32 (values as ints): the sum of the products of values 4j..4j+3. */
+static inline int lane_dot(const int *w, const int8_t *a, int j) {
+    return w[4 * j] * a[4 * j] + w[4 * j + 1] * a[4 * j + 1] + w[4 * j + 2] * a[4 * j + 2] + w[4 * j + 3] * a[4 * j + 3];
+}
+
+static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
+    const uint8_t *row = w->data + (size_t) n * w->row_bytes;
+    const int8_t *a = (const int8_t *) qx;
+    const float *ad = (const float *) (qx + w->cols);
+    float acc[8] = {0}, mac[8] = {0};
+    int v[32];
+    switch (w->type) {
+        case BFK_Q8_0:
+        case BFK_Q4_0:
+            for (int b = 0; b < w->cols / 32; b++) {
+                const uint8_t *blk = row + (w->type == BFK_Q8_0 ? 34 : 18) * (size_t) b;
+                for (int i = 0; i < 16; i++) {
+                    if (w->type == BFK_Q8_0) {
+                        v[i] = (int8_t) blk[2 + i];
+                        v[16 + i] = (int8_t) blk[18 + i];
+                    } else {
+                        v[i] = (blk[2 + i] & 0x0F) - 8;
+                        v[16 + i] = (blk[2 + i] >> 4) - 8;
+                    }
+                }
+                float s = read_half(blk) * ad[b];
+                for (int j = 0; j < 8; j++) {
+                    acc[j] = fmaf((float) lane_dot(v, a + 32 * b, j), s, acc[j]);
+                }
+            }
+            return hsum8(acc);
+        case BFK_Q6_K:
+            for (int b = 0; b < w->cols / 256; b++) {
+                const uint8_t *blk = row + 210 * (size_t) b;
+                const int8_t *sc = (const int8_t *) (blk + 192);
+                float d = read_half(blk + 208);
+                for (int c = 0; c < 2; c++) {
+                    for (int k = 0; k < 4; k++) {
+                        const uint8_t *l = blk + 64 * c + 32 * (k & 1), *h = blk + 128 + 32 * c;
+                        for (int i = 0; i < 32; i++) {
+                            int nib = k >= 2 ? l[i] >> 4 : l[i] & 0x0F;
+                            v[i] = (nib | (((h[i] >> (2 * k)) & 3) << 4)) - 32;
+                        }
+                        int s = 8 * c + 2 * k, blk32 = 8 * b + 4 * c + k;
+                        float f = d * ad[blk32];
+                        for (int j = 0; j < 8; j++) {
+                            acc[j] = fmaf((float) (sc[s + j / 4] * lane_dot(v, a + 32 * blk32, j)), f, acc[j]);
+                        }
+                    }
+                }
+            }
+            return hsum8(acc);
+        case BFK_Q4_K:
+            for (int b = 0; b < w->cols / 256; b++) {
+                const uint8_t *blk = row + 144 * (size_t) b;
+                float d = read_half(blk), dmin = read_half(blk + 2);
+                for (int s = 0; s < 8; s++) {
+                    int sc, m;
+                    scale_min_k4(s, blk + 4, &sc, &m);
+                    const uint8_t *q = blk + 16 + 32 * (s / 2);
+                    for (int i = 0; i < 32; i++) {
+                        v[i] = (s & 1) ? q[i] >> 4 : q[i] & 0x0F;
+                    }
+                    int blk32 = 8 * b + s;
+                    const int8_t *as = a + 32 * blk32;
+                    float fa = (d * (float) sc) * ad[blk32], fm = (dmin * (float) m) * ad[blk32];
+                    for (int j = 0; j < 8; j++) {
+                        int sum = as[4 * j] + as[4 * j + 1] + as[4 * j + 2] + as[4 * j + 3];
+                        acc[j] = fmaf((float) lane_dot(v, as, j), fa, acc[j]);
+                        mac[j] = fmaf((float) sum, fm, mac[j]);
+                    }
+                }
+            }
+            return hsum8(acc) - hsum8(mac);
+        default:
+            return 0;
+    }
+}
+
+/* ------------------------------------------------------------------ AVX2 products */
+#if BFK_X86
+
+#define Q8_MAX_MT 4
+
+/* The 8 lanes of |w| . (a signed as w), pairs of bytes then quadruples: maddubs multiplies unsigned by signed bytes
+   (no pair of these reaches its int16 saturation: |w| <= 128 and |a| <= 127), madd sums pairs of int16 by `by`. */
+AVX2 static INLINE __m256i lanes_by(__m256i w, __m256i a, __m256i by) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)), by);
+}
+
+AVX2 static INLINE __m256i decode32_q8_0(const uint8_t *blk) {
+    return _mm256_loadu_si256((const __m256i *) (blk + 2));
+}
+
+AVX2 static INLINE __m256i decode32_q4_0(const uint8_t *blk) {
+    __m128i raw = _mm_loadu_si128((const __m128i *) (blk + 2));
+    __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+    return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+}
+
+#define Q8_TILE_BEGIN \
+    __m256 acc[Q8_MAX_MT][2]; \
+    const float *ad[Q8_MAX_MT]; \
+    for (int i = 0; i < Q8_MAX_MT; i++) { \
+        acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
+        ad[i] = (const float *) (qx + (size_t) i * ldq + w->cols); \
+    }
+
+#define Q8_TILE_END(RESULT) \
+    for (int i = 0; i < MT; i++) for (int t = 0; t < NT; t++) { \
+        float r = RESULT; \
+        float *o = out + (size_t) i * ldo + n + t; \
+        *o = add ? *o + r : r; \
+    }
+
+#define Q8_BLOCK32_TILE(NAME, DECODE, BLOCK_BYTES) \
+AVX2 static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add, \
+                             const int MT, const int NT) { \
+    Q8_TILE_BEGIN \
+    const __m256i ones = _mm256_set1_epi16(1); \
+    for (int b = 0; b < w->cols / 32; b++) { \
+        prefetch_next_tile(w, n, NT, BLOCK_BYTES, b); \
+        for (int t = 0; t < NT; t++) { \
+            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) BLOCK_BYTES * b; \
+            __m256i wv = DECODE(blk); \
+            __m256 dw = _mm256_set1_ps(_cvtsh_ss(read_u16(blk))); \
+            for (int i = 0; i < MT; i++) { \
+                __m256i l = lanes_by(wv, _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * b)), ones); \
+                acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(dw, _mm256_broadcast_ss(ad[i] + b)), \
+                                            acc[i][t]); \
+            } \
+        } \
+    } \
+    Q8_TILE_END(hsum256(acc[i][t])) \
+}
+
+Q8_BLOCK32_TILE(tile_q8_0_q8, decode32_q8_0, 34)
+Q8_BLOCK32_TILE(tile_q4_0_q8, decode32_q4_0, 18)
+
+/* Q6_K: the two sub-blocks of 16 that meet one activation block are decoded together; madd by their scales. */
+AVX2 static INLINE void tile_q6_k_q8(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n,
+                                     int add, const int MT, const int NT) {
+    Q8_TILE_BEGIN
+    const __m256i mask = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
+    for (int b = 0; b < w->cols / 256; b++) {
+        prefetch_next_tile(w, n, NT, 210, b);
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 210 * b;
+            const int8_t *sc = (const int8_t *) (blk + 192);
+            __m256 d = _mm256_set1_ps(_cvtsh_ss(read_u16(blk + 208)));
+            for (int c = 0; c < 2; c++) {
+                __m256i h = _mm256_loadu_si256((const __m256i *) (blk + 128 + 32 * c));
+                for (int k = 0; k < 4; k++) {
+                    __m256i l = _mm256_loadu_si256((const __m256i *) (blk + 64 * c + 32 * (k & 1)));
+                    __m256i nib = k >= 2 ? _mm256_and_si256(_mm256_srli_epi16(l, 4), mask) : _mm256_and_si256(l, mask);
+                    __m256i hb = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * k)), three);
+                    __m256i q = _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_slli_epi16(hb, 4)), bias);
+                    int s = 8 * c + 2 * k, blk32 = 8 * b + 4 * c + k;
+                    __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
+                    for (int i = 0; i < MT; i++) {
+                        __m256i a = _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * blk32));
+                        acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes_by(q, a, scales)),
+                                                    _mm256_mul_ps(d, _mm256_broadcast_ss(ad[i] + blk32)), acc[i][t]);
+                    }
+                }
+            }
+        }
+    }
+    Q8_TILE_END(hsum256(acc[i][t]))
+}
+
+/* Q4_K: unsigned 4-bit values meet the activations directly; the minimums through the activations' lane sums. */
+AVX2 static INLINE void tile_q4_k_q8(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n,
+                                     int add, const int MT, const int NT) {
+    Q8_TILE_BEGIN
+    __m256 mac[Q8_MAX_MT][2];
+    for (int i = 0; i < Q8_MAX_MT; i++) mac[i][0] = mac[i][1] = _mm256_setzero_ps();
+    const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+    for (int b = 0; b < w->cols / 256; b++) {
+        prefetch_next_tile(w, n, NT, 144, b);
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 144 * b;
+            float d = _cvtsh_ss(read_u16(blk)), dmin = _cvtsh_ss(read_u16(blk + 2));
+            for (int pair = 0; pair < 4; pair++) {
+                __m256i raw = _mm256_loadu_si256((const __m256i *) (blk + 16 + 32 * pair));
+                __m256i nibbles[2] = {_mm256_and_si256(raw, mask), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
+                for (int half = 0; half < 2; half++) {
+                    int s = 2 * pair + half, blk32 = 8 * b + s, sc, m;
+                    scale_min_k4(s, blk + 4, &sc, &m);
+                    __m256 ds = _mm256_set1_ps(d * (float) sc), dm = _mm256_set1_ps(dmin * (float) m);
+                    for (int i = 0; i < MT; i++) {
+                        __m256i a = _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * blk32));
+                        __m256 da = _mm256_broadcast_ss(ad[i] + blk32);
+                        __m256i l = _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles[half], a), ones);
+                        __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, a), ones);
+                        acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(ds, da), acc[i][t]);
+                        mac[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dm, da), mac[i][t]);
+                    }
+                }
+            }
+        }
+    }
+    Q8_TILE_END(hsum256(acc[i][t]) - hsum256(mac[i][t]))
+}
+
+AVX2 static void tile_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add,
+                              int mt, int nt) {
+#define DISPATCH(CALL) \
+    switch (mt * 2 + nt) { \
+        case 3: CALL(1, 1); break; case 4: CALL(1, 2); break; \
+        case 5: CALL(2, 1); break; case 6: CALL(2, 2); break; \
+        case 7: CALL(3, 1); break; case 9: CALL(4, 1); break; \
+        default: break; \
+    }
+    switch (w->type) {
+        case BFK_Q8_0: {
+#define C(M, N) tile_q8_0_q8(w, qx, ldq, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+        case BFK_Q4_0: {
+#define C(M, N) tile_q4_0_q8(w, qx, ldq, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+        case BFK_Q6_K: {
+#define C(M, N) tile_q6_k_q8(w, qx, ldq, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+        default: {
+#define C(M, N) tile_q4_k_q8(w, qx, ldq, out, ldo, n, add, M, N)
+            DISPATCH(C)
+#undef C
+            break;
+        }
+    }
+#undef DISPATCH
+}
+
+/* As the float products: columns in groups of 16, rows in groups of up to 4, columns two at a time for 1-2 rows. */
+AVX2 static void matmul_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
+                                int n0, int n1, int add) {
+    for (int nb = n0; nb < n1; nb += 16) {
+        int ne = nb + 16 < n1 ? nb + 16 : n1;
+        for (int m0 = 0; m0 < m_count; m0 += Q8_MAX_MT) {
+            int mt = m_count - m0 < Q8_MAX_MT ? m_count - m0 : Q8_MAX_MT;
+            int pair = mt <= 2;
+            for (int n = nb; n < ne;) {
+                int nt = pair && n + 1 < ne ? 2 : 1;
+                tile_q8_avx2(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, n, add, mt, nt);
+                n += nt;
+            }
+        }
+    }
+}
+
+#endif /* BFK_X86 */
+
+void bfk_matmul_q8_range(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo, int n0,
+                         int n1, int add) {
+#if BFK_X86
+    if (bfk_uses_avx2()) {
+        matmul_q8_avx2(w, qx, ldq, m_count, out, ldo, n0, n1, add);
+        return;
+    }
+#endif
+    for (int n = n0; n < n1; n++) {
+        for (int m = 0; m < m_count; m++) {
+            float r = dot_q8_portable(w, n, qx + (size_t) m * ldq);
+            float *o = out + (size_t) m * ldo + n;
+            *o = add ? *o + r : r;
+        }
+    }
+}
