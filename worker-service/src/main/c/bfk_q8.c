@@ -189,11 +189,13 @@ AVX2 static INLINE __m256i decode32_q4_0(const uint8_t *blk) {
     return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
 }
 
+#define Q8_MAX_NT 4
+
 #define Q8_TILE_BEGIN \
-    __m256 acc[Q8_MAX_MT][2]; \
+    __m256 acc[Q8_MAX_MT][Q8_MAX_NT]; \
     const float *ad[Q8_MAX_MT]; \
     for (int i = 0; i < Q8_MAX_MT; i++) { \
-        acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
+        for (int t = 0; t < Q8_MAX_NT; t++) acc[i][t] = _mm256_setzero_ps(); \
         ad[i] = (const float *) (qx + (size_t) i * ldq + w->cols); \
     }
 
@@ -211,13 +213,18 @@ AVX2 static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq,
     const __m256i ones = _mm256_set1_epi16(1); \
     for (int b = 0; b < w->cols / 32; b++) { \
         prefetch_next_tile(w, n, NT, BLOCK_BYTES, b); \
+        __m256i a[Q8_MAX_MT]; \
+        __m256 da[Q8_MAX_MT]; \
+        for (int i = 0; i < MT; i++) { \
+            a[i] = _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * b)); \
+            da[i] = _mm256_broadcast_ss(ad[i] + b); \
+        } \
         for (int t = 0; t < NT; t++) { \
             const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) BLOCK_BYTES * b; \
             __m256i wv = DECODE(blk); \
             __m256 dw = _mm256_set1_ps(_cvtsh_ss(read_u16(blk))); \
             for (int i = 0; i < MT; i++) { \
-                __m256i l = lanes_by(wv, _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * b)), ones); \
-                acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(dw, _mm256_broadcast_ss(ad[i] + b)), \
+                acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes_by(wv, a[i], ones)), _mm256_mul_ps(dw, da[i]), \
                                             acc[i][t]); \
             } \
         } \
@@ -264,8 +271,8 @@ AVX2 static INLINE void tile_q6_k_q8(const bfk_matrix *w, const uint8_t *qx, siz
 AVX2 static INLINE void tile_q4_k_q8(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n,
                                      int add, const int MT, const int NT) {
     Q8_TILE_BEGIN
-    __m256 mac[Q8_MAX_MT][2];
-    for (int i = 0; i < Q8_MAX_MT; i++) mac[i][0] = mac[i][1] = _mm256_setzero_ps();
+    __m256 mac[Q8_MAX_MT][Q8_MAX_NT];
+    for (int i = 0; i < Q8_MAX_MT; i++) for (int t = 0; t < Q8_MAX_NT; t++) mac[i][t] = _mm256_setzero_ps();
     const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
     for (int b = 0; b < w->cols / 256; b++) {
         prefetch_next_tile(w, n, NT, 144, b);
@@ -297,10 +304,11 @@ AVX2 static INLINE void tile_q4_k_q8(const bfk_matrix *w, const uint8_t *qx, siz
 AVX2 static void tile_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add,
                               int mt, int nt) {
 #define DISPATCH(CALL) \
-    switch (mt * 2 + nt) { \
-        case 3: CALL(1, 1); break; case 4: CALL(1, 2); break; \
-        case 5: CALL(2, 1); break; case 6: CALL(2, 2); break; \
-        case 7: CALL(3, 1); break; case 9: CALL(4, 1); break; \
+    switch (mt * 8 + nt) { \
+        case 9: CALL(1, 1); break; case 10: CALL(1, 2); break; \
+        case 11: CALL(1, 3); break; case 12: CALL(1, 4); break; \
+        case 17: CALL(2, 1); break; case 18: CALL(2, 2); break; \
+        case 25: CALL(3, 1); break; case 33: CALL(4, 1); break; \
         default: break; \
     }
     switch (w->type) {
@@ -332,16 +340,17 @@ AVX2 static void tile_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq
 #undef DISPATCH
 }
 
-/* As the float products: columns in groups of 16, rows in groups of up to 4, columns two at a time for 1-2 rows. */
+/* As the float products: columns in groups of 16, rows in groups of up to 4, columns four at a time for one row
+   (a decode step's: the activation block is loaded once for four weight rows) and two at a time for two. */
 AVX2 static void matmul_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
                                 int n0, int n1, int add) {
     for (int nb = n0; nb < n1; nb += 16) {
         int ne = nb + 16 < n1 ? nb + 16 : n1;
         for (int m0 = 0; m0 < m_count; m0 += Q8_MAX_MT) {
             int mt = m_count - m0 < Q8_MAX_MT ? m_count - m0 : Q8_MAX_MT;
-            int pair = mt <= 2;
+            int most = mt == 1 ? 4 : mt == 2 ? 2 : 1;
             for (int n = nb; n < ne;) {
-                int nt = pair && n + 1 < ne ? 2 : 1;
+                int nt = ne - n < most ? ne - n : most;
                 tile_q8_avx2(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, n, add, mt, nt);
                 n += nt;
             }
