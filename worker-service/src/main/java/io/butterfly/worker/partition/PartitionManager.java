@@ -1,5 +1,6 @@
 package io.butterfly.worker.partition;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
@@ -51,11 +52,7 @@ public class PartitionManager {
     private final ManifestVerifier verifier;
     /** Executors replaced by a newer assignment, closed by the next load task (guarded by this). */
     private final List<PartitionExecutor> replaced = new ArrayList<>();
-    private final ExecutorService loader = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "partition-loader");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService loader = Executors.newSingleThreadExecutor(DaemonThreads.named("partition-loader"));
     private volatile PartitionStatus status = PartitionStatus.unassigned();
     private volatile PartitionExecutor executor;
     private volatile LoadedPartition loaded;
