@@ -45,4 +45,10 @@ class DiscoveryArchitectureTest {
         ArchitectureRules.independentOfConfig(ROOT, "api", "admission", "membership", "hazelcast", "consul")
                 .check(CLASSES);
     }
+
+    /** REST answers are records shared with the CLI and the tests, not maps. */
+    @Test
+    void restControllersAnswerRecords() {
+        ArchitectureRules.restControllersAnswerRecords(ROOT).check(CLASSES);
+    }
 }

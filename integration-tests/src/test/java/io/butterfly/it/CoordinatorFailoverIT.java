@@ -1,5 +1,6 @@
 package io.butterfly.it;
 
+import io.butterfly.common.api.WorkerStatus;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.generate.ModelGenerator;
@@ -139,9 +140,10 @@ class CoordinatorFailoverIT {
         java.util.Set<String> acked = new java.util.TreeSet<>();
         while (System.nanoTime() < deadline) {
             acked.clear();
-            for (JsonNode c : cluster.getFrom(worker, "/api/v1/worker/connections").json()) {
-                if (c.path("kind").asString().equals("heartbeat") && !c.path("last_heartbeat_ack").isNull()) {
-                    acked.add(c.path("peer").asString());
+            for (WorkerStatus.Connection c : cluster.getFrom(worker, "/api/v1/worker/connections")
+                    .as(WorkerStatus.Connection[].class)) {
+                if (c.kind().equals("heartbeat") && c.lastHeartbeatAck() != null) {
+                    acked.add(c.peer());
                 }
             }
             if (acked.size() == REPLICAS.size()) {

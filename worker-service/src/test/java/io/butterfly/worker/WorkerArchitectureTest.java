@@ -44,4 +44,10 @@ class WorkerArchitectureTest {
         ArchitectureRules.independentOfConfig(ROOT, "api", "gateway", "engine", "partition", "pipeline", "capability",
                 "cluster").check(WORKER);
     }
+
+    /** REST answers are records shared with the CLI and the tests, not maps. */
+    @Test
+    void restControllersAnswerRecords() {
+        ArchitectureRules.restControllersAnswerRecords(ROOT).check(WORKER);
+    }
 }

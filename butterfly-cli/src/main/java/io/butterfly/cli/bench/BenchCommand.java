@@ -1,5 +1,7 @@
 package io.butterfly.cli.bench;
 
+import io.butterfly.common.api.WorkerStatus;
+import io.butterfly.common.api.ApiJson;
 import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.cluster.Launcher;
@@ -312,18 +314,20 @@ public final class BenchCommand implements Callable<Integer> {
 
         /** What the first worker's projections compute with (e.g. "native Q4_0+Q6_K (avx2)"). */
         String projections() throws IOException, InterruptedException {
-            URI uri = URI.create("http://127.0.0.1:" + launcher.ports().workerHttp(0) + "/api/v1/worker/state");
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET().build(),
-                    HttpResponse.BodyHandlers.ofString());
-            return JSON.readTree(r.body()).path("projections").asString("?");
+            String projections = firstWorker().projections();
+            return projections == null ? "?" : projections;
         }
 
         /** The intra-op threads the first worker computes with (the launcher gives each worker the same). */
         int engineThreads() throws IOException, InterruptedException {
+            return firstWorker().engineThreads();
+        }
+
+        private WorkerStatus firstWorker() throws IOException, InterruptedException {
             URI uri = URI.create("http://127.0.0.1:" + launcher.ports().workerHttp(0) + "/api/v1/worker/state");
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET().build(),
                     HttpResponse.BodyHandlers.ofString());
-            return JSON.readTree(r.body()).path("engine_threads").asInt();
+            return ApiJson.reader().readValue(r.body(), WorkerStatus.class);
         }
 
         /** A request's time to its first token, milliseconds. */

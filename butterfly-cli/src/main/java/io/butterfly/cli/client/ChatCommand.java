@@ -1,5 +1,8 @@
 package io.butterfly.cli.client;
 
+import io.butterfly.common.api.ApiJson;
+import io.butterfly.common.api.OpenAiChatChunk;
+import io.butterfly.common.api.OpenAiUsage;
 import io.butterfly.cli.http.PlainHttp;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -102,7 +105,8 @@ public final class ChatCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         history.add(message("user", text));
         StringBuilder reply = new StringBuilder();
-        JsonNode[] last = new JsonNode[2]; // the finish chunk, the usage chunk
+        String[] finishReason = new String[1];
+        OpenAiUsage[] usage = new OpenAiUsage[1];
         String[] failure = new String[1];
         boolean[] started = new boolean[1];
         PlainHttp.Response response = PlainHttp.postForEvents(coordinator + "/v1/chat/completions",
@@ -110,25 +114,30 @@ public final class ChatCommand implements Callable<Integer> {
                     if (data.equals("[DONE]")) {
                         return;
                     }
-                    JsonNode chunk = StatusCommand.JSON.readTree(data);
-                    if (chunk.has("error")) {
-                        failure[0] = chunk.path("error").path("message").asString();
+                    JsonNode event = StatusCommand.JSON.readTree(data);
+                    if (event.has("error")) {
+                        failure[0] = event.path("error").path("message").asString();
                         return;
                     }
-                    if (chunk.path("usage").isObject()) {
-                        last[1] = chunk;
+                    OpenAiChatChunk chunk = ApiJson.reader().treeToValue(event, OpenAiChatChunk.class);
+                    if (chunk.usage() != null && chunk.usage().isPresent()) {
+                        usage[0] = chunk.usage().get();
                     }
-                    JsonNode choice = chunk.path("choices").path(0);
-                    String delta = choice.path("delta").path("content").asString("");
-                    if (!started[0] && choice.path("delta").has("role")) {
+                    if (chunk.choices() == null || chunk.choices().isEmpty()) {
+                        return;
+                    }
+                    OpenAiChatChunk.Choice choice = chunk.choices().get(0);
+                    OpenAiChatChunk.Delta delta = choice.delta();
+                    if (!started[0] && delta != null && delta.role() != null) {
                         started[0] = true;
                         out.print("assistant:  ");
                     }
-                    reply.append(delta);
-                    out.print(delta);
+                    String piece = delta == null || delta.content() == null ? "" : delta.content();
+                    reply.append(piece);
+                    out.print(piece);
                     out.flush();
-                    if (!choice.path("finish_reason").isMissingNode() && !choice.path("finish_reason").isNull()) {
-                        last[0] = chunk;
+                    if (choice.finishReason() != null) {
+                        finishReason[0] = choice.finishReason();
                     }
                 });
         if (started[0]) {
@@ -141,11 +150,9 @@ public final class ChatCommand implements Callable<Integer> {
             return false;
         }
         history.add(message("assistant", reply.toString()));
-        JsonNode usage = last[1] == null ? null : last[1].path("usage");
-        out.printf("            (%s%s)%n", usage == null ? "" : usage.path("prompt_tokens").asInt() + " prompt + "
-                        + usage.path("completion_tokens").asInt() + " reply tokens, ",
-                "finish_reason=" + (last[0] == null ? "?" : last[0].path("choices").path(0).path("finish_reason")
-                        .asString()));
+        out.printf("            (%s%s)%n", usage[0] == null ? "" : usage[0].promptTokens() + " prompt + "
+                        + usage[0].completionTokens() + " reply tokens, ",
+                "finish_reason=" + (finishReason[0] == null ? "?" : finishReason[0]));
         out.flush();
         return true;
     }

@@ -1,5 +1,6 @@
 package io.butterfly.harness;
 
+import io.butterfly.common.api.ApiJson;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -36,6 +37,11 @@ public interface ClusterApi {
     record Reply(int status, String contentType, String body) {
         public JsonNode json() {
             return JSON.readTree(body);
+        }
+
+        /** The body as the record the service answers ({@code io.butterfly.common.api}), read as the CLI reads it. */
+        public <T> T as(Class<T> answer) {
+            return ApiJson.reader().readValue(body, answer);
         }
     }
 

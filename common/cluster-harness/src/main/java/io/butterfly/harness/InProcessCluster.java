@@ -1,5 +1,6 @@
 package io.butterfly.harness;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.crypto.NodeIdentity;
 import io.butterfly.testsupport.Ports;
 import java.io.PrintWriter;
@@ -311,10 +312,7 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
         services().forEach(n -> network.down(n.name));
         List<Thread> closing = new ArrayList<>();
         for (ServiceNode n : services()) {
-            Thread t = new Thread(n::stop, "stop-" + n.name);
-            t.setDaemon(true);
-            t.start();
-            closing.add(t);
+            closing.add(DaemonThreads.start("stop-" + n.name, n::stop));
         }
         long deadline = System.nanoTime() + CLOSE_TIMEOUT.toNanos();
         for (Thread t : closing) {

@@ -1,5 +1,6 @@
 package io.butterfly.harness;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.grpc.GrpcChannels;
 import io.butterfly.common.grpc.PeerDialer;
 import io.grpc.CallOptions;
@@ -36,11 +37,7 @@ final class InProcessNetwork implements AutoCloseable {
     private final Map<String, Reach> reach = new ConcurrentHashMap<>();
     private final Set<GatedCall<?, ?>> calls = ConcurrentHashMap.newKeySet();
     /** Where the ends of cut calls are told when the call names no executor (never on the caller's thread in start). */
-    private final ExecutorService callbacks = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "in-process-network");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService callbacks = Executors.newCachedThreadPool(DaemonThreads.named("in-process-network"));
 
     /** The in-process server name of a node that advertises {@code host:port}. */
     static String serverName(String host, int port) {

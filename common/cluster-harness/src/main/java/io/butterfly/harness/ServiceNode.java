@@ -1,5 +1,6 @@
 package io.butterfly.harness;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.grpc.PeerDialer;
 import io.butterfly.coordinator.raft.ControlReplica;
 import java.util.ArrayList;
@@ -53,11 +54,7 @@ final class ServiceNode {
         running = previous.thenApplyAsync(v -> {
             network.open(name);
             return run();
-        }, runnable -> {
-            Thread t = new Thread(runnable, "start-" + name);
-            t.setDaemon(true);
-            t.start();
-        });
+        }, runnable -> DaemonThreads.start("start-" + name, runnable));
     }
 
     private ConfigurableApplicationContext run() {
@@ -134,11 +131,8 @@ final class ServiceNode {
         if (context instanceof WebServerApplicationContext web) {
             web.getWebServer().stop(); // its REST clients see their connections drop
         }
-        stopped = CompletableFuture.runAsync(() -> closeQuietly(context), runnable -> {
-            Thread t = new Thread(runnable, "close-" + name);
-            t.setDaemon(true);
-            t.start();
-        });
+        stopped = CompletableFuture.runAsync(() -> closeQuietly(context),
+                runnable -> DaemonThreads.start("close-" + name, runnable));
         log.info("{} killed", name);
     }
 

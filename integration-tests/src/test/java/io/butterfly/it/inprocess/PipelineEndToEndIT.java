@@ -1,5 +1,6 @@
 package io.butterfly.it.inprocess;
 
+import io.butterfly.common.api.WorkerStatus;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.ModelConfig;
@@ -79,8 +80,8 @@ class PipelineEndToEndIT {
             assertThat(n.path("progress").asDouble()).isEqualTo(1.0);
             assertThat(n.path("partition_checksum").asString()).matches("[0-9a-f]{64}");
             // The KV-cache budget the worker reported with READY, replicated for the scheduler.
-            long budget = cluster.getFrom(n.path("id").asString(), "/api/v1/worker/metrics").json()
-                    .path("kv_cache_budget_bytes").asLong();
+            long budget = cluster.getFrom(n.path("id").asString(), "/api/v1/worker/metrics")
+                    .as(WorkerStatus.Metrics.class).kvCacheBudgetBytes();
             assertThat(budget).isPositive();
             assertThat(n.path("kv_cache_budget_bytes").asLong()).isEqualTo(budget);
             for (JsonNode l : n.path("layers")) {
@@ -127,9 +128,10 @@ class PipelineEndToEndIT {
         assertThat(inv.path("checked_at").asString()).isNotBlank();
         assertThat(inv.path("violations")).as(inv.toString()).isEmpty();
         assertThat(inv.path("holds").asBoolean()).isTrue();
-        JsonNode connections = cluster.getFrom("worker-0", "/api/v1/worker/connections").json();
+        WorkerStatus.Connection[] connections = cluster.getFrom("worker-0", "/api/v1/worker/connections")
+                .as(WorkerStatus.Connection[].class);
         assertThat(connections).hasSize(1);
-        assertThat(connections.get(0).path("last_heartbeat_ack").asString()).isNotBlank();
+        assertThat(connections[0].lastHeartbeatAck()).isNotBlank();
     }
 
     @ParameterizedTest

@@ -1,5 +1,6 @@
 package io.butterfly.it.inprocess;
 
+import io.butterfly.common.api.WorkerStatus;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.generate.ModelGenerator;
@@ -65,9 +66,9 @@ class ReplanIT {
             report("kill, the spare takes the stage", s);
             assertThat(node(s, lost).path("state").asString()).isEqualTo("FAILED");
             for (String kept : List.of(pipeline.get(0), pipeline.get(2))) {
-                JsonNode w = cluster.getFrom(kept, "/api/v1/worker/state").json();
-                assertThat(w.path("epoch").asLong()).as(kept).isEqualTo(2);
-                assertThat(w.path("partition").path("loaded_in_epoch").asLong()).as(kept + " held on").isEqualTo(1);
+                WorkerStatus w = cluster.getFrom(kept, "/api/v1/worker/state").as(WorkerStatus.class);
+                assertThat(w.epoch()).as(kept).isEqualTo(2);
+                assertThat(w.partition().loadedInEpoch()).as(kept + " held on").isEqualTo(1);
             }
             assertSameTokens(cluster, greedy, sampled);
 
@@ -99,9 +100,9 @@ class ReplanIT {
             assertThat(plan(s, 4).path("reason").asString()).startsWith(drained + " drained: spare " + lost + " takes");
             report("drain to the spare", s);
             assertThat(cluster.get("/api/v1/nodes/" + drained + "/state").status()).isEqualTo(404);
-            JsonNode left = cluster.getFrom(drained, "/api/v1/worker/state").json();
-            assertThat(left.path("joined").asBoolean()).as("left discovery").isFalse();
-            assertThat(left.path("partition").path("model_id").isNull()).as("freed its partition").isTrue();
+            WorkerStatus left = cluster.getFrom(drained, "/api/v1/worker/state").as(WorkerStatus.class);
+            assertThat(left.joined()).as("left discovery").isFalse();
+            assertThat(left.partition().modelId()).as("freed its partition").isNull();
             assertSameTokens(cluster, greedy, sampled);
 
             // 5. Refusals: an unknown node; the last worker, once a drain left one stage.

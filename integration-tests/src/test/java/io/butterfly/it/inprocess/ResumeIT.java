@@ -1,5 +1,6 @@
 package io.butterfly.it.inprocess;
 
+import io.butterfly.common.api.WorkerStatus;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.cli.http.ResumableStream;
@@ -78,8 +79,8 @@ class ResumeIT {
             assertThat(s.path("spares").isEmpty()).as("the spare took the stage").isTrue();
             assertThat(strings(s.path("pipeline"))).hasSize(3).doesNotContain(pipeline.get(1));
             // The first stage kept its caches: it answered the replays from what it sent the first time.
-            assertThat(cluster.getFrom(pipeline.get(0), "/api/v1/worker/metrics").json().path("replayed_tokens_answered")
-                    .asLong()).as("%s answered the replayed histories without computing them", pipeline.get(0)).isPositive();
+            assertThat(cluster.getFrom(pipeline.get(0), "/api/v1/worker/metrics").as(WorkerStatus.Metrics.class)
+                    .replayedTokensAnswered()).as("%s answered the replayed histories without computing them", pipeline.get(0)).isPositive();
 
             // 2. No spare left: the last stage is lost and the survivors take its range (epoch 3).
             streamWhileKilling(cluster, clients, bodies, expected, pipeline.get(2));

@@ -1,10 +1,12 @@
 package io.butterfly.worker.engine;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
 
 /**
  * The one thread of this process that computes with the engine: loads and forward passes run here, whichever thread
@@ -25,9 +27,9 @@ public final class EngineThread {
 
     /** The executor's one thread, for calls made on it. */
     private static volatile Thread thread;
+    private static final ThreadFactory DAEMON = DaemonThreads.named("engine");
     private static final ExecutorService EXECUTOR = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "engine");
-        t.setDaemon(true);
+        Thread t = DAEMON.newThread(r);
         thread = t;
         return t;
     });

@@ -1,5 +1,6 @@
 package io.butterfly.worker.partition;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
@@ -51,11 +52,7 @@ public class PartitionManager {
     private final ManifestVerifier verifier;
     /** Executors replaced by a newer assignment, closed by the next load task (guarded by this). */
     private final List<PartitionExecutor> replaced = new ArrayList<>();
-    private final ExecutorService loader = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "partition-loader");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService loader = Executors.newSingleThreadExecutor(DaemonThreads.named("partition-loader"));
     private volatile PartitionStatus status = PartitionStatus.unassigned();
     private volatile PartitionExecutor executor;
     private volatile LoadedPartition loaded;
@@ -102,17 +99,19 @@ public class PartitionManager {
         for (int i = 0; i < replicas.size(); i++) {
             replicas.get(i).requireValid("coordinator_replicas[" + i + "]");
         }
-        if (keepsStage(request)) {
-            adopt(request, replicas);
+        PartitionPlan.Step step = PartitionPlan.next(request,
+                new PartitionPlan.Held(current, status.phase(), status.epoch(), executor != null));
+        if (step instanceof PartitionPlan.HoldOn holdOn) {
+            holdOn(request, replicas, holdOn.keepCaches());
             return;
         }
-        if (request.samePartitionAs(current) && status.phase() != LoadPhase.FAILED) {
-            // A retry, or a newly elected coordinator leader re-announcing it: keep the partition, report to
-            // the coordinator it names from now on.
+        if (step instanceof PartitionPlan.Keep keep) {
+            // A retry, or a newly elected coordinator leader re-announcing it: report to the coordinator it names
+            // from now on.
             highestTerm = request.term();
             current = request;
             coordinator.attach(request.coordinator(), replicas, request.epoch());
-            if (status.phase() == LoadPhase.READY) {
+            if (keep.reportReady()) {
                 // Said again: the coordinator asks because its state lacks it (e.g. the first report was
                 // refused while it held this node FAILED), and would otherwise wait for ever.
                 coordinator.report(readyReport(status, executor));
@@ -157,22 +156,12 @@ public class PartitionManager {
     }
 
     /**
-     * Whether {@code request} is the stage this worker holds READY, in a newer epoch (a re-plan moved other stages):
-     * then nothing is loaded again.
-     */
-    private boolean keepsStage(Assignment request) {
-        return request.keptSinceEpoch() > 0 && request.epoch() > status.epoch() && request.sameStageAs(current)
-                && status.phase() == LoadPhase.READY && executor != null;
-    }
-
-    /**
      * Holds the loaded stage on in the new epoch: steps of the new epoch run on it from now on and older ones are
      * refused. Every sequence's KV cache is kept if the stage was held without a break since the epoch it was loaded
      * or last kept in; otherwise (this worker was out of the plan in between, its sequences ran elsewhere) the
      * caches are dropped and the weights kept.
      */
-    private void adopt(Assignment request, List<Endpoint> replicas) {
-        boolean keepCaches = status.epoch() >= request.keptSinceEpoch();
+    private void holdOn(Assignment request, List<Endpoint> replicas, boolean keepCaches) {
         int cached = executor.cachedSequences();
         if (!keepCaches) {
             executor.evictIdle(-1);

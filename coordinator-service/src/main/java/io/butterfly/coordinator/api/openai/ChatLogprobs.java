@@ -1,11 +1,10 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.common.api.OpenAiChatCompletion;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -23,31 +22,23 @@ final class ChatLogprobs {
     }
 
     /** The object for these tokens, which follow those given before. */
-    Map<String, Object> next(List<Long> ids, List<Double> logprobs, List<List<TokenLogprob>> top) {
-        List<Map<String, Object>> content = new ArrayList<>(ids.size());
+    OpenAiChatCompletion.Logprobs next(List<Long> ids, List<Double> logprobs, List<List<TokenLogprob>> top) {
+        List<OpenAiChatCompletion.Token> content = new ArrayList<>(ids.size());
         for (int i = 0; i < ids.size(); i++) {
             String before = texts.before();
-            Map<String, Object> token = token(texts.added(before, ids.get(i)), logprobs.get(i));
-            List<Map<String, Object>> alternatives = new ArrayList<>(top.get(i).size());
+            List<OpenAiChatCompletion.Token> alternatives = new ArrayList<>(top.get(i).size());
             for (TokenLogprob t : top.get(i)) {
-                alternatives.add(token(texts.added(before, t.tokenId()), t.logprob()));
+                alternatives.add(token(texts.added(before, t.tokenId()), t.logprob(), null));
             }
-            token.put("top_logprobs", alternatives);
-            content.add(token);
+            content.add(token(texts.added(before, ids.get(i)), logprobs.get(i), alternatives));
             texts.push(ids.get(i));
         }
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("content", content);
-        m.put("refusal", null);
-        return m;
+        return new OpenAiChatCompletion.Logprobs(content, null);
     }
 
-    private static Map<String, Object> token(String text, double logprob) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("token", text);
-        m.put("logprob", logprob);
-        m.put("bytes", bytes(text));
-        return m;
+    /** A token; an alternative has no alternatives of its own ({@code top} null: the field is absent). */
+    private static OpenAiChatCompletion.Token token(String text, double logprob, List<OpenAiChatCompletion.Token> top) {
+        return new OpenAiChatCompletion.Token(text, logprob, bytes(text), top);
     }
 
     private static List<Integer> bytes(String text) {

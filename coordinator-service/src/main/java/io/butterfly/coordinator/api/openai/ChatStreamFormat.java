@@ -1,11 +1,12 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.common.api.OpenAiChatChunk;
+import io.butterfly.common.api.OpenAiChatCompletion;
 import io.butterfly.coordinator.api.rest.StreamFormat;
 import io.butterfly.coordinator.inference.GeneratedToken;
 import io.butterfly.coordinator.inference.GenerationResult;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.springframework.http.ProblemDetail;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter.SseEventBuilder;
@@ -43,7 +44,7 @@ final class ChatStreamFormat implements StreamFormat {
             events.add(data(ChatJson.roleChunk(h)));
             roleSent = true;
         }
-        Map<String, Object> lp = logprobs == null ? null
+        OpenAiChatCompletion.Logprobs lp = logprobs == null ? null
                 : logprobs.next(List.of(t.tokenId()), List.of(t.logprob()), List.of(t.topLogprobs()));
         events.add(data(ChatJson.contentChunk(h, t.text(), lp)));
         return events;
@@ -68,10 +69,7 @@ final class ChatStreamFormat implements StreamFormat {
     }
 
     /** A chunk; with usage asked for, one that says it has none (only the last chunk does). */
-    private SseEventBuilder data(Map<String, Object> chunk) {
-        if (includeUsage) {
-            chunk.put("usage", null);
-        }
-        return SseEmitter.event().data(" " + json.writeValueAsString(chunk));
+    private SseEventBuilder data(OpenAiChatChunk chunk) {
+        return SseEmitter.event().data(" " + json.writeValueAsString(includeUsage ? ChatJson.withoutUsage(chunk) : chunk));
     }
 }

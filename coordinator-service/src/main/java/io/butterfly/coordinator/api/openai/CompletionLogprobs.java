@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.common.api.OpenAiCompletion;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -27,7 +28,7 @@ final class CompletionLogprobs {
     }
 
     /** The object for these tokens, which follow those given before. */
-    Map<String, Object> next(List<Long> ids, List<Double> logprobs, List<List<TokenLogprob>> top) {
+    OpenAiCompletion.Logprobs next(List<Long> ids, List<Double> logprobs, List<List<TokenLogprob>> top) {
         List<String> tokens = new ArrayList<>(ids.size());
         List<Map<String, Double>> topByText = new ArrayList<>(ids.size());
         List<Integer> offsets = new ArrayList<>(ids.size());
@@ -45,11 +46,6 @@ final class CompletionLogprobs {
             offset += text.length();
             texts.push(ids.get(i));
         }
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("tokens", tokens);
-        m.put("token_logprobs", logprobs);
-        m.put("top_logprobs", topByText);
-        m.put("text_offset", offsets);
-        return m;
+        return new OpenAiCompletion.Logprobs(tokens, logprobs, topByText, offsets);
     }
 }

@@ -1,12 +1,12 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.common.api.OpenAiCompletion;
 import io.butterfly.coordinator.api.rest.StreamEventId;
 import io.butterfly.coordinator.api.rest.StreamFormat;
 import io.butterfly.coordinator.inference.GeneratedToken;
 import io.butterfly.coordinator.inference.GenerationResult;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.springframework.http.ProblemDetail;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter.SseEventBuilder;
@@ -39,7 +39,7 @@ final class CompletionStreamFormat implements StreamFormat {
 
     @Override
     public List<SseEventBuilder> token(GeneratedToken t) {
-        Map<String, Object> lp = logprobs == null ? null
+        OpenAiCompletion.Logprobs lp = logprobs == null ? null
                 : logprobs.next(List.of(t.tokenId()), List.of(t.logprob()), List.of(t.topLogprobs()));
         return List.of(data(CompletionJson.chunk(header(t.taskId()), t.text(), lp, null)).id(StreamEventId.of(t)));
     }
@@ -65,7 +65,7 @@ final class CompletionStreamFormat implements StreamFormat {
         return CompletionJson.Header.of(taskId, created, model);
     }
 
-    private SseEventBuilder data(Map<String, Object> object) {
+    private SseEventBuilder data(Object object) {
         return SseEmitter.event().data(" " + json.writeValueAsString(object));
     }
 

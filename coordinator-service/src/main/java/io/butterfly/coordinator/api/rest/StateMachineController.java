@@ -1,12 +1,13 @@
 package io.butterfly.coordinator.api.rest;
 
+import io.butterfly.common.api.StateMachineTable;
+import io.butterfly.common.api.TransitionHistory;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.statemachine.StateMachines;
 import io.butterfly.coordinator.statemachine.SystemDeviations;
 import io.butterfly.coordinator.statemachine.TransitionTable;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.stream.Collectors;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -39,7 +40,10 @@ public class StateMachineController {
             problem.setProperty("field", "limit");
             return ResponseEntity.badRequest().contentType(MediaType.APPLICATION_PROBLEM_JSON).body(problem);
         }
-        return ResponseEntity.ok(Map.of("transitions", control.transitions(limit)));
+        return ResponseEntity.ok(new TransitionHistory(control.transitions(limit).stream()
+                .map(t -> new TransitionHistory.Transition(t.machine(), t.entityId(), t.from(), t.to(), t.trigger(),
+                        t.epoch(), t.logIndex(), t.atMs()))
+                .toList()));
     }
 
     /**
@@ -51,14 +55,7 @@ public class StateMachineController {
     public ResponseEntity<?> machine(@PathVariable("machine") String machine) {
         for (TransitionTable<?> table : StateMachines.ALL) {
             if (table.machine().equals(machine)) {
-                List<Map<String, String>> deviations = table != StateMachines.SYSTEM ? List.of()
-                        : SystemDeviations.ALLOWED.stream().map(d -> Map.of("from", d.from().name(),
-                                "to", d.to().name(), "reason", d.reason())).toList();
-                return ResponseEntity.ok(Map.of("machine", table.machine(), "initial", table.initial().name(),
-                        "states", Arrays.stream(table.type().getEnumConstants()).map(Enum::name).toList(),
-                        "transitions", table.transitions().stream().map(t -> Map.of("from", t.from().name(),
-                                "to", t.to().name(), "trigger", t.trigger())).toList(),
-                        "deviations", deviations));
+                return ResponseEntity.ok(table(table));
             }
         }
         return unknownMachine(machine);
@@ -74,6 +71,17 @@ public class StateMachineController {
             }
         }
         return unknownMachine(machine);
+    }
+
+    private static StateMachineTable table(TransitionTable<?> table) {
+        List<StateMachineTable.Deviation> deviations = table != StateMachines.SYSTEM ? List.of()
+                : SystemDeviations.ALLOWED.stream()
+                        .map(d -> new StateMachineTable.Deviation(d.from().name(), d.to().name(), d.reason())).toList();
+        return new StateMachineTable(table.machine(), table.initial().name(),
+                Arrays.stream(table.type().getEnumConstants()).map(Enum::name).toList(),
+                table.transitions().stream()
+                        .map(t -> new StateMachineTable.Edge(t.from().name(), t.to().name(), t.trigger())).toList(),
+                deviations);
     }
 
     private static ResponseEntity<ProblemDetail> unknownMachine(String machine) {

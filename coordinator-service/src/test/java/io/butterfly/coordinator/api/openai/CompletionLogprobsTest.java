@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.common.api.OpenAiCompletion;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
@@ -28,27 +29,27 @@ class CompletionLogprobsTest {
     @Test
     void tokensKeepTheirLeadingSpacesAndJoinToTheText() {
         CompletionLogprobs logprobs = new CompletionLogprobs(CompletionLogprobsTest::decode, List.of(0L, 1L));
-        Map<String, Object> first = logprobs.next(List.of(2L, 3L), List.of(-1.0, -0.1),
+        OpenAiCompletion.Logprobs first = logprobs.next(List.of(2L, 3L), List.of(-1.0, -0.1),
                 List.of(List.of(new TokenLogprob(4, -0.5), new TokenLogprob(2, -1.0)), List.of(new TokenLogprob(3, -0.1))));
-        Map<String, Object> second = logprobs.next(List.of(4L), List.of(-0.2), List.of(List.of()));
+        OpenAiCompletion.Logprobs second = logprobs.next(List.of(4L), List.of(-0.2), List.of(List.of()));
 
-        assertThat(first.get("tokens")).isEqualTo(List.of(" butter", "fly"));
-        assertThat(second.get("tokens")).isEqualTo(List.of(" effect"));
+        assertThat(first.tokens()).isEqualTo(List.of(" butter", "fly"));
+        assertThat(second.tokens()).isEqualTo(List.of(" effect"));
         // the texts join to what the tokens add to the prompt's text
         assertThat(" butter" + "fly" + " effect").isEqualTo(
                 decode(new long[]{0, 1, 2, 3, 4}).substring(decode(new long[]{0, 1}).length()));
-        assertThat(first.get("text_offset")).isEqualTo(List.of(0, 7));
-        assertThat(second.get("text_offset")).isEqualTo(List.of(10)); // offsets run on across calls (a stream)
-        assertThat(first.get("top_logprobs")).isEqualTo(List.of(Map.of(" effect", -0.5, " butter", -1.0),
+        assertThat(first.textOffset()).isEqualTo(List.of(0, 7));
+        assertThat(second.textOffset()).isEqualTo(List.of(10)); // offsets run on across calls (a stream)
+        assertThat(first.topLogprobs()).isEqualTo(List.of(Map.of(" effect", -0.5, " butter", -1.0),
                 Map.of("fly", -0.1)));
-        assertThat(second.get("top_logprobs")).isEqualTo(List.of(Map.of(" effect", -0.2))); // the chosen one, always
-        assertThat(first.get("token_logprobs")).isEqualTo(List.of(-1.0, -0.1));
+        assertThat(second.topLogprobs()).isEqualTo(List.of(Map.of(" effect", -0.2))); // the chosen one, always
+        assertThat(first.tokenLogprobs()).isEqualTo(List.of(-1.0, -0.1));
     }
 
     @Test
     void theFirstTokenAfterTheStartOfTextReadsAsTheTextBegins() {
         CompletionLogprobs logprobs = new CompletionLogprobs(CompletionLogprobsTest::decode, List.of(0L));
-        assertThat(logprobs.next(List.of(1L), List.of(-0.3), List.of(List.of())).get("tokens"))
+        assertThat(logprobs.next(List.of(1L), List.of(-0.3), List.of(List.of())).tokens())
                 .isEqualTo(List.of(decode(new long[]{0, 1}))); // "The", as the completion's text starts
     }
 }

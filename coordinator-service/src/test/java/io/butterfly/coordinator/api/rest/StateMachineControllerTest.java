@@ -70,7 +70,12 @@ class StateMachineControllerTest {
                 .andExpect(jsonPath("$.transitions[0].machine").value("system"))
                 .andExpect(jsonPath("$.transitions[0].from").value("BOOTSTRAPPING"))
                 .andExpect(jsonPath("$.transitions[0].to").value("SHUTDOWN"))
-                .andExpect(jsonPath("$.transitions[0].trigger").value("Shutdown"));
+                .andExpect(jsonPath("$.transitions[0].trigger").value("Shutdown"))
+                // camelCase on the wire, as the dashboard reads them
+                .andExpect(jsonPath("$.transitions[0].entityId").value("cluster"))
+                .andExpect(jsonPath("$.transitions[0].epoch").isNumber())
+                .andExpect(jsonPath("$.transitions[0].logIndex").isNumber())
+                .andExpect(jsonPath("$.transitions[0].atMs").isNumber());
         mvc.perform(get("/api/v1/system/transitions"))
                 .andExpect(jsonPath("$.transitions.length()").value(2))
                 .andExpect(jsonPath("$.transitions[1].to").value("BOOTSTRAPPING"));

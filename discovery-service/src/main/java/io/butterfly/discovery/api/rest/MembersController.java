@@ -1,12 +1,11 @@
 package io.butterfly.discovery.api.rest;
 
+import io.butterfly.common.api.MemberStatus;
 import io.butterfly.discovery.membership.Capabilities;
 import io.butterfly.discovery.membership.MemberView;
 import io.butterfly.discovery.membership.MembershipStore;
 import java.time.Instant;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
@@ -27,33 +26,20 @@ public class MembersController {
     }
 
     @GetMapping
-    public List<Map<String, Object>> members(@RequestParam(name = "role", required = false) String role) {
-        return registry.members(role).stream().map(MembersController::toJson).toList();
+    public List<MemberStatus> members(@RequestParam(name = "role", required = false) String role) {
+        return registry.members(role).stream().map(MembersController::status).toList();
     }
 
-    private static Map<String, Object> toJson(MemberView m) {
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("node_id", m.nodeId());
-        out.put("role", m.role());
-        out.put("state", m.state().name());
-        out.put("address", m.host() + ":" + m.grpcPort());
-        out.put("http_port", m.httpPort());
-        out.put("version", m.version());
-        out.put("joined_at", m.joinedAtMs() == 0 ? null : Instant.ofEpochMilli(m.joinedAtMs()).toString());
-        out.put("last_seen", m.lastSeenMs() == 0 ? null : Instant.ofEpochMilli(m.lastSeenMs()).toString());
-        out.put("public_key", m.publicKeyHex());
-        if (m.capabilities() != null) {
-            Capabilities c = m.capabilities();
-            out.put("capabilities", Map.of(
-                    "cpu_cores", c.cpuCores(),
-                    "memory_bytes", c.memoryBytes(),
-                    "measured_gflops", c.measuredGflops(),
-                    "memory_bandwidth_gbps", c.memoryBandwidthGbps(),
-                    "storage_type", c.storageType(),
-                    "device", c.device(),
-                    "gpus", c.gpus().size(),
-                    "weight_bytes", c.weightBytes()));
-        }
-        return out;
+    private static MemberStatus status(MemberView m) {
+        Capabilities c = m.capabilities();
+        return new MemberStatus(m.nodeId(), m.role(), m.state().name(), m.host() + ":" + m.grpcPort(), m.httpPort(),
+                m.version(), instant(m.joinedAtMs()), instant(m.lastSeenMs()), m.publicKeyHex(),
+                c == null ? null : new MemberStatus.Capabilities(c.cpuCores(), c.memoryBytes(), c.measuredGflops(),
+                        c.memoryBandwidthGbps(), c.storageType(), c.device(), c.gpus().size(), c.weightBytes()));
+    }
+
+    /** ISO-8601, or null for 0: not known. */
+    private static String instant(long epochMillis) {
+        return epochMillis == 0 ? null : Instant.ofEpochMilli(epochMillis).toString();
     }
 }

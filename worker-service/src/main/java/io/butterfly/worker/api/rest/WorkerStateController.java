@@ -1,5 +1,6 @@
 package io.butterfly.worker.api.rest;
 
+import io.butterfly.common.api.WorkerStatus;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.gateway.CoordinatorGateway;
@@ -7,14 +8,13 @@ import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionStatus;
 import io.butterfly.worker.pipeline.PipelineStage;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Worker inspection endpoints (docs/state-machines.md §7.1). */
+/** Worker inspection endpoints (docs/state-machines.md §7.1); the answers are records of common/core's {@code api}. */
 @RestController
 @RequestMapping("/api/v1/worker")
 public class WorkerStateController {
@@ -35,59 +35,41 @@ public class WorkerStateController {
     }
 
     @GetMapping("/state")
-    public Map<String, Object> state() {
+    public WorkerStatus state() {
         PartitionStatus s = partitions.status();
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("node_id", partitions.settings().nodeId());
-        out.put("state", workerState(s));
-        out.put("joined", membership.joined());
-        if (membership.joinError() != null) {
-            out.put("join_error", membership.joinError());
-        }
-        out.put("epoch", s.epoch());
-        out.put("engine_threads", capabilities.engineThreads());
         PartitionExecutor executor = partitions.loadedExecutor();
-        out.put("projections", executor == null ? null : executor.projections());
-        out.put("weight_bytes", executor == null ? 0 : executor.weightBytes());
-        out.put("partition", partition(s));
-        return out;
+        return new WorkerStatus(partitions.settings().nodeId(), workerState(s), membership.joined(),
+                membership.joinError(), s.epoch(), capabilities.engineThreads(),
+                executor == null ? null : executor.projections(), executor == null ? 0 : executor.weightBytes(),
+                partition(s));
     }
 
     @GetMapping("/partitions")
-    public List<Map<String, Object>> partitions() {
+    public List<WorkerStatus.Partition> partitions() {
         PartitionStatus s = partitions.status();
         return s.modelId() == null ? List.of() : List.of(partition(s));
     }
 
     /** One connection per coordinator replica this worker heartbeats to. */
     @GetMapping("/connections")
-    public List<Map<String, Object>> connections() {
-        List<Map<String, Object>> out = new java.util.ArrayList<>();
+    public List<WorkerStatus.Connection> connections() {
+        List<WorkerStatus.Connection> out = new ArrayList<>();
         coordinator.heartbeatAcks().forEach((peer, lastAck) -> {
-            Map<String, Object> c = new LinkedHashMap<>();
             int at = peer.indexOf('@');
-            c.put("peer", peer.substring(0, at));
-            c.put("address", peer.substring(at + 1));
-            c.put("kind", "heartbeat");
-            c.put("last_heartbeat_ack", lastAck == null ? null : lastAck.toString());
-            out.add(c);
+            out.add(new WorkerStatus.Connection(peer.substring(0, at), peer.substring(at + 1), "heartbeat",
+                    lastAck == null ? null : lastAck.toString()));
         });
         return out;
     }
 
     @GetMapping("/metrics")
-    public Map<String, Object> metrics() {
+    public WorkerStatus.Metrics metrics() {
         long steps = stage.stepsExecuted();
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("steps_executed", steps);
-        out.put("compute_seconds_total", stage.computeNanosTotal() / 1e9);
-        out.put("mean_step_ms", steps == 0 ? 0.0 : stage.computeNanosTotal() / 1e6 / steps);
         PartitionExecutor executor = partitions.loadedExecutor();
-        out.put("cached_sequences", executor == null ? 0 : executor.cachedSequences());
-        out.put("kv_cache_bytes", executor == null ? 0 : executor.cachedBytes());
-        out.put("kv_cache_budget_bytes", partitions.settings().executor().kvCacheBytes());
-        out.put("replayed_tokens_answered", executor == null ? 0 : executor.answeredTokens());
-        return out;
+        return new WorkerStatus.Metrics(steps, stage.computeNanosTotal() / 1e9,
+                steps == 0 ? 0.0 : stage.computeNanosTotal() / 1e6 / steps,
+                executor == null ? 0 : executor.cachedSequences(), executor == null ? 0 : executor.cachedBytes(),
+                partitions.settings().executor().kvCacheBytes(), executor == null ? 0 : executor.answeredTokens());
     }
 
     private static String workerState(PartitionStatus s) {
@@ -98,23 +80,10 @@ public class WorkerStateController {
         };
     }
 
-    private static Map<String, Object> partition(PartitionStatus s) {
-        Map<String, Object> p = new LinkedHashMap<>();
-        p.put("model_id", s.modelId());
-        p.put("layers", s.modelId() == null ? List.of() : List.of(s.layerStart(), s.layerEnd()));
-        p.put("has_embedding", s.hasEmbedding());
-        p.put("has_head", s.hasHead());
-        p.put("state", s.phase().name());
-        p.put("progress", s.progress());
-        p.put("bytes_done", s.bytesDone());
-        p.put("bytes_total", s.bytesTotal());
-        p.put("current_file", s.currentFile());
-        p.put("partition_checksum", s.partitionChecksum());
-        // Earlier than the epoch when a re-plan left this stage as it was: held on, not loaded again.
-        p.put("loaded_in_epoch", s.loadedInEpoch());
-        p.put("load_ms", s.loadMillis());
-        p.put("warmup_ms", s.warmupMillis());
-        p.put("error", s.error());
-        return p;
+    private static WorkerStatus.Partition partition(PartitionStatus s) {
+        return new WorkerStatus.Partition(s.modelId(),
+                s.modelId() == null ? List.of() : List.of(s.layerStart(), s.layerEnd()), s.hasEmbedding(),
+                s.hasHead(), s.phase().name(), s.progress(), s.bytesDone(), s.bytesTotal(), s.currentFile(),
+                s.partitionChecksum(), s.loadedInEpoch(), s.loadMillis(), s.warmupMillis(), s.error());
     }
 }
