@@ -20,14 +20,17 @@ final class MixedLoad implements AutoCloseable {
     enum Kind { CHAT, CANCELLED_STREAM, LONG_PROMPT }
 
     private final String base;
+    private final String modelId;
     private final int vocab;
     private final int longPrompt;
     private final AtomicBoolean running = new AtomicBoolean(true);
     private final List<Thread> clients = new ArrayList<>();
     private final Map<String, AtomicLong> outcomes = new ConcurrentHashMap<>();
 
-    MixedLoad(String base, int vocab, int longPrompt) {
+    /** @param modelId the served model's id, which a chat completion must name */
+    MixedLoad(String base, String modelId, int vocab, int longPrompt) {
         this.base = base;
+        this.modelId = modelId;
         this.vocab = vocab;
         this.longPrompt = longPrompt;
     }
@@ -51,7 +54,7 @@ final class MixedLoad implements AutoCloseable {
     private String one(Kind kind, SplittableRandom random) {
         try {
             return switch (kind) {
-                case CHAT -> status(PlainHttp.postJson(base + "/v1/chat/completions", "{\"model\": \"any\", \"messages\": ["
+                case CHAT -> status(PlainHttp.postJson(base + "/v1/chat/completions", "{\"model\": \"" + modelId + "\", \"messages\": ["
                         + "{\"role\": \"system\", \"content\": \"You are terse.\"}, {\"role\": \"user\", \"content\": \"Say "
                         + random.nextInt(1000) + " in words.\"}], \"max_tokens\": 16, \"temperature\": 0.7, \"seed\": "
                         + random.nextInt(1 << 20) + "}", Duration.ofMinutes(5)));

@@ -110,7 +110,8 @@ public final class SoakCommand implements Callable<Integer> {
             int kills = 0;
             List<Long> readyAfter = new java.util.ArrayList<>();
             try (SteadyLoad streams = new SteadyLoad(requests, () -> replicas, history, Duration.ofSeconds(90)).start(clients, seed);
-                 MixedLoad mixed = new MixedLoad(replicas.get(0), config.vocabSize(), 400).start(mixedClients, seed)) {
+                 MixedLoad mixed = new MixedLoad(replicas.get(0), modelId(replicas.get(0)), config.vocabSize(), 400)
+                         .start(mixedClients, seed)) {
                 Thread.sleep(warmUp.toMillis());
                 atStart = vitals(supervisor);
                 logAtStart = controlLog(soakHome, supervisor, replicas);
@@ -176,6 +177,12 @@ public final class SoakCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "  killed %s (%s): READY with it back after %.1f s%n", victim.name(), node, (System.nanoTime() - t0) / 1e9);
         out.flush();
         return ms < 0 ? -1 : (System.nanoTime() - t0) / 1_000_000;
+    }
+
+    /** The served model's id, as the coordinator reports it. */
+    private static String modelId(String base) {
+        JsonNode s = ClusterWatch.state(base);
+        return s == null ? "" : s.path("model_id").asString();
     }
 
     private static Map<String, Vitals> vitals(ServiceSupervisor supervisor) {

@@ -63,14 +63,14 @@ public final class ClusterWatch implements AutoCloseable {
     }
 
     /**
-     * READY again: every replica answers READY with a known leader and no paused task, and every worker is back, in
-     * the pipeline or a spare.
+     * READY again: every replica answers READY with a known leader and no task paused by a fault, and every worker is
+     * back, in the pipeline or a spare.
      */
     public static boolean ready(List<String> replicas, Set<String> workers) {
         for (String base : replicas) {
             JsonNode s = state(base);
             if (s == null || !"READY".equals(s.path("system_state").asString())
-                    || !s.path("raft").path("leader_id").isString() || !s.path("paused_tasks").isEmpty()) {
+                    || !s.path("raft").path("leader_id").isString() || pausedByAFault(s.path("paused_tasks"))) {
                 return false;
             }
             java.util.Set<String> seen = new java.util.HashSet<>();
@@ -81,6 +81,19 @@ public final class ClusterWatch implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /**
+     * Whether a task waits to resume after a fault. A stream its client closed waits too (for the client to pick it
+     * up with {@code Last-Event-ID}) until its task times out: that is no fault of the cluster's.
+     */
+    private static boolean pausedByAFault(JsonNode paused) {
+        for (JsonNode t : paused) {
+            if (!t.path("reason").asString().contains("client closed")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override
