@@ -4,9 +4,11 @@ import io.butterfly.cli.bench.BenchCommand;
 import io.butterfly.cli.bench.ChaosBenchCommand;
 import io.butterfly.cli.bench.DetectBenchCommand;
 import io.butterfly.cli.bench.FailoverBenchCommand;
+import io.butterfly.cli.bench.FaultScheduleCommand;
 import io.butterfly.cli.bench.LoadBenchCommand;
 import io.butterfly.cli.bench.ProfileCommand;
 import io.butterfly.cli.bench.ServeBenchCommand;
+import io.butterfly.cli.bench.SoakCommand;
 import io.butterfly.cli.client.ChatCommand;
 import io.butterfly.cli.client.GenerateCommand;
 import io.butterfly.cli.client.StatusCommand;
@@ -28,7 +30,8 @@ import picocli.CommandLine.Spec;
         subcommands = {CommandLine.HelpCommand.class, DemoCommand.class, UpCommand.class, DownCommand.class,
                 PsCommand.class, StatusCommand.class, GenerateCommand.class, ChatCommand.class, ModelCommand.class, KeygenCommand.class,
                 BenchCommand.class, DetectBenchCommand.class, FailoverBenchCommand.class, LoadBenchCommand.class,
-                ServeBenchCommand.class, ProfileCommand.class, ChaosBenchCommand.class, BuildCommand.class},
+                ServeBenchCommand.class, ProfileCommand.class, ChaosBenchCommand.class, FaultScheduleCommand.class, SoakCommand.class,
+                BuildCommand.class},
         footer = {"%n./butterfly help COMMAND shows a command's options. Logs and pids live under .butterfly/"
                 + " (BUTTERFLY_HOME); the coordinator's REST API is on http://127.0.0.1:8080 (plus BUTTERFLY_PORT_OFFSET)."})
 public final class Butterfly implements Runnable {

@@ -24,7 +24,8 @@ class ButterflyTest {
     void helpListsEveryCommand() {
         assertThat(run("help")).isZero();
         assertThat(out.toString()).contains("usage: ./butterfly").contains("demo", "up", "down", "ps", "status",
-                "generate", "model", "keygen", "bench", "bench-detect", "bench-failover", "bench-load", "bench-serve", "build");
+                "generate", "model", "keygen", "bench", "bench-detect", "bench-failover", "bench-load", "bench-serve", "build",
+                "fault-schedule", "soak");
         out.getBuffer().setLength(0);
         assertThat(run()).isZero();
         assertThat(out.toString()).contains("bench-failover");
@@ -68,6 +69,20 @@ class ButterflyTest {
             assertThat(run(args)).as(String.join(" ", args)).isEqualTo(2);
             assertThat(err.toString()).isEqualTo("error: " + messages[i] + System.lineSeparator());
         }
+    }
+
+    @Test
+    void faultScheduleAndSoakCheckTheirOptionsBeforeStartingAnything() {
+        assertThat(run("fault-schedule", "--schedules", "0")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: --schedules 1-1000, --faults 1-100, --clients 1-64, --tokens >= 2"
+                + System.lineSeparator());
+        err.getBuffer().setLength(0);
+        assertThat(run("soak", "--duration", "an hour")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: --duration must be a number and s, m or h (90s, 20m, 1h), not 'an hour'"
+                + System.lineSeparator());
+        err.getBuffer().setLength(0);
+        assertThat(run("soak", "--kill-every", "5s")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("error: --clients >= 1");
     }
 
     @Test

@@ -218,6 +218,15 @@ public final class Launcher {
                 "--butterfly.worker.discovery-port=" + ports.discoveryGrpc(),
                 "--butterfly.worker.coordinator-port=" + ports.coordinatorGrpc(0),
                 "--butterfly.worker.trusted-publisher-keys=" + publisher));
+        // Every replica heard from start-up: a worker that holds no stage (a spare, a restarted one) is told no replica
+        // by an assignment, and its heartbeats must reach whichever one leads.
+        if (options.coordinators() > 1) {
+            List<String> others = new ArrayList<>();
+            for (int c = 1; c < options.coordinators(); c++) {
+                others.add("127.0.0.1:" + ports.coordinatorGrpc(c));
+            }
+            args.add("--butterfly.worker.coordinator-replicas=" + String.join(",", others));
+        }
         // Each worker computes with every core the machine has (or, pinned, with its own): a request's stages compute
         // one after another, so each should use them all, and when several workers do compute at once (batches in
         // flight) their idle OpenMP threads sleep (below). With oneDNN's projections, three workers of two threads

@@ -59,6 +59,9 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
     private final int discoveryGrpc = Ports.free();
     private final int registryGrpc = Ports.free();
     private final int coordinatorGrpc = Ports.free();
+    /** The gRPC ports of coordinator replicas 1 and 2, known before they start (the workers heartbeat to them). */
+    private final List<Integer> replicaGrpc = List.of(Ports.free(), Ports.free());
+    private int coordinatorGroup = 1;
     private String publisherKey;
 
     /**
@@ -112,14 +115,30 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
         return "--butterfly.worker.registry.shared-store=" + registryStore();
     }
 
+    /**
+     * Workers started after this heartbeat from start-up to each of the {@code replicas} coordinators that
+     * {@link #startCoordinatorGroup} will start, as the launcher's do (by default only to the first).
+     */
+    public void expectCoordinatorGroup(int replicas) {
+        if (replicas < 1 || replicas > 3) {
+            throw new IllegalArgumentException("one to three coordinators, got " + replicas);
+        }
+        coordinatorGroup = replicas;
+    }
+
     /** @param extra further {@code --key=value} arguments (e.g. a memory limit) */
     public void startWorker(int i, String... extra) {
-        start("worker-" + i, Service.WORKER, Ports.free(), join(List.of(
+        List<String> args = new ArrayList<>(List.of(
                 "--butterfly.worker.node-id=worker-" + i,
                 "--butterfly.worker.data-dir=" + workDir.resolve("worker-" + i),
                 "--butterfly.worker.discovery-port=" + discoveryGrpc,
                 "--butterfly.worker.coordinator-port=" + coordinatorGrpc,
-                "--butterfly.worker.trusted-publisher-keys=" + publisherKey()), extra));
+                "--butterfly.worker.trusted-publisher-keys=" + publisherKey()));
+        if (coordinatorGroup > 1) {
+            args.add("--butterfly.worker.coordinator-replicas=" + String.join(",", replicaGrpc.subList(0, coordinatorGroup - 1)
+                    .stream().map(p -> "127.0.0.1:" + p).toList()));
+        }
+        start("worker-" + i, Service.WORKER, Ports.free(), join(args, extra));
     }
 
     /** One coordinator, "coordinator" (node id coordinator-0), its control log a Raft group of one. */
@@ -135,7 +154,7 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
         List<Integer> grpc = new ArrayList<>(List.of(coordinatorGrpc));
         List<Integer> raft = new ArrayList<>(List.of(Ports.free()));
         for (int c = 1; c < replicas; c++) {
-            grpc.add(Ports.free());
+            grpc.add(replicaGrpc.get(c - 1));
             raft.add(Ports.free());
         }
         StringBuilder peers = new StringBuilder();
@@ -234,6 +253,14 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
     public void heal(String name) {
         node(name);
         network.open(name);
+    }
+
+    /**
+     * Moves a coordinator's or discovery's wall clock by {@code skew} (zero sets it right), as a host's clock stepped
+     * by NTP: what it times by the wall clock (heartbeat arrivals, task times) jumps; its monotonic timers do not.
+     */
+    public void skewClock(String name, Duration skew) {
+        node(name).clock.skew(skew);
     }
 
     /** A bean of a running service, for what its REST API does not show. */

@@ -30,6 +30,8 @@ final class ServiceNode {
     final int httpPort;
     private final List<String> args;
     private final InProcessNetwork network;
+    /** Its wall clock, for the services that take one (coordinator, discovery): kept across restarts, as a host's. */
+    final SkewedClock clock = new SkewedClock();
     private volatile CompletableFuture<ConfigurableApplicationContext> running;
     private volatile CompletableFuture<Void> stopped = CompletableFuture.completedFuture(null);
     private volatile boolean ended;
@@ -75,7 +77,12 @@ final class ServiceNode {
         all.addAll(args);
         PeerDialer dialer = network.dialerFor(name);
         ConfigurableApplicationContext context = new SpringApplicationBuilder(service.application())
-                .initializers(c -> c.getBeanFactory().registerSingleton("peerDialer", dialer))
+                .initializers(c -> {
+                    c.getBeanFactory().registerSingleton("peerDialer", dialer);
+                    if (service == Service.COORDINATOR || service == Service.DISCOVERY) {
+                        c.getBeanFactory().registerSingleton("clock", clock);
+                    }
+                })
                 .run(all.toArray(String[]::new));
         log.info("{} started in {} ms", name, (System.nanoTime() - started) / 1_000_000);
         return context;

@@ -9,13 +9,16 @@ import io.butterfly.coordinator.statemachine.SystemState;
 import java.time.Clock;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 @Configuration
 public class CoordinatorConfiguration {
 
+    /** The wall clock; a test harness may register its own first (a skewed one: clock-skew faults). */
     @Bean
+    @ConditionalOnMissingBean(Clock.class)
     Clock clock() {
         return Clock.systemUTC();
     }

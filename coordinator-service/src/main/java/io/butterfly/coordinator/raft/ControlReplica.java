@@ -39,6 +39,8 @@ import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
@@ -254,6 +256,23 @@ public final class ControlReplica implements AutoCloseable {
             return new RaftStatus(settings.selfId(), String.valueOf(server.getLifeCycleState()), l.leaderId(), l.term(),
                     machine.state().lastAppliedIndex(), -1, peers);
         }
+    }
+
+    /**
+     * Index to term of every committed entry this replica's log still holds (those before its start live only in
+     * snapshots): what a checker compares between replicas, as Raft's log matching says committed entries agree.
+     */
+    public java.util.NavigableMap<Long, Long> committedTerms() throws IOException {
+        RaftLog log = server.getDivision(group.getGroupId()).getRaftLog();
+        java.util.NavigableMap<Long, Long> out = new java.util.TreeMap<>();
+        long start = Math.max(0, log.getStartIndex());
+        for (long i = start; i <= log.getLastCommittedIndex(); i++) {
+            TermIndex ti = log.getTermIndex(i);
+            if (ti != null) {
+                out.put(i, ti.getTerm());
+            }
+        }
+        return out;
     }
 
     /**

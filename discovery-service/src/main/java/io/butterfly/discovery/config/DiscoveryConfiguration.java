@@ -18,6 +18,7 @@ import java.time.Clock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.grpc.server.GlobalServerInterceptor;
@@ -27,7 +28,9 @@ public class DiscoveryConfiguration {
 
     private static final Logger log = LoggerFactory.getLogger(DiscoveryConfiguration.class);
 
+    /** The wall clock; a test harness may register its own first (a skewed one: clock-skew faults). */
     @Bean
+    @ConditionalOnMissingBean(Clock.class)
     Clock clock() {
         return Clock.systemUTC();
     }

@@ -17,6 +17,8 @@ import io.butterfly.worker.pipeline.IdleCacheEviction;
 import io.butterfly.worker.pipeline.PipelineStage;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
+import java.util.ArrayList;
+import java.util.List;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
@@ -48,7 +50,17 @@ public class WorkerConfiguration {
     CoordinatorGateway coordinatorGateway(WorkerProperties props, PeerChannels channels) {
         Endpoint startup = props.coordinatorPort() > 0
                 ? new Endpoint("coordinator", props.coordinatorHost(), props.coordinatorPort()) : null;
-        CoordinatorGateway coordinators = new CoordinatorGateway(props.nodeId(), props.heartbeatMillis(), startup, channels);
+        List<Endpoint> others = new ArrayList<>();
+        for (String replica : props.coordinatorReplicas()) {
+            int colon = replica.lastIndexOf(':');
+            if (colon <= 0) {
+                throw new IllegalArgumentException("butterfly.worker.coordinator-replicas: host:port, got '" + replica + "'");
+            }
+            others.add(new Endpoint("coordinator-replica", replica.substring(0, colon),
+                    Integer.parseInt(replica.substring(colon + 1))));
+        }
+        CoordinatorGateway coordinators = new CoordinatorGateway(props.nodeId(), props.heartbeatMillis(), startup, others,
+                channels);
         coordinators.startHeartbeats();
         return coordinators;
     }

@@ -24,6 +24,10 @@ import org.springframework.util.unit.DataSize;
  * @param coordinatorHost coordinator host, used with {@code coordinatorPort}
  * @param coordinatorPort coordinator gRPC port to heartbeat to from start-up; 0 = only once an assignment
  *                        names the coordinator (a restarted worker needs it to be seen coming back)
+ * @param coordinatorReplicas the other coordinator replicas ({@code host:port}) to heartbeat to from start-up, beside
+ *                        {@code coordinatorPort}'s: a worker that holds no stage gets no assignment that would name
+ *                        them, and its heartbeats must reach whichever replica leads (else a spare, or a worker planned
+ *                        away after a false FAILED, is FAILED at every leader but the replica it was started with)
  * @param trustedPublisherKeys hex Ed25519 keys whose signed manifests are accepted (none: every manifest is refused)
  * @param discoveryHeartbeatMillis period of signed heartbeats to discovery (keeps the membership entry fresh; a
  *                        NOT_FOUND answer means discovery restarted, and the worker joins again)
@@ -61,6 +65,7 @@ public record WorkerProperties(
         @DefaultValue("100") long heartbeatMillis,
         @DefaultValue("127.0.0.1") String coordinatorHost,
         @DefaultValue("0") int coordinatorPort,
+        @DefaultValue List<String> coordinatorReplicas,
         @DefaultValue List<String> trustedPublisherKeys,
         @DefaultValue("5000") long discoveryHeartbeatMillis,
         @DefaultValue("0B") DataSize memoryLimit,

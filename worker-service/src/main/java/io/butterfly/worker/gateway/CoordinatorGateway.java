@@ -59,6 +59,15 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
      *                        one (a restarted worker needs it to be seen coming back)
      */
     public CoordinatorGateway(String nodeId, long heartbeatMillis, Endpoint coordinator, OneWayStreams.Channels channels) {
+        this(nodeId, heartbeatMillis, coordinator, List.of(), channels);
+    }
+
+    /**
+     * @param otherReplicas the other coordinator replicas, heartbeated to from start-up as well (with {@code
+     *                      coordinator}): a worker that holds no stage is told no replica by an assignment
+     */
+    public CoordinatorGateway(String nodeId, long heartbeatMillis, Endpoint coordinator, List<Endpoint> otherReplicas,
+                              OneWayStreams.Channels channels) {
         this.nodeId = nodeId;
         this.heartbeatMillis = heartbeatMillis;
         this.channels = channels;
@@ -68,7 +77,9 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
                 (address, recent, status) -> log.warn("outcome stream to coordinator {} broke: {}", address, status));
         if (coordinator != null) {
             this.coordinator = coordinator;
-            replicas = List.of(coordinator);
+            List<Endpoint> all = new ArrayList<>(List.of(coordinator));
+            otherReplicas.stream().filter(r -> !sameAddress(r, coordinator)).forEach(all::add);
+            replicas = List.copyOf(all);
         }
     }
 

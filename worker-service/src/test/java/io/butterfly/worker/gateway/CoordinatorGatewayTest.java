@@ -125,6 +125,25 @@ class CoordinatorGatewayTest {
         assertThat(a.pings.get()).isEqualTo(heardByA);
     }
 
+    /**
+     * Issue 47, item 3 (found by the fault schedule): a worker that holds no stage (a spare, a restarted worker) gets no
+     * assignment naming the replicas, so it heartbeated only to the one it was started with; when another replica led,
+     * the leader never heard it and it stayed FAILED. Started with every replica, it heartbeats to each at once.
+     */
+    @Test
+    void aWorkerStartedWithEveryReplicaHeartbeatsToEachBeforeAnyAssignment() throws Exception {
+        FakeReplica first = replica();
+        FakeReplica second = replica();
+        FakeReplica third = replica();
+        gateway = new CoordinatorGateway("worker-7", 50, first.endpoint("coordinator"),
+                List.of(second.endpoint("coordinator-replica"), third.endpoint("coordinator-replica"),
+                        first.endpoint("coordinator-replica")), channels);
+        gateway.startHeartbeats();
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> first.pings.get() >= 3 && second.pings.get() >= 3 && third.pings.get() >= 3);
+        assertThat(gateway.heartbeatAcks()).hasSize(3);
+    }
+
     @Test
     void anAssignmentEndsTheBackoffOfAStreamToAReplicaThatWasStillStarting() throws Exception {
         CoordinatorGateway gateway = gateway();

@@ -1,0 +1,105 @@
+package io.butterfly.cli.faults;
+
+import io.butterfly.cli.http.PlainHttp;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Supplier;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Asks every coordinator replica for its state, every {@code period}, while a schedule runs: who says it leads in
+ * which term, and each epoch reported (a committed re-plan), into the {@link History}; and, on demand, whether the
+ * cluster is READY again.
+ */
+public final class ClusterWatch implements AutoCloseable {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final Supplier<List<String>> replicas;
+    private final History history;
+    private final Thread thread;
+    private volatile boolean running = true;
+
+    public ClusterWatch(Supplier<List<String>> replicas, History history, Duration period) {
+        this.replicas = replicas;
+        this.history = history;
+        this.thread = new Thread(() -> {
+            while (running) {
+                replicas.get().forEach(this::observe);
+                try {
+                    Thread.sleep(period.toMillis());
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }, "cluster-watch");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void observe(String base) {
+        JsonNode s = state(base);
+        if (s == null) {
+            return;
+        }
+        JsonNode raft = s.path("raft");
+        if ("LEADER".equals(raft.path("role").asString())) {
+            history.leader(raft.path("term").asLong(), raft.path("self_id").asString());
+        }
+        history.epoch(s.path("epoch").asLong());
+    }
+
+    /** A replica's {@code /api/v1/system/state}, or null while it does not answer. */
+    public static JsonNode state(String base) {
+        try {
+            PlainHttp.Response r = PlainHttp.get(base + "/api/v1/system/state", Duration.ofSeconds(2));
+            return r.status() == 200 ? JSON.readTree(r.body()) : null;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * READY again: every replica answers READY with a known leader and no task paused by a fault, and every worker is
+     * back, in the pipeline or a spare.
+     */
+    public static boolean ready(List<String> replicas, Set<String> workers) {
+        for (String base : replicas) {
+            JsonNode s = state(base);
+            if (s == null || !"READY".equals(s.path("system_state").asString())
+                    || !s.path("raft").path("leader_id").isString() || pausedByAFault(s.path("paused_tasks"))) {
+                return false;
+            }
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            s.path("pipeline").forEach(n -> seen.add(n.asString()));
+            s.path("spares").forEach(n -> seen.add(n.asString()));
+            if (!seen.containsAll(workers)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Whether a task waits to resume after a fault. A stream its client closed waits too (for the client to pick it
+     * up with {@code Last-Event-ID}) until its task times out: that is no fault of the cluster's.
+     */
+    private static boolean pausedByAFault(JsonNode paused) {
+        for (JsonNode t : paused) {
+            if (!t.path("reason").asString().contains("client closed")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        running = false;
+        thread.interrupt();
+        thread.join(5_000);
+    }
+}
