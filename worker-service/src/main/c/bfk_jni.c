@@ -4,7 +4,11 @@
  */
 #include "bfk.h"
 
+#include <errno.h>
 #include <jni.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,4 +115,19 @@ JNIEXPORT jlong JNICALL JNI(rowBytes)(JNIEnv *env, jclass c, jint type, jint col
 JNIEXPORT jlong JNICALL JNI(address)(JNIEnv *env, jclass c, jobject buffer) {
     void *p = (*env)->GetDirectBufferAddress(env, buffer);
     return (jlong) (intptr_t) p;
+}
+
+/*
+ * Drops the whole pages of [address, address + length) from this process's page tables (MADV_DONTNEED): for a
+ * read-only file mapping the page cache keeps them and a later read faults them in again, so nothing changes but the
+ * process's resident memory. 0, or errno.
+ */
+JNIEXPORT jint JNICALL JNI(releasePages)(JNIEnv *env, jclass c, jlong address, jlong length) {
+    uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+    uintptr_t start = ((uintptr_t) address + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t) address + (uintptr_t) length) & ~(page - 1);
+    if (end <= start) {
+        return 0;
+    }
+    return madvise((void *) start, end - start, MADV_DONTNEED) == 0 ? 0 : errno;
 }

@@ -182,10 +182,6 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
         stdout.printf("  %,d parameters, %,d bytes (%s) in %.1f s%n", config.parameterCount(), bytes,
                 quantization != null ? "one GGUF file" : "config.json, tokenizer.json, tokenizer_config.json,"
                         + " generation_config.json, model.safetensors", (System.nanoTime() - t0) / 1e9);
-        if (quantization != null && config.ropeScaling() != null) {
-            stdout.println("  RoPE scaling left out: GGUF holds Llama 3.1's as a rope_freqs tensor, which the registry"
-                    + " does not import yet (plain RoPE, base " + config.ropeTheta() + ")");
-        }
         return 0;
     }
 

@@ -11,6 +11,13 @@ import java.util.stream.IntStream;
  * Contiguous layer ranges sized in proportion to measured throughput (docs/initialization-and-bootstrap.md
  * §4.2, "capacity-weighted"), optionally capped by how many layers fit into a worker's memory.
  *
+ * <p>What is shared out is a decode step's work, the weight bytes it reads: the layers and, on the last stage, the
+ * LM head, counted in layers' worth (its weight bytes over an average layer's). So the last worker takes fewer layers
+ * where the head is large: Llama 3.1 8B's Q6_K head is 3.5 of its Q4_0 layers, and three equal workers get 12/12/8
+ * (whose work is 12, 12 and 11.5 layers) rather than 11/11/10 (11, 11 and 13.5). The weights' format enters through
+ * the bytes: the same model's float32 head is 2.4 layers (12/11/9). A footprint that knows no weight size counts
+ * layers alone. The embedding is a lookup (a step reads a few rows of it): it counts against memory, not work.
+ *
  * <p>The spec's sketch rounds every share up, which can leave the last workers with nothing; here the
  * ideal (real-valued) quotas are rounded with the largest-remainder method, so the counts always sum
  * to the layer count. When there are at least as many layers as workers every worker gets at least
@@ -125,13 +132,13 @@ public final class CapacityWeightedPlanner implements PartitionPlanner {
                     + " layers; the model needs " + ByteSize.human(model.totalBytes(Math.min(n, numLayers))),
                     model.totalBytes(Math.min(n, numLayers)), available);
         }
-        double[] quota = quotas(numLayers, workers, cap);
+        double[] quota = quotas(numLayers, headInLayers(model), workers, cap);
 
         // Largest remainder: floors first, then one more layer each for the largest fractional parts.
         int[] counts = new int[n];
         int assigned = 0;
         for (int i = 0; i < n; i++) {
-            counts[i] = (int) Math.min(cap[i], Math.floor(quota[i]));
+            counts[i] = (int) Math.max(0, Math.min(cap[i], Math.floor(quota[i])));
             assigned += counts[i];
         }
         Integer[] byRemainder = IntStream.range(0, n).boxed().toArray(Integer[]::new);
@@ -177,38 +184,70 @@ public final class CapacityWeightedPlanner implements PartitionPlanner {
     }
 
     /**
-     * Ideal real-valued shares, proportional to throughput. Workers whose share exceeds their memory cap
-     * are pinned at the cap and the rest is re-split among the others (water-filling).
+     * The LM head's per-step work in layers' worth: its weight bytes over an average layer's (0 when no weight size is
+     * known).
      */
-    private static double[] quotas(int numLayers, List<WorkerCapacity> workers, int[] cap) {
+    static double headInLayers(ModelFootprint model) {
+        StageWork work = StageWork.of(model);
+        long layers = work.prefix()[model.numLayers()];
+        return layers == 0 ? 0 : (double) work.head() * model.numLayers() / layers;
+    }
+
+    /**
+     * Ideal real-valued layer shares: the work (the layers and the head, in layers' worth) split in proportion to
+     * throughput, the last worker's share of it including the head, each share within its worker's memory cap and a
+     * last worker's never below no layers (water-filling). The level of work per unit of throughput at which the
+     * shares add up to the layers is found by bisection, only to tell which workers are held at a bound there; the
+     * others share exactly what is left, in one division each.
+     */
+    private static double[] quotas(int numLayers, double head, List<WorkerCapacity> workers, int[] cap) {
         int n = workers.size();
-        double[] quota = new double[n];
-        boolean[] pinned = new boolean[n];
-        while (true) {
-            double remaining = numLayers;
-            double weight = 0;
-            for (int i = 0; i < n; i++) {
-                if (pinned[i]) {
-                    remaining -= cap[i];
-                } else {
-                    weight += workers.get(i).gflops();
-                }
-            }
-            boolean changed = false;
-            for (int i = 0; i < n; i++) {
-                if (pinned[i]) {
-                    quota[i] = cap[i];
-                    continue;
-                }
-                quota[i] = weight > 0 ? remaining * workers.get(i).gflops() / weight : 0;
-                if (quota[i] > cap[i]) {
-                    pinned[i] = true;
-                    changed = true;
-                }
-            }
-            if (!changed) {
-                return quota;
+        double lo = 0;
+        double hi = 1;
+        while (layersAt(hi, head, workers, cap) < numLayers) {
+            hi *= 2; // ends: the caps hold every layer (checked before)
+        }
+        for (int k = 0; k < 200 && lo < hi; k++) {
+            double mid = (lo + hi) / 2;
+            if (layersAt(mid, head, workers, cap) < numLayers) {
+                lo = mid;
+            } else {
+                hi = mid;
             }
         }
+        // Capped: at its cap already below the level; empty: a last worker whose share is under the head even above it.
+        boolean[] capped = new boolean[n];
+        boolean lastEmpty = hi * workers.get(n - 1).gflops() <= head;
+        double remaining = numLayers + (lastEmpty ? 0 : head);
+        double weight = 0;
+        for (int i = 0; i < n; i++) {
+            double wanted = lo * workers.get(i).gflops() - (i == n - 1 ? head : 0);
+            capped[i] = wanted >= cap[i] && !(i == n - 1 && lastEmpty);
+            if (capped[i]) {
+                remaining -= cap[i] + (i == n - 1 ? head : 0);
+            } else if (!(i == n - 1 && lastEmpty)) {
+                weight += workers.get(i).gflops();
+            }
+        }
+        double[] quota = new double[n];
+        for (int i = 0; i < n; i++) {
+            if (capped[i]) {
+                quota[i] = cap[i];
+            } else if (!(i == n - 1 && lastEmpty)) {
+                quota[i] = remaining * workers.get(i).gflops() / weight - (i == n - 1 ? head : 0);
+            }
+        }
+        return quota;
+    }
+
+    /** The layers the workers' shares add up to at {@code level} work per unit of throughput. */
+    private static double layersAt(double level, double head, List<WorkerCapacity> workers, int[] cap) {
+        int last = workers.size() - 1;
+        double sum = 0;
+        for (int i = 0; i <= last; i++) {
+            double wanted = level * workers.get(i).gflops() - (i == last ? head : 0);
+            sum += Math.min(cap[i], Math.max(0, wanted));
+        }
+        return sum;
     }
 }

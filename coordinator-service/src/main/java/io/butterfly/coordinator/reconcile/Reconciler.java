@@ -343,10 +343,9 @@ public final class Reconciler {
         }
     }
 
-    /** What the planners know of {@code ids}: measured throughput and memory. */
+    /** What the planners know of {@code ids}: throughput (their host's best measurement) and memory. */
     private static List<WorkerCapacity> capacities(ClusterState s, List<String> ids) {
-        return ids.stream().map(id -> s.nodes().get(id).info())
-                .map(m -> new WorkerCapacity(m.nodeId(), Math.max(m.throughput(), 1e-3), m.memoryBytes())).toList();
+        return WorkerCapacities.of(s, ids);
     }
 
     /** Whether an action may be tried now: it never failed, or long enough ago. */

@@ -85,6 +85,73 @@ class CapacityWeightedPlannerTest {
                 List.of(new WorkerCapacity("a", 1, 30), new WorkerCapacity("b", 1, 30))));
     }
 
+    /**
+     * The last stage's work includes the LM head: 32 layers of 100 bytes and a head of 350 (3.5 layers' worth) over
+     * three equal workers is 35.5 layers' worth, 11.83 each, so the last worker takes 8.33 layers: 12/12/8.
+     */
+    @Test
+    void theHeadCountsAsTheLastStagesWorkInLayersWorth() {
+        long[] layers = new long[32];
+        java.util.Arrays.fill(layers, 100);
+        ModelFootprint withHead = new ModelFootprint(layers, 5_000, 350, 0);
+        assertEquals(List.of(12, 12, 8), counts(planner.plan(withHead, workers(1, 1, 1))));
+        assertEquals(3.5, CapacityWeightedPlanner.headInLayers(withHead), 1e-9);
+        // The embedding is a lookup: memory, not work.
+        assertEquals(List.of(11, 11, 10), counts(planner.plan(new ModelFootprint(layers, 5_000, 0, 0),
+                workers(1, 1, 1))));
+        // A head larger than a slow last worker's share: it keeps one layer, the others share the rest.
+        assertEquals(List.of(15, 16, 1), counts(planner.plan(new ModelFootprint(layers, 0, 1_000, 0),
+                workers(10, 10, 1))));
+    }
+
+    /**
+     * Seeded random footprints (layers of one size, a head from none to ten layers' worth) and throughputs: where every
+     * worker's ideal share is at least a layer, each worker's work in layers' worth (its layers, and the head on the last)
+     * is within one layer of its share of the whole by throughput.
+     */
+    @Test
+    void randomizedSharesOfTheWorkHeadIncludedAreWithinALayerOfProportional() {
+        Random random = new Random(20261202L);
+        int checked = 0;
+        for (int trial = 0; trial < 2000; trial++) {
+            int n = 1 + random.nextInt(6);
+            int numLayers = n + random.nextInt(60);
+            long layerBytes = 1 + random.nextInt(1_000_000);
+            long head = random.nextInt(4) == 0 ? 0 : (long) (random.nextDouble() * 10 * layerBytes);
+            long[] layers = new long[numLayers];
+            java.util.Arrays.fill(layers, layerBytes);
+            double[] gflops = new double[n];
+            double total = 0;
+            for (int i = 0; i < n; i++) {
+                gflops[i] = random.nextInt(3) == 0 ? 10 : 1 + random.nextDouble() * 50;
+                total += gflops[i];
+            }
+            ModelFootprint model = new ModelFootprint(layers, random.nextInt(1000), head, 0);
+            PartitionPlan plan = planner.plan(model, workers(gflops));
+            double headLayers = (double) head / layerBytes;
+            double units = numLayers + headLayers;
+            double[] ideal = new double[n];
+            boolean everyShareAtLeastALayer = true;
+            for (int i = 0; i < n; i++) {
+                ideal[i] = units * gflops[i] / total - (i == n - 1 ? headLayers : 0);
+                everyShareAtLeastALayer &= ideal[i] >= 1;
+            }
+            String label = "trial " + trial + ": layers=" + numLayers + " head=" + headLayers + " gflops="
+                    + java.util.Arrays.toString(gflops) + " plan=" + counts(plan);
+            assertEquals(numLayers, plan.numLayers(), label);
+            assertTrue(plan.stages().get(plan.stages().size() - 1).hasHead(), label);
+            if (!everyShareAtLeastALayer) {
+                continue;
+            }
+            checked++;
+            assertEquals(n, plan.stages().size(), label);
+            for (int i = 0; i < n; i++) {
+                assertTrue(Math.abs(plan.stages().get(i).numLayers() - ideal[i]) < 1 + 1e-9, label + " worker " + i);
+            }
+        }
+        assertTrue(checked > 1000, "instances checked: " + checked);
+    }
+
     @Test
     void rejectsInvalidInput() {
         assertThrows(IllegalArgumentException.class, () -> planner.plan(0, workers(1)));

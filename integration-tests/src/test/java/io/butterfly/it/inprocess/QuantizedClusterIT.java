@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.within;
 import io.butterfly.common.gguf.GgufExport;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.common.quant.ShardQuantizer;
 import io.butterfly.common.quant.WeightQuantization;
@@ -32,7 +33,9 @@ import tools.jackson.databind.JsonNode;
  * {@code model gguf}'s export) or a model directory quantized by the registry on import, split across 1 to 4 workers,
  * answer exactly what one process answers on the same quantized bytes (tokens and log-probabilities, greedy and
  * sampled), and their greedy tokens are those of the reference: float32 math (libtorch) on the dequantized weights,
- * log-probabilities within the weight-only kernels' tolerance.
+ * log-probabilities within the weight-only kernels' tolerance. In the cases marked llama3 the model has Llama 3.1's RoPE
+ * scaling and the references read the model directory's config: a GGUF file (its scaling a rope_freqs tensor) computes
+ * as its directory.
  */
 class QuantizedClusterIT {
 
@@ -43,12 +46,14 @@ class QuantizedClusterIT {
     @TempDir
     Path work;
 
-    @ParameterizedTest(name = "{0} as {1} on {2} worker(s)")
-    @CsvSource({"Q8, gguf, 1", "Q4, gguf, 3", "Q4_K, gguf, 2", "Q8, import, 4"})
-    void aQuantizedModelAnswersAsOneProcessAndAsItsDequantizedWeights(WeightQuantization q, String source, int workers)
-            throws Exception {
+    @ParameterizedTest(name = "{0} as {1} on {2} worker(s), {3} RoPE")
+    @CsvSource({"Q8, gguf, 1, llama3", "Q4, gguf, 3, llama3", "Q4_K, gguf, 2, plain", "Q8, import, 4, plain"})
+    void aQuantizedModelAnswersAsOneProcessAndAsItsDequantizedWeights(WeightQuantization q, String source, int workers,
+                                                                      String rope) throws Exception {
         // Hidden 256: whole Q4_K/Q6_K super-blocks, so each format's own types are used (not the Q8_0 fallback).
-        ModelConfig config = new ModelConfig(Architecture.LLAMA, 4, 256, 4, 2, 512, 320, 128, 1e-5, 500000.0, false, 1, 2);
+        // Llama 3.1's RoPE scaling: a GGUF file carries it as rope_freqs.weight, and must compute as the directory.
+        ModelConfig config = new ModelConfig(Architecture.LLAMA, 4, 256, 4, 2, 512, 320, 128, 1e-5, 500000.0, false, 1, 2,
+                rope.equals("llama3") ? RopeScaling.llama3(8.0, 1.0, 4.0, 64) : null);
         Path model = work.resolve("llama");
         ModelGenerator.generate(config, 17, model);
         Path quantized = quantizedCopy(model, config, q);

@@ -2,6 +2,7 @@ package io.butterfly.registry.catalog;
 
 import io.butterfly.common.gguf.GgufFile;
 import io.butterfly.common.gguf.GgufLlama;
+import io.butterfly.common.gguf.GgufRopeFreqs;
 import io.butterfly.common.gguf.GgufTensor;
 import io.butterfly.common.gguf.GgufTokenizer;
 import io.butterfly.common.gguf.InvalidGgufException;
@@ -105,6 +106,9 @@ final class GgufImporter {
     private static Map<String, GgufTensor> tensors(GgufFile gguf, ModelConfig config) {
         Map<String, GgufTensor> byHfName = new LinkedHashMap<>();
         for (GgufTensor t : gguf.tensors().values()) {
+            if (t.name().equals(GgufRopeFreqs.TENSOR)) {
+                continue; // read into the config's rope_scaling (GgufLlama.config)
+            }
             String hf = GgufLlama.hfName(t.name()).orElseThrow(() -> ModelImporter.invalid("path", gguf.path()
                     + ": tensor '" + t.name() + "' is not part of a Llama-family model"));
             if (!t.type().supported()) {

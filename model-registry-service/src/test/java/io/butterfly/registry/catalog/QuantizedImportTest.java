@@ -94,6 +94,45 @@ class QuantizedImportTest {
         }
     }
 
+    /**
+     * Llama 3.1's RoPE scaling: a directory whose config has {@code rope_scaling} llama3, written as a GGUF file the way
+     * llama.cpp's converter writes one ({@code rope_freqs.weight}, float32 and in 4 bits), imports with the directory's
+     * config, rope scaling included, and the directory's shards: the workers compute the same tokens and logits.
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.NullSource
+    @EnumSource(value = WeightQuantization.class, names = "Q4")
+    void aLlama31GgufImportsWithItsDirectorysRopeScaling(WeightQuantization q) throws Exception {
+        ModelConfig llama31 = new ModelConfig(Architecture.LLAMA, 2, 256, 4, 2, 512, 300, 256, 1e-5, 500_000.0, false,
+                1, 2, io.butterfly.common.model.RopeScaling.llama3(8.0, 1.0, 4.0, 128));
+        String name = q == null ? "f32" : q.id();
+        Path dir = ModelFixtures.write(llama31, 9, tmp.resolve("src-" + name + "/llama31"));
+        Path gguf = tmp.resolve("llama31-" + name + ".gguf");
+        GgufExport.write(dir, gguf, q);
+        ModelCatalog catalog = catalog();
+
+        Manifest fromDir = q == null ? catalog.importModel(dir, null) : catalog.importModel(dir, null, q);
+        Manifest fromGguf = catalog.importModel(gguf, null);
+
+        ModelConfig read = ModelConfig.read(tmp.resolve("store").resolve(fromGguf.modelId()).resolve("config.json"));
+        assertThat(read.ropeScaling()).isEqualTo(llama31.ropeScaling());
+        assertThat(read.ropeTheta()).isEqualTo(llama31.ropeTheta());
+        assertThat(read.ropeScaling()).isEqualTo(
+                ModelConfig.read(tmp.resolve("store").resolve(fromDir.modelId()).resolve("config.json")).ropeScaling());
+        assertThat(fromGguf.parameterCount()).isEqualTo(fromDir.parameterCount()); // the divisors are no parameter
+        for (ManifestFile f : fromDir.files()) {
+            if (f.name().endsWith(".safetensors")) {
+                try (SafetensorsFile a = SafetensorsFile.open(tmp.resolve("store").resolve(fromDir.modelId()).resolve(f.name()));
+                     SafetensorsFile b = SafetensorsFile.open(tmp.resolve("store").resolve(fromGguf.modelId()).resolve(f.name()))) {
+                    assertThat(b.tensors().keySet()).as(f.name()).containsExactlyInAnyOrderElementsOf(a.tensors().keySet());
+                    for (String t : a.tensors().keySet()) {
+                        assertThat(b.rawBytes(t)).as("%s (%s)", t, name).isEqualTo(a.rawBytes(t));
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void aGgufVocabularyBecomesTheSameTokenizer() throws Exception {
         Path dir = ModelFixtures.write(config(false), 5, tmp.resolve("src/tiny"));

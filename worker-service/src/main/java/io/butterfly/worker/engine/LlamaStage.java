@@ -54,7 +54,7 @@ final class LlamaStage implements StageModel {
         long qDim = (long) c.numHeads() * c.headDim();
         long kvDim = c.kvDim();
         long inter = c.intermediateSize();
-        StageWeights layers = new StageWeights(script, manager, dtype);
+        StageWeights layers = new StageWeights(script, manager, dtype).loadedFrom(w);
         for (int i = spec.layerStart(); i < spec.layerEnd(); i++) {
             String p = "model.layers." + i + ".";
             String a = p + "self_attn.";
@@ -78,7 +78,7 @@ final class LlamaStage implements StageModel {
         NDArray norm = null;
         if (spec.hasHead()) {
             norm = w.load("model.norm.weight", h);
-            head = new StageWeights(script, manager, dtype);
+            head = new StageWeights(script, manager, dtype).loadedFrom(w);
             if (tied && embedding != null) {
                 head.addSharedProjection(embedding, null);
             } else {

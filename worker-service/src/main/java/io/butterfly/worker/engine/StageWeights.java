@@ -23,6 +23,8 @@ final class StageWeights {
     private final NDArray none;
     private final List<NDArray> arrays = new ArrayList<>();
     private long bytes;
+    /** Where projections were loaded from, told when one has been copied (its file pages are not needed any more). */
+    private WeightStore source;
 
     StageWeights(TorchScript script, NDManager manager, WeightDtype dtype) {
         this.script = script;
@@ -41,7 +43,16 @@ final class StageWeights {
     /** A projection: weights {@code [out, in]}, consumed (closed once prepared), and its bias {@code [out]} or null. */
     StageWeights addProjection(NDArray outIn, NDArray bias) {
         addPrepared(outIn, bias);
+        if (source != null && script.linear() != TorchScript.Linear.PLAIN) {
+            source.releasePages(outIn); // prepared as a copy (reordered, packed or narrowed): the pages are done
+        }
         outIn.close(); // the prepared form (or another handle on the same memory) stays
+        return this;
+    }
+
+    /** Projections added from here on were loaded from {@code store}, which may then release their file pages. */
+    StageWeights loadedFrom(WeightStore store) {
+        this.source = store;
         return this;
     }
 

@@ -169,6 +169,52 @@ class WeightStoreTest {
     }
 
     /**
+     * A projection the engine has copied gives its file pages back: a 64 MiB float32 matrix read through its mapping is
+     * in the process's resident memory (RssFile) until released, then out of it, and the mapping still reads the same
+     * values (the page cache kept them).
+     */
+    @Test
+    void releasedPagesLeaveTheResidentMemoryAndStillReadTheStoredValues() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.butterfly.worker.engine.cpu.NativeKernels.available(),
+                "the native kernels (gcc, Linux x86-64) release the pages");
+        int rows = 4096;
+        int cols = 4096;
+        float[] values = new float[rows * cols];
+        java.util.SplittableRandom random = new java.util.SplittableRandom(53);
+        for (int i = 0; i < values.length; i++) {
+            values[i] = (float) random.nextGaussian();
+        }
+        Path file = dir.resolve("projection.safetensors");
+        SafetensorsWriter.write(file, List.of(SafetensorsWriter.Entry.float32("w", new long[]{rows, cols}, values)), Map.of());
+        long mib = 1L << 20;
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+             WeightStore store = WeightStore.open(List.of(SafetensorsFile.open(file)), manager)) {
+            NDArray w = store.load("w", rows, cols);
+            long before = rssFile();
+            float[] read = w.toFloatArray(); // touches every page of the mapping
+            long touched = rssFile();
+            store.releasePages(w);
+            long released = rssFile();
+            assertThat(touched - before).as("RssFile grew by the mapped pages read").isGreaterThan(56 * mib);
+            assertThat(touched - released).as("and shrank by them once released").isGreaterThan(56 * mib);
+            assertThat(java.util.Arrays.equals(read, values)).as("the values read before the release").isTrue();
+            assertThat(java.util.Arrays.equals(w.toFloatArray(), values)).as("and after it").isTrue();
+            store.releasePages(w); // a second time, or an array that is no view: nothing
+            w.close();
+        }
+    }
+
+    /** The file pages mapped into this process (RssFile of /proc/self/status), in bytes. */
+    private static long rssFile() throws java.io.IOException {
+        for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("RssFile:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        }
+        throw new IllegalStateException("no RssFile in /proc/self/status");
+    }
+
+    /**
      * A tensor stored past the first 2 GiB of its file (a sparse file: the hole before it takes no disk) loads, mapped
      * and copied: offsets are longs from the header to the engine.
      */

@@ -2,6 +2,7 @@ package io.butterfly.common.gguf;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.RopeScaling;
 import io.butterfly.common.model.TokenizerConfig;
 import io.butterfly.common.quant.GgmlQuants;
 import io.butterfly.common.quant.GgmlType;
@@ -52,6 +53,7 @@ public final class GgufExport {
         try {
             GgufWriter w = new GgufWriter();
             metadata(c, modelDir, quantization).forEach(w::put);
+            GgufRopeFreqs.write(c, w); // first, as llama.cpp's converter writes it
             Map<String, SafetensorsFile> byName = new LinkedHashMap<>();
             for (SafetensorsFile f : files) {
                 f.tensors().keySet().forEach(n -> byName.putIfAbsent(n, f));
@@ -110,6 +112,10 @@ public final class GgufExport {
         m.put("llama.attention.layer_norm_rms_epsilon", GgufValue.float32(c.normEps()));
         m.put("llama.rope.freq_base", GgufValue.float32(c.ropeTheta()));
         m.put("llama.rope.dimension_count", GgufValue.uint32(c.headDim()));
+        if (c.ropeScaling() != null && RopeScaling.LINEAR.equals(c.ropeScaling().type())) {
+            m.put("llama.rope.scaling.type", GgufValue.string("linear"));
+            m.put("llama.rope.scaling.factor", GgufValue.float32(c.ropeScaling().factor()));
+        }
         m.put("llama.vocab_size", GgufValue.uint32(c.vocabSize()));
         m.putAll(GgufTokenizer.toGguf(tokenizer, c.bosTokenId(), c.eosTokenId()));
         if (chatTemplate != null) {

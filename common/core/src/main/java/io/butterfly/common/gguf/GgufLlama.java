@@ -3,6 +3,8 @@ package io.butterfly.common.gguf;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.RopeScaling;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -150,13 +152,23 @@ public final class GgufLlama {
                         + hidden / heads + " dimensions are not supported");
             }
         });
-        if (f.tensor("rope_freqs.weight").isPresent()) {
-            throw new InvalidGgufException(f.path() + " scales its rotary frequencies by a rope_freqs tensor (Llama 3.1"
-                    + " style), which is not supported yet; import the Hugging Face directory instead");
-        }
         RopeScaling scaling = null;
+        Optional<GgufTensor> freqs = f.tensor(GgufRopeFreqs.TENSOR);
+        if (freqs.isPresent() && heads > 0) {
+            try {
+                scaling = GgufRopeFreqs.scaling(GgufRopeFreqs.read(f, freqs.get()), hidden / heads, theta);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            } catch (InvalidGgufException e) {
+                throw new InvalidGgufException(f.path() + ": " + e.getMessage());
+            }
+        }
         Optional<String> scalingType = f.string(arch + ".rope.scaling.type");
         if (scalingType.isPresent() && !scalingType.get().equals("none")) {
+            if (freqs.isPresent()) {
+                throw new InvalidGgufException(f.path() + " scales its rotary frequencies twice: by "
+                        + GgufRopeFreqs.TENSOR + " and by rope scaling '" + scalingType.get() + "'");
+            }
             if (!scalingType.get().equals("linear")) {
                 throw new InvalidGgufException(f.path() + ": rope scaling '" + scalingType.get() + "' is not supported"
                         + " (linear is)");

@@ -82,6 +82,12 @@ public final class NativeKernels {
     /** The address of a direct buffer's memory. */
     public static native long address(ByteBuffer direct);
 
+    /**
+     * Drops the whole pages of a read-only file mapping's range from the process's resident memory (madvise
+     * MADV_DONTNEED): the page cache keeps them, a later read faults them in again. 0, or the errno.
+     */
+    public static native int releasePages(long address, long length);
+
     public static native long poolCreate(int threads);
 
     public static native void poolDestroy(long pool);

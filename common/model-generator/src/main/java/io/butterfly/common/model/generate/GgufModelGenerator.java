@@ -2,6 +2,7 @@ package io.butterfly.common.model.generate;
 
 import io.butterfly.common.gguf.GgufExport;
 import io.butterfly.common.gguf.GgufLlama;
+import io.butterfly.common.gguf.GgufRopeFreqs;
 import io.butterfly.common.gguf.GgufWriter;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
@@ -29,9 +30,8 @@ import tools.jackson.databind.json.JsonMapper;
  * <p>Tensors in the order and under the names llama.cpp writes them, with the generator's initialisation scales
  * ({@link ModelGenerator}); the vocabulary is {@link TokenizerGenerator}'s byte-level BPE, with its ChatML chat
  * template. The query and key rows are drawn in the file's order: the values are random, so the rows llama.cpp would
- * permute are simply another draw. RoPE scaling is not written: GGUF carries Llama 3.1's as a {@code rope_freqs}
- * tensor, which the registry's import does not read yet, so such a config is written with plain RoPE
- * ({@link #writtenConfig}).
+ * permute are simply another draw. Llama 3.1's RoPE scaling is written as llama.cpp writes it, a {@code rope_freqs}
+ * tensor ({@link GgufRopeFreqs}), and linear scaling as metadata.
  */
 public final class GgufModelGenerator {
 
@@ -40,25 +40,18 @@ public final class GgufModelGenerator {
     private GgufModelGenerator() {
     }
 
-    /** The config the file holds: {@code config} without RoPE scaling (see the class comment). */
-    public static ModelConfig writtenConfig(ModelConfig config) {
-        return new ModelConfig(config.architecture(), config.numLayers(), config.hiddenSize(), config.numHeads(),
-                config.numKvHeads(), config.intermediateSize(), config.vocabSize(), config.maxPositions(),
-                config.normEps(), config.ropeTheta(), config.tieWordEmbeddings(), config.bosTokenId(),
-                config.eosTokenId(), null);
-    }
-
     /** Writes {@code config}'s model, values drawn from {@code seed}, matrices as {@code quantization} says. */
     public static void generate(ModelConfig config, long seed, WeightQuantization quantization, Path file)
             throws IOException {
         if (config.architecture() != Architecture.LLAMA) {
             throw new IllegalArgumentException("only Llama-family models are written to GGUF");
         }
-        ModelConfig c = writtenConfig(config);
+        ModelConfig c = config;
         JsonNode tokenizer = JsonMapper.builder().build().valueToTree(TokenizerGenerator.build(c));
         String name = file.getFileName().toString().replaceFirst("\\.gguf$", "");
         GgufWriter w = new GgufWriter();
         GgufExport.metadata(c, name, tokenizer, TokenizerGenerator.CHAT_TEMPLATE, quantization).forEach(w::put);
+        GgufRopeFreqs.write(c, w);
         SplittableRandom random = new SplittableRandom(seed);
         for (Tensor t : tensors(c)) {
             GgmlType type = t.rows() == 1 ? GgmlType.F32

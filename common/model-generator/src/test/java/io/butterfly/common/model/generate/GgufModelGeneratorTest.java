@@ -26,15 +26,18 @@ class GgufModelGeneratorTest {
     Path tmp;
 
     @Test
-    void writesAFileTheGgufReaderReadsAsTheConfigWithPlainRope() throws Exception {
+    void writesAFileTheGgufReaderReadsAsTheConfigRopeScalingIncluded() throws Exception {
         Path file = tmp.resolve("small-q4.gguf");
         GgufModelGenerator.generate(SMALL, 7, WeightQuantization.Q4, file);
         try (GgufFile gguf = GgufFile.open(file)) {
             // GGUF holds the epsilon as a float32
             assertThat(GgufLlama.config(gguf)).usingRecursiveComparison().ignoringFields("normEps")
-                    .isEqualTo(GgufModelGenerator.writtenConfig(SMALL));
+                    .isEqualTo(SMALL);
+            // Llama 3.1's scaling as llama.cpp writes it: one float32 divisor per rotary frequency.
+            assertThat(gguf.tensor("rope_freqs.weight").orElseThrow().type()).isEqualTo(GgmlType.F32);
+            assertThat(gguf.tensor("rope_freqs.weight").orElseThrow().numElements()).isEqualTo(SMALL.headDim() / 2);
             assertThat(GgufLlama.config(gguf).normEps()).isEqualTo((double) (float) SMALL.normEps());
-            assertThat(gguf.tensors()).hasSize(2 + 9 * SMALL.numLayers() + 1);
+            assertThat(gguf.tensors()).hasSize(1 + 2 + 9 * SMALL.numLayers() + 1);
             assertThat(gguf.tensor("blk.1.ffn_down.weight").orElseThrow().type()).isEqualTo(GgmlType.Q4_0);
             assertThat(gguf.tensor("output.weight").orElseThrow().type()).isEqualTo(GgmlType.Q6_K);
             assertThat(gguf.tensor("output_norm.weight").orElseThrow().type()).isEqualTo(GgmlType.F32);
