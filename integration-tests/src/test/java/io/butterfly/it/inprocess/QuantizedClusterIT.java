@@ -15,6 +15,7 @@ import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.harness.ClusterApi;
 import io.butterfly.harness.InProcessCluster;
 import io.butterfly.it.SingleProcessReference;
+import io.butterfly.worker.engine.Activations;
 import io.butterfly.worker.engine.CpuKernels;
 import io.butterfly.worker.engine.ExecutorOptions;
 import java.nio.file.Files;
@@ -31,9 +32,10 @@ import tools.jackson.databind.JsonNode;
 /**
  * Quantized models served by the cluster: a GGUF file written here (the project's generator, then
  * {@code model gguf}'s export) or a model directory quantized by the registry on import, split across 1 to 4 workers,
- * answer exactly what one process answers on the same quantized bytes (tokens and log-probabilities, greedy and
- * sampled), and their greedy tokens are those of the reference: float32 math (libtorch) on the dequantized weights,
- * log-probabilities within the weight-only kernels' tolerance. In the cases marked llama3 the model has Llama 3.1's RoPE
+ * answer exactly what one process answers on the same quantized bytes with the same activations (tokens and
+ * log-probabilities, greedy and sampled). With float32 activations (weight-only), their greedy tokens are also those of
+ * the reference: float32 math (libtorch) on the dequantized weights, log-probabilities within the weight-only kernels'
+ * tolerance; 8-bit activations (the default) are checked against their own reference in QuantizedStageTest. In the cases marked llama3 the model has Llama 3.1's RoPE
  * scaling and the references read the model directory's config: a GGUF file (its scaling a rope_freqs tensor) computes
  * as its directory.
  */
@@ -46,10 +48,12 @@ class QuantizedClusterIT {
     @TempDir
     Path work;
 
-    @ParameterizedTest(name = "{0} as {1} on {2} worker(s), {3} RoPE")
-    @CsvSource({"Q8, gguf, 1, llama3", "Q4, gguf, 3, llama3", "Q4_K, gguf, 2, plain", "Q8, import, 4, plain"})
+    @ParameterizedTest(name = "{0} as {1} on {2} worker(s), {3} RoPE, {4} activations")
+    @CsvSource({"Q8, gguf, 1, llama3, INT8", "Q4, gguf, 3, llama3, F32", "Q4_K, gguf, 2, plain, F32",
+        "Q8, import, 4, plain, INT8"})
     void aQuantizedModelAnswersAsOneProcessAndAsItsDequantizedWeights(WeightQuantization q, String source, int workers,
-                                                                      String rope) throws Exception {
+                                                                      String rope, Activations activations)
+            throws Exception {
         // Hidden 256: whole Q4_K/Q6_K super-blocks, so each format's own types are used (not the Q8_0 fallback).
         // Llama 3.1's RoPE scaling: a GGUF file carries it as rope_freqs.weight, and must compute as the directory.
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 4, 256, 4, 2, 512, 320, 128, 1e-5, 500000.0, false, 1, 2,
@@ -73,7 +77,7 @@ class QuantizedClusterIT {
             cluster.startDiscovery();
             cluster.startRegistry(imported, registryArgs.toArray(String[]::new));
             for (int i = 0; i < workers; i++) {
-                cluster.startWorker(i);
+                cluster.startWorker(i, "--butterfly.worker.activations=" + activations);
             }
             cluster.startCoordinator(modelId, workers);
             JsonNode state = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
@@ -84,14 +88,15 @@ class QuantizedClusterIT {
                         """.formatted(temperature));
                 assertThat(r.status()).as(r.body()).isEqualTo(200);
                 SamplingParams params = new SamplingParams(temperature, 1.0, 77, 3);
-                var oneProcess = SingleProcessReference.generate(quantized, PROMPT, 12, params, ExecutorOptions.cpu());
+                var oneProcess = SingleProcessReference.generate(quantized, PROMPT, 12, params,
+                        ExecutorOptions.cpu().withActivations(activations));
                 List<Long> tokens = new ArrayList<>();
                 r.json().path("token_ids").forEach(n -> tokens.add(n.asLong()));
                 List<Double> logprobs = new ArrayList<>();
                 r.json().path("token_logprobs").forEach(n -> logprobs.add(n.asDouble()));
                 assertThat(tokens).isEqualTo(oneProcess.tokens());
                 assertThat(logprobs).isEqualTo(oneProcess.logprobs());
-                if (temperature == 0.0) {
+                if (temperature == 0.0 && activations == Activations.F32) {
                     var dequantized = SingleProcessReference.generate(quantized, PROMPT, 12, params,
                             ExecutorOptions.cpu().withKernels(CpuKernels.TORCH));
                     assertThat(tokens).isEqualTo(dequantized.tokens());
