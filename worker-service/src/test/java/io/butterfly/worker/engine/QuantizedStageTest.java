@@ -71,7 +71,6 @@ class QuantizedStageTest {
         Path quantized = quantizedModel(config, q, biases, false);
         ExecutorOptions options = ExecutorOptions.cpu().withKernels(q == null ? CpuKernels.NATIVE : CpuKernels.AUTO)
                 .withActivations(Activations.F32);
-        double tolerance = TOLERANCE;
         try (Pipeline reference = Pipeline.whole(config, quantized, options.withKernels(CpuKernels.TORCH));
              Pipeline kernels = Pipeline.whole(config, quantized, options)) {
             assertThat(kernels.stages().get(0).projections()).startsWith("native");
@@ -90,7 +89,7 @@ class QuantizedStageTest {
                 for (int i = 0; i < e.length; i++) {
                     worst = Math.max(worst, Math.abs(a[i] - e[i]) / largest);
                     assertThat((double) a[i]).as("%s step %d logit %d", q, step, i).isCloseTo(e[i],
-                            org.assertj.core.data.Offset.offset(tolerance * largest));
+                            org.assertj.core.data.Offset.offset(TOLERANCE * largest));
                 }
             }
             System.out.printf("%s, float32 activations: logits within %.2e of the largest%n", q, worst);
