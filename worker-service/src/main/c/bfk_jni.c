@@ -131,3 +131,8 @@ JNIEXPORT jint JNICALL JNI(releasePages)(JNIEnv *env, jclass c, jlong address, j
     }
     return madvise((void *) start, end - start, MADV_DONTNEED) == 0 ? 0 : errno;
 }
+
+JNIEXPORT void JNICALL JNI(attend)(JNIEnv *env, jclass c, jlong q, jlong keys, jlong values, jint len, jint hd,
+                                   jfloat scale, jlong scores, jlong out) {
+    bfk_attend(PTR(q), PTR(keys), PTR(values), len, hd, scale, PTR(scores), PTR(out));
+}

@@ -129,6 +129,13 @@ public final class NativeKernels {
     /** RMSNorm of {@code rows} rows of {@code n} floats at {@code x} with weights at {@code weight}, into {@code out}. */
     public static native void rmsNorm(long x, long weight, int rows, int n, float eps, long out);
 
+    /**
+     * One query's attention (bfk_attend) over {@code len} positions of {@code hd} floats (a multiple of 8):
+     * {@code scores} has room for {@code len} floats, {@code out} for {@code hd}. For tests: stages call it themselves.
+     */
+    public static native void attend(long q, long keys, long values, int len, int hd, float scale, long scores,
+                                     long out);
+
     /** Bytes of a row of {@code cols} values of ggml type {@code type}. */
     public static native long rowBytes(int type, int cols);
 }
