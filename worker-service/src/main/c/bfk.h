@@ -51,6 +51,11 @@ int bfk_has_avx2(void);
 /* Whether the AVX2 kernels are in use (else the portable ones); for tests, force the portable ones. */
 int bfk_uses_avx2(void);
 void bfk_force_portable(int on);
+/* AVX-VNNI (vpdpbusd on 256-bit vectors: Intel since Alder Lake and Sapphire Rapids, AMD since Zen 4): the 8-bit
+   products of Q8_0 and Q4_0 use it where the CPU has it; the integer sums are the same, so the bits are. */
+int bfk_has_vnni(void);
+int bfk_uses_vnni(void);
+void bfk_force_without_vnni(int on);
 size_t bfk_row_bytes(int type, int cols);
 int bfk_type_supported(int type);
 

@@ -29,6 +29,14 @@ JNIEXPORT void JNICALL JNI(forcePortable)(JNIEnv *env, jclass c, jboolean on) {
     bfk_force_portable(on);
 }
 
+JNIEXPORT jboolean JNICALL JNI(usesVnni)(JNIEnv *env, jclass c) {
+    return (jboolean) bfk_uses_vnni();
+}
+
+JNIEXPORT void JNICALL JNI(forceWithoutVnni)(JNIEnv *env, jclass c, jboolean on) {
+    bfk_force_without_vnni(on);
+}
+
 JNIEXPORT jlong JNICALL JNI(poolCreate)(JNIEnv *env, jclass c, jint threads) {
     return (jlong) (intptr_t) bfk_pool_create(threads);
 }

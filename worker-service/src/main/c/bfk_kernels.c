@@ -40,6 +40,29 @@ void bfk_force_portable(int on) {
     forced_portable = on;
 }
 
+static int use_vnni = -1;
+static int forced_without_vnni = 0;
+
+int bfk_has_vnni(void) {
+#if BFK_X86
+    __builtin_cpu_init();
+    return bfk_has_avx2() && __builtin_cpu_supports("avxvnni");
+#else
+    return 0;
+#endif
+}
+
+int bfk_uses_vnni(void) {
+    if (use_vnni < 0) {
+        use_vnni = bfk_has_vnni();
+    }
+    return use_vnni && !forced_without_vnni && bfk_uses_avx2();
+}
+
+void bfk_force_without_vnni(int on) {
+    forced_without_vnni = on;
+}
+
 int bfk_type_supported(int type) {
     switch (type) {
         case BFK_F32: case BFK_F16: case BFK_BF16: case BFK_Q8_0: case BFK_Q4_0: case BFK_Q4_K: case BFK_Q6_K:

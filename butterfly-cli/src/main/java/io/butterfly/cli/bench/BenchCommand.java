@@ -78,12 +78,16 @@ public final class BenchCommand implements Callable<Integer> {
     int rounds = 5;
 
     /**
-     * Unmeasured interleaved runs first, for at least this long: the per-step path (gRPC, protobuf, codec, DJL calls)
-     * runs a few dozen times a second, so the JIT needs about a thousand steps to compile it.
+     * Unmeasured runs first, for at least this long: the per-step path (gRPC, protobuf, codec, DJL calls) runs a few
+     * dozen times a second, and the JIT needs a few thousand steps to compile it (a fresh one-worker Q4 cluster on a
+     * Xeon went from 33 to a steady 55-75 tokens/s over its first 40 requests of 64 tokens; `profile` after 5 s of
+     * warm-up 19.5 ms a token, after 150 s 13.1). The plain loop and
+     * llama.cpp take part in the first two rounds only: the plain loop decodes at a fraction of the clusters' speed
+     * and would otherwise take most of the warm-up from them.
      */
     @Option(names = "--warmup-seconds", paramLabel = "S", description = "unmeasured rounds first, at least this long"
-            + " (default 60)")
-    int warmupSeconds = 60;
+            + " (default 180)")
+    int warmupSeconds = 180;
 
     @Option(names = "--compare-insecure", description = "also run the split cluster with TLS off in the same rounds;"
             + " prints tls_ratio: its decode tokens/s with mutual TLS over without (median of the paired rounds)")
@@ -141,14 +145,16 @@ public final class BenchCommand implements Callable<Integer> {
             long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
             int warmupRounds = 0;
             while (warmupRounds < 2 || System.nanoTime() < warmupEnd) {
-                plainLoop.generate(prompt, tokens);
+                if (warmupRounds < 2) {
+                    plainLoop.generate(prompt, tokens);
+                    if (llama != null) {
+                        llama.decodeTokensPerSecond();
+                    }
+                }
                 one.decodeTokensPerSecond(body);
                 many.decodeTokensPerSecond(body);
                 if (plaintext != null) {
                     plaintext.decodeTokensPerSecond(body);
-                }
-                if (llama != null) {
-                    llama.decodeTokensPerSecond();
                 }
                 warmupRounds++;
             }

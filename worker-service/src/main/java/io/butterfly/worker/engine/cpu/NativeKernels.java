@@ -44,9 +44,12 @@ public final class NativeKernels {
         return LOAD_ERROR;
     }
 
-    /** "avx2" or "portable": the kernels this CPU runs (they give the same bits). */
+    /**
+     * "avx2+vnni", "avx2" or "portable": the kernels this CPU runs (they give the same bits; with VNNI, the 8-bit
+     * products of Q8_0 and Q4_0 weights use vpdpbusd).
+     */
     public static String instructionSet() {
-        return available() && usesAvx2() ? "avx2" : "portable";
+        return !available() || !usesAvx2() ? "portable" : usesVnni() ? "avx2+vnni" : "avx2";
     }
 
     private static Optional<String> load() {
@@ -63,7 +66,7 @@ public final class NativeKernels {
             file.toFile().deleteOnExit();
             Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
             System.load(file.toString());
-            LOG.info("CPU kernels loaded ({} instructions)", usesAvx2() ? "AVX2" : "portable");
+            LOG.info("CPU kernels loaded ({} instructions)", usesAvx2() ? usesVnni() ? "AVX2, AVX-VNNI" : "AVX2" : "portable");
             return Optional.empty();
         } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
             return Optional.of("loading " + LIBRARY + " failed: " + e.getMessage());
@@ -78,6 +81,11 @@ public final class NativeKernels {
 
     /** For tests: computes with the portable kernels even where AVX2 is there (they must give the same bits). */
     public static native void forcePortable(boolean on);
+
+    static native boolean usesVnni();
+
+    /** For tests: the AVX2 products without AVX-VNNI even where the CPU has it (they must give the same bits). */
+    public static native void forceWithoutVnni(boolean on);
 
     /** The address of a direct buffer's memory. */
     public static native long address(ByteBuffer direct);
