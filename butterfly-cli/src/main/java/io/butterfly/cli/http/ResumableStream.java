@@ -1,6 +1,8 @@
 package io.butterfly.cli.http;
 
 import io.butterfly.common.error.Backoff;
+import io.github.resilience4j.retry.Retry;
+import io.github.resilience4j.retry.RetryConfig;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.time.Duration;
@@ -65,11 +67,42 @@ public final class ResumableStream {
     }
 
     public Outcome post(String json, Handler handler) throws IOException {
-        String lastId = null;
-        int at = 0;
-        int reconnects = 0;
-        long brokeAt = 0;
-        while (true) {
+        Connections c = new Connections();
+        Retry retry = Retry.of("resumable-stream", RetryConfig.custom()
+                .maxAttempts(Integer.MAX_VALUE) // bounded by resumeWithin instead
+                .intervalBiFunction((attempts, outcome) -> ((Broken) outcome.getLeft()).waitMillis)
+                .retryOnException(e -> e instanceof Broken)
+                .build());
+        try {
+            return retry.executeCheckedSupplier(() -> c.connect(json, handler));
+        } catch (Broken interrupted) {
+            throw new IOException("interrupted while resuming the stream after event " + c.lastId);
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IOException(e);
+        }
+    }
+
+    /** Broken (or refused, or not yet served): to be tried at the next replica after {@code waitMillis}. */
+    private static final class Broken extends RuntimeException {
+        final long waitMillis;
+
+        Broken(long waitMillis) {
+            super(null, null, false, false);
+            this.waitMillis = waitMillis;
+        }
+    }
+
+    /** The tries of one stream, each at the next replica: where it got to and since when it has been broken. */
+    private final class Connections {
+        String lastId;
+        int at;
+        int reconnects;
+        long brokeAt;
+
+        /** One connection: the stream's outcome, or {@link Broken} to be picked up again. */
+        Outcome connect(String json, Handler handler) throws IOException {
             String url = urls.get(at % urls.size());
             Stream s = new Stream(handler, lastId);
             try {
@@ -93,7 +126,6 @@ public final class ResumableStream {
                     throw broken; // it may have started: without an event id it cannot be picked up, only repeated
                 }
             }
-            // Broken (or refused, or not yet served): the next replica, shortly.
             long now = System.nanoTime();
             if (brokeAt == 0) {
                 brokeAt = now;
@@ -106,7 +138,8 @@ public final class ResumableStream {
             if (lastId != null) {
                 notices.accept("stream broke after event " + lastId + "; resuming at " + urls.get(at % urls.size()));
             }
-            sleep(at % urls.size() == 0 ? RECONNECT_BACKOFF.millis(at - 1) : 0); // after each round of the replicas
+            // The next replica at once; a pause after each round of them.
+            throw new Broken(at % urls.size() == 0 ? RECONNECT_BACKOFF.millis(at - 1) : 0);
         }
     }
 
@@ -152,14 +185,5 @@ public final class ResumableStream {
             }
         }
         return out;
-    }
-
-    private static void sleep(long ms) throws IOException {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while resuming the stream", e);
-        }
     }
 }

@@ -47,7 +47,7 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    CoordinatorGateway coordinatorGateway(WorkerProperties props, PeerChannels channels) {
+    CoordinatorGateway coordinatorGateway(WorkerProperties props, WorkerRetryProperties retry, PeerChannels channels) {
         Endpoint startup = props.coordinatorPort() > 0
                 ? new Endpoint("coordinator", props.coordinatorHost(), props.coordinatorPort()) : null;
         List<Endpoint> others = new ArrayList<>();
@@ -60,15 +60,15 @@ public class WorkerConfiguration {
                     Integer.parseInt(replica.substring(colon + 1))));
         }
         CoordinatorGateway coordinators = new CoordinatorGateway(props.nodeId(), props.heartbeatMillis(), startup, others,
-                channels);
+                channels, retry.report());
         coordinators.startHeartbeats();
         return coordinators;
     }
 
     @Bean
-    RegistryGateway registryGateway(RegistryClientProperties registry, PeerChannels channels) {
+    RegistryGateway registryGateway(RegistryClientProperties registry, WorkerRetryProperties retry, PeerChannels channels) {
         return new RegistryGateway(channels, registry.breakerFailuresToOpen(), registry.breakerOpenFor(),
-                registry.parallelFiles(), registry.compression(), registry.sharedStore());
+                registry.parallelFiles(), registry.compression(), registry.sharedStore(), retry.download());
     }
 
     @Bean
@@ -77,12 +77,14 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    DiscoveryGateway discoveryGateway(WorkerProperties props, PeerChannels channels, CapabilityProbe capabilities,
+    DiscoveryGateway discoveryGateway(WorkerProperties props, WorkerRetryProperties retry, PeerChannels channels,
+                                      CapabilityProbe capabilities,
                                       @Value("${spring.grpc.server.port}") int grpcPort,
                                       @Value("${server.port}") int httpPort) {
         return new DiscoveryGateway(channels.get(props.discoveryHost(), props.discoveryPort()), props.dataDir(),
                 props.clusterName(), props.discoveryHeartbeatMillis(),
-                new DiscoveryGateway.Self(props.nodeId(), props.advertiseHost(), grpcPort, httpPort), capabilities::await);
+                new DiscoveryGateway.Self(props.nodeId(), props.advertiseHost(), grpcPort, httpPort), capabilities::await,
+                retry.join());
     }
 
     @Bean

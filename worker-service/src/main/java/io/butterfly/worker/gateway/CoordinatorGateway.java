@@ -2,7 +2,9 @@ package io.butterfly.worker.gateway;
 
 import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.error.Backoff;
+import io.butterfly.common.error.RetrySettings;
 import io.butterfly.common.grpc.OneWayStreams;
+import io.butterfly.common.retry.Retries;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
 import io.butterfly.proto.coordinator.v1.LoadReport;
@@ -10,6 +12,7 @@ import io.butterfly.proto.worker.v1.StepOutcome;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.partition.Coordinators;
 import io.butterfly.worker.pipeline.Outcomes;
+import io.github.resilience4j.retry.Retry;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.time.Instant;
@@ -39,8 +42,9 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
     private final String nodeId;
     private final long heartbeatMillis;
     private final OneWayStreams.Channels channels;
-    /** Between the attempts at a load report: 200 ms, doubling. */
-    private static final Backoff REPORT_RETRY = Backoff.exponential(Duration.ofMillis(200), Duration.ofMillis(3200));
+    /** A load report's tries (docs/architecture.md, retries): 5, 200 ms apart, doubling up to 3.2 s. */
+    public static final RetrySettings REPORT_RETRY = new RetrySettings(5, Duration.ofMillis(200), Duration.ofMillis(3200));
+    private final RetrySettings reportRetry;
     private final ExecutorService sender = Executors.newSingleThreadExecutor(DaemonThreads.named("coordinator-reports"));
     private final ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(
             DaemonThreads.named("coordinator-heartbeat"));
@@ -59,16 +63,18 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
      *                        one (a restarted worker needs it to be seen coming back)
      */
     public CoordinatorGateway(String nodeId, long heartbeatMillis, Endpoint coordinator, OneWayStreams.Channels channels) {
-        this(nodeId, heartbeatMillis, coordinator, List.of(), channels);
+        this(nodeId, heartbeatMillis, coordinator, List.of(), channels, REPORT_RETRY);
     }
 
     /**
      * @param otherReplicas the other coordinator replicas, heartbeated to from start-up as well (with {@code
      *                      coordinator}): a worker that holds no stage is told no replica by an assignment
+     * @param reportRetry   how a load report is retried on transport errors, each try at the next replica
      */
     public CoordinatorGateway(String nodeId, long heartbeatMillis, Endpoint coordinator, List<Endpoint> otherReplicas,
-                              OneWayStreams.Channels channels) {
+                              OneWayStreams.Channels channels, RetrySettings reportRetry) {
         this.nodeId = nodeId;
+        this.reportRetry = reportRetry;
         this.heartbeatMillis = heartbeatMillis;
         this.channels = channels;
         this.outcomes = new OneWayStreams<>(channels,
@@ -127,19 +133,26 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
             return;
         }
         LoadReport mine = GatewayMessages.loadReport(nodeId, report);
+        Retry retry = Retries.onFailure("load-report", reportRetry, Backoff.Jitter.NONE,
+                e -> e instanceof StatusRuntimeException);
         sender.execute(() -> {
-            for (int attempt = 0; attempt < 5; attempt++) {
-                // Any replica takes a report into the replicated control log; the assigning one is tried first.
-                Endpoint target = targets.get(attempt % targets.size());
-                try {
-                    CoordinatorServiceGrpc.newBlockingStub(channels.get(target.host(), target.grpcPort()))
-                            .withDeadlineAfter(5, TimeUnit.SECONDS)
-                            .reportLoad(mine);
-                    return;
-                } catch (StatusRuntimeException e) {
-                    log.warn("load report {} to {} failed: {}", report.phase(), target.nodeId(), e.getStatus());
-                    sleep(REPORT_RETRY.millis(attempt));
-                }
+            // Any replica takes a report into the replicated control log; the assigning one is tried first.
+            int[] tries = {0};
+            try {
+                retry.executeRunnable(() -> {
+                    Endpoint target = targets.get(tries[0]++ % targets.size());
+                    try {
+                        CoordinatorServiceGrpc.newBlockingStub(channels.get(target.host(), target.grpcPort()))
+                                .withDeadlineAfter(5, TimeUnit.SECONDS)
+                                .reportLoad(mine);
+                    } catch (StatusRuntimeException e) {
+                        log.warn("load report {} to {} failed: {}", report.phase(), target.nodeId(), e.getStatus());
+                        throw e;
+                    }
+                });
+            } catch (StatusRuntimeException e) {
+                log.warn("load report {} not delivered after {} tries; the coordinator's assignment timeout covers it",
+                        report.phase(), tries[0]);
             }
         });
     }
@@ -232,13 +245,5 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
             // shutting down anyway
         }
         beats.shutdownNow();
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.worker.gateway;
 
 import io.butterfly.common.discovery.DiscoveryMembership;
+import io.butterfly.common.error.RetryPolicy;
 import io.butterfly.proto.discovery.v1.Member;
 import io.butterfly.proto.discovery.v1.NodeRole;
 import io.butterfly.worker.capability.Capabilities;
@@ -30,9 +31,9 @@ public class DiscoveryGateway {
      * @param capabilities    waits for the measurement (called on the membership thread)
      */
     public DiscoveryGateway(Channel discovery, Path dataDir, String clusterName, long heartbeatMillis, Self self,
-                            Supplier<Capabilities> capabilities) {
+                            Supplier<Capabilities> capabilities, RetryPolicy joinRetry) {
         this.membership = new DiscoveryMembership(discovery, dataDir, self.nodeId(), clusterName, FEATURES,
-                heartbeatMillis, () -> member(self, capabilities.get()));
+                heartbeatMillis, () -> member(self, capabilities.get()), joinRetry);
     }
 
     private Member member(Self self, Capabilities capabilities) {

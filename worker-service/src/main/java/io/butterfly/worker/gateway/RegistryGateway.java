@@ -29,6 +29,7 @@ public class RegistryGateway implements ShardSource {
     private final boolean compression;
     private final Path sharedStore;
     private final CircuitBreaker breaker;
+    private final ShardDownloader.RetryPolicy retry;
 
     /**
      * @param breakerFailuresToOpen consecutive failed calls after which the registry is left alone for
@@ -40,6 +41,14 @@ public class RegistryGateway implements ShardSource {
      */
     public RegistryGateway(OneWayStreams.Channels channels, int breakerFailuresToOpen, Duration breakerOpenFor,
                            int parallelFiles, boolean compression, Path sharedStore) {
+        this(channels, breakerFailuresToOpen, breakerOpenFor, parallelFiles, compression, sharedStore,
+                ShardDownloader.RetryPolicy.DEFAULT);
+    }
+
+    /** @param retry how a failed manifest call or file stream is retried */
+    public RegistryGateway(OneWayStreams.Channels channels, int breakerFailuresToOpen, Duration breakerOpenFor,
+                           int parallelFiles, boolean compression, Path sharedStore, ShardDownloader.RetryPolicy retry) {
+        this.retry = retry;
         this.channels = channels;
         this.parallelFiles = parallelFiles;
         this.compression = compression;
@@ -54,7 +63,7 @@ public class RegistryGateway implements ShardSource {
         ShardDownloader downloader = new ShardDownloader(
                 ModelRegistryGrpc.newBlockingStub(channels.get(registry.host(), registry.grpcPort())),
                 ShardDownloader.DEFAULT_FILE_DEADLINE, ShardDownloader.DEFAULT_CHUNK_SIZE,
-                ShardDownloader.RetryPolicy.DEFAULT, parallelFiles)
+                retry, parallelFiles)
                 .withCircuitBreaker(breaker).withCompression(compression);
         SharedStore shared = sharedStore == null ? null : new SharedStore(sharedStore);
         if (shared != null) {

@@ -23,6 +23,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.Set;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -35,6 +37,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Owns this worker's partition: accepts assignments (fenced by epoch), fetches exactly the shards
  * the layer range needs, verifies them, loads them into the engine, warms up and reports each phase.
+ * What to do is {@link PartitionPlan}'s to decide (what an assignment calls for, then each step of a load); this
+ * class is the one runner that carries the steps out and owns the state they change.
  */
 public class PartitionManager {
 
@@ -137,10 +141,7 @@ public class PartitionManager {
             replaced.add(executor);
             executor = null;
         }
-        running = loader.submit(() -> {
-            closeReplaced();
-            load(request, loadGeneration);
-        });
+        running = loader.submit(() -> load(request, loadGeneration));
     }
 
     /** Refuses what comes from a deposed leader (an older Raft term) or of an older epoch. */
@@ -213,78 +214,22 @@ public class PartitionManager {
         due.forEach(PartitionExecutor::close);
     }
 
+    /**
+     * Runs one load: each step {@link PartitionPlan#nextLoadStep} names, against how far the load has got, until none
+     * is left. A failure ends it FAILED (reported), closing an engine stage it loaded and never published.
+     */
     private void load(Assignment request, long gen) {
-        long started = System.nanoTime();
-        loadStartedNanos = started;
-        List<VerifiedFile> verified = List.of();
+        LoadRun run = new LoadRun(request, gen);
+        loadStartedNanos = run.started;
         try {
-            ShardSource.Fetch fetch = registry.from(request.registry());
-            Manifest manifest = verifier.verifyFor(request.modelId(), fetch.manifest(request.modelId()));
-            List<ManifestFile> files = ShardSelection.select(manifest, request.layerStart(), request.layerEnd(),
-                    request.hasEmbedding(), request.hasHead());
-            Path dir = settings.dataDir().resolve("models").resolve(manifest.modelId());
-            long[] lastReport = {0};
-            verified = fetch.download(manifest,
-                    files.stream().map(ManifestFile::name).toList(), dir, (file, done, total) -> {
-                        // over all files of the partition
-                        PartitionStatus s = update(gen, st -> st.withProgress(file, done, total));
-                        long now = System.nanoTime();
-                        if (s != null && now - lastReport[0] > PROGRESS_REPORT_NANOS) {
-                            lastReport[0] = now;
-                            report(s, LoadPhase.DOWNLOADING);
-                        }
-                    });
-            long downloaded = System.nanoTime();
-            if (!transition(gen, LoadPhase.VALIDATING)) {
-                return;
-            }
-            // The downloader verified every file against the manifest; the partition checksum binds them.
-            String checksum = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
-            ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
-            PartitionSpec spec = new PartitionSpec(config, request.layerStart(), request.layerEnd(), request.hasEmbedding(),
-                    request.hasHead());
-            if (spec.layerEnd() > config.numLayers()) {
-                throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
-                        + ") exceed the model's " + config.numLayers() + " layers");
-            }
-            PartitionExecutor loaded = DjlPartitionExecutor.loadOpened(spec, openWeights(verified), settings.executor());
-            long engineLoaded = System.nanoTime();
-            double warmupMs;
-            long loadMs;
-            PartitionExecutor previous;
-            PartitionStatus ready;
             try {
-                if (!transition(gen, LoadPhase.LOADED) || !transition(gen, LoadPhase.WARMING)) {
-                    loaded.close();
-                    return;
-                }
-                warmupMs = warmUp(loaded, spec);
-                loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-                synchronized (this) {
-                    if (gen != generation) {
-                        loaded.close();
-                        return;
-                    }
-                    previous = executor;
-                    executor = loaded;
-                    this.loaded = new LoadedPartition(request, files, verified);
-                    ready = status.ready(checksum, loadMs, warmupMs);
-                    status = ready;
+                for (PartitionPlan.LoadStep step; (step = PartitionPlan.nextLoadStep(run.progress())) != null; ) {
+                    run.carryOut(step);
                 }
             } catch (Throwable e) {
-                loaded.close(); // not published: nothing else holds its native memory
+                run.closeUnpublished(); // not published: nothing else holds its native memory
                 throw e;
             }
-            if (previous != null) {
-                previous.close();
-            }
-            coordinator.partitionReady(request.epoch());
-            log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms: {} streamed, {} verified in the shared store;"
-                            + " engine load {} ms, warm-up {} ms), checksum {}", manifest.modelId(), spec.layerStart(),
-                    spec.layerEnd(), loadMs, TimeUnit.NANOSECONDS.toMillis(downloaded - started),
-                    ByteSize.human(fetch.bytesStreamed()), ByteSize.human(fetch.bytesVerifiedInPlace()),
-                    TimeUnit.NANOSECONDS.toMillis(engineLoaded - downloaded), String.format("%.1f", warmupMs), checksum);
-            coordinator.report(readyReport(ready, loaded));
         } catch (ButterflyException e) {
             fail(request, gen, e.code(), e.getMessage());
         } catch (IllegalArgumentException e) {
@@ -299,7 +244,144 @@ public class PartitionManager {
             fail(request, gen, code, e.getClass().getSimpleName() + ": " + e.getMessage());
         } finally {
             // Files verified in place whose load never began (superseded, a bad config) still hold a channel.
-            verified.forEach(VerifiedFile::closeChannel);
+            run.verified.forEach(VerifiedFile::closeChannel);
+        }
+    }
+
+    /** One load's steps and what each leaves for the next (the load thread's only). */
+    private final class LoadRun {
+        final Assignment request;
+        final long gen;
+        final long started = System.nanoTime();
+        final Set<PartitionPlan.LoadStep> done = EnumSet.noneOf(PartitionPlan.LoadStep.class);
+        boolean superseded;
+        ShardSource.Fetch fetch;
+        Manifest manifest;
+        List<ManifestFile> files;
+        Path dir;
+        List<VerifiedFile> verified = List.of();
+        long downloadedNanos;
+        String checksum;
+        PartitionSpec spec;
+        /** The engine stage it loaded, until published or closed. */
+        PartitionExecutor engine;
+        long engineLoadedNanos;
+        double warmupMs;
+        long loadMs;
+        PartitionStatus ready;
+        PartitionExecutor published;
+
+        LoadRun(Assignment request, long gen) {
+            this.request = request;
+            this.gen = gen;
+        }
+
+        PartitionPlan.LoadProgress progress() {
+            boolean toRelease;
+            synchronized (PartitionManager.this) {
+                superseded |= gen != generation;
+                toRelease = !replaced.isEmpty();
+            }
+            return new PartitionPlan.LoadProgress(done, toRelease, superseded, engine != null);
+        }
+
+        void carryOut(PartitionPlan.LoadStep step) throws IOException {
+            switch (step) {
+                case RELEASE -> closeReplaced();
+                case FETCH -> fetch();
+                case VERIFY -> verify();
+                case LOAD -> {
+                    engine = DjlPartitionExecutor.loadOpened(spec, openWeights(verified), settings.executor());
+                    engineLoadedNanos = System.nanoTime();
+                }
+                case WARM -> {
+                    if (!transition(gen, LoadPhase.LOADED) || !transition(gen, LoadPhase.WARMING)) {
+                        superseded = true;
+                        return;
+                    }
+                    warmupMs = warmUp(engine, spec);
+                }
+                case PUBLISH -> publish();
+                case REPORT -> report();
+                case ABANDON -> closeUnpublished();
+            }
+            done.add(step);
+        }
+
+        private void fetch() throws IOException {
+            fetch = registry.from(request.registry());
+            manifest = verifier.verifyFor(request.modelId(), fetch.manifest(request.modelId()));
+            files = ShardSelection.select(manifest, request.layerStart(), request.layerEnd(), request.hasEmbedding(),
+                    request.hasHead());
+            dir = settings.dataDir().resolve("models").resolve(manifest.modelId());
+            long[] lastReport = {0};
+            verified = fetch.download(manifest, files.stream().map(ManifestFile::name).toList(), dir,
+                    (file, bytesDone, total) -> {
+                        // over all files of the partition
+                        PartitionStatus s = update(gen, st -> st.withProgress(file, bytesDone, total));
+                        long now = System.nanoTime();
+                        if (s != null && now - lastReport[0] > PROGRESS_REPORT_NANOS) {
+                            lastReport[0] = now;
+                            PartitionManager.this.report(s, LoadPhase.DOWNLOADING);
+                        }
+                    });
+            downloadedNanos = System.nanoTime();
+        }
+
+        private void verify() throws IOException {
+            if (!transition(gen, LoadPhase.VALIDATING)) {
+                superseded = true;
+                return;
+            }
+            // The downloader verified every file against the manifest; the partition checksum binds them.
+            checksum = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
+            ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+            spec = new PartitionSpec(config, request.layerStart(), request.layerEnd(), request.hasEmbedding(),
+                    request.hasHead());
+            if (spec.layerEnd() > config.numLayers()) {
+                throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
+                        + ") exceed the model's " + config.numLayers() + " layers");
+            }
+        }
+
+        /** Makes the loaded stage the one that serves, unless a newer assignment took over meanwhile. */
+        private void publish() {
+            loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            PartitionExecutor previous;
+            synchronized (PartitionManager.this) {
+                if (gen != generation) {
+                    superseded = true;
+                    return;
+                }
+                previous = executor;
+                executor = engine;
+                loaded = new LoadedPartition(request, files, verified);
+                ready = status.ready(checksum, loadMs, warmupMs);
+                status = ready;
+            }
+            published = engine;
+            engine = null; // the manager's now
+            if (previous != null) {
+                previous.close();
+            }
+        }
+
+        private void report() {
+            coordinator.partitionReady(request.epoch());
+            log.info("partition {} layers [{}, {}) ready in {} ms (fetch+verify {} ms: {} streamed, {} verified in the shared store;"
+                            + " engine load {} ms, warm-up {} ms), checksum {}", manifest.modelId(), spec.layerStart(),
+                    spec.layerEnd(), loadMs, TimeUnit.NANOSECONDS.toMillis(downloadedNanos - started),
+                    ByteSize.human(fetch.bytesStreamed()), ByteSize.human(fetch.bytesVerifiedInPlace()),
+                    TimeUnit.NANOSECONDS.toMillis(engineLoadedNanos - downloadedNanos), String.format("%.1f", warmupMs),
+                    checksum);
+            coordinator.report(readyReport(ready, published));
+        }
+
+        void closeUnpublished() {
+            if (engine != null) {
+                engine.close();
+                engine = null;
+            }
         }
     }
 

@@ -1,11 +1,18 @@
 package io.butterfly.worker.partition;
 
 /**
- * What a worker does with an assignment it accepted (fenced and valid), decided from the assignment (desired) and what
- * it holds (actual) alone: the pure half of its partition lifecycle, as the coordinator's {@code Reconciler} is of the
- * leader's. {@link PartitionManager} carries the step out (fetch, verify, load, warm, report; release what it held).
- * Level-triggered: the same assignment said again, by a retry or a new leader, is decided against what is held then,
- * so it never starts a second load of what is loading or loaded.
+ * The pure half of a worker's partition lifecycle, as the coordinator's {@code Reconciler} is of the leader's; {@link
+ * PartitionManager} is the one runner that carries the steps out. Two decisions, each from desired and actual state
+ * alone:
+ * <ul>
+ *   <li>{@link #next}: what an assignment it accepted (fenced and valid) calls for, against what it holds: hold the
+ *       loaded stage on, keep the partition said again, or load. Level-triggered: the same assignment said again, by a
+ *       retry or a new leader, is decided against what is held then, so it never starts a second load of what is
+ *       loading or loaded.</li>
+ *   <li>{@link #nextLoadStep}: how far a load has got, to the next of its steps: release what was held, fetch,
+ *       verify, load, warm, publish, report; a load superseded by a newer assignment stops, closing an engine it
+ *       loaded and never published.</li>
+ * </ul>
  */
 final class PartitionPlan {
 
@@ -68,5 +75,61 @@ final class PartitionPlan {
     private static boolean holdsOn(Assignment desired, Held held) {
         return desired.keptSinceEpoch() > 0 && desired.epoch() > held.epoch() && desired.sameStageAs(held.current())
                 && held.phase() == LoadPhase.READY && held.engineLoaded();
+    }
+
+    /** A load's steps, in the order they run. */
+    enum LoadStep {
+        /** Close the engine stages the assignment replaced (their weights and KV caches freed). */
+        RELEASE,
+        /** Fetch the signed manifest, verify its signature, download the shards the layer range needs. */
+        FETCH,
+        /** Bind the verified files into the partition checksum; check the model's config against the layer range. */
+        VERIFY,
+        /** Load the shards into an engine stage. */
+        LOAD,
+        /** Run a short sequence through it so kernels and allocators are warm before READY. */
+        WARM,
+        /** Make it the stage that serves (READY), closing the one it replaces. */
+        PUBLISH,
+        /** Tell the coordinator: READY, with the partition's checksum and memory. */
+        REPORT,
+        /** Superseded before publishing: close the engine stage it loaded, which nothing else holds. */
+        ABANDON
+    }
+
+    /**
+     * How far a load has got.
+     *
+     * @param done        the steps carried out so far (a prefix of {@link LoadStep}'s order, ABANDON aside)
+     * @param toRelease   stages replaced by the assignment are still open
+     * @param superseded  a newer assignment (or a dismissal) took over: nothing more is written, reported or published
+     * @param engineHeld  it holds an engine stage it loaded and has not published (nor closed)
+     */
+    record LoadProgress(java.util.Set<LoadStep> done, boolean toRelease, boolean superseded, boolean engineHeld) {
+
+        LoadProgress {
+            done = done.isEmpty() ? java.util.EnumSet.noneOf(LoadStep.class) : java.util.EnumSet.copyOf(done);
+        }
+
+        /** A load that has not started. */
+        static LoadProgress start(boolean toRelease) {
+            return new LoadProgress(java.util.Set.of(), toRelease, false, false);
+        }
+    }
+
+    /** The next step of a load, or null once it is over (reported, or superseded with nothing of its own left open). */
+    static LoadStep nextLoadStep(LoadProgress p) {
+        if (p.superseded()) {
+            return p.engineHeld() ? LoadStep.ABANDON : null;
+        }
+        if (p.toRelease()) {
+            return LoadStep.RELEASE;
+        }
+        for (LoadStep step : LoadStep.values()) {
+            if (step != LoadStep.RELEASE && step != LoadStep.ABANDON && !p.done().contains(step)) {
+                return step;
+            }
+        }
+        return null;
     }
 }

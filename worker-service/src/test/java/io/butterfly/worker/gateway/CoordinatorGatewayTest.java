@@ -137,7 +137,7 @@ class CoordinatorGatewayTest {
         FakeReplica third = replica();
         gateway = new CoordinatorGateway("worker-7", 50, first.endpoint("coordinator"),
                 List.of(second.endpoint("coordinator-replica"), third.endpoint("coordinator-replica"),
-                        first.endpoint("coordinator-replica")), channels);
+                        first.endpoint("coordinator-replica")), channels, CoordinatorGateway.REPORT_RETRY);
         gateway.startHeartbeats();
         await().atMost(Duration.ofSeconds(10))
                 .until(() -> first.pings.get() >= 3 && second.pings.get() >= 3 && third.pings.get() >= 3);

@@ -112,4 +112,68 @@ class PartitionPlanTest {
             }
         }
     }
+
+    /**
+     * A load's steps, run against a simulated load that a newer assignment may supersede at any point and whose
+     * replaced stages may still be open: it releases them before anything else, then fetches, verifies, loads, warms,
+     * publishes and reports in that order, each once; superseded, it stops, and an engine stage it loaded but did not
+     * publish is closed (ABANDON) and nothing after is done.
+     */
+    @Test
+    void aLoadRunsItsStepsInOrderEachOnceAndASupersededOneClosesWhatItDidNotPublish() {
+        Random r = new Random(4545_45);
+        List<PartitionPlan.LoadStep> order = List.of(PartitionPlan.LoadStep.FETCH, PartitionPlan.LoadStep.VERIFY,
+                PartitionPlan.LoadStep.LOAD, PartitionPlan.LoadStep.WARM, PartitionPlan.LoadStep.PUBLISH,
+                PartitionPlan.LoadStep.REPORT);
+        int superseded = 0;
+        int abandoned = 0;
+        for (int i = 0; i < CASES / 10; i++) {
+            boolean toRelease = r.nextBoolean();
+            int supersededBefore = 1 + r.nextInt(9); // a newer assignment arrives after this many steps; >= 7: never
+            PartitionPlan.LoadProgress p = PartitionPlan.LoadProgress.start(toRelease);
+            List<PartitionPlan.LoadStep> ran = new java.util.ArrayList<>();
+            for (PartitionPlan.LoadStep step; (step = PartitionPlan.nextLoadStep(p)) != null; ) {
+                assertThat(ran).as("no step twice").doesNotContain(step);
+                ran.add(step);
+                java.util.Set<PartitionPlan.LoadStep> done = java.util.EnumSet.noneOf(PartitionPlan.LoadStep.class);
+                done.addAll(p.done());
+                done.add(step);
+                boolean engine = switch (step) {
+                    case LOAD -> true;
+                    case PUBLISH, ABANDON -> false;
+                    default -> p.engineHeld();
+                };
+                boolean newer = p.superseded() || ran.size() >= supersededBefore;
+                p = new PartitionPlan.LoadProgress(done, step == PartitionPlan.LoadStep.RELEASE ? false : p.toRelease(),
+                        newer, engine);
+                assertThat(ran.size()).as("a load ends").isLessThan(10);
+            }
+            List<PartitionPlan.LoadStep> work = ran.stream()
+                    .filter(s -> s != PartitionPlan.LoadStep.RELEASE && s != PartitionPlan.LoadStep.ABANDON).toList();
+            assertThat(work).as("steps in order, none skipped").isEqualTo(order.subList(0, work.size()));
+            if (toRelease) {
+                assertThat(ran.get(0)).as("the replaced stages are released first").isEqualTo(PartitionPlan.LoadStep.RELEASE);
+            } else if (!toRelease) {
+                assertThat(ran).doesNotContain(PartitionPlan.LoadStep.RELEASE);
+            }
+            boolean loadedUnpublished = work.contains(PartitionPlan.LoadStep.LOAD)
+                    && !work.contains(PartitionPlan.LoadStep.PUBLISH);
+            if (loadedUnpublished) {
+                abandoned++;
+                assertThat(ran.get(ran.size() - 1)).as("an unpublished engine stage is closed, last")
+                        .isEqualTo(PartitionPlan.LoadStep.ABANDON);
+            } else {
+                assertThat(ran).doesNotContain(PartitionPlan.LoadStep.ABANDON);
+            }
+            int natural = order.size() + (toRelease ? 1 : 0);
+            if (supersededBefore < natural) {
+                superseded++;
+                assertThat(work).as("a superseded load stops short of its report").hasSizeLessThan(order.size());
+            } else {
+                assertThat(work).as("a load no one superseded runs to its report").isEqualTo(order);
+            }
+        }
+        assertThat(superseded).isGreaterThan(CASES / 100);
+        assertThat(abandoned).isGreaterThan(CASES / 200);
+    }
 }

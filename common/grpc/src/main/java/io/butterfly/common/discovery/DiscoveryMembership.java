@@ -37,6 +37,9 @@ public final class DiscoveryMembership {
     private final Supplier<Member> self;
     private volatile SignedDiscoveryClient client;
     private volatile boolean joined;
+    /** The join's waits (docs/bootstrap-protocol.md §8.2): 200 ms (or the server's retry_after), doubling up to 5 s. */
+    public static final RetryPolicy JOIN_RETRY = new RetryPolicy(200, 5_000);
+    private final RetryPolicy joinRetry;
     private volatile String joinError;
     private volatile Thread loop;
 
@@ -46,6 +49,13 @@ public final class DiscoveryMembership {
      */
     public DiscoveryMembership(Channel channel, Path dataDir, String nodeId, String clusterName, long features,
                                long heartbeatMillis, Supplier<Member> self) {
+        this(channel, dataDir, nodeId, clusterName, features, heartbeatMillis, self, JOIN_RETRY);
+    }
+
+    /** @param joinRetry the waits between join attempts (retried until admitted or refused for good) */
+    public DiscoveryMembership(Channel channel, Path dataDir, String nodeId, String clusterName, long features,
+                               long heartbeatMillis, Supplier<Member> self, RetryPolicy joinRetry) {
+        this.joinRetry = joinRetry;
         this.channel = channel;
         this.dataDir = dataDir;
         this.nodeId = nodeId;
@@ -65,7 +75,7 @@ public final class DiscoveryMembership {
             NodeIdentity identity = NodeIdentity.loadOrCreate(dataDir);
             log.info("node identity {} ({})", identity.publicKeyHex(), restart ? "kept from an earlier start" : "new");
             client = new SignedDiscoveryClient(channel, identity, nodeId, clusterName, features, Clock.systemUTC(),
-                    new RetryPolicy(200, 5_000));
+                    joinRetry);
             if (!join(restart ? JoinReason.REJOIN_AFTER_RESTART : JoinReason.INITIAL_START)) {
                 return;
             }

@@ -7,6 +7,7 @@ import io.butterfly.common.envelope.ControlEnvelopes;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.grpc.GrpcErrors;
+import io.butterfly.common.retry.Retries;
 import io.butterfly.common.error.RetryPolicy;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.proto.common.v1.MessageType;
@@ -34,7 +35,8 @@ import java.util.function.Consumer;
  * A node's side of the join handshake with discovery (docs/bootstrap-protocol.md §3.2): every request is a
  * {@link SignedEnvelope} signed with the node's identity; JOIN_REQUEST → JOIN_RESPONSE → JOIN_ACK, then
  * heartbeats and a leave notification. Refusals the spec calls retryable (docs/bootstrap-protocol.md §8.2), and transport failures
- * while discovery is still starting, are retried with exponential backoff and jitter; others end the join.
+ * while discovery is still starting, are retried with exponential backoff and jitter (Resilience4j's Retry, by
+ * {@link Retries}); others end the join.
  */
 public final class SignedDiscoveryClient {
 
@@ -143,22 +145,30 @@ public final class SignedDiscoveryClient {
      * @param onRetry told the reason of each failed attempt before the wait
      */
     public JoinResponse join(Member member, JoinReason reason, Consumer<String> onRetry) throws InterruptedException {
-        for (int attempt = 0; ; attempt++) {
-            try {
-                return joinOnce(member, reason);
-            } catch (StatusRuntimeException e) {
-                ButterflyException refusal = GrpcErrors.fromRemote(e, "join refused");
-                // No ErrorInfo: a transport failure (discovery not up yet), which is transient.
-                boolean transport = GrpcErrors.codeOf(e).isEmpty();
-                if (!transport && !RetryPolicy.retryable(refusal.code())) {
-                    throw refusal;
+        int[] failures = {0};
+        try {
+            return Retries.untilDone("discovery-join", () -> {
+                try {
+                    return joinOnce(member, reason);
+                } catch (StatusRuntimeException e) {
+                    ButterflyException refusal = GrpcErrors.fromRemote(e, "join refused");
+                    // No ErrorInfo: a transport failure (discovery not up yet), which is transient.
+                    boolean transport = GrpcErrors.codeOf(e).isEmpty();
+                    if (!transport && !RetryPolicy.retryable(refusal.code())) {
+                        throw refusal;
+                    }
+                    long retryAfter = parseLong(refusal.context().get(RetryPolicy.RETRY_AFTER_MS));
+                    long delay = retry.delayMillis(failures[0]++, retryAfter, ThreadLocalRandom.current());
+                    onRetry.accept((transport ? "unreachable: " + e.getStatus().getCode()
+                            : refusal.code() + ": " + e.getStatus().getDescription()) + "; retrying in " + delay + " ms");
+                    throw new Retries.TryAgain(e, delay);
                 }
-                long retryAfter = parseLong(refusal.context().get(RetryPolicy.RETRY_AFTER_MS));
-                long delay = retry.delayMillis(attempt, retryAfter, ThreadLocalRandom.current());
-                onRetry.accept((transport ? "unreachable: " + e.getStatus().getCode() : refusal.code() + ": " + e.getStatus().getDescription())
-                        + "; retrying in " + delay + " ms");
-                Thread.sleep(delay);
+            });
+        } catch (StatusRuntimeException interruptedWhileWaiting) {
+            if (Thread.interrupted()) {
+                throw new InterruptedException("join interrupted while waiting to retry");
             }
+            throw interruptedWhileWaiting;
         }
     }
 

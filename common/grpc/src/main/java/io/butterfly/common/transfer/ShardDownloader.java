@@ -10,6 +10,7 @@ import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.grpc.ManifestMessages;
 import io.butterfly.common.hash.Sha256;
 import io.butterfly.common.manifest.FetchProgress;
+import io.butterfly.common.retry.Retries;
 import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.common.manifest.Manifest;
 import io.butterfly.common.manifest.ManifestFile;
@@ -71,8 +72,8 @@ public final class ShardDownloader {
     public static final int DEFAULT_PARALLEL_FILES = 2;
 
     /**
-     * How failed streams are retried; each retry resumes after the last verified chunk (the part file
-     * holds only verified bytes), after an exponential backoff with full jitter.
+     * How failed streams are retried (Resilience4j's Retry, by {@link Retries}); each retry resumes after the last
+     * verified chunk (the part file holds only verified bytes), after an exponential backoff with equal jitter.
      *
      * @param maxRefetches        retries after corrupted data (DATA_LOSS) before failing with CHECKSUM_MISMATCH
      * @param maxTransientRetries retries in a row, without a verified byte gained, after the registry was unreachable or slow (e.g. restarting)
@@ -285,19 +286,18 @@ public final class ShardDownloader {
      * assignment arrives must not fail the partition.
      */
     public Manifest manifest(String modelId) {
-        int retries = 0;
-        while (true) {
+        int[] retries = {0};
+        return Retries.untilDone("registry-manifest", () -> {
+            long started = System.nanoTime();
             StatusRuntimeException failure;
             if (breaker != null && !breaker.tryAcquirePermission()) {
                 failure = Status.UNAVAILABLE.withDescription("the registry's circuit breaker is open after repeated failures")
                         .asRuntimeException();
                 if (breaker.getState() == CircuitBreaker.State.HALF_OPEN) {
                     // Another call is the probe: wait for its outcome without spending a retry, as files do.
-                    sleepOrThrow(backoffMillis(retries + 1), failure);
-                    continue;
+                    throw new Retries.TryAgain(failure, backoffMillis(retries[0] + 1));
                 }
             } else {
-                long started = System.nanoTime();
                 try {
                     ModelManifest m = registry.withDeadlineAfter(30, TimeUnit.SECONDS)
                             .getManifest(io.butterfly.proto.registry.v1.GetManifestRequest.newBuilder().setModelId(modelId).build());
@@ -316,25 +316,16 @@ public final class ShardDownloader {
                     throw e;
                 }
             }
-            if (retries >= retry.maxTransientRetries()) {
+            if (retries[0] >= retry.maxTransientRetries()) {
                 throw new ButterflyException(ErrorCode.TIMEOUT, ErrorKind.UNAVAILABLE, "the manifest of model " + modelId
-                        + " could not be fetched from the registry after " + (retries + 1) + " attempts: "
+                        + " could not be fetched from the registry after " + (retries[0] + 1) + " attempts: "
                         + failure.getStatus().getCode() + " " + failure.getStatus().getDescription(), Map.of("model_id", modelId),
                         failure);
             }
-            long sleep = backoffMillis(++retries);
-            log.warn("fetching the manifest of {} failed ({}); retry {} in {} ms", modelId, failure.getStatus(), retries, sleep);
-            sleepOrThrow(sleep, failure);
-        }
-    }
-
-    private static void sleepOrThrow(long millis, RuntimeException failure) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException ie) {
-            Thread.currentThread().interrupt();
-            throw failure;
-        }
+            long wait = backoffMillis(++retries[0]);
+            log.warn("fetching the manifest of {} failed ({}); retry {} in {} ms", modelId, failure.getStatus(), retries[0], wait);
+            throw new Retries.TryAgain(failure, wait);
+        });
     }
 
     private static boolean transientStatus(ErrorKind code) {
@@ -355,9 +346,9 @@ public final class ShardDownloader {
     /** {@link #stream} with retries: corrupted data up to maxRefetches times, transient failures up to maxTransientRetries. */
     private String streamWithRetries(String modelId, String name, long size, Path part, FetchProgress listener)
             throws IOException {
-        int refetches = 0;
-        int transientRetries = 0;
-        while (true) {
+        int[] refetches = {0};
+        int[] transientRetries = {0};
+        return Retries.untilDone("registry-fetch", () -> {
             ButterflyException failure;
             boolean retryable;
             int attempt;
@@ -369,10 +360,10 @@ public final class ShardDownloader {
                     // Another fetch is the probe, a whole file's stream that may take minutes: wait for its
                     // outcome without spending a retry (this file gave up while the registry was answering).
                     retryable = true;
-                    attempt = transientRetries + 1;
+                    attempt = transientRetries[0] + 1;
                 } else {
-                    retryable = transientRetries < retry.maxTransientRetries();
-                    attempt = ++transientRetries;
+                    retryable = transientRetries[0] < retry.maxTransientRetries();
+                    attempt = ++transientRetries[0];
                 }
             } else {
                 long started = System.nanoTime();
@@ -393,17 +384,17 @@ public final class ShardDownloader {
                         if (Files.exists(part) && Files.size(part) > kept) {
                             // It got further this time: the retry budget is for a registry that stays away, not
                             // for a slow or flaky link that keeps making progress between drops.
-                            transientRetries = 0;
+                            transientRetries[0] = 0;
                         }
                     } else {
                         recordSuccess(started); // the registry answered: it is up, the data or request is the problem
                     }
-                    if (corrupt && refetches < retry.maxRefetches()) {
+                    if (corrupt && refetches[0] < retry.maxRefetches()) {
                         retryable = true;
-                        attempt = ++refetches;
-                    } else if (transientFailure && transientRetries < retry.maxTransientRetries()) {
+                        attempt = ++refetches[0];
+                    } else if (transientFailure && transientRetries[0] < retry.maxTransientRetries()) {
                         retryable = true;
-                        attempt = ++transientRetries;
+                        attempt = ++transientRetries[0];
                     } else {
                         retryable = false;
                         attempt = 0;
@@ -418,16 +409,11 @@ public final class ShardDownloader {
             if (!retryable) {
                 throw failure;
             }
-            long sleep = backoffMillis(attempt);
+            long wait = backoffMillis(attempt);
             log.warn("fetching {} of {} failed ({}: {}); retry {} from byte {} in {} ms", name, modelId, failure.code(),
-                    failure.getMessage(), attempt, Files.exists(part) ? Files.size(part) : 0, sleep);
-            try {
-                Thread.sleep(sleep);
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-                throw failure;
-            }
-        }
+                    failure.getMessage(), attempt, Files.exists(part) ? Files.size(part) : 0, wait);
+            throw new Retries.TryAgain(failure, wait);
+        });
     }
 
     private void recordSuccess(long startedNanos) {
