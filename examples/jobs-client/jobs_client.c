@@ -135,13 +135,17 @@ int main(int argc, char **argv) {
     put_u64(address + 16, strtoull(argv[5], NULL, 10));
     int fd = dial(argv[1], argv[2]);
     if (fd < 0) {
-        perror("connect");
+        fprintf(stderr, "cannot connect to %s port %s\n", argv[1], argv[2]);
         return 1;
     }
     uint8_t *payload = NULL;
     uint32_t len = 0;
     if (send_frame(fd, JOB_REQUEST, address, sizeof address)) return 1;
     int op = recv_frame(fd, &payload, &len);
+    if (op < 0) {
+        fprintf(stderr, "no JOBS frame in answer (connection closed, or not a JOBS port)\n");
+        return 1;
+    }
     int status = op == JOB_RESPONSE ? print_batch(payload, len) : op == ERROR ? print_error(payload, len) : 1;
     free(payload);
     if (status == 0 && argc == 7) {
