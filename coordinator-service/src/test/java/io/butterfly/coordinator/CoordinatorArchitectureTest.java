@@ -19,7 +19,7 @@ class CoordinatorArchitectureTest {
 
     /** State, reducer, planners, policies and the orchestration that uses them. */
     private static final String[] DOMAIN = {"cluster", "statemachine", "planning", "liveness", "integrity",
-            "invariants", "inference", "reconcile", "control", "model", "chat"};
+            "invariants", "inference", "reconcile", "control", "model", "chat", "jobs"};
 
     @Test
     void noPackageCycles() {

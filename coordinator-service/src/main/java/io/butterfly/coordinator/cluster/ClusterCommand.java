@@ -253,4 +253,11 @@ public sealed interface ClusterCommand {
             Objects.requireNonNull(replicaId, "replicaId");
         }
     }
+
+    /** A batch job defined by an operator (docs/jobs.md); refused if its id or its seed is another job's. */
+    record JobDefined(JobRecord job, long atMs) implements ClusterCommand {
+        public JobDefined {
+            Objects.requireNonNull(job, "job");
+        }
+    }
 }

@@ -119,6 +119,8 @@ public final class ClusterReducer {
             return weightsValidated(s, v);
         } else if (c instanceof ClusterCommand.NoOp) {
             return s; // only the log index moves
+        } else if (c instanceof ClusterCommand.JobDefined j) {
+            return jobDefined(s, j.job());
         }
         throw new IllegalArgumentException("unknown command " + c);
     }
@@ -568,5 +570,21 @@ public final class ClusterReducer {
 
     private static String name(ClusterCommand c) {
         return c.getClass().getSimpleName();
+    }
+
+    /** Jobs are named by their id over REST and by their seed on the JOBS wire: both unique. */
+    private static ClusterState jobDefined(ClusterState s, JobRecord job) {
+        if (s.jobs().containsKey(job.id())) {
+            throw new IllegalArgumentException("job " + job.id() + " exists already");
+        }
+        for (JobRecord other : s.jobs().values()) {
+            if (other.seed() == job.seed()) {
+                throw new IllegalArgumentException("seed " + Long.toUnsignedString(job.seed()) + " is job "
+                        + other.id() + "'s already (a JOB_REQUEST names its job by its seed)");
+            }
+        }
+        java.util.Map<String, JobRecord> next = new java.util.LinkedHashMap<>(s.jobs());
+        next.put(job.id(), job);
+        return s.withJobs(next);
     }
 }

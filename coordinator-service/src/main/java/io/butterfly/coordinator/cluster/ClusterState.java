@@ -23,12 +23,14 @@ import java.util.Optional;
  *                         KV caches) from one epoch to the next
  * @param recovery         the latest recovery from a lost stage or a drain (ongoing while DEGRADED), or null
  * @param draining         nodes an operator asked to drain, in the order asked: planned away, then they leave
+ * @param jobs             batch jobs by id, in the order defined (docs/jobs.md): their metadata only, the datasets'
+ *                         bytes stay out of the log
  */
 public record ClusterState(SystemState system, long epoch, String modelId, String merkleRoot, int expectedWorkers,
                            String statusMessage, Map<String, NodeRecord> nodes, List<String> pipeline,
                            Map<String, TaskRecord> tasks, long lastAppliedIndex, BootstrapChecks checks,
                            List<CheckpointRecord> checkpoints, ClusterConfig config, List<EpochPlan> plans,
-                           Recovery recovery, List<String> draining) {
+                           Recovery recovery, List<String> draining, Map<String, JobRecord> jobs) {
 
     /** Checkpoints kept in the state (the oldest are dropped). */
     public static final int MAX_CHECKPOINTS = 16;
@@ -43,26 +45,27 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
         tasks = Collections.unmodifiableMap(new LinkedHashMap<>(tasks));
         plans = plans == null ? List.of() : List.copyOf(plans);
         draining = draining == null ? List.of() : List.copyOf(draining);
+        jobs = jobs == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(jobs));
     }
 
     public static ClusterState initial() {
         return new ClusterState(SystemState.UNINITIALIZED, 0, null, null, 0, "waiting for bootstrap",
-                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of(), null, List.of(), null, List.of());
+                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of(), null, List.of(), null, List.of(), Map.of());
     }
 
     ClusterState withSystem(SystemState next, String message) {
         return new ClusterState(next, epoch, modelId, merkleRoot, expectedWorkers, message, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
+                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withModel(String model, String root, int workers) {
         return new ClusterState(system, epoch, model, root, workers, statusMessage, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
+                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withNodes(Map<String, NodeRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, next, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withNode(NodeRecord node) {
@@ -73,47 +76,52 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     ClusterState withAssignment(long nextEpoch, List<String> nextPipeline, Map<String, NodeRecord> nextNodes) {
         return new ClusterState(system, nextEpoch, modelId, merkleRoot, expectedWorkers, statusMessage, nextNodes,
-                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
+                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withTasks(Map<String, TaskRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                next, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining);
+                next, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withIndex(long index) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, index, checks, checkpoints, config, plans, recovery, draining);
+                tasks, index, checks, checkpoints, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withCheckpoints(List<CheckpointRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, next, config, plans, recovery, draining);
+                tasks, lastAppliedIndex, checks, next, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withChecks(BootstrapChecks next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, next, checkpoints, config, plans, recovery, draining);
+                tasks, lastAppliedIndex, next, checkpoints, config, plans, recovery, draining, jobs);
     }
 
     ClusterState withConfig(ClusterConfig next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, next, plans, recovery, draining);
+                tasks, lastAppliedIndex, checks, checkpoints, next, plans, recovery, draining, jobs);
     }
 
     ClusterState withPlans(List<EpochPlan> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, next, recovery, draining);
+                tasks, lastAppliedIndex, checks, checkpoints, config, next, recovery, draining, jobs);
     }
 
     ClusterState withRecovery(Recovery next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, plans, next, draining);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, next, draining, jobs);
     }
 
     ClusterState withDraining(List<String> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, next);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, next, jobs);
+    }
+
+    ClusterState withJobs(Map<String, JobRecord> next) {
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, next);
     }
 
     /** The stages of the current plan, in pipeline order (none before the first plan). */

@@ -144,7 +144,7 @@ public final class ControlCommandMapper {
         } else if (command instanceof ClusterCommand.NoOp c) {
             b.setNoOp(io.butterfly.proto.coordinator.v1.NoOpCommand.newBuilder().setReplicaId(c.replicaId())
                     .setTerm(c.term()));
-        } else if (!IntegrityCommandMapper.toProto(command, b)) {
+        } else if (!IntegrityCommandMapper.toProto(command, b) && !JobCommandMapper.toProto(command, b)) {
             throw new IllegalArgumentException("no log mapping for " + command.getClass().getName());
         }
         return b.build();
@@ -155,6 +155,10 @@ public final class ControlCommandMapper {
         ClusterCommand integrity = IntegrityCommandMapper.fromProto(proto);
         if (integrity != null) {
             return integrity;
+        }
+        ClusterCommand job = JobCommandMapper.fromProto(proto);
+        if (job != null) {
+            return job;
         }
         switch (proto.getCommandCase()) {
             case CONFIG_CHANGE: {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.Feasibility;
+import io.butterfly.coordinator.cluster.JobRecord;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.TaskEvent;
 import io.butterfly.coordinator.cluster.TaskRequest;
@@ -63,7 +64,10 @@ class ControlCommandMapperTest {
                         rnd.nextBoolean() ? null : "cd" + s, List.of("w-1"), rnd.nextBoolean() ? List.of() : List.of("w-2"),
                         List.of("w-2: layer_001.safetensors sha256 differs"), at), at),
                 new ClusterCommand.Checkpoint(rnd.nextInt(50), "ab" + s, at),
-                new ClusterCommand.NoOp("coordinator-" + rnd.nextInt(3), rnd.nextInt(100), at));
+                new ClusterCommand.NoOp("coordinator-" + rnd.nextInt(3), rnd.nextInt(100), at),
+                new ClusterCommand.JobDefined(new JobRecord("job-" + rnd.nextInt(99), "ab".repeat(32),
+                        1 + rnd.nextInt(1000), 1 + rnd.nextInt(64), rnd.nextLong(), 1 + rnd.nextInt(256),
+                        rnd.nextDouble() * 2, 0.5 + rnd.nextDouble() / 2, rnd.nextInt(50), at), at));
     }
 
     @Test
@@ -96,7 +100,7 @@ class ControlCommandMapperTest {
 
     private static ClusterCommand anyCommand(Random r) {
         long at = anyLong(r);
-        return switch (r.nextInt(24)) {
+        return switch (r.nextInt(25)) {
             case 0 -> new ClusterCommand.Bootstrap(text(r), 1 + r.nextInt(Integer.MAX_VALUE), at);
             case 1 -> new ClusterCommand.ConfigChange(new io.butterfly.coordinator.cluster.ClusterConfig(text(r),
                     r.nextInt(), r.nextInt(), r.nextInt(), text(r)), at);
@@ -128,6 +132,10 @@ class ControlCommandMapperTest {
                     java.util.stream.IntStream.range(0, r.nextInt(5)).mapToObj(i -> anyTaskEvent(r)).toList(), at);
             case 21 -> new ClusterCommand.NodeDrainRequested(text(r), at);
             case 22 -> new ClusterCommand.NodeLeft(text(r), text(r), at);
+            case 23 -> new ClusterCommand.JobDefined(new JobRecord("j" + r.nextInt(1000), "0f".repeat(32),
+                    1 + r.nextInt(Integer.MAX_VALUE), 1 + r.nextInt(Integer.MAX_VALUE), anyLong(r),
+                    1 + r.nextInt(Integer.MAX_VALUE), r.nextBoolean() ? 0.0 : r.nextDouble() * 1e6, Math.nextUp(0.0)
+                    + r.nextDouble() * (1 - Math.nextUp(0.0)), r.nextInt(Integer.MAX_VALUE), at), at);
             default -> new ClusterCommand.NoOp(text(r), anyLong(r), at);
         };
     }

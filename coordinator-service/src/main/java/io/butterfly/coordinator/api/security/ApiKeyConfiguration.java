@@ -53,6 +53,8 @@ public class ApiKeyConfiguration {
                 .hasRole(ApiKeySecurity.USER)
                 // a task's tokens are its client's: each key sees its own (TasksController)
                 .requestMatchers(HttpMethod.GET, "/api/v1/tasks", "/api/v1/tasks/**").hasRole(ApiKeySecurity.USER)
+                // a job's results are its operator's (docs/jobs.md)
+                .requestMatchers(HttpMethod.GET, "/api/v1/jobs/*/results").hasRole(ApiKeySecurity.ADMIN)
                 .requestMatchers(HttpMethod.GET, "/**").permitAll()
                 .requestMatchers(HttpMethod.HEAD, "/**").permitAll()
                 .anyRequest().hasRole(ApiKeySecurity.ADMIN),
