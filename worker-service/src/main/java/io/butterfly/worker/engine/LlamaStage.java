@@ -97,7 +97,7 @@ final class LlamaStage implements StageModel {
             }
             if (moe.hasSharedExpert()) {
                 addMlp(layers, w, moe.sharedExpert(i), moe.sharedExpertSize(), h);
-                layers.addProjection(w.load(moe.sharedExpertGate(i), 1, h), null);
+                layers.add(w.load(moe.sharedExpertGate(i), 1, h)); // as loaded: llama.py takes a dot product with it
             }
         }
         String embedName = "model.embed_tokens.weight";

@@ -84,7 +84,8 @@ def experts(h: Tensor, w: List[Tensor], at: int, count: int, dims: List[int], co
   if dims[7] == 1:
     shared_at = at + 3 + 6 * count
     shared = __torch__.mlp(h, w, shared_at, constants)
-    logit = __torch__.butterfly.linear.linear(h, w[shared_at + 6], w[shared_at + 7], w[shared_at + 8])
+    # the gate [1, hidden] as a row-wise dot product: a one-column projection rounds a row by how many share it
+    logit = torch.sum(torch.mul(h, w[shared_at + 6]), [-1], True)
     gate = torch.reciprocal(torch.add(torch.exp(torch.neg(logit)), constants[1]))
     out = torch.add(out, torch.mul(gate, shared))
   return out
