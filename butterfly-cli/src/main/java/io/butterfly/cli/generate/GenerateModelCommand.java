@@ -4,6 +4,7 @@ import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.command.Commands;
 import io.butterfly.cli.command.ShowsUsageOnError;
 import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.MixtureOfExperts;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.RopeScaling;
 import io.butterfly.common.model.generate.GgufModelGenerator;
@@ -49,8 +50,20 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             "written streaming; takes only --dtype, --seed and --out"})
     String shape;
 
-    @Option(names = "--arch", paramLabel = "llama|gpt2", description = "architecture (required without a preset)")
+    @Option(names = "--arch", paramLabel = "ARCH", description = {"llama, gpt2, qwen3 (q/k norms), or a mixture of"
+            + " experts: mixtral, qwen2-moe (with a shared expert), qwen3-moe (required without a preset)"})
     String arch;
+
+    @Option(names = "--experts", paramLabel = "N", description = "experts per layer (mixtures of experts; default 8)")
+    String experts;
+
+    @Option(names = "--experts-per-token", paramLabel = "K", description = "experts each token visits (default 2)")
+    String expertsPerToken;
+
+    @Option(names = "--expert-intermediate", paramLabel = "N", description = {"an expert's MLP width (default: the"
+            + " intermediate size for mixtral, half of it for qwen2-moe and qwen3-moe, whose shared expert (qwen2-moe)"
+            + " and dense layers have the intermediate size)"})
+    String expertIntermediate;
 
     @Option(names = "--layers", paramLabel = "N", description = "transformer blocks (required without a preset)")
     String layers;
@@ -138,9 +151,14 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             if (options.attentionBias() && config.architecture() != Architecture.LLAMA) {
                 throw new IllegalArgumentException("--attention-bias applies to llama only");
             }
-            if (quantization != null && (config.architecture() != Architecture.LLAMA || attentionBias)) {
+            if (quantization != null && (config.architecture() != Architecture.LLAMA || attentionBias
+                    || config.experts() != null || config.qkNorm())) {
                 throw new IllegalArgumentException("--dtype " + dtype + " writes a GGUF file of a llama model without"
                         + " biases");
+            }
+            if (attentionBias && (config.experts() != null || config.qkNorm())
+                    && (config.experts() == null || config.experts().kind() != MixtureOfExperts.Kind.QWEN2_MOE)) {
+                throw new IllegalArgumentException("--attention-bias applies to llama and qwen2-moe only");
             }
             seedValue = parseLong(given, "seed", 42);
             if (out == null || out.isBlank()) {
@@ -175,7 +193,10 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
         }
         long bytes = quantization != null ? fileBytes(dir) : directoryBytes(dir);
         stdout.printf("wrote %s model to %s: %d layers, hidden %d, %d/%d heads, intermediate %d, vocab %d, %s, seed %d%n",
-                options.attentionBias() ? "qwen2 (llama family, q/k/v biases)" : config.architecture().id(),
+                config.experts() != null ? config.experts().kind().modelType() + " (" + config.experts().experts()
+                        + " experts, " + config.experts().perToken() + " per token)"
+                        : config.qkNorm() ? "qwen3 (llama family, q/k norms)"
+                        : options.attentionBias() ? "qwen2 (llama family, q/k/v biases)" : config.architecture().id(),
                 dir.toAbsolutePath(), config.numLayers(), config.hiddenSize(),
                 config.numHeads(), config.numKvHeads(), config.intermediateSize(), config.vocabSize(),
                 quantization != null ? "GGUF " + quantization.id() : options.dtype(), seedValue);
@@ -222,7 +243,8 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
         String[][] options = {{"preset", preset}, {"arch", arch}, {"layers", layers}, {"hidden", hidden},
                 {"heads", heads}, {"kv-heads", kvHeads}, {"intermediate", intermediate}, {"vocab", vocab},
                 {"max-positions", maxPositions}, {"tie-embeddings", tieEmbeddings}, {"rope-theta", ropeTheta},
-                {"rope-scaling", ropeScaling}, {"seed", seed}};
+                {"rope-scaling", ropeScaling}, {"seed", seed}, {"experts", experts},
+                {"experts-per-token", expertsPerToken}, {"expert-intermediate", expertIntermediate}};
         for (String[] option : options) {
             if (option[1] != null) {
                 o.put(option[0], option[1]);
@@ -253,10 +275,25 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             throw new IllegalArgumentException("--arch llama|gpt2 (or --preset) is required");
         }
         Architecture arch;
+        MixtureOfExperts.Kind kind = switch (archId) {
+            case "mixtral" -> MixtureOfExperts.Kind.MIXTRAL;
+            case "qwen2-moe" -> MixtureOfExperts.Kind.QWEN2_MOE;
+            case "qwen3-moe" -> MixtureOfExperts.Kind.QWEN3_MOE;
+            default -> null;
+        };
+        boolean qwen3 = archId.equals("qwen3");
         try {
-            arch = Architecture.fromId(archId);
+            arch = kind != null || qwen3 ? Architecture.LLAMA : Architecture.fromId(archId);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("unknown --arch '" + archId + "' (llama or gpt2)");
+            throw new IllegalArgumentException("unknown --arch '" + archId
+                    + "' (llama, gpt2, qwen3, mixtral, qwen2-moe or qwen3-moe)");
+        }
+        if (kind == null) {
+            for (String moeOption : new String[]{"experts", "experts-per-token", "expert-intermediate"}) {
+                if (p.containsKey(moeOption)) {
+                    throw new IllegalArgumentException("--" + moeOption + " applies to mixtral, qwen2-moe and qwen3-moe only");
+                }
+            }
         }
         boolean gpt2 = arch == Architecture.GPT2;
         int layers = positiveInt(p, "layers", null);
@@ -278,8 +315,24 @@ public final class GenerateModelCommand implements Callable<Integer>, ShowsUsage
             return new ModelConfig(arch, layers, hidden, heads, heads, intermediate, vocab, maxPositions,
                     1e-5, 0, tie, -1, -1);
         }
-        return new ModelConfig(arch, layers, hidden, heads, kvHeads, intermediate, vocab, maxPositions,
+        ModelConfig config = new ModelConfig(arch, layers, hidden, heads, kvHeads, intermediate, vocab, maxPositions,
                 1e-5, ropeTheta(p), tie, 1, 2, ropeScaling(p.get("rope-scaling")));
+        if (kind == null) {
+            return qwen3 ? config.withQkNormAndExperts(true, null) : config;
+        }
+        int count = positiveInt(p, "experts", 8L);
+        int perToken = positiveInt(p, "experts-per-token", 2L);
+        if (perToken > count) {
+            throw new IllegalArgumentException("--experts-per-token " + perToken + " is more than --experts " + count);
+        }
+        boolean mixtral = kind == MixtureOfExperts.Kind.MIXTRAL;
+        int expertWidth = positiveInt(p, "expert-intermediate", (long) (mixtral ? intermediate : Math.max(8, intermediate / 16 * 8)));
+        if (mixtral && expertWidth != intermediate) {
+            throw new IllegalArgumentException("a mixtral expert's width is --intermediate: leave out --expert-intermediate");
+        }
+        return config.withExperts(new MixtureOfExperts(kind, count, perToken, expertWidth,
+                kind == MixtureOfExperts.Kind.QWEN2_MOE ? intermediate : 0, kind != MixtureOfExperts.Kind.QWEN2_MOE, 1,
+                java.util.List.of()));
     }
 
     private static double ropeTheta(Map<String, String> p) {

@@ -1,6 +1,7 @@
 package io.butterfly.testsupport;
 
 import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.MixtureOfExperts;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.RopeScaling;
 import io.butterfly.common.model.generate.ModelGenerator;
@@ -50,6 +51,32 @@ public final class ModelFixtures {
     /** Qwen2-style Llama (written with q/k/v biases): 4 layers, one kv head per two query heads, tied embeddings. */
     public static ModelConfig llamaTied() {
         return new ModelConfig(Architecture.LLAMA, 4, 48, 4, 2, 80, 120, 64, 1e-6, 500.0, true, 1, 2);
+    }
+
+    /** Mixtral: {@link #llamaGqa()}'s attention, 8 experts of width 96 in every layer, 2 per token. */
+    public static ModelConfig mixtral() {
+        return llamaGqa().withExperts(
+                new MixtureOfExperts(MixtureOfExperts.Kind.MIXTRAL, 8, 2, 96, 0, true, 1, List.of()));
+    }
+
+    /**
+     * Qwen2-MoE (written with q/k/v biases): 8 experts of width 32, 2 per token, weights not renormalized, a shared
+     * expert of width 64; layer 1 dense (mlp_only_layers).
+     */
+    public static ModelConfig qwen2Moe() {
+        return llamaGqa().withExperts(
+                new MixtureOfExperts(MixtureOfExperts.Kind.QWEN2_MOE, 8, 2, 32, 64, false, 1, List.of(1)));
+    }
+
+    /** Qwen3: {@link #llamaGqa()} with per-head q/k RMSNorm. */
+    public static ModelConfig qwen3() {
+        return llamaGqa().withQkNormAndExperts(true, null);
+    }
+
+    /** Qwen3-MoE: q/k norms, 8 experts of width 32, 2 per token, renormalized; every second layer sparse. */
+    public static ModelConfig qwen3Moe() {
+        return llamaGqa().withQkNormAndExperts(true,
+                new MixtureOfExperts(MixtureOfExperts.Kind.QWEN3_MOE, 8, 2, 32, 0, true, 2, List.of()));
     }
 
     /** GPT-2: 4 layers, LM head tied to the token embedding. */

@@ -142,7 +142,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     private static StageModel loadModel(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         boolean gpt2 = spec.config().architecture() == Architecture.GPT2;
-        if (!gpt2 && nativeKernels(store, weights, options)) {
+        if (!gpt2 && nativeKernels(spec, store, weights, options)) {
             return NativeLlamaStage.load(spec, store, weights, options.threads(), options.activations());
         }
         TorchScript script = compile(weights, gpt2, options);
@@ -157,9 +157,10 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     /**
      * Whether a Llama-family stage computes with the native kernels: when asked to, or by default when its weights are
-     * quantized (libtorch's stages would compute on them dequantized to float32, four to eight times the memory).
+     * quantized (libtorch's stages would compute on them dequantized to float32, four to eight times the memory), unless
+     * the model has parts the kernels do not compute (experts, q/k norms): libtorch's stage computes those.
      */
-    private static boolean nativeKernels(WeightStore store, NDManager weights, ExecutorOptions options) {
+    private static boolean nativeKernels(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         if (weights.getDevice().isGpu() || options.kernels() == CpuKernels.TORCH) {
             return false;
         }
@@ -167,6 +168,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             return true; // NativeLlamaStage.load says why if the kernels are missing
         }
         if (!store.anyQuantized()) {
+            return false;
+        }
+        if (!NativeLlamaStage.computes(spec.config())) {
+            LOG.warn("quantized weights are dequantized to float32 at load: the native kernels compute no experts or"
+                    + " q/k norms");
             return false;
         }
         if (!NativeKernels.available()) {

@@ -82,6 +82,11 @@ final class NativeLlamaStage implements StageModel {
             throw new IllegalStateException("the native CPU kernels are not available: " + NativeKernels.loadError().orElse(""));
         }
         ModelConfig c = spec.config();
+        if (!computes(c)) {
+            throw new IllegalArgumentException("the native kernels compute dense Llama-family layers without q/k norms;"
+                    + " this model has " + (c.experts() != null ? c.experts().kind().modelType() + " experts" : "q/k norms")
+                    + ": run it with butterfly.worker.kernels=auto or torch (libtorch's stage)");
+        }
         long h = c.hiddenSize();
         long qDim = (long) c.numHeads() * c.headDim();
         long[] rows = {qDim, c.kvDim(), c.kvDim(), h, c.intermediateSize(), c.intermediateSize(), h};
@@ -148,6 +153,11 @@ final class NativeLlamaStage implements StageModel {
             }
             throw e;
         }
+    }
+
+    /** Whether the kernels compute a model of this config: not its experts or q/k norms. */
+    static boolean computes(ModelConfig config) {
+        return config.experts() == null && !config.qkNorm();
     }
 
     private static Matrix matrix(WeightStore w, String name, long rows, long cols) {

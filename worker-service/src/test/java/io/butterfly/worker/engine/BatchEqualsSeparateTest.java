@@ -24,7 +24,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * decodes greedily from the batched logits. Every chunk also runs alone, in another pipeline of the same split,
  * and the two logits are compared: bit for bit when batch-invariant or when the projections round every row alike
  * anyway (oneDNN's, {@code linear_onednn.py}), else within float32 rounding (see {@link #TOLERANCE}) and with the
- * same greedy token. Llama with grouped-query attention and GPT-2, over 1 to 4 stages.
+ * same greedy token. Llama with grouped-query attention, GPT-2 and the mixtures of experts, over 1 to 4 stages.
  */
 class BatchEqualsSeparateTest {
 
@@ -52,6 +52,13 @@ class BatchEqualsSeparateTest {
                 cases.add(Arguments.of("llama gqa", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly().withAttentionBias(true),
                         bounds, batchInvariant));
                 cases.add(Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly(), bounds, batchInvariant));
+            }
+            // Mixtures of experts: a row's experts run on whichever rows chose them, its output must not depend on them
+            for (int[] bounds : new int[][]{{0, 4}, {0, 1, 3, 4}}) {
+                cases.add(Arguments.of("mixtral", ModelFixtures.mixtral(), ModelFixtures.weightsOnly(), bounds, batchInvariant));
+                cases.add(Arguments.of("qwen2-moe", ModelFixtures.qwen2Moe(), ModelFixtures.weightsOnly().withAttentionBias(true),
+                        bounds, batchInvariant));
+                cases.add(Arguments.of("qwen3-moe", ModelFixtures.qwen3Moe(), ModelFixtures.weightsOnly(), bounds, batchInvariant));
             }
         }
         return cases.stream();

@@ -33,6 +33,12 @@ class ReferenceMatchTest {
                 Arguments.of("llama, F16 weights", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly().withDtype("F16")),
                 Arguments.of("llama, llama3 rope scaling (Llama 3.1)", ModelFixtures.llamaGqa(LLAMA3), ModelFixtures.weightsOnly()),
                 Arguments.of("llama, linear rope scaling", ModelFixtures.llamaGqa(RopeScaling.linear(4.0)), ModelFixtures.weightsOnly()),
+                Arguments.of("qwen3, per-head q/k norms", ModelFixtures.qwen3(), ModelFixtures.weightsOnly()),
+                Arguments.of("mixtral, 8 experts, top 2 renormalized", ModelFixtures.mixtral(), ModelFixtures.weightsOnly()),
+                Arguments.of("qwen2-moe, top 2 not renormalized, shared expert, a dense layer, q/k/v biases",
+                        ModelFixtures.qwen2Moe(), ModelFixtures.weightsOnly().withAttentionBias(true)),
+                Arguments.of("qwen3-moe, q/k norms, top 2 renormalized, every second layer sparse", ModelFixtures.qwen3Moe(),
+                        ModelFixtures.weightsOnly()),
                 Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly()),
                 Arguments.of("gpt2, names without transformer. prefix, untied lm_head", ModelFixtures.gpt2UntiedHead(),
                         ModelFixtures.weightsOnly().withoutTransformerPrefix()));
@@ -61,6 +67,56 @@ class ReferenceMatchTest {
                 position++;
             }
         }
+    }
+
+    static Stream<Arguments> newArchitectures() {
+        return Stream.of(
+                Arguments.of("qwen3", ModelFixtures.qwen3(), ModelFixtures.weightsOnly()),
+                Arguments.of("mixtral", ModelFixtures.mixtral(), ModelFixtures.weightsOnly()),
+                Arguments.of("qwen2-moe", ModelFixtures.qwen2Moe(), ModelFixtures.weightsOnly().withAttentionBias(true)),
+                Arguments.of("qwen3-moe", ModelFixtures.qwen3Moe(), ModelFixtures.weightsOnly()));
+    }
+
+    /** Greedy decoding picks the reference's tokens, and the routers spread the tokens over the experts. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("newArchitectures")
+    void greedyTokensMatchReference(String name, ModelConfig config, ModelGenerator.Options options) throws Exception {
+        Path model = ModelFixtures.write(config, options, 43, dir.resolve("model"));
+        ReferenceModel reference = new ReferenceModel(config, model.resolve("model.safetensors"));
+        long[] prompt = new Random(8).longs(5, 0, config.vocabSize()).toArray();
+        List<Long> engineTokens = new java.util.ArrayList<>();
+        List<Long> referenceTokens = new java.util.ArrayList<>();
+        try (DjlPartitionExecutor exec = DjlPartitionExecutor.load(PartitionSpec.whole(config),
+                List.of(model.resolve("model.safetensors")), ExecutorOptions.cpu())) {
+            float[] logits = exec.forward(List.of(new SequenceChunk("s", 0, prompt.length)), new StageInput.Tokens(prompt))
+                    .toFloats();
+            double[] expected = reference.feed(prompt);
+            for (int step = 0; step < 12; step++) {
+                assertClose(logits, expected, "step " + step);
+                long next = Pipeline.argMax(logits, 0, logits.length);
+                engineTokens.add(next);
+                referenceTokens.add(argMax(expected));
+                logits = exec.forward(List.of(new SequenceChunk("s", prompt.length + step, 1)),
+                        new StageInput.Tokens(new long[]{next})).toFloats();
+                expected = reference.feed(next);
+            }
+        }
+        assertThat(engineTokens).isEqualTo(referenceTokens);
+        assertThat(engineTokens.stream().distinct().count()).as("greedy tokens vary").isGreaterThan(2);
+        if (config.experts() != null) {
+            assertThat(reference.expertsUsed().size()).as("experts chosen over the run")
+                    .isGreaterThan(config.experts().perToken());
+        }
+    }
+
+    private static long argMax(double[] v) {
+        int best = 0;
+        for (int i = 1; i < v.length; i++) {
+            if (v[i] > v[best]) {
+                best = i;
+            }
+        }
+        return best;
     }
 
     /** The scaling is not a no-op at these positions: the reference's logits differ with it and without it. */

@@ -1,6 +1,7 @@
 package io.butterfly.worker.engine;
 
 import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.MixtureOfExperts;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.RopeScaling;
 import io.butterfly.common.quant.GgmlQuants;
@@ -31,6 +32,8 @@ final class ReferenceModel {
     /** The matrices stored in ggml blocks. */
     private final java.util.Set<String> quantized = new java.util.HashSet<>();
     private boolean int8Activations;
+    /** The experts any router chose so far. */
+    private final java.util.Set<Integer> expertsUsed = new java.util.TreeSet<>();
     /** keys.get(layer).get(position) = [kvHeads * headDim]. */
     private final List<List<double[]>> keys = new ArrayList<>();
     private final List<List<double[]>> values = new ArrayList<>();
@@ -64,6 +67,10 @@ final class ReferenceModel {
         return this;
     }
 
+    java.util.Set<Integer> expertsUsed() {
+        return expertsUsed;
+    }
+
     int position() {
         return keys.get(0).size();
     }
@@ -88,22 +95,114 @@ final class ReferenceModel {
             double[] q = matVec(p + "self_attn.q_proj", n1);
             double[] k = matVec(p + "self_attn.k_proj", n1);
             double[] v = matVec(p + "self_attn.v_proj", n1);
+            if (c.qkNorm()) {
+                headNorms(q, t.get(p + "self_attn.q_norm.weight"));
+                headNorms(k, t.get(p + "self_attn.k_norm.weight"));
+            }
             rope(q, c.numHeads(), d, pos);
             rope(k, c.numKvHeads(), d, pos);
             double[] attn = attend(l, q, k, v);
             add(x, matVec(p + "self_attn.o_proj", attn));
             double[] n2 = rms(x, t.get(p + "post_attention_layernorm.weight"));
-            double[] gate = matVec(p + "mlp.gate_proj", n2);
-            double[] up = matVec(p + "mlp.up_proj", n2);
-            double[] act = new double[gate.length];
-            for (int i = 0; i < act.length; i++) {
-                act[i] = gate[i] / (1 + Math.exp(-gate[i])) * up[i];
-            }
-            add(x, matVec(p + "mlp.down_proj", act));
+            MixtureOfExperts moe = c.experts();
+            add(x, moe != null && moe.sparse(l) ? sparseMlp(moe, l, n2)
+                    : mlp(p + "mlp.gate_proj", p + "mlp.up_proj", p + "mlp.down_proj", n2));
         }
         double[] out = rms(x, t.get("model.norm.weight"));
         String head = t.containsKey("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
         return rowsDot(t.get(head), c.vocabSize(), input(head, out));
+    }
+
+    /** down(silu(gate x) * up x), each name a weight's prefix (without ".weight"). */
+    private double[] mlp(String gateName, String upName, String downName, double[] x) {
+        double[] gate = matVec(gateName, x);
+        double[] up = matVec(upName, x);
+        double[] act = new double[gate.length];
+        for (int i = 0; i < act.length; i++) {
+            act[i] = gate[i] / (1 + Math.exp(-gate[i])) * up[i];
+        }
+        return matVec(downName, act);
+    }
+
+    /**
+     * A mixture of experts from its formulas: p = softmax(router x) over all experts; the k largest p (ties: lower
+     * expert first), divided by their sum when normalized; sum of p_e * expert_e(x); plus sigmoid(g x) * shared(x).
+     */
+    private double[] sparseMlp(MixtureOfExperts moe, int layer, double[] x) {
+        double[] p = softmax(matVec(strip(moe.router(layer)), x));
+        int[] chosen = topK(p, moe.perToken());
+        for (int e : chosen) {
+            expertsUsed.add(e);
+        }
+        double sum = 0;
+        for (int e : chosen) {
+            sum += p[e];
+        }
+        double[] out = new double[x.length];
+        for (int e : chosen) {
+            String[] w = moe.expert(layer, e);
+            double[] y = mlp(strip(w[0]), strip(w[1]), strip(w[2]), x);
+            double weight = moe.normalizeTopK() ? p[e] / sum : p[e];
+            for (int i = 0; i < out.length; i++) {
+                out[i] += weight * y[i];
+            }
+        }
+        if (moe.hasSharedExpert()) {
+            String[] w = moe.sharedExpert(layer);
+            double[] y = mlp(strip(w[0]), strip(w[1]), strip(w[2]), x);
+            double gate = 1 / (1 + Math.exp(-matVec(strip(moe.sharedExpertGate(layer)), x)[0]));
+            for (int i = 0; i < out.length; i++) {
+                out[i] += gate * y[i];
+            }
+        }
+        return out;
+    }
+
+    private static String strip(String weightName) {
+        return weightName.substring(0, weightName.length() - ".weight".length());
+    }
+
+    static double[] softmax(double[] z) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (double v : z) {
+            max = Math.max(max, v);
+        }
+        double[] p = new double[z.length];
+        double sum = 0;
+        for (int i = 0; i < z.length; i++) {
+            p[i] = Math.exp(z[i] - max);
+            sum += p[i];
+        }
+        for (int i = 0; i < z.length; i++) {
+            p[i] /= sum;
+        }
+        return p;
+    }
+
+    /** The indices of the k largest values, largest first; of equal values the lower index first. */
+    static int[] topK(double[] p, int k) {
+        int[] chosen = new int[k];
+        boolean[] taken = new boolean[p.length];
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int i = 0; i < p.length; i++) {
+                if (!taken[i] && (best < 0 || p[i] > p[best])) {
+                    best = i;
+                }
+            }
+            taken[best] = true;
+            chosen[j] = best;
+        }
+        return chosen;
+    }
+
+    /** RMSNorm of each head of {@code x} (heads of {@code w.length} values) with weights {@code w}. */
+    private void headNorms(double[] x, float[] w) {
+        int d = w.length;
+        for (int head = 0; head < x.length / d; head++) {
+            double[] normed = rms(slice(x, head * d, head * d + d), w);
+            System.arraycopy(normed, 0, x, head * d, d);
+        }
     }
 
     /** x as a product with matrix {@code name} takes it: rounded to 8 bits if asked and the matrix is quantized. */

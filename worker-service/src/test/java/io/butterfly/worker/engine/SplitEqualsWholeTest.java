@@ -30,7 +30,12 @@ class SplitEqualsWholeTest {
                 Arguments.of("llama gqa", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly(), batchInvariant),
                 Arguments.of("llama qkv-bias tied", ModelFixtures.llamaTied(), ModelFixtures.weightsOnly().withAttentionBias(true),
                         batchInvariant),
-                Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly(), batchInvariant)));
+                Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly(), batchInvariant),
+                Arguments.of("qwen3", ModelFixtures.qwen3(), ModelFixtures.weightsOnly(), batchInvariant),
+                Arguments.of("mixtral", ModelFixtures.mixtral(), ModelFixtures.weightsOnly(), batchInvariant),
+                Arguments.of("qwen2-moe", ModelFixtures.qwen2Moe(), ModelFixtures.weightsOnly().withAttentionBias(true),
+                        batchInvariant),
+                Arguments.of("qwen3-moe", ModelFixtures.qwen3Moe(), ModelFixtures.weightsOnly(), batchInvariant)));
     }
 
     @ParameterizedTest(name = "{0}, batch-invariant {3}")

@@ -44,6 +44,10 @@ public final class GgufExport {
         if (c.architecture() != Architecture.LLAMA) {
             throw new IllegalArgumentException("only Llama-family models are written to GGUF");
         }
+        if (c.experts() != null || c.qkNorm()) {
+            throw new IllegalArgumentException("only dense Llama-family models without q/k norms are written to GGUF;"
+                    + " this is a " + (c.experts() != null ? c.experts().kind().modelType() : "qwen3") + " model");
+        }
         List<SafetensorsFile> files = new ArrayList<>();
         try (Stream<Path> list = Files.list(modelDir)) {
             for (Path p : list.filter(p -> p.getFileName().toString().endsWith(".safetensors")).sorted().toList()) {

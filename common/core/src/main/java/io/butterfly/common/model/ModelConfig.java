@@ -32,6 +32,9 @@ import tools.jackson.databind.json.JsonMapper;
  * @param ropeScaling      how the rotary frequencies are scaled (Llama only), or null for plain RoPE
  * @param moreEosTokenIds  further tokens that end a sequence, when {@code eos_token_id} is a list (Llama 3 instruct
  *                         models end a turn with {@code <|eot_id|>}, listed after {@code <|end_of_text|>})
+ * @param qkNorm           Qwen3's RMSNorm of each query and key head (weights {@code [headDim]}) before the rotary
+ *                         embedding (Llama family only)
+ * @param experts          the sparse MLP of a mixture-of-experts model, or null for a dense one (Llama family only)
  */
 public record ModelConfig(
         Architecture architecture,
@@ -48,7 +51,9 @@ public record ModelConfig(
         int bosTokenId,
         int eosTokenId,
         RopeScaling ropeScaling,
-        List<Integer> moreEosTokenIds) {
+        List<Integer> moreEosTokenIds,
+        boolean qkNorm,
+        MixtureOfExperts experts) {
 
     private static final ObjectMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
@@ -77,6 +82,24 @@ public record ModelConfig(
             throw new IllegalArgumentException("end-of-sequence tokens must not be negative, and further ones need a first: "
                     + eosTokenId + " " + moreEosTokenIds);
         }
+        if (architecture != Architecture.LLAMA && (qkNorm || experts != null)) {
+            throw new IllegalArgumentException("q/k norms and experts are Llama-family parts");
+        }
+        if (experts != null && experts.kind() == MixtureOfExperts.Kind.MIXTRAL && experts.expertSize() != intermediateSize) {
+            throw new IllegalArgumentException("a Mixtral expert's width is intermediate_size " + intermediateSize);
+        }
+        if (experts != null && (experts.kind() == MixtureOfExperts.Kind.QWEN3_MOE) != qkNorm) {
+            throw new IllegalArgumentException("Qwen3-MoE, and no other mixture of experts, has q/k norms");
+        }
+    }
+
+    /** A dense configuration without q/k norms (Llama, Qwen2, Mistral, GPT-2). */
+    public ModelConfig(Architecture architecture, int numLayers, int hiddenSize, int numHeads, int numKvHeads,
+                       int intermediateSize, int vocabSize, int maxPositions, double normEps, double ropeTheta,
+                       boolean tieWordEmbeddings, int bosTokenId, int eosTokenId, RopeScaling ropeScaling,
+                       List<Integer> moreEosTokenIds) {
+        this(architecture, numLayers, hiddenSize, numHeads, numKvHeads, intermediateSize, vocabSize, maxPositions,
+                normEps, ropeTheta, tieWordEmbeddings, bosTokenId, eosTokenId, ropeScaling, moreEosTokenIds, false, null);
     }
 
     /** A configuration with one end-of-sequence token (or none). */
@@ -102,7 +125,19 @@ public record ModelConfig(
         }
         return new ModelConfig(architecture, numLayers, hiddenSize, numHeads, numKvHeads, intermediateSize, vocabSize,
                 maxPositions, normEps, ropeTheta, tieWordEmbeddings, bosTokenId, ids.get(0), ropeScaling,
-                ids.subList(1, ids.size()));
+                ids.subList(1, ids.size()), qkNorm, experts);
+    }
+
+    /** This configuration with {@code experts} (null: dense), q/k norms as a model of their kind has them. */
+    public ModelConfig withExperts(MixtureOfExperts experts) {
+        return withQkNormAndExperts(experts != null && experts.kind() == MixtureOfExperts.Kind.QWEN3_MOE, experts);
+    }
+
+    /** This configuration with Qwen3's q/k norms and {@code experts} (null: dense). */
+    public ModelConfig withQkNormAndExperts(boolean qkNorm, MixtureOfExperts experts) {
+        return new ModelConfig(architecture, numLayers, hiddenSize, numHeads, numKvHeads, intermediateSize, vocabSize,
+                maxPositions, normEps, ropeTheta, tieWordEmbeddings, bosTokenId, eosTokenId, ropeScaling,
+                moreEosTokenIds, qkNorm, experts);
     }
 
     /** Whether generating {@code token} ends the sequence: the end-of-sequence token or any other the config lists. */
@@ -139,7 +174,8 @@ public record ModelConfig(
         if (n == null || !n.isObject()) {
             throw new IllegalArgumentException("config.json is not a JSON object");
         }
-        Architecture arch = Architecture.fromModelType(ConfigFields.string(n, "model_type", "llama"));
+        String modelType = ConfigFields.string(n, "model_type", "llama");
+        Architecture arch = Architecture.fromModelType(modelType);
         requireComputable(n, arch);
         if (arch == Architecture.GPT2) {
             int hidden = ConfigFields.integer(n, "n_embd", 0);
@@ -167,7 +203,8 @@ public record ModelConfig(
                 ConfigFields.number(n, "rms_norm_eps", 1e-6), theta,
                 ConfigFields.bool(n, "tie_word_embeddings", false),
                 tokenId(n, "bos_token_id"), tokenId(n, "eos_token_id"),
-                RopeScaling.parse(v5 ? ropeParameters : n.get("rope_scaling")), moreTokenIds(n, "eos_token_id"));
+                RopeScaling.parse(v5 ? ropeParameters : n.get("rope_scaling")), moreTokenIds(n, "eos_token_id"),
+                modelType.equals("qwen3") || modelType.equals("qwen3_moe"), MixtureOfExperts.parse(modelType, n));
     }
 
     /**
@@ -227,8 +264,9 @@ public record ModelConfig(
             m.put("layer_norm_epsilon", normEps);
             m.put("activation_function", "gelu_new");
         } else {
-            m.put("architectures", List.of("LlamaForCausalLM"));
-            m.put("model_type", "llama");
+            m.put("architectures", List.of(experts != null ? experts.kind().architecture()
+                    : qkNorm ? "Qwen3ForCausalLM" : "LlamaForCausalLM"));
+            m.put("model_type", experts != null ? experts.kind().modelType() : qkNorm ? "qwen3" : "llama");
             m.put("hidden_size", hiddenSize);
             m.put("num_hidden_layers", numLayers);
             m.put("num_attention_heads", numHeads);
@@ -242,6 +280,9 @@ public record ModelConfig(
                 m.put("rope_scaling", ropeScaling.toHuggingFace());
             }
             m.put("hidden_act", "silu");
+            if (experts != null) {
+                experts.writeTo(m);
+            }
         }
         m.put("tie_word_embeddings", tieWordEmbeddings);
         if (bosTokenId >= 0) {
@@ -278,8 +319,13 @@ public record ModelConfig(
                     + (long) intermediateSize * h + h;  // mlp c_proj
             return embed + numLayers * perLayer + 2 * h + head;
         }
-        perLayer = 2 * h + h * h + 2 * h * kvDim() + h * h + 3 * h * (long) intermediateSize;
-        return embed + numLayers * perLayer + h + head;
+        long attention = 2 * h + h * h + 2 * h * kvDim() + h * h + (qkNorm ? 2L * headDim() : 0);
+        long all = embed + h + head;
+        for (int i = 0; i < numLayers; i++) {
+            all += attention + (experts != null && experts.sparse(i) ? experts.sparseParameters(h)
+                    : 3 * h * (long) intermediateSize);
+        }
+        return all;
     }
 
     /** The field's first token id (of a list, or the only one), or -1. */

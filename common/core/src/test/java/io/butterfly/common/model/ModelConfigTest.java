@@ -43,6 +43,54 @@ class ModelConfigTest {
     }
 
     @Test
+    void mixtureOfExpertsAndQwen3ConfigsAreReadAndWrittenBack() {
+        ModelConfig mixtral = parse("mixtral", ", \"num_local_experts\": 8, \"num_experts_per_tok\": 2");
+        assertThat(mixtral.experts()).isEqualTo(new MixtureOfExperts(MixtureOfExperts.Kind.MIXTRAL, 8, 2, 128, 0, true, 1,
+                List.of()));
+        assertThat(mixtral.qkNorm()).isFalse();
+        ModelConfig qwen2 = parse("qwen2_moe", ", \"num_experts\": 60, \"num_experts_per_tok\": 4,"
+                + " \"moe_intermediate_size\": 32, \"shared_expert_intermediate_size\": 96, \"decoder_sparse_step\": 2,"
+                + " \"mlp_only_layers\": [0], \"norm_topk_prob\": false");
+        assertThat(qwen2.experts()).isEqualTo(new MixtureOfExperts(MixtureOfExperts.Kind.QWEN2_MOE, 60, 4, 32, 96, false, 2,
+                List.of(0)));
+        assertThat(qwen2.experts().sparse(0)).isFalse(); // mlp_only_layers
+        assertThat(qwen2.experts().sparse(1)).isTrue();
+        assertThat(qwen2.experts().sparse(2)).isFalse(); // (2 + 1) % 2 != 0
+        ModelConfig qwen3 = parse("qwen3", "");
+        assertThat(qwen3.qkNorm()).isTrue();
+        assertThat(qwen3.experts()).isNull();
+        ModelConfig qwen3Moe = parse("qwen3_moe", ", \"num_experts\": 128, \"num_experts_per_tok\": 8,"
+                + " \"moe_intermediate_size\": 16, \"norm_topk_prob\": true");
+        assertThat(qwen3Moe.qkNorm()).isTrue();
+        assertThat(qwen3Moe.experts()).isEqualTo(new MixtureOfExperts(MixtureOfExperts.Kind.QWEN3_MOE, 128, 8, 16, 0, true,
+                1, List.of()));
+        for (ModelConfig c : List.of(mixtral, qwen2, qwen3, qwen3Moe)) {
+            ModelConfig back = ModelConfig.parse(tools.jackson.databind.json.JsonMapper.builder().build()
+                    .writeValueAsBytes(c.toHuggingFace()));
+            assertThat(back).isEqualTo(c);
+        }
+        assertThat(qwen3Moe.toHuggingFace()).containsEntry("architectures", List.of("Qwen3MoeForCausalLM"));
+        // per layer: attention 4*64*64 - 2*64*32 (kv) + norms + q/k norms 2*16; experts 128 * (64 + 3*64*16)
+        assertThat(qwen3Moe.parameterCount() - ModelConfig.parse(String.format(LLAMA, "llama", "").getBytes(
+                StandardCharsets.UTF_8)).parameterCount()).isEqualTo(2 * (2 * 16 + 128 * (64 + 3 * 64 * 16) - 3 * 64 * 128));
+    }
+
+    @Test
+    void mixturesOfExpertsOutOfRangeAndOtherFamiliesAreRefusedByName() {
+        assertThatThrownBy(() -> parse("mixtral", ", \"num_local_experts\": 2, \"num_experts_per_tok\": 3"))
+                .hasMessageContaining("experts per token");
+        assertThatThrownBy(() -> parse("qwen2_moe", ", \"num_experts\": 0")).hasMessageContaining("num_experts 0");
+        assertThatThrownBy(() -> parse("qwen2_moe", ", \"shared_expert_intermediate_size\": 0"))
+                .hasMessageContaining("shared expert");
+        assertThatThrownBy(() -> parse("qwen3_moe", ", \"num_experts_per_tok\": \"two\""))
+                .hasMessageContaining("num_experts_per_tok");
+        assertThatThrownBy(() -> parse("qwen3_moe", ", \"mlp_only_layers\": 3")).hasMessageContaining("mlp_only_layers");
+        for (String other : List.of("deepseek_v3", "gpt_oss", "dbrx")) {
+            assertThatThrownBy(() -> parse(other, "")).hasMessageContaining("unsupported model_type '" + other + "'");
+        }
+    }
+
+    @Test
     void everyListedEndOfSequenceTokenEndsASequence() {
         // Llama 3.1 Instruct: <|end_of_text|>, <|eom_id|>, <|eot_id|>.
         ModelConfig instruct = parse("llama", ", \"eos_token_id\": [90, 91, 92], \"bos_token_id\": 1");

@@ -1,17 +1,94 @@
-# A Llama-family stage (Llama, Qwen2, Mistral), as Hugging Face transformers computes it in float32: RMSNorm,
-# rotary embeddings (rotate_half convention), grouped-query attention and a SiLU-gated MLP.
+# A Llama-family stage (Llama, Qwen2, Mistral, Qwen3, Mixtral, Qwen2-MoE, Qwen3-MoE), as Hugging Face transformers
+# computes it in float32: RMSNorm, rotary embeddings (rotate_half convention), grouped-query attention (Qwen3: each
+# query and key head RMS-normed first) and a SiLU-gated MLP, or a mixture of experts of them.
 #
-# weights: per layer 14 tensors (LlamaStage.java lists them): input norm; q|k|v fused; o; post-attention norm;
-# gate|up fused; down. Each projection is 3 tensors, as __torch__.butterfly.linear.prepare made them plus its bias
-# (empty when none).
-# constants: 0-dim float32 tensors [attention scale, 1, norm epsilon, hidden size]: an operation with a Python number
-# converts it to a tensor on every call.
+# weights: per layer (LlamaStage.java lists them): input norm; q|k|v fused; o; post-attention norm; with q/k norms,
+# the q and k norm weights; then a dense MLP (gate|up fused; down), or the router, each expert's gate|up and down, and
+# Qwen2-MoE's shared expert (gate|up; down; its gate). Each projection is 3 tensors, as
+# __torch__.butterfly.linear.prepare made them plus its bias (empty when none).
+# layout: per layer, where its weights start and how many experts it has (0: a dense MLP).
+# constants: 0-dim float32 tensors [attention scale, 1, norm epsilon, hidden size, head dim]: an operation with a
+# Python number converts it to a tensor on every call.
 
 
 def rms_norm(x: Tensor, weight: Tensor, constants: List[Tensor]) -> Tensor:
   # weight * (x * rsqrt(mean(x^2) + eps)), the mean as torch computes it (a sum, then a division by the count)
   variance = torch.div(torch.sum(torch.mul(x, x), [-1], True), constants[3])
   return torch.mul(weight, torch.mul(x, torch.rsqrt(torch.add(variance, constants[2]))))
+
+
+def head_norm(x: Tensor, weight: Tensor, constants: List[Tensor]) -> Tensor:
+  # rms_norm of each head [rows, heads, head dim] over its head dim (Qwen3's q_norm, k_norm)
+  variance = torch.div(torch.sum(torch.mul(x, x), [-1], True), constants[4])
+  return torch.mul(weight, torch.mul(x, torch.rsqrt(torch.add(variance, constants[2]))))
+
+
+def mlp(x: Tensor, w: List[Tensor], at: int, constants: List[Tensor]) -> Tensor:
+  # down(silu(gate x) * up x) of the gate|up projection at w[at] and the down one after it, silu as gate / (1 +
+  # exp(-gate)): torch's silu and sigmoid kernels round the elements past a thread's last full vector by another
+  # formula, so a row's bits would depend on where the threads cut the batch
+  scope = __torch__.butterfly.profile.enter("projection gate|up")
+  gate_up = __torch__.butterfly.linear.linear(x, w[at], w[at + 1], w[at + 2])
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("activation")
+  inter = gate_up.size(1) // 2
+  gate = torch.narrow(gate_up, 1, 0, inter)
+  act = torch.mul(torch.div(gate, torch.add(torch.exp(torch.neg(gate)), constants[1])), torch.narrow(gate_up, 1, inter, inter))
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("projection down")
+  down = __torch__.butterfly.linear.linear(act, w[at + 3], w[at + 4], w[at + 5])
+  __torch__.butterfly.profile.exit(scope)
+  return down
+
+
+def route(logits: Tensor, top_k: int, normalize: bool) -> List[Tensor]:
+  # [weights, experts], each [rows, top_k]: softmax of the router's logits over all experts (float32), the top k
+  # heaviest first (of equal weights the lower expert first: a stable descending sort), the weights divided by their
+  # sum when normalize (Mixtral always; Qwen's norm_topk_prob)
+  ranked, order = torch.sort(torch.softmax(logits, -1), stable=True, dim=-1, descending=True)
+  weights = torch.narrow(ranked, 1, 0, top_k)
+  if normalize:
+    weights = torch.div(weights, torch.sum(weights, [-1], True))
+  return [weights, torch.narrow(order, 1, 0, top_k)]
+
+
+def experts(h: Tensor, w: List[Tensor], at: int, count: int, dims: List[int], constants: List[Tensor]) -> Tensor:
+  # A sparse MLP as transformers' MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock: the
+  # router's choice (route, renormalized if dims[6]), each expert run on the rows that chose it and its output, times
+  # the row's weight for it, added to the rows in the order of the experts; then Qwen2-MoE's shared expert times
+  # sigmoid(its gate).
+  # An expert's rows are padded to a multiple of dims[8] (the projections' row quantum), so that a row's bits never
+  # depend on which other rows chose the same expert.
+  top_k = dims[5]
+  quantum = dims[8]
+  scope = __torch__.butterfly.profile.enter("router")
+  routed = __torch__.route(__torch__.butterfly.linear.linear(h, w[at], w[at + 1], w[at + 2]), top_k, dims[6] == 1)
+  flat_weights = torch.flatten(routed[0])
+  chosen = routed[1]
+  __torch__.butterfly.profile.exit(scope)
+  out = torch.zeros_like(h)
+  for e in range(count):
+    hits = torch.nonzero(torch.eq(chosen, e))
+    n = hits.size(0)
+    if n > 0:
+      rows = torch.select(hits, 1, 0)
+      x = torch.index_select(h, 0, rows)
+      pad = (quantum - n % quantum) % quantum
+      if pad > 0:
+        x = torch.cat([x, torch.zeros([pad, h.size(1)], dtype=h.dtype)])
+      y = __torch__.mlp(x, w, at + 3 + 6 * e, constants)
+      if pad > 0:
+        y = torch.narrow(y, 0, 0, n)
+      scale = torch.index_select(flat_weights, 0, torch.add(torch.mul(rows, top_k), torch.select(hits, 1, 1)))
+      out = torch.index_add(out, 0, rows, torch.mul(y, torch.unsqueeze(scale, 1)))
+  if dims[7] == 1:
+    shared_at = at + 3 + 6 * count
+    shared = __torch__.mlp(h, w, shared_at, constants)
+    # the gate [1, hidden] as a row-wise dot product: a one-column projection rounds a row by how many share it
+    logit = torch.sum(torch.mul(h, w[shared_at + 6]), [-1], True)
+    gate = torch.reciprocal(torch.add(torch.exp(torch.neg(logit)), constants[1]))
+    out = torch.add(out, torch.mul(gate, shared))
+  return out
 
 
 class LlamaStage(Module):
@@ -22,23 +99,35 @@ class LlamaStage(Module):
   def prepare(self: __torch__.LlamaStage, weight: Tensor, dtype: int) -> List[Tensor]:
     return __torch__.butterfly.linear.prepare(weight, dtype)
 
+  def route(self: __torch__.LlamaStage, logits: Tensor, top_k: int, normalize: bool) -> List[Tensor]:
+    return __torch__.route(logits, top_k, normalize)
+
   def embed(self: __torch__.LlamaStage, table: Tensor, ids: Tensor) -> Tensor:
     return torch.embedding(table, ids)
 
-  def layers(self: __torch__.LlamaStage, x: Tensor, weights: List[Tensor], dims: List[int], constants: List[Tensor],
-             cos: Tensor, signed_sin: Tensor, sequences: List[int], caches: List[Tensor]) -> Tensor:
-    # dims: heads, kv heads, head dim, intermediate size. cos, signed_sin [rows, 1, head_dim]: the rotation of each
-    # row's position, the sine negated on its first half so that rotate_half is a swap of halves.
+  def layers(self: __torch__.LlamaStage, x: Tensor, weights: List[Tensor], layout: List[int], dims: List[int],
+             constants: List[Tensor], cos: Tensor, signed_sin: Tensor, sequences: List[int],
+             caches: List[Tensor]) -> Tensor:
+    # dims: heads, kv heads, head dim, intermediate size, q/k norms (1 or 0), experts per token, renormalize (1 or 0),
+    # shared expert (1 or 0), row quantum. cos, signed_sin [rows, 1, head_dim]: the rotation of each row's position,
+    # the sine negated on its first half so that rotate_half is a swap of halves.
     heads = dims[0]
     kv_heads = dims[1]
     head_dim = dims[2]
-    inter = dims[3]
+    qk_norm = dims[4] == 1
+    mlp_at = 8
+    if qk_norm:
+      mlp_at = 10
     rows = x.size(0)
     scope = __torch__.butterfly.profile.enter("attention")
     masks = __torch__.butterfly.attention.causal_masks(sequences, heads // kv_heads)
     __torch__.butterfly.profile.exit(scope)
-    for layer in range(len(weights) // 14):
-      w = weights[14 * layer:14 * layer + 14]
+    n_layers = len(layout) // 2
+    for layer in range(n_layers):
+      end = len(weights)
+      if layer + 1 < n_layers:
+        end = layout[2 * layer + 2]
+      w = weights[layout[2 * layer]:end]
       in_layer = __torch__.butterfly.profile.enter_layer(layer)
       scope = __torch__.butterfly.profile.enter("norm")
       h = __torch__.rms_norm(x, w[0], constants)
@@ -49,6 +138,9 @@ class LlamaStage(Module):
       scope = __torch__.butterfly.profile.enter("rotary")
       # q and k rotated together: x * cos + swap_halves(x) * signed_sin
       qk = torch.narrow(qkv, 1, 0, heads + kv_heads)
+      if qk_norm:
+        qk = torch.cat([__torch__.head_norm(torch.narrow(qkv, 1, 0, heads), w[8], constants),
+                        __torch__.head_norm(torch.narrow(qkv, 1, heads, kv_heads), w[9], constants)], 1)
       swapped = torch.view(torch.flip(torch.view(qk, [rows, heads + kv_heads, 2, head_dim // 2]), [2]),
                            [rows, heads + kv_heads, head_dim])
       qk = torch.add(torch.mul(qk, cos), torch.mul(swapped, signed_sin))
@@ -68,18 +160,13 @@ class LlamaStage(Module):
       scope = __torch__.butterfly.profile.enter("norm")
       h = __torch__.rms_norm(x, w[7], constants)
       __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("projection gate|up")
-      gate_up = __torch__.butterfly.linear.linear(h, w[8], w[9], w[10])
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("activation")
-      # silu(gate) * up, silu as gate / (1 + exp(-gate)): torch's silu and sigmoid kernels round the elements past a
-      # thread's last full vector by another formula, so a row's bits would depend on where the threads cut the batch
-      gate = torch.narrow(gate_up, 1, 0, inter)
-      act = torch.mul(torch.div(gate, torch.add(torch.exp(torch.neg(gate)), constants[1])), torch.narrow(gate_up, 1, inter, inter))
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("projection down")
-      down = __torch__.butterfly.linear.linear(act, w[11], w[12], w[13])
-      __torch__.butterfly.profile.exit(scope)
+      count = layout[2 * layer + 1]
+      if count == 0:
+        down = __torch__.mlp(h, w, mlp_at, constants)
+      else:
+        scope = __torch__.butterfly.profile.enter("experts")
+        down = __torch__.experts(h, w, mlp_at, count, dims, constants)
+        __torch__.butterfly.profile.exit(scope)
       scope = __torch__.butterfly.profile.enter("residual")
       x = torch.add(x, down)
       __torch__.butterfly.profile.exit(scope)

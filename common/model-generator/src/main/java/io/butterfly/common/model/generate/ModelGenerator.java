@@ -2,6 +2,7 @@ package io.butterfly.common.model.generate;
 
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.GenerationConfig;
+import io.butterfly.common.model.MixtureOfExperts;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.TokenizerConfig;
 import io.butterfly.common.safetensors.SafetensorsWriter;
@@ -205,7 +206,17 @@ public final class ModelGenerator {
             case "BF16" -> "bfloat16";
             default -> "float32";
         });
-        if (options.outputBias() && config.architecture() == Architecture.LLAMA) {
+        boolean plainLlama = config.architecture() == Architecture.LLAMA && config.experts() == null && !config.qkNorm();
+        if (!plainLlama && config.architecture() == Architecture.LLAMA && options.attentionBias()) {
+            MixtureOfExperts.Kind kind = config.experts() == null ? null : config.experts().kind();
+            if (kind == MixtureOfExperts.Kind.QWEN2_MOE && !options.outputBias()) {
+                // Qwen2-MoE has q/k/v biases whatever the options (its config says qkv_bias)
+            } else if (config.qkNorm() && options.outputBias()) {
+                hf.put("attention_bias", true); // Qwen3's: biases on q, k, v and o
+            } else {
+                throw new IllegalArgumentException("this model's config has no field for these attention biases");
+            }
+        } else if (options.outputBias() && config.architecture() == Architecture.LLAMA) {
             hf.put("attention_bias", true); // Llama's: biases on q, k, v and o
         } else if (options.attentionBias() && config.architecture() == Architecture.LLAMA) {
             // Biases on q/k/v only are Qwen2's layout. A Llama config's attention_bias would promise an o_proj bias
@@ -295,6 +306,7 @@ public final class ModelGenerator {
             int q = c.numHeads() * c.headDim();
             int kv = c.kvDim();
             int inter = c.intermediateSize();
+            boolean qwen2Moe = c.experts() != null && c.experts().kind() == MixtureOfExperts.Kind.QWEN2_MOE;
             w.part(EMBED_FILE);
             w.matrix("model.embed_tokens.weight", c.vocabSize(), h, 0.5);
             for (int i = 0; i < c.numLayers(); i++) {
@@ -304,7 +316,7 @@ public final class ModelGenerator {
                 w.matrix(p + "self_attn.q_proj.weight", q, h, 0.25);
                 w.matrix(p + "self_attn.k_proj.weight", kv, h, 0.25);
                 w.matrix(p + "self_attn.v_proj.weight", kv, h, 0.15);
-                if (o.attentionBias()) {
+                if (o.attentionBias() || qwen2Moe) {
                     w.vector(p + "self_attn.q_proj.bias", q, 0.1);
                     w.vector(p + "self_attn.k_proj.bias", kv, 0.1);
                     w.vector(p + "self_attn.v_proj.bias", kv, 0.1);
@@ -313,10 +325,26 @@ public final class ModelGenerator {
                 if (o.outputBias()) {
                     w.vector(p + "self_attn.o_proj.bias", h, 0.05);
                 }
+                if (c.qkNorm()) {
+                    w.norm(p + "self_attn.q_norm.weight", c.headDim());
+                    w.norm(p + "self_attn.k_norm.weight", c.headDim());
+                }
                 w.norm(p + "post_attention_layernorm.weight", h);
-                w.matrix(p + "mlp.gate_proj.weight", inter, h, 0.15);
-                w.matrix(p + "mlp.up_proj.weight", inter, h, 0.15);
-                w.matrix(p + "mlp.down_proj.weight", h, inter, 0.1);
+                MixtureOfExperts moe = c.experts();
+                if (moe != null && moe.sparse(i)) {
+                    // A router wide enough that tokens spread over the experts, and clear of near ties between them.
+                    w.matrix(moe.router(i), moe.experts(), h, 0.3);
+                    for (int e = 0; e < moe.experts(); e++) {
+                        w.mlp(moe.expert(i, e), moe.expertSize(), h);
+                    }
+                    if (moe.hasSharedExpert()) {
+                        w.mlp(moe.sharedExpert(i), moe.sharedExpertSize(), h);
+                        w.matrix(moe.sharedExpertGate(i), 1, h, 0.15);
+                    }
+                } else {
+                    w.mlp(new String[]{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight"},
+                            inter, h);
+                }
             }
             w.part(HEAD_FILE);
             w.norm("model.norm.weight", h);
@@ -341,6 +369,13 @@ public final class ModelGenerator {
 
         void matrix(String name, int rows, int cols, double std) {
             add(name, new long[]{rows, cols}, (long) rows * cols, std, 0);
+        }
+
+        /** A SiLU-gated MLP's gate, up and down weights. */
+        void mlp(String[] gateUpDown, int inter, int h) {
+            matrix(gateUpDown[0], inter, h, 0.15);
+            matrix(gateUpDown[1], inter, h, 0.15);
+            matrix(gateUpDown[2], h, inter, 0.1);
         }
 
         void vector(String name, int n, double std) {
