@@ -9,6 +9,7 @@ import io.butterfly.coordinator.cluster.TaskRecord;
 import io.butterfly.coordinator.cluster.TaskRequest;
 import io.butterfly.coordinator.control.AppliedStates;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.control.PausedRequests;
 import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.inference.engine.EngineCore;
@@ -312,9 +313,12 @@ public class InferenceService implements PausedRequests, AutoCloseable {
 
     /**
      * Completes once the start of {@code handle}'s task is in this replica's state (the recorded request, seed and
-     * owner another replica would resume it from), once it failed (refused before its start), or after
-     * {@link #START_WAIT} (the log could not record it): a stream hands out no event id before, so that every id a
-     * client holds names a recorded task. Costs a stream's first event a flush interval and a commit.
+     * owner another replica would resume it from), or once it failed (refused before its start); fails with
+     * {@link ControlLogUnavailableException} if the log did not record it within {@link #START_WAIT} (no quorum: a
+     * replica left alone). A stream hands out no event id before, so that every id a client holds names a committed
+     * task; one whose start is not recorded must fail instead of streaming (it used to stream after the wait: two
+     * coordinator kills left the third alone, its streams went out, and their starts, queued at a replica that was
+     * killed in turn, were known nowhere). Costs a stream's first event a flush interval and a commit.
      */
     public CompletableFuture<?> startRecorded(RequestHandle handle) {
         String taskId = handle.taskId();
@@ -324,7 +328,15 @@ public class InferenceService implements PausedRequests, AutoCloseable {
                 inState.complete(null); // refused or failed: there is nothing to resume
             }
         });
-        return inState.completeOnTimeout(null, START_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        return inState.orTimeout(START_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+                .handle((state, timedOut) -> {
+                    if (timedOut != null) {
+                        throw new ControlLogUnavailableException("control log unavailable: the start of task " + taskId
+                                + " was not committed within " + START_WAIT.toSeconds() + " s (no quorum of coordinator"
+                                + " replicas): retry", timedOut);
+                    }
+                    return state;
+                });
     }
 
     /** Whether the replica owning {@code t} does not answer (asked over the control log's group), or is none of it. */

@@ -29,6 +29,7 @@ public final class InMemoryControlLog implements ControlLog, AutoCloseable {
     private final List<AppliedListener> listeners = new CopyOnWriteArrayList<>();
     private volatile ClusterState state = ClusterState.initial();
     private long index;
+    private volatile boolean quorum = true;
 
     /** Replica coordinator-0, the ready leader of term 1. */
     public InMemoryControlLog() {
@@ -41,8 +42,19 @@ public final class InMemoryControlLog implements ControlLog, AutoCloseable {
         listeners.add(journal);
     }
 
+    /**
+     * With {@code false}, commits fail as they do at a replica left without a quorum (its peers killed): {@link
+     * ControlLogUnavailableException}, the state as it was; {@code true} again commits.
+     */
+    public void quorum(boolean held) {
+        quorum = held;
+    }
+
     @Override
     public synchronized ClusterState submit(ClusterCommand command) {
+        if (!quorum) {
+            throw new ControlLogUnavailableException("control log unavailable: no quorum (InMemoryControlLog)", null);
+        }
         ClusterState before = state;
         long at = ++index;
         ClusterState after;

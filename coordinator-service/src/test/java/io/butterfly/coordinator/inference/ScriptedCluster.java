@@ -51,7 +51,7 @@ public final class ScriptedCluster implements AutoCloseable {
         raw = HuggingFaceTokenizer.newInstance(file);
     }
 
-    public ControlLog control() {
+    public InMemoryControlLog control() {
         return control;
     }
 

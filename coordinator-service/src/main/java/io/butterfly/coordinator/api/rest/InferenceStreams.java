@@ -131,8 +131,17 @@ public class InferenceStreams implements DisposableBean {
             }
             events.complete();
         }));
-        // No event id goes out before the task's start is recorded: any id a client holds can be resumed.
-        inference.startRecorded(handle).whenComplete((recorded, failure) -> delivery.start());
+        // No event id goes out before the task's start is recorded: any id a client holds can be resumed. A start the
+        // log could not record fails the request before its first event (503), its tokens held back go nowhere.
+        inference.startRecorded(handle).whenComplete((recorded, notRecorded) -> {
+            if (notRecorded != null) {
+                RuntimeException cause = unwrap(notRecorded);
+                events.mark(cause.getMessage());
+                started.completeExceptionally(cause);
+                handle.cancel(cause.getMessage());
+            }
+            delivery.start();
+        });
         return started;
     }
 

@@ -8,6 +8,7 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.cluster.TaskRecord;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.ReadyCluster;
@@ -223,6 +224,33 @@ class InferenceStreamsTest {
             assertThat(recorded.request().seed()).isEqualTo(seed);
             awaitTasksEnded((int) seed); // the scripted stage answers one sequence a step
         }
+    }
+
+    /**
+     * Issue 47, fault schedule 3 (two coordinator kills 10 s apart): task starts whose streams had delivered events
+     * were unknown at every replica. A replica left without a quorum could not commit a stream's start, and after
+     * waiting 10 s it streamed anyway, handing out event ids of a task no replica recorded (its start queued at a
+     * replica that could die with it). Such a stream now fails before its first event, 503 (retry), and the task is
+     * recorded as it ended once the log commits again.
+     */
+    @Test
+    void aStreamWhoseStartTheLogCannotCommitFailsBeforeItsFirstEvent() {
+        InferenceService service = cluster.service(ScriptedPipeline.answering(in -> step()));
+        InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
+        java.util.concurrent.atomic.AtomicReference<String> taskId = new java.util.concurrent.atomic.AtomicReference<>();
+        cluster.control().quorum(false);
+
+        assertThat(streams.start(request(6), null, task -> {
+            taskId.set(task.taskId());
+            return new NativeStreamFormat(false);
+        })).as("the answer: the emitter (a 200 stream) or the refusal before it")
+                .failsWithin(30, TimeUnit.SECONDS).withThrowableOfType(ExecutionException.class)
+                .havingCause().isInstanceOf(ControlLogUnavailableException.class)
+                .withMessageContaining("not committed");
+
+        cluster.control().quorum(true);
+        awaitTasksEnded(1);
+        assertThat(onlyTask().taskId()).isEqualTo(taskId.get());
     }
 
     private StepResult step() {
