@@ -34,7 +34,6 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.http.converter.autoconfigure.HttpMessageConvertersAutoConfiguration;
@@ -50,6 +49,7 @@ import org.springframework.boot.webmvc.autoconfigure.DispatcherServletAutoConfig
 import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
 import org.springframework.boot.webmvc.autoconfigure.error.ErrorMvcAutoConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -102,8 +102,12 @@ class ServletRequestBodyFuzzTest {
         }
     }
 
-    /** The coordinator's web layer (not its gRPC, Raft or discovery) over a scripted READY cluster. */
-    @SpringBootConfiguration
+    /**
+     * The coordinator's web layer (not its gRPC, Raft or discovery) over a scripted READY cluster. A plain
+     * configuration, not a {@code @SpringBootConfiguration}: the web slices of this package look for the nearest of
+     * those and would take this one for the application.
+     */
+    @Configuration(proxyBeanMethods = false)
     @ImportAutoConfiguration({TomcatServletWebServerAutoConfiguration.class, DispatcherServletAutoConfiguration.class,
             WebMvcAutoConfiguration.class, ErrorMvcAutoConfiguration.class, HttpMessageConvertersAutoConfiguration.class,
             JacksonAutoConfiguration.class, ValidationAutoConfiguration.class, SecurityAutoConfiguration.class,
