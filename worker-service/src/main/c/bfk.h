@@ -3,14 +3,17 @@
  * io.butterfly.worker.engine.cpu through JNI).
  *
  * Weights are kept as the shards hold them: ggml's blocks (Q8_0, Q4_0, Q4_K, Q6_K) or plain F32/F16/BF16 rows, never
- * repacked and never quantized here. Norms, attention and the residual stream are float32; a projection multiplies
- * float32 inputs by the weights' exact values (weight-only), or, for block formats when the stage says so, inputs
- * rounded to 8 bits a block of 32 at a time by integer dot products, as llama.cpp does (bfk_q8.c).
+ * quantized here; for the products with 8-bit activations, Q8_0 and Q4_0 matrices are best given with their rows
+ * interleaved eight at a time (bfk_x8.c: the same values in as many bytes). Norms, attention and the residual stream
+ * are float32; a projection multiplies float32 inputs by the weights' exact values (weight-only), or, for block
+ * formats when the stage says so, inputs rounded to 8 bits a block of 32 at a time by integer dot products, as
+ * llama.cpp does (bfk_q8.c).
  *
- * Every result is defined lane by lane, in the order of an 8-lane (AVX2) vector: the AVX2 kernels and the portable C
- * ones compute the same operations (products, fused multiply-adds, one fixed tree for the horizontal sums, the same
- * exp polynomial), so every worker gets the same bits whatever its CPU, and a row gets the same bits whatever rows it
- * is computed with and however the threads divide the work.
+ * Every result is defined operation by operation (most lane by lane, in the order of an 8-lane AVX2 vector; the 8-bit
+ * products of Q8_0 and Q4_0 block by block): the vector kernels and the portable C ones compute the same operations
+ * (products, fused multiply-adds, one fixed tree for the horizontal sums, the same exp polynomial), so every worker
+ * gets the same bits whatever its CPU, and a row gets the same bits whatever rows it is computed with and however
+ * the threads divide the work.
  */
 #ifndef BFK_H
 #define BFK_H
@@ -29,13 +32,15 @@ enum bfk_type {
     BFK_BF16 = 30,
 };
 
-/* A [rows, cols] matrix, row-major, in ggml's layout for its type. */
+/* A [rows, cols] matrix, row-major, in ggml's layout for its type, or with its rows interleaved eight at a time
+   (bfk_x8.c) where `interleaved`: then only the 8-bit products and the row lookup read it. */
 typedef struct {
     int type;
     int rows;
     int cols;
     size_t row_bytes;
     const uint8_t *data;
+    int interleaved;
 } bfk_matrix;
 
 /* ---- thread pool (bfk_pool.c) ---- */
@@ -81,6 +86,17 @@ void bfk_quantize_q8(const float *x, int cols, uint8_t *out);
 void bfk_matmul_q8_range(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo, int n0,
                          int n1, int add);
 
+/*
+ * Q8_0 and Q4_0 with rows interleaved eight at a time (bfk_x8.c), for the 8-bit products: whether w can be, its rows
+ * so written into out (w->rows * w->row_bytes bytes), and the products from such a matrix (n0, n1 multiples of 8 for
+ * the vector kernels), the same bits as from ggml's layout.
+ */
+int bfk_x8_applies(const bfk_matrix *w);
+void bfk_x8_interleave(const bfk_matrix *w, uint8_t *out);
+void bfk_x8_matmul_range(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo, int n0,
+                         int n1, int add);
+void bfk_x8_dequantize_row(const bfk_matrix *w, int row, float *out);
+
 /* One row of w as float32 values (the embedding lookup). */
 void bfk_dequantize_row(const bfk_matrix *w, int row, float *out);
 
@@ -112,7 +128,9 @@ typedef struct {
 bfk_stage *bfk_stage_create(int hidden, int heads, int kv_heads, int inter, int layers, int max_positions, float eps);
 /* Whether the stage's quantized matrices multiply 8-bit activations (bfk_q8.c) rather than float32 ones. */
 void bfk_stage_set_q8_activations(bfk_stage *s, int on);
-void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows, int cols, const void *data);
+/* data (in ggml's layout, or interleaved by bfk_x8_interleave for the 8-bit products) must outlive the stage. */
+void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows, int cols, const void *data,
+                          int interleaved);
 void bfk_stage_set_vector(bfk_stage *s, int layer, int slot, const float *data);
 void bfk_stage_destroy(bfk_stage *s);
 int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,

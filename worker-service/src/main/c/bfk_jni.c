@@ -51,8 +51,8 @@ JNIEXPORT jlong JNICALL JNI(stageCreate)(JNIEnv *env, jclass c, jint hidden, jin
 }
 
 JNIEXPORT void JNICALL JNI(stageSetMatrix)(JNIEnv *env, jclass c, jlong stage, jint layer, jint slot, jint type,
-                                           jint rows, jint cols, jlong address) {
-    bfk_stage_set_matrix(PTR(stage), layer, slot, type, rows, cols, PTR(address));
+                                           jint rows, jint cols, jlong address, jboolean interleaved) {
+    bfk_stage_set_matrix(PTR(stage), layer, slot, type, rows, cols, PTR(address), interleaved);
 }
 
 JNIEXPORT void JNICALL JNI(stageSetQ8Activations)(JNIEnv *env, jclass c, jlong stage, jboolean on) {
@@ -92,14 +92,25 @@ JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlo
 }
 
 JNIEXPORT jint JNICALL JNI(product)(JNIEnv *env, jclass c, jlong pool, jint type, jint rows, jint cols, jlong w,
-                                    jlong x, jint m, jboolean q8Activations, jlong out) {
-    bfk_matrix mat = {type, rows, cols, bfk_row_bytes(type, cols), PTR(w)};
+                                    jboolean interleaved, jlong x, jint m, jboolean q8Activations, jlong out) {
+    bfk_matrix mat = {type, rows, cols, bfk_row_bytes(type, cols), PTR(w), interleaved};
     return bfk_product(PTR(pool), &mat, PTR(x), m, q8Activations, PTR(out));
 }
 
+JNIEXPORT jboolean JNICALL JNI(interleave)(JNIEnv *env, jclass c, jint type, jint rows, jint cols, jlong from,
+                                           jlong to) {
+    bfk_matrix mat = {type, rows, cols, bfk_row_bytes(type, cols), PTR(from), 0};
+    if (!bfk_x8_applies(&mat)) {
+        return JNI_FALSE;
+    }
+    bfk_x8_interleave(&mat, PTR(to));
+    return JNI_TRUE;
+}
+
+
 JNIEXPORT void JNICALL JNI(dequantizeRows)(JNIEnv *env, jclass c, jint type, jint rows, jint cols, jlong w,
-                                           jintArray ids, jlong out) {
-    bfk_matrix mat = {type, rows, cols, bfk_row_bytes(type, cols), PTR(w)};
+                                           jboolean interleaved, jintArray ids, jlong out) {
+    bfk_matrix mat = {type, rows, cols, bfk_row_bytes(type, cols), PTR(w), interleaved};
     jsize n = (*env)->GetArrayLength(env, ids);
     jint *id = (*env)->GetIntArrayElements(env, ids, NULL);
     for (jsize i = 0; i < n; i++) {

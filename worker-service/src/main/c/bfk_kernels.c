@@ -521,6 +521,10 @@ void bfk_matmul_range(const bfk_matrix *w, const float *x, int ldx, int m_count,
 /* ------------------------------------------------------------------ dequantization of one row */
 
 void bfk_dequantize_row(const bfk_matrix *w, int r, float *y) {
+    if (w->interleaved) {
+        bfk_x8_dequantize_row(w, r, y);
+        return;
+    }
     const uint8_t *row = w->data + (size_t) r * w->row_bytes;
     int cols = w->cols;
     switch (w->type) {

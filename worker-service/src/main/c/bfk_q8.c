@@ -4,12 +4,15 @@
  * stored as a float scale d = max|x| / 127 and 32 signed bytes round(x * 127 / max|x|) (to nearest, ties to even), and
  * a product sums whole integers.
  *
- * A weight block of 32 (Q6_K: two sub-blocks of 16) meets one activation block. Lane j (0-7) of their dot is the
- * integer sum of the four products of values 4j..4j+3, times the sub-block's integer scale for Q6_K (the sums of whole
- * numbers are exact whatever their order, so AVX2's pairwise byte products and the portable loop agree), converted to
- * float and accumulated as acc[j] = fma(lane, dw * da, acc[j]) with dw the weight block's scale (Q4_K: d * sc), da the
- * activation block's. Q4_K's minimums: mac[j] = fma(sum of the four activations, (dmin * m) * da, mac[j]), and the
- * result hsum(acc) - hsum(mac). hsum is bfk_kernels.c's fixed tree; with `add`, out + the result.
+ * Q8_0 and Q4_0: a weight block of 32 meets one activation block in one integer, the sum of the 32 products, and the
+ * blocks join the row's result in order: acc = fma((float) sum, dw * da, acc) from zero, dw the weight block's scale
+ * and da the activation block's (a whole block's sum lets eight interleaved rows be computed in the lanes of one
+ * vector: bfk_x8.c). Q4_K and Q6_K: a weight block of 32 (Q6_K: two sub-blocks of 16) meets one activation block;
+ * lane j (0-7) of their dot is the integer sum of the four products of values 4j..4j+3, times the sub-block's integer
+ * scale for Q6_K, converted to float and accumulated as acc[j] = fma(lane, dw * da, acc[j]) with dw the weight
+ * block's scale (Q4_K: d * sc). Q4_K's minimums: mac[j] = fma(sum of the four activations, (dmin * m) * da, mac[j]),
+ * and the result hsum(acc) - hsum(mac). hsum is bfk_kernels.c's fixed tree; with `add`, out + the result. Sums of
+ * whole numbers are exact whatever their order, so the vector kernels and the portable loops agree bit for bit.
  *
  * What this changes against the weight-only products: each activation is moved by at most half of its block's step
  * (max|x| / 254), the error llama.cpp's CPU kernels make; see docs/models.md for what it does to logits.
@@ -23,7 +26,20 @@ int bfk_q8_supported(int type) {
 }
 
 size_t bfk_q8_row_bytes(int cols) {
-    return ((size_t) cols + (size_t) cols / 8 + 63) / 64 * 64;
+    return ((size_t) cols + (size_t) cols / 4 + 63) / 64 * 64;
+}
+
+/* Each block's sum of its 32 values, after the scales: what the tiles of unsigned weights take off their sums. */
+static void block_sums(int cols, uint8_t *out) {
+    const int8_t *q = (const int8_t *) out;
+    int32_t *sums = (int32_t *) (out + cols + cols / 8);
+    for (int b = 0; b < cols / 32; b++) {
+        int s = 0;
+        for (int i = 0; i < 32; i++) {
+            s += q[32 * b + i];
+        }
+        sums[b] = s;
+    }
 }
 
 /* ------------------------------------------------------------------ quantizing a row */
@@ -81,10 +97,12 @@ void bfk_quantize_q8(const float *x, int cols, uint8_t *out) {
 #if BFK_X86
     if (bfk_uses_avx2()) {
         quantize_avx2(x, cols, out);
+        block_sums(cols, out);
         return;
     }
 #endif
     quantize_portable(x, cols, out);
+    block_sums(cols, out);
 }
 
 /* ------------------------------------------------------------------ portable products */
@@ -102,7 +120,8 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
     int v[32];
     switch (w->type) {
         case BFK_Q8_0:
-        case BFK_Q4_0:
+        case BFK_Q4_0: {
+            float r = 0.0f;
             for (int b = 0; b < w->cols / 32; b++) {
                 const uint8_t *blk = row + (w->type == BFK_Q8_0 ? 34 : 18) * (size_t) b;
                 for (int i = 0; i < 16; i++) {
@@ -114,12 +133,14 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
                         v[16 + i] = (blk[2 + i] >> 4) - 8;
                     }
                 }
-                float s = read_half(blk) * ad[b];
-                for (int j = 0; j < 8; j++) {
-                    acc[j] = fmaf((float) lane_dot(v, a + 32 * b, j), s, acc[j]);
+                int sum = 0;
+                for (int i = 0; i < 32; i++) {
+                    sum += v[i] * a[32 * b + i];
                 }
+                r = fmaf((float) sum, read_half(blk) * ad[b], r);
             }
-            return hsum8(acc);
+            return r;
+        }
         case BFK_Q6_K:
             for (int b = 0; b < w->cols / 256; b++) {
                 const uint8_t *blk = row + 210 * (size_t) b;
@@ -172,6 +193,7 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
 #if BFK_X86
 
 #define Q8_MAX_MT 4
+#define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
 /* The 8 lanes of |w| . (a signed as w), pairs of bytes then quadruples: maddubs multiplies unsigned by signed bytes
    (no pair of these reaches its int16 saturation: |w| <= 128 and |a| <= 127), madd sums pairs of int16 by `by`. */
@@ -206,34 +228,57 @@ AVX2 static INLINE __m256i decode32_q4_0(const uint8_t *blk) {
         *o = add ? *o + r : r; \
     }
 
-#define Q8_BLOCK32_TILE(NAME, DECODE, BLOCK_BYTES) \
-AVX2 static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add, \
-                             const int MT, const int NT) { \
-    Q8_TILE_BEGIN \
-    const __m256i ones = _mm256_set1_epi16(1); \
-    for (int b = 0; b < w->cols / 32; b++) { \
-        prefetch_next_tile(w, n, NT, BLOCK_BYTES, b); \
-        __m256i a[Q8_MAX_MT]; \
-        __m256 da[Q8_MAX_MT]; \
-        for (int i = 0; i < MT; i++) { \
-            a[i] = _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * b)); \
-            da[i] = _mm256_broadcast_ss(ad[i] + b); \
-        } \
-        for (int t = 0; t < NT; t++) { \
-            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) BLOCK_BYTES * b; \
-            __m256i wv = DECODE(blk); \
-            __m256 dw = _mm256_set1_ps(_cvtsh_ss(read_u16(blk))); \
-            for (int i = 0; i < MT; i++) { \
-                acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes_by(wv, a[i], ones)), _mm256_mul_ps(dw, da[i]), \
-                                            acc[i][t]); \
-            } \
-        } \
-    } \
-    Q8_TILE_END(hsum256(acc[i][t])) \
+/* The four rows' block sums of eight lanes each, as four integers (exact: any order of the additions). */
+AVX2 static INLINE __m128i row_sums4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-Q8_BLOCK32_TILE(tile_q8_0_q8, decode32_q8_0, 34)
-Q8_BLOCK32_TILE(tile_q4_0_q8, decode32_q4_0, 18)
+/* Q8_0 and Q4_0 in ggml's layout (bfk_x8.c has the interleaved one): NT rows side by side, lane t of the 4-lane
+   accumulators row n + t. OP(w, a) gives 8 lanes summing to the block's products plus OFFSET times the activations'
+   sum, which is taken off. */
+#define Q8_BLOCK32_TILE(NAME, ATTR, DECODE, BLOCK_BYTES, OP, OFFSET) \
+ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add, \
+                             const int MT, const int NT) { \
+    __m128 acc[Q8_MAX_MT]; \
+    for (int i = 0; i < Q8_MAX_MT; i++) acc[i] = _mm_setzero_ps(); \
+    for (int b = 0; b < w->cols / 32; b++) { \
+        prefetch_next_tile(w, n, NT, BLOCK_BYTES, b); \
+        __m256i wv[Q8_MAX_NT]; \
+        uint16_t sc[Q8_MAX_NT] = {0, 0, 0, 0}; \
+        for (int t = 0; t < NT; t++) { \
+            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) BLOCK_BYTES * b; \
+            wv[t] = DECODE(blk); \
+            sc[t] = read_u16(blk); \
+        } \
+        __m128 dw = _mm_cvtph_ps(_mm_setr_epi16((short) sc[0], (short) sc[1], (short) sc[2], (short) sc[3], 0, 0, 0, 0)); \
+        for (int i = 0; i < MT; i++) { \
+            const uint8_t *row = qx + (size_t) i * ldq; \
+            __m256i a = _mm256_loadu_si256((const __m256i *) (row + 32 * b)); \
+            __m256i v[Q8_MAX_NT]; \
+            for (int t = 0; t < Q8_MAX_NT; t++) v[t] = t < NT ? OP(wv[t], a) : _mm256_setzero_si256(); \
+            __m128i s = row_sums4(v[0], v[1], v[2], v[3]); \
+            if (OFFSET) s = _mm_sub_epi32(s, _mm_set1_epi32((OFFSET) * ((const int32_t *) (row + w->cols + w->cols / 8))[b])); \
+            __m128 da = _mm_broadcast_ss((const float *) (row + w->cols) + b); \
+            acc[i] = _mm_fmadd_ps(_mm_cvtepi32_ps(s), _mm_mul_ps(dw, da), acc[i]); \
+        } \
+    } \
+    for (int i = 0; i < MT; i++) { \
+        float r[4]; \
+        _mm_storeu_ps(r, acc[i]); \
+        for (int t = 0; t < NT; t++) { \
+            float *o = out + (size_t) i * ldo + n + t; \
+            *o = add ? *o + r[t] : r[t]; \
+        } \
+    } \
+}
+
+AVX2 static INLINE __m256i block_lanes_avx2(__m256i w, __m256i a) {
+    return lanes_by(w, a, _mm256_set1_epi16(1));
+}
+
+Q8_BLOCK32_TILE(tile_q8_0_q8, AVX2, decode32_q8_0, 34, block_lanes_avx2, 0)
+Q8_BLOCK32_TILE(tile_q4_0_q8, AVX2, decode32_q4_0, 18, block_lanes_avx2, 0)
 
 /* Q6_K: the two sub-blocks of 16 that meet one activation block are decoded together; madd by their scales. */
 AVX2 static INLINE void tile_q6_k_q8(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n,
@@ -341,13 +386,11 @@ AVX2 static void tile_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq
 }
 
 /*
- * AVX-VNNI: vpdpbusd adds to each 32-bit lane the four products of unsigned by signed bytes, exactly the lane sums
- * above. Weights are made unsigned by an offset (Q8_0: w + 128, the sign bit flipped; Q4_0: the stored nibble, w + 8)
- * and the offset's share, offset * (sum of the lane's four activations), is subtracted by starting the lane at
- * minus it, once per activation block and row for all the weight rows of the tile. The integer sums are the same, so
- * the floats are: these tiles give the bits of the AVX2 and the portable ones (Int8ProductTest).
+ * AVX-VNNI: vpdpbusd adds to each 32-bit lane the four products of unsigned by signed bytes. Weights are made
+ * unsigned by an offset (Q8_0: w + 128, the sign bit flipped; Q4_0: the stored nibble, w + 8), and the offset times
+ * the block's activation sum (written beside the activations when they are rounded) is taken off the block's sum: the
+ * same integer, so the same bits as the AVX2 and the portable products (Int8ProductTest).
  */
-#define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
 VNNI static INLINE __m256i unsigned32_q8_0(const uint8_t *blk) {
     return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *) (blk + 2)), _mm256_set1_epi8((char) 0x80));
@@ -358,36 +401,12 @@ VNNI static INLINE __m256i unsigned32_q4_0(const uint8_t *blk) {
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
 }
 
-#define Q8_BLOCK32_TILE_VNNI(NAME, DECODE, BLOCK_BYTES, OFFSET) \
-VNNI static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add, \
-                             const int MT, const int NT) { \
-    Q8_TILE_BEGIN \
-    const __m256i offset = _mm256_set1_epi8((char) (OFFSET)); \
-    for (int b = 0; b < w->cols / 32; b++) { \
-        prefetch_next_tile(w, n, NT, BLOCK_BYTES, b); \
-        __m256i a[Q8_MAX_MT], start[Q8_MAX_MT]; \
-        __m256 da[Q8_MAX_MT]; \
-        for (int i = 0; i < MT; i++) { \
-            a[i] = _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * b)); \
-            start[i] = _mm256_sub_epi32(_mm256_setzero_si256(), \
-                                        _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), offset, a[i])); \
-            da[i] = _mm256_broadcast_ss(ad[i] + b); \
-        } \
-        for (int t = 0; t < NT; t++) { \
-            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) BLOCK_BYTES * b; \
-            __m256i wu = DECODE(blk); \
-            __m256 dw = _mm256_set1_ps(_cvtsh_ss(read_u16(blk))); \
-            for (int i = 0; i < MT; i++) { \
-                acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(start[i], wu, a[i])), \
-                                            _mm256_mul_ps(dw, da[i]), acc[i][t]); \
-            } \
-        } \
-    } \
-    Q8_TILE_END(hsum256(acc[i][t])) \
+VNNI static INLINE __m256i block_lanes_vnni(__m256i w, __m256i a) {
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w, a);
 }
 
-Q8_BLOCK32_TILE_VNNI(tile_q8_0_vnni, unsigned32_q8_0, 34, 0x80)
-Q8_BLOCK32_TILE_VNNI(tile_q4_0_vnni, unsigned32_q4_0, 18, 8)
+Q8_BLOCK32_TILE(tile_q8_0_vnni, VNNI, unsigned32_q8_0, 34, block_lanes_vnni, 128)
+Q8_BLOCK32_TILE(tile_q4_0_vnni, VNNI, unsigned32_q4_0, 18, block_lanes_vnni, 8)
 
 VNNI static void tile_vnni(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add,
                            int mt, int nt) {
@@ -438,6 +457,10 @@ AVX2 static void matmul_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t l
 
 void bfk_matmul_q8_range(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo, int n0,
                          int n1, int add) {
+    if (w->interleaved) {
+        bfk_x8_matmul_range(w, qx, ldq, m_count, out, ldo, n0, n1, add);
+        return;
+    }
 #if BFK_X86
     if (bfk_uses_avx2()) {
         matmul_q8_avx2(w, qx, ldq, m_count, out, ldo, n0, n1, add);

@@ -50,13 +50,15 @@ bfk_stage *bfk_stage_create(int hidden, int heads, int kv_heads, int inter, int 
     return s;
 }
 
-void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows, int cols, const void *data) {
+void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows, int cols, const void *data,
+                          int interleaved) {
     bfk_matrix *m = &s->layer[layer].m[slot];
     m->type = type;
     m->rows = rows;
     m->cols = cols;
     m->row_bytes = bfk_row_bytes(type, cols);
     m->data = data;
+    m->interleaved = interleaved;
 }
 
 void bfk_stage_set_q8_activations(bfk_stage *s, int on) {

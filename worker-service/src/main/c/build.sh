@@ -11,4 +11,4 @@ mkdir -p "$out"
 gcc -O3 -fPIC -shared -std=gnu11 -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Wno-unused-parameter -Werror \
   -I"$jdk/include" -I"$jdk/include/linux" \
   -o "$out/libbutterfly_kernels.so" \
-  "$src/bfk_pool.c" "$src/bfk_kernels.c" "$src/bfk_q8.c" "$src/bfk_stage.c" "$src/bfk_jni.c" -lm -lpthread
+  "$src/bfk_pool.c" "$src/bfk_kernels.c" "$src/bfk_q8.c" "$src/bfk_x8.c" "$src/bfk_stage.c" "$src/bfk_jni.c" -lm -lpthread

@@ -36,7 +36,8 @@ final class NativeLlamaStage implements StageModel {
     private static final int Q_BIAS = 2;
 
     /** A matrix of stored bytes and where they are. */
-    private record Matrix(GgmlType type, int rows, int cols, NDArray bytes, long address) {
+    /** A matrix's bytes, in ggml's layout or with its rows interleaved eight at a time (bfk_x8.c). */
+    private record Matrix(GgmlType type, int rows, int cols, NDArray bytes, long address, boolean interleaved) {
     }
 
     private final NDManager manager;
@@ -102,7 +103,11 @@ final class NativeLlamaStage implements StageModel {
                 String p = "model.layers." + (spec.layerStart() + i) + ".";
                 for (int m = 0; m < MATRICES.length; m++) {
                     Matrix matrix = matrix(w, p + MATRICES[m] + ".weight", rows[m], cols[m]);
-                    NativeKernels.stageSetMatrix(stage, i, m, matrix.type().id(), matrix.rows(), matrix.cols(), matrix.address());
+                    if (activations == Activations.INT8) {
+                        matrix = interleaved(matrix, w, manager);
+                    }
+                    NativeKernels.stageSetMatrix(stage, i, m, matrix.type().id(), matrix.rows(), matrix.cols(),
+                            matrix.address(), matrix.interleaved());
                     bytesByType.merge(matrix.type(), matrix.bytes().size(), Long::sum);
                     bytes += matrix.bytes().size();
                     if (m >= 3 && w.has(p + MATRICES[m] + ".bias")) {
@@ -123,6 +128,10 @@ final class NativeLlamaStage implements StageModel {
             }
             String embedName = "model.embed_tokens.weight";
             Matrix embedding = spec.hasEmbedding() ? matrix(w, embedName, c.vocabSize(), h) : null;
+            boolean tiedHead = spec.hasHead() && !w.has("lm_head.weight");
+            if (embedding != null && tiedHead && activations == Activations.INT8) {
+                embedding = interleaved(embedding, w, manager); // the head's products read it most
+            }
             if (embedding != null) {
                 bytes += embedding.bytes().size();
                 bytesByType.merge(embedding.type(), embedding.bytes().size(), Long::sum);
@@ -131,9 +140,11 @@ final class NativeLlamaStage implements StageModel {
             long norm = 0;
             if (spec.hasHead()) {
                 norm = vector(w, "model.norm.weight", h);
-                boolean tied = !w.has("lm_head.weight");
-                head = tied && embedding != null ? embedding : matrix(w, tied ? embedName : "lm_head.weight",
+                head = tiedHead && embedding != null ? embedding : matrix(w, tiedHead ? embedName : "lm_head.weight",
                         c.vocabSize(), h);
+                if (head != embedding && activations == Activations.INT8) {
+                    head = interleaved(head, w, manager);
+                }
                 if (head != embedding) {
                     bytes += head.bytes().size();
                     bytesByType.merge(head.type(), head.bytes().size(), Long::sum);
@@ -170,7 +181,23 @@ final class NativeLlamaStage implements StageModel {
                     + " multiple of " + Math.max(type.blockSize(), 8));
         }
         NDArray bytes = w.loadBytes(name, rows, cols);
-        return new Matrix(type, (int) rows, (int) cols, bytes, address(bytes));
+        return new Matrix(type, (int) rows, (int) cols, bytes, address(bytes), false);
+    }
+
+    /**
+     * The matrix with its rows interleaved eight at a time where that layout applies (Q8_0, Q4_0: bfk_x8.c), which
+     * the products with 8-bit activations read two to three times faster; the loaded bytes are let go. The same
+     * values, in as many bytes.
+     */
+    private static Matrix interleaved(Matrix m, WeightStore w, NDManager manager) {
+        NDArray copy = manager.create(m.bytes().getShape(), DataType.UINT8);
+        if (!NativeKernels.interleave(m.type().id(), m.rows(), m.cols(), m.address(), address(copy))) {
+            copy.close();
+            return m;
+        }
+        w.releasePages(m.bytes());
+        m.bytes().close();
+        return new Matrix(m.type(), m.rows(), m.cols(), copy, address(copy), true);
     }
 
     private static long vector(WeightStore w, String name, long size) {
@@ -194,8 +221,8 @@ final class NativeLlamaStage implements StageModel {
             rows[i] = Math.toIntExact(ids[i]); // the executor checked they are in the vocabulary
         }
         NDArray out = step.manager().create(new Shape(ids.length, config.hiddenSize()), DataType.FLOAT32);
-        NativeKernels.dequantizeRows(embedding.type().id(), embedding.rows(), embedding.cols(), embedding.address(), rows,
-                address(out));
+        NativeKernels.dequantizeRows(embedding.type().id(), embedding.rows(), embedding.cols(), embedding.address(),
+                embedding.interleaved(), rows, address(out));
         return out;
     }
 
@@ -250,8 +277,8 @@ final class NativeLlamaStage implements StageModel {
         long x = address(selected);
         NativeKernels.rmsNorm(x, finalNorm, wanted.length, h, (float) config.normEps(), x);
         NDArray logits = m.create(new Shape(wanted.length, head.rows()), DataType.FLOAT32);
-        if (NativeKernels.product(pool, head.type().id(), head.rows(), head.cols(), head.address(), x, wanted.length,
-                int8Activations, address(logits)) != 0) {
+        if (NativeKernels.product(pool, head.type().id(), head.rows(), head.cols(), head.address(), head.interleaved(), x,
+                wanted.length, int8Activations, address(logits)) != 0) {
             throw new OutOfMemoryError("the native kernels found no memory for the head of " + wanted.length + " rows");
         }
         return logits;

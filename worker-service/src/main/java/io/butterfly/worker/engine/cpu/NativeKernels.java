@@ -103,7 +103,9 @@ public final class NativeKernels {
     public static native long stageCreate(int hidden, int heads, int kvHeads, int intermediate, int layers,
                                           int maxPositions, float eps);
 
-    public static native void stageSetMatrix(long stage, int layer, int slot, int type, int rows, int cols, long address);
+    /** A layer's matrix, in ggml's layout or {@link #interleave interleaved}; the stage reads its memory until destroyed. */
+    public static native void stageSetMatrix(long stage, int layer, int slot, int type, int rows, int cols, long address,
+                                             boolean interleaved);
 
     public static native void stageSetVector(long stage, int layer, int slot, long address);
 
@@ -128,11 +130,19 @@ public final class NativeKernels {
      * {@code out [m, rows] = x [m, cols] . w^T} for a matrix of ggml type {@code type}, from {@code x} rounded to 8 bits
      * if {@code q8Activations} and the type is a block format; 0, or -1 when memory ran out.
      */
-    public static native int product(long pool, int type, int rows, int cols, long w, long x, int m,
-                                     boolean q8Activations, long out);
+    public static native int product(long pool, int type, int rows, int cols, long w, boolean interleaved, long x,
+                                     int m, boolean q8Activations, long out);
+
+    /**
+     * Writes at {@code to} (as many bytes as at {@code from}) the matrix at {@code from} with its rows interleaved
+     * eight at a time (bfk_x8.c), as the products with 8-bit activations read Q8_0 and Q4_0 fastest; false, writing
+     * nothing, if that layout does not apply (another type, rows not a multiple of 8).
+     */
+    public static native boolean interleave(int type, int rows, int cols, long from, long to);
 
     /** Rows {@code ids} of a matrix of ggml type {@code type}, as float32, one after another at {@code out}. */
-    public static native void dequantizeRows(int type, int rows, int cols, long w, int[] ids, long out);
+    public static native void dequantizeRows(int type, int rows, int cols, long w, boolean interleaved, int[] ids,
+                                             long out);
 
     /** RMSNorm of {@code rows} rows of {@code n} floats at {@code x} with weights at {@code weight}, into {@code out}. */
     public static native void rmsNorm(long x, long weight, int rows, int n, float eps, long out);

@@ -17,7 +17,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * (ties to even), here written from that definition in double precision. Only the order of float32 additions
  * differs, so the products agree to a few float32 ulps of the row's largest output; and the AVX2 and the portable
  * kernels give the same bits, one row alone or several together, and so do the AVX-VNNI ones where the CPU has them
- * (Q8_0 and Q4_0; on a CPU without, both runs take the AVX2 products).
+ * (Q8_0 and Q4_0; on a CPU without, both runs take the AVX2 products) and the products from the rows interleaved
+ * eight at a time as a stage keeps them (bfk_x8.c).
  */
 class Int8ProductTest {
 
@@ -27,7 +28,7 @@ class Int8ProductTest {
         assumeTrue(NativeKernels.available(), () -> "native kernels: " + NativeKernels.loadError().orElse(""));
         Random rnd = new Random(type.ordinal() * 31L + 7);
         for (int round = 0; round < 6; round++) {
-            int rows = 16 + rnd.nextInt(48);
+            int rows = round % 2 == 0 ? 8 * (2 + rnd.nextInt(6)) : 16 + rnd.nextInt(48); // some in groups of 8
             int cols = 256 * (1 + rnd.nextInt(4));
             int m = 1 + rnd.nextInt(7);
             float[] w = new float[rows * cols];
@@ -61,6 +62,19 @@ class Int8ProductTest {
                 assertThat(product(type, blocks, rows, cols, x, m, false)).as("AVX2 without VNNI = with").isEqualTo(avx);
             } finally {
                 NativeKernels.forceWithoutVnni(false);
+            }
+            if (type == GgmlType.Q8_0 || type == GgmlType.Q4_0) {
+                assertThat(interleaved(type, blocks, rows, cols, x, m, false)).as("rows interleaved = ggml's layout")
+                        .isEqualTo(avx);
+                assertThat(interleaved(type, blocks, rows, cols, x, m, true)).as("rows interleaved, portable")
+                        .isEqualTo(avx);
+                NativeKernels.forceWithoutVnni(true);
+                try {
+                    assertThat(interleaved(type, blocks, rows, cols, x, m, false)).as("rows interleaved without VNNI")
+                            .isEqualTo(avx);
+                } finally {
+                    NativeKernels.forceWithoutVnni(false);
+                }
             }
             for (int i = 0; i < m; i++) {
                 float[] alone = product(type, blocks, rows, cols, java.util.Arrays.copyOfRange(x, i * cols, (i + 1) * cols),
@@ -102,14 +116,37 @@ class Int8ProductTest {
 
     private static float[] product(GgmlType type, ByteBuffer blocks, int rows, int cols, float[] x, int m,
                                    boolean portable) {
+        return product(type, blocks, rows, cols, x, m, portable, false);
+    }
+
+    /** As the stage computes it: from a copy with the rows interleaved eight at a time (bfk_x8.c). */
+    private static float[] interleaved(GgmlType type, ByteBuffer blocks, int rows, int cols, float[] x, int m,
+                                       boolean portable) {
+        return product(type, blocks, rows, cols, x, m, portable, true);
+    }
+
+    private static float[] product(GgmlType type, ByteBuffer blocks, int rows, int cols, float[] x, int m,
+                                   boolean portable, boolean interleaved) {
         ByteBuffer in = direct(x.length * Float.BYTES);
         in.asFloatBuffer().put(x);
         ByteBuffer out = direct(m * rows * Float.BYTES);
         long pool = NativeKernels.poolCreate(2);
         NativeKernels.forcePortable(portable);
         try {
-            assertThat(NativeKernels.product(pool, type.id(), rows, cols, NativeKernels.address(blocks),
-                    NativeKernels.address(in), m, true, NativeKernels.address(out))).isZero();
+            long w = NativeKernels.address(blocks);
+            ByteBuffer copy = null;
+            if (interleaved) {
+                copy = direct(blocks.capacity());
+                assertThat(NativeKernels.interleave(type.id(), rows, cols, w, NativeKernels.address(copy)))
+                        .as("interleaving applies to %s x %d", type, rows).isEqualTo(rows % 8 == 0);
+                if (rows % 8 == 0) {
+                    w = NativeKernels.address(copy);
+                } else {
+                    interleaved = false;
+                }
+            }
+            assertThat(NativeKernels.product(pool, type.id(), rows, cols, w, interleaved, NativeKernels.address(in), m,
+                    true, NativeKernels.address(out))).isZero();
         } finally {
             NativeKernels.forcePortable(false);
             NativeKernels.poolDestroy(pool);

@@ -1,0 +1,267 @@
+/*
+ * Q8_0 and Q4_0 matrices with their rows interleaved eight at a time, for the products with 8-bit activations
+ * (bfk_q8.c states their math; this layout computes the same integer sums, so the same bits).
+ *
+ * Why: in ggml's layout a row's block gives one output, so a kernel spreads one block over a vector's 8 lanes and
+ * must then sum them across the vector and scale them one row at a time: about ten instructions a block. With eight
+ * rows interleaved, lane k of every vector belongs to row k: an integer multiply-add takes four values of each of
+ * the eight rows against four activations broadcast to every lane, the eight block sums come out in one vector, and
+ * their eight scales are converted and applied at once: about four instructions a block. llama.cpp repacks Q4_0 and
+ * Q8_0 the same way for the same reason (its "8x8" layouts). A stage repacks its own copy when it loads (the shards
+ * keep ggml's layout); nothing is quantized again.
+ *
+ * The layout, for a matrix whose rows are a multiple of 8: group g holds rows 8g..8g+7 in the bytes of those rows
+ * (8 * row_bytes), block after block; a group's block b takes 8 times a block's bytes:
+ *   - the 8 rows' scales (fp16), row 0 first: 16 bytes;
+ *   - chunks of 32 bytes, chunk j's 4 bytes at 4k being row k's quant bytes 4j..4j+3: Q8_0 8 chunks (values
+ *     4j..4j+3), Q4_0 4 chunks (bytes 4j..4j+3 of ggml's 16, whose low nibbles are values 4j..4j+3 and high nibbles
+ *     values 16+4j..16+4j+3).
+ */
+#include "bfk_inline.h"
+
+#include <stdlib.h>
+
+int bfk_x8_applies(const bfk_matrix *w) {
+    return (w->type == BFK_Q8_0 || w->type == BFK_Q4_0) && w->rows > 0 && w->rows % 8 == 0 && w->cols % 32 == 0;
+}
+
+static int block_bytes(int type) {
+    return type == BFK_Q8_0 ? 34 : 18;
+}
+
+void bfk_x8_interleave(const bfk_matrix *w, uint8_t *out) {
+    int bb = block_bytes(w->type), quant = bb - 2, blocks = w->cols / 32;
+    for (int g = 0; g < w->rows / 8; g++) {
+        for (int b = 0; b < blocks; b++) {
+            uint8_t *dst = out + (size_t) g * 8 * w->row_bytes + (size_t) b * 8 * bb;
+            for (int k = 0; k < 8; k++) {
+                const uint8_t *src = w->data + (size_t) (8 * g + k) * w->row_bytes + (size_t) b * bb;
+                dst[2 * k] = src[0];
+                dst[2 * k + 1] = src[1];
+                for (int j = 0; j < quant / 4; j++) {
+                    memcpy(dst + 16 + 32 * j + 4 * k, src + 2 + 4 * j, 4);
+                }
+            }
+        }
+    }
+}
+
+/* Row k of group block `gb`: its 32 values as ints and its scale. */
+static float x8_block(int type, const uint8_t *gb, int k, int v[32]) {
+    for (int i = 0; i < 32; i++) {
+        int j = (i & 15) / 4, at = 16 + 32 * j + 4 * k + (i & 3);
+        if (type == BFK_Q8_0) {
+            v[i] = (int8_t) gb[16 + 32 * (i / 4) + 4 * k + (i & 3)];
+        } else {
+            v[i] = (i < 16 ? gb[at] & 0x0F : gb[at] >> 4) - 8;
+        }
+    }
+    return read_half(gb + 2 * k);
+}
+
+void bfk_x8_dequantize_row(const bfk_matrix *w, int row, float *out) {
+    int bb = block_bytes(w->type), v[32];
+    const uint8_t *group = w->data + (size_t) (row / 8) * 8 * w->row_bytes;
+    for (int b = 0; b < w->cols / 32; b++) {
+        float d = x8_block(w->type, group + (size_t) b * 8 * bb, row % 8, v);
+        for (int i = 0; i < 32; i++) {
+            out[32 * b + i] = (float) v[i] * d;
+        }
+    }
+}
+
+static void matmul_x8_portable(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
+                               int n0, int n1, int add) {
+    int bb = block_bytes(w->type), v[32];
+    for (int n = n0; n < n1; n++) {
+        const uint8_t *group = w->data + (size_t) (n / 8) * 8 * w->row_bytes;
+        for (int m = 0; m < m_count; m++) {
+            const int8_t *a = (const int8_t *) (qx + (size_t) m * ldq);
+            const float *ad = (const float *) (qx + (size_t) m * ldq + w->cols);
+            float acc = 0.0f;
+            for (int b = 0; b < w->cols / 32; b++) {
+                float dw = x8_block(w->type, group + (size_t) b * 8 * bb, n % 8, v);
+                int sum = 0;
+                for (int i = 0; i < 32; i++) {
+                    sum += v[i] * a[32 * b + i];
+                }
+                acc = fmaf((float) sum, dw * ad[b], acc);
+            }
+            float *o = out + (size_t) m * ldo + n;
+            *o = add ? *o + acc : acc;
+        }
+    }
+}
+
+#if BFK_X86
+
+#define X8_MAX 4
+#define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+
+/* Four activations broadcast to every lane. */
+AVX2 static INLINE __m256i quad(const int8_t *a) {
+    int32_t q;
+    memcpy(&q, a, 4);
+    return _mm256_set1_epi32(q);
+}
+
+/* The tile's G groups (8G rows from group g0) against MT activation rows, one block at a time. OP(acc, w, a) adds
+   to each lane the four products of its weights and activations; Q4_0's nibbles are 0..15, and its tiles take
+   8 * (sum of the block's activations) off, as Q8_0's VNNI tiles take 128 * it off their weights made unsigned. */
+#define X8_TILE(NAME, ATTR, TYPE_Q8, OP, W8) \
+ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0, int add, \
+                             const int G, const int MT) { \
+    const int bb = TYPE_Q8 ? 34 : 18, blocks = w->cols / 32; \
+    const size_t group_bytes = 8 * w->row_bytes; \
+    __m256 acc[X8_MAX][X8_MAX]; \
+    for (int g = 0; g < X8_MAX; g++) for (int i = 0; i < X8_MAX; i++) acc[g][i] = _mm256_setzero_ps(); \
+    const uint8_t *base = w->data + (size_t) g0 * group_bytes; \
+    const __m256i low = _mm256_set1_epi8(0x0F); \
+    (void) low; \
+    for (int b = 0; b < blocks; b++) { \
+        for (int g = 0; g < G; g++) { \
+            const char *ahead = (const char *) base + (size_t) (G + g) * group_bytes + (size_t) b * 8 * bb; \
+            for (int off = 0; off < 8 * bb; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0); \
+        } \
+        __m256i isum[X8_MAX][X8_MAX]; \
+        for (int i = 0; i < MT; i++) { \
+            const int32_t *sums = (const int32_t *) (qx + (size_t) i * ldq + w->cols + w->cols / 8); \
+            __m256i start = _mm256_set1_epi32(-(W8) * sums[b]); \
+            for (int g = 0; g < G; g++) isum[g][i] = start; \
+        } \
+        if (TYPE_Q8) { \
+            for (int j = 0; j < 8; j++) { \
+                __m256i a[X8_MAX]; \
+                for (int i = 0; i < MT; i++) a[i] = quad((const int8_t *) qx + (size_t) i * ldq + 32 * b + 4 * j); \
+                for (int g = 0; g < G; g++) { \
+                    const uint8_t *gb = base + (size_t) g * group_bytes + (size_t) b * 8 * bb; \
+                    __m256i wv = _mm256_loadu_si256((const __m256i *) (gb + 16 + 32 * j)); \
+                    for (int i = 0; i < MT; i++) isum[g][i] = OP(isum[g][i], wv, a[i]); \
+                } \
+            } \
+        } else { \
+            for (int j = 0; j < 4; j++) { \
+                __m256i lo[X8_MAX], hi[X8_MAX]; \
+                for (int i = 0; i < MT; i++) { \
+                    lo[i] = quad((const int8_t *) qx + (size_t) i * ldq + 32 * b + 4 * j); \
+                    hi[i] = quad((const int8_t *) qx + (size_t) i * ldq + 32 * b + 16 + 4 * j); \
+                } \
+                for (int g = 0; g < G; g++) { \
+                    const uint8_t *gb = base + (size_t) g * group_bytes + (size_t) b * 8 * bb; \
+                    __m256i raw = _mm256_loadu_si256((const __m256i *) (gb + 16 + 32 * j)); \
+                    __m256i wl = _mm256_and_si256(raw, low), wh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low); \
+                    for (int i = 0; i < MT; i++) { \
+                        isum[g][i] = OP(isum[g][i], wl, lo[i]); \
+                        isum[g][i] = OP(isum[g][i], wh, hi[i]); \
+                    } \
+                } \
+            } \
+        } \
+        for (int g = 0; g < G; g++) { \
+            const uint8_t *gb = base + (size_t) g * group_bytes + (size_t) b * 8 * bb; \
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) gb)); \
+            for (int i = 0; i < MT; i++) { \
+                const float *ad = (const float *) (qx + (size_t) i * ldq + w->cols); \
+                acc[g][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g][i]), \
+                                            _mm256_mul_ps(dw, _mm256_broadcast_ss(ad + b)), acc[g][i]); \
+            } \
+        } \
+    } \
+    for (int g = 0; g < G; g++) for (int i = 0; i < MT; i++) { \
+        float *o = out + (size_t) i * ldo + 8 * (g0 + g); \
+        __m256 r = add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[g][i]) : acc[g][i]; \
+        _mm256_storeu_ps(o, r); \
+    } \
+}
+
+/* AVX2: signed Q8_0 weights through the sign trick (|w| <= 128 and |a| <= 127 keep each pair of products within
+   maddubs' int16); Q4_0's nibbles are unsigned already. */
+AVX2 static INLINE __m256i op_q8_avx2(__m256i acc, __m256i w, __m256i a) {
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+AVX2 static INLINE __m256i op_q4_avx2(__m256i acc, __m256i w, __m256i a) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+}
+
+/* AVX-VNNI: vpdpbusd, unsigned weights by signed activations; Q8_0's made unsigned by flipping their sign bit. */
+VNNI static INLINE __m256i op_q8_vnni(__m256i acc, __m256i w, __m256i a) {
+    return _mm256_dpbusd_avx_epi32(acc, _mm256_xor_si256(w, _mm256_set1_epi8((char) 0x80)), a);
+}
+
+VNNI static INLINE __m256i op_q4_vnni(__m256i acc, __m256i w, __m256i a) {
+    return _mm256_dpbusd_avx_epi32(acc, w, a);
+}
+
+X8_TILE(tile_q8_0_avx2, AVX2, 1, op_q8_avx2, 0)
+X8_TILE(tile_q4_0_avx2, AVX2, 0, op_q4_avx2, 8)
+X8_TILE(tile_q8_0_vnni, VNNI, 1, op_q8_vnni, 128)
+X8_TILE(tile_q4_0_vnni, VNNI, 0, op_q4_vnni, 8)
+
+#define X8_DISPATCH(TILE) \
+    switch (mt * 8 + gt) { \
+        case 9: TILE(1, 1); break; case 10: TILE(2, 1); break; \
+        case 11: TILE(3, 1); break; case 12: TILE(4, 1); break; \
+        case 17: TILE(1, 2); break; case 18: TILE(2, 2); break; \
+        case 25: TILE(1, 3); break; case 33: TILE(1, 4); break; \
+        default: break; \
+    }
+
+AVX2 static void tile_x8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0,
+                              int add, int mt, int gt) {
+    if (w->type == BFK_Q8_0) {
+#define T(G, M) tile_q8_0_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
+    } else {
+#define T(G, M) tile_q4_0_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
+    }
+}
+
+VNNI static void tile_x8_vnni(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0,
+                              int add, int mt, int gt) {
+    if (w->type == BFK_Q8_0) {
+#define T(G, M) tile_q8_0_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
+    } else {
+#define T(G, M) tile_q4_0_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
+    }
+}
+
+/* Groups four at a time for one activation row (a decode step's), two for two, one for three or four. */
+static void matmul_x8_x86(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
+                          int g0, int g1, int add) {
+    int vnni = bfk_uses_vnni();
+    for (int m0 = 0; m0 < m_count; m0 += X8_MAX) {
+        int mt = m_count - m0 < X8_MAX ? m_count - m0 : X8_MAX;
+        int most = mt == 1 ? 4 : mt == 2 ? 2 : 1;
+        for (int g = g0; g < g1;) {
+            int gt = g1 - g < most ? g1 - g : most;
+            if (vnni) {
+                tile_x8_vnni(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, g, add, mt, gt);
+            } else {
+                tile_x8_avx2(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, g, add, mt, gt);
+            }
+            g += gt;
+        }
+    }
+}
+
+#endif /* BFK_X86 */
+
+void bfk_x8_matmul_range(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo, int n0,
+                         int n1, int add) {
+#if BFK_X86
+    if (bfk_uses_avx2() && n0 % 8 == 0 && n1 % 8 == 0) {
+        matmul_x8_x86(w, qx, ldq, m_count, out, ldo, n0 / 8, n1 / 8, add);
+        return;
+    }
+#endif
+    matmul_x8_portable(w, qx, ldq, m_count, out, ldo, n0, n1, add);
+}
