@@ -87,9 +87,9 @@ void bfk_matmul_q8_range(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int
                          int n1, int add);
 
 /*
- * Q8_0 and Q4_0 with rows interleaved eight at a time (bfk_x8.c), for the 8-bit products: whether w can be, its rows
- * so written into out (w->rows * w->row_bytes bytes), and the products from such a matrix (n0, n1 multiples of 8 for
- * the vector kernels), the same bits as from ggml's layout.
+ * Q8_0, Q4_0 and Q6_K with rows interleaved eight at a time (bfk_x8.c), for the 8-bit products: whether w can be,
+ * its rows so written into out (w->rows * w->row_bytes bytes), and the products from such a matrix (n0, n1 multiples
+ * of 8 for the vector kernels), the same bits as from ggml's layout.
  */
 int bfk_x8_applies(const bfk_matrix *w);
 void bfk_x8_interleave(const bfk_matrix *w, uint8_t *out);

@@ -4,15 +4,16 @@
  * stored as a float scale d = max|x| / 127 and 32 signed bytes round(x * 127 / max|x|) (to nearest, ties to even), and
  * a product sums whole integers.
  *
- * Q8_0 and Q4_0: a weight block of 32 meets one activation block in one integer, the sum of the 32 products, and the
- * blocks join the row's result in order: acc = fma((float) sum, dw * da, acc) from zero, dw the weight block's scale
- * and da the activation block's (a whole block's sum lets eight interleaved rows be computed in the lanes of one
- * vector: bfk_x8.c). Q4_K and Q6_K: a weight block of 32 (Q6_K: two sub-blocks of 16) meets one activation block;
- * lane j (0-7) of their dot is the integer sum of the four products of values 4j..4j+3, times the sub-block's integer
- * scale for Q6_K, converted to float and accumulated as acc[j] = fma(lane, dw * da, acc[j]) with dw the weight
- * block's scale (Q4_K: d * sc). Q4_K's minimums: mac[j] = fma(sum of the four activations, (dmin * m) * da, mac[j]),
- * and the result hsum(acc) - hsum(mac). hsum is bfk_kernels.c's fixed tree; with `add`, out + the result. Sums of
- * whole numbers are exact whatever their order, so the vector kernels and the portable loops agree bit for bit.
+ * Q8_0, Q4_0 and Q6_K: a weight block of 32 meets one activation block in one integer, the sum of the 32 products
+ * (Q6_K: each sub-block of 16's sum times its integer scale, the two added), and the blocks join the row's result in
+ * order: acc = fma((float) sum, dw * da, acc) from zero, dw the weight block's scale (Q6_K: the super-block's d) and da
+ * the activation block's (a whole block's sum lets eight interleaved rows be computed in the lanes of one vector:
+ * bfk_x8.c). Q4_K: a weight block of 32 meets one activation block; lane j (0-7) of their dot is the integer sum of
+ * the four products of values 4j..4j+3, converted to float and accumulated as acc[j] = fma(lane, dw * da, acc[j])
+ * with dw = d * sc; its minimums: mac[j] = fma(sum of the four activations, (dmin * m) * da, mac[j]), and the result
+ * hsum(acc) - hsum(mac), hsum being bfk_kernels.c's fixed tree. With `add`, out + the result. Sums of whole numbers
+ * are exact whatever their order (and below 2^24, so exact as floats), so the vector kernels and the portable loops
+ * agree bit for bit.
  *
  * What this changes against the weight-only products: each activation is moved by at most half of its block's step
  * (max|x| / 254), the error llama.cpp's CPU kernels make; see docs/models.md for what it does to logits.
@@ -26,19 +27,19 @@ int bfk_q8_supported(int type) {
 }
 
 size_t bfk_q8_row_bytes(int cols) {
-    return ((size_t) cols + (size_t) cols / 4 + 63) / 64 * 64;
+    return ((size_t) cols + (size_t) cols / 8 + (size_t) cols / 4 + 63) / 64 * 64;
 }
 
-/* Each block's sum of its 32 values, after the scales: what the tiles of unsigned weights take off their sums. */
-static void block_sums(int cols, uint8_t *out) {
+/* Each half block's sum of its 16 values, after the scales: what the tiles of unsigned weights take off. */
+static void half_block_sums(int cols, uint8_t *out) {
     const int8_t *q = (const int8_t *) out;
     int32_t *sums = (int32_t *) (out + cols + cols / 8);
-    for (int b = 0; b < cols / 32; b++) {
+    for (int h = 0; h < cols / 16; h++) {
         int s = 0;
-        for (int i = 0; i < 32; i++) {
-            s += q[32 * b + i];
+        for (int i = 0; i < 16; i++) {
+            s += q[16 * h + i];
         }
-        sums[b] = s;
+        sums[h] = s;
     }
 }
 
@@ -97,12 +98,12 @@ void bfk_quantize_q8(const float *x, int cols, uint8_t *out) {
 #if BFK_X86
     if (bfk_uses_avx2()) {
         quantize_avx2(x, cols, out);
-        block_sums(cols, out);
+        half_block_sums(cols, out);
         return;
     }
 #endif
     quantize_portable(x, cols, out);
-    block_sums(cols, out);
+    half_block_sums(cols, out);
 }
 
 /* ------------------------------------------------------------------ portable products */
@@ -141,7 +142,8 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
             }
             return r;
         }
-        case BFK_Q6_K:
+        case BFK_Q6_K: {
+            float r = 0.0f;
             for (int b = 0; b < w->cols / 256; b++) {
                 const uint8_t *blk = row + 210 * (size_t) b;
                 const int8_t *sc = (const int8_t *) (blk + 192);
@@ -153,15 +155,16 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
                             int nib = k >= 2 ? l[i] >> 4 : l[i] & 0x0F;
                             v[i] = (nib | (((h[i] >> (2 * k)) & 3) << 4)) - 32;
                         }
-                        int s = 8 * c + 2 * k, blk32 = 8 * b + 4 * c + k;
-                        float f = d * ad[blk32];
+                        int s = 8 * c + 2 * k, blk32 = 8 * b + 4 * c + k, sum = 0;
                         for (int j = 0; j < 8; j++) {
-                            acc[j] = fmaf((float) (sc[s + j / 4] * lane_dot(v, a + 32 * blk32, j)), f, acc[j]);
+                            sum += sc[s + j / 4] * lane_dot(v, a + 32 * blk32, j);
                         }
+                        r = fmaf((float) sum, d * ad[blk32], r);
                     }
                 }
             }
-            return hsum8(acc);
+            return r;
+        }
         case BFK_Q4_K:
             for (int b = 0; b < w->cols / 256; b++) {
                 const uint8_t *blk = row + 144 * (size_t) b;
@@ -228,6 +231,12 @@ AVX2 static INLINE __m256i decode32_q4_0(const uint8_t *blk) {
         *o = add ? *o + r : r; \
     }
 
+/* The sum of an 8-bit row's block b of 32 values (from its half blocks' sums). */
+static inline int block_sum(const uint8_t *row, int cols, int b) {
+    const int32_t *halves = (const int32_t *) (row + cols + cols / 8);
+    return halves[2 * b] + halves[2 * b + 1];
+}
+
 /* The four rows' block sums of eight lanes each, as four integers (exact: any order of the additions). */
 AVX2 static INLINE __m128i row_sums4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
     __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
@@ -258,7 +267,7 @@ ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq,
             __m256i v[Q8_MAX_NT]; \
             for (int t = 0; t < Q8_MAX_NT; t++) v[t] = t < NT ? OP(wv[t], a) : _mm256_setzero_si256(); \
             __m128i s = row_sums4(v[0], v[1], v[2], v[3]); \
-            if (OFFSET) s = _mm_sub_epi32(s, _mm_set1_epi32((OFFSET) * ((const int32_t *) (row + w->cols + w->cols / 8))[b])); \
+            if (OFFSET) s = _mm_sub_epi32(s, _mm_set1_epi32((OFFSET) * block_sum(row, w->cols, b))); \
             __m128 da = _mm_broadcast_ss((const float *) (row + w->cols) + b); \
             acc[i] = _mm_fmadd_ps(_mm_cvtepi32_ps(s), _mm_mul_ps(dw, da), acc[i]); \
         } \
@@ -280,36 +289,54 @@ AVX2 static INLINE __m256i block_lanes_avx2(__m256i w, __m256i a) {
 Q8_BLOCK32_TILE(tile_q8_0_q8, AVX2, decode32_q8_0, 34, block_lanes_avx2, 0)
 Q8_BLOCK32_TILE(tile_q4_0_q8, AVX2, decode32_q4_0, 18, block_lanes_avx2, 0)
 
-/* Q6_K: the two sub-blocks of 16 that meet one activation block are decoded together; madd by their scales. */
+/* Q6_K: the two sub-blocks of 16 that meet one activation block are decoded together and madd by their scales, the
+   block's integer sum joining the row's result as Q8_0's does; rows side by side as there. */
 AVX2 static INLINE void tile_q6_k_q8(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n,
                                      int add, const int MT, const int NT) {
-    Q8_TILE_BEGIN
+    __m128 acc[Q8_MAX_MT];
+    for (int i = 0; i < Q8_MAX_MT; i++) acc[i] = _mm_setzero_ps();
     const __m256i mask = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
     for (int b = 0; b < w->cols / 256; b++) {
         prefetch_next_tile(w, n, NT, 210, b);
+        const uint8_t *blk[Q8_MAX_NT];
+        uint16_t dh[Q8_MAX_NT] = {0, 0, 0, 0};
         for (int t = 0; t < NT; t++) {
-            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 210 * b;
-            const int8_t *sc = (const int8_t *) (blk + 192);
-            __m256 d = _mm256_set1_ps(_cvtsh_ss(read_u16(blk + 208)));
-            for (int c = 0; c < 2; c++) {
-                __m256i h = _mm256_loadu_si256((const __m256i *) (blk + 128 + 32 * c));
-                for (int k = 0; k < 4; k++) {
-                    __m256i l = _mm256_loadu_si256((const __m256i *) (blk + 64 * c + 32 * (k & 1)));
+            blk[t] = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 210 * b;
+            dh[t] = read_u16(blk[t] + 208);
+        }
+        __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short) dh[0], (short) dh[1], (short) dh[2], (short) dh[3], 0, 0, 0, 0));
+        for (int c = 0; c < 2; c++) {
+            for (int k = 0; k < 4; k++) {
+                int s = 8 * c + 2 * k, blk32 = 8 * b + 4 * c + k;
+                __m256i q[Q8_MAX_NT], scales[Q8_MAX_NT];
+                for (int t = 0; t < NT; t++) {
+                    __m256i h = _mm256_loadu_si256((const __m256i *) (blk[t] + 128 + 32 * c));
+                    __m256i l = _mm256_loadu_si256((const __m256i *) (blk[t] + 64 * c + 32 * (k & 1)));
                     __m256i nib = k >= 2 ? _mm256_and_si256(_mm256_srli_epi16(l, 4), mask) : _mm256_and_si256(l, mask);
                     __m256i hb = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * k)), three);
-                    __m256i q = _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_slli_epi16(hb, 4)), bias);
-                    int s = 8 * c + 2 * k, blk32 = 8 * b + 4 * c + k;
-                    __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
-                    for (int i = 0; i < MT; i++) {
-                        __m256i a = _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * blk32));
-                        acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes_by(q, a, scales)),
-                                                    _mm256_mul_ps(d, _mm256_broadcast_ss(ad[i] + blk32)), acc[i][t]);
-                    }
+                    q[t] = _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_slli_epi16(hb, 4)), bias);
+                    const int8_t *sc = (const int8_t *) (blk[t] + 192);
+                    scales[t] = _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
+                }
+                for (int i = 0; i < MT; i++) {
+                    const uint8_t *row = qx + (size_t) i * ldq;
+                    __m256i a = _mm256_loadu_si256((const __m256i *) (row + 32 * blk32));
+                    __m256i v[Q8_MAX_NT];
+                    for (int t = 0; t < Q8_MAX_NT; t++) v[t] = t < NT ? lanes_by(q[t], a, scales[t]) : _mm256_setzero_si256();
+                    __m128 da = _mm_broadcast_ss((const float *) (row + w->cols) + blk32);
+                    acc[i] = _mm_fmadd_ps(_mm_cvtepi32_ps(row_sums4(v[0], v[1], v[2], v[3])), _mm_mul_ps(d, da), acc[i]);
                 }
             }
         }
     }
-    Q8_TILE_END(hsum256(acc[i][t]))
+    for (int i = 0; i < MT; i++) {
+        float r[4];
+        _mm_storeu_ps(r, acc[i]);
+        for (int t = 0; t < NT; t++) {
+            float *o = out + (size_t) i * ldo + n + t;
+            *o = add ? *o + r[t] : r[t];
+        }
+    }
 }
 
 /* Q4_K: unsigned 4-bit values meet the activations directly; the minimums through the activations' lane sums. */

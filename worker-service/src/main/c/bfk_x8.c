@@ -16,13 +16,61 @@
  *   - chunks of 32 bytes, chunk j's 4 bytes at 4k being row k's quant bytes 4j..4j+3: Q8_0 8 chunks (values
  *     4j..4j+3), Q4_0 4 chunks (bytes 4j..4j+3 of ggml's 16, whose low nibbles are values 4j..4j+3 and high nibbles
  *     values 16+4j..16+4j+3).
+ * Q6_K (rows a multiple of 8, super-blocks of 256 values): a group's super-block takes 8 * 210 bytes: the 8 rows' d
+ * (fp16, 16 bytes), their 16 sub-block scales (byte 8u + k: sub-block u of row k, 128 bytes), then for each block of
+ * 32 values 192 bytes: 4 chunks of nibbles as Q4_0's (the low 4 bits of values 4j+b and 16+4j+b at byte 4k+b of
+ * chunk j) and two vectors of the high 2 bits, byte 4k+b holding in bits 2j..2j+1 those of value 4j+b (the first)
+ * and of value 16+4j+b (the second), j = 0..3.
  */
 #include "bfk_inline.h"
 
 #include <stdlib.h>
 
 int bfk_x8_applies(const bfk_matrix *w) {
-    return (w->type == BFK_Q8_0 || w->type == BFK_Q4_0) && w->rows > 0 && w->rows % 8 == 0 && w->cols % 32 == 0;
+    int block = w->type == BFK_Q6_K ? 256 : 32;
+    return (w->type == BFK_Q8_0 || w->type == BFK_Q4_0 || w->type == BFK_Q6_K) && w->rows > 0 && w->rows % 8 == 0
+           && w->cols % block == 0;
+}
+
+/* Q6_K's value i (0-31) of block s (0-7) of a super-block in ggml's layout, unsigned (0-63: the value plus 32). */
+static int q6_value(const uint8_t *blk, int s, int i) {
+    int c = s / 4, k = s % 4;
+    uint8_t l = blk[64 * c + 32 * (k & 1) + i], h = blk[128 + 32 * c + i];
+    return (k >= 2 ? l >> 4 : l & 0x0F) | (((h >> (2 * k)) & 3) << 4);
+}
+
+static void interleave_q6_k(const bfk_matrix *w, uint8_t *out) {
+    for (int g = 0; g < w->rows / 8; g++) {
+        for (int sb = 0; sb < w->cols / 256; sb++) {
+            uint8_t *dst = out + (size_t) g * 8 * w->row_bytes + (size_t) sb * 8 * 210;
+            memset(dst, 0, 8 * 210);
+            for (int k = 0; k < 8; k++) {
+                const uint8_t *src = w->data + (size_t) (8 * g + k) * w->row_bytes + (size_t) sb * 210;
+                dst[2 * k] = src[208];
+                dst[2 * k + 1] = src[209];
+                for (int u = 0; u < 16; u++) {
+                    dst[16 + 8 * u + k] = src[192 + u];
+                }
+                for (int s = 0; s < 8; s++) {
+                    uint8_t *base = dst + 144 + 192 * s;
+                    for (int i = 0; i < 32; i++) {
+                        int v = q6_value(src, s, i), half = i / 16, j = (i % 16) / 4, b = i % 4;
+                        base[32 * j + 4 * k + b] |= (uint8_t) ((v & 0x0F) << (4 * half));
+                        base[128 + 32 * half + 4 * k + b] |= (uint8_t) ((v >> 4) << (2 * j));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Row k's value i (0-31, unsigned) of block s of a group's super-block in the interleaved layout. */
+static int x8_q6_value(const uint8_t *gsb, int k, int s, int i) {
+    const uint8_t *base = gsb + 144 + 192 * s;
+    int half = i / 16, j = (i % 16) / 4, b = i % 4;
+    int low = (base[32 * j + 4 * k + b] >> (4 * half)) & 0x0F;
+    int high = (base[128 + 32 * half + 4 * k + b] >> (2 * j)) & 3;
+    return low | (high << 4);
 }
 
 static int block_bytes(int type) {
@@ -30,6 +78,10 @@ static int block_bytes(int type) {
 }
 
 void bfk_x8_interleave(const bfk_matrix *w, uint8_t *out) {
+    if (w->type == BFK_Q6_K) {
+        interleave_q6_k(w, out);
+        return;
+    }
     int bb = block_bytes(w->type), quant = bb - 2, blocks = w->cols / 32;
     for (int g = 0; g < w->rows / 8; g++) {
         for (int b = 0; b < blocks; b++) {
@@ -60,6 +112,19 @@ static float x8_block(int type, const uint8_t *gb, int k, int v[32]) {
 }
 
 void bfk_x8_dequantize_row(const bfk_matrix *w, int row, float *out) {
+    if (w->type == BFK_Q6_K) {
+        const uint8_t *group = w->data + (size_t) (row / 8) * 8 * w->row_bytes;
+        int k = row % 8;
+        for (int sb = 0; sb < w->cols / 256; sb++) {
+            const uint8_t *gsb = group + (size_t) sb * 8 * 210;
+            float d = read_half(gsb + 2 * k);
+            for (int i = 0; i < 256; i++) {
+                int sc = (int8_t) gsb[16 + 8 * (i / 16) + k];
+                out[256 * sb + i] = d * (float) sc * (float) (x8_q6_value(gsb, k, i / 32, i % 32) - 32);
+            }
+        }
+        return;
+    }
     int bb = block_bytes(w->type), v[32];
     const uint8_t *group = w->data + (size_t) (row / 8) * 8 * w->row_bytes;
     for (int b = 0; b < w->cols / 32; b++) {
@@ -70,8 +135,42 @@ void bfk_x8_dequantize_row(const bfk_matrix *w, int row, float *out) {
     }
 }
 
+/* Row k's block of 32 (block s of super-block gsb) times activations a: sc * (sum of each half's products). */
+static int x8_q6_block_sum(const uint8_t *gsb, int k, int s, const int8_t *a) {
+    int sum = 0;
+    for (int half = 0; half < 2; half++) {
+        int part = 0;
+        for (int i = 16 * half; i < 16 * half + 16; i++) {
+            part += (x8_q6_value(gsb, k, s, i) - 32) * a[i];
+        }
+        sum += (int8_t) gsb[16 + 8 * (2 * s + half) + k] * part;
+    }
+    return sum;
+}
+
 static void matmul_x8_portable(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
                                int n0, int n1, int add) {
+    if (w->type == BFK_Q6_K) {
+        for (int n = n0; n < n1; n++) {
+            const uint8_t *group = w->data + (size_t) (n / 8) * 8 * w->row_bytes;
+            for (int m = 0; m < m_count; m++) {
+                const int8_t *a = (const int8_t *) (qx + (size_t) m * ldq);
+                const float *ad = (const float *) (qx + (size_t) m * ldq + w->cols);
+                float acc = 0.0f;
+                for (int sb = 0; sb < w->cols / 256; sb++) {
+                    const uint8_t *gsb = group + (size_t) sb * 8 * 210;
+                    float d = read_half(gsb + 2 * (n % 8));
+                    for (int s = 0; s < 8; s++) {
+                        int blk = 8 * sb + s;
+                        acc = fmaf((float) x8_q6_block_sum(gsb, n % 8, s, a + 32 * blk), d * ad[blk], acc);
+                    }
+                }
+                float *o = out + (size_t) m * ldo + n;
+                *o = add ? *o + acc : acc;
+            }
+        }
+        return;
+    }
     int bb = block_bytes(w->type), v[32];
     for (int n = n0; n < n1; n++) {
         const uint8_t *group = w->data + (size_t) (n / 8) * 8 * w->row_bytes;
@@ -125,8 +224,8 @@ ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq,
         } \
         __m256i isum[X8_MAX][X8_MAX]; \
         for (int i = 0; i < MT; i++) { \
-            const int32_t *sums = (const int32_t *) (qx + (size_t) i * ldq + w->cols + w->cols / 8); \
-            __m256i start = _mm256_set1_epi32(-(W8) * sums[b]); \
+            const int32_t *halves = (const int32_t *) (qx + (size_t) i * ldq + w->cols + w->cols / 8); \
+            __m256i start = _mm256_set1_epi32(-(W8) * (halves[2 * b] + halves[2 * b + 1])); \
             for (int g = 0; g < G; g++) isum[g][i] = start; \
         } \
         if (TYPE_Q8) { \
@@ -199,6 +298,84 @@ X8_TILE(tile_q4_0_avx2, AVX2, 0, op_q4_avx2, 8)
 X8_TILE(tile_q8_0_vnni, VNNI, 1, op_q8_vnni, 128)
 X8_TILE(tile_q4_0_vnni, VNNI, 0, op_q4_vnni, 8)
 
+/* Q6_K: each half block's products, less 32 times its activations' sum, times the 8 rows' scales of that
+   sub-block, the two added: the block's integer sum of every row in one vector, as for Q8_0. */
+#define X8_Q6K_TILE(NAME, ATTR, OP) \
+ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0, int add, \
+                             const int G, const int MT) { \
+    const size_t group_bytes = 8 * w->row_bytes; \
+    __m256 acc[X8_MAX][X8_MAX]; \
+    for (int g = 0; g < X8_MAX; g++) for (int i = 0; i < X8_MAX; i++) acc[g][i] = _mm256_setzero_ps(); \
+    const uint8_t *base = w->data + (size_t) g0 * group_bytes; \
+    const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30); \
+    for (int sb = 0; sb < w->cols / 256; sb++) { \
+        __m256 d[X8_MAX]; \
+        for (int g = 0; g < G; g++) { \
+            d[g] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (base + (size_t) g * group_bytes + (size_t) sb * 1680))); \
+        } \
+        for (int s = 0; s < 8; s++) { \
+            int blk = 8 * sb + s; \
+            for (int g = 0; g < G; g++) { \
+                const char *ahead = (const char *) base + (size_t) (G + g) * group_bytes + (size_t) sb * 1680 + 144 + 192 * s; \
+                for (int off = 0; off < 192; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0); \
+            } \
+            __m256i lo_sum[X8_MAX][X8_MAX], hi_sum[X8_MAX][X8_MAX]; \
+            for (int i = 0; i < MT; i++) { \
+                const int32_t *halves = (const int32_t *) (qx + (size_t) i * ldq + w->cols + w->cols / 8); \
+                __m256i s0 = _mm256_set1_epi32(-32 * halves[2 * blk]), s1 = _mm256_set1_epi32(-32 * halves[2 * blk + 1]); \
+                for (int g = 0; g < G; g++) { lo_sum[g][i] = s0; hi_sum[g][i] = s1; } \
+            } \
+            __m256i ha[X8_MAX], hb[X8_MAX]; \
+            for (int g = 0; g < G; g++) { \
+                const uint8_t *gb = base + (size_t) g * group_bytes + (size_t) sb * 1680 + 144 + 192 * s; \
+                ha[g] = _mm256_loadu_si256((const __m256i *) (gb + 128)); \
+                hb[g] = _mm256_loadu_si256((const __m256i *) (gb + 160)); \
+            } \
+            for (int j = 0; j < 4; j++) { \
+                __m256i al[X8_MAX], ah[X8_MAX]; \
+                for (int i = 0; i < MT; i++) { \
+                    al[i] = quad((const int8_t *) qx + (size_t) i * ldq + 32 * blk + 4 * j); \
+                    ah[i] = quad((const int8_t *) qx + (size_t) i * ldq + 32 * blk + 16 + 4 * j); \
+                } \
+                for (int g = 0; g < G; g++) { \
+                    const uint8_t *gb = base + (size_t) g * group_bytes + (size_t) sb * 1680 + 144 + 192 * s; \
+                    __m256i raw = _mm256_loadu_si256((const __m256i *) (gb + 32 * j)); \
+                    __m256i xa = j == 0 ? _mm256_slli_epi16(ha[g], 4) : j == 1 ? _mm256_slli_epi16(ha[g], 2) \
+                                 : j == 2 ? ha[g] : _mm256_srli_epi16(ha[g], 2); \
+                    __m256i xb = j == 0 ? _mm256_slli_epi16(hb[g], 4) : j == 1 ? _mm256_slli_epi16(hb[g], 2) \
+                                 : j == 2 ? hb[g] : _mm256_srli_epi16(hb[g], 2); \
+                    __m256i wl = _mm256_or_si256(_mm256_and_si256(raw, low), _mm256_and_si256(xa, top)); \
+                    __m256i wh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low), _mm256_and_si256(xb, top)); \
+                    for (int i = 0; i < MT; i++) { \
+                        lo_sum[g][i] = OP(lo_sum[g][i], wl, al[i]); \
+                        hi_sum[g][i] = OP(hi_sum[g][i], wh, ah[i]); \
+                    } \
+                } \
+            } \
+            for (int g = 0; g < G; g++) { \
+                const uint8_t *scales = base + (size_t) g * group_bytes + (size_t) sb * 1680 + 16 + 8 * (2 * s); \
+                __m256i sc0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) scales)); \
+                __m256i sc1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) (scales + 8))); \
+                for (int i = 0; i < MT; i++) { \
+                    const float *ad = (const float *) (qx + (size_t) i * ldq + w->cols); \
+                    __m256i sum = _mm256_add_epi32(_mm256_mullo_epi32(lo_sum[g][i], sc0), \
+                                                   _mm256_mullo_epi32(hi_sum[g][i], sc1)); \
+                    acc[g][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), \
+                                                _mm256_mul_ps(d[g], _mm256_broadcast_ss(ad + blk)), acc[g][i]); \
+                } \
+            } \
+        } \
+    } \
+    for (int g = 0; g < G; g++) for (int i = 0; i < MT; i++) { \
+        float *o = out + (size_t) i * ldo + 8 * (g0 + g); \
+        __m256 r = add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[g][i]) : acc[g][i]; \
+        _mm256_storeu_ps(o, r); \
+    } \
+}
+
+X8_Q6K_TILE(tile_q6_k_avx2, AVX2, op_q4_avx2)
+X8_Q6K_TILE(tile_q6_k_vnni, VNNI, op_q4_vnni)
+
 #define X8_DISPATCH(TILE) \
     switch (mt * 8 + gt) { \
         case 9: TILE(1, 1); break; case 10: TILE(2, 1); break; \
@@ -214,6 +391,10 @@ AVX2 static void tile_x8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq
 #define T(G, M) tile_q8_0_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
         X8_DISPATCH(T)
 #undef T
+    } else if (w->type == BFK_Q6_K) {
+#define T(G, M) tile_q6_k_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
     } else {
 #define T(G, M) tile_q4_0_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
         X8_DISPATCH(T)
@@ -225,6 +406,10 @@ VNNI static void tile_x8_vnni(const bfk_matrix *w, const uint8_t *qx, size_t ldq
                               int add, int mt, int gt) {
     if (w->type == BFK_Q8_0) {
 #define T(G, M) tile_q8_0_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
+    } else if (w->type == BFK_Q6_K) {
+#define T(G, M) tile_q6_k_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
         X8_DISPATCH(T)
 #undef T
     } else {

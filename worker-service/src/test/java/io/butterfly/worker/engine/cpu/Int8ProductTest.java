@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * differs, so the products agree to a few float32 ulps of the row's largest output; and the AVX2 and the portable
  * kernels give the same bits, one row alone or several together, and so do the AVX-VNNI ones where the CPU has them
  * (Q8_0 and Q4_0; on a CPU without, both runs take the AVX2 products) and the products from the rows interleaved
- * eight at a time as a stage keeps them (bfk_x8.c).
+ * eight at a time as a stage keeps them (Q8_0, Q4_0 and Q6_K: bfk_x8.c).
  */
 class Int8ProductTest {
 
@@ -63,7 +63,7 @@ class Int8ProductTest {
             } finally {
                 NativeKernels.forceWithoutVnni(false);
             }
-            if (type == GgmlType.Q8_0 || type == GgmlType.Q4_0) {
+            if (type != GgmlType.Q4_K) {
                 assertThat(interleaved(type, blocks, rows, cols, x, m, false)).as("rows interleaved = ggml's layout")
                         .isEqualTo(avx);
                 assertThat(interleaved(type, blocks, rows, cols, x, m, true)).as("rows interleaved, portable")
