@@ -394,8 +394,16 @@ public final class Launcher {
         if (!gguf && !Files.isDirectory(model)) {
             throw new CommandFailedException("--model " + source + " is neither a directory nor a .gguf file");
         }
-        if (!gguf && !Files.exists(model.resolve("config.json"))) {
-            throw new CommandFailedException("--model " + model + " has no config.json");
+        // What the registry's import needs of a directory, checked before anything starts: its import runs in the
+        // background, and a directory it refuses would leave `up` waiting for a model that never comes.
+        for (String needed : gguf ? List.<String>of() : List.of("config.json", "tokenizer.json")) {
+            if (!Files.exists(model.resolve(needed))) {
+                throw new CommandFailedException("--model " + model + " has no " + needed + " (a model directory holds"
+                        + " config.json, tokenizer.json and its *.safetensors)");
+            }
+        }
+        if (!gguf && !hasSafetensors(model)) {
+            throw new CommandFailedException("--model " + model + " has no *.safetensors file");
         }
         String id = ModelIds.imported(model, quantize);
         if (!MODEL_ID.matcher(id).matches()) {
@@ -403,6 +411,14 @@ public final class Launcher {
                     + "'; use letters, digits, '.', '_' or '-' (rename or link it)");
         }
         return model;
+    }
+
+    private static boolean hasSafetensors(Path dir) {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.anyMatch(f -> f.getFileName().toString().endsWith(".safetensors"));
+        } catch (IOException e) {
+            throw new UncheckedIOException("listing " + dir, e);
+        }
     }
 
     /** All of them before anything starts: a port found taken half-way would leave a partial cluster. */

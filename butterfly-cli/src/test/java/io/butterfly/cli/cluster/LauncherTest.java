@@ -1,7 +1,9 @@
 package io.butterfly.cli.cluster;
 
+import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.home.ButterflyHome;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,6 +43,24 @@ class LauncherTest {
         assertThat(Launcher.microBatchPolicy(three.withPinnedWorkers(true))).isEmpty();
         assertThat(Launcher.microBatchPolicy(three.withCoordinatorArgs(
                 List.of("--butterfly.coordinator.engine.micro-batches-in-flight=3")))).isEmpty();
+    }
+
+    @Test
+    void aModelDirectoryTheRegistryCannotImportIsRefusedBeforeAnythingStarts() throws Exception {
+        Launcher launcher = new Launcher(new ButterflyHome(root, root.resolve(".butterfly")), PortLayout.withOffset(0));
+        Path model = Files.createDirectories(root.resolve("quantized-copy"));
+        Files.writeString(model.resolve("config.json"), "{}");
+        Files.write(model.resolve("model.safetensors"), new byte[8]);
+        UpOptions options = UpOptions.defaults().withModel(model).withInsecure(true);
+        java.io.PrintWriter out = new java.io.PrintWriter(java.io.Writer.nullWriter());
+
+        assertThatThrownBy(() -> launcher.up(options, out)).isInstanceOf(CommandFailedException.class)
+                .hasMessageContaining("has no tokenizer.json");
+        Files.writeString(model.resolve("tokenizer.json"), "{}");
+        Files.delete(model.resolve("model.safetensors"));
+        assertThatThrownBy(() -> launcher.up(options, out)).isInstanceOf(CommandFailedException.class)
+                .hasMessageContaining("has no *.safetensors");
+        assertThat(launcher.running()).isFalse();
     }
 
     @Test
