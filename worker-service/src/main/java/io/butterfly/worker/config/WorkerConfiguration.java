@@ -6,6 +6,7 @@ import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.DiscoveryGateway;
+import io.butterfly.worker.gateway.ExpertGateway;
 import io.butterfly.worker.gateway.PeerChannels;
 import io.butterfly.worker.gateway.RegistryGateway;
 import io.butterfly.worker.gateway.StageGateway;
@@ -88,10 +89,12 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators) {
+    PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators,
+                                      PeerChannels channels) {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
                 new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant(),
-                        props.weightDtype()).withKernels(props.kernels()).withActivations(props.activations()));
+                        props.weightDtype()).withKernels(props.kernels()).withActivations(props.activations())
+                        .withExperts(new ExpertGateway(channels)));
         return new PartitionManager(settings, registry, coordinators);
     }
 

@@ -148,7 +148,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         TorchScript script = compile(weights, gpt2, options);
         try {
             return gpt2 ? Gpt2Stage.load(spec, store, weights, script, options.weightDtype())
-                    : LlamaStage.load(spec, store, weights, script, options.weightDtype());
+                    : LlamaStage.load(spec, store, weights, script, options.weightDtype(), options.experts());
         } catch (RuntimeException e) {
             script.close();
             throw e;
@@ -214,6 +214,32 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         return model.projections();
     }
 
+    /** Whether this partition is an expert group of another worker's stage (it answers {@link #expertGroup}, no steps). */
+    public boolean holdsExpertsOnly() {
+        return spec.experts() != null && spec.experts().expertsOnly();
+    }
+
+    private final Object expertLock = new Object();
+
+    /**
+     * This expert group's sum over rows of another worker's step (see {@link ExpertExchange}). Computed on the calling
+     * thread, not the engine thread: the stage that asks holds that thread while it waits (in one process, as in the
+     * in-process cluster, the two would wait on each other), and a worker holding only experts runs nothing else.
+     */
+    public float[] expertGroup(int layer, int rows, float[] hidden, long[] chosen, float[] weights) {
+        if (!holdsExpertsOnly() || !(model instanceof LlamaStage llama)) {
+            throw new IllegalStateException("this worker holds no expert group of another worker's stage");
+        }
+        synchronized (expertLock) {
+            if (closed) {
+                throw new SequenceConflictException("this partition was replaced by a newer assignment");
+            }
+            try (NDManager m = root.newSubManager()) {
+                return llama.expertGroup(m, layer, rows, hidden, chosen, weights);
+            }
+        }
+    }
+
     /** Rows a batch-invariant step is padded to a multiple of (1: none). */
     int rowQuantum() {
         return model.rowQuantum();
@@ -226,6 +252,9 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     @Override
     public StageResult forward(List<SequenceChunk> batch, StageInput input) {
+        if (holdsExpertsOnly()) {
+            throw new SequenceConflictException("this worker holds an expert group of another worker's stage, not a stage");
+        }
         return EngineThread.call(() -> forwardOnEngineThread(batch, input));
     }
 
@@ -590,12 +619,14 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         if (closed) {
             return;
         }
-        closed = true;
-        caches.values().forEach(SequenceCache::close);
-        caches.clear();
-        lastUsed.clear();
-        recount();
-        model.close();
-        root.close();
+        synchronized (expertLock) { // not while an expert group computes
+            closed = true;
+            caches.values().forEach(SequenceCache::close);
+            caches.clear();
+            lastUsed.clear();
+            recount();
+            model.close();
+            root.close();
+        }
     }
 }

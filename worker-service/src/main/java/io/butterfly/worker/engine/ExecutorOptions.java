@@ -16,9 +16,11 @@ import java.util.Objects;
  *                       profile}); they cost a few microseconds each, so serving stages go without
  * @param kernels        which kernels a Llama-family stage on a CPU computes with
  * @param activations    what quantized projections on the native kernels multiply their weights with
+ * @param experts        how a stage asks other workers for the sums of the expert groups they hold (null: it cannot,
+ *                       and a partition whose experts are spread refuses to load)
  */
 public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
-                              boolean profiled, CpuKernels kernels, Activations activations) {
+                              boolean profiled, CpuKernels kernels, Activations activations, ExpertExchange experts) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -33,6 +35,18 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
         Objects.requireNonNull(weightDtype, "weightDtype");
         Objects.requireNonNull(kernels, "kernels");
         Objects.requireNonNull(activations, "activations");
+    }
+
+    /** No other worker's experts asked. */
+    public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
+                           boolean profiled, CpuKernels kernels, Activations activations) {
+        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, null);
+    }
+
+    /** These options, other workers' expert groups asked through {@code exchange}. */
+    public ExecutorOptions withExperts(ExpertExchange exchange) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
+                activations, exchange);
     }
 
     /** Not profiled, kernels chosen by the weights, 8-bit activations for quantized weights. */

@@ -9,6 +9,14 @@ import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.IValue;
 import io.butterfly.common.model.MixtureOfExperts;
 import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.tensor.ReductionTree;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Llama-family stage (Llama, Qwen2, Mistral, Qwen3 and the mixtures of experts Mixtral, Qwen2-MoE, Qwen3-MoE):
@@ -37,9 +45,22 @@ final class LlamaStage implements StageModel {
     private final NDArray finalNorm;
     private final IValue head;
     private final long weightBytes;
+    private final PartitionSpec spec;
+    /** {@link #layout} as numbers: per stage layer, where its weights start and its experts here (0: dense). */
+    private final long[] layoutCounts;
+    /** With spread experts: how the other groups are asked, and the tree their sums are merged by (else null). */
+    private final ExpertExchange exchange;
+    private final ReductionTree tree;
 
-    private LlamaStage(NDManager manager, TorchScript script, ModelConfig config, StageWeights layers, long[] layout,
-                       int numLayers, NDArray embedding, NDArray finalNorm, StageWeights head, long weightBytes) {
+    private LlamaStage(NDManager manager, TorchScript script, PartitionSpec spec, StageWeights layers, long[] layout,
+                       NDArray embedding, NDArray finalNorm, StageWeights head, long weightBytes, ExpertExchange exchange) {
+        ModelConfig config = spec.config();
+        int numLayers = spec.numLayers();
+        this.spec = spec;
+        this.layoutCounts = layout;
+        this.exchange = exchange;
+        this.tree = spec.spreadsExperts()
+                ? new ReductionTree(spec.experts().groups().stream().map(ExpertPlacement.Group::nodeId).toList()) : null;
         this.manager = manager;
         this.script = script;
         this.config = config;
@@ -59,8 +80,14 @@ final class LlamaStage implements StageModel {
         this.weightBytes = weightBytes;
     }
 
-    static LlamaStage load(PartitionSpec spec, WeightStore w, NDManager manager, TorchScript script, WeightDtype dtype) {
+    static LlamaStage load(PartitionSpec spec, WeightStore w, NDManager manager, TorchScript script, WeightDtype dtype,
+                           ExpertExchange exchange) {
+        if (spec.spreadsExperts() && !spec.experts().expertsOnly() && exchange == null) {
+            throw new IllegalStateException("this stage's experts are spread over workers, and it has no way to ask them");
+        }
         ModelConfig c = spec.config();
+        int[] held = spec.heldExperts();
+        boolean expertsOnly = spec.experts() != null && spec.experts().expertsOnly();
         long h = c.hiddenSize();
         long qDim = (long) c.numHeads() * c.headDim();
         long kvDim = c.kvDim();
@@ -74,7 +101,13 @@ final class LlamaStage implements StageModel {
             String m = p + "mlp.";
             boolean sparse = moe != null && moe.sparse(i);
             layout[2 * (i - spec.layerStart())] = layers.size();
-            layout[2 * (i - spec.layerStart()) + 1] = sparse ? moe.experts() : 0;
+            layout[2 * (i - spec.layerStart()) + 1] = sparse ? held[1] - held[0] : 0;
+            if (expertsOnly) { // a group of another worker's stage: the experts alone
+                for (int e = held[0]; sparse && e < held[1]; e++) {
+                    addMlp(layers, w, moe.expert(i, e), moe.expertSize(), h);
+                }
+                continue;
+            }
             layers.add(w.load(p + "input_layernorm.weight", h))
                     .addProjection(w.loadStacked(new String[]{a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"},
                                     new long[]{qDim, kvDim, kvDim}, h),
@@ -92,7 +125,7 @@ final class LlamaStage implements StageModel {
                 continue;
             }
             layers.addProjection(w.load(moe.router(i), moe.experts(), h), null);
-            for (int e = 0; e < moe.experts(); e++) {
+            for (int e = held[0]; e < held[1]; e++) {
                 addMlp(layers, w, moe.expert(i, e), moe.expertSize(), h);
             }
             if (moe.hasSharedExpert()) {
@@ -102,6 +135,9 @@ final class LlamaStage implements StageModel {
         }
         String embedName = "model.embed_tokens.weight";
         boolean tied = !w.has("lm_head.weight");
+        if (expertsOnly) {
+            return new LlamaStage(manager, script, spec, layers, layout, null, null, null, layers.bytes(), null);
+        }
         NDArray embedding = spec.hasEmbedding() ? w.load(embedName, c.vocabSize(), h) : null;
         long bytes = layers.bytes() + (embedding == null ? 0 : embedding.size() * Float.BYTES);
         StageWeights head = null;
@@ -116,7 +152,7 @@ final class LlamaStage implements StageModel {
             }
             bytes += head.bytes() + h * Float.BYTES;
         }
-        return new LlamaStage(manager, script, c, layers, layout, spec.numLayers(), embedding, norm, head, bytes);
+        return new LlamaStage(manager, script, spec, layers, layout, embedding, norm, head, bytes, exchange);
     }
 
     /** A SiLU-gated MLP without biases (an expert): gate|up fused, then down. */
@@ -161,10 +197,154 @@ final class LlamaStage implements StageModel {
             return hidden;
         }
         RotaryEmbedding.Tables rope = rotary.tables(step.manager(), step.positions());
+        if (tree != null) {
+            return spreadLayers(hidden, step, rope);
+        }
         try (ScriptArgs args = new ScriptArgs()) {
             return script.callForArray(step.manager(), "layers", args.tensor(hidden), layers, layout, dims, constants,
                     args.tensor(rope.cos()), args.tensor(rope.signedSin()), args.ints(step.sequences()),
                     args.tensors(step.caches()));
+        }
+    }
+
+    /**
+     * The layers one at a time, each sparse one's experts computed by their groups: this stage's own here, the others'
+     * by their workers, asked only for the rows whose router chose one of their experts; the groups' sums merged by the
+     * reduction tree in the order of the groups (docs/sharding.md).
+     */
+    private NDArray spreadLayers(NDArray x, StepBatch step, RotaryEmbedding.Tables rope) {
+        NDManager m = step.manager();
+        for (int l = 0; l < numLayers; l++) {
+            NDArray[] front;
+            try (ScriptArgs args = new ScriptArgs()) {
+                front = script.callForArrays(m, "layer_front", args.tensor(x), layers, layout, args.integer(l), dims,
+                        constants, args.tensor(rope.cos()), args.tensor(rope.signedSin()), args.ints(step.sequences()),
+                        args.tensors(step.caches()));
+            }
+            NDArray routed = front.length == 4 ? routedSum(l, front[1], front[2], front[3]) : front[1];
+            try (ScriptArgs args = new ScriptArgs()) {
+                x = script.callForArray(m, "layer_back", args.tensor(front[0]), args.tensor(front[1]), args.tensor(routed),
+                        layers, layout, args.integer(l), dims, constants);
+            }
+        }
+        return x;
+    }
+
+    /** The routed experts' sum over h: every group's, merged by the tree. */
+    private NDArray routedSum(int l, NDArray h, NDArray flatWeights, NDArray chosen) {
+        ExpertPlacement placement = spec.experts();
+        int rows = Math.toIntExact(h.getShape().get(0));
+        int width = config.hiddenSize();
+        int topK = config.experts().perToken();
+        float[] hidden = h.toFloatArray();
+        long[] choice = chosen.toLongArray();
+        float[] weights = flatWeights.toFloatArray();
+        int layer = spec.layerStart() + l;
+        List<CompletableFuture<float[]>> asked = new ArrayList<>();
+        List<int[]> sentRows = new ArrayList<>();
+        for (ExpertPlacement.Group g : placement.groups()) {
+            int[] sel = g == placement.own() ? null : rowsChoosing(g, choice, rows, topK);
+            sentRows.add(sel);
+            asked.add(sel == null || sel.length == 0 ? null : exchange.partial(g, layer, sel.length,
+                    gather(hidden, sel, width), gather(choice, sel, topK), gather(weights, sel, topK)));
+        }
+        ReductionTree.Reduction sum = tree.start(rows * width);
+        ExpertPlacement.Group own = placement.own();
+        try (ScriptArgs args = new ScriptArgs()) { // this stage's group while the others compute theirs
+            sum.add(own.nodeId(), script.callForArray(h.getManager(), "layer_group", args.tensor(h), layers, layout,
+                    args.integer(l), args.integer(own.first()), args.tensor(chosen), args.tensor(flatWeights), dims,
+                    constants).toFloatArray());
+        }
+        for (int i = 0; i < placement.groups().size(); i++) {
+            ExpertPlacement.Group g = placement.groups().get(i);
+            if (g == own) {
+                continue;
+            }
+            sum.add(g.nodeId(), asked.get(i) == null ? null : scatter(await(asked.get(i), g, layer), sentRows.get(i), rows, width));
+        }
+        return h.getManager().create(sum.result(), new Shape(rows, width));
+    }
+
+    private static final long EXPERT_TIMEOUT_SECONDS = 60;
+
+    private static float[] await(CompletableFuture<float[]> partial, ExpertPlacement.Group g, int layer) {
+        try {
+            return partial.get(EXPERT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted waiting for expert group " + g.nodeId(), e);
+        } catch (ExecutionException | TimeoutException e) {
+            Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+            throw new ExpertGroupUnavailableException(g.nodeId(), layer, cause);
+        }
+    }
+
+    /** The rows that chose one of the group's experts, in order. */
+    static int[] rowsChoosing(ExpertPlacement.Group g, long[] chosen, int rows, int topK) {
+        int[] sel = new int[rows];
+        int n = 0;
+        for (int r = 0; r < rows; r++) {
+            for (int k = 0; k < topK; k++) {
+                if (g.holds(chosen[r * topK + k])) {
+                    sel[n++] = r;
+                    break;
+                }
+            }
+        }
+        return Arrays.copyOf(sel, n);
+    }
+
+    private static float[] gather(float[] from, int[] rows, int width) {
+        float[] out = new float[rows.length * width];
+        for (int i = 0; i < rows.length; i++) {
+            System.arraycopy(from, rows[i] * width, out, i * width, width);
+        }
+        return out;
+    }
+
+    private static long[] gather(long[] from, int[] rows, int width) {
+        long[] out = new long[rows.length * width];
+        for (int i = 0; i < rows.length; i++) {
+            System.arraycopy(from, rows[i] * width, out, i * width, width);
+        }
+        return out;
+    }
+
+    /** A group's sums of the rows sent, as all rows' (zero for the others: a group's sum is never -0, see llama.py). */
+    private static float[] scatter(float[] partial, int[] rows, int total, int width) {
+        if (partial.length != rows.length * width) {
+            throw new IllegalStateException("an expert group answered " + partial.length + " values for " + rows.length
+                    + " rows of " + width);
+        }
+        float[] out = new float[total * width];
+        for (int i = 0; i < rows.length; i++) {
+            System.arraycopy(partial, i * width, out, rows[i] * width, width);
+        }
+        return out;
+    }
+
+    /**
+     * A group of another worker's stage: its experts' sum over the rows sent ({@code hidden [rows, hidden]}, each row's
+     * chosen experts and their weights {@code [rows, topK]}) for the model's layer {@code layer}.
+     */
+    float[] expertGroup(NDManager m, int layer, int rows, float[] hidden, long[] chosen, float[] weights) {
+        int l = layer - spec.layerStart();
+        int topK = config.experts().perToken();
+        if (l < 0 || l >= numLayers || layoutCounts[2 * l + 1] == 0) {
+            throw new IllegalArgumentException("layer " + layer + " is not a sparse layer of this expert group's ["
+                    + spec.layerStart() + ", " + spec.layerEnd() + ")");
+        }
+        if (hidden.length != rows * config.hiddenSize() || chosen.length != rows * topK || weights.length != rows * topK) {
+            throw new IllegalArgumentException("expected " + rows + " rows of " + config.hiddenSize() + " values and "
+                    + topK + " choices");
+        }
+        ExpertPlacement.Group own = spec.experts().own();
+        try (ScriptArgs args = new ScriptArgs()) {
+            return script.callForArray(m, "experts_only", args.tensor(m.create(hidden, new Shape(rows, config.hiddenSize()))),
+                    layers, args.integer(layoutCounts[2 * l]), args.integer(own.first()),
+                    args.integer(own.end() - own.first()), args.tensor(m.create(chosen, new Shape(rows, topK))),
+                    args.tensor(m.create(weights)), args.integer(topK), args.integer(script.linear().rowQuantum()),
+                    constants).toFloatArray();
         }
     }
 

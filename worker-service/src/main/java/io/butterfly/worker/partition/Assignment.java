@@ -1,5 +1,6 @@
 package io.butterfly.worker.partition;
 
+import io.butterfly.worker.engine.ExpertPlacement;
 import io.butterfly.worker.cluster.Endpoint;
 import java.util.List;
 
@@ -18,13 +19,30 @@ import java.util.List;
  * @param keptSinceEpoch      the first epoch from which this worker has held this very stage in every assignment up to
  *                            this one (0: not known): a stage loaded for that epoch or a later one is kept with its KV
  *                            caches, one loaded before keeps its weights but not its caches
+ * @param expertGroups        the stage's expert groups in order when its experts are spread over workers, else empty
+ * @param expertGroup         this worker's group among them (0: the stage's own worker; later: experts only)
  */
 public record Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
                          long epoch, long term, Endpoint registry, Endpoint coordinator,
-                         List<Endpoint> coordinatorReplicas, long keptSinceEpoch) {
+                         List<Endpoint> coordinatorReplicas, long keptSinceEpoch,
+                         List<ExpertPlacement.Group> expertGroups, int expertGroup) {
 
     public Assignment {
         coordinatorReplicas = List.copyOf(coordinatorReplicas);
+        expertGroups = expertGroups == null ? List.of() : List.copyOf(expertGroups);
+    }
+
+    /** All of the stage's experts here. */
+    public Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead, long epoch,
+                      long term, Endpoint registry, Endpoint coordinator, List<Endpoint> coordinatorReplicas,
+                      long keptSinceEpoch) {
+        this(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, registry, coordinator,
+                coordinatorReplicas, keptSinceEpoch, List.of(), 0);
+    }
+
+    /** The placement of the stage's experts over the model's {@code experts} (null: all here). */
+    public ExpertPlacement expertPlacement(int experts) {
+        return expertGroups.isEmpty() ? null : new ExpertPlacement(expertGroups, expertGroup, experts);
     }
 
     /** Without {@code keptSinceEpoch} (not known: every new epoch is loaded anew). */
@@ -43,6 +61,7 @@ public record Assignment(String modelId, int layerStart, int layerEnd, boolean h
     boolean sameStageAs(Assignment other) {
         return other != null && modelId.equals(other.modelId) && layerStart == other.layerStart
                 && layerEnd == other.layerEnd && hasEmbedding == other.hasEmbedding && hasHead == other.hasHead
-                && registry.equals(other.registry);
+                && registry.equals(other.registry) && expertGroups.equals(other.expertGroups)
+                && expertGroup == other.expertGroup;
     }
 }

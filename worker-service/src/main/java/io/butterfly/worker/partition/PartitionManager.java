@@ -337,7 +337,7 @@ public class PartitionManager {
             checksum = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
             ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
             spec = new PartitionSpec(config, request.layerStart(), request.layerEnd(), request.hasEmbedding(),
-                    request.hasHead());
+                    request.hasHead(), request.expertPlacement(config.experts() == null ? 0 : config.experts().experts()));
             if (spec.layerEnd() > config.numLayers()) {
                 throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
                         + ") exceed the model's " + config.numLayers() + " layers");
@@ -466,6 +466,27 @@ public class PartitionManager {
 
     public PartitionStatus status() {
         return status;
+    }
+
+    /**
+     * This worker's expert group's sum for another worker's step (docs/sharding.md): refused when it holds no expert
+     * group, or not the experts {@code [first, end)} the asking stage believes it does.
+     */
+    public float[] expertGroup(int layer, int first, int end, int rows, float[] hidden, long[] chosen, float[] weights) {
+        if (!(executor instanceof DjlPartitionExecutor group) || !group.holdsExpertsOnly()) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION,
+                    "this worker holds no loaded expert group (" + status.phase() + ")");
+        }
+        io.butterfly.worker.engine.ExpertPlacement.Group own = group.spec().experts().own();
+        if (own.first() != first || own.end() != end) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, "this worker holds"
+                    + " experts [" + own.first() + ", " + own.end() + "), not [" + first + ", " + end + ")");
+        }
+        try {
+            return group.expertGroup(layer, rows, hidden, chosen, weights);
+        } catch (IllegalArgumentException e) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, e.getMessage());
+        }
     }
 
     /** The loaded executor; absent until the partition is READY. */

@@ -5,6 +5,7 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.CacheBudgetExceededException;
+import io.butterfly.worker.engine.ExpertGroupUnavailableException;
 import io.butterfly.worker.engine.EngineThread;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.engine.PartitionSpec;
@@ -79,6 +80,9 @@ public class PipelineStage {
     static ButterflyException classify(Throwable e) {
         if (e instanceof SequenceConflictException conflict) {
             return new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, conflict.getMessage());
+        }
+        if (e instanceof ExpertGroupUnavailableException group) {
+            return new ButterflyException(ErrorCode.NO_PEERS_AVAILABLE, ErrorKind.UNAVAILABLE, group.getMessage());
         }
         if (e instanceof CacheBudgetExceededException full) {
             return new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,

@@ -21,6 +21,13 @@ import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.partition.PartitionChecksums;
 import io.butterfly.worker.partition.PartitionManager;
+import io.butterfly.common.error.ButterflyException;
+import io.butterfly.common.error.ErrorCode;
+import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.grpc.GrpcErrors;
+import io.butterfly.common.tensor.TensorCodec;
+import io.butterfly.proto.worker.v1.ExpertsRequest;
+import io.butterfly.proto.worker.v1.ExpertsResponse;
 import io.butterfly.worker.pipeline.PipelineStage;
 import io.grpc.stub.StreamObserver;
 import org.slf4j.Logger;
@@ -103,6 +110,32 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
             }
             stage.enqueue(WorkerMessages.step(request));
         }, closed);
+    }
+
+    /** An expert group's sum for a stage's step, computed on this call's thread (see DjlPartitionExecutor#expertGroup). */
+    @Override
+    public void experts(ExpertsRequest request, StreamObserver<ExpertsResponse> response) {
+        float[] sum;
+        long rows;
+        try {
+            CallerInterceptor.current().requireRole("an expert group's sum", NodeRole.WORKER);
+            float[] hidden = TensorCodec.toFloats(request.getHidden(), 2, "hidden");
+            long[] chosen = TensorCodec.toLongs(request.getChosen(), 2, "chosen");
+            float[] weights = TensorCodec.toFloats(request.getWeights(), 2, "weights");
+            rows = request.getHidden().getShape(0);
+            if (request.getChosen().getShape(0) != rows || request.getWeights().getShape(0) != rows) {
+                throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT,
+                        "hidden, chosen and weights must have the same rows");
+            }
+            sum = partitions.expertGroup(request.getLayer(), request.getFirstExpert(), request.getEndExpert(),
+                    Math.toIntExact(rows), hidden, chosen, weights);
+        } catch (RuntimeException e) {
+            response.onError(GrpcErrors.toStatus(GrpcErrors.classify(e)));
+            return;
+        }
+        response.onNext(ExpertsResponse.newBuilder()
+                .setSum(TensorCodec.float32(sum, rows, request.getHidden().getShape(1))).build());
+        response.onCompleted();
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.butterfly.worker.api.grpc;
 
+import io.butterfly.worker.engine.ExpertPlacement;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.proto.common.v1.DType;
 import io.butterfly.proto.common.v1.LayerRange;
@@ -38,7 +39,10 @@ final class WorkerMessages {
     static Assignment assignment(AssignPartitionRequest r) {
         return new Assignment(r.getModelId(), r.getLayers().getStart(), r.getLayers().getEnd(), r.getHasEmbedding(),
                 r.getHasHead(), r.getEpoch(), r.getTerm(), endpoint(r.getRegistry()), endpoint(r.getCoordinator()),
-                endpoints(r.getCoordinatorReplicasList()), r.getStageKeptSinceEpoch());
+                endpoints(r.getCoordinatorReplicasList()), r.getStageKeptSinceEpoch(),
+                r.getExpertGroupsList().stream().map(g -> new ExpertPlacement.Group(g.getNode().getNodeId(),
+                        g.getNode().getHost(), g.getNode().getGrpcPort(), g.getFirstExpert(), g.getEndExpert())).toList(),
+                r.getExpertGroup());
     }
 
     /** The step; its input stays the received tensor, decoded only when the stage reads it. */

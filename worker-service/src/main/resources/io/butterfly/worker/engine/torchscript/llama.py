@@ -52,22 +52,16 @@ def route(logits: Tensor, top_k: int, normalize: bool) -> List[Tensor]:
   return [weights, torch.narrow(order, 1, 0, top_k)]
 
 
-def experts(h: Tensor, w: List[Tensor], at: int, count: int, dims: List[int], constants: List[Tensor]) -> Tensor:
-  # A sparse MLP as transformers' MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock: the
-  # router's choice (route, renormalized if dims[6]), each expert run on the rows that chose it and its output, times
-  # the row's weight for it, added to the rows in the order of the experts; then Qwen2-MoE's shared expert times
-  # sigmoid(its gate).
-  # An expert's rows are padded to a multiple of dims[8] (the projections' row quantum), so that a row's bits never
+def expert_group(h: Tensor, w: List[Tensor], at: int, first: int, count: int, chosen: Tensor, flat_weights: Tensor,
+                 top_k: int, quantum: int, constants: List[Tensor]) -> Tensor:
+  # The routed experts [first, first + count) (their weights from w[at], 6 tensors each) over rows h that chose them
+  # (chosen [rows, top_k], their weights flat [rows * top_k]): each expert run on the rows that chose it and its output,
+  # times the row's weight for it, added to zeros in the order of the experts. A group of experts on another worker
+  # computes this over the rows sent to it; the groups' sums are then merged by the reduction tree.
+  # An expert's rows are padded to a multiple of quantum (the projections' row quantum), so that a row's bits never
   # depend on which other rows chose the same expert.
-  top_k = dims[5]
-  quantum = dims[8]
-  scope = __torch__.butterfly.profile.enter("router")
-  routed = __torch__.route(__torch__.butterfly.linear.linear(h, w[at], w[at + 1], w[at + 2]), top_k, dims[6] == 1)
-  flat_weights = torch.flatten(routed[0])
-  chosen = routed[1]
-  __torch__.butterfly.profile.exit(scope)
   out = torch.zeros_like(h)
-  for e in range(count):
+  for e in range(first, first + count):
     hits = torch.nonzero(torch.eq(chosen, e))
     n = hits.size(0)
     if n > 0:
@@ -76,19 +70,89 @@ def experts(h: Tensor, w: List[Tensor], at: int, count: int, dims: List[int], co
       pad = (quantum - n % quantum) % quantum
       if pad > 0:
         x = torch.cat([x, torch.zeros([pad, h.size(1)], dtype=h.dtype)])
-      y = __torch__.mlp(x, w, at + 3 + 6 * e, constants)
+      y = __torch__.mlp(x, w, at + 6 * (e - first), constants)
       if pad > 0:
         y = torch.narrow(y, 0, 0, n)
       scale = torch.index_select(flat_weights, 0, torch.add(torch.mul(rows, top_k), torch.select(hits, 1, 1)))
       out = torch.index_add(out, 0, rows, torch.mul(y, torch.unsqueeze(scale, 1)))
-  if dims[7] == 1:
-    shared_at = at + 3 + 6 * count
-    shared = __torch__.mlp(h, w, shared_at, constants)
-    # the gate [1, hidden] as a row-wise dot product: a one-column projection rounds a row by how many share it
-    logit = torch.sum(torch.mul(h, w[shared_at + 6]), [-1], True)
-    gate = torch.reciprocal(torch.add(torch.exp(torch.neg(logit)), constants[1]))
-    out = torch.add(out, torch.mul(gate, shared))
   return out
+
+
+def router(h: Tensor, w: List[Tensor], at: int, dims: List[int]) -> List[Tensor]:
+  # [weights flat [rows * top_k], chosen [rows, top_k]]: route (renormalized if dims[6]) of the router at w[at]
+  scope = __torch__.butterfly.profile.enter("router")
+  routed = __torch__.route(__torch__.butterfly.linear.linear(h, w[at], w[at + 1], w[at + 2]), dims[5], dims[6] == 1)
+  __torch__.butterfly.profile.exit(scope)
+  return [torch.flatten(routed[0]), routed[1]]
+
+
+def shared_expert(h: Tensor, routed: Tensor, w: List[Tensor], at: int, dims: List[int], constants: List[Tensor]) -> Tensor:
+  # routed plus Qwen2-MoE's shared expert (its MLP at w[at]) times sigmoid(its gate at w[at + 6]), when dims[7]
+  if dims[7] == 1:
+    shared = __torch__.mlp(h, w, at, constants)
+    # the gate [1, hidden] as a row-wise dot product: a one-column projection rounds a row by how many share it
+    logit = torch.sum(torch.mul(h, w[at + 6]), [-1], True)
+    gate = torch.reciprocal(torch.add(torch.exp(torch.neg(logit)), constants[1]))
+    return torch.add(routed, torch.mul(gate, shared))
+  return routed
+
+
+def experts(h: Tensor, w: List[Tensor], at: int, count: int, dims: List[int], constants: List[Tensor]) -> Tensor:
+  # A sparse MLP as transformers' MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock, all its
+  # experts here: the router's choice, the experts' weighted outputs added in the order of the experts, then
+  # Qwen2-MoE's shared expert.
+  routed = __torch__.router(h, w, at, dims)
+  out = __torch__.expert_group(h, w, at + 3, 0, count, routed[1], routed[0], dims[5], dims[8], constants)
+  return __torch__.shared_expert(h, out, w, at + 3 + 6 * count, dims, constants)
+
+
+def attention_block(x: Tensor, w: List[Tensor], dims: List[int], constants: List[Tensor], cos: Tensor,
+                    signed_sin: Tensor, sequences: List[int], caches: List[Tensor], layer: int,
+                    masks: List[Tensor]) -> List[Tensor]:
+  # [x + attention(norm(x)), the post-attention norm of that]: a layer up to its MLP
+  heads = dims[0]
+  kv_heads = dims[1]
+  head_dim = dims[2]
+  rows = x.size(0)
+  scope = __torch__.butterfly.profile.enter("norm")
+  h = __torch__.rms_norm(x, w[0], constants)
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("projection q|k|v")
+  qkv = torch.view(__torch__.butterfly.linear.linear(h, w[1], w[2], w[3]), [rows, heads + 2 * kv_heads, head_dim])
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("rotary")
+  # q and k rotated together: x * cos + swap_halves(x) * signed_sin
+  qk = torch.narrow(qkv, 1, 0, heads + kv_heads)
+  if dims[4] == 1:
+    qk = torch.cat([__torch__.head_norm(torch.narrow(qkv, 1, 0, heads), w[8], constants),
+                    __torch__.head_norm(torch.narrow(qkv, 1, heads, kv_heads), w[9], constants)], 1)
+  swapped = torch.view(torch.flip(torch.view(qk, [rows, heads + kv_heads, 2, head_dim // 2]), [2]),
+                       [rows, heads + kv_heads, head_dim])
+  qk = torch.add(torch.mul(qk, cos), torch.mul(swapped, signed_sin))
+  q = torch.mul(torch.narrow(qk, 1, 0, heads), constants[0])
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("attention")
+  attn = __torch__.butterfly.attention.attend(q, torch.narrow(qk, 1, heads, kv_heads),
+                                              torch.narrow(qkv, 1, heads + kv_heads, kv_heads), sequences, caches,
+                                              layer, masks)
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("projection o")
+  o = __torch__.butterfly.linear.linear(attn, w[4], w[5], w[6])
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("residual")
+  x = torch.add(x, o)
+  __torch__.butterfly.profile.exit(scope)
+  scope = __torch__.butterfly.profile.enter("norm")
+  h = __torch__.rms_norm(x, w[7], constants)
+  __torch__.butterfly.profile.exit(scope)
+  return [x, h]
+
+
+def layer_weights(weights: List[Tensor], layout: List[int], layer: int) -> List[Tensor]:
+  end = len(weights)
+  if layer + 1 < len(layout) // 2:
+    end = layout[2 * layer + 2]
+  return weights[layout[2 * layer]:end]
 
 
 class LlamaStage(Module):
@@ -111,55 +175,19 @@ class LlamaStage(Module):
     # dims: heads, kv heads, head dim, intermediate size, q/k norms (1 or 0), experts per token, renormalize (1 or 0),
     # shared expert (1 or 0), row quantum. cos, signed_sin [rows, 1, head_dim]: the rotation of each row's position,
     # the sine negated on its first half so that rotate_half is a swap of halves.
-    heads = dims[0]
-    kv_heads = dims[1]
-    head_dim = dims[2]
-    qk_norm = dims[4] == 1
     mlp_at = 8
-    if qk_norm:
+    if dims[4] == 1:
       mlp_at = 10
-    rows = x.size(0)
     scope = __torch__.butterfly.profile.enter("attention")
-    masks = __torch__.butterfly.attention.causal_masks(sequences, heads // kv_heads)
+    masks = __torch__.butterfly.attention.causal_masks(sequences, dims[0] // dims[1])
     __torch__.butterfly.profile.exit(scope)
     n_layers = len(layout) // 2
     for layer in range(n_layers):
-      end = len(weights)
-      if layer + 1 < n_layers:
-        end = layout[2 * layer + 2]
-      w = weights[layout[2 * layer]:end]
+      w = __torch__.layer_weights(weights, layout, layer)
       in_layer = __torch__.butterfly.profile.enter_layer(layer)
-      scope = __torch__.butterfly.profile.enter("norm")
-      h = __torch__.rms_norm(x, w[0], constants)
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("projection q|k|v")
-      qkv = torch.view(__torch__.butterfly.linear.linear(h, w[1], w[2], w[3]), [rows, heads + 2 * kv_heads, head_dim])
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("rotary")
-      # q and k rotated together: x * cos + swap_halves(x) * signed_sin
-      qk = torch.narrow(qkv, 1, 0, heads + kv_heads)
-      if qk_norm:
-        qk = torch.cat([__torch__.head_norm(torch.narrow(qkv, 1, 0, heads), w[8], constants),
-                        __torch__.head_norm(torch.narrow(qkv, 1, heads, kv_heads), w[9], constants)], 1)
-      swapped = torch.view(torch.flip(torch.view(qk, [rows, heads + kv_heads, 2, head_dim // 2]), [2]),
-                           [rows, heads + kv_heads, head_dim])
-      qk = torch.add(torch.mul(qk, cos), torch.mul(swapped, signed_sin))
-      q = torch.mul(torch.narrow(qk, 1, 0, heads), constants[0])
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("attention")
-      attn = __torch__.butterfly.attention.attend(q, torch.narrow(qk, 1, heads, kv_heads),
-                                                  torch.narrow(qkv, 1, heads + kv_heads, kv_heads), sequences, caches,
-                                                  layer, masks)
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("projection o")
-      o = __torch__.butterfly.linear.linear(attn, w[4], w[5], w[6])
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("residual")
-      x = torch.add(x, o)
-      __torch__.butterfly.profile.exit(scope)
-      scope = __torch__.butterfly.profile.enter("norm")
-      h = __torch__.rms_norm(x, w[7], constants)
-      __torch__.butterfly.profile.exit(scope)
+      xh = __torch__.attention_block(x, w, dims, constants, cos, signed_sin, sequences, caches, layer, masks)
+      x = xh[0]
+      h = xh[1]
       count = layout[2 * layer + 1]
       if count == 0:
         down = __torch__.mlp(h, w, mlp_at, constants)
@@ -172,6 +200,51 @@ class LlamaStage(Module):
       __torch__.butterfly.profile.exit(scope)
       __torch__.butterfly.profile.exit(in_layer)
     return x
+
+  # A stage whose experts are spread over workers runs a layer in three calls (LlamaStage.java): layer_front, the
+  # expert groups (its own by expert_group, the others' on their workers), layer_back on the merged sum.
+
+  def layer_front(self: __torch__.LlamaStage, x: Tensor, weights: List[Tensor], layout: List[int], layer: int,
+                  dims: List[int], constants: List[Tensor], cos: Tensor, signed_sin: Tensor, sequences: List[int],
+                  caches: List[Tensor]) -> List[Tensor]:
+    # [x after attention, its post-attention norm h], and for a sparse layer the router's [weights flat, chosen]
+    mlp_at = 8
+    if dims[4] == 1:
+      mlp_at = 10
+    masks = __torch__.butterfly.attention.causal_masks(sequences, dims[0] // dims[1])
+    w = __torch__.layer_weights(weights, layout, layer)
+    xh = __torch__.attention_block(x, w, dims, constants, cos, signed_sin, sequences, caches, layer, masks)
+    if layout[2 * layer + 1] == 0:
+      return xh
+    routed = __torch__.router(xh[1], w, mlp_at, dims)
+    return [xh[0], xh[1], routed[0], routed[1]]
+
+  def layer_group(self: __torch__.LlamaStage, h: Tensor, weights: List[Tensor], layout: List[int], layer: int,
+                  first: int, chosen: Tensor, flat_weights: Tensor, dims: List[int], constants: List[Tensor]) -> Tensor:
+    # this stage's own expert group (experts first.. of the layer's layout count) over h
+    mlp_at = 8
+    if dims[4] == 1:
+      mlp_at = 10
+    w = __torch__.layer_weights(weights, layout, layer)
+    return __torch__.expert_group(h, w, mlp_at + 3, first, layout[2 * layer + 1], chosen, flat_weights, dims[5],
+                                  dims[8], constants)
+
+  def layer_back(self: __torch__.LlamaStage, x: Tensor, h: Tensor, routed: Tensor, weights: List[Tensor],
+                 layout: List[int], layer: int, dims: List[int], constants: List[Tensor]) -> Tensor:
+    # x plus the layer's MLP: the dense one over h, or routed (the groups' merged sum) and the shared expert
+    mlp_at = 8
+    if dims[4] == 1:
+      mlp_at = 10
+    w = __torch__.layer_weights(weights, layout, layer)
+    count = layout[2 * layer + 1]
+    if count == 0:
+      return torch.add(x, __torch__.mlp(h, w, mlp_at, constants))
+    return torch.add(x, __torch__.shared_expert(h, routed, w, mlp_at + 3 + 6 * count, dims, constants))
+
+  def experts_only(self: __torch__.LlamaStage, h: Tensor, weights: List[Tensor], at: int, first: int, count: int,
+                   chosen: Tensor, flat_weights: Tensor, top_k: int, quantum: int, constants: List[Tensor]) -> Tensor:
+    # a worker holding an expert group for another's stage: its experts [first, first + count) at weights[at]
+    return __torch__.expert_group(h, weights, at, first, count, chosen, flat_weights, top_k, quantum, constants)
 
   def head(self: __torch__.LlamaStage, x: Tensor, rows: Tensor, norm: Tensor, w: List[Tensor],
            constants: List[Tensor]) -> Tensor:
