@@ -11,7 +11,7 @@ import java.util.stream.Stream;
 import tools.jackson.databind.JsonNode;
 
 /** The metrics the chart's Grafana dashboard (helm/butterfly/dashboards/butterfly.json) queries. */
-final class GrafanaDashboard {
+public final class GrafanaDashboard {
 
     static final Path JSON = LocalCluster.ROOT.resolve("helm/butterfly/dashboards/butterfly.json");
 
@@ -35,7 +35,7 @@ final class GrafanaDashboard {
         return out;
     }
 
-    static Set<String> metrics() throws IOException {
+    public static Set<String> metrics() throws IOException {
         return metrics(Files.readString(JSON));
     }
 

@@ -66,7 +66,8 @@ import tools.jackson.databind.JsonNode;
  * whole model does in one process. While the honest cluster serves, a client with no certificate, with one from another CA, with an
  * expired one, and a plaintext client are refused on each; a certificate from the cluster's own CA that names another
  * node is refused for every call that speaks for a node (and a worker's for Raft); a worker keeps being forged
- * heartbeats for after it is killed, and still goes FAILED.
+ * heartbeats for after it is killed, and still goes FAILED (and the coordinator's log says so with the transition's
+ * key-values).
  */
 class MutualTlsIT {
 
@@ -172,12 +173,30 @@ class MutualTlsIT {
                 assertThat(failed.path("system_state").asString()).isEqualTo("DEGRADED");
                 assertThat(acked.get()).as("forged heartbeats acknowledged").isZero();
                 assertThat(refused.get()).as("forged heartbeat streams refused").isGreaterThan(5);
+                // The coordinator process logs the transition with its key-values after the message, in plain text
+                // (its default logging configuration, which only a process of its own has).
+                assertThat(awaitLogLine(cluster, "coordinator", "worker worker-0 SUSPECT -> FAILED on "))
+                        .contains("[machine=worker entity_id=worker-0 from=SUSPECT to=FAILED trigger=NodeFailed epoch=")
+                        .containsPattern("epoch=\\d+ log_index=\\d+\\]$");
             } finally {
                 GrpcChannels.close(toCoordinator);
                 GrpcChannels.close(toWorker0);
                 GrpcChannels.close(toDiscovery);
             }
         }
+    }
+
+    /** The first line of {@code service}'s log containing {@code text}, waiting up to 30 s for it; null if none. */
+    private static String awaitLogLine(LocalCluster cluster, String service, String text) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            String line = cluster.logTail(service, 400).stream().filter(l -> l.contains(text)).findFirst().orElse(null);
+            if (line != null) {
+                return line;
+            }
+            Thread.sleep(200);
+        }
+        return null;
     }
 
     /** Heartbeat streams for worker-0, one after another, each refused at its first ping, until told to stop. */

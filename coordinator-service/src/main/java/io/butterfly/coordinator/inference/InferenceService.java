@@ -57,7 +57,8 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     private static final Duration OWNER_GRACE = Duration.ofSeconds(1);
     private static final int MAX_KEY_CHARS = 255;
     /** How long a stream's first event waits for its task's start to be recorded (see {@link #startRecorded}). */
-    private static final Duration START_WAIT = Duration.ofSeconds(10);
+    /** How long a request waits for the control log to record its start before it is refused 503 (no quorum). */
+    public static final Duration START_WAIT = Duration.ofSeconds(10);
 
     /**
      * @param maxNewTokens    upper bound for a request's max_tokens
@@ -67,17 +68,24 @@ public class InferenceService implements PausedRequests, AutoCloseable {
      *                        KV budgets
      * @param recoveryTimeout how long a paused generation waits for the pipeline to serve again before it fails
      * @param tokensPerMinutePerKey tokens (prompt and generated) one API key may spend a minute; 0: no limit
+     * @param startWait       how long a request waits for the control log to record its start ({@link #START_WAIT})
      */
     public record Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas,
-                           Duration recoveryTimeout, long tokensPerMinutePerKey) {
+                           Duration recoveryTimeout, long tokensPerMinutePerKey, Duration startWait) {
 
         /** Without a per-key token rate. */
         public Settings(int maxNewTokens, int maxPromptTokens, int maxPromptChars, int replicas, Duration recoveryTimeout) {
-            this(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout, 0);
+            this(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout, 0, START_WAIT);
         }
 
         public Settings withTokensPerMinutePerKey(long perMinute) {
-            return new Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout, perMinute);
+            return new Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout, perMinute, startWait);
+        }
+
+        /** A shorter wait lets a test see the refusal without waiting the production 10 s. */
+        public Settings withStartWait(Duration wait) {
+            return new Settings(maxNewTokens, maxPromptTokens, maxPromptChars, replicas, recoveryTimeout,
+                    tokensPerMinutePerKey, wait);
         }
     }
 
@@ -314,7 +322,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     /**
      * Completes once the start of {@code handle}'s task is in this replica's state (the recorded request, seed and
      * owner another replica would resume it from), or once it failed (refused before its start); fails with
-     * {@link ControlLogUnavailableException} if the log did not record it within {@link #START_WAIT} (no quorum: a
+     * {@link ControlLogUnavailableException} if the log did not record it within {@code settings.startWait()} (no quorum: a
      * replica left alone). A stream hands out no event id before, so that every id a client holds names a committed
      * task; one whose start is not recorded must fail instead of streaming (it used to stream after the wait: two
      * coordinator kills left the third alone, its streams went out, and their starts, queued at a replica that was
@@ -328,11 +336,11 @@ public class InferenceService implements PausedRequests, AutoCloseable {
                 inState.complete(null); // refused or failed: there is nothing to resume
             }
         });
-        return inState.orTimeout(START_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+        return inState.orTimeout(settings.startWait().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
                 .handle((state, timedOut) -> {
                     if (timedOut != null) {
                         throw new ControlLogUnavailableException("control log unavailable: the start of task " + taskId
-                                + " was not committed within " + START_WAIT.toSeconds() + " s (no quorum of coordinator"
+                                + " was not committed within " + settings.startWait().toSeconds() + " s (no quorum of coordinator"
                                 + " replicas): retry", timedOut);
                     }
                     return state;

@@ -112,12 +112,18 @@ public final class ScriptedCluster implements AutoCloseable {
                 new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer,
                 chatTemplate));
         InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1, recoveryTimeout)
-                .withTokensPerMinutePerKey(tokensPerMinutePerKey), scheduling, control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
+                .withTokensPerMinutePerKey(tokensPerMinutePerKey).withStartWait(startWait), scheduling, control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());
         services.add(service);
         return service;
     }
 
     private final List<InferenceService> services = new java.util.ArrayList<>();
+    private Duration startWait = InferenceService.START_WAIT;
+
+    /** Services made after this wait {@code wait} for the log to record a start (a test of the refusal need not wait 10 s). */
+    public void startWait(Duration wait) {
+        startWait = wait;
+    }
 
     /** Token ids that decode to "the✓": a word, then a three-byte character (a token per byte). */
     public long[] wordThenCheckMark() {

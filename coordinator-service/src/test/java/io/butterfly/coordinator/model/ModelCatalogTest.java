@@ -26,7 +26,11 @@ import io.butterfly.proto.registry.v1.ModelManifest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
 import io.butterfly.proto.registry.v1.WeightFile;
 import io.butterfly.testsupport.InProcessGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
 import io.grpc.Status;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -34,6 +38,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -128,6 +133,39 @@ class ModelCatalogTest {
         assertThat(model.tokenizer().encode("hello")).isNotEmpty();
         assertThat(catalog.holds(root)).isTrue();
         assertThat(catalog.servedFor(root)).isSameAs(model);
+    }
+
+    /**
+     * The coordinator and the registry start together: the coordinator's first call can come before the registry
+     * serves, and fails. Once the registry serves, the next call reaches it (grpc would otherwise fail every call for
+     * the reconnect backoff that failure started, with its "Could not find server": a replica asked right after
+     * READY answered 503).
+     */
+    @Test
+    void aRegistryThatCameUpAfterTheFirstCallIsReachedByTheNext() throws Exception {
+        registry.down = false;
+        String name = InProcessServerBuilder.generateName();
+        ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
+        try (RegistryGateway early = new RegistryGateway(channel)) {
+            // the first call, as grpc makes it by default (fail fast): the channel now waits out a reconnect backoff
+            assertThatThrownBy(() -> ModelRegistryGrpc.newBlockingStub(channel)
+                    .getManifest(GetManifestRequest.newBuilder().setModelId("tiny").build()))
+                    .hasMessageContaining("Could not find server");
+            Server late = InProcessServerBuilder.forName(name).addService(registry).build().start();
+            try {
+                ModelCatalog replica = new ModelCatalog(new ModelCatalog.Settings("tiny", tmp.resolve("replica"),
+                        List.of(publisher.publicKeyHex())), early, new DjlTokenizers(),
+                        new JinjavaChatTemplates(Clock.systemUTC()));
+                try {
+                    assertThat(replica.servedFor(registry.manifest.getMerkleRoot()).manifest())
+                            .isEqualTo(ManifestMessages.fromProto(registry.manifest));
+                } finally {
+                    replica.close();
+                }
+            } finally {
+                late.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            }
+        }
     }
 
     @Test

@@ -9,6 +9,7 @@ import io.butterfly.coordinator.model.ModelRegistry;
 import io.butterfly.coordinator.model.RegistryUnavailableException;
 import io.butterfly.proto.registry.v1.GetManifestRequest;
 import io.butterfly.proto.registry.v1.ModelRegistryGrpc;
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -48,8 +49,18 @@ public final class RegistryGateway implements ModelRegistry, AutoCloseable {
         }
     }
 
+    /**
+     * A stub whose calls wait, within their deadlines, for the registry to be reachable. The coordinator and the
+     * registry start together, so its first call (the catalog's warm-up) may come before the registry serves; grpc
+     * then holds the channel in TRANSIENT_FAILURE and reconnects after a backoff that grows to two minutes, failing
+     * every call at once in the meantime with that first call's error, long after the registry came up. Each call
+     * here is wanted now: reconnect at once, and wait for the connection rather than fail on the stale error.
+     */
     private ModelRegistryGrpc.ModelRegistryBlockingStub registry() {
-        return ModelRegistryGrpc.newBlockingStub(channel);
+        if (channel.getState(false) == ConnectivityState.TRANSIENT_FAILURE) {
+            channel.resetConnectBackoff();
+        }
+        return ModelRegistryGrpc.newBlockingStub(channel).withWaitForReady();
     }
 
     private static RegistryUnavailableException unavailable(StatusRuntimeException e) {

@@ -235,6 +235,7 @@ class InferenceStreamsTest {
      */
     @Test
     void aStreamWhoseStartTheLogCannotCommitFailsBeforeItsFirstEvent() {
+        cluster.startWait(Duration.ofSeconds(1)); // the production 10 s: the same refusal, later
         InferenceService service = cluster.service(ScriptedPipeline.answering(in -> step()));
         InferenceStreams streams = new InferenceStreams(service, ReadyCluster.props("coordinator-0"));
         java.util.concurrent.atomic.AtomicReference<String> taskId = new java.util.concurrent.atomic.AtomicReference<>();

@@ -1,4 +1,4 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import com.sun.net.httpserver.HttpServer;
 import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;

@@ -1,8 +1,12 @@
-package io.butterfly.it;
+package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.GrafanaDashboard;
+import io.butterfly.it.TinyModels;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.nio.file.Files;
@@ -34,8 +38,9 @@ import org.openqa.selenium.support.ui.WebDriverWait;
 import tools.jackson.databind.JsonNode;
 
 /**
- * What an operator sees of a real cluster (discovery, registry, two workers and a coordinator as processes), started
- * once with API keys and with every service exporting its spans to an OTLP receiver here: the keys guard generating
+ * What an operator sees of a cluster (discovery, registry, two workers and a coordinator, in process: what it checks
+ * crosses no process boundary), started once with API keys and with every service exporting its spans to an OTLP
+ * receiver here: the keys guard generating
  * (a chat as a completion) and changing the cluster; a request is one trace through both stages; every metric of the
  * Grafana dashboard is exported; and the dashboard at {@code /}, in a real headless Chromium, streams a chat reply and
  * marks a killed worker FAILED (skipped where Debian's chromium and chromium-driver are not installed).
@@ -52,7 +57,7 @@ class ObservabilityIT {
 
     @TempDir
     static Path work;
-    static LocalCluster cluster;
+    static InProcessCluster cluster;
     static OtlpReceiver otlp;
 
     @BeforeAll
@@ -62,7 +67,7 @@ class ObservabilityIT {
         Path keys = Files.writeString(work.resolve("api-keys"), "# who may generate\n" + USER_KEY + "\n");
         Path adminKeys = Files.writeString(work.resolve("admin-api-keys"), ADMIN_KEY + "\n");
         otlp = new OtlpReceiver();
-        cluster = new LocalCluster(work);
+        cluster = new InProcessCluster(work);
         cluster.everyServiceWith("--management.opentelemetry.tracing.export.otlp.endpoint=" + otlp.endpoint(),
                 "--management.opentelemetry.tracing.export.schedule-delay=200ms",
                 "--management.tracing.sampling.probability=1.0");
@@ -89,38 +94,38 @@ class ObservabilityIT {
     @Order(1)
     void keysGuardGeneratingAndChangingTheClusterWhileReadsStayOpen() throws Exception {
         String completion = "{\"prompt\": \"The butterfly\", \"max_tokens\": 3, \"temperature\": 0}";
-        LocalCluster.Reply none = post("/v1/completions", completion, null);
+        ClusterApi.Reply none = post("/v1/completions", completion, null);
         assertThat(none.status()).isEqualTo(401);
         JsonNode error = none.json().path("error");
         assertThat(error.path("code").asString()).as(none.body()).isEqualTo("invalid_api_key");
         assertThat(error.path("type").asString()).isEqualTo("invalid_request_error");
         assertThat(post("/v1/completions", completion, "sk-butterfly-user-31f8").status()).isEqualTo(401);
-        LocalCluster.Reply nativeNone = post("/api/v1/inference", completion, null);
+        ClusterApi.Reply nativeNone = post("/api/v1/inference", completion, null);
         assertThat(nativeNone.status()).isEqualTo(401);
         assertThat(nativeNone.contentType()).startsWith("application/problem+json");
         assertThat(nativeNone.json().has("error")).as("OpenAI's error object only under /v1").isFalse();
 
         String chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 3}";
-        LocalCluster.Reply chatNone = post("/v1/chat/completions", chat, null);
+        ClusterApi.Reply chatNone = post("/v1/chat/completions", chat, null);
         assertThat(chatNone.status()).as("a chat is an inference like a completion").isEqualTo(401);
         assertThat(chatNone.json().path("error").path("code").asString()).isEqualTo("invalid_api_key");
 
         assertThat(post("/v1/completions", completion, USER_KEY).status()).isEqualTo(200);
-        LocalCluster.Reply chatted = post("/v1/chat/completions", chat, USER_KEY);
+        ClusterApi.Reply chatted = post("/v1/chat/completions", chat, USER_KEY);
         assertThat(chatted.status()).as(chatted.body()).isEqualTo(200);
         assertThat(post("/api/v1/inference", completion, ADMIN_KEY).status()).isEqualTo(200);
         for (String open : List.of("/api/v1/system/state", "/api/v1/nodes", "/actuator/health/readiness", "/")) {
             assertThat(cluster.get(open).status()).as(open).isEqualTo(200);
         }
         // Changing the cluster takes an admin key (the rule covers drain, rebalance and whatever comes).
-        LocalCluster.Reply drain = post("/api/v1/nodes/worker-0/drain", "{}", USER_KEY);
+        ClusterApi.Reply drain = post("/api/v1/nodes/worker-0/drain", "{}", USER_KEY);
         assertThat(drain.status()).as(drain.body()).isEqualTo(403);
         // The registry's import: refused without an admin key; with one it reaches the import (which refuses the path).
         String importBody = "{\"path\": \"relative/dir\"}";
         String registry = cluster.urlOf("registry") + "/api/v1/models";
         assertThat(send(registry, importBody, null).status()).isEqualTo(401);
         assertThat(send(registry, importBody, USER_KEY).status()).as("a user key is no admin key").isEqualTo(401);
-        LocalCluster.Reply imported = send(registry, importBody, ADMIN_KEY);
+        ClusterApi.Reply imported = send(registry, importBody, ADMIN_KEY);
         assertThat(imported.status()).as(imported.body()).isEqualTo(400);
         assertThat(imported.json().path("field").asString()).isEqualTo("path");
         assertThat(cluster.getFrom("registry", "/api/v1/models").status()).isEqualTo(200);
@@ -217,25 +222,6 @@ class ObservabilityIT {
         }
     }
 
-    /** The transition logs keep their key-values: after the message in plain text (the coordinator's default). */
-    @Test
-    @Order(5)
-    void aKilledWorkersTransitionIsLoggedWithItsKeyValues() throws Exception {
-        if (cluster.pid("worker-1") > 0 && ProcessHandle.of(cluster.pid("worker-1")).map(ProcessHandle::isAlive).orElse(false)) {
-            cluster.kill("worker-1"); // the browser test did not run
-        }
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        String line = null;
-        while (line == null && System.nanoTime() < deadline) {
-            line = cluster.logTail("coordinator", 400).stream() // READY -> SUSPECT -> FAILED
-                    .filter(l -> l.contains("worker worker-1 SUSPECT -> FAILED on ")).findFirst().orElse(null);
-            Thread.sleep(200);
-        }
-        assertThat(line).isNotNull()
-                .contains("[machine=worker entity_id=worker-1 from=SUSPECT to=FAILED trigger=NodeFailed epoch=")
-                .containsPattern("epoch=\\d+ log_index=\\d+\\]$");
-    }
-
     /** The page redraws every second: an element found may be replaced before it is read, so a read is retried. */
     private static String text(WebDriver browser, String css) {
         return fresh(() -> browser.findElement(By.cssSelector(css)).getText());
@@ -292,11 +278,11 @@ class ObservabilityIT {
         return b;
     }
 
-    private static LocalCluster.Reply post(String path, String json, String key) throws Exception {
+    private static ClusterApi.Reply post(String path, String json, String key) throws Exception {
         return send(cluster.coordinatorUrl() + path, json, key);
     }
 
-    private static LocalCluster.Reply send(String url, String json, String key) throws Exception {
+    private static ClusterApi.Reply send(String url, String json, String key) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofMinutes(2))
                 .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json));
         if (key != null) {
