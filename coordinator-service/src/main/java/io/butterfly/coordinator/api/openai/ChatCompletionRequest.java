@@ -3,6 +3,7 @@ package io.butterfly.coordinator.api.openai;
 import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.ResponseFormat;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.RequestValidator;
 import io.butterfly.coordinator.model.ChatTemplate;
@@ -15,7 +16,7 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * The body of OpenAI's {@code POST /v1/chat/completions}, as its clients send it. Options Butterfly does not implement
- * (tools and functions, images, audio, structured output, penalties, ...) are accepted at their neutral value and
+ * (tools and functions, images, audio, penalties, ...) are accepted at their neutral value and
  * refused otherwise, naming the field, rather than silently ignored; a field OpenAI does not have is refused as
  * unknown. Defaults are OpenAI's: {@code temperature} 1, a fresh seed per request unless one is given, and a reply as
  * long as fits.
@@ -119,7 +120,7 @@ public record ChatCompletionRequest(JsonNode messages,
         return new GenerationRequest(null, ids, limit == null ? defaultMaxTokens : limit,
                 temperature == null ? DEFAULT_TEMPERATURE : temperature, topP, topK == null || topK == -1 ? null : topK,
                 seed == null ? freshSeed : seed, withLogprobs() ? (topLogprobs == null ? 0 : topLogprobs) : null,
-                ignoreEos, stop);
+                ignoreEos, stop, ResponseFormat.parse(responseFormat, "response_format"));
     }
 
     private static ChatTemplate.Message message(JsonNode m, String field) {
@@ -223,12 +224,6 @@ public record ChatCompletionRequest(JsonNode messages,
         requireNeutral("frequency_penalty", frequencyPenalty == null || frequencyPenalty == 0,
                 "frequency_penalty is not supported; only 0");
         requireNeutral("logit_bias", logitBias == null || logitBias.isEmpty(), "logit_bias is not supported; only {}");
-        if (responseFormat != null && !responseFormat.isNull()) {
-            JsonNode type = responseFormat.get("type");
-            requireNeutral("response_format.type", type != null && "text".equals(type.asString(null)),
-                    "response_format must be {\"type\": \"text\"}: structured output (json_object, json_schema) is "
-                            + "not supported");
-        }
         if (maxTokens != null && maxCompletionTokens != null && !Objects.equals(maxTokens, maxCompletionTokens)) {
             throw new InvalidRequestException("max_completion_tokens", "max_tokens (" + maxTokens + ") and "
                     + "max_completion_tokens (" + maxCompletionTokens + ") disagree: give one of them");

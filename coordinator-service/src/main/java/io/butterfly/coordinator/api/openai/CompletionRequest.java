@@ -3,6 +3,7 @@ package io.butterfly.coordinator.api.openai;
 import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.ResponseFormat;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,7 +48,8 @@ public record CompletionRequest(String model,
                                 @JsonProperty("stop_token_ids") List<Long> stopTokenIds,
                                 @JsonProperty("skip_special_tokens") Boolean skipSpecialTokens,
                                 @JsonProperty("include_stop_str_in_output") Boolean includeStopStrInOutput,
-                                @JsonProperty("add_special_tokens") Boolean addSpecialTokens) {
+                                @JsonProperty("add_special_tokens") Boolean addSpecialTokens,
+                                @JsonProperty("response_format") JsonNode responseFormat) {
 
     /** OpenAI's default sampling temperature for completions. */
     static final double DEFAULT_TEMPERATURE = 1.0;
@@ -93,7 +95,8 @@ public record CompletionRequest(String model,
     GenerationRequest generation(Prompt p, long freshSeed) {
         return new GenerationRequest(p.text(), p.tokenIds(), maxTokens,
                 temperature == null ? DEFAULT_TEMPERATURE : temperature, topP, topK == null || topK == -1 ? null : topK,
-                seed == null ? freshSeed : seed, logprobs, ignoreEos, stop);
+                seed == null ? freshSeed : seed, logprobs, ignoreEos, stop,
+                ResponseFormat.parse(responseFormat, "response_format"));
     }
 
     private void refuseUnsupported() {
