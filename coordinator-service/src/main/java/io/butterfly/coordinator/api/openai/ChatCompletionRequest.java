@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.ResponseFormat;
+import io.butterfly.coordinator.inference.sampling.ChoiceSeeds;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.RequestValidator;
 import io.butterfly.coordinator.model.ChatTemplate;
@@ -66,6 +67,17 @@ public record ChatCompletionRequest(JsonNode messages,
     /** Keys of a message: OpenAI's for system, user and assistant messages. */
     private static final Set<String> MESSAGE_KEYS = Set.of("role", "content", "name", "tool_calls", "function_call",
             "refusal", "audio", "tool_call_id");
+
+    /** Choices asked for ({@code n}). */
+    int choices() {
+        return n == null ? 1 : n;
+    }
+
+    /** {@code r} with another seed (choice i of n). */
+    static GenerationRequest withSeed(GenerationRequest r, long seed) {
+        return new GenerationRequest(r.prompt(), r.tokenIds(), r.maxTokens(), r.temperature(), r.topP(), r.topK(), seed,
+                r.logprobs(), r.ignoreEos(), r.stop(), r.responseFormat());
+    }
 
     boolean streaming() {
         return Boolean.TRUE.equals(stream);
@@ -197,7 +209,10 @@ public record ChatCompletionRequest(JsonNode messages,
     }
 
     private void refuseUnsupported() {
-        requireNeutral("n", n == null || n == 1, "n must be 1: one answer per request (send several requests)");
+        if (n != null && (n < 1 || n > ChoiceSeeds.MAX_CHOICES)) {
+            throw new InvalidRequestException("n", "n must be in [1, " + ChoiceSeeds.MAX_CHOICES + "], got " + n);
+        }
+        requireNeutral("n", n == null || n == 1 || !streaming(), "n > 1 is not streamed: ask for the choices whole");
         requireNeutral("tools", absentOrEmpty(tools), "tools are not supported: this server does not call tools");
         requireNeutral("tool_choice", toolChoice == null || toolChoice.isNull()
                 || toolChoice.isString() && toolChoice.stringValue().equals("none"), "tool_choice must be none: "

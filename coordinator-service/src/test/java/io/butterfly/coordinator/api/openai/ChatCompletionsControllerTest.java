@@ -224,13 +224,34 @@ class ChatCompletionsControllerTest {
         }
     }
 
+    /** {@code n} choices, each the reply its derived seed gives alone; the prompt counted once in the usage. */
+    @Test
+    void nChoicesEachHaveASeedOfTheirOwn() throws Exception {
+        String body = "{\"messages\": " + MESSAGES + ", \"max_completion_tokens\": 3, \"temperature\": 1, \"seed\": ";
+        JsonNode c = ok(chat(body + "9, \"n\": 3}"));
+        assertThat(c.path("choices").size()).isEqualTo(3);
+        int completionTokens = 0;
+        for (int i = 0; i < 3; i++) {
+            JsonNode alone = ok(chat(body + io.butterfly.coordinator.inference.sampling.ChoiceSeeds.of(9, i) + "}"));
+            JsonNode choice = c.path("choices").get(i);
+            assertThat(choice.path("index").asInt()).isEqualTo(i);
+            assertThat(choice.path("message").path("content").asString()).as("choice %d", i)
+                    .isEqualTo(alone.path("choices").get(0).path("message").path("content").asString());
+            assertThat(c.path("usage").path("prompt_tokens").asInt())
+                    .isEqualTo(alone.path("usage").path("prompt_tokens").asInt());
+            completionTokens += alone.path("usage").path("completion_tokens").asInt();
+        }
+        assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(completionTokens);
+    }
+
     @Test
     void whatIsNotImplementedIsRefusedNamingTheField() throws Exception {
         String user = "[{\"role\": \"user\", \"content\": \"Hi\"}]";
         assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
                 "tools");
         assertRefused("{\"messages\": " + user + ", \"tool_choice\": \"auto\"}", "tool_choice");
-        assertRefused("{\"messages\": " + user + ", \"n\": 2}", "n");
+        assertRefused("{\"messages\": " + user + ", \"n\": 2, \"stream\": true}", "n");
+        assertRefused("{\"messages\": " + user + ", \"n\": 0}", "n");
         assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"xml\"}}",
                 "response_format.type");
         assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
