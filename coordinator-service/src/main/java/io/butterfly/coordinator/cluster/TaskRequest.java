@@ -17,7 +17,8 @@ import java.util.Objects;
  *                       or null
  * @param ownerKey       the id of the API key that started the task (only that key, and admin keys, see it), or
  *                       null: started without a key (none were set), anyone's to see
- * @param responseFormat the answer's shape when constrained ({@code ResponseFormat.canonical()}), or null: free text
+ * @param responseFormat the answer's shape when constrained (the SHA-256 of its canonical form,
+ *                       {@code ResponseFormat.recorded()}), or null: free text
  */
 public record TaskRequest(List<Long> promptTokenIds, String promptSha256, int maxTokens, double temperature, double topP,
                           int topK, long seed, int logprobs, boolean ignoreEos, List<String> stop,

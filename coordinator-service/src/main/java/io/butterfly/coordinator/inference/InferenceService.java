@@ -452,7 +452,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         TaskRequest asked = TaskRequest.of(Arrays.stream(prompt).boxed().toList(), maxTokens, sampling.temperature(),
                 sampling.topP(), sampling.topK(), sampling.seed(), sampling.logprobs(),
                 Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey, ownerKey)
-                .withResponseFormat(format.canonical());
+                .withResponseFormat(format.recorded());
         return new RequestOutput(outputs, taskId, ownerKey == null ? Sequence.ANONYMOUS : ownerKey, model, prompt,
                 maxTokens, new Sequence.Decoding(new Sampler(sampling), model.config(),
                 Boolean.TRUE.equals(request.ignoreEos()), constraint), asked, text, listener, arrived);

@@ -3,6 +3,8 @@ package io.butterfly.coordinator.inference;
 import io.butterfly.coordinator.structured.Grammar;
 import io.butterfly.coordinator.structured.JsonSchemaGrammar;
 import io.butterfly.coordinator.structured.SchemaException;
+import io.butterfly.common.hash.Sha256;
+import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
@@ -101,7 +103,16 @@ public record ResponseFormat(String type, String name, JsonNode schema, boolean 
         }
     }
 
-    /** The format as recorded with its task: a repeat of the request must ask the same. */
+    /**
+     * What the task's record keeps of the format: the SHA-256 of its canonical form (a schema may be large; a resume
+     * sends the request again, so the record needs only to tell whether it asks the same), or null for text.
+     */
+    public String recorded() {
+        String c = canonical();
+        return c == null ? null : "sha256:" + Sha256.hex(c.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The format in one canonical string (null for text). */
     public String canonical() {
         if (!constrained()) {
             return null;

@@ -312,7 +312,7 @@ class ResumeTest {
                 new GroupCommitTaskJournal.Settings("coordinator-1", Duration.ofMillis(5), Duration.ofMillis(5),
                         256, 1_000), Clock.systemUTC());
         gone.started("t-1", TaskRequest.of(prompt, MAX_TOKENS, 0.8, 1, 0, 42, 0, false, List.of(), null)
-                .withResponseFormat(format.canonical()), 1);
+                .withResponseFormat(format.recorded()), 1);
         for (int i = 0; i < 9; i++) {
             gone.progressed("t-1", i, new TaskEvent.Token(expected.get(i), -1.5, List.of()), 2);
         }
