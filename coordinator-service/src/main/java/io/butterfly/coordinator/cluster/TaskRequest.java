@@ -17,10 +17,20 @@ import java.util.Objects;
  *                       or null
  * @param ownerKey       the id of the API key that started the task (only that key, and admin keys, see it), or
  *                       null: started without a key (none were set), anyone's to see
+ * @param responseFormat the answer's shape when constrained (the SHA-256 of its canonical form,
+ *                       {@code ResponseFormat.recorded()}), or null: free text
  */
 public record TaskRequest(List<Long> promptTokenIds, String promptSha256, int maxTokens, double temperature, double topP,
                           int topK, long seed, int logprobs, boolean ignoreEos, List<String> stop,
-                          String idempotencyKey, String ownerKey) {
+                          String idempotencyKey, String ownerKey, String responseFormat) {
+
+    /** A request for free text. */
+    public TaskRequest(List<Long> promptTokenIds, String promptSha256, int maxTokens, double temperature, double topP,
+                       int topK, long seed, int logprobs, boolean ignoreEos, List<String> stop,
+                       String idempotencyKey, String ownerKey) {
+        this(promptTokenIds, promptSha256, maxTokens, temperature, topP, topK, seed, logprobs, ignoreEos, stop,
+                idempotencyKey, ownerKey, null);
+    }
 
     public TaskRequest {
         promptTokenIds = List.copyOf(promptTokenIds);
@@ -49,6 +59,12 @@ public record TaskRequest(List<Long> promptTokenIds, String promptSha256, int ma
                 ignoreEos, stop, idempotencyKey, ownerKey);
     }
 
+    /** The same request with the answer's shape {@code format} (null: free text). */
+    public TaskRequest withResponseFormat(String format) {
+        return new TaskRequest(promptTokenIds, promptSha256, maxTokens, temperature, topP, topK, seed, logprobs,
+                ignoreEos, stop, idempotencyKey, ownerKey, format);
+    }
+
     /**
      * An {@code Idempotency-Key} as recorded: under the id of the API key that sent it, so that two clients' keys never
      * meet (one client's key names none of another's tasks).
@@ -72,7 +88,7 @@ public record TaskRequest(List<Long> promptTokenIds, String promptSha256, int ma
     /** The same request without its prompt's tokens: what an ended task keeps. */
     TaskRequest withoutPrompt() {
         return promptTokenIds.isEmpty() ? this : new TaskRequest(List.of(), promptSha256, maxTokens, temperature, topP,
-                topK, seed, logprobs, ignoreEos, stop, idempotencyKey, ownerKey);
+                topK, seed, logprobs, ignoreEos, stop, idempotencyKey, ownerKey, responseFormat);
     }
 
     /**
@@ -84,6 +100,6 @@ public record TaskRequest(List<Long> promptTokenIds, String promptSha256, int ma
         return promptSha256.equals(other.promptSha256) && maxTokens == other.maxTokens
                 && Double.compare(temperature, other.temperature) == 0 && Double.compare(topP, other.topP) == 0
                 && topK == other.topK && logprobs == other.logprobs && ignoreEos == other.ignoreEos
-                && stop.equals(other.stop);
+                && stop.equals(other.stop) && Objects.equals(responseFormat, other.responseFormat);
     }
 }

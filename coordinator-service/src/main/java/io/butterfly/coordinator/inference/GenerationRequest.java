@@ -15,10 +15,23 @@ import java.util.List;
  * @param logprobs    top-k log-probabilities per step (0..20)
  * @param ignoreEos   keep generating past the end-of-sequence token (benchmarks)
  * @param stop        strings that end the generation where its text first contains one (left out of the text)
+ * @param responseFormat the answer's shape (null: free text); JSON ones are decoded under a grammar
  */
 public record GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature,
                                 Double topP, Integer topK, Long seed, Integer logprobs,
-                                Boolean ignoreEos, List<String> stop) {
+                                Boolean ignoreEos, List<String> stop, ResponseFormat responseFormat) {
+
+    /** A request for free text. */
+    public GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature,
+                             Double topP, Integer topK, Long seed, Integer logprobs, Boolean ignoreEos,
+                             List<String> stop) {
+        this(prompt, tokenIds, maxTokens, temperature, topP, topK, seed, logprobs, ignoreEos, stop, null);
+    }
+
+    /** The answer's shape: free text unless asked. */
+    public ResponseFormat format() {
+        return responseFormat == null ? ResponseFormat.TEXT : responseFormat;
+    }
 
     /** A request without a top-k cut. */
     public GenerationRequest(String prompt, List<Long> tokenIds, Integer maxTokens, Double temperature, Double topP,

@@ -20,6 +20,7 @@ import io.butterfly.coordinator.inference.engine.SchedulerSettings;
 import io.butterfly.coordinator.inference.engine.Sequence;
 import io.butterfly.coordinator.inference.engine.ServingMetrics;
 import io.butterfly.coordinator.inference.sampling.Sampler;
+import io.butterfly.coordinator.structured.TokenConstraint;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
@@ -98,6 +99,8 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     /** The engine following the replicated state: where it sends, and whether it holds. */
     private final EngineServing serving;
     private final TokenBuckets tokenRates;
+    /** The served model's tokens as constrained decoding reads them. */
+    private final ModelVocabulary vocabularies = new ModelVocabulary();
 
     public InferenceService(Settings settings, SchedulerSettings scheduling, ControlLog control, ModelCatalog catalog,
                             Pipeline pipeline, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
@@ -451,12 +454,16 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         // The text is followed token by token only for a listener or stop strings.
         IncrementalText text = listener == null && stop.isEmpty() ? null
                 : new IncrementalText(model.tokenizer()::decode, stop);
+        ResponseFormat format = request.format();
+        TokenConstraint constraint = format.constrained()
+                ? new TokenConstraint(format.grammar("response_format"), vocabularies.of(model)) : null;
         TaskRequest asked = TaskRequest.of(Arrays.stream(prompt).boxed().toList(), maxTokens, sampling.temperature(),
                 sampling.topP(), sampling.topK(), sampling.seed(), sampling.logprobs(),
-                Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey, ownerKey);
+                Boolean.TRUE.equals(request.ignoreEos()), request.stop(), idempotencyKey, ownerKey)
+                .withResponseFormat(format.recorded());
         return new RequestOutput(outputs, taskId, ownerKey == null ? Sequence.ANONYMOUS : ownerKey, model, prompt,
                 maxTokens, new Sequence.Decoding(new Sampler(sampling), model.config(),
-                Boolean.TRUE.equals(request.ignoreEos())), asked, text, listener, arrived);
+                Boolean.TRUE.equals(request.ignoreEos()), constraint), asked, text, listener, arrived);
     }
 
     /** Requests running now (holding KV caches on the stages, or waiting to resume). */

@@ -135,12 +135,16 @@ final class TaskEventMapper {
         if (r.ownerKey() != null) {
             b.setOwnerKey(r.ownerKey());
         }
+        if (r.responseFormat() != null) {
+            b.setResponseFormat(r.responseFormat());
+        }
         return b.build();
     }
 
     private static TaskRequest fromProto(io.butterfly.proto.coordinator.v1.TaskRequest p) {
         return new TaskRequest(p.getPromptTokenIdsList(), p.getPromptSha256(), p.getMaxTokens(), p.getTemperature(),
                 p.getTopP(), p.getTopK(), p.getSeed(), p.getLogprobs(), p.getIgnoreEos(), p.getStopList(),
-                p.hasIdempotencyKey() ? p.getIdempotencyKey() : null, p.hasOwnerKey() ? p.getOwnerKey() : null);
+                p.hasIdempotencyKey() ? p.getIdempotencyKey() : null, p.hasOwnerKey() ? p.getOwnerKey() : null,
+                p.hasResponseFormat() ? p.getResponseFormat() : null);
     }
 }

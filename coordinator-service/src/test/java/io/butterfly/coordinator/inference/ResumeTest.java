@@ -293,6 +293,37 @@ class ResumeTest {
         assertThat(t.tokenIds()).isEqualTo(expected);
     }
 
+    /**
+     * A JSON-schema generation taken over from a replica that is gone: the recorded tokens replayed here bring the
+     * grammar to where the first replica left it (a grammar started afresh would allow other tokens), so it goes on
+     * with the tokens of a run without the failure.
+     */
+    @Test
+    void aTakenOverJsonSchemaGenerationRebuildsItsGrammarFromTheRecordedTokens() throws Exception {
+        List<Long> prompt = new Random(7).longs(20, 3, 500).boxed().toList();
+        ResponseFormat format = ResponseFormat.parse(tools.jackson.databind.json.JsonMapper.builder().build().readTree("""
+                {"type": "json_schema", "json_schema": {"name": "s", "strict": true, "schema": {"type": "object",
+                 "properties": {"a": {"type": "string", "maxLength": 40}, "b": {"type": "integer"}},
+                 "required": ["a", "b"], "additionalProperties": false}}}"""), "response_format");
+        GenerationRequest request = new GenerationRequest(null, prompt, MAX_TOKENS, 0.8, null, null, 42L, null, false,
+                null, format);
+        List<Long> expected = reference(List.of(request)).tokens.get(0);
+        GroupCommitTaskJournal gone = GroupCommitTaskJournal.start(cluster.control(),
+                new GroupCommitTaskJournal.Settings("coordinator-1", Duration.ofMillis(5), Duration.ofMillis(5),
+                        256, 1_000), Clock.systemUTC());
+        gone.started("t-1", TaskRequest.of(prompt, MAX_TOKENS, 0.8, 1, 0, 42, 0, false, List.of(), null)
+                .withResponseFormat(format.recorded()), 1);
+        for (int i = 0; i < 9; i++) {
+            gone.progressed("t-1", i, new TaskEvent.Token(expected.get(i), -1.5, List.of()), 2);
+        }
+        gone.close();
+
+        GenerationResult result = InferenceService.await(cluster.service(pipeline)
+                .resume("t-1", 8, request, token -> { }).result());
+        assertThat(result.tokenIds()).isEqualTo(expected);
+        assertThat(result.text()).startsWith("{\"a\":\"");
+    }
+
     /** An ended task answers from its record: the tokens the client missed, then the same answer; nothing runs. */
     @Test
     void anEndedTaskIsAnsweredFromItsRecord() throws Exception {

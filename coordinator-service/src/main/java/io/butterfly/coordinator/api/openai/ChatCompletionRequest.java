@@ -3,6 +3,8 @@ package io.butterfly.coordinator.api.openai;
 import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.ResponseFormat;
+import io.butterfly.coordinator.inference.sampling.ChoiceSeeds;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.RequestValidator;
 import io.butterfly.coordinator.model.ChatTemplate;
@@ -15,7 +17,7 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * The body of OpenAI's {@code POST /v1/chat/completions}, as its clients send it. Options Butterfly does not implement
- * (tools and functions, images, audio, structured output, penalties, ...) are accepted at their neutral value and
+ * (tools and functions, images, audio, penalties, ...) are accepted at their neutral value and
  * refused otherwise, naming the field, rather than silently ignored; a field OpenAI does not have is refused as
  * unknown. Defaults are OpenAI's: {@code temperature} 1, a fresh seed per request unless one is given, and a reply as
  * long as fits.
@@ -65,6 +67,17 @@ public record ChatCompletionRequest(JsonNode messages,
     /** Keys of a message: OpenAI's for system, user and assistant messages. */
     private static final Set<String> MESSAGE_KEYS = Set.of("role", "content", "name", "tool_calls", "function_call",
             "refusal", "audio", "tool_call_id");
+
+    /** Choices asked for ({@code n}). */
+    int choices() {
+        return n == null ? 1 : n;
+    }
+
+    /** {@code r} with another seed (choice i of n). */
+    static GenerationRequest withSeed(GenerationRequest r, long seed) {
+        return new GenerationRequest(r.prompt(), r.tokenIds(), r.maxTokens(), r.temperature(), r.topP(), r.topK(), seed,
+                r.logprobs(), r.ignoreEos(), r.stop(), r.responseFormat());
+    }
 
     boolean streaming() {
         return Boolean.TRUE.equals(stream);
@@ -119,7 +132,7 @@ public record ChatCompletionRequest(JsonNode messages,
         return new GenerationRequest(null, ids, limit == null ? defaultMaxTokens : limit,
                 temperature == null ? DEFAULT_TEMPERATURE : temperature, topP, topK == null || topK == -1 ? null : topK,
                 seed == null ? freshSeed : seed, withLogprobs() ? (topLogprobs == null ? 0 : topLogprobs) : null,
-                ignoreEos, stop);
+                ignoreEos, stop, ResponseFormat.parse(responseFormat, "response_format"));
     }
 
     private static ChatTemplate.Message message(JsonNode m, String field) {
@@ -196,7 +209,10 @@ public record ChatCompletionRequest(JsonNode messages,
     }
 
     private void refuseUnsupported() {
-        requireNeutral("n", n == null || n == 1, "n must be 1: one answer per request (send several requests)");
+        if (n != null && (n < 1 || n > ChoiceSeeds.MAX_CHOICES)) {
+            throw new InvalidRequestException("n", "n must be in [1, " + ChoiceSeeds.MAX_CHOICES + "], got " + n);
+        }
+        requireNeutral("n", n == null || n == 1 || !streaming(), "n > 1 is not streamed: ask for the choices whole");
         requireNeutral("tools", absentOrEmpty(tools), "tools are not supported: this server does not call tools");
         requireNeutral("tool_choice", toolChoice == null || toolChoice.isNull()
                 || toolChoice.isString() && toolChoice.stringValue().equals("none"), "tool_choice must be none: "
@@ -223,12 +239,6 @@ public record ChatCompletionRequest(JsonNode messages,
         requireNeutral("frequency_penalty", frequencyPenalty == null || frequencyPenalty == 0,
                 "frequency_penalty is not supported; only 0");
         requireNeutral("logit_bias", logitBias == null || logitBias.isEmpty(), "logit_bias is not supported; only {}");
-        if (responseFormat != null && !responseFormat.isNull()) {
-            JsonNode type = responseFormat.get("type");
-            requireNeutral("response_format.type", type != null && "text".equals(type.asString(null)),
-                    "response_format must be {\"type\": \"text\"}: structured output (json_object, json_schema) is "
-                            + "not supported");
-        }
         if (maxTokens != null && maxCompletionTokens != null && !Objects.equals(maxTokens, maxCompletionTokens)) {
             throw new InvalidRequestException("max_completion_tokens", "max_tokens (" + maxTokens + ") and "
                     + "max_completion_tokens (" + maxCompletionTokens + ") disagree: give one of them");

@@ -1,5 +1,10 @@
 package io.butterfly.coordinator.api.openai;
 
+import io.butterfly.common.api.OpenAiChatCompletion;
+import io.butterfly.coordinator.inference.GenerationResult;
+import io.butterfly.coordinator.inference.Requester;
+import io.butterfly.coordinator.inference.sampling.ChoiceSeeds;
+import java.util.ArrayList;
 import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.StreamEventId;
 import io.butterfly.coordinator.api.security.Requesters;
@@ -72,11 +77,27 @@ public class ChatCompletionsController {
             return namingChatFields(body, () -> streams.start(request, lastEventId,
                     task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
         }
-        RequestHandle task = namingChatFields(body, () -> inference.submit(inference.prepare(request, null,
-                Requesters.current())));
-        ChatLogprobs logprobs = logprobs(body, task);
-        return task.result().thenApply(r -> ChatJson.completion(ChatJson.Header.of(r.taskId(), created, model), r,
-                logprobs == null ? null : logprobs.next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs())));
+        // n choices, each with a seed of its own derived from the request's, all admitted before any runs
+        List<InferenceService.Prepared> prepared = new ArrayList<>(body.choices());
+        Requester requester = Requesters.current();
+        for (int i = 0; i < body.choices(); i++) {
+            GenerationRequest choice = ChatCompletionRequest.withSeed(request, ChoiceSeeds.of(request.seed(), i));
+            prepared.add(namingChatFields(body, () -> inference.prepare(choice, null, requester)));
+        }
+        List<RequestHandle> tasks = inference.submitAll(prepared);
+        return CompletableFuture.allOf(tasks.stream().map(RequestHandle::result).toArray(CompletableFuture[]::new))
+                .thenApply(all -> {
+                    List<GenerationResult> results = new ArrayList<>(tasks.size());
+                    List<OpenAiChatCompletion.Logprobs> logprobs = new ArrayList<>(tasks.size());
+                    for (RequestHandle task : tasks) {
+                        GenerationResult r = task.result().join();
+                        ChatLogprobs lp = logprobs(body, task);
+                        results.add(r);
+                        logprobs.add(lp == null ? null : lp.next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs()));
+                    }
+                    return ChatJson.completion(ChatJson.Header.of(results.get(0).taskId(), created, model), results,
+                            logprobs);
+                });
     }
 
     private static ChatLogprobs logprobs(ChatCompletionRequest body, RequestHandle task) {

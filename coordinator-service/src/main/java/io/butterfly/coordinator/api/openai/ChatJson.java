@@ -25,10 +25,25 @@ final class ChatJson {
 
     /** A whole answer: the assistant's message, its logprobs (null unless asked for) and the usage. */
     static OpenAiChatCompletion completion(Header h, GenerationResult r, OpenAiChatCompletion.Logprobs logprobs) {
-        OpenAiChatCompletion.Choice choice = new OpenAiChatCompletion.Choice(0,
-                new OpenAiChatCompletion.Message(ASSISTANT, r.text(), null), logprobs, r.finishReason());
-        return new OpenAiChatCompletion(h.id(), OpenAiChatCompletion.OBJECT, h.created(), h.model(), List.of(choice),
-                usage(r));
+        return completion(h, List.of(r), java.util.Collections.singletonList(logprobs));
+    }
+
+    /**
+     * A whole answer of {@code n} choices (one per result, in order, each with its logprobs or null); the usage counts
+     * the prompt once and every choice's tokens, as OpenAI counts {@code n}.
+     */
+    static OpenAiChatCompletion completion(Header h, List<GenerationResult> results,
+                                           List<OpenAiChatCompletion.Logprobs> logprobs) {
+        List<OpenAiChatCompletion.Choice> choices = new java.util.ArrayList<>(results.size());
+        int completionTokens = 0;
+        for (int i = 0; i < results.size(); i++) {
+            GenerationResult r = results.get(i);
+            choices.add(new OpenAiChatCompletion.Choice(i, new OpenAiChatCompletion.Message(ASSISTANT, r.text(), null),
+                    logprobs.get(i), r.finishReason()));
+            completionTokens += r.tokenIds().size();
+        }
+        return new OpenAiChatCompletion(h.id(), OpenAiChatCompletion.OBJECT, h.created(), h.model(), choices,
+                OpenAiUsage.of(results.get(0).promptTokenIds().size(), completionTokens));
     }
 
     /** The first chunk of a stream: the role of the message that follows. */

@@ -24,8 +24,11 @@ final class CompletionJson {
     record Choice(int index, GenerationResult result, CompletionLogprobs logprobs) {
     }
 
-    /** A whole completion: a choice per prompt, the usage summed over them. */
-    static OpenAiCompletion completion(Header h, List<Choice> choices) {
+    /**
+     * A whole completion: {@code n} choices per prompt, in order; the usage sums every choice's tokens and each
+     * prompt's once (as OpenAI counts {@code n}).
+     */
+    static OpenAiCompletion completion(Header h, List<Choice> choices, int n) {
         List<OpenAiCompletion.Choice> out = new ArrayList<>(choices.size());
         int promptTokens = 0;
         int completionTokens = 0;
@@ -34,7 +37,7 @@ final class CompletionJson {
             OpenAiCompletion.Logprobs lp = c.logprobs() == null ? null
                     : c.logprobs().next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs());
             out.add(new OpenAiCompletion.Choice(c.index(), r.text(), lp, r.finishReason()));
-            promptTokens += r.promptTokenIds().size();
+            promptTokens += c.index() % n == 0 ? r.promptTokenIds().size() : 0;
             completionTokens += r.tokenIds().size();
         }
         return object(h, out, OpenAiUsage.of(promptTokens, completionTokens));

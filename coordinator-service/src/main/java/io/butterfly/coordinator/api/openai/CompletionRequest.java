@@ -3,6 +3,8 @@ package io.butterfly.coordinator.api.openai;
 import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.ResponseFormat;
+import io.butterfly.coordinator.inference.sampling.ChoiceSeeds;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,7 +49,13 @@ public record CompletionRequest(String model,
                                 @JsonProperty("stop_token_ids") List<Long> stopTokenIds,
                                 @JsonProperty("skip_special_tokens") Boolean skipSpecialTokens,
                                 @JsonProperty("include_stop_str_in_output") Boolean includeStopStrInOutput,
-                                @JsonProperty("add_special_tokens") Boolean addSpecialTokens) {
+                                @JsonProperty("add_special_tokens") Boolean addSpecialTokens,
+                                @JsonProperty("response_format") JsonNode responseFormat) {
+
+    /** Choices per prompt ({@code n}). */
+    int choices() {
+        return n == null ? 1 : n;
+    }
 
     /** OpenAI's default sampling temperature for completions. */
     static final double DEFAULT_TEMPERATURE = 1.0;
@@ -82,6 +90,10 @@ public record CompletionRequest(String model,
     List<Prompt> prompts() {
         refuseUnsupported();
         List<Prompt> prompts = parsePrompts(prompt);
+        if (prompts.size() * choices() > MAX_PROMPTS) {
+            throw new InvalidRequestException("n", prompts.size() + " prompts of " + choices() + " choices each make more"
+                    + " than " + MAX_PROMPTS + " choices");
+        }
         if (streaming() && prompts.size() > 1) {
             throw new InvalidRequestException("prompt", "prompt holds " + prompts.size()
                     + " prompts; a streamed request takes one (send one stream per prompt)");
@@ -91,15 +103,24 @@ public record CompletionRequest(String model,
 
     /** The generation that completes {@code p}; {@code freshSeed} is its seed when the request gives none. */
     GenerationRequest generation(Prompt p, long freshSeed) {
+        return generation(p, freshSeed, 0);
+    }
+
+    /** Choice {@code index} (of {@link #choices()}) of {@code p}: its seed derived from the request's. */
+    GenerationRequest generation(Prompt p, long freshSeed, int index) {
         return new GenerationRequest(p.text(), p.tokenIds(), maxTokens,
                 temperature == null ? DEFAULT_TEMPERATURE : temperature, topP, topK == null || topK == -1 ? null : topK,
-                seed == null ? freshSeed : seed, logprobs, ignoreEos, stop);
+                ChoiceSeeds.of(seed == null ? freshSeed : seed, index), logprobs, ignoreEos, stop,
+                ResponseFormat.parse(responseFormat, "response_format"));
     }
 
     private void refuseUnsupported() {
-        requireNeutral("n", n == null || n == 1, "n must be 1: one completion per prompt (send several requests)");
-        requireNeutral("best_of", bestOf == null || bestOf == 1, "best_of must be 1: candidates are not generated "
-                + "server-side");
+        if (n != null && (n < 1 || n > ChoiceSeeds.MAX_CHOICES)) {
+            throw new InvalidRequestException("n", "n must be in [1, " + ChoiceSeeds.MAX_CHOICES + "], got " + n);
+        }
+        requireNeutral("n", n == null || n == 1 || !streaming(), "n > 1 is not streamed: ask for the choices whole");
+        requireNeutral("best_of", bestOf == null || bestOf == 1 || bestOf.equals(n), "best_of must be 1 or n: "
+                + "candidates are not ranked server-side");
         requireNeutral("echo", !Boolean.TRUE.equals(echo), "echo is not supported: the answer holds the completion only");
         requireNeutral("suffix", suffix == null || suffix.isEmpty(), "suffix (insertion) is not supported");
         requireNeutral("presence_penalty", presencePenalty == null || presencePenalty == 0,

@@ -69,8 +69,11 @@ public class CompletionsController {
         List<InferenceService.Prepared> prepared = new ArrayList<>(prompts.size());
         Requester requester = Requesters.current();
         for (CompletionRequest.Prompt prompt : prompts) {
-            prepared.add(namingTokenIdsAs(prompt.field(), () -> inference.prepare(body.generation(prompt, seed), null,
-                    requester)));
+            for (int i = 0; i < body.choices(); i++) { // n choices of each prompt, each with a seed of its own
+                int index = i;
+                prepared.add(namingTokenIdsAs(prompt.field(), () -> inference.prepare(body.generation(prompt, seed,
+                        index), null, requester)));
+            }
         }
         List<RequestHandle> tasks = inference.submitAll(prepared);
         return CompletableFuture.allOf(tasks.stream().map(RequestHandle::result).toArray(CompletableFuture[]::new))
@@ -80,7 +83,8 @@ public class CompletionsController {
                         choices.add(new CompletionJson.Choice(choices.size(), task.result().join(), logprobs(body, task)));
                     }
                     GenerationResult first = choices.get(0).result();
-                    return CompletionJson.completion(CompletionJson.Header.of(first.taskId(), created, model), choices);
+                    return CompletionJson.completion(CompletionJson.Header.of(first.taskId(), created, model), choices,
+                            body.choices());
                 });
     }
 

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.common.api.Generation;
 import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.ResponseFormat;
 import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.api.security.Requesters;
@@ -12,6 +13,7 @@ import io.butterfly.coordinator.inference.Requester;
 import io.butterfly.coordinator.inference.sampling.TokenLogprob;
 import java.util.LinkedHashMap;
 import java.util.List;
+import tools.jackson.databind.JsonNode;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.springframework.http.MediaType;
@@ -52,11 +54,13 @@ public class InferenceController {
                        Integer logprobs,
                        @JsonProperty("ignore_eos") Boolean ignoreEos,
                        // one string or a list, as OpenAI's API takes it
-                       @JsonFormat(with = JsonFormat.Feature.ACCEPT_SINGLE_VALUE_AS_ARRAY) List<String> stop) {
+                       @JsonFormat(with = JsonFormat.Feature.ACCEPT_SINGLE_VALUE_AS_ARRAY) List<String> stop,
+                       // OpenAI's response_format: text, json_object, json_schema (constrained decoding)
+                       @JsonProperty("response_format") JsonNode responseFormat) {
 
         GenerationRequest request() {
             return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, topK, seed, logprobs, ignoreEos,
-                    stop);
+                    stop, ResponseFormat.parse(responseFormat, "response_format"));
         }
 
         boolean withLogprobs() {

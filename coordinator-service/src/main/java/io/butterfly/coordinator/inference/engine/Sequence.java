@@ -2,6 +2,7 @@ package io.butterfly.coordinator.inference.engine;
 
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.coordinator.inference.sampling.Sampler;
+import io.butterfly.coordinator.structured.TokenConstraint;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -26,9 +27,15 @@ public final class Sequence {
     /**
      * How its next token is chosen and when it ends.
      *
-     * @param ignoreEos whether it goes on past an end-of-sequence token (to max_tokens)
+     * @param ignoreEos  whether it goes on past an end-of-sequence token (to max_tokens)
+     * @param constraint the grammar its tokens follow (structured output), or null: any token; its state follows the
+     *                   tokens appended, so a replay of them rebuilds it
      */
-    public record Decoding(Sampler sampler, ModelConfig model, boolean ignoreEos) {
+    public record Decoding(Sampler sampler, ModelConfig model, boolean ignoreEos, TokenConstraint constraint) {
+
+        public Decoding(Sampler sampler, ModelConfig model, boolean ignoreEos) {
+            this(sampler, model, ignoreEos, null);
+        }
     }
 
     /**
@@ -114,7 +121,7 @@ public final class Sequence {
      */
     public int greedyAlternatives() {
         var params = decoding().sampler().params();
-        return params.isGreedy() ? params.logprobs() : -1;
+        return params.isGreedy() && decoding.constraint() == null ? params.logprobs() : -1; // a mask needs the row
     }
 
     public Decoding decoding() {
@@ -149,12 +156,17 @@ public final class Sequence {
 
     /**
      * Adds a chosen token (or, before it runs, one its task's record holds) and its {@code text}; answers why the
-     * generation ends with it: "stop" for an end-of-sequence token or a stop string, "length" at max_tokens, null
-     * while it goes on.
+     * generation ends with it: "stop" for an end-of-sequence token, a stop string or a constrained value complete,
+     * "length" at max_tokens, null while it goes on.
      */
     public String append(long tokenId, Text text) {
         generated.add(tokenId);
-        boolean eos = !decoding.ignoreEos() && decoding.model().endsSequence(tokenId);
+        TokenConstraint constraint = decoding.constraint();
+        if (constraint != null) {
+            constraint.accept(tokenId);
+        }
+        boolean eos = !decoding.ignoreEos() && decoding.model().endsSequence(tokenId)
+                || constraint != null && constraint.finished();
         boolean last = eos || generated.size() == maxTokens;
         boolean stopString = text.add(last);
         return eos || stopString ? "stop" : last ? "length" : null;

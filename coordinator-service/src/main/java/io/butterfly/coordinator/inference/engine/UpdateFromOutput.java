@@ -183,8 +183,12 @@ final class UpdateFromOutput {
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
                         "last stage returned logits of " + row.vocab() + " tokens, the vocabulary has " + vocab);
             }
+            float[] logits = Arrays.copyOfRange(row.logits(), row.at(), row.at() + vocab);
+            if (d.constraint() != null) {
+                d.constraint().mask(logits); // before the seeded draw: the same tokens so far, the same mask
+            }
             try {
-                choice = d.sampler().choose(Arrays.copyOfRange(row.logits(), row.at(), row.at() + vocab), step);
+                choice = d.sampler().choose(logits, step);
             } catch (IllegalArgumentException e) { // NaN, +infinity, all -infinity: the last stage's failure (502)
                 throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INTERNAL,
                         "last stage returned logits that cannot be sampled at step " + step + ": " + e.getMessage());

@@ -187,15 +187,81 @@ class ChatCompletionsControllerTest {
         }
     }
 
+    /**
+     * With a JSON schema the reply is a value of it, whatever the scripted last stage makes likely ("the", a check
+     * mark): it parses, has the schema's fields and types, and ends with the value (stop), streamed or not alike.
+     */
+    @Test
+    void aJsonSchemaReplyIsAValueOfTheSchema() throws Exception {
+        String format = """
+                {"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": {"type": "object",
+                 "properties": {"ok": {"type": "boolean"}, "tag": {"type": "string", "maxLength": 2},
+                 "kind": {"enum": ["a", "b"]}},
+                 "required": ["ok", "tag", "kind"], "additionalProperties": false}}}""";
+        for (int seed = 0; seed < 4; seed++) {
+            // the model has 64 positions: a short prompt leaves the reply the rest
+            String body = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"seed\": " + seed
+                    + ", \"temperature\": " + (seed % 2) + ", \"response_format\": " + format;
+            JsonNode answer = ok(chat(body + "}"));
+            JsonNode choice = answer.path("choices").get(0);
+            assertThat(choice.path("finish_reason").asString()).isEqualTo("stop");
+            JsonNode value = JSON.readTree(choice.path("message").path("content").asString());
+            assertThat(value.propertyNames()).containsExactly("ok", "tag", "kind");
+            assertThat(value.get("ok").isBoolean()).isTrue();
+            assertThat(value.get("tag").asString().codePointCount(0, value.get("tag").asString().length()))
+                    .isLessThanOrEqualTo(2);
+            assertThat(value.get("kind").asString()).isIn("a", "b");
+            StringBuilder streamed = new StringBuilder();
+            for (String chunk : stream(body + ", \"stream\": true}")) {
+                if (!chunk.equals("[DONE]")) {
+                    JsonNode c = JSON.readTree(chunk).path("choices");
+                    if (!c.isEmpty()) {
+                        streamed.append(c.get(0).path("delta").path("content").asString(""));
+                    }
+                }
+            }
+            assertThat(streamed.toString()).isEqualTo(choice.path("message").path("content").asString());
+        }
+    }
+
+    /** {@code n} choices, each the reply its derived seed gives alone; the prompt counted once in the usage. */
+    @Test
+    void nChoicesEachHaveASeedOfTheirOwn() throws Exception {
+        String body = "{\"messages\": " + MESSAGES + ", \"max_completion_tokens\": 3, \"temperature\": 1, \"seed\": ";
+        JsonNode c = ok(chat(body + "9, \"n\": 3}"));
+        assertThat(c.path("choices").size()).isEqualTo(3);
+        int completionTokens = 0;
+        for (int i = 0; i < 3; i++) {
+            JsonNode alone = ok(chat(body + io.butterfly.coordinator.inference.sampling.ChoiceSeeds.of(9, i) + "}"));
+            JsonNode choice = c.path("choices").get(i);
+            assertThat(choice.path("index").asInt()).isEqualTo(i);
+            assertThat(choice.path("message").path("content").asString()).as("choice %d", i)
+                    .isEqualTo(alone.path("choices").get(0).path("message").path("content").asString());
+            assertThat(c.path("usage").path("prompt_tokens").asInt())
+                    .isEqualTo(alone.path("usage").path("prompt_tokens").asInt());
+            completionTokens += alone.path("usage").path("completion_tokens").asInt();
+        }
+        assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(completionTokens);
+    }
+
     @Test
     void whatIsNotImplementedIsRefusedNamingTheField() throws Exception {
         String user = "[{\"role\": \"user\", \"content\": \"Hi\"}]";
         assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
                 "tools");
         assertRefused("{\"messages\": " + user + ", \"tool_choice\": \"auto\"}", "tool_choice");
-        assertRefused("{\"messages\": " + user + ", \"n\": 2}", "n");
-        assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"json_object\"}}",
+        assertRefused("{\"messages\": " + user + ", \"n\": 2, \"stream\": true}", "n");
+        assertRefused("{\"messages\": " + user + ", \"n\": 0}", "n");
+        assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"xml\"}}",
                 "response_format.type");
+        assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+                + "{\"name\": \"s\", \"schema\": {\"type\": \"string\", \"pattern\": \"a+\"}}}}",
+                "response_format.json_schema.schema");
+        assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+                + "{\"name\": \"s\", \"strict\": true, \"schema\": {\"type\": \"object\", \"properties\": "
+                + "{\"a\": {\"type\": \"string\"}}}}}}", "response_format.json_schema.schema");
+        assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"json_schema\"}}",
+                "response_format.json_schema");
         assertRefused("{\"messages\": " + user + ", \"audio\": {\"voice\": \"alloy\", \"format\": \"wav\"}}", "audio");
         assertRefused("{\"messages\": " + user + ", \"modalities\": [\"text\", \"audio\"]}", "modalities");
         assertRefused("{\"messages\": " + user + ", \"presence_penalty\": 0.5}", "presence_penalty");

@@ -217,7 +217,10 @@ class CompletionsControllerTest {
 
     @Test
     void unsupportedOptionsAreRefusedNamingTheField() throws Exception {
-        assertRefused("{\"prompt\": \"hi\", \"n\": 2}", 400, "n");
+        assertRefused("{\"prompt\": \"hi\", \"n\": 2, \"stream\": true}", 400, "n");
+        assertRefused("{\"prompt\": \"hi\", \"n\": 0}", 400, "n");
+        assertRefused("{\"prompt\": \"hi\", \"n\": 17}", 400, "n");
+        assertRefused("{\"prompt\": [\"a\", \"b\", \"c\"], \"n\": 11}", 400, "n");
         assertRefused("{\"prompt\": \"hi\", \"best_of\": 3}", 400, "best_of");
         assertRefused("{\"prompt\": \"hi\", \"echo\": true}", 400, "echo");
         assertRefused("{\"prompt\": \"hi\", \"suffix\": \"end\"}", 400, "suffix");
@@ -386,6 +389,32 @@ class CompletionsControllerTest {
         assertThat(error.path("code")).isEqualTo(code != null ? JSON.getNodeFactory().stringNode(code)
                 : problem.has("error_code") ? problem.path("error_code") : JSON.getNodeFactory().nullNode());
         return problem;
+    }
+
+    /**
+     * {@code n} choices per prompt, prompt-major, each the completion a request with its derived seed gives alone; the
+     * usage counts each prompt once.
+     */
+    @org.junit.jupiter.api.Test
+    void nChoicesEachHaveASeedOfTheirOwn() throws Exception {
+        JsonNode c = ok(completion("""
+                {"prompt": ["The butterfly", "A moth"], "max_tokens": 3, "temperature": 1, "seed": 5, "n": 2}"""));
+        JsonNode choices = c.path("choices");
+        assertThat(choices.size()).isEqualTo(4); // the test's queue has 4 places
+        int promptTokens = 0;
+        int completionTokens = 0;
+        for (int i = 0; i < 4; i++) {
+            assertThat(choices.get(i).path("index").asInt()).isEqualTo(i);
+            String prompt = i < 2 ? "The butterfly" : "A moth";
+            JsonNode alone = ok(completion("{\"prompt\": \"" + prompt + "\", \"max_tokens\": 3, \"temperature\": 1, "
+                    + "\"seed\": " + io.butterfly.coordinator.inference.sampling.ChoiceSeeds.of(5, i % 2) + "}"));
+            assertThat(choices.get(i).path("text").asString()).as("choice %d", i)
+                    .isEqualTo(alone.path("choices").get(0).path("text").asString());
+            promptTokens += i % 2 == 0 ? alone.path("usage").path("prompt_tokens").asInt() : 0;
+            completionTokens += alone.path("usage").path("completion_tokens").asInt();
+        }
+        assertThat(c.path("usage").path("prompt_tokens").asInt()).isEqualTo(promptTokens);
+        assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(completionTokens);
     }
 
     private MockHttpServletResponse completion(String body) throws Exception {

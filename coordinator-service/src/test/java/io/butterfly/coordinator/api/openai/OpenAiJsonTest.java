@@ -47,7 +47,7 @@ class OpenAiJsonTest {
         CompletionLogprobs logprobs = new CompletionLogprobs(OpenAiJsonTest::decode, List.of(0L, 1L));
         assertRecorded("openai-completion", CompletionJson.completion(h,
                 List.of(new CompletionJson.Choice(0, RESULT, null), new CompletionJson.Choice(1, RESULT,
-                        new CompletionLogprobs(OpenAiJsonTest::decode, List.of(0L, 1L))))));
+                        new CompletionLogprobs(OpenAiJsonTest::decode, List.of(0L, 1L)))), 1));
         var lp = logprobs.next(List.of(2L), List.of(-0.25), List.of(TOP.get(0)));
         assertRecorded("openai-completion-chunk", CompletionJson.chunk(h, " butter", lp, null));
         assertRecorded("openai-completion-chunk-plain", CompletionJson.chunk(h, " butter", null, null));

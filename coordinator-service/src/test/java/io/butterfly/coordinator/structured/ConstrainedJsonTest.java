@@ -1,0 +1,299 @@
+package io.butterfly.coordinator.structured;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.butterfly.coordinator.inference.sampling.Sampler;
+import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * Seeded random schemas of the supported subset, generated under the mask by a "model" of random logits (whose
+ * unconstrained output would be gibberish) through the real sampler: every output parses and validates against its
+ * schema, and the same tokens replayed give the same states and masks.
+ */
+class ConstrainedJsonTest {
+
+    private static final ObjectMapper JSON = JsonMapper.builder().build();
+    private static final int END = 0;
+
+    @Test
+    void randomSchemasAlwaysGiveValidJson() {
+        for (int seed = 0; seed < 150; seed++) {
+            Random r = new Random(seed);
+            boolean strict = r.nextBoolean();
+            ObjectNode schema = randomSchema(r, 0, strict, true);
+            Vocabulary vocabulary = randomVocabulary(new Random(seed * 31L + 7));
+            Grammar grammar = JsonSchemaGrammar.compile(schema, strict);
+            Sampler sampler = new Sampler(new SamplingParams(r.nextBoolean() ? 0 : 1.0, 1.0, seed, 0));
+            List<Long> tokens = generate(grammar, vocabulary, sampler, new Random(seed), 4000);
+            String text = text(vocabulary, tokens);
+            JsonNode value = JSON.readTree(text);
+            assertThat(validate(schema, value, schema)).as("seed %d: %s against %s", seed, text, schema).isTrue();
+            // Replayed, the same tokens pass through the same states: the masks are those of the first run.
+            TokenConstraint replay = new TokenConstraint(grammar, vocabulary);
+            for (long t : tokens) {
+                assertThat(replay.allowed().get((int) t)).isTrue();
+                replay.accept(t);
+            }
+            assertThat(replay.finished() || replay.allowed().get(END)).isTrue();
+        }
+    }
+
+    @Test
+    void jsonObjectGivesAnObject() {
+        for (int seed = 0; seed < 20; seed++) {
+            Vocabulary v = randomVocabulary(new Random(seed));
+            List<Long> tokens = generate(JsonSchemaGrammar.anyObject(), v,
+                    new Sampler(new SamplingParams(1.0, 1.0, seed, 0)), new Random(seed), 200_000);
+            assertThat(JSON.readTree(text(v, tokens)).isObject()).isTrue();
+        }
+    }
+
+    @Test
+    void textsOutsideTheGrammarAreRefused() {
+        Grammar g = JsonSchemaGrammar.compile(JSON.readTree("""
+                {"type":"object","properties":{"a":{"type":"integer"},"b":{"enum":["x","yz"]},
+                 "c":{"type":["string","null"],"maxLength":2}},"required":["a","b","c"],"additionalProperties":false}
+                """), true);
+        assertThat(g.read("{\"a\":-12,\"b\":\"yz\",\"c\":null}").finished()).isTrue();
+        assertThat(g.read("{\"a\":0,\"b\":\"x\",\"c\":\"\\u00e9z\"}").finished()).isTrue();
+        assertThat(g.read("{\"a\":1.5")).isNull();
+        assertThat(g.read("{\"a\":01")).isNull();
+        assertThat(g.read("{\"b\"")).isNull();
+        assertThat(g.read("{\"a\":1,\"b\":\"y\"}")).isNull();
+        assertThat(g.read("{\"a\":1,\"b\":\"x\",\"c\":\"abc\"")).isNull();
+        assertThat(g.read("{\"a\":1,\"b\":\"x\",\"c\":null,")).isNull();
+        assertThat(g.read(" {")).isNull();
+        Grammar number = JsonSchemaGrammar.compile(JSON.readTree("{\"type\":\"number\"}"), false);
+        assertThat(number.read("-0.5e+3").accepting()).isTrue();
+        assertThat(number.read("-0.5e+3").finished()).isFalse();
+        assertThat(number.read("1.")).isNotNull();
+        assertThat(number.read("1.").accepting()).isFalse();
+    }
+
+    @Test
+    void recursiveDefinitionsAndOptionalProperties() {
+        Grammar g = JsonSchemaGrammar.compile(JSON.readTree("""
+                {"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
+                  "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},
+                 "$ref":"#/$defs/node"}
+                """), false);
+        assertThat(g.read("{\"v\":1,\"kids\":[{\"v\":2},{\"v\":3,\"kids\":[]}]}").finished()).isTrue();
+        assertThat(g.read("{\"v\":1}").finished()).isTrue();
+        assertThat(g.read("{\"kids\"")).isNull();
+    }
+
+    @Test
+    void unsupportedOrNonStrictSchemasAreRefusedNamingWhere() {
+        assertThatThrownBy(() -> JsonSchemaGrammar.compile(JSON.readTree(
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"x+\"}}}"), false))
+                .isInstanceOf(SchemaException.class)
+                .satisfies(e -> assertThat(((SchemaException) e).path()).isEqualTo("#/properties/a/pattern"));
+        assertThatThrownBy(() -> JsonSchemaGrammar.compile(JSON.readTree(
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}"), true))
+                .isInstanceOf(SchemaException.class).hasMessageContaining("additionalProperties");
+        assertThatThrownBy(() -> JsonSchemaGrammar.compile(JSON.readTree(
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"additionalProperties\":false}"),
+                true)).isInstanceOf(SchemaException.class).hasMessageContaining("required");
+        assertThatThrownBy(() -> JsonSchemaGrammar.compile(JSON.readTree("{\"$ref\":\"#/$defs/none\"}"), false))
+                .isInstanceOf(SchemaException.class).hasMessageContaining("$ref");
+    }
+
+    /** Generates under the mask until the value is finished or an end token comes. */
+    static List<Long> generate(Grammar grammar, Vocabulary vocabulary, Sampler sampler, Random model, int maxSteps) {
+        TokenConstraint c = new TokenConstraint(grammar, vocabulary);
+        List<Long> tokens = new ArrayList<>();
+        for (int step = 0; step < maxSteps && !c.finished(); step++) {
+            float[] logits = new float[vocabulary.size()];
+            for (int i = 0; i < logits.length; i++) {
+                logits[i] = (float) (model.nextGaussian() * 3);
+            }
+            c.mask(logits);
+            long t = sampler.choose(logits, step).tokenId();
+            tokens.add(t);
+            c.accept(t);
+        }
+        assertThat(c.finished()).as("finished within %d steps", maxSteps).isTrue();
+        return tokens;
+    }
+
+    static String text(Vocabulary v, List<Long> tokens) {
+        StringBuilder b = new StringBuilder();
+        for (long t : tokens) {
+            if (!v.isEnd((int) t)) {
+                b.append(v.text((int) t));
+            }
+        }
+        return b.toString();
+    }
+
+    /** Every printable ASCII character, some multi-character pieces of JSON and words, a special and an end token. */
+    static Vocabulary randomVocabulary(Random r) {
+        Set<String> texts = new LinkedHashSet<>();
+        for (char c = 0x20; c < 0x7f; c++) {
+            texts.add(String.valueOf(c));
+        }
+        texts.add("\n");
+        texts.add("\u00e9");
+        texts.add("\ufffd");
+        String[] pieces = {"{\"", "\":", "\",\"", "\"}", "}}", "[]", "[{", "}]", "true", "false", "null", "12", "0.",
+                "-1", "e+", "\\n", "\\u00", "name", "\"a", "id", " the", "\":\"", "\"},{\"", "}", ",\""};
+        texts.addAll(List.of(pieces));
+        String alphabet = "abcxyz\"{}[],:0123456789.-e\\ ";
+        while (texts.size() < 400) {
+            StringBuilder b = new StringBuilder();
+            for (int i = 1 + r.nextInt(5); i > 0; i--) {
+                b.append(alphabet.charAt(r.nextInt(alphabet.length())));
+            }
+            texts.add(b.toString());
+        }
+        List<String> all = new ArrayList<>();
+        all.add(""); // END
+        all.add(""); // a special token: never allowed
+        all.addAll(texts);
+        BitSet end = new BitSet();
+        end.set(END);
+        return new Vocabulary(all.toArray(new String[0]), end);
+    }
+
+    private static final String[] NAMES = {"a", "id", "name", "x", "ab", "é", "say \"hi\"", "kids"};
+
+    /** A schema of the subset, bounded so that any walk through it ends. */
+    static ObjectNode randomSchema(Random r, int depth, boolean strict, boolean top) {
+        ObjectNode s = JSON.createObjectNode();
+        int kind = top ? 0 : r.nextInt(depth >= 2 ? 7 : 10);
+        switch (kind) {
+            case 0, 7 -> {
+                s.put("type", "object");
+                ObjectNode props = s.putObject("properties");
+                ArrayNode required = JSON.createArrayNode();
+                int n = 1 + r.nextInt(4);
+                for (int i = 0; i < n; i++) {
+                    String name = NAMES[r.nextInt(NAMES.length)];
+                    if (props.has(name)) {
+                        continue;
+                    }
+                    props.set(name, randomSchema(r, depth + 1, strict, false));
+                    if (strict || r.nextBoolean()) {
+                        required.add(name);
+                    }
+                }
+                s.set("required", required);
+                if (strict || r.nextBoolean()) {
+                    s.put("additionalProperties", false);
+                }
+            }
+            case 1 -> s.put("type", "string").put("maxLength", r.nextInt(6));
+            case 2 -> s.put("type", r.nextBoolean() ? "integer" : "number");
+            case 3 -> s.put("type", "boolean");
+            case 4 -> {
+                ArrayNode e = s.putArray("enum");
+                e.add("red").add(7).add(JSON.nullNode()).add("r\u00e9d\n");
+            }
+            case 5 -> {
+                ArrayNode any = s.putArray("anyOf");
+                any.add(randomSchema(r, depth + 1, strict, false));
+                any.add(JSON.createObjectNode().put("type", "null"));
+            }
+            case 6 -> s.set("const", JSON.readTree("{\"k\":[1,\"two\"]}"));
+            default -> {
+                s.put("type", "array");
+                s.set("items", randomSchema(r, depth + 1, strict, false));
+                int min = r.nextInt(2);
+                s.put("minItems", min).put("maxItems", min + r.nextInt(3));
+            }
+        }
+        return s;
+    }
+
+    /** An independent validator of the subset (not the matcher): whether {@code v} is valid under {@code s}. */
+    static boolean validate(JsonNode s, JsonNode v, JsonNode root) {
+        if (s.has("$ref")) {
+            String ref = s.get("$ref").stringValue();
+            return validate(ref.equals("#") ? root : root.at(ref.substring(1)), v, root);
+        }
+        if (s.has("const")) {
+            return s.get("const").equals(v);
+        }
+        if (s.has("enum")) {
+            for (JsonNode e : s.get("enum")) {
+                if (e.equals(v)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        if (s.has("anyOf")) {
+            for (JsonNode alt : s.get("anyOf")) {
+                if (validate(alt, v, root)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        JsonNode type = s.get("type");
+        if (type == null) {
+            return true;
+        }
+        switch (type.stringValue()) {
+            case "object": {
+                if (!v.isObject()) {
+                    return false;
+                }
+                JsonNode props = s.path("properties");
+                for (JsonNode req : s.path("required")) {
+                    if (!v.has(req.stringValue())) {
+                        return false;
+                    }
+                }
+                for (Iterator<String> it = v.propertyNames().iterator(); it.hasNext(); ) {
+                    String k = it.next();
+                    if (props.has(k)) {
+                        if (!validate(props.get(k), v.get(k), root)) {
+                            return false;
+                        }
+                    } else if (s.path("additionalProperties").isBoolean() && !s.get("additionalProperties").booleanValue()) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+            case "array": {
+                if (!v.isArray() || v.size() < s.path("minItems").asInt(0)
+                        || s.has("maxItems") && v.size() > s.get("maxItems").asInt()) {
+                    return false;
+                }
+                for (JsonNode item : v) {
+                    if (s.has("items") && !validate(s.get("items"), item, root)) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+            case "string":
+                return v.isString() && (!s.has("maxLength")
+                        || v.stringValue().codePointCount(0, v.stringValue().length()) <= s.get("maxLength").asInt());
+            case "integer":
+                return v.isIntegralNumber();
+            case "number":
+                return v.isNumber();
+            case "boolean":
+                return v.isBoolean();
+            default:
+                return v.isNull();
+        }
+    }
+}
