@@ -106,6 +106,30 @@ class VerifiedExecutionIT {
         }
     }
 
+    /** A worker that flips a bit in every output computes another generation: its transcript's digest tells. */
+    @Order(3)
+    @Test
+    void aWorkerThatCorruptsItsOutputsChangesTheDigest() throws Exception {
+        Path model = work.resolve("model");
+        ModelGenerator.generate(CONFIG, 11, model);
+        String healthy;
+        try (InProcessCluster cluster = new InProcessCluster(work.resolve("healthy"))) {
+            cluster.startAll(model, 2);
+            cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
+            healthy = transcript(cluster, run(cluster, GREEDY)).digest();
+        }
+        try (InProcessCluster cluster = new InProcessCluster(work.resolve("faulty"))) {
+            cluster.startAll(model, 2, i -> i == 0 ? new String[]{"--butterfly.worker.unsafe-fault-injection.enabled=true",
+                    "--butterfly.worker.unsafe-fault-injection.flip-bit-fraction=1"} : new String[0]);
+            cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
+            // the next stage finds each input as reported (its hash is the corrupted output's): the step runs
+            TaskTranscript faulty = transcript(cluster, run(cluster, GREEDY));
+            assertThat(faulty.digest()).isNotEqualTo(healthy);
+            assertThat(cluster.bean("worker-0", io.butterfly.worker.pipeline.PipelineStage.class).outputsCorrupted())
+                    .isPositive();
+        }
+    }
+
     private static JsonNode run(InProcessCluster cluster, String request) throws Exception {
         ClusterApi.Reply r = cluster.post("/api/v1/inference", request);
         assertThat(r.status()).as(r.body()).isEqualTo(200);
