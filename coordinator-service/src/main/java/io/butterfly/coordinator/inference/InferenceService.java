@@ -115,6 +115,14 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         this.tokenRates = new TokenBuckets(settings.tokensPerMinutePerKey(), System::nanoTime);
     }
 
+    /**
+     * What this replica's stages computed for {@code taskId} and the hash chain of its tokens, if this replica ran it
+     * (docs/verified-execution.md).
+     */
+    public java.util.Optional<io.butterfly.coordinator.inference.engine.Transcript.Snapshot> transcript(String taskId) {
+        return outputs.transcripts().get(taskId).map(io.butterfly.coordinator.inference.engine.Transcript::snapshot);
+    }
+
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
     boolean running(String taskId) {
         return engine.load().taskIds().contains(taskId);

@@ -20,6 +20,10 @@ final class OutputProcessor {
     /** Tokens chosen since start; written on the engine's thread only, read by anyone. */
     private volatile long generatedTokens;
 
+    /** The newest tasks' transcripts this replica keeps (about 100 KB each at 1000 tokens). */
+    static final int TRANSCRIPTS_KEPT = 1000;
+    private final Transcripts transcripts = new Transcripts(TRANSCRIPTS_KEPT);
+
     OutputProcessor(EngineCore engine, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
                     LongSupplier clockMillis) {
         this.engine = engine;
@@ -31,6 +35,10 @@ final class OutputProcessor {
 
     EngineCore engine() {
         return engine;
+    }
+
+    Transcripts transcripts() {
+        return transcripts;
     }
 
     TaskJournal journal() {

@@ -65,6 +65,7 @@ final class RequestOutput implements RequestHandle, SequenceOutputs {
         this.listener = listener;
         this.arrivedNanos = arrivedNanos;
         this.sequence = new Sequence(taskId, tenant, prompt, maxTokens, decoding, this);
+        processor.transcripts().keep(taskId, sequence.transcript());
     }
 
     Sequence sequence() {

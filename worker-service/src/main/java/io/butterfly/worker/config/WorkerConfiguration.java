@@ -14,7 +14,9 @@ import io.butterfly.worker.partition.LoadPhase;
 import io.butterfly.worker.partition.PartitionChecksums;
 import io.butterfly.worker.partition.PartitionManager;
 import io.butterfly.worker.partition.PartitionSettings;
+import io.butterfly.common.verify.PrecisionContract;
 import io.butterfly.worker.pipeline.IdleCacheEviction;
+import io.butterfly.worker.pipeline.OutputCorruption;
 import io.butterfly.worker.pipeline.PipelineStage;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
@@ -29,6 +31,8 @@ import org.springframework.context.annotation.Configuration;
 /** The worker's parts, wired from its settings: the domain, and the gateways it reaches other services through. */
 @Configuration(proxyBeanMethods = false)
 public class WorkerConfiguration {
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(WorkerConfiguration.class);
 
     @Bean
     ButterflyGrpcExceptionHandler grpcExceptionHandler() {
@@ -104,10 +108,22 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    PipelineStage pipelineStage(WorkerProperties props, PartitionManager partitions, StageGateway nextStages,
-                                CoordinatorGateway coordinators, Tracer tracer, Propagator propagator) {
+    PipelineStage pipelineStage(WorkerProperties props, UnsafeFaultInjectionProperties faults, PartitionManager partitions,
+                                StageGateway nextStages, CoordinatorGateway coordinators, Tracer tracer,
+                                Propagator propagator) {
+        OutputCorruption corruption = OutputCorruption.NONE;
+        if (faults.enabled() && faults.flipBitFraction() > 0) {
+            LOG.warn("FAULT INJECTION: this worker flips one bit in {} of its step outputs on purpose"
+                    + " (butterfly.worker.unsafe-fault-injection); never serve with it", faults.flipBitFraction());
+            corruption = new OutputCorruption(faults.flipBitFraction(), faults.seed());
+        }
         return new PipelineStage(partitions, nextStages, coordinators, new MicrometerStepTracing(tracer, propagator),
-                props.nodeId());
+                props.nodeId(), contract(props), corruption);
+    }
+
+    /** What this worker computes under: the same on every worker of a cluster (docs/verified-execution.md). */
+    static PrecisionContract contract(WorkerProperties props) {
+        return new PrecisionContract(props.weightDtype().name(), "FLOAT32", props.activations().name());
     }
 
     @Bean

@@ -9,8 +9,13 @@ import io.butterfly.proto.common.v1.StorageType;
 import io.butterfly.proto.coordinator.v1.LoadPhase;
 import io.butterfly.common.sampling.GreedyChoice;
 import io.butterfly.proto.coordinator.v1.LoadReport;
+import io.butterfly.common.verify.PrecisionContract;
+import io.butterfly.proto.common.v1.DType;
 import io.butterfly.proto.worker.v1.Endpoint;
 import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.PhaseEnvelope;
+import io.butterfly.proto.worker.v1.StageHashes;
+import io.butterfly.proto.worker.v1.TensorMetadata;
 import io.butterfly.proto.worker.v1.SequenceSlice;
 import io.butterfly.proto.worker.v1.StageTiming;
 import io.butterfly.proto.worker.v1.StepFailure;
@@ -55,18 +60,30 @@ public final class GatewayMessages {
 
     /**
      * The step for its next stage: everything as it arrived but the input (this stage's hidden states, wrapped, not
-     * copied), the downstream (the first one removed) and the timings (this stage's added once the input is encoded).
+     * copied), the downstream (the first one removed), the timings (this stage's added once the input is encoded) and
+     * the envelope (this stage's contract, the hidden states' metadata, each sequence's output hash as its input hash,
+     * this stage's hashes after the others').
      */
-    static ForwardRequest forward(Step step, StageResult hidden, StageClock here) {
+    static ForwardRequest forward(Step step, StageResult hidden, StageClock here,
+                                  io.butterfly.worker.pipeline.StageHashes hashes) {
+        TensorMetadata.Builder metadata = TensorMetadata.newBuilder().setDtype(DType.FLOAT32)
+                .setLayout(io.butterfly.common.verify.TensorMetadata.ROW_MAJOR_LE);
+        for (long d : hidden.shape()) {
+            metadata.addShape(d);
+        }
         ForwardRequest.Builder b = ForwardRequest.newBuilder().setTaskId(step.taskId()).setStep(step.step())
                 .setEpoch(step.epoch())
-                .setInput(TensorCodec.float32(hidden.littleEndianFloats(), hidden.shape()));
-        for (Step.Slice s : step.sequences()) {
+                .setInput(TensorCodec.float32(hidden.littleEndianFloats(), hidden.shape()))
+                .setEnvelope(PhaseEnvelope.newBuilder().setContract(contract(hashes.contract())).setInput(metadata));
+        for (int i = 0; i < step.sequences().size(); i++) {
+            Step.Slice s = step.sequences().get(i);
             b.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
                     .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits()).setGreedy(s.greedy())
-                    .setGreedyAlternatives(s.greedyAlternatives()));
+                    .setGreedyAlternatives(s.greedyAlternatives()).setInputHash(hashes.outputHashes()[i]));
         }
+        step.hashes().forEach(h -> b.addHashes(hashes(h)));
+        b.addHashes(hashes(hashes));
         step.downstream().subList(1, step.downstream().size()).forEach(e -> b.addDownstream(endpoint(e)));
         if (step.replyTo() != null) {
             b.setReplyTo(endpoint(step.replyTo()));
@@ -86,10 +103,24 @@ public final class GatewayMessages {
                 }
                 b.addGreedy(c);
             }
+            o.hashes().forEach(h -> b.addHashes(hashes(h)));
         } else {
             b.setFailure(failure(o.failure().nodeId(), o.failure().error()));
         }
         return b.addAllTimings(timings(o.timings())).addTimings(timing(o.here().stop())).build();
+    }
+
+    static io.butterfly.proto.worker.v1.PrecisionContract contract(PrecisionContract c) {
+        return io.butterfly.proto.worker.v1.PrecisionContract.newBuilder().setWeightFormat(c.weightFormat())
+                .setComputeDtype(c.computeDtype()).setActivations(c.activations()).build();
+    }
+
+    private static StageHashes hashes(io.butterfly.worker.pipeline.StageHashes h) {
+        StageHashes.Builder b = StageHashes.newBuilder().setNodeId(h.nodeId()).setContract(contract(h.contract()));
+        for (long hash : h.outputHashes()) {
+            b.addOutputHashes(hash);
+        }
+        return b.build();
     }
 
     /** Why a step failed on {@code nodeId}: the error code and the gRPC status that stage would answer a call with. */

@@ -13,6 +13,7 @@ import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.StageResult;
 import io.butterfly.worker.pipeline.Downstream;
 import io.butterfly.worker.pipeline.StageClock;
+import io.butterfly.worker.pipeline.StageHashes;
 import io.butterfly.worker.pipeline.Step;
 import io.grpc.Context;
 import io.grpc.Status;
@@ -54,9 +55,9 @@ public class StageGateway implements Downstream {
     }
 
     @Override
-    public void forward(Step step, StageResult hidden, StageClock here) {
+    public void forward(Step step, StageResult hidden, StageClock here, StageHashes hashes) {
         Endpoint next = step.downstream().get(0);
-        ForwardRequest request = GatewayMessages.forward(step, hidden, here);
+        ForwardRequest request = GatewayMessages.forward(step, hidden, here, hashes);
         try {
             stages.send(next.host(), next.grpcPort(), request);
         } catch (StatusRuntimeException e) {

@@ -3,6 +3,7 @@ package io.butterfly.worker.pipeline;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.common.verify.PrecisionContract;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.engine.CacheBudgetExceededException;
 import io.butterfly.worker.engine.ExpertGroupUnavailableException;
@@ -32,16 +33,25 @@ public class PipelineStage {
     private final Outcomes outcomes;
     private final StepTracing tracing;
     private final String nodeId;
+    private final PrecisionContract contract;
+    private final OutputCorruption corruption;
     private volatile long stepsExecuted;
     private volatile long computeNanosTotal;
+    private volatile long hashNanosTotal;
 
+    /**
+     * @param contract   what this stage computes under: it refuses hidden states computed under another
+     * @param corruption fault injection ({@link OutputCorruption#NONE} but in tests and demonstrations)
+     */
     public PipelineStage(PartitionManager partitions, Downstream nextStages, Outcomes outcomes, StepTracing tracing,
-                         String nodeId) {
+                         String nodeId, PrecisionContract contract, OutputCorruption corruption) {
         this.partitions = partitions;
         this.nextStages = nextStages;
         this.outcomes = outcomes;
         this.tracing = tracing;
         this.nodeId = nodeId;
+        this.contract = contract;
+        this.corruption = corruption;
     }
 
     /**
@@ -128,22 +138,32 @@ public class PipelineStage {
         for (SequenceChunk chunk : batch) {
             totalTokens += chunk.numTokens();
         }
+        // The envelope before the input is decoded, the input's hashes before it is computed on: a refused step
+        // must not have advanced the KV cache either.
+        PhaseEnvelopes.checkContract(step, spec, contract, totalTokens);
         StageInput input = input(step.input(), spec, totalTokens);
+        long h0 = System.nanoTime();
+        PhaseEnvelopes.checkInputHashes(step, input, spec.config().hiddenSize());
+        long hashNanos = System.nanoTime() - h0;
 
         long t0 = System.nanoTime();
-        StageResult result = executor.forward(batch, input);
+        StageResult result = corruption.apply(executor.forward(batch, input));
         long computeNanos = System.nanoTime() - t0;
+        long h1 = System.nanoTime();
+        StageHashes hashes = new StageHashes(nodeId, contract, PhaseEnvelopes.outputHashes(step, result));
+        hashNanos += System.nanoTime() - h1;
         StageClock clock = new StageClock(nodeId, entry, computeNanos);
         synchronized (this) { // steps of several streams run at once; the counters are metrics, not the engine's lock
             stepsExecuted++;
             computeNanosTotal += computeNanos;
+            hashNanosTotal += hashNanos;
         }
 
         if (result.logits()) {
-            report(step, StepOutcome.logits(step, result, clock));
+            report(step, StepOutcome.logits(step, result, clock, hashes));
             return;
         }
-        nextStages.forward(step, result, clock);
+        nextStages.forward(step, result, clock, hashes);
     }
 
     private void report(Step step, StepOutcome outcome) {
@@ -218,5 +238,15 @@ public class PipelineStage {
 
     public long computeNanosTotal() {
         return computeNanosTotal;
+    }
+
+    /** Time spent hashing steps' inputs and outputs (docs/verified-execution.md: the envelope's cost). */
+    public long hashNanosTotal() {
+        return hashNanosTotal;
+    }
+
+    /** Outputs corrupted on purpose so far (fault injection; 0 unless it is enabled). */
+    public long outputsCorrupted() {
+        return corruption.corrupted();
     }
 }

@@ -16,9 +16,10 @@ import java.util.List;
  * @param greedy  for each greedy sampling sequence, in batch order, the summary of its row ({@link GreedyChoice})
  * @param timings of the stages before this one, in pipeline order
  * @param here    this stage's, stopped when the outcome is sent
+ * @param hashes  what every stage the step passed computed, this one's last (empty with a failure)
  */
 public record StepOutcome(String taskId, int step, StageResult logits, List<GreedyChoice> greedy, Failure failure,
-                          List<StageTiming> timings, StageClock here) {
+                          List<StageTiming> timings, StageClock here, List<StageHashes> hashes) {
 
     /** Why the step failed on stage {@code nodeId}, with the code and kind that stage would answer a call with. */
     public record Failure(String nodeId, ButterflyException error) {
@@ -30,9 +31,18 @@ public record StepOutcome(String taskId, int step, StageResult logits, List<Gree
      * (NaN or infinite logits) sends them all whole, for the coordinator to refuse as it would.
      */
     static StepOutcome logits(Step step, StageResult rows, StageClock here) {
+        return logits(step, rows, here, null);
+    }
+
+    /** As {@link #logits(Step, StageResult, StageClock)}, with what this stage computed ({@code mine}) added. */
+    static StepOutcome logits(Step step, StageResult rows, StageClock here, StageHashes mine) {
+        List<StageHashes> hashes = new ArrayList<>(step.hashes());
+        if (mine != null) {
+            hashes.add(mine);
+        }
         List<Step.Slice> sampling = step.sequences().stream().filter(s -> !s.skipLogits()).toList();
         if (sampling.stream().noneMatch(Step.Slice::greedy) || rows.shape()[0] != sampling.size()) {
-            return new StepOutcome(step.taskId(), step.step(), rows, List.of(), null, step.timings(), here);
+            return new StepOutcome(step.taskId(), step.step(), rows, List.of(), null, step.timings(), here, hashes);
         }
         int vocab = (int) rows.shape()[1];
         float[] values = rows.toFloats();
@@ -49,15 +59,15 @@ public record StepOutcome(String taskId, int step, StageResult logits, List<Gree
                 }
             }
         } catch (IllegalArgumentException unusable) {
-            return new StepOutcome(step.taskId(), step.step(), rows, List.of(), null, step.timings(), here);
+            return new StepOutcome(step.taskId(), step.step(), rows, List.of(), null, step.timings(), here, hashes);
         }
         ByteBuffer bytes = ByteBuffer.allocate(kept * vocab * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         bytes.asFloatBuffer().put(whole, 0, kept * vocab);
         return new StepOutcome(step.taskId(), step.step(), new StageResult(bytes, new long[]{kept, vocab}, true),
-                greedy, null, step.timings(), here);
+                greedy, null, step.timings(), here, hashes);
     }
 
     static StepOutcome failed(Step step, Failure failure, StageClock here) {
-        return new StepOutcome(step.taskId(), step.step(), null, List.of(), failure, step.timings(), here);
+        return new StepOutcome(step.taskId(), step.step(), null, List.of(), failure, step.timings(), here, List.of());
     }
 }

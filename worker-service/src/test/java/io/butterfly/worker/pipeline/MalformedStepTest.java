@@ -56,7 +56,8 @@ class MalformedStepTest {
         PartitionManager partitions = new PartitionManager(
                 new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),
                 new RegistryGateway(channels, 5, Duration.ofSeconds(5), 2, false, null), coordinators);
-        stage = new PipelineStage(partitions, new StageGateway(channels, coordinators, "w1"), coordinators, StepTracing.NONE, "w1");
+        stage = new PipelineStage(partitions, new StageGateway(channels, coordinators, "w1"), coordinators, StepTracing.NONE, "w1",
+                new io.butterfly.common.verify.PrecisionContract("F32", "FLOAT32", "INT8"), OutputCorruption.NONE);
     }
 
     @AfterEach

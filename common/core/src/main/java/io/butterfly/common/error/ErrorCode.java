@@ -12,6 +12,11 @@ public enum ErrorCode {
     UNSUPPORTED_VERSION(0x1002),
     INVALID_SIGNATURE(0x1003),
     MESSAGE_TOO_LARGE(0x1004),
+    /**
+     * A step computed under another precision contract, or a tensor declared with other metadata, than the stage
+     * expects (docs/verified-execution.md; Butterfly's own, the next free protocol code).
+     */
+    CONTRACT_MISMATCH(0x1005),
     // 0x2xxx: discovery
     CLUSTER_NAME_MISMATCH(0x2001),
     NO_PEERS_AVAILABLE(0x2002),

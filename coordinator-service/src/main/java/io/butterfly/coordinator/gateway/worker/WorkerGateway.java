@@ -12,7 +12,11 @@ import io.butterfly.coordinator.integrity.PartitionReport;
 import io.butterfly.coordinator.reconcile.Assignment;
 import io.butterfly.coordinator.reconcile.WorkerCallFailedException;
 import io.butterfly.coordinator.reconcile.Workers;
+import io.butterfly.common.hash.Xxh64;
+import io.butterfly.proto.common.v1.DType;
 import io.butterfly.proto.common.v1.LayerRange;
+import io.butterfly.proto.worker.v1.PhaseEnvelope;
+import io.butterfly.proto.worker.v1.TensorMetadata;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.ChecksumReport;
 import io.butterfly.proto.worker.v1.ChecksumRequest;
@@ -173,13 +177,19 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                 .setStep((int) in.batchId())
                 .setEpoch(in.epoch())
                 .setInput(TensorCodec.int64(in.tokens(), in.tokens().length))
+                // Token ids have no precision contract: the envelope only declares what they are.
+                .setEnvelope(PhaseEnvelope.newBuilder().setInput(TensorMetadata.newBuilder().setDtype(DType.INT64)
+                        .addShape(in.tokens().length).setLayout(io.butterfly.common.verify.TensorMetadata.ROW_MAJOR_LE)))
                 .addAllDownstream(r.downstream())
                 .setReplyTo(self);
+        int at = 0;
         for (StepInput.Slice s : in.sequences()) {
             request.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
                     .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits())
-                    .setGreedy(s.greedyAlternatives() >= 0).setGreedyAlternatives(Math.max(0, s.greedyAlternatives())));
+                    .setGreedy(s.greedyAlternatives() >= 0).setGreedyAlternatives(Math.max(0, s.greedyAlternatives()))
+                    .setInputHash(Xxh64.ofLongs(in.tokens(), at, s.numTokens())));
+            at += s.numTokens();
         }
         return steps.submit(r.first(), r.stages(), request.build()).thenApply(ReceivedStep::new);
     }
@@ -239,6 +249,14 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
         public List<StageTiming> timings() {
             return outcome.getTimingsList().stream()
                     .map(t -> new StageTiming(t.getNodeId(), t.getComputeNanos(), t.getWallNanos())).toList();
+        }
+
+        @Override
+        public List<StageHashes> hashes() {
+            return outcome.getHashesList().stream().map(h -> new StageHashes(h.getNodeId(),
+                    h.getContract().getWeightFormat() + "/" + h.getContract().getComputeDtype() + "/"
+                            + h.getContract().getActivations(),
+                    h.getOutputHashesList().stream().mapToLong(Long::longValue).toArray())).toList();
         }
     }
 

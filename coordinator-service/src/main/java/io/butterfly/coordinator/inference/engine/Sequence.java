@@ -54,6 +54,7 @@ public final class Sequence {
     private final int maxTokens;
     private final Decoding decoding;
     private final SequenceOutputs outputs;
+    private final Transcript transcript;
     private final List<Long> generated = new ArrayList<>();
     /**
      * The stages know its KV caches by this id: the task id, kept across a pause on this replica (kept stages answer
@@ -104,6 +105,12 @@ public final class Sequence {
         this.outputs = outputs;
         this.stageId = id;
         this.history = prompt.length;
+        this.transcript = new Transcript(prompt);
+    }
+
+    /** What its steps computed, and the hash chain of its tokens (docs/verified-execution.md). */
+    public Transcript transcript() {
+        return transcript;
     }
 
     /** The task id. */

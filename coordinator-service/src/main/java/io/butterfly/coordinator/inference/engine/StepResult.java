@@ -27,6 +27,22 @@ public interface StepResult {
     /** What each stage spent on the step. */
     List<StageTiming> timings();
 
+    /**
+     * What each stage the step passed computed, in pipeline order (docs/verified-execution.md); empty from a pipeline
+     * that reports none.
+     */
+    default List<StageHashes> hashes() {
+        return List.of();
+    }
+
+    /**
+     * @param contract     the precision contract it computed under, as text
+     * @param outputHashes per sequence, in batch order: XXH64 of its output rows, or on the last stage of its logits
+     *                     row (0: none)
+     */
+    record StageHashes(String nodeId, String contract, long[] outputHashes) {
+    }
+
     /** @param wallNanos the step's time in the stage, from receipt to hand-off; the rest of a step is transport */
     record StageTiming(String nodeId, long computeNanos, long wallNanos) {
     }

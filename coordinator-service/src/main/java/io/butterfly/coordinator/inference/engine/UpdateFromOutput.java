@@ -79,6 +79,8 @@ final class UpdateFromOutput {
                 continue; // a step of an attempt given up
             }
             s.outputs().stepTimed(result.timings(), pipelineNanos, transport);
+            Transcript.Step recorded = transcribed(batch.id(), c, i, result.hashes());
+            s.transcript().stepped(recorded);
             if (s.cancelled() != null) {
                 end(s, null, cancelledError(s), ended);
                 continue;
@@ -91,7 +93,9 @@ final class UpdateFromOutput {
                 continue;
             }
             try {
-                String finish = sample(s, row);
+                List<Transcript.StageOutput> stages = recorded.stages();
+                long logitsHash = stages.isEmpty() ? 0 : stages.get(stages.size() - 1).outputHash();
+                String finish = sample(s, row, c.position() + c.numTokens(), logitsHash);
                 if (finish != null) {
                     end(s, finish, null, ended);
                 }
@@ -99,6 +103,19 @@ final class UpdateFromOutput {
                 end(s, null, e, ended);
             }
         }
+    }
+
+    /** The transcript's entry of chunk {@code index}: its token ids' hash and what each stage computed of it. */
+    private static Transcript.Step transcribed(long batch, Chunk c, int index, List<StepResult.StageHashes> hashes) {
+        long[] ids = new long[c.numTokens()];
+        c.sequence().appendInput(ids, 0, c.position(), c.numTokens());
+        List<Transcript.StageOutput> stages = new java.util.ArrayList<>(hashes.size());
+        for (StepResult.StageHashes h : hashes) {
+            long out = index < h.outputHashes().length ? h.outputHashes()[index] : 0;
+            stages.add(new Transcript.StageOutput(h.nodeId(), h.contract(), out));
+        }
+        return new Transcript.Step(batch, c.position(), c.numTokens(),
+                io.butterfly.common.hash.Xxh64.ofLongs(ids, 0, ids.length), stages);
     }
 
     /**
@@ -164,8 +181,12 @@ final class UpdateFromOutput {
         return logits;
     }
 
-    /** Chooses the sequence's next token from its row or its greedy summary; returns its finish reason once it ends. */
-    private String sample(Sequence s, Rows.Row row) {
+    /**
+     * Chooses the sequence's next token from its row or its greedy summary, and adds it to the transcript's chain
+     * ({@code end}: the positions the row is conditioned on, {@code logitsHash}: the last stage's hash of it); returns
+     * its finish reason once it ends.
+     */
+    private String sample(Sequence s, Rows.Row row, int end, long logitsHash) {
         Sequence.Decoding d = s.decoding();
         int vocab = d.model().vocabSize();
         long t0 = System.nanoTime();
@@ -195,6 +216,7 @@ final class UpdateFromOutput {
             }
         }
         long samplingNanos = System.nanoTime() - t0;
+        s.transcript().sampled(end, logitsHash, choice.tokenId());
         if (s.generatesAgain()) {
             log.info("task {} generates again at token {}", s.id(), step);
             s.outputs().resumed();

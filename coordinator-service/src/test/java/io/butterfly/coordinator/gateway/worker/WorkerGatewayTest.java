@@ -121,9 +121,15 @@ class WorkerGatewayTest {
         assertThat(sent.getTaskId()).isEqualTo("batch-7");
         assertThat(sent.getStep()).isEqualTo(7);
         assertThat(sent.getEpoch()).isEqualTo(4);
+        // each slice states the XXH64 of its own token ids (docs/verified-execution.md)
         assertThat(sent.getSequencesList()).containsExactly(SequenceSlice.newBuilder().setSequenceId("t")
-                .setPosition(0).setNumTokens(3).setReservePositions(40).build(), SequenceSlice.newBuilder()
-                .setSequenceId("u").setPosition(5).setNumTokens(1).setReservePositions(12).build());
+                .setPosition(0).setNumTokens(3).setReservePositions(40)
+                .setInputHash(io.butterfly.common.hash.Xxh64.ofLongs(new long[]{1, 17, 5}, 0, 3)).build(),
+                SequenceSlice.newBuilder().setSequenceId("u").setPosition(5).setNumTokens(1).setReservePositions(12)
+                .setInputHash(io.butterfly.common.hash.Xxh64.ofLongs(new long[]{9}, 0, 1)).build());
+        assertThat(sent.getEnvelope().hasContract()).isFalse(); // token ids have no precision
+        assertThat(sent.getEnvelope().getInput().getShapeList()).containsExactly(4L);
+        assertThat(sent.getEnvelope().getInput().getDtype().name()).isEqualTo("INT64");
         assertThat(TensorCodec.toLongs(sent.getInput(), 1, "input")).containsExactly(1, 17, 5, 9);
         assertThat(sent.getDownstreamList()).containsExactly(endpoint(W2), endpoint(W3));
         assertThat(sent.getReplyTo()).isEqualTo(Endpoint.newBuilder().setNodeId("coordinator-0").setHost("10.0.0.9")

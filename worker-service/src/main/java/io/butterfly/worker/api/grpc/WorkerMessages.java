@@ -8,12 +8,16 @@ import io.butterfly.proto.common.v1.Tensor;
 import io.butterfly.proto.worker.v1.AssignPartitionRequest;
 import io.butterfly.proto.worker.v1.ChecksumReport;
 import io.butterfly.proto.worker.v1.FileChecksum;
+import io.butterfly.common.verify.PrecisionContract;
+import io.butterfly.common.verify.TensorMetadata;
 import io.butterfly.proto.worker.v1.ForwardRequest;
+import io.butterfly.proto.worker.v1.PhaseEnvelope;
 import io.butterfly.proto.worker.v1.ValidationResult;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.partition.Assignment;
 import io.butterfly.worker.partition.ValidationVerdict;
 import io.butterfly.worker.pipeline.EncodedInput;
+import io.butterfly.worker.pipeline.StageHashes;
 import io.butterfly.worker.pipeline.StageTiming;
 import io.butterfly.worker.pipeline.Step;
 import java.nio.ByteBuffer;
@@ -49,12 +53,28 @@ final class WorkerMessages {
     static Step step(ForwardRequest r) {
         List<Step.Slice> sequences = r.getSequencesList().stream()
                 .map(s -> new Step.Slice(s.getSequenceId(), s.getPosition(), s.getNumTokens(), s.getReservePositions(),
-                        s.getTraceContextMap(), s.getSkipLogits(), s.getGreedy(), s.getGreedyAlternatives()))
+                        s.getTraceContextMap(), s.getSkipLogits(), s.getGreedy(), s.getGreedyAlternatives(),
+                        s.getInputHash()))
                 .toList();
         List<StageTiming> timings = r.getTimingsList().stream()
                 .map(t -> new StageTiming(t.getNodeId(), t.getComputeNanos(), t.getWallNanos())).toList();
+        List<StageHashes> hashes = r.getHashesList().stream()
+                .map(h -> new StageHashes(h.getNodeId(), h.hasContract() ? contract(h.getContract()) : null,
+                        h.getOutputHashesList().stream().mapToLong(Long::longValue).toArray()))
+                .toList();
         return new Step(r.getTaskId(), r.getStep(), r.getEpoch(), sequences, new ReceivedTensor(r.getInput()),
-                endpoints(r.getDownstreamList()), r.hasReplyTo() ? endpoint(r.getReplyTo()) : null, timings);
+                endpoints(r.getDownstreamList()), r.hasReplyTo() ? endpoint(r.getReplyTo()) : null, timings,
+                r.hasEnvelope() ? envelope(r.getEnvelope()) : null, hashes);
+    }
+
+    private static Step.Envelope envelope(PhaseEnvelope e) {
+        TensorMetadata input = e.hasInput() ? new TensorMetadata(e.getInput().getDtype().name(),
+                e.getInput().getShapeList(), e.getInput().getLayout()) : null;
+        return new Step.Envelope(e.hasContract() ? contract(e.getContract()) : null, input);
+    }
+
+    private static PrecisionContract contract(io.butterfly.proto.worker.v1.PrecisionContract c) {
+        return new PrecisionContract(c.getWeightFormat(), c.getComputeDtype(), c.getActivations());
     }
 
     static ValidationVerdict verdict(ValidationResult r) {

@@ -58,7 +58,10 @@ class StepMessagesTest {
             CoordinatorGateway coordinators = new CoordinatorGateway("w1", 100, null, (host, port) -> next.channel());
             StageGateway nextStages = new StageGateway((host, port) -> next.channel(), coordinators, "w1");
             try {
-                nextStages.forward(step, new StageResult(hidden, new long[]{3, 2}, false), new StageClock("w1", System.nanoTime(), 1234));
+                io.butterfly.common.verify.PrecisionContract contract =
+                        new io.butterfly.common.verify.PrecisionContract("F32", "FLOAT32", "INT8");
+                nextStages.forward(step, new StageResult(hidden, new long[]{3, 2}, false), new StageClock("w1", System.nanoTime(), 1234),
+                        new io.butterfly.worker.pipeline.StageHashes("w1", contract, new long[]{11, -12}));
                 ForwardRequest handedOn = nextStage.poll(10);
 
                 assertThat(handedOn).isNotNull();
@@ -66,11 +69,22 @@ class StepMessagesTest {
                 assertThat(mine.getNodeId()).isEqualTo("w1");
                 assertThat(mine.getComputeNanos()).isEqualTo(1234);
                 assertThat(mine.getWallNanos()).isPositive();
-                assertThat(handedOn).isEqualTo(arrived.toBuilder()
+                io.butterfly.proto.worker.v1.PrecisionContract wireContract = io.butterfly.proto.worker.v1.PrecisionContract
+                        .newBuilder().setWeightFormat("F32").setComputeDtype("FLOAT32").setActivations("INT8").build();
+                ForwardRequest.Builder expected = arrived.toBuilder()
                         .setInput(TensorCodec.float32(new float[]{-1, -2, -3, -4, -5, -6}, 3, 2))
                         .removeDownstream(0)
                         .addTimings(mine)
-                        .build());
+                        .setEnvelope(io.butterfly.proto.worker.v1.PhaseEnvelope.newBuilder().setContract(wireContract)
+                                .setInput(io.butterfly.proto.worker.v1.TensorMetadata.newBuilder()
+                                        .setDtype(io.butterfly.proto.common.v1.DType.FLOAT32).addShape(3).addShape(2)
+                                        .setLayout("row-major-le")))
+                        .addHashes(io.butterfly.proto.worker.v1.StageHashes.newBuilder().setNodeId("w1")
+                                .setContract(wireContract).addOutputHashes(11).addOutputHashes(-12));
+                // each sequence's input hash on the next stage is its output hash here
+                expected.getSequencesBuilder(0).setInputHash(11);
+                expected.getSequencesBuilder(1).setInputHash(-12);
+                assertThat(handedOn).isEqualTo(expected.build());
             } finally {
                 nextStages.close();
                 coordinators.close();

@@ -1,0 +1,33 @@
+package io.butterfly.worker.config;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * Fault injection for tests and demonstrations of verified execution (docs/verified-execution.md): this worker
+ * corrupts its own outputs on purpose. Off by default, and refused at start-up unless explicitly enabled: a fraction
+ * without {@code enabled=true} stops the worker, so a stray setting never makes a serving worker compute wrong.
+ *
+ * @param enabled         whether this worker may corrupt its outputs at all
+ * @param flipBitFraction the fraction of its step outputs (hidden states, or logits on the last stage) in which one
+ *                        bit is flipped after computing and before hashing, in [0, 1]
+ * @param seed            which outputs and bits (the same seed corrupts the same steps of the same run)
+ */
+@ConfigurationProperties("butterfly.worker.unsafe-fault-injection")
+public record UnsafeFaultInjectionProperties(
+        @DefaultValue("false") boolean enabled,
+        @DefaultValue("0") double flipBitFraction,
+        @DefaultValue("1") long seed) {
+
+    public UnsafeFaultInjectionProperties {
+        if (!(flipBitFraction >= 0 && flipBitFraction <= 1)) {
+            throw new IllegalArgumentException(
+                    "butterfly.worker.unsafe-fault-injection.flip-bit-fraction must be in [0, 1], got " + flipBitFraction);
+        }
+        if (flipBitFraction > 0 && !enabled) {
+            throw new IllegalArgumentException("butterfly.worker.unsafe-fault-injection.flip-bit-fraction="
+                    + flipBitFraction + " makes this worker corrupt its outputs on purpose: it is refused unless"
+                    + " butterfly.worker.unsafe-fault-injection.enabled=true is set too (tests and demonstrations only)");
+        }
+    }
+}
