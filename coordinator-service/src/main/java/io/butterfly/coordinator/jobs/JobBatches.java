@@ -33,7 +33,7 @@ public final class JobBatches {
 
     /** The dataset positions of the batch at {@code position}: at most the job's batch size, none past its end. */
     public static long batchEnd(JobRecord job, long position) {
-        return Math.min(job.samples(), position + job.batchSize());
+        return io.butterfly.coordinator.cluster.JobWork.batchEnd(job, position);
     }
 
     /**

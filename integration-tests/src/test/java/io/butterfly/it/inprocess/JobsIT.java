@@ -105,18 +105,28 @@ class JobsIT {
                 assertThat(ack[10 + 24]).isEqualTo((byte) 1);
                 byte[] again = exchange(s, 4, resultFrame(42, 0, 0, "other".getBytes(StandardCharsets.UTF_8)));
                 assertThat(again[10 + 24]).isEqualTo((byte) 0);
+                // a result for a batch no replica handed out: refused (NOT_HANDED_OUT)
+                assertThat(errorCode(exchange(s, 3, resultFrame(42, 7, 0, result)))).isEqualTo(12);
             }
             String printed = runCClient(port, "42", "0", "1", "c-client-result");
             assertThat(printed).contains("batch seed=42 step=0 position=1 samples=3", "sample 1 seed="
                     + Long.toUnsignedString(SampleSeeds.of(42, 0, 1)), "sample 3 seed=", "result stored");
 
-            JsonNode results = cluster.get("/api/v1/jobs/gen/results").json();
-            assertThat(results.path("results").size()).isEqualTo(2);
-            assertThat(Base64.getDecoder().decode(results.path("results").get(0).path("data").asString()))
+            ClusterApi.Reply results = cluster.get("/api/v1/jobs/gen/results");
+            assertThat(results.contentType()).startsWith("application/x-ndjson");
+            java.util.List<JsonNode> lines = results.body().lines().map(l -> ClusterApi.JSON.readTree(l)).toList();
+            assertThat(lines).hasSize(2);
+            assertThat(Base64.getDecoder().decode(lines.get(0).path("result").asString()))
                     .isEqualTo("score=0.5".getBytes(StandardCharsets.UTF_8));
-            assertThat(Base64.getDecoder().decode(results.path("results").get(1).path("data").asString()))
+            assertThat(lines.get(0).path("samples").get(1).path("prompt").asString()).isEqualTo("Once upon a time");
+            assertThat(lines.get(0).path("samples").get(1).path("seed").asString())
+                    .isEqualTo(Long.toUnsignedString(SampleSeeds.of(42, 0, 1)));
+            assertThat(lines.get(1).path("position").asLong()).isEqualTo(1);
+            assertThat(Base64.getDecoder().decode(lines.get(1).path("result").asString()))
                     .isEqualTo("c-client-result".getBytes(StandardCharsets.UTF_8));
-            assertThat(cluster.get("/api/v1/jobs/gen").json().path("results").asInt()).isEqualTo(2);
+            JsonNode progress = cluster.get("/api/v1/jobs/gen").json().path("progress");
+            assertThat(progress.path("results").asInt()).isEqualTo(2);
+            assertThat(progress.path("done").asInt()).isEqualTo(4); // the batches at 0 and at 1: positions 0 to 3
             cluster.checkNoServiceDied();
         }
     }
@@ -147,7 +157,7 @@ class JobsIT {
     }
 
     /** Sends a frame and reads the answer's whole frame, which must have {@code opcode}. */
-    private static byte[] exchange(Socket s, int opcode, byte[] frame) throws IOException {
+    static byte[] exchange(Socket s, int opcode, byte[] frame) throws IOException {
         s.setSoTimeout(120_000);
         OutputStream out = s.getOutputStream();
         out.write(frame);
@@ -159,16 +169,18 @@ class JobsIT {
         int length = ByteBuffer.wrap(header, 6, 4).getInt();
         byte[] answer = Arrays.copyOf(header, 10 + length);
         in.readFully(answer, 10, length);
-        assertThat(header[5]).as("opcode of %s", Arrays.toString(answer)).isEqualTo((byte) opcode);
+        if (opcode >= 0) { // a negative one: any
+            assertThat(header[5]).as("opcode of %s", Arrays.toString(answer)).isEqualTo((byte) opcode);
+        }
         return answer;
     }
 
-    private static int errorCode(byte[] frame) {
+    static int errorCode(byte[] frame) {
         return ByteBuffer.wrap(frame, 10, 2).getShort() & 0xFFFF;
     }
 
     /** Each sample's position and seed, read from a JOB_RESPONSE as docs/jobs.md lays its payload out. */
-    private static java.util.List<Long> samplePositionsAndSeeds(byte[] response) {
+    static java.util.List<Long> samplePositionsAndSeeds(byte[] response) {
         ByteBuffer in = ByteBuffer.wrap(response, 10 + 24, response.length - 34);
         int size = in.getInt();
         assertThat(size).isEqualTo(response.length - 38);
@@ -186,16 +198,16 @@ class JobsIT {
         return out;
     }
 
-    private static byte[] request(long seed, long step, long position) {
+    static byte[] request(long seed, long step, long position) {
         return frame(0, ByteBuffer.allocate(24).putLong(seed).putLong(step).putLong(position).array());
     }
 
-    private static byte[] resultFrame(long seed, long step, long position, byte[] data) {
+    static byte[] resultFrame(long seed, long step, long position, byte[] data) {
         return frame(1, ByteBuffer.allocate(28 + data.length).putLong(seed).putLong(step).putLong(position)
                 .putInt(data.length).put(data).array());
     }
 
-    private static byte[] frame(int opcode, byte[] payload) {
+    static byte[] frame(int opcode, byte[] payload) {
         return ByteBuffer.allocate(10 + payload.length).put("JOBS".getBytes(StandardCharsets.US_ASCII)).put((byte) 1)
                 .put((byte) opcode).putInt(payload.length).put(payload).array();
     }
