@@ -127,25 +127,56 @@ class JobsIT {
             JsonNode progress = cluster.get("/api/v1/jobs/gen").json().path("progress");
             assertThat(progress.path("results").asInt()).isEqualTo(2);
             assertThat(progress.path("done").asInt()).isEqualTo(4); // the batches at 0 and at 1: positions 0 to 3
+
+            // the example asking for any batch of step 5: the coordinator hands out 0 then 3, then there is none left
+            String any = runCClient(port, "42", "5", "any", "from-any", "2");
+            assertThat(any).contains("batch seed=42 step=5 position=0 samples=3", "batch seed=42 step=5 position=3"
+                    + " samples=2").containsOnlyOnce("result stored\nbatch").endsWith("result stored\n");
+            assertThat(runCClient(port, 2, "42", "5", "any")).contains("ERROR 13");
             cluster.checkNoServiceDied();
         }
     }
 
-    /** examples/jobs-client/jobs_client.c, compiled with the machine's C compiler and run: what it printed. */
+    /**
+     * examples/jobs-client's example program on the client library (jobs_client.h, jobs_client.c), compiled with the
+     * machine's C compiler (and its OpenSSL variant too, when OpenSSL's headers are there) and run: what it printed.
+     */
     private String runCClient(int port, String... args) throws Exception {
-        Path source = Path.of("..", "examples", "jobs-client", "jobs_client.c").toAbsolutePath().normalize();
-        Path binary = work.resolve("jobs_client");
-        Process gcc = new ProcessBuilder("gcc", "-O2", "-Wall", "-Werror", "-o", binary.toString(), source.toString())
-                .redirectErrorStream(true).start();
-        String compiled = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(gcc.waitFor()).as(compiled).isZero();
+        return runCClient(port, 0, args);
+    }
+
+    String runCClient(int port, int expectedExit, String... args) throws Exception {
+        Path binary = compileCClient(work);
         java.util.List<String> command = new java.util.ArrayList<>(java.util.List.of(binary.toString(), "127.0.0.1",
                 String.valueOf(port)));
         command.addAll(java.util.List.of(args));
         Process client = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(client.waitFor()).as(out).isZero();
+        assertThat(client.waitFor()).as(out).isEqualTo(expectedExit);
         return out;
+    }
+
+    /** The example compiled into {@code dir} (once). */
+    static Path compileCClient(Path dir) throws Exception {
+        Path sources = Path.of("..", "examples", "jobs-client").toAbsolutePath().normalize();
+        Path binary = dir.resolve("jobs_example");
+        if (java.nio.file.Files.exists(binary)) {
+            return binary;
+        }
+        java.util.List<java.util.List<String>> builds = new java.util.ArrayList<>();
+        builds.add(java.util.List.of("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", binary.toString(),
+                sources.resolve("jobs_example.c").toString(), sources.resolve("jobs_client.c").toString()));
+        if (java.nio.file.Files.exists(Path.of("/usr/include/openssl/ssl.h"))) {
+            builds.add(java.util.List.of("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-DJOBS_WITH_OPENSSL", "-o",
+                    dir.resolve("jobs_example_tls").toString(), sources.resolve("jobs_example.c").toString(),
+                    sources.resolve("jobs_client.c").toString(), "-lssl", "-lcrypto"));
+        }
+        for (java.util.List<String> build : builds) {
+            Process gcc = new ProcessBuilder(build).redirectErrorStream(true).start();
+            String compiled = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(gcc.waitFor()).as(compiled).isZero();
+        }
+        return binary;
     }
 
     private static void assertRefusedThenClosed(int port, byte[] frame, int code) throws IOException {
