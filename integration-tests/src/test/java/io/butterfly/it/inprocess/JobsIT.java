@@ -30,7 +30,7 @@ import tools.jackson.databind.JsonNode;
  * and gets the same bytes, generated through the cluster; malformed frames are answered with ERROR frames and the
  * listener goes on serving; a RESULT is acknowledged once and readable over REST.
  */
-class JobsIT {
+public class JobsIT {
 
     @TempDir
     Path work;
@@ -157,7 +157,7 @@ class JobsIT {
     }
 
     /** The example compiled into {@code dir} (once). */
-    static Path compileCClient(Path dir) throws Exception {
+    public static Path compileCClient(Path dir) throws Exception {
         Path sources = Path.of("..", "examples", "jobs-client").toAbsolutePath().normalize();
         Path binary = dir.resolve("jobs_example");
         if (java.nio.file.Files.exists(binary)) {
