@@ -225,10 +225,23 @@ function renderTransitions(list) {
     el('td', {}, badge(t.from), ' → ', badge(t.to)), el('td', {text: t.trigger}))));
 }
 
+// batch jobs' progress (docs/jobs.md): positions of the steps begun, from the replicated state
+function renderJobs(list) {
+  const rows = list.map(j => {
+    const p = j.progress || {};
+    return el('tr', {}, el('td', {text: j.id}), el('td', {text: j.samples}), el('td', {text: j.batch_size}),
+      el('td', {text: p.done}), el('td', {text: p.leased}), el('td', {text: p.pending}), el('td', {text: p.results}),
+      el('td', {text: (p.results_per_second ?? 0).toFixed(2)}));
+  });
+  $('job-rows').replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', {text: 'none defined'}))]));
+}
+
 async function poll() {
   try {
-    const [state, serving, transitions] = await Promise.all([getJson('/api/v1/system/state'),
-      getJson('/api/v1/serving'), getJson('/api/v1/system/transitions?limit=12')]);
+    const [state, serving, transitions, jobs] = await Promise.all([getJson('/api/v1/system/state'),
+      getJson('/api/v1/serving'), getJson('/api/v1/system/transitions?limit=12'),
+      getJson('/api/v1/jobs').catch(() => ({jobs: []}))]);
+    renderJobs(jobs.jobs || []);
     if (!machine) machine = await getJson('/api/v1/system/machines/system');
     renderState(state);
     renderServing(serving);

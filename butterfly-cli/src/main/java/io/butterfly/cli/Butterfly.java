@@ -19,6 +19,7 @@ import io.butterfly.cli.cluster.UpCommand;
 import io.butterfly.cli.command.Commands;
 import io.butterfly.cli.generate.KeygenCommand;
 import io.butterfly.cli.generate.ModelCommand;
+import io.butterfly.cli.jobs.JobsCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -31,7 +32,7 @@ import picocli.CommandLine.Spec;
                 PsCommand.class, StatusCommand.class, GenerateCommand.class, ChatCommand.class, ModelCommand.class, KeygenCommand.class,
                 BenchCommand.class, DetectBenchCommand.class, FailoverBenchCommand.class, LoadBenchCommand.class,
                 ServeBenchCommand.class, ProfileCommand.class, ChaosBenchCommand.class, FaultScheduleCommand.class, SoakCommand.class,
-                BuildCommand.class},
+                BuildCommand.class, JobsCommand.class},
         footer = {"%n./butterfly help COMMAND shows a command's options. Logs and pids live under .butterfly/"
                 + " (BUTTERFLY_HOME); the coordinator's REST API is on http://127.0.0.1:8080 (plus BUTTERFLY_PORT_OFFSET)."})
 public final class Butterfly implements Runnable {

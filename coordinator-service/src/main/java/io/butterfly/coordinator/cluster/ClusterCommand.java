@@ -260,4 +260,54 @@ public sealed interface ClusterCommand {
             Objects.requireNonNull(job, "job");
         }
     }
+
+    /**
+     * A JOB_REQUEST's batch handed out (docs/jobs.md, leases): the one at {@code position}, or with
+     * {@link JobWork#ANY_POSITION} the one the reducer chooses (an expired lease first, then the next never handed
+     * out), leased to {@code holder} for {@code leaseMs}. Refused when nothing can be handed out.
+     */
+    record JobBatchLeased(String jobId, long step, long position, String holder, long leaseMs, long atMs)
+            implements ClusterCommand {
+        public JobBatchLeased {
+            Objects.requireNonNull(jobId, "jobId");
+            Objects.requireNonNull(holder, "holder");
+            if (leaseMs < 1) {
+                throw new IllegalArgumentException("leaseMs must be positive, was " + leaseMs);
+            }
+        }
+    }
+
+    /**
+     * A client's RESULT for a batch handed out, committed once (docs/jobs.md): refused if one is committed already, if
+     * the batch was never handed out, or past the job's results budget.
+     */
+    record JobResultRecorded(String jobId, long step, long position, byte[] data, long atMs) implements ClusterCommand {
+        public JobResultRecorded {
+            Objects.requireNonNull(jobId, "jobId");
+            data = data.clone();
+        }
+
+        @Override
+        public byte[] data() {
+            return data.clone();
+        }
+
+        // by value, as the log's round trip compares it
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof JobResultRecorded r && r.jobId.equals(jobId) && r.step == step && r.position == position
+                    && r.atMs == atMs && java.util.Arrays.equals(r.data, data);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(jobId, step, position, atMs) * 31 + java.util.Arrays.hashCode(data);
+        }
+
+        @Override
+        public String toString() {
+            return "JobResultRecorded[" + jobId + ", step=" + Long.toUnsignedString(step) + ", position="
+                    + Long.toUnsignedString(position) + ", " + data.length + " bytes]";
+        }
+    }
 }

@@ -121,6 +121,13 @@ public final class ClusterReducer {
             return s; // only the log index moves
         } else if (c instanceof ClusterCommand.JobDefined j) {
             return jobDefined(s, j.job());
+        } else if (c instanceof ClusterCommand.JobBatchLeased l) {
+            JobRecord job = jobNamed(s, l.jobId());
+            return s.withJobWork(job.id(), s.workOf(job.id()).lease(job, l.step(), l.position(), l.holder(), l.atMs(),
+                    l.leaseMs()));
+        } else if (c instanceof ClusterCommand.JobResultRecorded r) {
+            JobRecord job = jobNamed(s, r.jobId());
+            return s.withJobWork(job.id(), s.workOf(job.id()).record(job, r.step(), r.position(), r.data(), r.atMs()));
         }
         throw new IllegalArgumentException("unknown command " + c);
     }
@@ -586,5 +593,13 @@ public final class ClusterReducer {
         java.util.Map<String, JobRecord> next = new java.util.LinkedHashMap<>(s.jobs());
         next.put(job.id(), job);
         return s.withJobs(next);
+    }
+
+    private static JobRecord jobNamed(ClusterState s, String jobId) {
+        JobRecord job = s.jobs().get(jobId);
+        if (job == null) {
+            throw new IllegalArgumentException("no job " + jobId);
+        }
+        return job;
     }
 }

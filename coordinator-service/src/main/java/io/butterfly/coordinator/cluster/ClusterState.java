@@ -25,12 +25,14 @@ import java.util.Optional;
  * @param draining         nodes an operator asked to drain, in the order asked: planned away, then they leave
  * @param jobs             batch jobs by id, in the order defined (docs/jobs.md): their metadata only, the datasets'
  *                         bytes stay out of the log
+ * @param jobWork          per job id, its batches handed out and its results (a job absent: nothing yet)
  */
 public record ClusterState(SystemState system, long epoch, String modelId, String merkleRoot, int expectedWorkers,
                            String statusMessage, Map<String, NodeRecord> nodes, List<String> pipeline,
                            Map<String, TaskRecord> tasks, long lastAppliedIndex, BootstrapChecks checks,
                            List<CheckpointRecord> checkpoints, ClusterConfig config, List<EpochPlan> plans,
-                           Recovery recovery, List<String> draining, Map<String, JobRecord> jobs) {
+                           Recovery recovery, List<String> draining, Map<String, JobRecord> jobs,
+                           Map<String, JobWork> jobWork) {
 
     /** Checkpoints kept in the state (the oldest are dropped). */
     public static final int MAX_CHECKPOINTS = 16;
@@ -46,26 +48,27 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
         plans = plans == null ? List.of() : List.copyOf(plans);
         draining = draining == null ? List.of() : List.copyOf(draining);
         jobs = jobs == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(jobs));
+        jobWork = jobWork == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(jobWork));
     }
 
     public static ClusterState initial() {
         return new ClusterState(SystemState.UNINITIALIZED, 0, null, null, 0, "waiting for bootstrap",
-                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of(), null, List.of(), null, List.of(), Map.of());
+                Map.of(), List.of(), Map.of(), 0, BootstrapChecks.NONE, List.of(), null, List.of(), null, List.of(), Map.of(), Map.of());
     }
 
     ClusterState withSystem(SystemState next, String message) {
         return new ClusterState(next, epoch, modelId, merkleRoot, expectedWorkers, message, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
+                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withModel(String model, String root, int workers) {
         return new ClusterState(system, epoch, model, root, workers, statusMessage, nodes, pipeline, tasks,
-                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
+                lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withNodes(Map<String, NodeRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, next, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withNode(NodeRecord node) {
@@ -76,52 +79,64 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
 
     ClusterState withAssignment(long nextEpoch, List<String> nextPipeline, Map<String, NodeRecord> nextNodes) {
         return new ClusterState(system, nextEpoch, modelId, merkleRoot, expectedWorkers, statusMessage, nextNodes,
-                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
+                nextPipeline, tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withTasks(Map<String, TaskRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                next, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs);
+                next, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withIndex(long index) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, index, checks, checkpoints, config, plans, recovery, draining, jobs);
+                tasks, index, checks, checkpoints, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withCheckpoints(List<CheckpointRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, next, config, plans, recovery, draining, jobs);
+                tasks, lastAppliedIndex, checks, next, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withChecks(BootstrapChecks next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, next, checkpoints, config, plans, recovery, draining, jobs);
+                tasks, lastAppliedIndex, next, checkpoints, config, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withConfig(ClusterConfig next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, next, plans, recovery, draining, jobs);
+                tasks, lastAppliedIndex, checks, checkpoints, next, plans, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withPlans(List<EpochPlan> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, next, recovery, draining, jobs);
+                tasks, lastAppliedIndex, checks, checkpoints, config, next, recovery, draining, jobs, jobWork);
     }
 
     ClusterState withRecovery(Recovery next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, plans, next, draining, jobs);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, next, draining, jobs, jobWork);
     }
 
     ClusterState withDraining(List<String> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, next, jobs);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, next, jobs, jobWork);
     }
 
     ClusterState withJobs(Map<String, JobRecord> next) {
         return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
-                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, next);
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, next, jobWork);
+    }
+
+    ClusterState withJobWork(String jobId, JobWork work) {
+        Map<String, JobWork> next = new LinkedHashMap<>(jobWork);
+        next.put(jobId, work);
+        return new ClusterState(system, epoch, modelId, merkleRoot, expectedWorkers, statusMessage, nodes, pipeline,
+                tasks, lastAppliedIndex, checks, checkpoints, config, plans, recovery, draining, jobs, next);
+    }
+
+    /** What became of the job's batches so far. */
+    public JobWork workOf(String jobId) {
+        return jobWork.getOrDefault(jobId, JobWork.EMPTY);
     }
 
     /** The stages of the current plan, in pipeline order (none before the first plan). */

@@ -17,14 +17,26 @@ import java.util.regex.Pattern;
  * @param topP          nucleus mass in (0, 1]
  * @param topK          draw from the k most likely only (0: all)
  * @param definedAtMs   when it was defined
+ * @param maxResultBytes the results the control log keeps for it, at most (docs/jobs.md: what is replicated); 0 in a
+ *                       log written before it: {@link #DEFAULT_MAX_RESULT_BYTES}
  */
 public record JobRecord(String id, String datasetSha256, long samples, int batchSize, long seed, int maxTokens,
-                        double temperature, double topP, int topK, long definedAtMs) {
+                        double temperature, double topP, int topK, long definedAtMs, long maxResultBytes) {
+
+    /** butterfly.coordinator.jobs.max-result-bytes' default. */
+    public static final long DEFAULT_MAX_RESULT_BYTES = 64L << 20;
 
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9-]{0,63}");
     private static final Pattern SHA256 = Pattern.compile("[0-9a-f]{64}");
 
+    public JobRecord(String id, String datasetSha256, long samples, int batchSize, long seed, int maxTokens,
+                     double temperature, double topP, int topK, long definedAtMs) {
+        this(id, datasetSha256, samples, batchSize, seed, maxTokens, temperature, topP, topK, definedAtMs,
+                DEFAULT_MAX_RESULT_BYTES);
+    }
+
     public JobRecord {
+        maxResultBytes = maxResultBytes <= 0 ? DEFAULT_MAX_RESULT_BYTES : maxResultBytes;
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(datasetSha256, "datasetSha256");
         if (!ID.matcher(id).matches()) {

@@ -7,6 +7,7 @@ import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.inference.Requester;
+import io.butterfly.coordinator.inference.engine.Sequence;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -33,7 +34,7 @@ public final class JobBatches {
 
     /** The dataset positions of the batch at {@code position}: at most the job's batch size, none past its end. */
     public static long batchEnd(JobRecord job, long position) {
-        return Math.min(job.samples(), position + job.batchSize());
+        return io.butterfly.coordinator.cluster.JobWork.batchEnd(job, position);
     }
 
     /**
@@ -45,7 +46,7 @@ public final class JobBatches {
     public CompletableFuture<byte[]> generate(JobRecord job, long step, long position) {
         List<DatasetEntry> entries = datasets.entries(job.datasetSha256())
                 .orElseThrow(() -> new DatasetUnavailableException(job));
-        Requester requester = new Requester("job:" + job.id(), true);
+        Requester requester = new Requester(Sequence.BACKGROUND_PREFIX + job.id(), true);
         List<InferenceService.Prepared> prepared = new ArrayList<>();
         List<Long> seeds = new ArrayList<>();
         for (long p = position; p < batchEnd(job, position); p++) {

@@ -94,7 +94,7 @@ class InvariantCheckerTest {
         ClusterState older = new ClusterState(ready.system(), ready.epoch() - 1, ready.modelId(), ready.merkleRoot(),
                 ready.expectedWorkers(), ready.statusMessage(), ready.nodes(), ready.pipeline(), ready.tasks(),
                 ready.lastAppliedIndex(), ready.checks(), ready.checkpoints(), ready.config(), ready.plans(),
-                ready.recovery(), ready.draining(), ready.jobs());
+                ready.recovery(), ready.draining(), ready.jobs(), ready.jobWork());
         assertThat(broken(checker.check(new InvariantInputs(older, ONE_LEADER, null, NOW, 2000))))
                 .contains(Invariant.EPOCH_MONOTONICITY);
     }
@@ -149,6 +149,6 @@ class InvariantCheckerTest {
         nodes.put(id, changed);
         return new ClusterState(s.system(), s.epoch(), s.modelId(), s.merkleRoot(), s.expectedWorkers(),
                 s.statusMessage(), nodes, s.pipeline(), s.tasks(), s.lastAppliedIndex(), s.checks(), s.checkpoints(), s.config(),
-                s.plans(), s.recovery(), s.draining(), s.jobs());
+                s.plans(), s.recovery(), s.draining(), s.jobs(), s.jobWork());
     }
 }

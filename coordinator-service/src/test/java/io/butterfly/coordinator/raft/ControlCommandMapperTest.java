@@ -67,7 +67,11 @@ class ControlCommandMapperTest {
                 new ClusterCommand.NoOp("coordinator-" + rnd.nextInt(3), rnd.nextInt(100), at),
                 new ClusterCommand.JobDefined(new JobRecord("job-" + rnd.nextInt(99), "ab".repeat(32),
                         1 + rnd.nextInt(1000), 1 + rnd.nextInt(64), rnd.nextLong(), 1 + rnd.nextInt(256),
-                        rnd.nextDouble() * 2, 0.5 + rnd.nextDouble() / 2, rnd.nextInt(50), at), at));
+                        rnd.nextDouble() * 2, 0.5 + rnd.nextDouble() / 2, rnd.nextInt(50), at), at),
+                new ClusterCommand.JobBatchLeased("job-" + s, rnd.nextLong(), rnd.nextBoolean() ? -1 : rnd.nextInt(99),
+                        "coordinator/" + s, 1 + rnd.nextInt(600_000), at),
+                new ClusterCommand.JobResultRecorded("job-" + s, rnd.nextLong(), rnd.nextInt(99),
+                        ("result " + s).getBytes(java.nio.charset.StandardCharsets.UTF_8), at));
     }
 
     @Test
@@ -100,7 +104,7 @@ class ControlCommandMapperTest {
 
     private static ClusterCommand anyCommand(Random r) {
         long at = anyLong(r);
-        return switch (r.nextInt(25)) {
+        return switch (r.nextInt(27)) {
             case 0 -> new ClusterCommand.Bootstrap(text(r), 1 + r.nextInt(Integer.MAX_VALUE), at);
             case 1 -> new ClusterCommand.ConfigChange(new io.butterfly.coordinator.cluster.ClusterConfig(text(r),
                     r.nextInt(), r.nextInt(), r.nextInt(), text(r)), at);
@@ -135,7 +139,14 @@ class ControlCommandMapperTest {
             case 23 -> new ClusterCommand.JobDefined(new JobRecord("j" + r.nextInt(1000), "0f".repeat(32),
                     1 + r.nextInt(Integer.MAX_VALUE), 1 + r.nextInt(Integer.MAX_VALUE), anyLong(r),
                     1 + r.nextInt(Integer.MAX_VALUE), r.nextBoolean() ? 0.0 : r.nextDouble() * 1e6, Math.nextUp(0.0)
-                    + r.nextDouble() * (1 - Math.nextUp(0.0)), r.nextInt(Integer.MAX_VALUE), at), at);
+                    + r.nextDouble() * (1 - Math.nextUp(0.0)), r.nextInt(Integer.MAX_VALUE), at, Math.max(1, anyLong(r))), at);
+            case 24 -> new ClusterCommand.JobBatchLeased("j" + r.nextInt(1000), anyLong(r), anyLong(r), text(r),
+                    1 + r.nextInt(Integer.MAX_VALUE), at);
+            case 25 -> {
+                byte[] data = new byte[r.nextInt(300)];
+                r.nextBytes(data);
+                yield new ClusterCommand.JobResultRecorded("j" + r.nextInt(1000), anyLong(r), anyLong(r), data, at);
+            }
             default -> new ClusterCommand.NoOp(text(r), anyLong(r), at);
         };
     }

@@ -30,7 +30,7 @@ import tools.jackson.databind.JsonNode;
  * and gets the same bytes, generated through the cluster; malformed frames are answered with ERROR frames and the
  * listener goes on serving; a RESULT is acknowledged once and readable over REST.
  */
-class JobsIT {
+public class JobsIT {
 
     @TempDir
     Path work;
@@ -105,37 +105,78 @@ class JobsIT {
                 assertThat(ack[10 + 24]).isEqualTo((byte) 1);
                 byte[] again = exchange(s, 4, resultFrame(42, 0, 0, "other".getBytes(StandardCharsets.UTF_8)));
                 assertThat(again[10 + 24]).isEqualTo((byte) 0);
+                // a result for a batch no replica handed out: refused (NOT_HANDED_OUT)
+                assertThat(errorCode(exchange(s, 3, resultFrame(42, 7, 0, result)))).isEqualTo(12);
             }
             String printed = runCClient(port, "42", "0", "1", "c-client-result");
             assertThat(printed).contains("batch seed=42 step=0 position=1 samples=3", "sample 1 seed="
                     + Long.toUnsignedString(SampleSeeds.of(42, 0, 1)), "sample 3 seed=", "result stored");
 
-            JsonNode results = cluster.get("/api/v1/jobs/gen/results").json();
-            assertThat(results.path("results").size()).isEqualTo(2);
-            assertThat(Base64.getDecoder().decode(results.path("results").get(0).path("data").asString()))
+            ClusterApi.Reply results = cluster.get("/api/v1/jobs/gen/results");
+            assertThat(results.contentType()).startsWith("application/x-ndjson");
+            java.util.List<JsonNode> lines = results.body().lines().map(l -> ClusterApi.JSON.readTree(l)).toList();
+            assertThat(lines).hasSize(2);
+            assertThat(Base64.getDecoder().decode(lines.get(0).path("result").asString()))
                     .isEqualTo("score=0.5".getBytes(StandardCharsets.UTF_8));
-            assertThat(Base64.getDecoder().decode(results.path("results").get(1).path("data").asString()))
+            assertThat(lines.get(0).path("samples").get(1).path("prompt").asString()).isEqualTo("Once upon a time");
+            assertThat(lines.get(0).path("samples").get(1).path("seed").asString())
+                    .isEqualTo(Long.toUnsignedString(SampleSeeds.of(42, 0, 1)));
+            assertThat(lines.get(1).path("position").asLong()).isEqualTo(1);
+            assertThat(Base64.getDecoder().decode(lines.get(1).path("result").asString()))
                     .isEqualTo("c-client-result".getBytes(StandardCharsets.UTF_8));
-            assertThat(cluster.get("/api/v1/jobs/gen").json().path("results").asInt()).isEqualTo(2);
+            JsonNode progress = cluster.get("/api/v1/jobs/gen").json().path("progress");
+            assertThat(progress.path("results").asInt()).isEqualTo(2);
+            assertThat(progress.path("done").asInt()).isEqualTo(4); // the batches at 0 and at 1: positions 0 to 3
+
+            // the example asking for any batch of step 5: the coordinator hands out 0 then 3, then there is none left
+            String any = runCClient(port, "42", "5", "any", "from-any", "2");
+            assertThat(any).contains("batch seed=42 step=5 position=0 samples=3", "batch seed=42 step=5 position=3"
+                    + " samples=2").containsOnlyOnce("result stored\nbatch").endsWith("result stored\n");
+            assertThat(runCClient(port, 2, "42", "5", "any")).contains("ERROR 13");
             cluster.checkNoServiceDied();
         }
     }
 
-    /** examples/jobs-client/jobs_client.c, compiled with the machine's C compiler and run: what it printed. */
+    /**
+     * examples/jobs-client's example program on the client library (jobs_client.h, jobs_client.c), compiled with the
+     * machine's C compiler (and its OpenSSL variant too, when OpenSSL's headers are there) and run: what it printed.
+     */
     private String runCClient(int port, String... args) throws Exception {
-        Path source = Path.of("..", "examples", "jobs-client", "jobs_client.c").toAbsolutePath().normalize();
-        Path binary = work.resolve("jobs_client");
-        Process gcc = new ProcessBuilder("gcc", "-O2", "-Wall", "-Werror", "-o", binary.toString(), source.toString())
-                .redirectErrorStream(true).start();
-        String compiled = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(gcc.waitFor()).as(compiled).isZero();
+        return runCClient(port, 0, args);
+    }
+
+    String runCClient(int port, int expectedExit, String... args) throws Exception {
+        Path binary = compileCClient(work);
         java.util.List<String> command = new java.util.ArrayList<>(java.util.List.of(binary.toString(), "127.0.0.1",
                 String.valueOf(port)));
         command.addAll(java.util.List.of(args));
         Process client = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(client.waitFor()).as(out).isZero();
+        assertThat(client.waitFor()).as(out).isEqualTo(expectedExit);
         return out;
+    }
+
+    /** The example compiled into {@code dir} (once). */
+    public static Path compileCClient(Path dir) throws Exception {
+        Path sources = Path.of("..", "examples", "jobs-client").toAbsolutePath().normalize();
+        Path binary = dir.resolve("jobs_example");
+        if (java.nio.file.Files.exists(binary)) {
+            return binary;
+        }
+        java.util.List<java.util.List<String>> builds = new java.util.ArrayList<>();
+        builds.add(java.util.List.of("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", binary.toString(),
+                sources.resolve("jobs_example.c").toString(), sources.resolve("jobs_client.c").toString()));
+        if (java.nio.file.Files.exists(Path.of("/usr/include/openssl/ssl.h"))) {
+            builds.add(java.util.List.of("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-DJOBS_WITH_OPENSSL", "-o",
+                    dir.resolve("jobs_example_tls").toString(), sources.resolve("jobs_example.c").toString(),
+                    sources.resolve("jobs_client.c").toString(), "-lssl", "-lcrypto"));
+        }
+        for (java.util.List<String> build : builds) {
+            Process gcc = new ProcessBuilder(build).redirectErrorStream(true).start();
+            String compiled = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(gcc.waitFor()).as(compiled).isZero();
+        }
+        return binary;
     }
 
     private static void assertRefusedThenClosed(int port, byte[] frame, int code) throws IOException {
@@ -147,7 +188,7 @@ class JobsIT {
     }
 
     /** Sends a frame and reads the answer's whole frame, which must have {@code opcode}. */
-    private static byte[] exchange(Socket s, int opcode, byte[] frame) throws IOException {
+    static byte[] exchange(Socket s, int opcode, byte[] frame) throws IOException {
         s.setSoTimeout(120_000);
         OutputStream out = s.getOutputStream();
         out.write(frame);
@@ -159,16 +200,18 @@ class JobsIT {
         int length = ByteBuffer.wrap(header, 6, 4).getInt();
         byte[] answer = Arrays.copyOf(header, 10 + length);
         in.readFully(answer, 10, length);
-        assertThat(header[5]).as("opcode of %s", Arrays.toString(answer)).isEqualTo((byte) opcode);
+        if (opcode >= 0) { // a negative one: any
+            assertThat(header[5]).as("opcode of %s", Arrays.toString(answer)).isEqualTo((byte) opcode);
+        }
         return answer;
     }
 
-    private static int errorCode(byte[] frame) {
+    static int errorCode(byte[] frame) {
         return ByteBuffer.wrap(frame, 10, 2).getShort() & 0xFFFF;
     }
 
     /** Each sample's position and seed, read from a JOB_RESPONSE as docs/jobs.md lays its payload out. */
-    private static java.util.List<Long> samplePositionsAndSeeds(byte[] response) {
+    static java.util.List<Long> samplePositionsAndSeeds(byte[] response) {
         ByteBuffer in = ByteBuffer.wrap(response, 10 + 24, response.length - 34);
         int size = in.getInt();
         assertThat(size).isEqualTo(response.length - 38);
@@ -186,16 +229,16 @@ class JobsIT {
         return out;
     }
 
-    private static byte[] request(long seed, long step, long position) {
+    static byte[] request(long seed, long step, long position) {
         return frame(0, ByteBuffer.allocate(24).putLong(seed).putLong(step).putLong(position).array());
     }
 
-    private static byte[] resultFrame(long seed, long step, long position, byte[] data) {
+    static byte[] resultFrame(long seed, long step, long position, byte[] data) {
         return frame(1, ByteBuffer.allocate(28 + data.length).putLong(seed).putLong(step).putLong(position)
                 .putInt(data.length).put(data).array());
     }
 
-    private static byte[] frame(int opcode, byte[] payload) {
+    static byte[] frame(int opcode, byte[] payload) {
         return ByteBuffer.allocate(10 + payload.length).put("JOBS".getBytes(StandardCharsets.US_ASCII)).put((byte) 1)
                 .put((byte) opcode).putInt(payload.length).put(payload).array();
     }

@@ -7,13 +7,19 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.jobs.JobBatches;
 import io.butterfly.coordinator.jobs.JobsProtocol;
-import io.butterfly.coordinator.jobs.ResultStore;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Clock;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** Batch jobs (docs/jobs.md): the dataset store, the batches, the results, and the JOBS port when enabled. */
+/** Batch jobs (docs/jobs.md): the dataset store, the batches, their progress, and the JOBS port when enabled. */
 @Configuration
 public class JobsConfiguration {
 
@@ -22,15 +28,28 @@ public class JobsConfiguration {
         return new FileDatasetStore(jobs.datasetDir(props.dataDir()));
     }
 
-    @Bean
-    ResultStore resultStore(JobsProperties jobs, Clock clock) {
-        return new ResultStore(jobs.maxResultBytes().toBytes(), clock::millis);
+    /** Where the JOBS port's control-log commits wait (never on the event loop). */
+    @Bean(destroyMethod = "shutdownNow")
+    ExecutorService jobsCommits(JobsProperties jobs) {
+        AtomicInteger n = new AtomicInteger();
+        return Executors.newFixedThreadPool(jobs.commitThreads(), r -> {
+            Thread t = new Thread(r, "jobs-commit-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     @Bean
     JobsProtocol jobsProtocol(ControlLog control, InferenceService inference, FileDatasetStore datasets,
-                              ResultStore results, CoordinatorProperties props) {
-        return new JobsProtocol(control, new JobBatches(inference, datasets, props.maxPromptChars()), results);
+                              JobsProperties jobs, CoordinatorProperties props, Clock clock,
+                              @Qualifier("jobsCommits") ExecutorService commits) {
+        return new JobsProtocol(control, new JobBatches(inference, datasets, props.maxPromptChars()),
+                commits, clock::millis, jobs.lease().toMillis(), props.nodeId());
+    }
+
+    @Bean
+    JobsMetrics jobsMetrics(ControlLog control, ObjectProvider<MeterRegistry> meters, Clock clock) {
+        return new JobsMetrics(control, meters.getIfAvailable(SimpleMeterRegistry::new), clock);
     }
 
     @Bean(destroyMethod = "close")

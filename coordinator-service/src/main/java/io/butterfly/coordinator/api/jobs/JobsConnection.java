@@ -35,7 +35,7 @@ final class JobsConnection extends ChannelInboundHandlerAdapter {
         if (frame instanceof FrameException refused) {
             send(ctx, CompletableFuture.completedFuture(refused.toMessage()), refused.error().closes());
         } else {
-            send(ctx, protocol.answer((JobsMessage) frame), false);
+            send(ctx, protocol.answer((JobsMessage) frame, ctx.channel().id().asShortText()), false);
         }
     }
 

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import io.butterfly.common.api.BatchJob;
 import io.butterfly.common.api.BatchJobs;
 import io.butterfly.common.api.JobDataset;
-import io.butterfly.common.api.JobResults;
+import io.butterfly.common.api.JobResultLine;
 import io.butterfly.common.web.audit.AuditLog;
 import io.butterfly.coordinator.api.jobs.FileDatasetStore;
 import io.butterfly.coordinator.cluster.ClusterCommand;
@@ -13,7 +13,15 @@ import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.config.JobsProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.InvalidRequestException;
-import io.butterfly.coordinator.jobs.ResultStore;
+import io.butterfly.coordinator.cluster.JobResult;
+import io.butterfly.coordinator.cluster.JobWork;
+import io.butterfly.coordinator.jobs.DatasetEntry;
+import io.butterfly.coordinator.jobs.JobProgress;
+import io.butterfly.coordinator.jobs.SampleSeeds;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
 import java.net.URI;
 import java.time.Clock;
 import java.time.Instant;
@@ -28,12 +36,15 @@ import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Batch jobs (docs/jobs.md), defined by an operator (admin key): {@code POST /api/v1/jobs/datasets} imports a JSONL
  * dataset into the dataset store and names it by its SHA-256; {@code POST /api/v1/jobs} defines a job over it, which
  * the control log replicates (its metadata and the dataset's SHA-256, never the dataset). JOBS clients then pull its
- * batches from the JOBS port; {@code GET /api/v1/jobs/{id}/results} answers the RESULTs this replica received.
+ * batches from the JOBS port; {@code GET /api/v1/jobs/{id}/results} streams the RESULTs the control log committed,
+ * as JSONL, from this replica's copy of the replicated state.
  */
 @RestController
 @RequestMapping("/api/v1/jobs")
@@ -41,16 +52,16 @@ public class JobsController {
 
     private final ControlLog control;
     private final FileDatasetStore datasets;
-    private final ResultStore results;
+    private final JsonMapper json;
     private final Clock clock;
     private final JobsProperties jobs;
     private final CoordinatorProperties props;
 
-    public JobsController(ControlLog control, FileDatasetStore datasets, ResultStore results, Clock clock,
+    public JobsController(ControlLog control, FileDatasetStore datasets, JsonMapper json, Clock clock,
                           JobsProperties jobs, CoordinatorProperties props) {
         this.control = control;
         this.datasets = datasets;
-        this.results = results;
+        this.json = json;
         this.clock = clock;
         this.jobs = jobs;
         this.props = props;
@@ -99,13 +110,39 @@ public class JobsController {
         return view(job(id));
     }
 
-    @GetMapping("/{id}/results")
-    public JobResults results(@PathVariable("id") String id) {
+    /**
+     * The job's results, by step then position, a JSON line each ({@link JobResultLine}), written as they are read from
+     * one immutable copy of the replicated state: a replica answers every result committed up to it.
+     */
+    @GetMapping(path = "/{id}/results", produces = "application/x-ndjson")
+    public ResponseEntity<StreamingResponseBody> results(@PathVariable("id") String id) {
         JobRecord job = job(id);
-        return new JobResults(job.id(), props.nodeId(), results.of(job.id()).stream()
-                .map(r -> new JobResults.Result(r.step(), r.position(), r.data().length,
-                        Base64.getEncoder().encodeToString(r.data()), Instant.ofEpochMilli(r.receivedAtMs()).toString()))
-                .toList());
+        List<JobResult> results = new ArrayList<>(control.state().workOf(job.id()).results().values());
+        results.sort(Comparator.comparing(JobResult::step, Long::compareUnsigned)
+                .thenComparing(JobResult::position, Long::compareUnsigned));
+        Optional<List<DatasetEntry>> entries = datasets.entries(job.datasetSha256());
+        StreamingResponseBody body = out -> {
+            for (JobResult r : results) {
+                out.write(json.writeValueAsBytes(line(job, r, entries)));
+                out.write('\n');
+            }
+        };
+        return ResponseEntity.ok().contentType(MediaType.parseMediaType("application/x-ndjson")).body(body);
+    }
+
+    private static JobResultLine line(JobRecord job, JobResult r, Optional<List<DatasetEntry>> entries) {
+        List<JobResultLine.Sample> samples = new ArrayList<>();
+        if (entries.isPresent()) {
+            for (long p = r.position(); p < JobWork.batchEnd(job, r.position()); p++) {
+                DatasetEntry e = entries.get().get((int) p);
+                samples.add(new JobResultLine.Sample(p, Long.toUnsignedString(SampleSeeds.of(job.seed(), r.step(), p)),
+                        e.prompt(), e.messages() == null ? null : e.messages().stream()
+                        .map(m -> new JobResultLine.Message(m.role(), m.content(), m.name())).toList()));
+            }
+        }
+        return new JobResultLine(job.id(), job.seed(), r.step(), r.position(),
+                Instant.ofEpochMilli(r.recordedAtMs()).toString(), r.size(),
+                Base64.getEncoder().encodeToString(r.data()), samples);
     }
 
     private JobRecord job(String id) {
@@ -117,9 +154,11 @@ public class JobsController {
     }
 
     private BatchJob view(JobRecord j) {
+        JobProgress p = JobProgress.of(j, control.state().workOf(j.id()), clock.millis());
         return new BatchJob(j.id(), j.datasetSha256(), j.samples(), j.batchSize(), j.seed(), j.maxTokens(),
                 j.temperature(), j.topP(), j.topK(), Instant.ofEpochMilli(j.definedAtMs()).toString(),
-                results.of(j.id()).size());
+                j.maxResultBytes(), new BatchJob.Progress(p.steps(), p.done(), p.leased(), p.pending(), p.results(),
+                p.resultBytes(), p.resultsPerSecond()));
     }
 
     /** Each refusal names its field; the reducer then refuses only a job defined meanwhile at another replica. */
@@ -164,6 +203,6 @@ public class JobsController {
             throw new InvalidRequestException("top_k", "top_k is >= 0 (0: every token)");
         }
         return new JobRecord(b.id(), b.datasetSha256(), samples, b.batchSize(), b.seed(), maxTokens, temperature, topP,
-                topK, clock.millis());
+                topK, clock.millis(), jobs.maxResultBytes().toBytes());
     }
 }

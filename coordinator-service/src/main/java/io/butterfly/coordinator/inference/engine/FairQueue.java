@@ -26,13 +26,16 @@ final class FairQueue {
     }
 
     /**
-     * The head of the first tenant in turn order that {@code eligible} admits (a tenant at its running cap is passed
-     * over, keeping its turn), or null.
+     * The head of the first interactive tenant in turn order that {@code eligible} admits (a tenant at its running cap
+     * is passed over, keeping its turn); only when there is none, the first such background tenant's
+     * ({@link Sequence#background}: batch jobs take turns among themselves, below every interactive request); or null.
      */
     Sequence next(Predicate<String> eligible) {
-        for (Map.Entry<String, Deque<Sequence>> e : byTenant.entrySet()) {
-            if (eligible.test(e.getKey())) {
-                return e.getValue().peek();
+        for (boolean background : new boolean[] {false, true}) {
+            for (Map.Entry<String, Deque<Sequence>> e : byTenant.entrySet()) {
+                if (Sequence.background(e.getKey()) == background && eligible.test(e.getKey())) {
+                    return e.getValue().peek();
+                }
             }
         }
         return null;

@@ -16,7 +16,9 @@ import java.util.Set;
  * Waiting sequences start while there is room (sequences, and KV cache on every stage), API keys taking turns
  * ({@link FairQueue}: with K keys waiting, a request starts after at most K - 1 starts of other keys once it heads its
  * key's queue, whatever their bursts) and each key running at most {@code max-running-per-key}; within a key, in
- * arrival order. The one whose turn it is but does not fit yet keeps the others waiting too. With several micro-batches in flight, a micro-batch takes at
+ * arrival order. Batch jobs' sequences are background work: they start only when no interactive request may, and hold
+ * at most half of {@code max-num-seqs} (docs/jobs.md, priority). The one whose turn it is but does not fit yet keeps
+ * the others waiting too. With several micro-batches in flight, a micro-batch takes at
  * most its share of the running decodes, so the running sequences spread over the micro-batches and every stage has
  * work.
  *
@@ -158,9 +160,24 @@ public final class Scheduler {
         return new MicroBatch(nextBatchId++, chunks);
     }
 
-    /** Whether {@code key} may start one more sequence: below its running cap (requests without a key: always). */
+    /**
+     * Whether {@code key} may start one more sequence: below its running cap (requests without a key: always), and for
+     * background work (batch jobs) while background sequences hold less than half of {@code max-num-seqs}, so an
+     * interactive request arriving finds a free slot rather than waiting for a batch's generations to end.
+     */
     private boolean mayStartMore(String key) {
+        if (Sequence.background(key) && backgroundRunning() >= Math.max(1, settings.maxNumSeqs() / 2)) {
+            return false;
+        }
         return Sequence.ANONYMOUS.equals(key) || runningByKey.getOrDefault(key, 0) < settings.maxRunningPerKey();
+    }
+
+    private int backgroundRunning() {
+        int n = 0;
+        for (Map.Entry<String, Integer> e : runningByKey.entrySet()) {
+            n += Sequence.background(e.getKey()) ? e.getValue() : 0;
+        }
+        return n;
     }
 
     private static Chunk chunk(Sequence s, int n) {

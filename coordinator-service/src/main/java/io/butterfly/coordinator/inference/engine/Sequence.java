@@ -47,6 +47,16 @@ public final class Sequence {
 
     /** The tenant of requests without an API key (no keys set): one, which per-key limits do not bind. */
     public static final String ANONYMOUS = "";
+    /**
+     * Tenants named so are background work, batch jobs' samples (docs/jobs.md): they start only when no interactive
+     * request may start, and hold at most half the engine's sequences.
+     */
+    public static final String BACKGROUND_PREFIX = "job:";
+
+    /** Whether the tenant's sequences are background work ({@link #BACKGROUND_PREFIX}). */
+    public static boolean background(String tenant) {
+        return tenant.startsWith(BACKGROUND_PREFIX);
+    }
 
     private final String id;
     private final String tenant;

@@ -22,8 +22,12 @@ public enum WireError {
     UNAVAILABLE(9, false),
     /** A sample's generation failed (the message says why). */
     GENERATION_FAILED(10, false),
-    /** The results kept for the job reached their bound (butterfly.coordinator.jobs.max-results). */
-    RESULTS_FULL(11, false);
+    /** The results kept for the job reached its bound ({@code max_result_bytes}). */
+    RESULTS_FULL(11, false),
+    /** A RESULT for a batch no replica handed out. */
+    NOT_HANDED_OUT(12, false),
+    /** A request for any batch of a step whose every batch has a result: nothing is left to do in it. */
+    STEP_COMPLETE(13, false);
 
     private final int code;
     private final boolean closes;

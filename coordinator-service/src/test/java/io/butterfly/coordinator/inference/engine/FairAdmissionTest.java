@@ -44,6 +44,25 @@ class FairAdmissionTest {
                 .containsExactly("a0", "b0", "a1", "a2");
     }
 
+    /** docs/jobs.md, priority: a job's samples start below every interactive request and hold half the slots. */
+    @Test
+    void batchJobSamplesStartAfterInteractiveRequestsAndHoldAtMostHalfTheSlots() {
+        Scheduler s = new Scheduler(new SchedulerSettings(8, 512, 32, 400, 1, 8, 400));
+        for (int i = 0; i < 20; i++) {
+            s.add(seq("j" + i, Sequence.BACKGROUND_PREFIX + "gen"));
+        }
+        s.add(seq("k0", "key-a"));
+        s.add(seq("n0", Sequence.ANONYMOUS));
+        assertThat(started(s.next())).as("the interactive ones first, then the job's up to half of 8")
+                .containsExactly("k0", "n0", "j0", "j1", "j2", "j3");
+        s.add(seq("k1", "key-a"));
+        assertThat(started(s.next())).as("a later interactive request finds a slot; the job stays at 4")
+                .contains("k1").doesNotContain("j4");
+        assertThat(s.running()).isEqualTo(7);
+        s.remove(s.get("j0"));
+        assertThat(started(s.next())).as("a job sample ended: another of the job's starts").contains("j4");
+    }
+
     @Test
     void aKeyAtItsRunningCapWaitsWhileTheSlotsGoToOthers() {
         Scheduler s = new Scheduler(new SchedulerSettings(8, 512, 32, 400, 1, 2, 400));
