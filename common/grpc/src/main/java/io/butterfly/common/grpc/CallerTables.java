@@ -34,6 +34,8 @@ public final class CallerTables {
             .allow(WorkerServiceGrpc.getDismissMethod(), NodeRole.COORDINATOR)
             .allow(WorkerServiceGrpc.getStepsMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
             .allow(WorkerServiceGrpc.getReleaseMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
+            // a stage's worker asks the workers holding its other expert groups (docs/sharding.md)
+            .allow(WorkerServiceGrpc.getExpertsMethod(), NodeRole.WORKER)
             .build();
 
     /**

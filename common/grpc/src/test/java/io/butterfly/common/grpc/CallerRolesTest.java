@@ -29,6 +29,7 @@ class CallerRolesTest {
                 .allow(WorkerServiceGrpc.getReportChecksumsMethod(), NodeRole.COORDINATOR)
                 .allow(WorkerServiceGrpc.getApplyValidationMethod(), NodeRole.COORDINATOR)
                 .allow(WorkerServiceGrpc.getStepsMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
+                .allow(WorkerServiceGrpc.getExpertsMethod(), NodeRole.WORKER)
                 .anyCaller(WorkerServiceGrpc.getReleaseMethod());
     }
 
