@@ -77,8 +77,12 @@ public final class EngineCore implements AutoCloseable {
     private sealed interface Message {
     }
 
-    /** @param replay it carries on a task from its tokens so far (taken over, or its client came back) */
-    private record Submit(Sequence sequence, boolean replay) implements Message {
+    /**
+     * Sequences queued together: the loop takes them in one pass, so they can share the next micro-batch.
+     *
+     * @param replay they carry on tasks from their tokens so far (taken over, or a client came back)
+     */
+    private record Submit(List<Sequence> sequences, boolean replay) implements Message {
     }
 
     private record Cancel(Sequence sequence, String reason) implements Message {
@@ -160,10 +164,8 @@ public final class EngineCore implements AutoCloseable {
     /** Queues several sequences, all or none: the queue must hold them all. */
     public void submitAll(List<Sequence> all) {
         take(all.get(0).tenant(), all.size());
-        all.forEach(s -> {
-            s.outputs().submitted();
-            post(new Submit(s, false));
-        });
+        all.forEach(s -> s.outputs().submitted());
+        post(new Submit(List.copyOf(all), false));
     }
 
     /**
@@ -174,7 +176,7 @@ public final class EngineCore implements AutoCloseable {
     public void submitReplay(Sequence s) {
         take(s.tenant(), 1);
         s.outputs().submitted();
-        post(new Submit(s, true));
+        post(new Submit(List.of(s), true));
     }
 
     private void take(String key, int places) {
@@ -279,7 +281,7 @@ public final class EngineCore implements AutoCloseable {
 
     private void handle(Message m) {
         if (m instanceof Submit submit) {
-            accept(submit.sequence(), submit.replay());
+            submit.sequences().forEach(s -> accept(s, submit.replay()));
         } else if (m instanceof Cancel cancel && scheduler.get(cancel.sequence().id()) == cancel.sequence()) {
             cancel.sequence().cancel(cancel.reason());
         } else if (m instanceof Detach detach && scheduler.get(detach.sequence().id()) == detach.sequence()) {
@@ -443,8 +445,10 @@ public final class EngineCore implements AutoCloseable {
     private synchronized void drainAfterStop() {
         for (Message m = inbox.poll(); m != null; m = inbox.poll()) {
             if (m instanceof Submit submit) {
-                scheduler.places().giveBack(submit.sequence().tenant(), 1);
-                submit.sequence().outputs().refused(stopping());
+                for (Sequence s : submit.sequences()) {
+                    scheduler.places().giveBack(s.tenant(), 1);
+                    s.outputs().refused(stopping());
+                }
             } else if (m instanceof Attach a) {
                 a.answer().complete(null);
             }
