@@ -8,12 +8,10 @@
  * (Q6_K: each sub-block of 16's sum times its integer scale, the two added), and the blocks join the row's result in
  * order: acc = fma((float) sum, dw * da, acc) from zero, dw the weight block's scale (Q6_K: the super-block's d) and da
  * the activation block's (a whole block's sum lets eight interleaved rows be computed in the lanes of one vector:
- * bfk_x8.c). Q4_K: a weight block of 32 meets one activation block; lane j (0-7) of their dot is the integer sum of
- * the four products of values 4j..4j+3, converted to float and accumulated as acc[j] = fma(lane, dw * da, acc[j])
- * with dw = d * sc; its minimums: mac[j] = fma(sum of the four activations, (dmin * m) * da, mac[j]), and the result
- * hsum(acc) - hsum(mac), hsum being bfk_kernels.c's fixed tree. With `add`, out + the result. Sums of whole numbers
- * are exact whatever their order (and below 2^24, so exact as floats), so the vector kernels and the portable loops
- * agree bit for bit.
+ * bfk_x8.c). Q4_K: a weight block of 32 (unsigned values q, 6-bit scale sc and min m) meets one activation block
+ * as acc = fma((float) sum of q * a, (d * sc) * da, acc) and mac = fma((float) sum of a, (dmin * m) * da, mac),
+ * block after block (d * sc is exact: 11 bits times 6); the result acc - mac. With `add`, out + the result. Sums of whole numbers are exact whatever their
+ * order (and below 2^24, so exact as floats), so the vector kernels and the portable loops agree bit for bit.
  *
  * What this changes against the weight-only products: each activation is moved by at most half of its block's step
  * (max|x| / 254), the error llama.cpp's CPU kernels make; see docs/models.md for what it does to logits.
@@ -117,7 +115,6 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
     const uint8_t *row = w->data + (size_t) n * w->row_bytes;
     const int8_t *a = (const int8_t *) qx;
     const float *ad = (const float *) (qx + w->cols);
-    float acc[8] = {0}, mac[8] = {0};
     int v[32];
     switch (w->type) {
         case BFK_Q8_0:
@@ -165,7 +162,8 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
             }
             return r;
         }
-        case BFK_Q4_K:
+        case BFK_Q4_K: {
+            float r = 0.0f, mins = 0.0f;
             for (int b = 0; b < w->cols / 256; b++) {
                 const uint8_t *blk = row + 144 * (size_t) b;
                 float d = read_half(blk), dmin = read_half(blk + 2);
@@ -173,20 +171,18 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
                     int sc, m;
                     scale_min_k4(s, blk + 4, &sc, &m);
                     const uint8_t *q = blk + 16 + 32 * (s / 2);
-                    for (int i = 0; i < 32; i++) {
-                        v[i] = (s & 1) ? q[i] >> 4 : q[i] & 0x0F;
-                    }
-                    int blk32 = 8 * b + s;
+                    int blk32 = 8 * b + s, dot = 0, sum = 0;
                     const int8_t *as = a + 32 * blk32;
-                    float fa = (d * (float) sc) * ad[blk32], fm = (dmin * (float) m) * ad[blk32];
-                    for (int j = 0; j < 8; j++) {
-                        int sum = as[4 * j] + as[4 * j + 1] + as[4 * j + 2] + as[4 * j + 3];
-                        acc[j] = fmaf((float) lane_dot(v, as, j), fa, acc[j]);
-                        mac[j] = fmaf((float) sum, fm, mac[j]);
+                    for (int i = 0; i < 32; i++) {
+                        dot += ((s & 1) ? q[i] >> 4 : q[i] & 0x0F) * as[i];
+                        sum += as[i];
                     }
+                    r = fmaf((float) dot, (d * (float) sc) * ad[blk32], r);
+                    mins = fmaf((float) sum, (dmin * (float) m) * ad[blk32], mins);
                 }
             }
-            return hsum8(acc) - hsum8(mac);
+            return r - mins;
+        }
         default:
             return 0;
     }
@@ -215,21 +211,6 @@ AVX2 static INLINE __m256i decode32_q4_0(const uint8_t *blk) {
 }
 
 #define Q8_MAX_NT 4
-
-#define Q8_TILE_BEGIN \
-    __m256 acc[Q8_MAX_MT][Q8_MAX_NT]; \
-    const float *ad[Q8_MAX_MT]; \
-    for (int i = 0; i < Q8_MAX_MT; i++) { \
-        for (int t = 0; t < Q8_MAX_NT; t++) acc[i][t] = _mm256_setzero_ps(); \
-        ad[i] = (const float *) (qx + (size_t) i * ldq + w->cols); \
-    }
-
-#define Q8_TILE_END(RESULT) \
-    for (int i = 0; i < MT; i++) for (int t = 0; t < NT; t++) { \
-        float r = RESULT; \
-        float *o = out + (size_t) i * ldo + n + t; \
-        *o = add ? *o + r : r; \
-    }
 
 /* The sum of an 8-bit row's block b of 32 values (from its half blocks' sums). */
 static inline int block_sum(const uint8_t *row, int cols, int b) {
@@ -339,38 +320,57 @@ AVX2 static INLINE void tile_q6_k_q8(const bfk_matrix *w, const uint8_t *qx, siz
     }
 }
 
-/* Q4_K: unsigned 4-bit values meet the activations directly; the minimums through the activations' lane sums. */
+/* Q4_K: unsigned 4-bit values meet the activations directly (maddubs), rows side by side as Q8_0's; each block's
+   integer sum by d * scale * da, and the activations' block sum by dmin * min * da, join the row's two accumulators. */
 AVX2 static INLINE void tile_q4_k_q8(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n,
                                      int add, const int MT, const int NT) {
-    Q8_TILE_BEGIN
-    __m256 mac[Q8_MAX_MT][Q8_MAX_NT];
-    for (int i = 0; i < Q8_MAX_MT; i++) for (int t = 0; t < Q8_MAX_NT; t++) mac[i][t] = _mm256_setzero_ps();
-    const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+    __m128 acc[Q8_MAX_MT], mac[Q8_MAX_MT];
+    for (int i = 0; i < Q8_MAX_MT; i++) acc[i] = mac[i] = _mm_setzero_ps();
+    const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     for (int b = 0; b < w->cols / 256; b++) {
         prefetch_next_tile(w, n, NT, 144, b);
+        const uint8_t *blk[Q8_MAX_NT];
+        uint16_t dh[Q8_MAX_NT] = {0, 0, 0, 0}, mh[Q8_MAX_NT] = {0, 0, 0, 0};
         for (int t = 0; t < NT; t++) {
-            const uint8_t *blk = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 144 * b;
-            float d = _cvtsh_ss(read_u16(blk)), dmin = _cvtsh_ss(read_u16(blk + 2));
-            for (int pair = 0; pair < 4; pair++) {
-                __m256i raw = _mm256_loadu_si256((const __m256i *) (blk + 16 + 32 * pair));
-                __m256i nibbles[2] = {_mm256_and_si256(raw, mask), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
-                for (int half = 0; half < 2; half++) {
-                    int s = 2 * pair + half, blk32 = 8 * b + s, sc, m;
-                    scale_min_k4(s, blk + 4, &sc, &m);
-                    __m256 ds = _mm256_set1_ps(d * (float) sc), dm = _mm256_set1_ps(dmin * (float) m);
-                    for (int i = 0; i < MT; i++) {
-                        __m256i a = _mm256_loadu_si256((const __m256i *) (qx + (size_t) i * ldq + 32 * blk32));
-                        __m256 da = _mm256_broadcast_ss(ad[i] + blk32);
-                        __m256i l = _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles[half], a), ones);
-                        __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, a), ones);
-                        acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(ds, da), acc[i][t]);
-                        mac[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dm, da), mac[i][t]);
-                    }
+            blk[t] = w->data + (size_t) (n + t) * w->row_bytes + (size_t) 144 * b;
+            dh[t] = read_u16(blk[t]);
+            mh[t] = read_u16(blk[t] + 2);
+        }
+        __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short) dh[0], (short) dh[1], (short) dh[2], (short) dh[3], 0, 0, 0, 0));
+        __m128 dmin = _mm_cvtph_ps(_mm_setr_epi16((short) mh[0], (short) mh[1], (short) mh[2], (short) mh[3], 0, 0, 0, 0));
+        for (int s = 0; s < 8; s++) {
+            int blk32 = 8 * b + s, sc[Q8_MAX_NT] = {0, 0, 0, 0}, m[Q8_MAX_NT] = {0, 0, 0, 0};
+            __m256i q[Q8_MAX_NT];
+            for (int t = 0; t < NT; t++) {
+                scale_min_k4(s, blk[t] + 4, &sc[t], &m[t]);
+                __m256i raw = _mm256_loadu_si256((const __m256i *) (blk[t] + 16 + 32 * (s / 2)));
+                q[t] = (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask) : _mm256_and_si256(raw, mask);
+            }
+            __m128 dsc = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_setr_epi32(sc[0], sc[1], sc[2], sc[3])));
+            __m128 dm = _mm_mul_ps(dmin, _mm_cvtepi32_ps(_mm_setr_epi32(m[0], m[1], m[2], m[3])));
+            for (int i = 0; i < MT; i++) {
+                const uint8_t *row = qx + (size_t) i * ldq;
+                __m256i a = _mm256_loadu_si256((const __m256i *) (row + 32 * blk32));
+                __m256i v[Q8_MAX_NT];
+                for (int t = 0; t < Q8_MAX_NT; t++) {
+                    v[t] = t < NT ? _mm256_madd_epi16(_mm256_maddubs_epi16(q[t], a), ones) : _mm256_setzero_si256();
                 }
+                __m128 dots = _mm_cvtepi32_ps(row_sums4(v[0], v[1], v[2], v[3]));
+                __m128 sum = _mm_set1_ps((float) block_sum(row, w->cols, blk32));
+                __m128 da = _mm_broadcast_ss((const float *) (row + w->cols) + blk32);
+                acc[i] = _mm_fmadd_ps(dots, _mm_mul_ps(dsc, da), acc[i]);
+                mac[i] = _mm_fmadd_ps(sum, _mm_mul_ps(dm, da), mac[i]);
             }
         }
     }
-    Q8_TILE_END(hsum256(acc[i][t]) - hsum256(mac[i][t]))
+    for (int i = 0; i < MT; i++) {
+        float r[4];
+        _mm_storeu_ps(r, _mm_sub_ps(acc[i], mac[i]));
+        for (int t = 0; t < NT; t++) {
+            float *o = out + (size_t) i * ldo + n + t;
+            *o = add ? *o + r[t] : r[t];
+        }
+    }
 }
 
 AVX2 static void tile_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add,

@@ -21,15 +21,59 @@
  * 32 values 192 bytes: 4 chunks of nibbles as Q4_0's (the low 4 bits of values 4j+b and 16+4j+b at byte 4k+b of
  * chunk j) and two vectors of the high 2 bits, byte 4k+b holding in bits 2j..2j+1 those of value 4j+b (the first)
  * and of value 16+4j+b (the second), j = 0..3.
+ * Q4_K (rows a multiple of 8, super-blocks of 256 values): a group's super-block takes 8 * 144 bytes: the 8 rows' d
+ * (fp16, 16 bytes), their dmin (16 bytes), the low 4 bits of each sub-block's scale and min (byte 8u + k: sub-block u
+ * of row k, scale in the low nibble, min in the high; 64 bytes), their high 2 bits (the 32-bit word u, bits 4k..4k+3:
+ * the scale's two then the min's two; 32 bytes), then for each pair p of sub-blocks 8 chunks of 32 bytes, chunk j's
+ * byte 4k+b being row k's ggml quant byte 32p + 4j + b (low nibble: value 4j+b of sub-block 2p, high nibble: of
+ * sub-block 2p+1).
  */
 #include "bfk_inline.h"
 
 #include <stdlib.h>
 
 int bfk_x8_applies(const bfk_matrix *w) {
-    int block = w->type == BFK_Q6_K ? 256 : 32;
-    return (w->type == BFK_Q8_0 || w->type == BFK_Q4_0 || w->type == BFK_Q6_K) && w->rows > 0 && w->rows % 8 == 0
-           && w->cols % block == 0;
+    int block = w->type == BFK_Q6_K || w->type == BFK_Q4_K ? 256 : 32;
+    return (w->type == BFK_Q8_0 || w->type == BFK_Q4_0 || w->type == BFK_Q6_K || w->type == BFK_Q4_K) && w->rows > 0
+           && w->rows % 8 == 0 && w->cols % block == 0;
+}
+
+static void interleave_q4_k(const bfk_matrix *w, uint8_t *out) {
+    for (int g = 0; g < w->rows / 8; g++) {
+        for (int sb = 0; sb < w->cols / 256; sb++) {
+            uint8_t *dst = out + (size_t) g * 8 * w->row_bytes + (size_t) sb * 8 * 144;
+            memset(dst, 0, 8 * 144);
+            for (int k = 0; k < 8; k++) {
+                const uint8_t *src = w->data + (size_t) (8 * g + k) * w->row_bytes + (size_t) sb * 144;
+                memcpy(dst + 2 * k, src, 2);
+                memcpy(dst + 16 + 2 * k, src + 2, 2);
+                for (int u = 0; u < 8; u++) {
+                    int sc, m;
+                    scale_min_k4(u, src + 4, &sc, &m);
+                    dst[32 + 8 * u + k] = (uint8_t) ((sc & 0x0F) | ((m & 0x0F) << 4));
+                    dst[96 + 4 * u + k / 2] |= (uint8_t) (((sc >> 4) | ((m >> 4) << 2)) << (4 * (k % 2)));
+                }
+                for (int p = 0; p < 4; p++) {
+                    for (int j = 0; j < 8; j++) {
+                        memcpy(dst + 128 + 256 * p + 32 * j + 4 * k, src + 16 + 32 * p + 4 * j, 4);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Row k's scale and min of sub-block u of a group's Q4_K super-block in the interleaved layout. */
+static void x8_q4_k_scale_min(const uint8_t *gsb, int k, int u, int *sc, int *m) {
+    int high = (gsb[96 + 4 * u + k / 2] >> (4 * (k % 2))) & 0x0F;
+    *sc = (gsb[32 + 8 * u + k] & 0x0F) | ((high & 3) << 4);
+    *m = (gsb[32 + 8 * u + k] >> 4) | ((high >> 2) << 4);
+}
+
+/* Row k's value i (0-31) of sub-block u of a group's Q4_K super-block in the interleaved layout. */
+static int x8_q4_k_value(const uint8_t *gsb, int k, int u, int i) {
+    uint8_t byte = gsb[128 + 256 * (u / 2) + 32 * (i / 4) + 4 * k + i % 4];
+    return u % 2 ? byte >> 4 : byte & 0x0F;
 }
 
 /* Q6_K's value i (0-31) of block s (0-7) of a super-block in ggml's layout, unsigned (0-63: the value plus 32). */
@@ -82,6 +126,10 @@ void bfk_x8_interleave(const bfk_matrix *w, uint8_t *out) {
         interleave_q6_k(w, out);
         return;
     }
+    if (w->type == BFK_Q4_K) {
+        interleave_q4_k(w, out);
+        return;
+    }
     int bb = block_bytes(w->type), quant = bb - 2, blocks = w->cols / 32;
     for (int g = 0; g < w->rows / 8; g++) {
         for (int b = 0; b < blocks; b++) {
@@ -112,6 +160,23 @@ static float x8_block(int type, const uint8_t *gb, int k, int v[32]) {
 }
 
 void bfk_x8_dequantize_row(const bfk_matrix *w, int row, float *out) {
+    if (w->type == BFK_Q4_K) {
+        const uint8_t *group = w->data + (size_t) (row / 8) * 8 * w->row_bytes;
+        int k = row % 8;
+        for (int sb = 0; sb < w->cols / 256; sb++) {
+            const uint8_t *gsb = group + (size_t) sb * 8 * 144;
+            float d = read_half(gsb + 2 * k), dmin = read_half(gsb + 16 + 2 * k);
+            for (int u = 0; u < 8; u++) {
+                int sc, m;
+                x8_q4_k_scale_min(gsb, k, u, &sc, &m);
+                float d1 = d * (float) sc, m1 = dmin * (float) m; /* as ggml's dequantize_row_q4_K */
+                for (int i = 0; i < 32; i++) {
+                    out[256 * sb + 32 * u + i] = d1 * (float) x8_q4_k_value(gsb, k, u, i) - m1;
+                }
+            }
+        }
+        return;
+    }
     if (w->type == BFK_Q6_K) {
         const uint8_t *group = w->data + (size_t) (row / 8) * 8 * w->row_bytes;
         int k = row % 8;
@@ -150,6 +215,34 @@ static int x8_q6_block_sum(const uint8_t *gsb, int k, int s, const int8_t *a) {
 
 static void matmul_x8_portable(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
                                int n0, int n1, int add) {
+    if (w->type == BFK_Q4_K) {
+        for (int n = n0; n < n1; n++) {
+            const uint8_t *group = w->data + (size_t) (n / 8) * 8 * w->row_bytes;
+            int k = n % 8;
+            for (int m = 0; m < m_count; m++) {
+                const int8_t *a = (const int8_t *) (qx + (size_t) m * ldq);
+                const float *ad = (const float *) (qx + (size_t) m * ldq + w->cols);
+                float acc = 0.0f, mins = 0.0f;
+                for (int sb = 0; sb < w->cols / 256; sb++) {
+                    const uint8_t *gsb = group + (size_t) sb * 8 * 144;
+                    float d = read_half(gsb + 2 * k), dmin = read_half(gsb + 16 + 2 * k);
+                    for (int u = 0; u < 8; u++) {
+                        int blk = 8 * sb + u, sc, mn, dot = 0, sum = 0;
+                        x8_q4_k_scale_min(gsb, k, u, &sc, &mn);
+                        for (int i = 0; i < 32; i++) {
+                            dot += x8_q4_k_value(gsb, k, u, i) * a[32 * blk + i];
+                            sum += a[32 * blk + i];
+                        }
+                        acc = fmaf((float) dot, (d * (float) sc) * ad[blk], acc);
+                        mins = fmaf((float) sum, (dmin * (float) mn) * ad[blk], mins);
+                    }
+                }
+                float r = acc - mins, *o = out + (size_t) m * ldo + n;
+                *o = add ? *o + r : r;
+            }
+        }
+        return;
+    }
     if (w->type == BFK_Q6_K) {
         for (int n = n0; n < n1; n++) {
             const uint8_t *group = w->data + (size_t) (n / 8) * 8 * w->row_bytes;
@@ -376,6 +469,85 @@ ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq,
 X8_Q6K_TILE(tile_q6_k_avx2, AVX2, op_q4_avx2)
 X8_Q6K_TILE(tile_q6_k_vnni, VNNI, op_q4_vnni)
 
+/* Q4_K: each block's products of the 8 rows' unsigned values (one vector of integer sums) by d * scale * da, and
+   the activations' block sum by dmin * min * da, into two accumulators; the result their difference. */
+#define X8_Q4K_TILE(NAME, ATTR, OP) \
+ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0, int add, \
+                             const int G, const int MT) { \
+    const size_t group_bytes = 8 * w->row_bytes; \
+    __m256 acc[X8_MAX][X8_MAX], mac[X8_MAX][X8_MAX]; \
+    for (int g = 0; g < X8_MAX; g++) for (int i = 0; i < X8_MAX; i++) acc[g][i] = mac[g][i] = _mm256_setzero_ps(); \
+    const uint8_t *base = w->data + (size_t) g0 * group_bytes; \
+    const __m256i low = _mm256_set1_epi8(0x0F), low32 = _mm256_set1_epi32(0x0F), three = _mm256_set1_epi32(3); \
+    const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28); \
+    for (int sb = 0; sb < w->cols / 256; sb++) { \
+        __m256 d[X8_MAX], dmin[X8_MAX]; \
+        for (int g = 0; g < G; g++) { \
+            const uint8_t *gsb = base + (size_t) g * group_bytes + (size_t) sb * 1152; \
+            d[g] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) gsb)); \
+            dmin[g] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (gsb + 16))); \
+        } \
+        for (int p = 0; p < 4; p++) { \
+            for (int g = 0; g < G; g++) { \
+                const char *ahead = (const char *) base + (size_t) (G + g) * group_bytes + (size_t) sb * 1152 + 128 + 256 * p; \
+                for (int off = 0; off < 256; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0); \
+            } \
+            int b0 = 8 * sb + 2 * p; \
+            __m256i lo_sum[X8_MAX][X8_MAX], hi_sum[X8_MAX][X8_MAX]; \
+            for (int g = 0; g < G; g++) for (int i = 0; i < MT; i++) lo_sum[g][i] = hi_sum[g][i] = _mm256_setzero_si256(); \
+            for (int j = 0; j < 8; j++) { \
+                __m256i al[X8_MAX], ah[X8_MAX]; \
+                for (int i = 0; i < MT; i++) { \
+                    al[i] = quad((const int8_t *) qx + (size_t) i * ldq + 32 * b0 + 4 * j); \
+                    ah[i] = quad((const int8_t *) qx + (size_t) i * ldq + 32 * (b0 + 1) + 4 * j); \
+                } \
+                for (int g = 0; g < G; g++) { \
+                    const uint8_t *gsb = base + (size_t) g * group_bytes + (size_t) sb * 1152; \
+                    __m256i raw = _mm256_loadu_si256((const __m256i *) (gsb + 128 + 256 * p + 32 * j)); \
+                    __m256i wl = _mm256_and_si256(raw, low), wh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low); \
+                    for (int i = 0; i < MT; i++) { \
+                        lo_sum[g][i] = OP(lo_sum[g][i], wl, al[i]); \
+                        hi_sum[g][i] = OP(hi_sum[g][i], wh, ah[i]); \
+                    } \
+                } \
+            } \
+            for (int g = 0; g < G; g++) { \
+                const uint8_t *gsb = base + (size_t) g * group_bytes + (size_t) sb * 1152; \
+                for (int h = 0; h < 2; h++) { \
+                    int u = 2 * p + h, blk = b0 + h; \
+                    __m256i lows = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (gsb + 32 + 8 * u))); \
+                    int32_t word; \
+                    memcpy(&word, gsb + 96 + 4 * u, 4); \
+                    __m256i highs = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(word), nibble_shift), low32); \
+                    __m256i sc = _mm256_or_si256(_mm256_and_si256(lows, low32), \
+                                                 _mm256_slli_epi32(_mm256_and_si256(highs, three), 4)); \
+                    __m256i mn = _mm256_or_si256(_mm256_srli_epi32(lows, 4), _mm256_slli_epi32(_mm256_srli_epi32(highs, 2), 4)); \
+                    __m256 dsc = _mm256_mul_ps(d[g], _mm256_cvtepi32_ps(sc)); \
+                    __m256 dm = _mm256_mul_ps(dmin[g], _mm256_cvtepi32_ps(mn)); \
+                    for (int i = 0; i < MT; i++) { \
+                        const float *ad = (const float *) (qx + (size_t) i * ldq + w->cols); \
+                        const int32_t *halves = (const int32_t *) (qx + (size_t) i * ldq + w->cols + w->cols / 8); \
+                        __m256 da = _mm256_broadcast_ss(ad + blk); \
+                        __m256 sum = _mm256_set1_ps((float) (halves[2 * blk] + halves[2 * blk + 1])); \
+                        __m256i dots = h ? hi_sum[g][i] : lo_sum[g][i]; \
+                        acc[g][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(dsc, da), acc[g][i]); \
+                        mac[g][i] = _mm256_fmadd_ps(sum, _mm256_mul_ps(dm, da), mac[g][i]); \
+                    } \
+                } \
+            } \
+        } \
+    } \
+    for (int g = 0; g < G; g++) for (int i = 0; i < MT; i++) { \
+        float *o = out + (size_t) i * ldo + 8 * (g0 + g); \
+        __m256 r = _mm256_sub_ps(acc[g][i], mac[g][i]); \
+        if (add) r = _mm256_add_ps(_mm256_loadu_ps(o), r); \
+        _mm256_storeu_ps(o, r); \
+    } \
+}
+
+X8_Q4K_TILE(tile_q4_k_avx2, AVX2, op_q4_avx2)
+X8_Q4K_TILE(tile_q4_k_vnni, VNNI, op_q4_vnni)
+
 #define X8_DISPATCH(TILE) \
     switch (mt * 8 + gt) { \
         case 9: TILE(1, 1); break; case 10: TILE(2, 1); break; \
@@ -395,6 +567,10 @@ AVX2 static void tile_x8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq
 #define T(G, M) tile_q6_k_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
         X8_DISPATCH(T)
 #undef T
+    } else if (w->type == BFK_Q4_K) {
+#define T(G, M) tile_q4_k_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
     } else {
 #define T(G, M) tile_q4_0_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
         X8_DISPATCH(T)
@@ -412,6 +588,10 @@ VNNI static void tile_x8_vnni(const bfk_matrix *w, const uint8_t *qx, size_t ldq
 #define T(G, M) tile_q6_k_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
         X8_DISPATCH(T)
 #undef T
+    } else if (w->type == BFK_Q4_K) {
+#define T(G, M) tile_q4_k_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
+        X8_DISPATCH(T)
+#undef T
     } else {
 #define T(G, M) tile_q4_0_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
         X8_DISPATCH(T)
@@ -425,7 +605,8 @@ static void matmul_x8_x86(const bfk_matrix *w, const uint8_t *qx, size_t ldq, in
     int vnni = bfk_uses_vnni();
     for (int m0 = 0; m0 < m_count; m0 += X8_MAX) {
         int mt = m_count - m0 < X8_MAX ? m_count - m0 : X8_MAX;
-        int most = mt == 1 ? 4 : mt == 2 ? 2 : 1;
+        /* Q4_K's tiles keep two accumulators a row and group: four groups would not fit the 16 vector registers */
+        int most = mt == 1 ? (w->type == BFK_Q4_K || w->type == BFK_Q6_K ? 2 : 4) : mt == 2 ? 2 : 1;
         for (int g = g0; g < g1;) {
             int gt = g1 - g < most ? g1 - g : most;
             if (vnni) {

@@ -89,6 +89,10 @@ public final class ProfileCommand implements Callable<Integer> {
             + " (default 8; 0 skips the cluster)")
     int requests = 8;
 
+    @Option(names = "--workers", paramLabel = "N", description = "workers of the profiled cluster, 1-8 (default 1): with"
+            + " more, the hops between stages show in the gRPC line")
+    int workers = 1;
+
     @Option(names = "--output-tokens", paramLabel = "N", description = "tokens per request in the cluster (default 64)")
     int outputTokens = 64;
 
@@ -132,7 +136,8 @@ public final class ProfileCommand implements Callable<Integer> {
         if (sequences < 1 || sequences > 256) {
             throw Commands.usageError(spec, "--sequences must be a number from 1 to 256");
         }
-        if (promptTokens < 1 || steps < 1 || outputTokens < 2 || requests < 0 || warmupSeconds < 0) {
+        if (promptTokens < 1 || steps < 1 || outputTokens < 2 || requests < 0 || warmupSeconds < 0 || workers < 1
+                || workers > 8) {
             throw Commands.usageError(spec, "--prompt-tokens and --steps must be at least 1, --output-tokens at least 2,"
                     + " --requests and --warmup-seconds not negative");
         }
@@ -253,17 +258,18 @@ public final class ProfileCommand implements Callable<Integer> {
         return out;
     }
 
-    /** Per decode token in a one-worker cluster: the worker's compute, gRPC, sampling, the rest. */
+    /** Per decode token in a cluster of {@link #workers}: the stages' compute, gRPC, sampling, the rest. */
     private void profileCluster(Path dir, ModelConfig config, ButterflyHome home, WeightQuantization quantization,
                                 PrintWriter out) throws Exception {
-        Launcher launcher = new Launcher(home.withState(home.state().resolve("profile/one-worker")),
+        Launcher launcher = new Launcher(home.withState(home.state().resolve("profile/workers-" + workers)),
                 PortLayout.withOffset(PortLayout.fromEnvironment().offset() + 850));
         try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
             if (launcher.running()) { // left by a run that was killed: this state directory is the profile's own
                 launcher.down();
             }
-            out.println("starting a one-worker cluster (" + launcher.ports().coordinatorUrl() + ")");
-            launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(1).withModel(dir)
+            out.println("starting a cluster of " + workers + " worker" + (workers == 1 ? "" : "s") + " ("
+                    + launcher.ports().coordinatorUrl() + ")");
+            launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(workers).withModel(dir)
                     .withQuantize(quantization == null ? null : quantization.id()), out);
             String url = launcher.ports().coordinatorUrl() + "/api/v1/inference";
             long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
@@ -281,10 +287,11 @@ public final class ProfileCommand implements Callable<Integer> {
             double sampling = Stats.median(costs.stream().mapToDouble(DecodeCost::samplingMs).toArray());
             double rest = Stats.median(costs.stream().mapToDouble(DecodeCost::restMs).toArray());
             double total = Stats.median(costs.stream().mapToDouble(DecodeCost::totalMs).toArray());
-            out.printf(Locale.ROOT, "cluster, one worker, %d concurrent request%s of %d tokens (median of %d): per decode"
-                            + " token %.2f ms (%.1f tokens/s a request):%n", sequences, sequences == 1 ? "" : "s",
+            out.printf(Locale.ROOT, "cluster, %d worker%s, %d concurrent request%s of %d tokens (median of %d): per decode"
+                            + " token %.2f ms (%.1f tokens/s a request):%n", workers, workers == 1 ? "" : "s",
+                    sequences, sequences == 1 ? "" : "s",
                     outputTokens, costs.size(), total, 1000 / total);
-            out.printf(Locale.ROOT, "  %-26s %8.3f ms%n", "worker compute", worker);
+            out.printf(Locale.ROOT, "  %-26s %8.3f ms%n", workers == 1 ? "worker compute" : "stages' compute", worker);
             out.printf(Locale.ROOT, "  %-26s %8.3f ms%n", "gRPC: steps and logits", transport);
             out.printf(Locale.ROOT, "  %-26s %8.3f ms%n", "sampling (coordinator)", sampling);
             out.printf(Locale.ROOT, "  %-26s %8.3f ms%n", "rest (scheduling, HTTP)", rest);

@@ -185,7 +185,7 @@ final class NativeLlamaStage implements StageModel {
     }
 
     /**
-     * The matrix with its rows interleaved eight at a time where that layout applies (Q8_0, Q4_0: bfk_x8.c), which
+     * The matrix with its rows interleaved eight at a time where that layout applies (Q8_0, Q4_0, Q4_K, Q6_K: bfk_x8.c), which
      * the products with 8-bit activations read two to three times faster; the loaded bytes are let go. The same
      * values, in as many bytes.
      */

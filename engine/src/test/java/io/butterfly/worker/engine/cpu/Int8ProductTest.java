@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * differs, so the products agree to a few float32 ulps of the row's largest output; and the AVX2 and the portable
  * kernels give the same bits, one row alone or several together, and so do the AVX-VNNI ones where the CPU has them
  * (Q8_0 and Q4_0; on a CPU without, both runs take the AVX2 products) and the products from the rows interleaved
- * eight at a time as a stage keeps them (Q8_0, Q4_0 and Q6_K: bfk_x8.c).
+ * eight at a time as a stage keeps them (Q8_0, Q4_0, Q4_K and Q6_K: bfk_x8.c).
  */
 class Int8ProductTest {
 
@@ -63,18 +63,16 @@ class Int8ProductTest {
             } finally {
                 NativeKernels.forceWithoutVnni(false);
             }
-            if (type != GgmlType.Q4_K) {
-                assertThat(interleaved(type, blocks, rows, cols, x, m, false)).as("rows interleaved = ggml's layout")
+            assertThat(interleaved(type, blocks, rows, cols, x, m, false)).as("rows interleaved = ggml's layout")
+                    .isEqualTo(avx);
+            assertThat(interleaved(type, blocks, rows, cols, x, m, true)).as("rows interleaved, portable")
+                    .isEqualTo(avx);
+            NativeKernels.forceWithoutVnni(true);
+            try {
+                assertThat(interleaved(type, blocks, rows, cols, x, m, false)).as("rows interleaved without VNNI")
                         .isEqualTo(avx);
-                assertThat(interleaved(type, blocks, rows, cols, x, m, true)).as("rows interleaved, portable")
-                        .isEqualTo(avx);
-                NativeKernels.forceWithoutVnni(true);
-                try {
-                    assertThat(interleaved(type, blocks, rows, cols, x, m, false)).as("rows interleaved without VNNI")
-                            .isEqualTo(avx);
-                } finally {
-                    NativeKernels.forceWithoutVnni(false);
-                }
+            } finally {
+                NativeKernels.forceWithoutVnni(false);
             }
             for (int i = 0; i < m; i++) {
                 float[] alone = product(type, blocks, rows, cols, java.util.Arrays.copyOfRange(x, i * cols, (i + 1) * cols),
