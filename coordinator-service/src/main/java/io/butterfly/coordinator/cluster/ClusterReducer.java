@@ -107,6 +107,8 @@ public final class ClusterReducer {
             return suspicionCleared(s, n);
         } else if (c instanceof ClusterCommand.NodeFailed n) {
             return nodeFailed(s, n);
+        } else if (c instanceof ClusterCommand.NodeByzantine n) {
+            return nodeByzantine(s, n);
         } else if (c instanceof ClusterCommand.NodeRecovered n) {
             return nodeRecovered(s, n);
         } else if (c instanceof ClusterCommand.NodeDrainRequested d) {
@@ -370,6 +372,27 @@ public final class ClusterReducer {
             return next;
         }
         String message = "node '" + c.nodeId() + "' FAILED (" + c.cause() + "); its stage is unavailable";
+        return move(recovering(next, c.nodeId(), message, c.atMs()), SystemState.DEGRADED, message, c);
+    }
+
+    /**
+     * An audit's verdict: the node computed wrong. FAILED from whatever state it was in but FAILED (a node that is
+     * gone already computes nothing more), and, when it holds a stage of a serving system, DEGRADED and planned away
+     * exactly as a crashed node's stage.
+     */
+    private static ClusterState nodeByzantine(ClusterState s, ClusterCommand.NodeByzantine c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        NodeRecord n = node(s, c.nodeId());
+        if (n.state() == WorkerState.FAILED) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' is FAILED already");
+        }
+        String cause = "Byzantine: " + c.cause();
+        ClusterState next = s.withNode(n.byzantine(cause, c.atMs()));
+        boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
+        if (!s.pipeline().contains(c.nodeId()) || !(serving || s.system() == SystemState.DEGRADED)) {
+            return next;
+        }
+        String message = "node '" + c.nodeId() + "' FAILED (" + cause + "); its stage is planned away";
         return move(recovering(next, c.nodeId(), message, c.atMs()), SystemState.DEGRADED, message, c);
     }
 
