@@ -538,8 +538,9 @@ public final class ClusterReducer {
         if (n == null || !s.pipeline().contains(nodeId)) {
             throw new IllegalTransitionException("node '" + nodeId + "' has no partition in epoch " + epoch);
         }
-        if (n.state() == WorkerState.FAILED && n.health().failedByDetector()) {
-            // Its reports count again once its heartbeats have brought it back (NodeRecovered).
+        if (n.lost()) {
+            // Its reports count again once its heartbeats have brought it back (NodeRecovered); never for a node an
+            // audit evicted as Byzantine.
             throw new IllegalTransitionException("node '" + nodeId + "' is FAILED; reports are refused until it recovers");
         }
         return n;

@@ -60,5 +60,9 @@ class ByzantineEvictionTest {
         ClusterState before = f.state();
         assertThrows(IllegalTransitionException.class, () -> ClusterReducer.apply(before,
                 new ClusterCommand.NodeRecovered("w1", true, 600, 600), f.nextIndex()));
+        // Nor does a load report of its epoch (sent again, or late) make it READY.
+        assertThrows(IllegalTransitionException.class, () -> ClusterReducer.apply(before,
+                new ClusterCommand.LoadCompleted("w1", 1, "c1", 600), f.nextIndex()));
+        assertEquals(WorkerState.FAILED, before.nodes().get("w1").state());
     }
 }
