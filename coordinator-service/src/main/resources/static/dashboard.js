@@ -75,7 +75,10 @@ function renderNodes(s, workers) {
     const tr = el('tr', {'data-node': n.id});
     const load = n.progress != null && n.partition_state && n.partition_state !== 'READY'
       ? n.partition_state + ' ' + Math.round(n.progress * 100) + '%' : (n.partition_state || '');
-    tr.append(el('td', {text: n.id}), el('td', {text: n.role}), el('td', {class: 'state-cell'}, badge(n.state)),
+    // A FAILED worker says why (hover); one an audit caught computing wrong says so beside its state.
+    const state = el('td', {class: 'state-cell', title: n.failure_cause || ''}, badge(n.state));
+    if (n.byzantine) state.append(el('small', {class: 'byzantine', text: ' Byzantine'}));
+    tr.append(el('td', {text: n.id}), el('td', {text: n.role}), state,
       el('td', {text: n.address || ''}), el('td', {text: layers(n)}), el('td', {text: load}),
       el('td', {text: heartbeat(n)}));
     return tr;
@@ -300,6 +303,7 @@ async function send(text) {
       if (!data || data === '[DONE]') continue;
       const chunk = JSON.parse(data);
       if (chunk.error) throw new Error(chunk.error.message || 'the generation failed');
+      if (chunk.id && chunk.id.startsWith('chatcmpl-')) $('transcript-task').value = chunk.id.slice('chatcmpl-'.length);
       const choice = (chunk.choices || [])[0];
       if (!choice) continue;
       if (choice.delta && choice.delta.content) {
@@ -341,5 +345,50 @@ function setUpChat() {
   $('chat-clear').addEventListener('click', () => { conversation.length = 0; $('chat-log').replaceChildren(); });
 }
 
+// --- transcript: what the stages computed for a task, and the hash chain of its tokens -------------------------
+
+const TRANSCRIPT_ROWS = 20; // the newest links and steps shown
+
+async function showTranscript(taskId) {
+  const headers = {Accept: 'application/json'};
+  if (apiKey()) headers.Authorization = 'Bearer ' + apiKey();
+  const r = await fetch('/api/v1/tasks/' + encodeURIComponent(taskId) + '/transcript', {headers, cache: 'no-store'});
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    $('transcript-summary').replaceChildren(el('dt', {text: 'error'}),
+      el('dd', {text: r.status + ': ' + (body.detail || r.statusText)}));
+    $('transcript-links').replaceChildren();
+    $('transcript-steps').replaceChildren();
+    return;
+  }
+  const links = body.links || [], steps = body.steps || [];
+  $('transcript-summary').replaceChildren(
+    el('dt', {text: 'digest'}), el('dd', {text: body.digest + ' (' + links.length + ' tokens; equal digests: the same generation)'}),
+    el('dt', {text: 'genesis'}), el('dd', {text: body.genesis + ' (the prompt)'}),
+    el('dt', {text: 'replica'}), el('dd', {text: body.replica || ''}));
+  $('transcript-links').replaceChildren(...links.slice(-TRANSCRIPT_ROWS).map(l => {
+    const tr = el('tr');
+    tr.append(el('td', {text: String(l.end)}), el('td', {text: String(l.token_id)}), el('td', {text: l.logits_hash}),
+      el('td', {text: l.link}));
+    return tr;
+  }));
+  $('transcript-steps').replaceChildren(...steps.slice(-TRANSCRIPT_ROWS).map(st => {
+    const tr = el('tr');
+    tr.append(el('td', {text: String(st.batch)}), el('td', {text: String(st.position)}), el('td', {text: String(st.tokens)}),
+      el('td', {text: st.input_hash}),
+      el('td', {text: (st.stages || []).map(g => g.node_id + ' = ' + g.output_hash).join(' → ')}));
+    return tr;
+  }));
+}
+
+function setUpTranscript() {
+  $('transcript-form').addEventListener('submit', e => {
+    e.preventDefault();
+    const id = $('transcript-task').value.trim();
+    if (id) showTranscript(id).catch(err => $('transcript-summary').replaceChildren(el('dd', {text: err.message})));
+  });
+}
+
 setUpChat();
+setUpTranscript();
 poll();

@@ -193,6 +193,19 @@ public sealed interface ClusterCommand {
     }
 
     /**
+     * An audit found the node computing wrong (docs/verified-execution.md#audits): it is FAILED with a Byzantine
+     * cause and planned away like a lost node, whatever its heartbeats say.
+     *
+     * @param cause what the audit compared: the step, the layers, the hashes and who computed each
+     */
+    record NodeByzantine(String nodeId, String cause, long atMs) implements ClusterCommand {
+        public NodeByzantine {
+            Objects.requireNonNull(nodeId, "nodeId");
+            Objects.requireNonNull(cause, "cause");
+        }
+    }
+
+    /**
      * A node the detector had declared FAILED heartbeats again.
      *
      * @param partitionIntact whether the node still holds its current-epoch partition loaded (it was only

@@ -107,6 +107,8 @@ public final class ClusterReducer {
             return suspicionCleared(s, n);
         } else if (c instanceof ClusterCommand.NodeFailed n) {
             return nodeFailed(s, n);
+        } else if (c instanceof ClusterCommand.NodeByzantine n) {
+            return nodeByzantine(s, n);
         } else if (c instanceof ClusterCommand.NodeRecovered n) {
             return nodeRecovered(s, n);
         } else if (c instanceof ClusterCommand.NodeDrainRequested d) {
@@ -374,6 +376,27 @@ public final class ClusterReducer {
     }
 
     /**
+     * An audit's verdict: the node computed wrong. FAILED from whatever state it was in but FAILED (a node that is
+     * gone already computes nothing more), and, when it holds a stage of a serving system, DEGRADED and planned away
+     * exactly as a crashed node's stage.
+     */
+    private static ClusterState nodeByzantine(ClusterState s, ClusterCommand.NodeByzantine c) {
+        requireIn(s, MEMBERSHIP_OPEN, c);
+        NodeRecord n = node(s, c.nodeId());
+        if (n.state() == WorkerState.FAILED) {
+            throw new IllegalTransitionException("node '" + c.nodeId() + "' is FAILED already");
+        }
+        String cause = "Byzantine: " + c.cause();
+        ClusterState next = s.withNode(n.byzantine(cause, c.atMs()));
+        boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
+        if (!s.pipeline().contains(c.nodeId()) || !(serving || s.system() == SystemState.DEGRADED)) {
+            return next;
+        }
+        String message = "node '" + c.nodeId() + "' FAILED (" + cause + "); its stage is planned away";
+        return move(recovering(next, c.nodeId(), message, c.atMs()), SystemState.DEGRADED, message, c);
+    }
+
+    /**
      * A stage lost while serving (or while recovering already): the recovery the state shows begins, or counts one more
      * lost node. A system still bootstrapping has nothing to recover.
      */
@@ -515,8 +538,9 @@ public final class ClusterReducer {
         if (n == null || !s.pipeline().contains(nodeId)) {
             throw new IllegalTransitionException("node '" + nodeId + "' has no partition in epoch " + epoch);
         }
-        if (n.state() == WorkerState.FAILED && n.health().failedByDetector()) {
-            // Its reports count again once its heartbeats have brought it back (NodeRecovered).
+        if (n.lost()) {
+            // Its reports count again once its heartbeats have brought it back (NodeRecovered); never for a node an
+            // audit evicted as Byzantine.
             throw new IllegalTransitionException("node '" + nodeId + "' is FAILED; reports are refused until it recovers");
         }
         return n;

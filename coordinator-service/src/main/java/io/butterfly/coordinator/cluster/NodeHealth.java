@@ -14,34 +14,40 @@ import io.butterfly.coordinator.statemachine.WorkerState;
  * @param recoveredAtMs   when the node last came back after FAILED
  * @param phi             phi at the last suspicion or failure
  * @param cause           why the node was last suspected or failed
+ * @param byzantine       an audit found it computing wrong (docs/verified-execution.md#audits): FAILED at
+ *                        {@code failedAtMs}, and no heartbeat brings it back
  */
 public record NodeHealth(WorkerState resumeState, long lastHeartbeatMs, long suspectedAtMs, long failedAtMs,
-                         long recoveredAtMs, double phi, String cause) {
+                         long recoveredAtMs, double phi, String cause, boolean byzantine) {
 
-    public static final NodeHealth NONE = new NodeHealth(null, 0, 0, 0, 0, 0.0, null);
+    public static final NodeHealth NONE = new NodeHealth(null, 0, 0, 0, 0, 0.0, null, false);
 
-    /** Whether the node is FAILED because it went silent (rather than because its load failed). */
+    /** Whether the node is FAILED because it went silent (rather than because its load failed or it computed wrong). */
     public boolean failedByDetector() {
-        return failedAtMs > 0 && recoveredAtMs < failedAtMs;
+        return failedAtMs > 0 && recoveredAtMs < failedAtMs && !byzantine;
     }
 
     NodeHealth suspected(WorkerState from, long lastHeartbeat, double atPhi, String why, long atMs) {
-        return new NodeHealth(from, lastHeartbeat, atMs, failedAtMs, recoveredAtMs, atPhi, why);
+        return new NodeHealth(from, lastHeartbeat, atMs, failedAtMs, recoveredAtMs, atPhi, why, byzantine);
     }
 
     NodeHealth resumingAs(WorkerState state) {
-        return new NodeHealth(state, lastHeartbeatMs, suspectedAtMs, failedAtMs, recoveredAtMs, phi, cause);
+        return new NodeHealth(state, lastHeartbeatMs, suspectedAtMs, failedAtMs, recoveredAtMs, phi, cause, byzantine);
     }
 
     NodeHealth cleared(long lastHeartbeat) {
-        return new NodeHealth(null, lastHeartbeat, suspectedAtMs, failedAtMs, recoveredAtMs, phi, cause);
+        return new NodeHealth(null, lastHeartbeat, suspectedAtMs, failedAtMs, recoveredAtMs, phi, cause, byzantine);
     }
 
     NodeHealth failed(long lastHeartbeat, double atPhi, String why, long atMs) {
-        return new NodeHealth(resumeState, lastHeartbeat, suspectedAtMs, atMs, recoveredAtMs, atPhi, why);
+        return new NodeHealth(resumeState, lastHeartbeat, suspectedAtMs, atMs, recoveredAtMs, atPhi, why, byzantine);
+    }
+
+    NodeHealth byzantine(String why, long atMs) {
+        return new NodeHealth(null, lastHeartbeatMs, suspectedAtMs, atMs, recoveredAtMs, phi, why, true);
     }
 
     NodeHealth recovered(long lastHeartbeat, long atMs) {
-        return new NodeHealth(null, lastHeartbeat, suspectedAtMs, failedAtMs, atMs, phi, cause);
+        return new NodeHealth(null, lastHeartbeat, suspectedAtMs, failedAtMs, atMs, phi, cause, byzantine);
     }
 }

@@ -36,9 +36,9 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
         return loadFailed() && failureCode != null && PERMANENT_LOAD_FAILURES.contains(failureCode);
     }
 
-    /** Gone: declared FAILED by the failure detector, and not back. */
+    /** Gone: declared FAILED by the failure detector and not back, or evicted by an audit (Byzantine). */
     public boolean lost() {
-        return state == WorkerState.FAILED && health.failedByDetector();
+        return state == WorkerState.FAILED && (health.failedByDetector() || health.byzantine());
     }
 
     static NodeRecord joined(NodeInfo info, long atMs) {
@@ -110,6 +110,11 @@ public record NodeRecord(NodeInfo info, WorkerState state, Integer layerStart, I
 
     NodeRecord detectedFailed(long lastHeartbeatMs, double phi, String cause, long atMs) {
         return withLiveness(WorkerState.FAILED, partition, health.failed(lastHeartbeatMs, phi, cause, atMs), atMs);
+    }
+
+    /** Evicted by an audit: FAILED whatever it was, its partition kept as it was (it is planned away, not reloaded). */
+    NodeRecord byzantine(String cause, long atMs) {
+        return withLiveness(WorkerState.FAILED, partition, health.byzantine(cause, atMs), atMs);
     }
 
     /**

@@ -16,7 +16,7 @@ public class FailedStageAborts {
             for (NodeRecord n : after.nodes().values()) {
                 NodeRecord was = before.nodes().get(n.info().nodeId());
                 if (n.state() == WorkerState.FAILED && (was == null || was.state() != WorkerState.FAILED)) {
-                    String why = n.health().failedByDetector() ? n.health().cause() : n.failureMessage();
+                    String why = n.health().failedByDetector() || n.health().byzantine() ? n.health().cause() : n.failureMessage();
                     pipeline.abortThrough(n.info().nodeId(), why == null || why.isEmpty() ? "no reason recorded" : why);
                 }
             }

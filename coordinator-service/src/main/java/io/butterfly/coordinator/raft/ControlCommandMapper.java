@@ -15,6 +15,7 @@ import io.butterfly.proto.coordinator.v1.LoadCompletedCommand;
 import io.butterfly.proto.coordinator.v1.LoadFailedCommand;
 import io.butterfly.proto.coordinator.v1.LoadProgressedCommand;
 import io.butterfly.proto.coordinator.v1.ModelResolvedCommand;
+import io.butterfly.proto.coordinator.v1.NodeByzantineCommand;
 import io.butterfly.proto.coordinator.v1.NodeDrainRequestedCommand;
 import io.butterfly.proto.coordinator.v1.NodeFailedCommand;
 import io.butterfly.proto.coordinator.v1.NodeJoinedCommand;
@@ -127,6 +128,8 @@ public final class ControlCommandMapper {
                     .setLastHeartbeatMs(c.lastHeartbeatMs()).setPhi(c.phi());
             ifPresent(c.cause(), p::setCause);
             b.setNodeFailed(p);
+        } else if (command instanceof ClusterCommand.NodeByzantine c) {
+            b.setNodeByzantine(NodeByzantineCommand.newBuilder().setNodeId(c.nodeId()).setCause(c.cause()));
         } else if (command instanceof ClusterCommand.NodeRecovered c) {
             b.setNodeRecovered(NodeRecoveredCommand.newBuilder().setNodeId(c.nodeId())
                     .setPartitionIntact(c.partitionIntact()).setLastHeartbeatMs(c.lastHeartbeatMs()));
@@ -238,6 +241,10 @@ public final class ControlCommandMapper {
                 NodeFailedCommand c = proto.getNodeFailed();
                 return new ClusterCommand.NodeFailed(c.getNodeId(), c.getLastHeartbeatMs(), c.getPhi(),
                         c.hasCause() ? c.getCause() : null, at);
+            }
+            case NODE_BYZANTINE: {
+                NodeByzantineCommand c = proto.getNodeByzantine();
+                return new ClusterCommand.NodeByzantine(c.getNodeId(), c.getCause(), at);
             }
             case NODE_RECOVERED: {
                 NodeRecoveredCommand c = proto.getNodeRecovered();

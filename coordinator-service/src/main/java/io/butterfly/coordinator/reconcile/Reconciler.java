@@ -163,7 +163,8 @@ public final class Reconciler {
             return;
         }
         String why = String.join(", ", lost.stream()
-                .map(id -> id + (s.draining().contains(id) ? " drained" : " FAILED")).toList());
+                .map(id -> id + (s.draining().contains(id) ? " drained"
+                        : s.nodes().get(id).health().byzantine() ? " FAILED (Byzantine)" : " FAILED")).toList());
         try {
             Replanner.Replan replan = replan(s, model, Set.copyOf(lost), planner);
             assign(s, o, FeasibilityCheck.check(model, capacities(s, replan.plan().pipeline())), replan.plan(),

@@ -56,6 +56,7 @@ class ControlCommandMapperTest {
                 new ClusterCommand.NodeSuspicionCleared("w-" + s, at - 1, at),
                 new ClusterCommand.NodeFailed("w-" + s, at - 900, rnd.nextDouble() * 20, "stream closed", at),
                 new ClusterCommand.NodeRecovered("w-" + s, rnd.nextBoolean(), at - 2, at),
+                new ClusterCommand.NodeByzantine("w-" + s, "step " + s + ": w-1 computed seq=00000000000000aa", at),
                 new ClusterCommand.FeasibilityAssessed(new Feasibility(rnd.nextBoolean() ? null : "optimal",
                         rnd.nextBoolean(), rnd.nextLong(1L << 40), rnd.nextLong(1L << 40),
                         rnd.nextBoolean() ? null : "InsufficientResources: need 2 GiB, have 1 GiB", at), at),
@@ -104,7 +105,7 @@ class ControlCommandMapperTest {
 
     private static ClusterCommand anyCommand(Random r) {
         long at = anyLong(r);
-        return switch (r.nextInt(27)) {
+        return switch (r.nextInt(28)) {
             case 0 -> new ClusterCommand.Bootstrap(text(r), 1 + r.nextInt(Integer.MAX_VALUE), at);
             case 1 -> new ClusterCommand.ConfigChange(new io.butterfly.coordinator.cluster.ClusterConfig(text(r),
                     r.nextInt(), r.nextInt(), r.nextInt(), text(r)), at);
@@ -147,6 +148,7 @@ class ControlCommandMapperTest {
                 r.nextBytes(data);
                 yield new ClusterCommand.JobResultRecorded("j" + r.nextInt(1000), anyLong(r), anyLong(r), data, at);
             }
+            case 26 -> new ClusterCommand.NodeByzantine(text(r), text(r), at);
             default -> new ClusterCommand.NoOp(text(r), anyLong(r), at);
         };
     }

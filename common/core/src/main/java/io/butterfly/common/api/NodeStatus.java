@@ -34,6 +34,8 @@ public sealed interface NodeStatus {
      * @param layers   every layer it holds
      * @param load     its load figures as this replica last heard them; null if it never reported
      * @param error    why its load failed; absent unless it did
+     * @param byzantine an audit found it computing wrong: FAILED, planned away, {@code failure_cause} says how
+     *                  (docs/verified-execution.md#audits)
      */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     record Worker(String id, String role, String state, String standing, boolean draining, String address,
@@ -41,7 +43,7 @@ public sealed interface NodeStatus {
                   String partitionState, double progress, String currentFile, String partitionChecksum,
                   long kvCacheBudgetBytes, Load load, String lastHeartbeat, double phi, String heartbeatStream,
                   String suspectedAt, String failedAt, String recoveredAt, String lastHeartbeatAtVerdict,
-                  String failureCause, Capabilities capabilities,
+                  String failureCause, boolean byzantine, Capabilities capabilities,
                   @JsonInclude(JsonInclude.Include.NON_NULL) Error error) implements NodeStatus {
     }
 

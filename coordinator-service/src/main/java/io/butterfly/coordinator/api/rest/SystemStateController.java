@@ -179,7 +179,7 @@ public class SystemStateController {
                 instant(h.suspectedAtMs()), instant(h.failedAtMs()), instant(h.recoveredAtMs()),
                 // The last heartbeat the detector had seen when it took its last verdict: failed_at minus this is
                 // how long the node was silent before being declared FAILED.
-                instant(h.lastHeartbeatMs()), h.cause(),
+                instant(h.lastHeartbeatMs()), h.cause(), h.byzantine(),
                 new NodeStatus.Capabilities(n.info().cpuCores(), n.info().memoryBytes(),
                         Math.round(n.info().throughput() * 10) / 10.0, n.info().device()),
                 n.failureCode() == null ? null : new NodeStatus.Error(n.failureCode(), n.failureMessage()));
