@@ -1,4 +1,5 @@
-// The official OpenAI Node library against a Butterfly coordinator: a chat completion whole, then streamed.
+// The official OpenAI Node library against a Butterfly coordinator: a chat completion whole, then streamed; a reply
+// in a JSON schema; a tool-calling conversation.
 //
 //   npm install openai
 //   node openai-node-chat.mjs [base URL, default http://127.0.0.1:8080/v1]
@@ -49,12 +50,46 @@ for await (const chunk of stream) {
 console.log("streamed:", chunks, "chunks,", JSON.stringify(text), finish, JSON.stringify(usage));
 console.log("same text:", text === whole.choices[0].message.content);
 
-try {
-  await client.chat.completions.create({
-    model: whole.model,
-    messages,
-    tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }],
-  });
-} catch (e) {
-  console.log("refused:", e.constructor.name, e.status, e.param, "-", e.message);
-}
+// A reply constrained to a JSON schema.
+const shaped = await client.chat.completions.create({
+  model: whole.model,
+  messages: [{ role: "user", content: "Name a butterfly and its wingspan in mm." }],
+  temperature: 0,
+  response_format: {
+    type: "json_schema",
+    json_schema: {
+      name: "butterfly", strict: true, schema: {
+        type: "object", additionalProperties: false, required: ["name", "wingspan_mm"],
+        properties: { name: { type: "string", maxLength: 12 }, wingspan_mm: { type: "integer" } },
+      },
+    },
+  },
+});
+console.log("json_schema:", shaped.choices[0].message.content, "->", JSON.stringify(JSON.parse(shaped.choices[0].message.content)));
+
+// A tool-calling conversation: the model calls get_weather (named: its arguments follow the schema), the tool's
+// answer goes back with the call, and the model replies.
+const tools = [{
+  type: "function",
+  function: {
+    name: "get_weather", description: "Current weather of a city", strict: true,
+    parameters: {
+      type: "object", additionalProperties: false, required: ["city"],
+      properties: { city: { type: "string", maxLength: 10 } },
+    },
+  },
+}];
+const asked = [{ role: "user", content: "What is the weather in Paris?" }];
+const call = await client.chat.completions.create({
+  model: whole.model, messages: asked, tools, temperature: 0,
+  tool_choice: { type: "function", function: { name: "get_weather" } },
+});
+const calls = call.choices[0].message.tool_calls;
+console.log("tool_calls:", JSON.stringify(calls), call.choices[0].finish_reason);
+const answer = await client.chat.completions.create({
+  model: whole.model, tools, temperature: 0, max_completion_tokens: 12,
+  messages: [...asked, call.choices[0].message,
+    { role: "tool", tool_call_id: calls[0].id, content: JSON.stringify({ temperature_c: 21 }) }],
+});
+console.log("after the tool:", JSON.stringify(answer.choices[0].message), answer.choices[0].finish_reason,
+  JSON.stringify(answer.usage));

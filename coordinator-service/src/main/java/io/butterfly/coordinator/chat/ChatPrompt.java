@@ -15,8 +15,8 @@ import java.util.Set;
  */
 public final class ChatPrompt {
 
-    /** The roles a conversation may hold; tools' and functions' messages come with tool calls, not served here. */
-    static final Set<String> ROLES = Set.of("system", "user", "assistant");
+    /** The roles a conversation may hold: a tool's message answers an assistant's tool call. */
+    static final Set<String> ROLES = Set.of("system", "user", "assistant", "tool");
 
     private ChatPrompt() {
     }
@@ -27,6 +27,16 @@ public final class ChatPrompt {
      * @param maxPromptChars the longest rendered prompt accepted, in characters (checked before tokenizing)
      */
     public static long[] tokens(ServedModel model, List<ChatTemplate.Message> messages, int maxPromptChars) {
+        return tokens(model, messages, null, maxPromptChars);
+    }
+
+    /**
+     * The prompt's token ids with the tools the model may call shown by its template ({@code tools} null: none).
+     *
+     * @param maxPromptChars the longest rendered prompt accepted, in characters (checked before tokenizing)
+     */
+    public static long[] tokens(ServedModel model, List<ChatTemplate.Message> messages, List<Object> tools,
+                                int maxPromptChars) {
         check(messages);
         ChatTemplate template = model.chatTemplate();
         if (template == null) {
@@ -34,8 +44,7 @@ public final class ChatPrompt {
                     + "template (chat_template in tokenizer_config.json, or chat_template.jinja): send a prompt to "
                     + "/v1/completions instead");
         }
-        long text = messages.stream().mapToLong(m -> (long) m.content().length() + (m.name() == null ? 0 : m.name().length()))
-                .sum();
+        long text = messages.stream().mapToLong(ChatPrompt::chars).sum();
         if (text > maxPromptChars) {
             // Templates write each message's content into the prompt: too much text is refused before one runs on it.
             throw new InvalidRequestException("messages", "the conversation's messages hold " + text
@@ -43,7 +52,7 @@ public final class ChatPrompt {
         }
         String prompt;
         try {
-            prompt = template.render(messages);
+            prompt = template.render(messages, tools);
         } catch (ChatTemplateException e) {
             if (e.refused()) {
                 throw new InvalidRequestException("messages", "the model's chat template refuses this conversation: "
@@ -73,6 +82,17 @@ public final class ChatPrompt {
         return Math.max(1, Math.min(maxNewTokens, maxPositions - promptTokens));
     }
 
+    /** The text a message brings to the prompt: its content, name and calls' arguments. */
+    private static long chars(ChatTemplate.Message m) {
+        long n = (m.content() == null ? 0 : m.content().length()) + (m.name() == null ? 0 : m.name().length());
+        if (m.toolCalls() != null) {
+            for (ChatTemplate.ToolCall c : m.toolCalls()) {
+                n += c.name().length() + c.arguments().length();
+            }
+        }
+        return n;
+    }
+
     private static void check(List<ChatTemplate.Message> messages) {
         if (messages.isEmpty()) {
             throw new InvalidRequestException("messages", "messages must hold at least one message");
@@ -80,9 +100,9 @@ public final class ChatPrompt {
         for (int i = 0; i < messages.size(); i++) {
             String role = messages.get(i).role();
             if (!ROLES.contains(role)) {
-                throw new InvalidRequestException("messages[" + i + "].role", "role must be system, user or "
-                        + "assistant, got " + role + (role.equals("tool") || role.equals("function")
-                        ? " (tools are not supported)" : ""));
+                throw new InvalidRequestException("messages[" + i + "].role", "role must be system, user, assistant "
+                        + "or tool, got " + role + (role.equals("function") ? " (function messages are deprecated: "
+                        + "use tool)" : ""));
             }
         }
     }

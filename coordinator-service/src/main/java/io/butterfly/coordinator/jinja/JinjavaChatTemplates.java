@@ -30,7 +30,7 @@ import jinjava.javax.el.CompositeELResolver;
  * Chat templates rendered by Jinjava the way transformers renders them ({@code apply_chat_template}: Jinja with
  * {@code trim_blocks} and {@code lstrip_blocks}, a single trailing newline of the source dropped, {@code messages},
  * {@code add_generation_prompt}, {@code bos_token}, {@code eos_token}, {@code raise_exception},
- * {@code strftime_now}).
+ * {@code strftime_now}, {@code tools}, and {@code tojson} writing as Python's {@code json.dumps}: {@link PythonJsonFilter}).
  *
  * <p>A template is code from the model directory, so it runs in a sandbox: no file it could include, import or extend;
  * no Java method of a value ({@link PythonMethods}); bounded output, strings, lists, dicts, ranges and nesting; and a
@@ -95,6 +95,8 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
         });
         jinjava.registerFunction(new ELFunctionDefinition("", "raise_exception", JinjavaChatTemplates.class,
                 "raiseException", String.class));
+        jinjava.getGlobalContext().registerFilter(new PythonJsonFilter());
+        jinjava.getGlobalContext().registerExpTest(new PythonIterableTest());
         jinjava.registerFunction(new ELFunctionDefinition("", "strftime_now", JinjavaChatTemplates.class,
                 "strftimeNow", String.class));
         warmUp();
@@ -113,7 +115,7 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
 
     @Override
     public ChatTemplate compile(String source, String bosToken, String eosToken) {
-        return new Template(withoutTrailingNewline(source), bosToken, eosToken, budget);
+        return new Template(NotIsPrecedence.rewrite(withoutTrailingNewline(source)), bosToken, eosToken, budget);
     }
 
     /** Jinja drops one newline at the end of a template (keep_trailing_newline is off in transformers). */
@@ -172,9 +174,17 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
         }
 
         @Override
-        public String render(List<Message> messages) {
+        public String source() {
+            return source;
+        }
+
+        @Override
+        public String render(List<Message> messages, List<Object> tools) {
             Map<String, Object> bindings = new HashMap<>();
             bindings.put("messages", messages(messages));
+            if (tools != null) {
+                bindings.put("tools", tools);
+            }
             bindings.put("add_generation_prompt", true);
             if (bosToken != null) {
                 bindings.put("bos_token", bosToken);
@@ -259,6 +269,23 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
             dict.put("content", m.content());
             if (m.name() != null) {
                 dict.put("name", m.name());
+            }
+            if (m.toolCalls() != null) {
+                List<Map<String, Object>> calls = new ArrayList<>(m.toolCalls().size());
+                for (ChatTemplate.ToolCall c : m.toolCalls()) {
+                    Map<String, Object> function = new LinkedHashMap<>();
+                    function.put("name", c.name());
+                    function.put("arguments", PythonJsonFilter.objectOrString(c.arguments()));
+                    Map<String, Object> call = new LinkedHashMap<>();
+                    call.put("id", c.id());
+                    call.put("type", "function");
+                    call.put("function", function);
+                    calls.add(call);
+                }
+                dict.put("tool_calls", calls);
+            }
+            if (m.toolCallId() != null) {
+                dict.put("tool_call_id", m.toolCallId());
             }
             out.add(dict);
         }

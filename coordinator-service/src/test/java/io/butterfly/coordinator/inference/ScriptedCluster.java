@@ -105,11 +105,28 @@ public final class ScriptedCluster implements AutoCloseable {
         return service(steps, scheduling, recoveryTimeout, chatTemplate, 0);
     }
 
+    /**
+     * An inference service whose model has {@code chatTemplate} and {@code maxPositions} positions (a real model's
+     * template, with tools, writes prompts longer than TINY's 64).
+     */
+    public InferenceService service(Pipeline steps, ChatTemplate chatTemplate, int maxPositions) {
+        return service(steps, SCHEDULING, Duration.ofSeconds(60), chatTemplate, 0, maxPositions);
+    }
+
     private InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout,
                                      ChatTemplate chatTemplate, long tokensPerMinutePerKey) {
+        return service(steps, scheduling, recoveryTimeout, chatTemplate, tokensPerMinutePerKey, TINY.maxPositions());
+    }
+
+    private InferenceService service(Pipeline steps, SchedulerSettings scheduling, Duration recoveryTimeout,
+                                     ChatTemplate chatTemplate, long tokensPerMinutePerKey, int maxPositions) {
+        ModelConfig config = new ModelConfig(TINY.architecture(), TINY.numLayers(), TINY.hiddenSize(),
+                TINY.numHeads(), TINY.numKvHeads(), TINY.intermediateSize(), TINY.vocabSize(), maxPositions,
+                TINY.normEps(), TINY.ropeTheta(), TINY.tieWordEmbeddings(), TINY.bosTokenId(), TINY.eosTokenId(),
+                TINY.ropeScaling(), TINY.moreEosTokenIds(), TINY.qkNorm(), TINY.experts());
         ModelCatalog catalog = mock(ModelCatalog.class);
         when(catalog.servedFor("root")).thenReturn(new ServedModel(
-                new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), TINY, tokenizer,
+                new Manifest("tiny", "llama", "1", 2, 0, 16, 512, "F32", List.of(), "root", 0, null, null), config, tokenizer,
                 chatTemplate));
         InferenceService service = new InferenceService(ReadyCluster.props("coordinator-0").inference(1, recoveryTimeout)
                 .withTokensPerMinutePerKey(tokensPerMinutePerKey).withStartWait(startWait), scheduling, control, catalog, steps, journal, ServingMetrics.NONE, RequestTracing.NONE, Clock.systemUTC());

@@ -1,6 +1,7 @@
 package io.butterfly.common.api;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.List;
 import java.util.Optional;
 import tools.jackson.databind.PropertyNamingStrategies;
@@ -27,8 +28,22 @@ public record OpenAiChatChunk(String id, String object, long created, String mod
     public record Choice(int index, Delta delta, OpenAiChatCompletion.Logprobs logprobs, String finishReason) {
     }
 
-    /** What the chunk adds to the message: the role (first chunk only), the text; neither in the last. */
+    /**
+     * What the chunk adds to the message: the role (first chunk only), the text, or tool calls; none in the last.
+     *
+     * @param toolCalls what the chunk adds to each call (by its {@code index}): its id, type and name the first time,
+     *                  then pieces of its arguments
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record Delta(String role, String content) {
+    public record Delta(String role, String content, @JsonProperty("tool_calls") List<ToolCallDelta> toolCalls) {
+
+        public Delta(String role, String content) {
+            this(role, content, null);
+        }
+    }
+
+    /** A piece of tool call {@code index}: the first carries its id, type and name. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record ToolCallDelta(int index, String id, String type, OpenAiChatCompletion.Function function) {
     }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.common.api;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.List;
 import tools.jackson.databind.PropertyNamingStrategies;
 import tools.jackson.databind.annotation.JsonNaming;
@@ -21,8 +22,29 @@ public record OpenAiChatCompletion(String id, String object, long created, Strin
     public record Choice(int index, Message message, Logprobs logprobs, String finishReason) {
     }
 
-    /** The assistant's message; {@code refusal} is always null (Butterfly refuses with an error, not a message). */
-    public record Message(String role, String content, String refusal) {
+    /**
+     * The assistant's message; {@code refusal} is always null (Butterfly refuses with an error, not a message).
+     *
+     * @param content   null when the message only calls tools
+     * @param toolCalls the functions the model calls; absent when it calls none
+     */
+    public record Message(String role, String content, String refusal,
+                          @JsonInclude(JsonInclude.Include.NON_NULL) @JsonProperty("tool_calls") List<ToolCall> toolCalls) {
+
+        public Message(String role, String content, String refusal) {
+            this(role, content, refusal, null);
+        }
+    }
+
+    /** A call of a function: its id (quoted back by the tool's answer), its name and its arguments as JSON text. */
+    public record ToolCall(String id, String type, Function function) {
+
+        public static final String FUNCTION = "function";
+    }
+
+    /** The function called; in a stream's chunks a field is absent when that chunk adds nothing to it. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Function(String name, String arguments) {
     }
 
     /** The tokens' logprobs in order; {@code refusal} is always null. */

@@ -8,6 +8,7 @@ import io.butterfly.coordinator.inference.sampling.ChoiceSeeds;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.inference.RequestValidator;
 import io.butterfly.coordinator.model.ChatTemplate;
+import io.butterfly.coordinator.tools.Tools;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -17,13 +18,14 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * The body of OpenAI's {@code POST /v1/chat/completions}, as its clients send it. Options Butterfly does not implement
- * (tools and functions, images, audio, penalties, ...) are accepted at their neutral value and
+ * (the deprecated functions, images, audio, penalties, ...) are accepted at their neutral value and
  * refused otherwise, naming the field, rather than silently ignored; a field OpenAI does not have is refused as
  * unknown. Defaults are OpenAI's: {@code temperature} 1, a fresh seed per request unless one is given, and a reply as
  * long as fits.
  *
  * @param messages            the conversation: each {@code role}, {@code content} (a string or a list of text parts)
- *                            and an optional {@code name}
+ *                            and an optional {@code name}; an assistant's {@code tool_calls}, a tool's answer with
+ *                            the {@code tool_call_id} it answers
  * @param maxTokens           the older name of {@code max_completion_tokens}; both may be given if they agree
  * @param logprobs            true: each token's log-probability, with {@code top_logprobs} (0 to 20) alternatives
  * @param ignoreEos           vLLM's extension, as in {@code POST /v1/completions}
@@ -123,7 +125,7 @@ public record ChatCompletionRequest(JsonNode messages,
      * The generation that answers: {@code promptTokenIds} are the rendered conversation's, {@code defaultMaxTokens} the
      * reply's length when the request sets none, {@code freshSeed} the seed when it gives none.
      */
-    GenerationRequest generation(long[] promptTokenIds, int defaultMaxTokens, long freshSeed) {
+    GenerationRequest generation(long[] promptTokenIds, int defaultMaxTokens, long freshSeed, Tools tools) {
         List<Long> ids = new ArrayList<>(promptTokenIds.length);
         for (long id : promptTokenIds) {
             ids.add(id);
@@ -132,7 +134,8 @@ public record ChatCompletionRequest(JsonNode messages,
         return new GenerationRequest(null, ids, limit == null ? defaultMaxTokens : limit,
                 temperature == null ? DEFAULT_TEMPERATURE : temperature, topP, topK == null || topK == -1 ? null : topK,
                 seed == null ? freshSeed : seed, withLogprobs() ? (topLogprobs == null ? 0 : topLogprobs) : null,
-                ignoreEos, stop, ResponseFormat.parse(responseFormat, "response_format"));
+                ignoreEos, stop, tools.choice().constrained() ? tools.constraint()
+                        : ResponseFormat.parse(responseFormat, "response_format"));
     }
 
     private static ChatTemplate.Message message(JsonNode m, String field) {
@@ -146,19 +149,77 @@ public record ChatCompletionRequest(JsonNode messages,
         }
         JsonNode role = m.get("role");
         if (role == null || !role.isString()) {
-            throw new InvalidRequestException(field + ".role", "role must be a string: system, user or assistant");
+            throw new InvalidRequestException(field + ".role", "role must be a string: system, user, assistant or tool");
         }
-        refuseNonEmpty(m, field, "tool_calls", "tool calls are not supported");
-        refuseNonEmpty(m, field, "function_call", "function calls are not supported");
-        refuseNonEmpty(m, field, "tool_call_id", "tool messages are not supported");
+        String r = role.stringValue();
+        refuseNonEmpty(m, field, "function_call", "function calls are not supported: use tool_calls");
         refuseNonEmpty(m, field, "audio", "audio is not supported");
         refuseNonEmpty(m, field, "refusal", "a refusal message is not supported: give the text as content");
+        if (!r.equals("assistant")) {
+            refuseNonEmpty(m, field, "tool_calls", "only an assistant's message makes tool calls");
+        }
         JsonNode name = m.get("name");
         if (name != null && !name.isNull() && !name.isString()) {
             throw new InvalidRequestException(field + ".name", "name must be a string");
         }
-        return new ChatTemplate.Message(role.stringValue(), content(m.get("content"), field + ".content"),
-                name == null || name.isNull() ? null : name.stringValue());
+        String toolCallId = null;
+        if (r.equals("tool")) {
+            JsonNode id = m.get("tool_call_id");
+            if (id == null || !id.isString()) {
+                throw new InvalidRequestException(field + ".tool_call_id", "a tool's message gives the tool_call_id of "
+                        + "the call it answers");
+            }
+            toolCallId = id.stringValue();
+        } else {
+            refuseNonEmpty(m, field, "tool_call_id", "only a tool's message answers a tool call");
+        }
+        List<ChatTemplate.ToolCall> calls = r.equals("assistant") ? toolCalls(m.get("tool_calls"),
+                field + ".tool_calls") : null;
+        JsonNode c = m.get("content");
+        String content = calls != null && (c == null || c.isNull()) ? null : content(c, field + ".content");
+        return new ChatTemplate.Message(r, content, name == null || name.isNull() ? null : name.stringValue(), calls,
+                toolCallId);
+    }
+
+    /** An assistant's {@code tool_calls}: {@code [{"id", "type": "function", "function": {"name", "arguments"}}]}. */
+    private static List<ChatTemplate.ToolCall> toolCalls(JsonNode calls, String field) {
+        if (calls == null || calls.isNull() || calls.isArray() && calls.isEmpty()) {
+            return null;
+        }
+        if (!calls.isArray()) {
+            throw new InvalidRequestException(field, "tool_calls must be a list of calls");
+        }
+        List<ChatTemplate.ToolCall> out = new ArrayList<>(calls.size());
+        for (int i = 0; i < calls.size(); i++) {
+            JsonNode call = calls.get(i);
+            String at = field + "[" + i + "]";
+            if (call == null || !call.isObject()) {
+                throw new InvalidRequestException(at, "a tool call must be an object {\"id\", \"type\": \"function\", "
+                        + "\"function\": {\"name\", \"arguments\"}}");
+            }
+            for (String key : call.propertyNames()) {
+                if (!Set.of("id", "type", "function").contains(key)) {
+                    throw new InvalidRequestException(at + "." + key, "unknown field " + key + " in a tool call");
+                }
+            }
+            if (!call.path("id").isString()) {
+                throw new InvalidRequestException(at + ".id", "a tool call's id must be a string");
+            }
+            if (!"function".equals(call.path("type").asString(null))) {
+                throw new InvalidRequestException(at + ".type", "type must be function");
+            }
+            JsonNode f = call.get("function");
+            if (f == null || !f.isObject() || !f.path("name").isString()) {
+                throw new InvalidRequestException(at + ".function.name", "a tool call names its function");
+            }
+            JsonNode args = f.get("arguments");
+            if (args == null || !args.isString()) {
+                throw new InvalidRequestException(at + ".function.arguments", "arguments must be a string of JSON");
+            }
+            out.add(new ChatTemplate.ToolCall(call.get("id").stringValue(), f.get("name").stringValue(),
+                    args.stringValue()));
+        }
+        return out;
     }
 
     /** A string, or a list of text parts joined by newlines (as vLLM gives them to a template that reads strings). */
@@ -213,14 +274,11 @@ public record ChatCompletionRequest(JsonNode messages,
             throw new InvalidRequestException("n", "n must be in [1, " + ChoiceSeeds.MAX_CHOICES + "], got " + n);
         }
         requireNeutral("n", n == null || n == 1 || !streaming(), "n > 1 is not streamed: ask for the choices whole");
-        requireNeutral("tools", absentOrEmpty(tools), "tools are not supported: this server does not call tools");
-        requireNeutral("tool_choice", toolChoice == null || toolChoice.isNull()
-                || toolChoice.isString() && toolChoice.stringValue().equals("none"), "tool_choice must be none: "
-                + "tools are not supported");
-        requireNeutral("functions", absentOrEmpty(functions), "functions are not supported");
+        requireNeutral("functions", absentOrEmpty(functions), "functions (deprecated) are not supported: give them "
+                + "as tools");
         requireNeutral("function_call", functionCall == null || functionCall.isNull()
-                || functionCall.isString() && functionCall.stringValue().equals("none"), "function_call must be none: "
-                + "functions are not supported");
+                || functionCall.isString() && functionCall.stringValue().equals("none"), "function_call (deprecated) "
+                + "must be none: use tool_choice");
         requireNeutral("audio", audio == null || audio.isNull(), "audio output is not supported");
         requireNeutral("modalities", modalities == null || modalities.isNull()
                 || modalities.isArray() && modalities.size() == 1 && "text".equals(modalities.get(0).asString(null)),
@@ -258,6 +316,23 @@ public record ChatCompletionRequest(JsonNode messages,
         requireNeutral("stream_options.continuous_usage_stats",
                 streamOptions == null || !Boolean.TRUE.equals(streamOptions.continuousUsageStats()),
                 "stream_options.continuous_usage_stats is not supported; the usage comes once, at the end");
+    }
+
+    /**
+     * The functions the model may call and whether it must; refuses what cannot be served with them: a
+     * {@code response_format} beside a choice that constrains the reply to calls, streamed logprobs beside tools (a
+     * stream holds back text that may be a call).
+     */
+    Tools readTools() {
+        Tools t = Tools.parse(tools, toolChoice, parallelToolCalls);
+        if (t.choice().constrained() && ResponseFormat.parse(responseFormat, "response_format").constrained()) {
+            throw new InvalidRequestException("response_format", "response_format cannot constrain a reply that "
+                    + "tool_choice " + t.choice().mode().name().toLowerCase(java.util.Locale.ROOT) + " constrains to "
+                    + "tool calls");
+        }
+        requireNeutral("logprobs", !t.active() || !streaming() || !withLogprobs(), "logprobs are not streamed with "
+                + "tools: ask for the reply whole");
+        return t;
     }
 
     private static boolean absentOrEmpty(JsonNode v) {

@@ -15,6 +15,9 @@ import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.RequestHandle;
 import io.butterfly.coordinator.model.ChatTemplate;
 import io.butterfly.coordinator.model.ServedModel;
+import io.butterfly.coordinator.tools.ToolCallFormat;
+import io.butterfly.coordinator.tools.ToolReply;
+import io.butterfly.coordinator.tools.Tools;
 import java.time.Clock;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -32,7 +35,9 @@ import tools.jackson.databind.json.JsonMapper;
  * OpenAI's chat completions API, {@code POST /v1/chat/completions}: the conversation is made into a prompt by the
  * served model's own chat template ({@link ChatPrompt}), then generated like any completion (the same inference,
  * engine and streams), and answered as a {@code chat.completion} object or, with {@code "stream": true}, as
- * {@code chat.completion.chunk} events. Errors are problem documents with OpenAI's {@code error} object
+ * {@code chat.completion.chunk} events. With {@code tools} the template shows the model the functions, and its reply
+ * is read for calls in the format the template taught it ({@link ToolCallFormat}), or constrained to calls
+ * ({@code tool_choice} required or a function: {@link Tools#constraint}). Errors are problem documents with OpenAI's {@code error} object
  * ({@link OpenAiErrors}).
  */
 @RestController
@@ -70,12 +75,15 @@ public class ChatCompletionsController {
         long created = clock.millis() / 1000;
         ServedModel served = inference.servedModel();
         String model = CompletionsController.requireServed(body.model(), served);
-        long[] prompt = ChatPrompt.tokens(served, conversation, maxPromptChars);
+        Tools tools = body.readTools();
+        long[] prompt = ChatPrompt.tokens(served, conversation, tools.forTemplate(), maxPromptChars);
+        ToolCallFormat format = served.chatTemplate() == null ? null : ToolCallFormat.of(served.chatTemplate().source());
         GenerationRequest request = body.generation(prompt,
-                ChatPrompt.defaultMaxTokens(prompt.length, maxNewTokens, served.config().maxPositions()), seed);
+                ChatPrompt.defaultMaxTokens(prompt.length, maxNewTokens, served.config().maxPositions()), seed, tools);
         if (body.streaming()) {
             return namingChatFields(body, () -> streams.start(request, lastEventId,
-                    task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage())));
+                    task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage(),
+                            tools, format)));
         }
         // n choices, each with a seed of its own derived from the request's, all admitted before any runs
         List<InferenceService.Prepared> prepared = new ArrayList<>(body.choices());
@@ -96,7 +104,7 @@ public class ChatCompletionsController {
                         logprobs.add(lp == null ? null : lp.next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs()));
                     }
                     return ChatJson.completion(ChatJson.Header.of(results.get(0).taskId(), created, model), results,
-                            logprobs);
+                            logprobs, r -> ToolReply.of(tools, format, r.taskId(), r.text(), r.finishReason()));
                 });
     }
 

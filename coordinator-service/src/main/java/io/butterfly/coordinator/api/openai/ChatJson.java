@@ -6,6 +6,8 @@ import io.butterfly.common.api.OpenAiUsage;
 import io.butterfly.coordinator.inference.GenerationResult;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Function;
+import io.butterfly.coordinator.tools.ToolReply;
 
 /** OpenAI's {@code chat.completion} objects: a whole answer, or one chunk of a streamed one. */
 final class ChatJson {
@@ -25,7 +27,8 @@ final class ChatJson {
 
     /** A whole answer: the assistant's message, its logprobs (null unless asked for) and the usage. */
     static OpenAiChatCompletion completion(Header h, GenerationResult r, OpenAiChatCompletion.Logprobs logprobs) {
-        return completion(h, List.of(r), java.util.Collections.singletonList(logprobs));
+        return completion(h, List.of(r), java.util.Collections.singletonList(logprobs),
+                g -> new ToolReply(g.text(), List.of(), g.finishReason()));
     }
 
     /**
@@ -33,17 +36,30 @@ final class ChatJson {
      * the prompt once and every choice's tokens, as OpenAI counts {@code n}.
      */
     static OpenAiChatCompletion completion(Header h, List<GenerationResult> results,
-                                           List<OpenAiChatCompletion.Logprobs> logprobs) {
+                                           List<OpenAiChatCompletion.Logprobs> logprobs,
+                                           Function<GenerationResult, ToolReply> reply) {
         List<OpenAiChatCompletion.Choice> choices = new java.util.ArrayList<>(results.size());
         int completionTokens = 0;
         for (int i = 0; i < results.size(); i++) {
             GenerationResult r = results.get(i);
-            choices.add(new OpenAiChatCompletion.Choice(i, new OpenAiChatCompletion.Message(ASSISTANT, r.text(), null),
-                    logprobs.get(i), r.finishReason()));
+            ToolReply t = reply.apply(r);
+            choices.add(new OpenAiChatCompletion.Choice(i, new OpenAiChatCompletion.Message(ASSISTANT, t.content(), null,
+                    t.calls().isEmpty() ? null : t.calls().stream().map(ChatJson::toolCall).toList()),
+                    logprobs.get(i), t.finishReason()));
             completionTokens += r.tokenIds().size();
         }
         return new OpenAiChatCompletion(h.id(), OpenAiChatCompletion.OBJECT, h.created(), h.model(), choices,
                 OpenAiUsage.of(results.get(0).promptTokenIds().size(), completionTokens));
+    }
+
+    static OpenAiChatCompletion.ToolCall toolCall(ToolReply.Call c) {
+        return new OpenAiChatCompletion.ToolCall(c.id(), OpenAiChatCompletion.ToolCall.FUNCTION,
+                new OpenAiChatCompletion.Function(c.name(), c.arguments()));
+    }
+
+    /** A chunk of tool calls: each call's first piece carries its id, type and name. */
+    static OpenAiChatChunk toolCallsChunk(Header h, List<OpenAiChatChunk.ToolCallDelta> calls) {
+        return chunk(h, new OpenAiChatChunk.Delta(null, null, calls), null, null);
     }
 
     /** The first chunk of a stream: the role of the message that follows. */

@@ -7,6 +7,10 @@ import io.butterfly.coordinator.inference.GeneratedToken;
 import io.butterfly.coordinator.inference.GenerationResult;
 import java.util.ArrayList;
 import java.util.List;
+import io.butterfly.coordinator.tools.ToolCallFormat;
+import io.butterfly.coordinator.tools.ToolChoice;
+import io.butterfly.coordinator.tools.ToolReply;
+import io.butterfly.coordinator.tools.Tools;
 import org.springframework.http.ProblemDetail;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter.SseEventBuilder;
@@ -25,15 +29,33 @@ final class ChatStreamFormat implements StreamFormat {
     private final String model;
     private final ChatLogprobs logprobs;
     private final boolean includeUsage;
+    private final Tools tools;
+    private final ToolCallFormat format;
     private boolean roleSent;
+    /** The reply so far, and how much of it went out as content (with tools, text that may be a call is held). */
+    private final StringBuilder text = new StringBuilder();
+    private int sent;
+    private boolean namedCallStarted;
 
     /** {@code logprobs} null unless the request asked for them. */
     ChatStreamFormat(JsonMapper json, long created, String model, ChatLogprobs logprobs, boolean includeUsage) {
+        this(json, created, model, logprobs, includeUsage, Tools.NONE, null);
+    }
+
+    /**
+     * With tools: a named function's arguments stream as pieces of its call; with {@code auto} the text streams until
+     * what may be a call in the template's {@code format} begins, and the calls come whole at the end; with
+     * {@code required} the list of calls comes at the end.
+     */
+    ChatStreamFormat(JsonMapper json, long created, String model, ChatLogprobs logprobs, boolean includeUsage,
+                     Tools tools, ToolCallFormat format) {
         this.json = json;
         this.created = created;
         this.model = model;
         this.logprobs = logprobs;
         this.includeUsage = includeUsage;
+        this.tools = tools;
+        this.format = format;
     }
 
     @Override
@@ -44,17 +66,78 @@ final class ChatStreamFormat implements StreamFormat {
             events.add(data(ChatJson.roleChunk(h)));
             roleSent = true;
         }
-        OpenAiChatCompletion.Logprobs lp = logprobs == null ? null
-                : logprobs.next(List.of(t.tokenId()), List.of(t.logprob()), List.of(t.topLogprobs()));
-        events.add(data(ChatJson.contentChunk(h, t.text(), lp)));
+        switch (tools.choice().mode()) {
+            case NONE -> {
+                OpenAiChatCompletion.Logprobs lp = logprobs == null ? null
+                        : logprobs.next(List.of(t.tokenId()), List.of(t.logprob()), List.of(t.topLogprobs()));
+                events.add(data(ChatJson.contentChunk(h, t.text(), lp)));
+            }
+            case NAMED -> {
+                startNamedCall(h, events, t.taskId());
+                if (!t.text().isEmpty()) {
+                    events.add(data(ChatJson.toolCallsChunk(h, List.of(new OpenAiChatChunk.ToolCallDelta(0, null, null,
+                            new OpenAiChatCompletion.Function(null, t.text()))))));
+                }
+            }
+            case REQUIRED -> text.append(t.text());
+            case AUTO -> {
+                text.append(t.text());
+                int clear = Math.max(sent, format.callsMayBeginAt(text.toString()));
+                if (clear > sent) {
+                    events.add(data(ChatJson.contentChunk(h, text.substring(sent, clear), null)));
+                    sent = clear;
+                }
+            }
+        }
         return events;
+    }
+
+    /** A named function's call begins: its id, type and name, no arguments yet. */
+    private void startNamedCall(ChatJson.Header h, List<SseEventBuilder> events, String taskId) {
+        if (!namedCallStarted) {
+            events.add(data(ChatJson.toolCallsChunk(h, List.of(new OpenAiChatChunk.ToolCallDelta(0,
+                    ToolReply.callId(taskId, 0), OpenAiChatCompletion.ToolCall.FUNCTION,
+                    new OpenAiChatCompletion.Function(tools.choice().function(), ""))))));
+            namedCallStarted = true;
+        }
+    }
+
+    /** What a reply with tools still owes at its end: held text or the calls; and its finish reason. */
+    private String finishTools(ChatJson.Header h, GenerationResult r, List<SseEventBuilder> events) {
+        ToolReply reply = ToolReply.of(tools, format, r.taskId(), r.text(), r.finishReason());
+        if (tools.choice().mode() == ToolChoice.Mode.NAMED) {
+            startNamedCall(h, events, r.taskId());
+            return reply.finishReason();
+        }
+        String all = r.text();
+        int before = reply.calls().isEmpty() ? all.length() : Math.max(sent, format == null ? 0
+                : tools.choice().mode() == ToolChoice.Mode.AUTO ? format.callsMayBeginAt(all) : 0);
+        if (before > sent && !all.substring(sent, before).isBlank()) {
+            events.add(data(ChatJson.contentChunk(h, all.substring(sent, before), null)));
+        }
+        sent = before;
+        if (!reply.calls().isEmpty()) {
+            List<OpenAiChatChunk.ToolCallDelta> calls = new ArrayList<>(reply.calls().size());
+            for (int i = 0; i < reply.calls().size(); i++) {
+                ToolReply.Call c = reply.calls().get(i);
+                calls.add(new OpenAiChatChunk.ToolCallDelta(i, c.id(), OpenAiChatCompletion.ToolCall.FUNCTION,
+                        new OpenAiChatCompletion.Function(c.name(), c.arguments())));
+            }
+            events.add(data(ChatJson.toolCallsChunk(h, calls)));
+        }
+        return reply.finishReason();
     }
 
     @Override
     public List<SseEventBuilder> done(GenerationResult r) {
         ChatJson.Header h = ChatJson.Header.of(r.taskId(), created, model);
         List<SseEventBuilder> events = new ArrayList<>(3);
-        events.add(data(ChatJson.finishChunk(h, r.finishReason())));
+        if (!roleSent) {
+            events.add(data(ChatJson.roleChunk(h)));
+            roleSent = true;
+        }
+        String finish = tools.active() ? finishTools(h, r, events) : r.finishReason();
+        events.add(data(ChatJson.finishChunk(h, finish)));
         if (includeUsage) {
             events.add(SseEmitter.event().data(" " + json.writeValueAsString(ChatJson.usageChunk(h, r))));
         }

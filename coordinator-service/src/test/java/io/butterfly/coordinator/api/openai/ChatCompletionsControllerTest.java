@@ -247,9 +247,17 @@ class ChatCompletionsControllerTest {
     @Test
     void whatIsNotImplementedIsRefusedNamingTheField() throws Exception {
         String user = "[{\"role\": \"user\", \"content\": \"Hi\"}]";
-        assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
-                "tools");
+        assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"function\", \"function\": {}}]}",
+                "tools[0].function.name");
+        assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"retrieval\"}]}", "tools[0].type");
+        assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", "
+                + "\"parameters\": {\"type\": \"string\", \"pattern\": \"a\"}}}]}", "tools[0].function.parameters");
+        assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], "
+                + "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"g\"}}}", "tool_choice.function.name");
+        assertRefused("{\"messages\": " + user + ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], "
+                + "\"tool_choice\": \"always\"}", "tool_choice");
         assertRefused("{\"messages\": " + user + ", \"tool_choice\": \"auto\"}", "tool_choice");
+        assertRefused("{\"messages\": " + user + ", \"functions\": [{\"name\": \"f\"}]}", "functions");
         assertRefused("{\"messages\": " + user + ", \"n\": 2, \"stream\": true}", "n");
         assertRefused("{\"messages\": " + user + ", \"n\": 0}", "n");
         assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"xml\"}}",
@@ -272,10 +280,13 @@ class ChatCompletionsControllerTest {
                 + "{\"url\": \"https://x/y.png\"}}]}]}", "messages[0].content[0].type");
         assertRefused("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"input_audio\", \"input_audio\": "
                 + "{\"data\": \"AA==\", \"format\": \"wav\"}}]}]}", "messages[0].content[0].type");
-        assertRefused("{\"messages\": [{\"role\": \"tool\", \"content\": \"42\", \"tool_call_id\": \"c1\"}]}",
+        assertRefused("{\"messages\": [{\"role\": \"tool\", \"content\": \"42\"}]}", "messages[0].tool_call_id");
+        assertRefused("{\"messages\": [{\"role\": \"user\", \"content\": \"42\", \"tool_call_id\": \"c1\"}]}",
                 "messages[0].tool_call_id");
         assertRefused("{\"messages\": [{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c\"}]}]}",
-                "messages[0].tool_calls");
+                "messages[0].tool_calls[0].type");
+        assertRefused("{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"id\": \"c\", \"type\": \"function\", "
+                + "\"function\": {\"name\": \"f\", \"arguments\": {}}}]}]}", "messages[0].tool_calls[0].function.arguments");
         // neutral values are accepted: OpenAI's defaults, as clients send them
         ok(chat("{\"messages\": " + user + ", \"n\": 1, \"tool_choice\": \"none\", \"response_format\": {\"type\": "
                 + "\"text\"}, \"presence_penalty\": 0, \"max_tokens\": 2, \"max_completion_tokens\": 2, "
