@@ -93,7 +93,10 @@ public final class SoakCommand implements Callable<Integer> {
                     .withModel(dir).withCoordinators(coordinators), out);
             List<String> replicas = role(supervisor, "coordinator").stream().map(p -> "http://127.0.0.1:" + p.httpPort()).toList();
             Set<String> workers = role(supervisor, "worker").stream().map(ServiceProcess::nodeId).collect(Collectors.toSet());
-            awaitReady(replicas, workers, Duration.ofMinutes(5));
+            if (awaitReady(replicas, workers, Duration.ofMinutes(5)) < 0) {
+                // went on regardless (the load still means something), but every READY wait below will run out too
+                out.println("  not READY with every worker " + workers + " within 5 minutes of the start");
+            }
             List<SteadyLoad.Request> requests = ScheduleRunner.references(replicas.get(0),
                     ScheduleRunner.bodies(seed, 8, config.vocabSize(), 32, 32));
             History history = new History();

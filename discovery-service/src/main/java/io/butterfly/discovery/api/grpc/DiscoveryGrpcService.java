@@ -147,6 +147,13 @@ public class DiscoveryGrpcService extends DiscoveryServiceGrpc.DiscoveryServiceI
         fromItsSender(request);
         DiscoveryHeartbeat beat = admission.openMemberMessage(ControlMessages.read(request), MessageType.HEARTBEAT.name(),
                 ControlMessages.parsing(DiscoveryHeartbeat.parser()), DiscoveryHeartbeat::getNodeId);
+        if (registry.member(beat.getNodeId()).filter(m -> !m.acknowledged()).isPresent()) {
+            // A node heartbeats only after acknowledging a join, so a pending entry is a later join's: one the node
+            // gave up on (its deadline passed) that a loaded discovery admitted after the ack. Heartbeats would keep
+            // it pending and unlisted for ever (the coordinator never takes it on); joining again lists it.
+            throw new AdmissionException(ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + beat.getNodeId()
+                    + "' has not acknowledged its latest join; join again");
+        }
         MemberView seen = registry.touch(beat.getNodeId(), admission.nowMs()).orElseThrow(() -> new AdmissionException(
                 ErrorCode.INVALID_MESSAGE, ErrorKind.NOT_FOUND, "'" + beat.getNodeId() + "' is not a member; join first"));
         response.onNext(DiscoveryHeartbeatResponse.newBuilder().setLastSeenMs(seen.lastSeenMs()).build());

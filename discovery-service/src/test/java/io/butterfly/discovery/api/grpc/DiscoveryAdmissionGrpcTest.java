@@ -403,6 +403,45 @@ class DiscoveryAdmissionGrpcTest {
         assertEquals(ErrorCode.CLUSTER_NAME_MISMATCH, e.code());
     }
 
+    /**
+     * Seen in the soak on the loaded machine: a worker's first join passed its deadline, its retry was admitted and
+     * acknowledged, and then discovery answered the first attempt after all, leaving the member pending. Its heartbeats
+     * were accepted, so it was never listed again and the coordinator never took it on as a spare (the cluster never
+     * had every worker back). Now a pending member's heartbeat is answered NOT_FOUND and the node joins again.
+     */
+    @Test
+    void aJoinAdmittedAfterTheNodesAcknowledgementMakesItJoinAgain() throws Exception {
+        start(policy(b -> b));
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("late-join");
+        Member self = Member.newBuilder().setNodeId("worker-7").setRole(NodeRole.WORKER).setHost("127.0.0.1")
+                .setGrpcPort(9007).setHttpPort(8007).setVersion("test").setCapabilities(capabilities()).build();
+        io.butterfly.common.discovery.DiscoveryMembership membership = new io.butterfly.common.discovery.DiscoveryMembership(
+                channel, dir, "worker-7", CLUSTER, ProtocolFeatures.COMPRESSION, 50, () -> self, new RetryPolicy(50, 200));
+        membership.start();
+        try {
+            awaitListed("worker-7");
+            // The attempt the node gave up on, admitted late: the same node, key and request, a message of its own.
+            NodeIdentity identity = NodeIdentity.loadOrCreate(dir);
+            JoinRequest late = JoinRequest.newBuilder().setClusterName(CLUSTER).setMember(self)
+                    .setPublicKey(ByteString.copyFrom(identity.publicKey())).setFeatures(ProtocolFeatures.COMPRESSION)
+                    .setJoinReason(JoinReason.INITIAL_START).build();
+            DiscoveryServiceGrpc.newBlockingStub(channel).join(seal(identity, "worker-7", late)); // pending again
+            awaitListed("worker-7"); // its next heartbeat is refused, it joins and acknowledges again
+            assertTrue(membership.joined());
+        } finally {
+            membership.stop();
+        }
+    }
+
+    private void awaitListed(String nodeId) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (DiscoveryServiceGrpc.newBlockingStub(channel).listMembers(ListMembersRequest.getDefaultInstance()).getMembersList().stream()
+                .noneMatch(m -> m.getNodeId().equals(nodeId))) {
+            assertTrue(System.nanoTime() < deadline, nodeId + " not listed within 30 s");
+            Thread.sleep(20);
+        }
+    }
+
     // DISCOVERY_REQUEST (docs/bootstrap-protocol.md §3.1)
 
     private static SignedEnvelope discoveryRequest(NodeIdentity signer, NodeIdentity claimed, String cluster) {
