@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #ifdef JOBS_WITH_OPENSSL
+#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #endif
 
 enum { OP_JOB_REQUEST = 0, OP_RESULT = 1, OP_JOB_RESPONSE = 2, OP_ERROR = 3, OP_RESULT_ACK = 4 };
@@ -146,8 +148,15 @@ static int start_tls(jobs_conn *c, const char *host, const jobs_tls *tls) {
         return fail(c, "cannot read the client certificate %s or key %s", tls->cert_file, tls->key_file);
     }
     c->ssl = SSL_new(c->ctx);
-    if (!c->ssl || !SSL_set1_host(c->ssl, host) || !SSL_set_fd(c->ssl, c->fd)) return fail(c, "TLS setup failed");
-    SSL_set_tlsext_host_name(c->ssl, host);
+    if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) return fail(c, "TLS setup failed");
+    /* An address is checked against the certificate's IP addresses, a name against its DNS names (and sent as SNI,
+       which may not carry an address). */
+    unsigned char address[16];
+    if (inet_pton(AF_INET, host, address) == 1 || inet_pton(AF_INET6, host, address) == 1) {
+        if (!X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host)) return fail(c, "TLS setup failed");
+    } else if (!SSL_set1_host(c->ssl, host) || !SSL_set_tlsext_host_name(c->ssl, host)) {
+        return fail(c, "TLS setup failed");
+    }
     if (SSL_connect(c->ssl) != 1) {
         char why[256];
         ERR_error_string_n(ERR_get_error(), why, sizeof why);

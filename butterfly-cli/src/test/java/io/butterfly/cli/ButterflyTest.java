@@ -25,7 +25,7 @@ class ButterflyTest {
         assertThat(run("help")).isZero();
         assertThat(out.toString()).contains("usage: ./butterfly").contains("demo", "up", "down", "ps", "status",
                 "generate", "model", "keygen", "bench", "bench-detect", "bench-failover", "bench-load", "bench-serve", "build",
-                "fault-schedule", "soak");
+                "fault-schedule", "soak", "jobs", "bench-jobs");
         out.getBuffer().setLength(0);
         assertThat(run()).isZero();
         assertThat(out.toString()).contains("bench-failover");
@@ -89,6 +89,25 @@ class ButterflyTest {
     void benchLoadChecksItsRounds() {
         assertThat(run("bench-load", "--rounds", "0")).isEqualTo(2);
         assertThat(err.toString()).isEqualTo("error: --rounds must be a number from 1 to 99" + System.lineSeparator());
+    }
+
+    @Test
+    void benchJobsChecksItsOptionsBeforeStartingAnything() {
+        String[][] cases = {{"--clients", "0"}, {"--concurrency", "257"}, {"--seconds", "0"}, {"--job-tokens", "0"},
+                {"--batch-size", "300"}, {"--workers", "0"}};
+        String[] messages = {"--clients must be a number from 1 to 256", "--concurrency must be a number from 1 to 256",
+                "--seconds must be at least 1 and --warmup-seconds not negative",
+                "--output-tokens and --job-tokens must be numbers from 1 to 1024",
+                "--prompt-tokens and --samples must be at least 1, --batch-size 1 to 256",
+                "--workers must be a number from 1 to 99"};
+        for (int i = 0; i < cases.length; i++) {
+            err.getBuffer().setLength(0);
+            String[] args = new String[cases[i].length + 1];
+            args[0] = "bench-jobs";
+            System.arraycopy(cases[i], 0, args, 1, cases[i].length);
+            assertThat(run(args)).as(String.join(" ", args)).isEqualTo(2);
+            assertThat(err.toString()).isEqualTo("error: " + messages[i] + System.lineSeparator());
+        }
     }
 
     @Test
