@@ -36,6 +36,7 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.exceptions.AlreadyClosedException;
 import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
@@ -56,13 +57,23 @@ import org.slf4j.LoggerFactory;
 public final class ControlReplica implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(ControlReplica.class);
+    private static final long RETRY_SLEEP_MS = 100;
 
     private final ReplicaSettings settings;
     private final RaftGroup group;
     private final LeadershipEvents leadership;
     private final ControlStateMachine machine;
     private final RaftServer server;
-    private final RaftClient client;
+    /**
+     * Commands go through it. Ratis closes an ordered async client for good once one of its requests fails terminally
+     * (a peer's proxy closed while it restarted, say): every later command then fails with "RAFT is closed", and a
+     * replica that leads with such a client cannot commit anything, its own no-op included, until leadership moves
+     * (seen in FaultScheduleIT: READY two minutes after the last fault). So a closed one is replaced.
+     */
+    private volatile RaftClient client;
+    private final RaftProperties clientProperties;
+    private final int clientAttempts;
+    private volatile boolean closed;
     /** Ratis' TLS settings, for the server and every client this replica makes. */
     private final Parameters transport;
     private RaftClient adminClient;
@@ -86,19 +97,53 @@ public final class ControlReplica implements AutoCloseable {
                 .setOption(hasStorage(settings.storageDir()) ? RaftStorage.StartupOption.RECOVER
                         : RaftStorage.StartupOption.FORMAT)
                 .build();
-        RaftProperties clientProperties = new RaftProperties();
+        this.clientProperties = new RaftProperties();
         // One attempt may take a third of the budget: a hung old leader leaves time to find the new one.
         RaftClientConfigKeys.Rpc.setRequestTimeout(clientProperties,
                 duration(Math.max(500, settings.requestTimeout().toMillis() / 3)));
         // Ride out an election (leader lost); submit() bounds the total wait by request-timeout.
-        long retrySleepMs = 100;
-        int attempts = (int) Math.max(3, 2 * settings.requestTimeout().toMillis() / retrySleepMs);
-        this.client = RaftClient.newBuilder()
+        this.clientAttempts = (int) Math.max(3, 2 * settings.requestTimeout().toMillis() / RETRY_SLEEP_MS);
+        this.client = newClient();
+    }
+
+    private RaftClient newClient() {
+        return RaftClient.newBuilder()
                 .setRaftGroup(group)
                 .setProperties(clientProperties)
                 .setParameters(transport)
-                .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(attempts, duration(retrySleepMs)))
+                .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(clientAttempts,
+                        duration(RETRY_SLEEP_MS)))
                 .build();
+    }
+
+    /** Replaces {@code broken} (closed by Ratis) with a new client, unless another caller did or the replica stops. */
+    private void replaceClosedClient(RaftClient broken, Throwable why) {
+        synchronized (this) {
+            if (closed || client != broken) {
+                return;
+            }
+            client = newClient();
+        }
+        log.warn("raft: replica {}'s client was closed by Ratis ({}): replaced", settings.selfId(), why.toString());
+        try {
+            broken.close();
+        } catch (IOException | RuntimeException e) {
+            log.debug("closing the closed raft client", e);
+        }
+    }
+
+    private static boolean closedByRatis(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof AlreadyClosedException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The client commands go through now (tests close it as Ratis would). */
+    RaftClient client() {
+        return client;
     }
 
     /** Starts the replica: recovers its storage (snapshot + log) and joins the group. */
@@ -178,7 +223,8 @@ public final class ControlReplica implements AutoCloseable {
         // Asynchronous send, bounded wait: the client retries across an election, but a group without a
         // quorum must not hold the caller for longer than request-timeout. (A timed-out command may still
         // commit later; the caller only learns that it was not confirmed.)
-        CompletableFuture<RaftClientReply> sent = client.async().send(
+        RaftClient via = client;
+        CompletableFuture<RaftClientReply> sent = via.async().send(
                 Message.valueOf(ByteString.copyFrom(ControlCommandMapper.serialize(command))));
         try {
             reply = sent.get(settings.requestTimeout().toMillis(), TimeUnit.MILLISECONDS);
@@ -187,6 +233,9 @@ public final class ControlReplica implements AutoCloseable {
             throw new ControlLogUnavailableException("control log unavailable: no leader committed the command within "
                     + settings.requestTimeout().toMillis() + " ms", e);
         } catch (ExecutionException e) {
+            if (closedByRatis(e.getCause())) {
+                replaceClosedClient(via, e.getCause()); // this command failed; the caller's next one goes through
+            }
             throw new ControlLogUnavailableException("control log unavailable: " + e.getCause(), e.getCause());
         } catch (InterruptedException e) {
             sent.cancel(true);
@@ -329,12 +378,15 @@ public final class ControlReplica implements AutoCloseable {
     @Override
     public void close() {
         try {
+            RaftClient last;
             synchronized (this) {
+                closed = true;
+                last = client;
                 if (adminClient != null) {
                     adminClient.close();
                 }
             }
-            client.close();
+            last.close();
         } catch (IOException e) {
             log.debug("closing raft client", e);
         }

@@ -112,11 +112,14 @@ class VerifiedExecutionIT {
     void aWorkerThatCorruptsItsOutputsChangesTheDigest() throws Exception {
         Path model = work.resolve("model");
         ModelGenerator.generate(CONFIG, 11, model);
-        String healthy;
-        try (InProcessCluster cluster = new InProcessCluster(work.resolve("healthy"))) {
-            cluster.startAll(model, 2);
-            cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
-            healthy = transcript(cluster, run(cluster, GREEDY)).digest();
+        // the healthy digest: the one every split gave above (a cluster of its own when this case runs alone)
+        String healthy = DIGESTS.get(GREEDY);
+        if (healthy == null) {
+            try (InProcessCluster cluster = new InProcessCluster(work.resolve("healthy"))) {
+                cluster.startAll(model, 2);
+                cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
+                healthy = transcript(cluster, run(cluster, GREEDY)).digest();
+            }
         }
         try (InProcessCluster cluster = new InProcessCluster(work.resolve("faulty"))) {
             cluster.startAll(model, 2, i -> i == 0 ? new String[]{"--butterfly.worker.unsafe-fault-injection.enabled=true",
