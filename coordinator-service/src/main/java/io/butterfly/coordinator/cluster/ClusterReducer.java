@@ -177,22 +177,29 @@ public final class ClusterReducer {
             throw new IllegalTransitionException("an assignment needs at least one stage");
         }
         Map<String, StageAssignment> byNode = new LinkedHashMap<>();
+        List<String> pipeline = new ArrayList<>();
         for (StageAssignment stage : c.stages()) {
-            if (!s.nodes().containsKey(stage.nodeId())) {
-                throw new IllegalTransitionException("stage assigned to unknown node '" + stage.nodeId() + "'");
-            }
-            if (s.draining().contains(stage.nodeId())) {
-                throw new IllegalTransitionException("stage assigned to node '" + stage.nodeId() + "', which is draining");
-            }
-            if (byNode.put(stage.nodeId(), stage) != null) {
-                throw new IllegalTransitionException("node '" + stage.nodeId() + "' appears in two stages");
+            pipeline.add(stage.nodeId());
+            for (String holder : stage.holders()) {
+                if (!s.nodes().containsKey(holder)) {
+                    throw new IllegalTransitionException("stage assigned to unknown node '" + holder + "'");
+                }
+                if (s.draining().contains(holder)) {
+                    throw new IllegalTransitionException("stage assigned to node '" + holder + "', which is draining");
+                }
+                if (byNode.put(holder, stage) != null) {
+                    throw new IllegalTransitionException("node '" + holder + "' appears in two stages");
+                }
             }
         }
         Map<String, NodeRecord> nodes = new LinkedHashMap<>();
         for (NodeRecord n : s.nodes().values()) {
             StageAssignment stage = byNode.get(n.nodeId());
+            // An expert group's worker holds the stage's layer range (its experts of them), no embedding or head.
+            boolean own = stage != null && stage.nodeId().equals(n.nodeId());
             NodeRecord updated = stage != null
-                    ? n.assign(stage.layerStart(), stage.layerEnd(), stage.hasEmbedding(), stage.hasHead(), c.atMs())
+                    ? n.assign(stage.layerStart(), stage.layerEnd(), own && stage.hasEmbedding(),
+                            own && stage.hasHead(), c.atMs())
                     : n.assigned() ? n.unassign(c.atMs()) : n;
             nodes.put(n.nodeId(), updated);
         }
@@ -201,7 +208,7 @@ public final class ClusterReducer {
         while (plans.size() > ClusterState.MAX_PLANS) {
             plans.remove(0);
         }
-        ClusterState next = s.withAssignment(c.epoch(), List.copyOf(byNode.keySet()), nodes).withPlans(plans);
+        ClusterState next = s.withAssignment(c.epoch(), List.copyOf(pipeline), nodes).withPlans(plans);
         String message = "loading partitions on " + byNode.size() + " workers (epoch " + c.epoch() + ")"
                 + (c.reason().isEmpty() ? "" : ": " + c.reason());
         if (s.system() == SystemState.READY) {
@@ -368,7 +375,7 @@ public final class ClusterReducer {
         }
         ClusterState next = s.withNode(n.detectedFailed(c.lastHeartbeatMs(), c.phi(), c.cause(), c.atMs()));
         boolean serving = s.system() == SystemState.READY || s.system() == SystemState.COMPUTING;
-        if (!s.pipeline().contains(c.nodeId()) || !(serving || s.system() == SystemState.DEGRADED)) {
+        if (!s.planned().contains(c.nodeId()) || !(serving || s.system() == SystemState.DEGRADED)) {
             return next;
         }
         String message = "node '" + c.nodeId() + "' FAILED (" + c.cause() + "); its stage is unavailable";
@@ -432,7 +439,7 @@ public final class ClusterReducer {
     private static ClusterState nodeLeft(ClusterState s, ClusterCommand.NodeLeft c) {
         requireIn(s, MEMBERSHIP_OPEN, c);
         node(s, c.nodeId());
-        if (s.pipeline().contains(c.nodeId())) {
+        if (s.planned().contains(c.nodeId())) {
             throw new IllegalTransitionException("node '" + c.nodeId() + "' holds a stage of epoch " + s.epoch()
                     + " and cannot leave before it is planned away");
         }
@@ -451,12 +458,12 @@ public final class ClusterReducer {
         }
         NodeRecord back = n.recovered(c.partitionIntact(), c.lastHeartbeatMs(), c.atMs());
         ClusterState next = s.withNode(back);
-        if (back.partition() != PartitionState.READY && s.pipeline().contains(c.nodeId())) {
+        if (back.partition() != PartitionState.READY && s.planned().contains(c.nodeId())) {
             // The reloaded stage's bytes are new: they are cross-validated again before READY.
             next = next.withChecks(next.checks().withoutValidation());
         }
         if (next.system() == SystemState.DEGRADED && back.partition() != PartitionState.READY
-                && s.pipeline().contains(c.nodeId())) {
+                && s.planned().contains(c.nodeId())) {
             return next.withSystem(SystemState.DEGRADED, "node '" + c.nodeId()
                     + "' is back but lost its partition; its stage must be reloaded (epoch " + s.epoch() + ")");
         }
@@ -522,9 +529,9 @@ public final class ClusterReducer {
                     : "all " + s.pipeline().size() + " stages loaded; cross-validating the weights (epoch "
                     + s.epoch() + ")");
         }
-        long ready = s.pipeline().stream().filter(id -> s.nodes().get(id).partition() == PartitionState.READY).count();
+        long ready = s.planned().stream().filter(id -> s.nodes().get(id).partition() == PartitionState.READY).count();
         String message = s.merkleRoot() == null ? "waiting for the model manifest"
-                : "loading partitions: " + ready + "/" + s.pipeline().size() + " stages ready (epoch " + s.epoch() + ")";
+                : "loading partitions: " + ready + "/" + s.planned().size() + " stages ready (epoch " + s.epoch() + ")";
         return s.withSystem(s.system(), message);
     }
 
@@ -535,7 +542,7 @@ public final class ClusterReducer {
                     + ", current epoch " + s.epoch());
         }
         NodeRecord n = s.nodes().get(nodeId);
-        if (n == null || !s.pipeline().contains(nodeId)) {
+        if (n == null || !s.planned().contains(nodeId)) {
             throw new IllegalTransitionException("node '" + nodeId + "' has no partition in epoch " + epoch);
         }
         if (n.lost()) {

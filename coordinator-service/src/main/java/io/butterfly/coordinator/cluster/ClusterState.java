@@ -4,6 +4,7 @@ import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -158,14 +159,14 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
      * current epoch when its stage is new; 0 when it holds no stage.
      */
     public long stageKeptSince(String nodeId) {
-        Optional<StageAssignment> now = plan(epoch).flatMap(p -> p.stageOf(nodeId));
+        Optional<StageAssignment> now = plan(epoch).flatMap(p -> p.partOf(nodeId));
         if (now.isEmpty()) {
             return 0;
         }
         long since = epoch;
         for (int i = plans.size() - 2; i >= 0; i--) {
             EpochPlan earlier = plans.get(i);
-            if (earlier.epoch() != plans.get(i + 1).epoch() - 1 || !now.equals(earlier.stageOf(nodeId))) {
+            if (earlier.epoch() != plans.get(i + 1).epoch() - 1 || !now.equals(earlier.partOf(nodeId))) {
                 break; // a gap in the kept history, or another stage then
             }
             since = earlier.epoch();
@@ -202,7 +203,7 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
      * is gone) or is being drained. The leader plans them away.
      */
     public List<String> lostStages() {
-        return pipeline.stream().filter(id -> draining.contains(id) || nodes.get(id).lost()).toList();
+        return planned().stream().filter(id -> draining.contains(id) || nodes.get(id).lost()).toList();
     }
 
     /**
@@ -214,17 +215,28 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
                 .max().orElse(Float.BYTES);
     }
 
+    /**
+     * Every worker holding a part of the current plan: the pipeline's stages, then the workers holding expert groups
+     * of them (docs/sharding.md), which take no step of their own but are assigned, loaded and watched as stages are.
+     */
+    public List<String> planned() {
+        List<String> out = new ArrayList<>(pipeline);
+        stages().forEach(s -> s.expertHolders().stream().filter(id -> !out.contains(id)).forEach(out::add));
+        return out;
+    }
+
     /** Joined workers outside the plan that could take a stage: operational, not draining. */
     public List<String> spares() {
+        List<String> planned = planned();
         return nodes.values().stream().map(NodeRecord::nodeId)
-                .filter(id -> !pipeline.contains(id) && !draining.contains(id))
+                .filter(id -> !planned.contains(id) && !draining.contains(id))
                 .filter(id -> nodes.get(id).state() == WorkerState.JOINED || nodes.get(id).state() == WorkerState.READY)
                 .toList();
     }
 
     /** Whether every stage of the current plan reported its partition READY and none is FAILED. */
     public boolean pipelineReady() {
-        return !pipeline.isEmpty() && pipeline.stream()
+        return !pipeline.isEmpty() && planned().stream()
                 .allMatch(id -> nodes.get(id).partition() == PartitionState.READY
                         && nodes.get(id).state() != WorkerState.FAILED);
     }
@@ -239,7 +251,7 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
             return f != null && !f.feasible() && f.atMs() >= recovery.startedAtMs() ? RecoveryPhase.WAITING_FOR_CAPACITY
                     : RecoveryPhase.REPLANNING;
         }
-        if (pipeline.stream().anyMatch(id -> nodes.get(id).loadFailedPermanently())) {
+        if (planned().stream().anyMatch(id -> nodes.get(id).loadFailedPermanently())) {
             return RecoveryPhase.STALLED;
         }
         if (!pipelineReady()) {

@@ -21,4 +21,9 @@ public record EpochPlan(long epoch, List<StageAssignment> stages, String reason,
     public Optional<StageAssignment> stageOf(String nodeId) {
         return stages.stream().filter(s -> s.nodeId().equals(nodeId)).findFirst();
     }
+
+    /** The stage {@code nodeId} holds a part of in this epoch (as its worker or an expert group), if any. */
+    public Optional<StageAssignment> partOf(String nodeId) {
+        return stages.stream().filter(s -> s.holders().contains(nodeId)).findFirst();
+    }
 }

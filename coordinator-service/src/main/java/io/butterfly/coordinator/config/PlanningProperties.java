@@ -24,12 +24,15 @@ public record PlanningProperties(
      * @param activationHeadroom memory each stage needs beyond weights and KV cache (activations, scratch)
      * @param kvCacheBudget      with kv-cache-tokens 0, one sequence's KV cache over all layers is counted at most
      *                           at this (the workers' default butterfly.worker.kv-cache-budget; 0B: no cap)
+     * @param expertGroups       workers a mixture of experts' stage spreads its routed experts over, one expert group
+     *                           each (docs/sharding.md); 1: every stage holds all of its experts
      */
     public record Planning(
             @DefaultValue("0") int kvCacheTokens,
             @DefaultValue("1") int kvCacheSequences,
             @DefaultValue("64MB") DataSize activationHeadroom,
-            @DefaultValue("2GB") DataSize kvCacheBudget) {
+            @DefaultValue("2GB") DataSize kvCacheBudget,
+            @DefaultValue("1") int expertGroups) {
 
         public ModelFootprints.Settings footprint() {
             return new ModelFootprints.Settings(kvCacheTokens, kvCacheSequences, activationHeadroom.toBytes(),

@@ -29,18 +29,28 @@ public record PartitionPlan(List<StageAssignment> stages) {
             if (s.hasHead() != (i == stages.size() - 1)) {
                 throw new IllegalArgumentException("only the last stage holds the head (stage " + i + ")");
             }
-            for (int j = 0; j < i; j++) {
-                if (stages.get(j).nodeId().equals(s.nodeId())) {
-                    throw new IllegalArgumentException("worker " + s.nodeId() + " appears in two stages");
+            next = s.layerEnd();
+        }
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (StageAssignment s : stages) {
+            for (String id : s.holders()) {
+                if (!seen.add(id)) {
+                    throw new IllegalArgumentException("worker " + id + " appears in two stages");
                 }
             }
-            next = s.layerEnd();
         }
     }
 
     /** Total number of layers covered, i.e. the model's layer count. */
     public int numLayers() {
         return stages.get(stages.size() - 1).layerEnd();
+    }
+
+    /** Every worker the plan gives a part: the stages' workers in pipeline order, then the expert holders. */
+    public List<String> holders() {
+        List<String> out = new java.util.ArrayList<>(pipeline());
+        stages.forEach(s -> out.addAll(s.expertHolders()));
+        return out;
     }
 
     /** Worker ids in pipeline order. */

@@ -34,8 +34,12 @@ public final class Replanner {
     public record Replan(PartitionPlan plan, List<String> changed, String summary) {
     }
 
-    /** A stage while it is re-planned: its node (null while it has none) and its range. */
-    private record Slot(String nodeId, int start, int end) {
+    /** A stage while it is re-planned: its node (null while it has none), its range and its expert groups. */
+    private record Slot(String nodeId, int start, int end, List<ExpertGroup> groups) {
+
+        Slot(String nodeId, int start, int end) {
+            this(nodeId, start, end, List.of());
+        }
     }
 
     private Replanner() {
@@ -51,22 +55,44 @@ public final class Replanner {
      */
     public static Replan replan(ModelFootprint model, List<StageAssignment> current, Set<String> lost,
                                 List<WorkerCapacity> workers, PartitionPlanner fallback) {
+        return replan(model, ExpertFootprint.none(), current, lost, workers, fallback);
+    }
+
+    /**
+     * As {@link #replan(ModelFootprint, List, Set, List, PartitionPlanner)}, expert groups included: a lost group goes,
+     * experts unchanged, to a spare that can hold them, else to the group before it (whose worker then holds both
+     * ranges); a stage's worker lost with its stage takes its group 0 to the spare that takes the stage. A stage merged
+     * into a neighbour, or planned anew, holds all of its experts.
+     */
+    public static Replan replan(ModelFootprint model, ExpertFootprint experts, List<StageAssignment> current,
+                                Set<String> lost, List<WorkerCapacity> workers, PartitionPlanner fallback) {
         Map<String, WorkerCapacity> byId = new LinkedHashMap<>();
         workers.forEach(w -> byId.put(w.nodeId(), w));
         List<Slot> slots = new ArrayList<>();
         for (StageAssignment s : current) {
             boolean gone = lost.contains(s.nodeId()) || !byId.containsKey(s.nodeId());
-            slots.add(new Slot(gone ? null : s.nodeId(), s.layerStart(), s.layerEnd()));
+            slots.add(new Slot(gone ? null : s.nodeId(), s.layerStart(), s.layerEnd(), s.expertGroups()));
         }
         List<String> notes = new ArrayList<>();
         List<WorkerCapacity> spares = spares(current, workers);
+        for (int i = 0; i < slots.size(); i++) {
+            Slot slot = slots.get(i);
+            if (!slot.groups().isEmpty()) {
+                slots.set(i, new Slot(slot.nodeId(), slot.start(), slot.end(),
+                        regroup(model, experts, current.get(i), lost, byId, spares, notes)));
+            }
+        }
         for (int i = 0; i < slots.size(); i++) {
             Slot slot = slots.get(i);
             if (slot.nodeId() == null) {
                 WorkerCapacity spare = fittingSpare(model, spares, slot);
                 if (spare != null) {
                     spares.remove(spare);
-                    slots.set(i, new Slot(spare.nodeId(), slot.start(), slot.end()));
+                    List<ExpertGroup> groups = new ArrayList<>(slot.groups());
+                    if (!groups.isEmpty()) {
+                        groups.set(0, groups.get(0).on(spare.nodeId()));
+                    }
+                    slots.set(i, new Slot(spare.nodeId(), slot.start(), slot.end(), groups));
                     notes.add("spare " + spare.nodeId() + " takes " + range(slot.start(), slot.end()) + " of "
                             + current.get(i).nodeId());
                 }
@@ -85,16 +111,49 @@ public final class Replanner {
         List<StageAssignment> stages = new ArrayList<>();
         int layers = model.numLayers();
         for (Slot s : slots) {
-            stages.add(new StageAssignment(s.nodeId(), s.start(), s.end(), s.start() == 0, s.end() == layers));
+            stages.add(new StageAssignment(s.nodeId(), s.start(), s.end(), s.start() == 0, s.end() == layers,
+                    s.groups().size() > 1 ? s.groups() : List.of()));
         }
         PartitionPlan plan = new PartitionPlan(stages);
         return new Replan(plan, changed(current, plan), String.join("; ", notes));
     }
 
+    /**
+     * The stage's expert groups with every lost holder (groups 1..n-1) replaced: by a spare that can hold its experts
+     * (taken from {@code spares}), else by the group before it widened over its experts. Group 0 stays on the stage's
+     * worker, lost or not (the stage goes to a spare or a neighbour with it).
+     */
+    private static List<ExpertGroup> regroup(ModelFootprint model, ExpertFootprint experts, StageAssignment stage,
+                                             Set<String> lost, Map<String, WorkerCapacity> byId,
+                                             List<WorkerCapacity> spares, List<String> notes) {
+        List<ExpertGroup> out = new ArrayList<>();
+        for (int i = 0; i < stage.expertGroups().size(); i++) {
+            ExpertGroup g = stage.expertGroups().get(i);
+            if (i == 0 || (!lost.contains(g.nodeId()) && byId.containsKey(g.nodeId()))) {
+                out.add(g);
+                continue;
+            }
+            WorkerCapacity spare = spares.stream().filter(w -> w.memoryBytes() == 0
+                    || ExpertSpread.need(model, experts, stage, g, false) <= w.memoryBytes()).findFirst().orElse(null);
+            if (spare != null) {
+                spares.remove(spare);
+                out.add(g.on(spare.nodeId()));
+                notes.add("spare " + spare.nodeId() + " takes experts " + range(g.firstExpert(), g.endExpert())
+                        + " of layers " + range(stage.layerStart(), stage.layerEnd()) + " from " + g.nodeId());
+            } else {
+                ExpertGroup before = out.remove(out.size() - 1);
+                out.add(new ExpertGroup(before.nodeId(), before.firstExpert(), g.endExpert()));
+                notes.add(before.nodeId() + " takes experts " + range(g.firstExpert(), g.endExpert()) + " of layers "
+                        + range(stage.layerStart(), stage.layerEnd()) + " (" + g.nodeId() + " lost, no spare)");
+            }
+        }
+        return out;
+    }
+
     /** The workers outside the current plan, fastest first (ties by id). */
     private static List<WorkerCapacity> spares(List<StageAssignment> current, List<WorkerCapacity> workers) {
         Set<String> planned = new java.util.HashSet<>();
-        current.forEach(s -> planned.add(s.nodeId()));
+        current.forEach(s -> planned.addAll(s.holders()));
         List<WorkerCapacity> spares = new ArrayList<>(workers.stream().filter(w -> !planned.contains(w.nodeId())).toList());
         spares.sort(Comparator.comparingDouble(WorkerCapacity::gflops).reversed().thenComparing(WorkerCapacity::nodeId));
         return spares;
@@ -200,9 +259,11 @@ public final class Replanner {
     private static Replan anew(ModelFootprint model, List<StageAssignment> current, Set<String> lost,
                                List<WorkerCapacity> workers, PartitionPlanner fallback) {
         List<WorkerCapacity> ordered = new ArrayList<>();
-        for (StageAssignment s : current) {
-            workers.stream().filter(w -> w.nodeId().equals(s.nodeId()) && !lost.contains(s.nodeId()))
-                    .findFirst().ifPresent(ordered::add);
+        List<String> survivors = new ArrayList<>();
+        current.forEach(s -> survivors.add(s.nodeId()));
+        current.forEach(s -> survivors.addAll(s.expertHolders()));
+        for (String id : survivors) {
+            workers.stream().filter(w -> w.nodeId().equals(id) && !lost.contains(id)).findFirst().ifPresent(ordered::add);
         }
         spares(current, workers).stream().sorted(Comparator.comparing(WorkerCapacity::nodeId)).forEach(ordered::add);
         if (ordered.isEmpty()) {
@@ -222,9 +283,12 @@ public final class Replanner {
                 .map(s -> s.nodeId() + " " + range(s.layerStart(), s.layerEnd())).toList());
     }
 
-    /** The nodes whose stage in {@code plan} differs from the one they held in {@code current} (or is new). */
+    /**
+     * The nodes whose part in {@code plan} differs from the one they held in {@code current} (or is new): every holder of
+     * a stage whose range or expert groups changed.
+     */
     private static List<String> changed(List<StageAssignment> current, PartitionPlan plan) {
-        return plan.stages().stream().filter(s -> !current.contains(s)).map(StageAssignment::nodeId).toList();
+        return plan.stages().stream().filter(s -> !current.contains(s)).flatMap(s -> s.holders().stream()).toList();
     }
 
     private static String range(int start, int end) {

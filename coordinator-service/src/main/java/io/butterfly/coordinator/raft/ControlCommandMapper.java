@@ -3,6 +3,7 @@ package io.butterfly.coordinator.raft;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterConfig;
 import io.butterfly.coordinator.cluster.NodeInfo;
+import io.butterfly.coordinator.planning.ExpertGroup;
 import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.proto.coordinator.v1.BootstrapCommand;
@@ -10,6 +11,7 @@ import io.butterfly.proto.coordinator.v1.CleanupCompletedCommand;
 import io.butterfly.proto.coordinator.v1.ConfigChangeCommand;
 import io.butterfly.proto.coordinator.v1.ControlCommand;
 import io.butterfly.proto.coordinator.v1.ControlNodeInfo;
+import io.butterfly.proto.coordinator.v1.ControlExpertGroup;
 import io.butterfly.proto.coordinator.v1.ControlStage;
 import io.butterfly.proto.coordinator.v1.LoadCompletedCommand;
 import io.butterfly.proto.coordinator.v1.LoadFailedCommand;
@@ -71,7 +73,10 @@ public final class ControlCommandMapper {
             PartitionsAssignedCommand.Builder p = PartitionsAssignedCommand.newBuilder().setEpoch(c.epoch());
             for (StageAssignment s : c.stages()) {
                 p.addStages(ControlStage.newBuilder().setNodeId(s.nodeId()).setLayerStart(s.layerStart())
-                        .setLayerEnd(s.layerEnd()).setHasEmbedding(s.hasEmbedding()).setHasHead(s.hasHead()));
+                        .setLayerEnd(s.layerEnd()).setHasEmbedding(s.hasEmbedding()).setHasHead(s.hasHead())
+                        .addAllExpertGroups(s.expertGroups().stream().map(g -> ControlExpertGroup.newBuilder()
+                                .setNodeId(g.nodeId()).setFirstExpert(g.firstExpert()).setEndExpert(g.endExpert())
+                                .build()).toList()));
             }
             if (!c.reason().isEmpty()) {
                 p.setReason(c.reason());
@@ -183,7 +188,9 @@ public final class ControlCommandMapper {
                 PartitionsAssignedCommand c = proto.getPartitionsAssigned();
                 return new ClusterCommand.PartitionsAssigned(c.getEpoch(), c.getStagesList().stream()
                         .map(s -> new StageAssignment(s.getNodeId(), s.getLayerStart(), s.getLayerEnd(),
-                                s.getHasEmbedding(), s.getHasHead()))
+                                s.getHasEmbedding(), s.getHasHead(), s.getExpertGroupsList().stream()
+                                .map(g -> new ExpertGroup(g.getNodeId(), g.getFirstExpert(), g.getEndExpert()))
+                                .toList()))
                         .toList(), c.hasReason() ? c.getReason() : "", at);
             }
             case LOAD_PROGRESSED: {

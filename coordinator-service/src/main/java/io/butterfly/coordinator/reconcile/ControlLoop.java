@@ -188,7 +188,8 @@ public class ControlLoop implements AutoCloseable {
         if (view == null || !view.merkleRoot().equals(served.manifest().merkleRoot())
                 || modelViewWeightBytes != weightBytes) {
             view = new Observations.ModelView(served.manifest().modelId(), served.manifest().merkleRoot(),
-                    ModelFootprints.of(served.manifest(), served.config(), footprint, weightBytes));
+                    ModelFootprints.of(served.manifest(), served.config(), footprint, weightBytes),
+                    io.butterfly.coordinator.planning.ExpertFootprint.of(served.config(), weightBytes));
             modelViewWeightBytes = weightBytes;
             modelView = view;
         }

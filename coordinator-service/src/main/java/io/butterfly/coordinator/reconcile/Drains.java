@@ -59,7 +59,7 @@ public class Drains {
                 && s.system() != SystemState.BOOTSTRAPPING) {
             throw new DrainRefusedException("the cluster is " + s.system() + ": nothing can be drained now");
         }
-        if (s.pipeline().contains(nodeId) && !node.lost()) {
+        if (s.planned().contains(nodeId) && !node.lost()) {
             checkStageHasSomewhereToGo(s, nodeId);
         }
         try {
@@ -75,7 +75,9 @@ public class Drains {
         Set<String> lost = new HashSet<>(s.lostStages());
         lost.add(nodeId);
         try {
-            Reconciler.replan(s, ModelFootprints.of(model.manifest(), model.config(), footprint, s.widestWeightBytes()), lost, planner);
+            Reconciler.replan(s, ModelFootprints.of(model.manifest(), model.config(), footprint, s.widestWeightBytes()),
+                    io.butterfly.coordinator.planning.ExpertFootprint.of(model.config(), s.widestWeightBytes()), lost,
+                    planner);
         } catch (InfeasiblePlanException e) {
             throw new DrainRefusedException("draining '" + nodeId + "' would leave the cluster unable to serve: "
                     + e.getMessage(), e);

@@ -22,8 +22,19 @@ public record Observations(long nowMs, long term, ModelView model, List<NodeInfo
      * The served model as planning needs it.
      *
      * @param footprint its memory need per layer and stage, as the workers would hold it
+     * @param experts   its routed experts, for spreading them in expert groups (none for a dense model)
      */
-    public record ModelView(String modelId, String merkleRoot, ModelFootprint footprint) {
+    public record ModelView(String modelId, String merkleRoot, ModelFootprint footprint,
+                            io.butterfly.coordinator.planning.ExpertFootprint experts) {
+
+        public ModelView {
+            experts = experts == null ? io.butterfly.coordinator.planning.ExpertFootprint.none() : experts;
+        }
+
+        /** A dense model. */
+        public ModelView(String modelId, String merkleRoot, ModelFootprint footprint) {
+            this(modelId, merkleRoot, footprint, null);
+        }
     }
 
     public Observations {

@@ -8,6 +8,8 @@ import io.butterfly.coordinator.cluster.Feasibility;
 import io.butterfly.coordinator.cluster.NodeInfo;
 import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
+import io.butterfly.coordinator.planning.ExpertFootprint;
+import io.butterfly.coordinator.planning.ExpertSpread;
 import io.butterfly.coordinator.planning.FeasibilityCheck;
 import io.butterfly.coordinator.planning.FeasibilityReport;
 import io.butterfly.coordinator.planning.InfeasiblePlanException;
@@ -48,9 +50,26 @@ public final class Reconciler {
      * @param clusterName     the cluster's name in its committed configuration
      * @param protocolVersion the protocol version (major.minor.patch) this coordinator speaks, committed with it
      * @param plannerName     the configured planner's name, recorded with its verdicts
+     * @param expertGroups    workers each stage's routed experts are spread over (1: a stage holds all of its experts;
+     *                        docs/sharding.md, "Planning expert groups"); a dense model ignores it
      */
     public record Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion,
-                           String plannerName) {
+                           String plannerName, int expertGroups) {
+
+        public Settings {
+            if (expertGroups < 1) {
+                throw new IllegalArgumentException("expert groups must be at least 1, got " + expertGroups);
+            }
+        }
+
+        public Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion,
+                        String plannerName) {
+            this(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, 1);
+        }
+
+        public Settings withExpertGroups(int groups) {
+            return new Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, groups);
+        }
     }
 
     /** A failed commit or model fetch is tried again after this. */
@@ -102,7 +121,7 @@ public final class Reconciler {
      * No stage replicas yet: every stage is needed (quorum = the pipeline's size) and no failure is tolerated.
      */
     private void config(ClusterState s, Observations o, List<Action> out) {
-        int quorum = s.pipeline().isEmpty() ? Math.max(1, s.expectedWorkers()) : s.pipeline().size();
+        int quorum = s.pipeline().isEmpty() ? Math.max(1, s.expectedWorkers()) : s.planned().size();
         ClusterConfig want = new ClusterConfig(settings.clusterName(), quorum, 0, s.nodes().size(),
                 settings.protocolVersion());
         if (!want.equals(s.config()) && due(o, "config", RETRY_MS)) {
@@ -138,7 +157,7 @@ public final class Reconciler {
             }
         });
         for (String id : s.nodes().keySet()) {
-            if (!listed.contains(id) && !s.pipeline().contains(id) && !s.draining().contains(id)
+            if (!listed.contains(id) && !s.planned().contains(id) && !s.draining().contains(id)
                     && due(o, "gone/" + id, RETRY_MS)) {
                 out.add(Action.Commit.of("gone/" + id, new ClusterCommand.NodeLeft(id, "no longer listed by discovery",
                         o.nowMs())));
@@ -166,7 +185,7 @@ public final class Reconciler {
                 .map(id -> id + (s.draining().contains(id) ? " drained"
                         : s.nodes().get(id).health().byzantine() ? " FAILED (Byzantine)" : " FAILED")).toList());
         try {
-            Replanner.Replan replan = replan(s, model, Set.copyOf(lost), planner);
+            Replanner.Replan replan = replan(s, model, o.model().experts(), Set.copyOf(lost), planner);
             assign(s, o, FeasibilityCheck.check(model, capacities(s, replan.plan().pipeline())), replan.plan(),
                     why + ": " + replan.summary(), out);
         } catch (InfeasiblePlanException e) {
@@ -179,11 +198,12 @@ public final class Reconciler {
      *
      * @throws InfeasiblePlanException they cannot hold the model
      */
-    static Replanner.Replan replan(ClusterState s, ModelFootprint model, Set<String> lost, PartitionPlanner planner) {
-        List<String> candidates = new ArrayList<>(s.pipeline());
+    static Replanner.Replan replan(ClusterState s, ModelFootprint model, ExpertFootprint experts, Set<String> lost,
+                                   PartitionPlanner planner) {
+        List<String> candidates = new ArrayList<>(s.planned());
         candidates.removeAll(lost);
         s.spares().stream().filter(id -> !lost.contains(id)).forEach(candidates::add);
-        return Replanner.replan(model, s.stages(), lost, capacities(s, candidates), planner);
+        return Replanner.replan(model, experts, s.stages(), lost, capacities(s, candidates), planner);
     }
 
     /**
@@ -204,7 +224,8 @@ public final class Reconciler {
             report = FeasibilityCheck.check(model, workers);
             if (report.feasible()) {
                 try {
-                    assign(s, o, report, planner.plan(model, workers), "bootstrap", out);
+                    assign(s, o, report, ExpertSpread.plan(model, o.model().experts(), workers,
+                            settings.expertGroups(), planner), "bootstrap", out);
                     return;
                 } catch (InfeasiblePlanException e) {
                     report = FeasibilityReport.infeasible(e); // enough memory in total, but not in the right places
@@ -251,7 +272,7 @@ public final class Reconciler {
         if (s.epoch() == 0 || s.modelId() == null) {
             return;
         }
-        for (String id : s.pipeline()) {
+        for (String id : s.planned()) {
             NodeRecord n = s.nodes().get(id);
             if (n.lost() || s.draining().contains(id)) {
                 continue; // planned away next
@@ -330,7 +351,7 @@ public final class Reconciler {
         }
         for (String id : s.draining()) {
             NodeRecord n = s.nodes().get(id);
-            if (s.pipeline().contains(id) || n == null) {
+            if (s.planned().contains(id) || n == null) {
                 continue; // its stage is planned away first
             }
             Attempts told = o.attempts("dismiss/" + id);

@@ -419,6 +419,10 @@ public class PartitionManager {
 
     /** Runs a short sequence through the partition so kernels and allocators are warm before READY. */
     private static double warmUp(PartitionExecutor exec, PartitionSpec spec) {
+        if (spec.spreadsExperts()) {
+            // An expert group runs no sequence, and a stage's worker would ask groups that may not be loaded yet.
+            return 0;
+        }
         long t0 = System.nanoTime();
         String seq = "warmup";
         int n = 4;

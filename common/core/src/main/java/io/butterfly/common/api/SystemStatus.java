@@ -70,11 +70,28 @@ public record SystemStatus(String systemState, long epoch, String coordinator, S
      *                     most parameters); null before this coordinator fetched the model
      * @param weightBytes  memory the stage's weights take as its worker holds them (its shards, quantized blocks as
      *                     they are, float ones at the workers' precision); 0 before this coordinator fetched the model
+     * @param expertGroups which workers hold which of the stage's routed experts when they are spread (the first is the
+     *                     stage's worker; docs/sharding.md); empty: the stage's worker holds all of them
      */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     public record Stage(String nodeId, List<Integer> layerRange, boolean hasEmbedding, boolean hasHead,
                         @JsonInclude(JsonInclude.Include.NON_NULL) String weightFormat,
-                        @JsonInclude(JsonInclude.Include.NON_DEFAULT) long weightBytes) {
+                        @JsonInclude(JsonInclude.Include.NON_DEFAULT) long weightBytes,
+                        @JsonInclude(JsonInclude.Include.NON_EMPTY) List<ExpertGroup> expertGroups) {
+
+        public Stage {
+            expertGroups = expertGroups == null ? List.of() : List.copyOf(expertGroups);
+        }
+
+        public Stage(String nodeId, List<Integer> layerRange, boolean hasEmbedding, boolean hasHead,
+                     String weightFormat, long weightBytes) {
+            this(nodeId, layerRange, hasEmbedding, hasHead, weightFormat, weightBytes, List.of());
+        }
+    }
+
+    /** @param experts {@code [first, end)}: the routed experts {@code nodeId} holds of every sparse layer of the stage */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record ExpertGroup(String nodeId, List<Integer> experts) {
     }
 
     /** A running task that generates nothing now (a stage failed, or its client or coordinator went away). */

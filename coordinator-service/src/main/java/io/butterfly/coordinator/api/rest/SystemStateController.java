@@ -109,7 +109,8 @@ public class SystemStateController {
 
     private static SystemStatus.Stage stage(StageAssignment a, StageWeights weights) {
         return new SystemStatus.Stage(a.nodeId(), List.of(a.layerStart(), a.layerEnd()), a.hasEmbedding(), a.hasHead(),
-                weights.format(), weights.bytes(a));
+                weights.format(), weights.bytes(a), a.expertGroups().stream().map(g -> new SystemStatus.ExpertGroup(
+                        g.nodeId(), List.of(g.firstExpert(), g.endExpert()))).toList());
     }
 
     /** The control log's Raft group as this replica sees it (leader, term, own role, peers). */
@@ -166,8 +167,10 @@ public class SystemStateController {
         NodeObservation o = liveness.observe(id);
         NodeHealth h = n.health();
         return new NodeStatus.Worker(id, n.info().role(), n.state().name(),
-                // In the plan (a stage), a spare (standby, may take a lost stage), or neither (failed, or draining).
-                s.pipeline().contains(id) ? "stage" : s.spares().contains(id) ? "spare" : "none",
+                // In the plan (a stage, or an expert group of one), a spare (standby, may take a lost stage or
+                // group), or neither (failed, or draining).
+                s.pipeline().contains(id) ? "stage" : s.planned().contains(id) ? "experts"
+                        : s.spares().contains(id) ? "spare" : "none",
                 s.draining().contains(id), n.info().host() + ":" + n.info().grpcPort(),
                 n.layerStart() == null ? List.of() : IntStream.range(n.layerStart(), n.layerEnd()).boxed().toList(),
                 n.layerStart() == null ? null : List.of(n.layerStart(), n.layerEnd()), n.hasEmbedding(), n.hasHead(),

@@ -22,6 +22,7 @@ import io.butterfly.proto.worker.v1.ChecksumReport;
 import io.butterfly.proto.worker.v1.ChecksumRequest;
 import io.butterfly.proto.worker.v1.DismissRequest;
 import io.butterfly.proto.worker.v1.Endpoint;
+import io.butterfly.proto.worker.v1.ExpertGroup;
 import io.butterfly.proto.worker.v1.ForwardRequest;
 import io.butterfly.proto.worker.v1.ReleaseRequest;
 import io.butterfly.proto.worker.v1.SequenceSlice;
@@ -101,6 +102,11 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                 .setEpoch(a.epoch())
                 .setTerm(a.term())
                 .setStageKeptSinceEpoch(a.keptSinceEpoch())
+                .addAllExpertGroups(a.expertGroups().stream().map(g -> ExpertGroup.newBuilder()
+                        .setNode(Endpoint.newBuilder().setNodeId(g.node().nodeId()).setHost(g.node().host())
+                                .setGrpcPort(g.node().grpcPort()))
+                        .setFirstExpert(g.firstExpert()).setEndExpert(g.endExpert()).build()).toList())
+                .setExpertGroup(a.expertGroup())
                 .build();
         call(() -> stub(worker, deadline).assignPartition(request));
     }
