@@ -306,7 +306,7 @@ public final class ProfileCommand implements Callable<Integer> {
     private List<DecodeCost> concurrently(String url, ModelConfig config, int r) throws Exception {
         List<Callable<DecodeCost>> clients = new ArrayList<>();
         for (int c = 0; c < sequences; c++) {
-            long[] prompt = new ServeBenchCommand.Prompts(r, promptTokens, config.vocabSize()).prompt(c);
+            long[] prompt = new ServeBenchCommand.Prompts(r, 0, promptTokens, config.vocabSize()).prompt(c);
             clients.add(() -> decodeCost(url, prompt));
         }
         List<DecodeCost> costs = new ArrayList<>();

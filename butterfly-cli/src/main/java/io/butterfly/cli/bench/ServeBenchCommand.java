@@ -91,6 +91,15 @@ public final class ServeBenchCommand implements Callable<Integer> {
     @Option(names = "--rounds", paramLabel = "R", description = "with --pin: paired rounds, 1-99 (default 3)")
     int rounds = 3;
 
+    @Option(names = "--shared-prefix", description = "every prompt starts with one system prompt of --prefix-tokens"
+            + " tokens, then a user turn of --prompt-tokens; measured with prefix caching on, then off, on a cluster"
+            + " each (one concurrency level, default 4); prefix_cache_ttft_ratio (TTFT p50 off / on) last")
+    boolean sharedPrefix;
+
+    @Option(names = "--prefix-tokens", paramLabel = "N", description = "with --shared-prefix: the shared system"
+            + " prompt's length (default 1000)")
+    int prefixTokens = 1000;
+
     @Override
     public Integer call() throws Exception {
         List<Integer> levels = checkOptions();
@@ -107,7 +116,11 @@ public final class ServeBenchCommand implements Callable<Integer> {
                 dir.getFileName(), config.architecture().id(), config.numLayers(), config.hiddenSize(),
                 config.parameterCount(), options.workers(), pin ? ", worker-i pinned to core i mod "
                         + Runtime.getRuntime().availableProcessors() : "", promptTokens, outputTokens);
-        Prompts prompts = new Prompts(seed, promptTokens, config.vocabSize());
+        if (sharedPrefix) {
+            sharedPrefix(home, portOffset, options, config, levels.get(0), out);
+            return 0;
+        }
+        Prompts prompts = new Prompts(seed, 0, promptTokens, config.vocabSize());
         // Port offsets 900 and 950 keep the clusters apart from each other, from bench's (+700, +800) and from a
         // cluster on the offset.
         Cluster inFlight = new Cluster("in-flight", home, portOffset + 900, options, config);
@@ -133,7 +146,12 @@ public final class ServeBenchCommand implements Callable<Integer> {
 
     /** The concurrency levels to measure, once every option is checked. */
     private List<Integer> checkOptions() {
-        List<Integer> levels = concurrency != null ? List.copyOf(concurrency) : pin ? List.of(PINNED_LEVEL) : LEVELS;
+        List<Integer> levels = concurrency != null ? List.copyOf(concurrency)
+                : pin ? List.of(PINNED_LEVEL) : sharedPrefix ? List.of(4) : LEVELS;
+        if (sharedPrefix && (pin || levels.size() != 1 || prefixTokens < 1)) {
+            throw Commands.usageError(spec, "--shared-prefix measures one concurrency level, without --pin, and"
+                    + " --prefix-tokens must be at least 1");
+        }
         if (levels.isEmpty() || levels.stream().anyMatch(c -> c < 1 || c > 256)) {
             throw Commands.usageError(spec, "--concurrency must be a list of numbers from 1 to 256");
         }
@@ -156,6 +174,35 @@ public final class ServeBenchCommand implements Callable<Integer> {
             throw Commands.usageError(spec, "--rounds must be a number from 1 to 99");
         }
         return levels;
+    }
+
+    /**
+     * Requests sharing one system prompt, on a cluster with prefix caching (the default) and then on one without
+     * ({@code butterfly.worker.prefix-caching=false}), one after the other; each warmed up on prompts with the same
+     * system prompt (as a server that has seen it before). The ratio of the TTFT medians last.
+     */
+    private void sharedPrefix(ButterflyHome home, int portOffset, UpOptions options, ModelConfig config, int c,
+                              PrintWriter out) throws InterruptedException {
+        Prompts prompts = new Prompts(seed, prefixTokens, promptTokens, config.vocabSize());
+        out.printf("shared system prompt of %d tokens, user turns of %d tokens%n", prefixTokens, promptTokens);
+        double[] ttft = new double[2];
+        for (int i = 0; i < 2; i++) {
+            boolean on = i == 0;
+            Cluster cluster = new Cluster(on ? "prefix-cache-on" : "prefix-cache-off", home, portOffset + 900,
+                    options.withWorkerArgs(on ? List.of() : List.of("--butterfly.worker.prefix-caching=false")), config);
+            try (ExitGuard stop = ExitGuard.arm(cluster::down)) {
+                cluster.start(out);
+                warmUp(cluster, c, warmupSeconds, prompts, out);
+                ServeLevel level = measure(cluster, c, prompts);
+                print("prefix cache " + (on ? "on:  " : "off: "), level, out);
+                ttft[i] = level.percentile(RequestTiming::ttftNanos, 50);
+            }
+        }
+        if (ttft[0] <= 0 || ttft[1] <= 0) {
+            out.println("prefix_cache_ttft_ratio: not measured (no request completed on one of the clusters)");
+            return;
+        }
+        out.printf(Locale.ROOT, "prefix_cache_ttft_ratio=%.2f%n", ttft[1] / ttft[0]);
     }
 
     /** Every level in turn, a line each, then the batching ratio. */
@@ -267,15 +314,21 @@ public final class ServeBenchCommand implements Callable<Integer> {
     }
 
     /**
-     * The requests' bodies: request i's prompt is {@code length} token ids drawn uniformly from the vocabulary by a
-     * generator seeded with (seed, i), so a run's requests differ from each other and repeat from run to run.
+     * The requests' bodies: request i's prompt is a shared prefix of {@code prefix} token ids (the same for every
+     * request, drawn by a generator seeded with the seed alone), then {@code length} token ids drawn uniformly from
+     * the vocabulary by a generator seeded with (seed, i), so a run's requests differ from each other and repeat from
+     * run to run.
      */
-    record Prompts(long seed, int length, int vocab) {
+    record Prompts(long seed, int prefix, int length, int vocab) {
 
         long[] prompt(int i) {
+            long[] ids = new long[prefix + length];
+            SplittableRandom shared = new SplittableRandom(seed ^ 0x5EED_5EEDL);
+            for (int t = 0; t < prefix; t++) {
+                ids[t] = shared.nextInt(vocab);
+            }
             SplittableRandom random = new SplittableRandom(seed * 1_000_003L + i);
-            long[] ids = new long[length];
-            for (int t = 0; t < length; t++) {
+            for (int t = prefix; t < ids.length; t++) {
                 ids[t] = random.nextInt(vocab);
             }
             return ids;

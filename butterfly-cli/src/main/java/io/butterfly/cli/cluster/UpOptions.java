@@ -20,10 +20,11 @@ import java.util.List;
  * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
  * @param quantize         how the registry quantizes the model directory on import ({@code q8}, {@code q4},
  *                         {@code q4_k}), or null for as it is (a GGUF file is always served as it is)
+ * @param workerArgs       added to every worker's command line
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
                         Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, int spares,
-                        boolean insecure, ApiKeyFiles apiKeys, String quantize) {
+                        boolean insecure, ApiKeyFiles apiKeys, String quantize, List<String> workerArgs) {
 
     /**
      * @param keys      keys that may generate (null: none)
@@ -55,6 +56,13 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
     public UpOptions {
         workerMemory = List.copyOf(workerMemory);
         coordinatorArgs = List.copyOf(coordinatorArgs);
+        workerArgs = List.copyOf(workerArgs);
+    }
+
+    /** These options with {@code args} added to every worker's command line (e.g. a worker setting). */
+    public UpOptions withWorkerArgs(List<String> args) {
+        return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
+                spares, insecure, apiKeys, quantize, args);
     }
 
     /**
@@ -62,52 +70,53 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
      * under {@code .butterfly/keys}.
      */
     public static UpOptions defaults() {
-        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, false, ApiKeyFiles.MADE, null);
+        return new UpOptions(3, null, null, List.of(), 1, Transfer.SHARED, List.of(), false, 0, false, ApiKeyFiles.MADE, null,
+                List.of());
     }
 
     public UpOptions withWorkers(int n) {
         return new UpOptions(n, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withQuantize(String q) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                spares, insecure, apiKeys, q);
+                spares, insecure, apiKeys, q, workerArgs);
     }
 
     public UpOptions withModel(Path m) {
         return new UpOptions(workers, m, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withCoordinators(int n) {
         return new UpOptions(workers, model, planner, workerMemory, n, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withPlanner(String p) {
         return new UpOptions(workers, model, p, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withWorkerMemory(List<String> limits) {
         return new UpOptions(workers, model, planner, limits, coordinators, transfer, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withTransfer(Transfer t) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, t, coordinatorArgs, pinWorkers, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withCoordinatorArgs(List<String> args) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, args, pinWorkers, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withSpares(int n) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers, n,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     /** Every worker process: the planned ones, then the spares. */
@@ -117,16 +126,16 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
 
     public UpOptions withPinnedWorkers(boolean pinned) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinned, spares,
-                insecure, apiKeys, quantize);
+                insecure, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withInsecure(boolean plaintext) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                spares, plaintext, apiKeys, quantize);
+                spares, plaintext, apiKeys, quantize, workerArgs);
     }
 
     public UpOptions withApiKeys(ApiKeyFiles files) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
-                spares, insecure, files, quantize);
+                spares, insecure, files, quantize, workerArgs);
     }
 }

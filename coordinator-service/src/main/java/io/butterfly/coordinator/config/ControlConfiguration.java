@@ -3,6 +3,7 @@ package io.butterfly.coordinator.config;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.coordinator.control.LivenessMonitor;
+import io.butterfly.coordinator.control.PrefixCacheReports;
 import java.time.Clock;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -14,6 +15,11 @@ public class ControlConfiguration {
     @Bean
     Liveness liveness(LivenessProperties props, Clock clock) {
         return new Liveness(props.detectorSettings(), clock);
+    }
+
+    @Bean
+    PrefixCacheReports prefixCacheReports() {
+        return new PrefixCacheReports();
     }
 
     @Bean(initMethod = "start", destroyMethod = "close")

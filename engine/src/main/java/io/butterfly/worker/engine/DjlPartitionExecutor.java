@@ -60,6 +60,10 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private volatile int cachedSequences;
     /** Tokens of steps answered from what this stage sent before ({@link SentRows}) rather than computed. */
     private volatile long answeredTokens;
+    /** Full blocks of prompts kept for sequences that start alike; null when prefix caching is off. */
+    private final PrefixCache prefixes;
+    /** Where the prefix cache's blocks live (each closed on eviction). */
+    private final NDManager prefixManager;
     /** When each cached sequence last ran a step (System.nanoTime), for {@link #evictIdle}. */
     private final Map<String, Long> lastUsed = new HashMap<>();
     /**
@@ -85,6 +89,9 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         this.root = root;
         this.cacheManager = cacheManager;
         this.model = model;
+        this.prefixManager = cacheManager.newSubManager();
+        this.prefixes = options.prefixCaching()
+                ? new PrefixCache(PrefixCache.BLOCK_TOKENS * bytesPerPosition()) : null;
     }
 
     /**
@@ -260,8 +267,9 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     /**
      * One step. A sequence's chunk that this stage computed before from the same inputs (a replay after a resume: see
-     * {@link SentRows}) is answered with the rows it sent then; the others are computed together, after rewinding a
-     * cache that held other inputs at their positions.
+     * {@link SentRows}) is answered with the rows it sent then; a chunk whose first full blocks are in the prefix cache
+     * has them restored and computes only the rest; the others are computed together, after rewinding a cache that
+     * held other inputs at their positions.
      */
     private synchronized StageResult forwardOnEngineThread(List<SequenceChunk> batch, StageInput input) {
         if (closed) {
@@ -269,43 +277,91 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         }
         int totalTokens = validate(batch, input);
         long[] keys = InputKeys.of(input, totalTokens, spec.config().hiddenSize());
-        boolean[] answered = new boolean[batch.size()];
-        List<SequenceChunk> computed = new ArrayList<>(batch.size());
+        // Leading tokens of each chunk not computed: all of an answered one, the restored blocks of a prefix hit.
+        int[] skipped = new int[batch.size()];
         int[] inputOffsets = new int[batch.size()];
+        List<SequenceChunk> unanswered = new ArrayList<>(batch.size());
         int offset = 0;
         for (int i = 0; i < batch.size(); i++) {
             SequenceChunk chunk = batch.get(i);
             SequenceCache cache = caches.get(chunk.sequenceId());
             inputOffsets[i] = offset;
-            answered[i] = cache != null && cache.answers(chunk, keys, offset, spec.hasHead());
-            if (answered[i]) {
+            if (cache != null && cache.answers(chunk, keys, offset, spec.hasHead())) {
+                skipped[i] = chunk.numTokens();
                 answeredTokens += chunk.numTokens();
             } else {
-                computed.add(chunk);
+                unanswered.add(chunk);
             }
             offset += chunk.numTokens();
         }
+        if (!unanswered.isEmpty()) {
+            checkCacheBudget(unanswered); // before the lookups: it may evict blocks
+        }
+        List<SequenceChunk> computed = new ArrayList<>(unanswered.size());
+        List<PrefixHit> hits = new ArrayList<>(unanswered.size());
+        for (int i = 0; i < batch.size(); i++) {
+            SequenceChunk chunk = batch.get(i);
+            if (skipped[i] == chunk.numTokens()) {
+                continue;
+            }
+            PrefixHit hit = prefixHit(chunk, caches.get(chunk.sequenceId()), keys, inputOffsets[i]);
+            hits.add(hit);
+            skipped[i] = hit == null ? 0 : hit.tokens();
+            computed.add(skipped[i] == 0 ? chunk : new SequenceChunk(chunk.sequenceId(), chunk.position() + skipped[i],
+                    chunk.numTokens() - skipped[i], chunk.reservePositions(), chunk.skipLogits()));
+        }
+        boolean allComputed = Arrays.stream(skipped).allMatch(n -> n == 0);
         StageResult result = computed.isEmpty() ? null
-                : compute(computed, computed.size() == batch.size() ? input : inputOf(batch, answered, input), keys, batch,
-                answered, inputOffsets);
+                : compute(computed, hits, allComputed ? input : inputOf(batch, skipped, input), keys, batch, skipped,
+                inputOffsets);
         long now = System.nanoTime();
         batch.forEach(chunk -> lastUsed.put(chunk.sequenceId(), now));
         if (spec.hasHead()) {
             return result == null ? noLogits() : result; // an answered chunk wants no logits on the last stage
         }
-        return computed.size() == batch.size() ? result : sentRows(batch, answered, result, totalTokens);
+        return allComputed ? result : sentRows(batch, skipped, result, totalTokens);
+    }
+
+    /** Blocks of the prefix cache that a chunk starts with, and their chain hashes. */
+    private record PrefixHit(List<PrefixCache.Block> blocks, long[] hashes) {
+
+        int tokens() {
+            return blocks.size() * PrefixCache.BLOCK_TOKENS;
+        }
+    }
+
+    /**
+     * The blocks of the prefix cache that continue a chunk starting at a block boundary, leaving at least its last
+     * token to compute (its logits, or its sent row, come from a step); null if none.
+     */
+    private PrefixHit prefixHit(SequenceChunk chunk, SequenceCache cache, long[] keys, int offset) {
+        int b = PrefixCache.BLOCK_TOKENS;
+        if (prefixes == null || chunk.position() % b != 0 || chunk.numTokens() <= b) {
+            return null;
+        }
+        long previous = 0;
+        if (chunk.position() > 0) {
+            long[] chain = cache == null ? new long[0] : cache.blockHashes();
+            if (chain.length < chunk.position() / b) {
+                return null;
+            }
+            previous = chain[chunk.position() / b - 1];
+        }
+        long[] hashes = PrefixHashes.chain(previous, keys, offset, chunk.numTokens(), b);
+        List<PrefixCache.Block> found = prefixes.lookup(hashes, (chunk.numTokens() - 1) / b);
+        return found.isEmpty() ? null : new PrefixHit(found, hashes);
     }
 
     /** Computes the chunks not answered from what was sent before, and records what they feed and send. */
     @SuppressWarnings("try") // the scope only frees temporaries on close
-    private StageResult compute(List<SequenceChunk> chunks, StageInput input, long[] keys, List<SequenceChunk> batch,
-                                boolean[] answered, int[] inputOffsets) {
-        checkCacheBudget(chunks);
+    private StageResult compute(List<SequenceChunk> chunks, List<PrefixHit> hits, StageInput input, long[] keys,
+                                List<SequenceChunk> batch, int[] skipped, int[] inputOffsets) {
         List<String> created = new ArrayList<>();
         List<StepBatch.Slice> slices = new ArrayList<>(chunks.size());
         int totalTokens = 0;
         try {
-            for (SequenceChunk chunk : chunks) {
+            for (int c = 0; c < chunks.size(); c++) {
+                SequenceChunk chunk = chunks.get(c);
                 SequenceCache cache = caches.get(chunk.sequenceId());
                 if (cache == null) {
                     cache = new SequenceCache(cacheManager, spec.config(), spec.numLayers(), spec.hasHead(),
@@ -313,8 +369,12 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                     caches.put(chunk.sequenceId(), cache);
                     created.add(chunk.sequenceId());
                 }
-                cache.rewind(chunk.position());
+                PrefixHit hit = hits.get(c);
                 cache.ensureCapacity(chunk.position() + chunk.numTokens());
+                if (hit != null) {
+                    cache.restore(chunk.position() - hit.tokens(), hit.blocks(), hit.hashes());
+                }
+                cache.rewind(chunk.position());
                 slices.add(new StepBatch.Slice(chunk, cache, totalTokens));
                 totalTokens += chunk.numTokens();
             }
@@ -335,14 +395,15 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             }
             ByteBuffer sent = spec.hasHead() ? null : result.littleEndianFloats().duplicate();
             for (int i = 0, s = 0; i < batch.size(); i++) {
-                if (answered[i]) {
+                if (skipped[i] == batch.get(i).numTokens()) {
                     continue;
                 }
                 StepBatch.Slice slice = slices.get(s++);
                 if (sent != null) {
                     sent.position(slice.rowOffset() * sentRowBytes());
                 }
-                slice.cache().append(keys, inputOffsets[i], slice.numTokens(), sent);
+                slice.cache().append(keys, inputOffsets[i] + skipped[i], slice.numTokens(), sent);
+                offerBlocks(slice.cache());
             }
             return result;
         } catch (RuntimeException | Error e) { // an Error too (e.g. heap exhausted): no cache of a failed step stays
@@ -353,16 +414,52 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         }
     }
 
-    /** The input rows of the chunks not answered, in batch order. */
-    private StageInput inputOf(List<SequenceChunk> batch, boolean[] answered, StageInput input) {
+    /**
+     * Keeps the full blocks a sequence's cache filled since they were last offered, making room for them by evicting
+     * the least recently used blocks; a block that does not fit the budget beside the sequences' caches is not kept.
+     */
+    private void offerBlocks(SequenceCache cache) {
+        if (prefixes == null) {
+            return;
+        }
+        long[] hashes = cache.blockHashes();
+        for (int b = cache.offeredBlocks(); b < hashes.length; b++) {
+            if (!prefixes.contains(hashes[b])) {
+                if (!roomForBlock()) {
+                    break;
+                }
+                prefixes.put(hashes[b], cache.copyBlock(b, prefixManager));
+            }
+            cache.offeredBlocks(b + 1);
+        }
+    }
+
+    private boolean roomForBlock() {
+        if (kvCacheBudget == 0) {
+            while (!prefixes.roomUnbudgeted() && prefixes.evictOldest()) {
+                // the oldest first
+            }
+            return prefixes.roomUnbudgeted();
+        }
+        long sequences = 0;
+        for (SequenceCache c : caches.values()) {
+            sequences += c.accountedBytes();
+        }
+        while (sequences + prefixes.bytes() + prefixes.bytesPerBlock() > kvCacheBudget && prefixes.evictOldest()) {
+            // the oldest first
+        }
+        return sequences + prefixes.bytes() + prefixes.bytesPerBlock() <= kvCacheBudget;
+    }
+
+    /** The input rows of the tokens computed (past each chunk's skipped ones), in batch order. */
+    private StageInput inputOf(List<SequenceChunk> batch, int[] skipped, StageInput input) {
         if (input instanceof StageInput.Tokens tokens) {
             long[] ids = new long[tokens.ids().length];
             int n = 0;
             for (int i = 0, offset = 0; i < batch.size(); offset += batch.get(i).numTokens(), i++) {
-                if (!answered[i]) {
-                    System.arraycopy(tokens.ids(), offset, ids, n, batch.get(i).numTokens());
-                    n += batch.get(i).numTokens();
-                }
+                int rows = batch.get(i).numTokens() - skipped[i];
+                System.arraycopy(tokens.ids(), offset + skipped[i], ids, n, rows);
+                n += rows;
             }
             return new StageInput.Tokens(Arrays.copyOf(ids, n));
         }
@@ -370,27 +467,28 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         int rowBytes = spec.config().hiddenSize() * Float.BYTES;
         ByteBuffer rows = ByteBuffer.allocate(all.remaining()).order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0, offset = 0; i < batch.size(); offset += batch.get(i).numTokens(), i++) {
-            if (!answered[i]) {
-                ByteBuffer chunk = all.duplicate();
-                chunk.position(all.position() + offset * rowBytes).limit(all.position() + (offset + batch.get(i).numTokens()) * rowBytes);
-                rows.put(chunk);
-            }
+            ByteBuffer chunk = all.duplicate();
+            chunk.position(all.position() + (offset + skipped[i]) * rowBytes)
+                    .limit(all.position() + (offset + batch.get(i).numTokens()) * rowBytes);
+            rows.put(chunk);
         }
         return new StageInput.Hidden(rows.flip());
     }
 
     /** The hidden states a stage before the last sends on: each chunk's rows, answered or computed now. */
-    private StageResult sentRows(List<SequenceChunk> batch, boolean[] answered, StageResult computed, int totalTokens) {
+    private StageResult sentRows(List<SequenceChunk> batch, int[] skipped, StageResult computed, int totalTokens) {
         int rowBytes = sentRowBytes();
         ByteBuffer out = ByteBuffer.allocate(totalTokens * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
         ByteBuffer fresh = computed == null ? null : computed.littleEndianFloats().duplicate();
         for (int i = 0; i < batch.size(); i++) {
             SequenceChunk chunk = batch.get(i);
-            if (answered[i]) {
-                caches.get(chunk.sequenceId()).copySent(chunk, out);
-            } else {
-                out.put(fresh.slice(fresh.position(), chunk.numTokens() * rowBytes));
-                fresh.position(fresh.position() + chunk.numTokens() * rowBytes);
+            if (skipped[i] > 0) {
+                caches.get(chunk.sequenceId()).copySent(chunk.position(), skipped[i], out);
+            }
+            int rows = chunk.numTokens() - skipped[i];
+            if (rows > 0) {
+                out.put(fresh.slice(fresh.position(), rows * rowBytes));
+                fresh.position(fresh.position() + rows * rowBytes);
             }
         }
         return new StageResult(out.flip(), new long[]{totalTokens, spec.config().hiddenSize()}, false);
@@ -493,6 +591,11 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             }
             growth += needed;
         }
+        while (growth > 0 && prefixes != null && held + prefixes.bytes() + growth > kvCacheBudget
+                && prefixes.evictOldest()) {
+            // blocks of the prefix cache give way to sequences, the least recently used first
+        }
+        held += prefixes == null ? 0 : prefixes.bytes();
         if (growth > 0 && held + growth > kvCacheBudget) {
             throw new CacheBudgetExceededException("the KV caches of layers [" + spec.layerStart() + ", " + spec.layerEnd()
                     + ") would need " + ByteSize.human(held + growth) + " for this step, over this worker's budget of "
@@ -529,7 +632,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             used += cache.bytes();
             accounted += cache.accountedBytes();
         }
-        cachedBytes = used;
+        cachedBytes = used + (prefixes == null ? 0 : prefixes.bytes());
         accountedBytes = accounted;
         cachedSequences = caches.size();
     }
@@ -599,6 +702,12 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     }
 
     @Override
+    public PrefixCacheStats prefixCacheStats() {
+        return prefixes == null ? PrefixCacheStats.OFF : new PrefixCacheStats(true, prefixes.blocks(),
+                prefixes.bytes(), prefixes.queriedTokens(), prefixes.hitTokens(), prefixes.evictions());
+    }
+
+    @Override
     public int cachedSequences() {
         return cachedSequences;
     }
@@ -623,6 +732,9 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             closed = true;
             caches.values().forEach(SequenceCache::close);
             caches.clear();
+            if (prefixes != null) {
+                prefixes.close();
+            }
             lastUsed.clear();
             recount();
             model.close();

@@ -18,9 +18,12 @@ import java.util.Objects;
  * @param activations    what quantized projections on the native kernels multiply their weights with
  * @param experts        how a stage asks other workers for the sums of the expert groups they hold (null: it cannot,
  *                       and a partition whose experts are spread refuses to load)
+ * @param prefixCaching  whether the stage keeps the KV of full blocks of prompts for later sequences that start alike
+ *                       ({@link PrefixCache}); on by default
  */
 public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
-                              boolean profiled, CpuKernels kernels, Activations activations, ExpertExchange experts) {
+                              boolean profiled, CpuKernels kernels, Activations activations, ExpertExchange experts,
+                              boolean prefixCaching) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -37,6 +40,18 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
         Objects.requireNonNull(activations, "activations");
     }
 
+    /** Prefix caching on. */
+    public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
+                           boolean profiled, CpuKernels kernels, Activations activations, ExpertExchange experts) {
+        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, experts, true);
+    }
+
+    /** These options with prefix caching on or off. */
+    public ExecutorOptions withPrefixCaching(boolean on) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
+                activations, experts, on);
+    }
+
     /** No other worker's experts asked. */
     public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
                            boolean profiled, CpuKernels kernels, Activations activations) {
@@ -46,7 +61,7 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
     /** These options, other workers' expert groups asked through {@code exchange}. */
     public ExecutorOptions withExperts(ExpertExchange exchange) {
         return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
-                activations, exchange);
+                activations, exchange, prefixCaching);
     }
 
     /** Not profiled, kernels chosen by the weights, 8-bit activations for quantized weights. */
@@ -75,27 +90,31 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
 
     /** These options with batch invariance on or off. */
     public ExecutorOptions withBatchInvariant(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled, kernels, activations);
+        return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled, kernels, activations, experts,
+                prefixCaching);
     }
 
     /** These options with weights held in {@code dtype}. */
     public ExecutorOptions withWeightDtype(WeightDtype dtype) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled, kernels, activations);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled, kernels, activations, experts,
+                prefixCaching);
     }
 
     /** These options with a Llama-family stage on a CPU computing with {@code kernels}. */
     public ExecutorOptions withKernels(CpuKernels kernels) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, experts,
+                prefixCaching);
     }
 
     /** These options with quantized projections on the native kernels multiplying {@code activations}. */
     public ExecutorOptions withActivations(Activations activations) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
-                activations);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, experts,
+                prefixCaching);
     }
 
     /** These options with the stage's profiling scopes on or off. */
     public ExecutorOptions withProfiling(boolean on) {
-        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on, kernels, activations);
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on, kernels, activations, experts,
+                prefixCaching);
     }
 }

@@ -44,6 +44,11 @@ public interface PartitionExecutor extends AutoCloseable {
     /** Tokens of steps answered from what this stage sent before, without computing them (a resume's replay). */
     long answeredTokens();
 
+    /** What the stage's prefix cache holds and did (see {@code PrefixCache}). */
+    default PrefixCacheStats prefixCacheStats() {
+        return PrefixCacheStats.OFF;
+    }
+
     @Override
     void close();
 }

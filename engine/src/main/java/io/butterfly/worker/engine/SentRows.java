@@ -52,4 +52,14 @@ final class SentRows {
     void copySent(int position, int n, ByteBuffer into) {
         into.put(rows, position * rowBytes, n * rowBytes);
     }
+
+    /** The input keys of positions {@code [position, position + n)}. */
+    long[] keys(int position, int n) {
+        return Arrays.copyOfRange(keys, position, position + n);
+    }
+
+    /** The rows sent for positions {@code [position, position + n)} (empty on the last stage). */
+    byte[] rows(int position, int n) {
+        return Arrays.copyOfRange(rows, position * rowBytes, (position + n) * rowBytes);
+    }
 }

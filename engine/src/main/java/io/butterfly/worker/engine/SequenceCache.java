@@ -8,6 +8,8 @@ import ai.djl.ndarray.types.Shape;
 import io.butterfly.common.model.KvCacheSizing;
 import io.butterfly.common.model.ModelConfig;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * One sequence's keys and values for this stage's layers, in one array {@code [layers, 2, kvHeads, capacity,
@@ -34,6 +36,11 @@ final class SequenceCache implements AutoCloseable {
     private NDArray keysAndValues;
     private int capacity;
     private int length;
+    /** The {@link PrefixHashes} chain of this cache's first {@link #hashedBlocks} full blocks. */
+    private long[] blockHashes = new long[0];
+    private int hashedBlocks;
+    /** Full blocks already offered to the prefix cache. */
+    private int offeredBlocks;
 
     /**
      * @param lastStage        whether the stage holds the head (it sends logits, and keeps no sent rows)
@@ -120,14 +127,87 @@ final class SequenceCache implements AutoCloseable {
                 && sent.fedAlike(chunk.position(), inputKeys, from, chunk.numTokens());
     }
 
-    /** Writes the rows sent for {@code chunk}'s positions into {@code into}. */
-    void copySent(SequenceChunk chunk, ByteBuffer into) {
-        sent.copySent(chunk.position(), chunk.numTokens(), into);
+    /** Writes the rows sent for positions {@code [position, position + n)} into {@code into}. */
+    void copySent(int position, int n, ByteBuffer into) {
+        sent.copySent(position, n, into);
     }
 
     /** Forgets the positions from {@code position} on: a step feeds them anew (attention writes over them). */
     void rewind(int position) {
         length = Math.min(length, position);
+        hashedBlocks = Math.min(hashedBlocks, length / PrefixCache.BLOCK_TOKENS);
+        offeredBlocks = Math.min(offeredBlocks, hashedBlocks);
+    }
+
+    int offeredBlocks() {
+        return offeredBlocks;
+    }
+
+    void offeredBlocks(int blocks) {
+        offeredBlocks = blocks;
+    }
+
+    /** The chain hashes of the full blocks cached, extended over the blocks filled since the last call. */
+    long[] blockHashes() {
+        int full = length / PrefixCache.BLOCK_TOKENS;
+        if (full > hashedBlocks) {
+            int b = PrefixCache.BLOCK_TOKENS;
+            long[] more = PrefixHashes.chain(hashedBlocks == 0 ? 0 : blockHashes[hashedBlocks - 1],
+                    sent.keys(hashedBlocks * b, (full - hashedBlocks) * b), 0, (full - hashedBlocks) * b, b);
+            blockHashes = Arrays.copyOf(blockHashes, Math.max(full, blockHashes.length));
+            System.arraycopy(more, 0, blockHashes, hashedBlocks, more.length);
+            hashedBlocks = full;
+        }
+        return Arrays.copyOf(blockHashes, hashedBlocks);
+    }
+
+    /** A copy of full block {@code block} of this cache, its arrays in {@code into} (outliving the caller's scope). */
+    @SuppressWarnings("try") // the scope only frees temporaries on close
+    PrefixCache.Block copyBlock(int block, NDManager into) {
+        int b = PrefixCache.BLOCK_TOKENS;
+        int from = block * b;
+        NDArray kv = null;
+        if (layers > 0) {
+            kv = into.zeros(new Shape(layers, 2, kvHeads, b, headDim));
+            NDScope.unregister(kv);
+            try (NDScope ignored = new NDScope()) {
+                kv.set(new NDIndex().addAllDim(3), keysAndValues.get(new NDIndex().addAllDim(3).addSliceDim(from, from + b)));
+            } catch (RuntimeException | Error e) {
+                kv.close();
+                throw e;
+            }
+        }
+        return new PrefixCache.Block(kv, sent.keys(from, b), sent.rows(from, b));
+    }
+
+    /**
+     * Fills this cache's positions from {@code position} (a block boundary) with {@code blocks} (found under the chain
+     * {@code hashes}, in order): their keys, values, input keys and sent rows, as if computed here. Needs the capacity
+     * for them.
+     */
+    @SuppressWarnings("try") // the scope only frees temporaries on close
+    void restore(int position, List<PrefixCache.Block> blocks, long[] hashes) {
+        int b = PrefixCache.BLOCK_TOKENS;
+        rewind(position);
+        blockHashes(); // the chain up to position, which the blocks continue
+        if (position != length || position != hashedBlocks * b) {
+            throw new IllegalStateException("blocks restored at position " + position + " of a cache of " + length);
+        }
+        for (int i = 0; i < blocks.size(); i++) {
+            PrefixCache.Block block = blocks.get(i);
+            int at = position + i * b;
+            if (block.keysAndValues() != null) {
+                try (NDScope ignored = new NDScope()) {
+                    keysAndValues.set(new NDIndex().addAllDim(3).addSliceDim(at, at + b), block.keysAndValues());
+                }
+            }
+            sent.record(at, block.inputKeys(), 0, b, ByteBuffer.wrap(block.sentRows()));
+        }
+        length = position + blocks.size() * b;
+        blockHashes = Arrays.copyOf(blockHashes, Math.max(blockHashes.length, hashedBlocks + blocks.size()));
+        System.arraycopy(hashes, 0, blockHashes, hashedBlocks, blocks.size());
+        hashedBlocks += blocks.size();
+        offeredBlocks = hashedBlocks; // they are in the prefix cache already
     }
 
     /**

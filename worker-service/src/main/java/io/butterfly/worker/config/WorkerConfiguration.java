@@ -98,8 +98,18 @@ public class WorkerConfiguration {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
                 new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant(),
                         props.weightDtype()).withKernels(props.kernels()).withActivations(props.activations())
-                        .withExperts(new ExpertGateway(channels)));
-        return new PartitionManager(settings, registry, coordinators);
+                        .withExperts(new ExpertGateway(channels)).withPrefixCaching(props.prefixCaching()));
+        PartitionManager manager = new PartitionManager(settings, registry, coordinators);
+        coordinators.prefixCacheFrom(() -> {
+            io.butterfly.worker.engine.PartitionExecutor executor = manager.loadedExecutor();
+            return executor == null ? io.butterfly.worker.engine.PrefixCacheStats.OFF : executor.prefixCacheStats();
+        });
+        return manager;
+    }
+
+    @Bean
+    PrefixCacheMetrics prefixCacheMetrics(PartitionManager partitions) {
+        return new PrefixCacheMetrics(partitions);
     }
 
     @Bean

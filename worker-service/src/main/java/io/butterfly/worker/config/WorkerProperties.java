@@ -51,6 +51,8 @@ import org.springframework.util.unit.DataSize;
  * @param activations     what quantized projections on the native kernels multiply: INT8 (default: inputs rounded to
  *                        8 bits a block of 32 at a time, integer dot products, as llama.cpp) or F32 (weight-only, the
  *                        float32 reference's logits to a few ulps); every worker of a cluster must have the same
+ * @param prefixCaching   whether the stage keeps the KV of prompts' full blocks for later prompts that start alike
+ *                        (automatic prefix caching, docs/serving.md#prefix-caching; on by default)
  */
 @ConfigurationProperties("butterfly.worker")
 public record WorkerProperties(
@@ -74,7 +76,8 @@ public record WorkerProperties(
         @DefaultValue("false") boolean batchInvariant,
         @DefaultValue("F32") WeightDtype weightDtype,
         @DefaultValue("AUTO") CpuKernels kernels,
-        @DefaultValue("INT8") Activations activations) {
+        @DefaultValue("INT8") Activations activations,
+        @DefaultValue("true") boolean prefixCaching) {
 
     public WorkerProperties {
         if (kvCacheBudget.isNegative()) {

@@ -37,6 +37,9 @@ import org.slf4j.LoggerFactory;
  */
 public class CoordinatorGateway implements Coordinators, Outcomes {
 
+    private volatile java.util.function.Supplier<io.butterfly.worker.engine.PrefixCacheStats> prefixCache =
+            () -> io.butterfly.worker.engine.PrefixCacheStats.OFF;
+
     private static final Logger log = LoggerFactory.getLogger(CoordinatorGateway.class);
 
     private final String nodeId;
@@ -177,6 +180,19 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
         }
     }
 
+    /** Where the heartbeats read the stage's prefix cache from (the partition manager sets it). */
+    public void prefixCacheFrom(java.util.function.Supplier<io.butterfly.worker.engine.PrefixCacheStats> source) {
+        prefixCache = source;
+    }
+
+    private static io.butterfly.proto.coordinator.v1.PrefixCacheSummary prefixCacheSummary(
+            io.butterfly.worker.engine.PrefixCacheStats s) {
+        return io.butterfly.proto.coordinator.v1.PrefixCacheSummary.newBuilder().setEnabled(s.enabled())
+                .setBlocks(s.blocks()).setBlockTokens(io.butterfly.worker.engine.PrefixCacheStats.blockTokens())
+                .setBytes(s.bytes()).setQueriedTokens(s.queriedTokens()).setHitTokens(s.hitTokens())
+                .setEvictions(s.evictions()).build();
+    }
+
     /** One heartbeat tick: a ping on every replica's stream; streams of replicas no longer named are closed. */
     private void beat() {
         try {
@@ -199,6 +215,7 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
                     .setSequence(sequence.incrementAndGet())
                     .setSentAtMs(System.currentTimeMillis())
                     .setLoadedEpoch(loadedEpoch)
+                    .setPrefixCache(prefixCacheSummary(prefixCache.get()))
                     .build();
             long period = Math.max(1, heartbeatMillis);
             wanted.forEach((addr, target) -> streams

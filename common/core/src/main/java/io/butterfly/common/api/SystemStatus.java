@@ -15,6 +15,7 @@ import tools.jackson.databind.annotation.JsonNaming;
  * @param config        the committed cluster configuration; null before bootstrap
  * @param modelError    why the model cannot be served (its import failed in the registry, with the registry's cause);
  *                      null while nothing says so
+ * @param prefixCaches  per worker, what its stage last reported of its prefix cache
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 public record SystemStatus(String systemState, long epoch, String coordinator, String modelId, String merkleRoot,
@@ -22,7 +23,20 @@ public record SystemStatus(String systemState, long epoch, String coordinator, S
                            List<NodeStatus> nodes, Quorum quorum, List<String> pipeline, List<String> spares,
                            List<String> draining, RecoveryStatus recovery, LastRecovery lastRecovery, List<Plan> plans,
                            List<PausedTask> pausedTasks, long lastAppliedIndex, Raft raft, Config config,
-                           @JsonInclude(JsonInclude.Include.NON_NULL) ModelError modelError) {
+                           @JsonInclude(JsonInclude.Include.NON_NULL) ModelError modelError,
+                           java.util.Map<String, PrefixCache> prefixCaches) {
+
+    /**
+     * What a worker's stage last reported of its prefix cache (heartbeats; docs/serving.md#prefix-caching).
+     *
+     * @param blocks        full blocks held, of {@code blockTokens} positions each
+     * @param queriedTokens prompt tokens in full blocks looked up since its partition loaded
+     * @param hitTokens     of those, found in the cache
+     */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record PrefixCache(boolean enabled, int blocks, int blockTokens, long bytes, long queriedTokens,
+                              long hitTokens, double hitRate, long evictions) {
+    }
 
     /** The registry's cause for not serving the model, and since when this coordinator has been told it. */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)

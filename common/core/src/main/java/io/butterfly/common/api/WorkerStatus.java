@@ -48,9 +48,28 @@ public record WorkerStatus(String nodeId, String state, boolean joined,
      * What a worker has computed and holds ({@code /api/v1/worker/metrics}).
      *
      * @param replayedTokensAnswered tokens of replayed steps answered from what it sent the first time
+     * @param prefixCache            what its prefix cache holds and did
      */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     public record Metrics(long stepsExecuted, double computeSecondsTotal, double meanStepMs, int cachedSequences,
-                          long kvCacheBytes, long kvCacheBudgetBytes, long replayedTokensAnswered) {
+                          long kvCacheBytes, long kvCacheBudgetBytes, long replayedTokensAnswered,
+                          PrefixCache prefixCache) {
+    }
+
+    /**
+     * A stage's automatic prefix cache (docs/serving.md#prefix-caching).
+     *
+     * @param enabled       whether the stage caches prefixes ({@code butterfly.worker.prefix-caching})
+     * @param blockTokens   positions per block
+     * @param blocks        full blocks held
+     * @param bytes         memory they take (within the KV budget)
+     * @param queriedTokens prompt tokens in full blocks looked up
+     * @param hitTokens     of those, tokens restored instead of computed
+     * @param hitRate       hit over queried tokens
+     * @param evictions     blocks evicted, least recently used first
+     */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record PrefixCache(boolean enabled, int blockTokens, int blocks, long bytes, long queriedTokens,
+                              long hitTokens, double hitRate, long evictions) {
     }
 }

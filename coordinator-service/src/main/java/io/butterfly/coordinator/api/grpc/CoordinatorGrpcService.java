@@ -12,11 +12,13 @@ import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
+import io.butterfly.coordinator.control.PrefixCacheReports;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.proto.coordinator.v1.CoordinatorServiceGrpc;
 import io.butterfly.proto.coordinator.v1.HeartbeatAck;
 import io.butterfly.proto.coordinator.v1.HeartbeatPing;
+import io.butterfly.proto.coordinator.v1.PrefixCacheSummary;
 import io.butterfly.proto.coordinator.v1.HeartbeatRequest;
 import io.butterfly.proto.coordinator.v1.HeartbeatResponse;
 import io.butterfly.proto.coordinator.v1.LoadReport;
@@ -41,8 +43,11 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
     private final LoadTelemetry telemetry;
     private final WorkerGateway workers;
 
+    private final PrefixCacheReports prefixCaches;
+
     public CoordinatorGrpcService(ControlLog control, Liveness liveness, Clock clock, LoadTelemetry telemetry,
-                                  WorkerGateway workers) {
+                                  WorkerGateway workers, PrefixCacheReports prefixCaches) {
+        this.prefixCaches = prefixCaches;
         this.workers = workers;
         this.control = control;
         this.liveness = liveness;
@@ -117,6 +122,11 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
                     return;
                 }
                 liveness.heartbeat(nodeId, ping.getLoadedEpoch());
+                if (ping.hasPrefixCache()) {
+                    PrefixCacheSummary p = ping.getPrefixCache();
+                    prefixCaches.report(nodeId, new PrefixCacheReports.Report(p.getEnabled(), p.getBlocks(),
+                            p.getBlockTokens(), p.getBytes(), p.getQueriedTokens(), p.getHitTokens(), p.getEvictions()));
+                }
                 acks.onNext(HeartbeatAck.newBuilder().setEpoch(control.state().epoch())
                         .setSequence(ping.getSequence()).build());
             }

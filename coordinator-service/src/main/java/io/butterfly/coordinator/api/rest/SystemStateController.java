@@ -16,6 +16,7 @@ import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.coordinator.control.PausedRequests;
+import io.butterfly.coordinator.control.PrefixCacheReports;
 import io.butterfly.coordinator.control.RaftStatus;
 import io.butterfly.coordinator.liveness.NodeObservation;
 import io.butterfly.coordinator.planning.StageAssignment;
@@ -46,10 +47,13 @@ public class SystemStateController {
     private final ObjectProvider<PausedRequests> paused;
     private final ObjectProvider<ModelCatalog> models;
     private final java.time.Clock clock;
+    private final PrefixCacheReports prefixCaches;
 
     public SystemStateController(ControlLog control, Liveness liveness, CoordinatorProperties props,
                                  LoadTelemetry telemetry, ObjectProvider<PausedRequests> paused,
-                                 ObjectProvider<ModelCatalog> models, java.time.Clock clock) {
+                                 ObjectProvider<ModelCatalog> models, java.time.Clock clock,
+                                 PrefixCacheReports prefixCaches) {
+        this.prefixCaches = prefixCaches;
         this.control = control;
         this.liveness = liveness;
         this.props = props;
@@ -68,7 +72,15 @@ public class SystemStateController {
                 quorum(s), s.pipeline(), s.spares(), s.draining(), recovery(s, weights),
                 s.recovery() == null || s.recovery().ongoing() ? null : lastRecovery(s.recovery()),
                 s.plans().stream().map(p -> plan(p, weights)).toList(), pausedTasks(s), s.lastAppliedIndex(),
-                raft(), config(s.config()), modelError());
+                raft(), config(s.config()), modelError(), prefixCaches());
+    }
+
+    /** Each worker's prefix cache, as its heartbeats last said. */
+    private java.util.Map<String, SystemStatus.PrefixCache> prefixCaches() {
+        java.util.Map<String, SystemStatus.PrefixCache> out = new java.util.TreeMap<>();
+        prefixCaches.reports().forEach((node, r) -> out.put(node, new SystemStatus.PrefixCache(r.enabled(), r.blocks(),
+                r.blockTokens(), r.bytes(), r.queriedTokens(), r.hitTokens(), r.hitRate(), r.evictions())));
+        return out;
     }
 
     /** Why the model cannot be served, when the registry said its import failed. */

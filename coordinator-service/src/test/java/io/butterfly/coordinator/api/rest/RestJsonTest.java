@@ -63,7 +63,7 @@ class RestJsonTest {
         when(paused.getIfAvailable()).thenReturn(() -> 2);
         ObjectProvider<io.butterfly.coordinator.model.ModelCatalog> models = mock(ObjectProvider.class);
         controller = new SystemStateController(control, liveness, ReadyCluster.props("coordinator-0"), telemetry, paused,
-                models, clock);
+                models, clock, new io.butterfly.coordinator.control.PrefixCacheReports());
     }
 
     @AfterEach

@@ -3,6 +3,7 @@ package io.butterfly.worker.api.rest;
 import io.butterfly.common.api.WorkerStatus;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.engine.PartitionExecutor;
+import io.butterfly.worker.engine.PrefixCacheStats;
 import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.partition.PartitionManager;
@@ -69,7 +70,13 @@ public class WorkerStateController {
         return new WorkerStatus.Metrics(steps, stage.computeNanosTotal() / 1e9,
                 steps == 0 ? 0.0 : stage.computeNanosTotal() / 1e6 / steps,
                 executor == null ? 0 : executor.cachedSequences(), executor == null ? 0 : executor.cachedBytes(),
-                partitions.settings().executor().kvCacheBytes(), executor == null ? 0 : executor.answeredTokens());
+                partitions.settings().executor().kvCacheBytes(), executor == null ? 0 : executor.answeredTokens(),
+                prefixCache(executor == null ? PrefixCacheStats.OFF : executor.prefixCacheStats()));
+    }
+
+    static WorkerStatus.PrefixCache prefixCache(PrefixCacheStats s) {
+        return new WorkerStatus.PrefixCache(s.enabled(), PrefixCacheStats.blockTokens(), s.blocks(), s.bytes(),
+                s.queriedTokens(), s.hitTokens(), s.hitRate(), s.evictions());
     }
 
     private static String workerState(PartitionStatus s) {

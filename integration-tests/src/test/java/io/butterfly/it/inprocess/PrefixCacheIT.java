@@ -1,0 +1,92 @@
+package io.butterfly.it.inprocess;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.butterfly.common.api.WorkerStatus;
+import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ModelConfig;
+import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import io.butterfly.harness.ClusterApi;
+import io.butterfly.harness.InProcessCluster;
+import io.butterfly.it.SingleProcessReference;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * Automatic prefix caching through the cluster: a prompt that starts with the blocks an earlier prompt left on every
+ * stage is answered with the tokens and log-probabilities of a single process that never saw the earlier prompt (a
+ * miss), bit for bit, greedy and sampled, on one worker and on three; every stage restored the shared blocks, and
+ * the coordinator's system/state shows what each stage holds.
+ */
+class PrefixCacheIT {
+
+    @TempDir
+    Path work;
+
+    @ParameterizedTest(name = "{0} worker(s)")
+    @ValueSource(ints = {1, 3})
+    void aHitAnswersAsAMiss(int workers) throws Exception {
+        ModelConfig config = new ModelConfig(Architecture.LLAMA, 5, 48, 6, 3, 128, 300, 128, 1e-6, 500000.0, true, 1, 2);
+        Path model = work.resolve("model");
+        ModelGenerator.generate(config, 17, model);
+        Random random = new Random(workers);
+        long[] shared = random.longs(45, 3, 300).toArray();
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
+            cluster.startAll(model, workers);
+            JsonNode state = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
+            List<String> pipeline = new ArrayList<>();
+            state.path("pipeline").forEach(n -> pipeline.add(n.asString()));
+            for (double temperature : new double[]{0.0, 1.0}) {
+                long[] first = concat(shared, random.longs(1 + random.nextInt(10), 3, 300).toArray());
+                long[] second = concat(shared, random.longs(1 + random.nextInt(10), 3, 300).toArray());
+                generate(cluster, first, temperature); // leaves the shared blocks on every stage
+                ClusterApi.Reply r = generate(cluster, second, temperature);
+                SingleProcessReference.Generation miss = SingleProcessReference.generate(model, second, 8,
+                        new SamplingParams(temperature, 1.0, 99, 3));
+                assertThat(longs(r.json().path("token_ids"))).isEqualTo(miss.tokens());
+                List<Double> logprobs = new ArrayList<>();
+                r.json().path("token_logprobs").forEach(n -> logprobs.add(n.asDouble()));
+                assertThat(logprobs).isEqualTo(miss.logprobs());
+            }
+            for (String worker : pipeline) {
+                WorkerStatus.PrefixCache cache = cluster.getFrom(worker, "/api/v1/worker/metrics")
+                        .as(WorkerStatus.Metrics.class).prefixCache();
+                assertThat(cache.enabled()).isTrue();
+                assertThat(cache.hitTokens()).as("%s restored the shared blocks", worker).isGreaterThanOrEqualTo(2 * 32);
+                assertThat(cache.blocks()).isPositive();
+            }
+            cluster.awaitState(s -> pipeline.stream().allMatch(w -> s.path("prefix_caches").path(w)
+                    .path("hit_tokens").asLong() >= 64), Duration.ofMinutes(1));
+        }
+    }
+
+    private static ClusterApi.Reply generate(InProcessCluster cluster, long[] prompt, double temperature) throws Exception {
+        ClusterApi.Reply r = cluster.post("/api/v1/inference", """
+                {"token_ids": [%s], "max_tokens": 8, "temperature": %s, "seed": 99, "logprobs": 3}
+                """.formatted(Arrays.stream(prompt).mapToObj(Long::toString).collect(Collectors.joining(",")), temperature));
+        assertThat(r.status()).as(r.body()).isEqualTo(200);
+        return r;
+    }
+
+    private static List<Long> longs(JsonNode array) {
+        List<Long> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asLong()));
+        return out;
+    }
+
+    private static long[] concat(long[] a, long[] b) {
+        long[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+}
