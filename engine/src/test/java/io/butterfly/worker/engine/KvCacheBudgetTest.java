@@ -35,9 +35,10 @@ class KvCacheBudgetTest {
     static void load() throws Exception {
         config = ModelFixtures.llamaGqa(); // 160 positions
         Path model = ModelFixtures.write(config, ModelFixtures.weightsOnly(), 1, dir.resolve("model"));
-        // Room for two caches of one capacity step each, not three.
+        // Room for two caches of one capacity step each, not three. The sequences' own budget: no prefix blocks kept
+        // beside them (PrefixCacheTest counts those against the budget).
         exec = DjlPartitionExecutor.load(PartitionSpec.whole(config), List.of(model.resolve("model.safetensors")),
-                new ExecutorOptions("cpu", 0, BUDGET));
+                new ExecutorOptions("cpu", 0, BUDGET).withPrefixCaching(false));
     }
 
     @AfterAll
