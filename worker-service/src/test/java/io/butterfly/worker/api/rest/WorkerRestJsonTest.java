@@ -7,6 +7,7 @@ import static org.mockito.Mockito.when;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.engine.PartitionExecutor;
+import io.butterfly.worker.engine.PrefixCacheStats;
 import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.DiscoveryGateway;
 import io.butterfly.worker.partition.LoadPhase;
@@ -61,6 +62,7 @@ class WorkerRestJsonTest {
         when(executor.cachedSequences()).thenReturn(3);
         when(executor.cachedBytes()).thenReturn(65_536L);
         when(executor.answeredTokens()).thenReturn(17L);
+        when(executor.prefixCacheStats()).thenReturn(new PrefixCacheStats(true, 4, 16_384L, 96L, 64L, 1L));
         when(partitions.loadedExecutor()).thenReturn(executor);
         when(membership.joined()).thenReturn(true);
         Map<String, Instant> acks = new LinkedHashMap<>();
