@@ -52,6 +52,8 @@ class OpenApiDocumentTest {
     InferenceService inference;
     @MockitoBean
     InferenceStreams streams;
+    @MockitoBean
+    io.butterfly.coordinator.control.PrefixCacheReports prefixCaches;
 
     @Test
     void theDocumentDescribesTheAnswersRecordsByTheirWireNames() throws Exception {
