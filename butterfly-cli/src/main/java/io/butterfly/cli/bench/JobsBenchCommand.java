@@ -110,7 +110,7 @@ public final class JobsBenchCommand implements Callable<Integer> {
                         + " %d output tokens (greedy); job: %d clients, batch %d, %d tokens a sample (temperature 1)%n",
                 dir.getFileName(), config.architecture().id(), config.numLayers(), config.hiddenSize(),
                 options.workers(), concurrency, promptTokens, outputTokens, clients, batchSize, jobTokens);
-        ServeBenchCommand.Prompts prompts = new ServeBenchCommand.Prompts(0, promptTokens, config.vocabSize());
+        ServeBenchCommand.Prompts prompts = new ServeBenchCommand.Prompts(0, 0, promptTokens, config.vocabSize());
         String streamUrl = ports.coordinatorUrl() + "/api/v1/inference/stream";
         if (launcher.running()) { // left by a run that was killed: this state directory is the bench's own
             launcher.down();
