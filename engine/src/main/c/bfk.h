@@ -48,6 +48,7 @@ typedef struct bfk_pool bfk_pool;
 typedef void (*bfk_task)(void *arg, int ith, int nth);
 bfk_pool *bfk_pool_create(int threads);
 void bfk_pool_run(bfk_pool *pool, bfk_task task, void *arg);
+void bfk_pool_rest(bfk_pool *pool);
 int bfk_pool_threads(const bfk_pool *pool);
 void bfk_pool_destroy(bfk_pool *pool);
 

@@ -41,6 +41,10 @@ JNIEXPORT jlong JNICALL JNI(poolCreate)(JNIEnv *env, jclass c, jint threads) {
     return (jlong) (intptr_t) bfk_pool_create(threads);
 }
 
+JNIEXPORT void JNICALL JNI(poolRest)(JNIEnv *env, jclass c, jlong pool) {
+    bfk_pool_rest(PTR(pool));
+}
+
 JNIEXPORT void JNICALL JNI(poolDestroy)(JNIEnv *env, jclass c, jlong pool) {
     bfk_pool_destroy(PTR(pool));
 }

@@ -30,6 +30,7 @@ struct bfk_pool {
     atomic_int remaining;
     atomic_int sleepers;
     atomic_int stopping;
+    atomic_int resting; /* the caller's step is over: sleep now rather than spin for a task that is milliseconds away */
     bfk_task task;
     void *arg;
     pthread_mutex_t lock;
@@ -59,7 +60,8 @@ static void *member_loop(void *p) {
         int spins = 0;
         while ((g = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen) {
             BFK_PAUSE();
-            if (++spins % 1024 == 0 && now_nanos() - since > SPIN_NANOS) {
+            if (atomic_load_explicit(&pool->resting, memory_order_relaxed)
+                || (++spins % 1024 == 0 && now_nanos() - since > SPIN_NANOS)) {
                 pthread_mutex_lock(&pool->lock);
                 atomic_fetch_add(&pool->sleepers, 1);
                 /* sleepers is raised before generation is read again, and run() raises generation before it
@@ -119,6 +121,7 @@ void bfk_pool_run(bfk_pool *pool, bfk_task task, void *arg) {
     pool->task = task;
     pool->arg = arg;
     atomic_store_explicit(&pool->remaining, pool->threads - 1, memory_order_relaxed);
+    atomic_store_explicit(&pool->resting, 0, memory_order_relaxed);
     atomic_fetch_add(&pool->generation, 1); /* seq_cst, as the sleepers' count: see member_loop */
     if (atomic_load(&pool->sleepers) > 0) {
         pthread_mutex_lock(&pool->lock);
@@ -133,6 +136,17 @@ void bfk_pool_run(bfk_pool *pool, bfk_task task, void *arg) {
         if (spins % 4096 == 0) {
             sched_yield();
         }
+    }
+}
+
+/*
+ * The caller's step is over. Its team would spin for the next task up to SPIN_NANOS; between steps the next task is a
+ * network hop away, and where several stages share cores (a pipeline on one machine) that spin takes a core from the
+ * stage computing now. The next bfk_pool_run wakes the team (one wake-up a step).
+ */
+void bfk_pool_rest(bfk_pool *pool) {
+    if (pool) {
+        atomic_store_explicit(&pool->resting, 1, memory_order_relaxed);
     }
 }
 

@@ -286,6 +286,19 @@ static float *scratch(bfk_stage *s, size_t floats) {
  * Runs the stage's layers over x [rows, hidden] in place. seqs: the sequences of the batch with their caches;
  * cos/sin: [rows, head_dim] rotary tables of each row's position. Returns 0, or -1 if memory ran out.
  */
+/*
+ * A row-wise phase (norm, preparing a product's input) over a few rows runs on the caller alone: split by rows, a
+ * decode step's one row leaves the team nothing to do but meet at the barrier, which costs more than the row. Each
+ * row is computed by the same code either way, so the bits do not depend on the choice.
+ */
+static void run_rows(bfk_pool *pool, bfk_task task, phase *p) {
+    if (p->rows <= 4) {
+        task(p, 0, 1);
+    } else {
+        bfk_pool_run(pool, task, p);
+    }
+}
+
 int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
                       const float *cos, const float *sin) {
     int d = s->hidden, hd = s->head_dim, inter = s->inter;
@@ -339,7 +352,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
             p.sums_for[0] = needs_sums(&l->m[M_K]) ? &l->m[M_K] : &l->m[M_V];
         }
         p.quantize = takes_q8(s, &l->m[M_Q]) || takes_q8(s, &l->m[M_K]) || takes_q8(s, &l->m[M_V]);
-        bfk_pool_run(pool, norm_task, &p);
+        run_rows(pool, norm_task, &p);
 
         /* q, k, v: a bias is laid down first and the product added to it (b + dot, the same float as dot + b) */
         float *qkv_out[3] = {p.q, p.k, p.v};
@@ -390,7 +403,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.add = 1;
         p.quantize = takes_q8(s, &l->m[M_O]);
         if (needs_sums(&l->m[M_O]) || p.quantize) {
-            bfk_pool_run(pool, prepare_task, &p);
+            run_rows(pool, prepare_task, &p);
         }
         atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, product_task, &p);
@@ -398,7 +411,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.norm_slot = V_FFN_NORM;
         p.sums_for[0] = needs_sums(&l->m[M_GATE]) ? &l->m[M_GATE] : needs_sums(&l->m[M_UP]) ? &l->m[M_UP] : NULL;
         p.quantize = takes_q8(s, &l->m[M_GATE]) || takes_q8(s, &l->m[M_UP]);
-        bfk_pool_run(pool, norm_task, &p);
+        run_rows(pool, norm_task, &p);
         atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, mlp_task, &p);
 
@@ -411,7 +424,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.add = 1;
         p.quantize = takes_q8(s, &l->m[M_DOWN]);
         if (needs_sums(&l->m[M_DOWN]) || p.quantize) {
-            bfk_pool_run(pool, prepare_task, &p);
+            run_rows(pool, prepare_task, &p);
         }
         atomic_store_explicit(&p.next, 0, memory_order_relaxed);
         bfk_pool_run(pool, product_task, &p);

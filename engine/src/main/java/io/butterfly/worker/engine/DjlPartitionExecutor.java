@@ -392,6 +392,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                 } else {
                     result = toResult(step.sequenceRows(model.head(x, step.lastRows())), true);
                 }
+            } finally {
+                model.rest();
             }
             ByteBuffer sent = spec.hasHead() ? null : result.littleEndianFloats().duplicate();
             for (int i = 0, s = 0; i < batch.size(); i++) {

@@ -285,6 +285,11 @@ final class NativeLlamaStage implements StageModel {
     }
 
     @Override
+    public void rest() {
+        NativeKernels.poolRest(pool);
+    }
+
+    @Override
     public String projections() {
         return "native " + types + " (" + NativeKernels.instructionSet() + (int8Activations ? ", int8 activations" : "")
                 + ")";

@@ -23,6 +23,13 @@ interface StageModel extends AutoCloseable {
      */
     int rowQuantum();
 
+    /**
+     * The step is over: threads kept hot between its operations may sleep until the next one (where stages of a
+     * pipeline share cores, a spinning idle stage slows the one computing).
+     */
+    default void rest() {
+    }
+
     /** Memory the weights take as held. */
     long weightBytes();
 

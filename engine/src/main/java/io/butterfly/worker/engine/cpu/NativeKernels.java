@@ -100,6 +100,9 @@ public final class NativeKernels {
 
     public static native void poolDestroy(long pool);
 
+    /** The step is over: the pool's threads sleep now instead of spinning for a task (the next run wakes them). */
+    public static native void poolRest(long pool);
+
     public static native long stageCreate(int hidden, int heads, int kvHeads, int intermediate, int layers,
                                           int maxPositions, float eps);
 
