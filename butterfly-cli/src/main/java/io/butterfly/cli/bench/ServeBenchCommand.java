@@ -37,6 +37,10 @@ import picocli.CommandLine.Spec;
  * {@code --prompt-tokens} token ids drawn from a seeded generator; request i has the same prompt at every level.
  * One line per level; the last line is {@code batching_ratio=X.XX}, output tokens/s at concurrency 16 ÷ at 1.
  *
+ * <p>With {@code --pipelines K}, one concurrency level (16) is measured on two clusters of {@code --workers} side by
+ * side in paired rounds, as with {@code --pin} (which it may be given too): K pipelines against one
+ * (docs/scale-out.md); the last line is {@code pipelines_ratio=X.XX}.
+ *
  * <p>With {@code --pin}, every worker runs pinned to a core of its own (a stand-in for separate machines) and one
  * concurrency level (16) is measured on two clusters side by side, alternating in paired rounds: micro-batches in
  * flight through the pipeline (the coordinator's default) against one micro-batch in the pipeline at a time. The
@@ -88,7 +92,13 @@ public final class ServeBenchCommand implements Callable<Integer> {
             + " in flight with one at a time, at one concurrency level")
     boolean pin;
 
-    @Option(names = "--rounds", paramLabel = "R", description = "with --pin: paired rounds, 1-99 (default 3)")
+    @Option(names = "--pipelines", paramLabel = "K", description = "compare K pipelines over the --workers (each a"
+            + " whole copy of the model; docs/scale-out.md) with one pipeline over as many, a cluster each, at one"
+            + " concurrency level (default 16) in paired rounds; pipelines_ratio (K over 1) last")
+    Integer pipelines;
+
+    @Option(names = "--rounds", paramLabel = "R", description = "with --pin or --pipelines: paired rounds, 1-99"
+            + " (default 3)")
     int rounds = 3;
 
     @Option(names = "--shared-prefix", description = "every prompt starts with one system prompt of --prefix-tokens"
@@ -121,6 +131,21 @@ public final class ServeBenchCommand implements Callable<Integer> {
             return 0;
         }
         Prompts prompts = new Prompts(seed, 0, promptTokens, config.vocabSize());
+        if (pipelines != null) {
+            Cluster several = new Cluster(pipelines + "-pipelines", home, portOffset + 900,
+                    UpCommand.withPipelines(options, pipelines), config);
+            Cluster one = new Cluster("1-pipeline", home, portOffset + 950, options, config);
+            try (ExitGuard stop = ExitGuard.arm(() -> {
+                one.down();
+                several.down();
+            })) {
+                several.start(out);
+                one.start(out);
+                compare(several, one, levels.get(0), prompts, out, pipelines + " pipelines", "one pipeline",
+                        "pipelines_ratio");
+            }
+            return 0;
+        }
         // Port offsets 900 and 950 keep the clusters apart from each other, from bench's (+700, +800) and from a
         // cluster on the offset.
         Cluster inFlight = new Cluster("in-flight", home, portOffset + 900, options, config);
@@ -139,7 +164,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
         })) {
             inFlight.start(out);
             oneAtATime.start(out);
-            compare(inFlight, oneAtATime, levels.get(0), prompts, out);
+            compare(inFlight, oneAtATime, levels.get(0), prompts, out, "micro-batches in flight", "one at a time",
+                    "overlap_ratio");
         }
         return 0;
     }
@@ -147,7 +173,12 @@ public final class ServeBenchCommand implements Callable<Integer> {
     /** The concurrency levels to measure, once every option is checked. */
     private List<Integer> checkOptions() {
         List<Integer> levels = concurrency != null ? List.copyOf(concurrency)
-                : pin ? List.of(PINNED_LEVEL) : sharedPrefix ? List.of(4) : LEVELS;
+                : pin || pipelines != null ? List.of(PINNED_LEVEL) : sharedPrefix ? List.of(4) : LEVELS;
+        if (pipelines != null && (sharedPrefix || levels.size() != 1 || pipelines < 2
+                || pipelines > UpCommand.workers(spec, workers))) {
+            throw Commands.usageError(spec, "--pipelines compares K (2 to --workers) pipelines with one at one"
+                    + " concurrency level, without --shared-prefix");
+        }
         if (sharedPrefix && (pin || levels.size() != 1 || prefixTokens < 1)) {
             throw Commands.usageError(spec, "--shared-prefix measures one concurrency level, without --pin, and"
                     + " --prefix-tokens must be at least 1");
@@ -247,8 +278,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
      * Concurrency {@code c} on both clusters in paired rounds, the order alternating from round to round so that
      * neither always goes first; then the medians and the overlap ratio.
      */
-    private void compare(Cluster inFlight, Cluster oneAtATime, int c, Prompts prompts, PrintWriter out)
-            throws InterruptedException {
+    private void compare(Cluster inFlight, Cluster oneAtATime, int c, Prompts prompts, PrintWriter out, String first,
+                         String second, String ratioName) throws InterruptedException {
         warmUp(inFlight, c, warmupSeconds, prompts, out);
         warmUp(oneAtATime, c, warmupSeconds, prompts, out);
         double[] overlapping = new double[rounds];
@@ -265,16 +296,15 @@ public final class ServeBenchCommand implements Callable<Integer> {
                 ratios.add(overlapping[r] / sequential[r]);
             }
         }
-        out.printf(Locale.ROOT, "concurrency %d, output tokens/s (median of %d round%s): micro-batches in flight %.2f,"
-                + " one at a time %.2f%n", c, rounds, rounds == 1 ? "" : "s", Stats.median(overlapping),
-                Stats.median(sequential));
+        out.printf(Locale.ROOT, "concurrency %d, output tokens/s (median of %d round%s): %s %.2f, %s %.2f%n", c, rounds,
+                rounds == 1 ? "" : "s", first, Stats.median(overlapping), second, Stats.median(sequential));
         if (ratios.isEmpty()) {
-            out.println("overlap_ratio: not measured (no round completed a request on both clusters)");
+            out.println(ratioName + ": not measured (no round completed a request on both clusters)");
             return;
         }
-        out.println("per-round ratios in flight / one at a time: " + ratios.stream()
+        out.println("per-round ratios " + first + " / " + second + ": " + ratios.stream()
                 .map(x -> String.format(Locale.ROOT, "%.2f", x)).collect(Collectors.joining(" ")));
-        out.printf(Locale.ROOT, "overlap_ratio=%.2f%n",
+        out.printf(Locale.ROOT, "%s=%.2f%n", ratioName,
                 Stats.median(ratios.stream().mapToDouble(Double::doubleValue).toArray()));
     }
 

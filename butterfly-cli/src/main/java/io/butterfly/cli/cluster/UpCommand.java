@@ -48,6 +48,11 @@ public final class UpCommand implements Callable<Integer> {
             + " drained")
     String spares;
 
+    @Option(names = "--pipelines", paramLabel = "N", description = "pipelines the workers form, each a whole copy of"
+            + " the model that serves requests of its own (docs/scale-out.md): 1-99, or 0 for as many as the planner"
+            + " finds best (default 1: one pipeline, the other workers spares)")
+    String pipelines;
+
     @Option(names = "--transfer", defaultValue = "shared", paramLabel = "shared|stream", description = "workers copy"
             + " their shards from the registry's store and verify them (shared, default) or stream them over gRPC")
     String transfer;
@@ -81,6 +86,9 @@ public final class UpCommand implements Callable<Integer> {
         }
         if (workerMemory != null) {
             options = options.withWorkerMemory(Arrays.asList(workerMemory.split(",", -1)));
+        }
+        if (pipelines != null) {
+            options = withPipelines(options, pipelines(spec, pipelines, options.workers()));
         }
         Launcher.fromEnvironment().up(options, spec.commandLine().getOut());
         return 0;
@@ -132,6 +140,22 @@ public final class UpCommand implements Callable<Integer> {
             throw Commands.usageError(spec, "--spares must be a number from 0 to 98");
         }
         return Integer.parseInt(value);
+    }
+
+    /** The number of pipelines asked: 0 (the planner chooses) up to one per worker. */
+    public static int pipelines(CommandSpec spec, String value, int workers) {
+        if (!value.matches("[0-9]{1,2}") || Integer.parseInt(value) > workers) {
+            throw Commands.usageError(spec, "--pipelines must be a number from 0 to --workers (" + workers + ")");
+        }
+        return Integer.parseInt(value);
+    }
+
+    /** The coordinators plan {@code n} pipelines over the workers, the standby ones (--spares) kept out. */
+    public static UpOptions withPipelines(UpOptions options, int n) {
+        List<String> args = new java.util.ArrayList<>(options.coordinatorArgs());
+        args.add("--butterfly.coordinator.planning.pipelines=" + n);
+        args.add("--butterfly.coordinator.planning.spares=" + options.spares());
+        return options.withCoordinatorArgs(args);
     }
 
     public static int coordinators(CommandSpec spec, String value) {

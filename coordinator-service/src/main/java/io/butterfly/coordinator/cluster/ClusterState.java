@@ -148,6 +148,67 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
         }).toList());
     }
 
+    /**
+     * The current plan's pipelines (issue #52), each its stages in pipeline order; one unless the coordinator plans
+     * several ({@code butterfly.coordinator.planning.pipelines}), none before the first plan.
+     */
+    public List<List<StageAssignment>> pipelines() {
+        return EpochPlan.split(stages());
+    }
+
+    /**
+     * Whether {@code pipeline} (one of {@link #pipelines()}) can take steps now, whatever the others do: every worker
+     * holding a part of it is operational, not draining, has its partition of this epoch READY, and has held its stage
+     * since an epoch whose weights were cross-validated. So while a lost stage of another pipeline is planned away
+     * (the system DEGRADED), the pipelines it did not touch go on serving.
+     */
+    public boolean pipelineServes(List<StageAssignment> pipeline) {
+        if (merkleRoot == null || pipeline.isEmpty()) {
+            return false;
+        }
+        for (StageAssignment stage : pipeline) {
+            for (String id : stage.holders()) {
+                NodeRecord n = nodes.get(id);
+                if (n == null || n.lost() || draining.contains(id) || n.partition() != PartitionState.READY
+                        || n.state() == WorkerState.FAILED || !validatedSince(stageKeptSince(id))) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Per pipeline of {@link #pipelines()}, whether it takes steps now: all of them while the system serves (READY or
+     * COMPUTING); while it is DEGRADED, with several pipelines, those a lost stage did not touch
+     * ({@link #pipelineServes}). One pipeline serves exactly when the system does, as before pipelines were several.
+     */
+    public List<Boolean> servingPipelines() {
+        List<List<StageAssignment>> all = pipelines();
+        boolean serves = system.acceptsWork();
+        if (all.size() <= 1) {
+            return all.isEmpty() ? List.of() : List.of(serves);
+        }
+        return all.stream().map(p -> serves || (system == SystemState.DEGRADED && pipelineServes(p))).toList();
+    }
+
+    /** Whether a new request can run now: a pipeline serves (see {@link #servingPipelines()}). */
+    public boolean acceptsNewWork() {
+        return servingPipelines().contains(Boolean.TRUE);
+    }
+
+    /** Whether the weights of an epoch from {@code from} up to the current one were cross-validated. */
+    private boolean validatedSince(long from) {
+        WeightValidation v = checks.validation();
+        if (from <= 0) {
+            return false;
+        }
+        if (v != null && v.status() == WeightValidation.Status.VALID && v.epoch() >= from && v.epoch() <= epoch) {
+            return true;
+        }
+        return checkpoints.stream().anyMatch(c -> c.epoch() >= from && c.epoch() <= epoch);
+    }
+
     /** The assignment of {@code epoch}, if the state still holds it. */
     public Optional<EpochPlan> plan(long epochOfPlan) {
         return plans.stream().filter(p -> p.epoch() == epochOfPlan).findFirst();

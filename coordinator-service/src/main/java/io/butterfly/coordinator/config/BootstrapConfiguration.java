@@ -21,7 +21,8 @@ public class BootstrapConfiguration {
     @Bean
     Reconciler reconciler(CoordinatorProperties props, PlanningProperties planning, PartitionPlanner planner) {
         return new Reconciler(props.reconciler(DiscoveryGateway.protocolVersion(), planning.planner().configName())
-                .withExpertGroups(planning.planning().expertGroups()), planner);
+                .withExpertGroups(planning.planning().expertGroups())
+                .withPipelines(planning.planning().pipelines(), planning.planning().spares()), planner);
     }
 
     /** Commits its no-op as soon as this replica leads, even while the application is still starting. */

@@ -32,7 +32,9 @@ public record PlanningProperties(
             @DefaultValue("1") int kvCacheSequences,
             @DefaultValue("64MB") DataSize activationHeadroom,
             @DefaultValue("2GB") DataSize kvCacheBudget,
-            @DefaultValue("1") int expertGroups) {
+            @DefaultValue("1") int expertGroups,
+            @DefaultValue("1") int pipelines,
+            @DefaultValue("0") int spares) {
 
         public ModelFootprints.Settings footprint() {
             return new ModelFootprints.Settings(kvCacheTokens, kvCacheSequences, activationHeadroom.toBytes(),

@@ -2,6 +2,7 @@ package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
 import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.inference.engine.PipelineRouter;
 import io.butterfly.coordinator.inference.engine.ServingMetrics;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
@@ -68,6 +69,7 @@ public final class PrometheusServingMetrics implements ServingMetrics {
                 .description("requests waiting for the pipeline to serve again after a stage failed, or replaying"
                         + " their tokens into new KV caches").register(registry);
         this.kvUsage = inference::kvCacheUsage;
+        this.pipelineLoads = inference::pipelineLoads;
     }
 
     /** The task journal's backlog and losses: a journal that cannot commit shows here before tasks go missing. */
@@ -80,6 +82,9 @@ public final class PrometheusServingMetrics implements ServingMetrics {
     }
 
     private volatile Supplier<Map<String, Double>> kvUsage = Map::of;
+    private volatile Supplier<java.util.List<PipelineRouter.Load>> pipelineLoads = java.util.List::of;
+    /** Pipelines whose gauges are registered. */
+    private final java.util.Set<Integer> pipelineGauges = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private Timer latency(String name, String description) {
         return Timer.builder(name).description(description).serviceLevelObjectives(LATENCY_BUCKETS).register(registry);
@@ -122,6 +127,23 @@ public final class PrometheusServingMetrics implements ServingMetrics {
                         .tag("worker", worker).register(registry);
             }
         }
+        java.util.List<PipelineRouter.Load> pipelines = pipelineLoads.get();
+        for (int i = 0; i < pipelines.size(); i++) { // gauges per pipeline (docs/scale-out.md), from its first batch
+            int p = i;
+            if (pipelineGauges.add(p)) {
+                Gauge.builder("butterfly.pipeline_requests", () -> load(p).queued())
+                        .description("requests running or waiting on one pipeline of this replica")
+                        .tag("pipeline", Integer.toString(p)).register(registry);
+                Gauge.builder("butterfly.pipeline_serving", () -> load(p).serving() ? 1 : 0)
+                        .description("whether one pipeline takes steps now (1) or holds (0)")
+                        .tag("pipeline", Integer.toString(p)).register(registry);
+            }
+        }
+    }
+
+    private PipelineRouter.Load load(int pipeline) {
+        java.util.List<PipelineRouter.Load> all = pipelineLoads.get();
+        return pipeline < all.size() ? all.get(pipeline) : new PipelineRouter.Load(0, 1, false);
     }
 
     @Override

@@ -15,6 +15,7 @@ import io.butterfly.coordinator.inference.engine.KvBudgets;
 import io.butterfly.coordinator.inference.engine.Pipeline;
 import io.butterfly.coordinator.model.ModelCatalog;
 import io.butterfly.coordinator.model.ServedModel;
+import io.butterfly.coordinator.planning.StageAssignment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -23,10 +24,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The engine follows the replicated state: it holds while the cluster does not serve, and once it serves again it
- * is told the stages the state assigns (their route, the epoch, each stage's KV budget for this replica), so its
- * paused sequences resume there; a task another replica adopted leaves this one's engine. Changes are carried out in
- * order, off the thread that applies the log.
+ * The engines follow the replicated state: each pipeline's engine holds while its pipeline does not serve, and once it
+ * serves again it is told the stages the state assigns (their route, the epoch, each stage's KV budget for this
+ * replica), so its paused sequences resume there; a task another replica adopted leaves this one's engine. With
+ * several pipelines (docs/scale-out.md) one that lost a stage holds while the others serve on. Changes are carried out
+ * in order, off the thread that applies the log.
  */
 final class EngineServing implements AutoCloseable {
 
@@ -36,29 +38,37 @@ final class EngineServing implements AutoCloseable {
     private final ModelCatalog catalog;
     private final Pipeline pipeline;
     private final TaskJournal journal;
-    private final EngineCore engine;
+    private final EnginePipelines engines;
     private final int replicas;
     private final ExecutorService watcher = Executors.newSingleThreadExecutor(DaemonThreads.named("engine-serving"));
-    /** What the engine's serving was built from: rebuilt when it changes; null while the engine holds. */
-    private volatile ServingKey serving;
-    /** Where the engine was last told to send: what a request's KV cache is judged against at admission. */
+    /** Per pipeline, what its engine's serving was built from: rebuilt when it changes; null while it holds. */
+    private final List<ServingKey> serving = new ArrayList<>();
+    /** Where an engine was last told to send: what a request's KV cache is judged against at admission. */
     private volatile EngineCore.Serving lastServing;
 
     private record ServingKey(long epoch, List<String> pipeline, String merkleRoot) {
 
-        static ServingKey of(ClusterState s) {
-            return new ServingKey(s.epoch(), s.pipeline(), s.merkleRoot());
+        /** Per pipeline of {@code s}, what its engine serves from; null for one that does not serve now. */
+        static List<ServingKey> of(ClusterState s) {
+            List<List<StageAssignment>> pipelines = s.pipelines();
+            List<Boolean> serves = s.servingPipelines();
+            List<ServingKey> out = new ArrayList<>();
+            for (int i = 0; i < pipelines.size(); i++) {
+                out.add(serves.get(i) ? new ServingKey(s.epoch(), pipelines.get(i).stream()
+                        .map(StageAssignment::nodeId).toList(), s.merkleRoot()) : null);
+            }
+            return out;
         }
     }
 
     /** @param replicas coordinator replicas serving the same stages: each schedules against its share of their KV budgets */
-    EngineServing(ControlLog control, ModelCatalog catalog, Pipeline pipeline, TaskJournal journal, EngineCore engine,
-                  int replicas) {
+    EngineServing(ControlLog control, ModelCatalog catalog, Pipeline pipeline, TaskJournal journal,
+                  EnginePipelines engines, int replicas) {
         this.control = control;
         this.catalog = catalog;
         this.pipeline = pipeline;
         this.journal = journal;
-        this.engine = engine;
+        this.engines = engines;
         this.replicas = replicas;
         control.onApplied(this::applied);
     }
@@ -67,22 +77,16 @@ final class EngineServing implements AutoCloseable {
         if (watcher.isShutdown()) {
             return;
         }
-        boolean was = before.system().acceptsWork();
-        boolean is = after.system().acceptsWork();
-        if (is && (!was || !ServingKey.of(before).equals(ServingKey.of(after)))) {
+        if (before.system().acceptsWork() != after.system().acceptsWork() || before.epoch() != after.epoch()
+                || !ServingKey.of(before).equals(ServingKey.of(after))) {
             watcher.execute(this::serveCurrent);
-        } else if (was && !is) {
-            watcher.execute(() -> {
-                serving = null;
-                engine.hold();
-            });
         }
         if (command instanceof ClusterCommand.TasksRecorded recorded) {
             for (TaskEvent e : recorded.events()) {
                 TaskRecord then = before.tasks().get(e.taskId());
                 TaskRecord now = after.tasks().get(e.taskId());
                 if (e instanceof TaskEvent.Adopted && then != null && now != null && mine(then) && !mine(now)) {
-                    engine.relinquish(e.taskId(), now.owner());
+                    engines.relinquish(e.taskId(), now.owner());
                 }
             }
         }
@@ -95,13 +99,17 @@ final class EngineServing implements AutoCloseable {
 
     private void serveCurrent() {
         ClusterState s = control.state();
-        if (!s.system().acceptsWork()) {
+        if (!s.acceptsNewWork()) {
+            synchronized (this) {
+                serving.clear();
+                engines.holdAll();
+            }
             return;
         }
         try {
             serve(s, servedModel(s));
         } catch (RuntimeException e) {
-            log.warn("the engine could not follow the cluster's pipeline (epoch {}): {}", s.epoch(), e.toString());
+            log.warn("the engine could not follow the cluster's pipelines (epoch {}): {}", s.epoch(), e.toString());
         }
     }
 
@@ -113,29 +121,48 @@ final class EngineServing implements AutoCloseable {
         return catalog.servedFor(state.merkleRoot());
     }
 
-    /** Points the engine at the stages {@code state} assigns, when they changed (or it held meanwhile). */
+    /**
+     * Points each pipeline's engine at the stages {@code state} assigns it, when they changed (or it held meanwhile);
+     * the engine of a pipeline that does not serve now holds.
+     */
     synchronized void serve(ClusterState state, ServedModel model) {
-        ServingKey key = ServingKey.of(state);
-        if (key.equals(serving)) {
-            return;
+        List<ServingKey> keys = ServingKey.of(state);
+        if (keys.isEmpty()) {
+            throw new NotServingException("no pipeline is assigned");
         }
+        List<List<StageAssignment>> pipelines = state.pipelines();
+        for (int i = 0; i < Math.max(keys.size(), engines.pipelines()); i++) {
+            ServingKey key = i < keys.size() ? keys.get(i) : null;
+            ServingKey was = i < serving.size() ? serving.get(i) : null;
+            if (key == null) {
+                if (was != null || i >= serving.size()) {
+                    engines.hold(i);
+                }
+            } else if (!key.equals(was)) {
+                engines.serve(i, serving(state, pipelines.get(i), model));
+            }
+            while (serving.size() <= i) {
+                serving.add(null);
+            }
+            serving.set(i, key);
+        }
+    }
+
+    /** Where pipeline {@code stages}' engine sends: their route, the epoch, and each stage's KV budget here. */
+    private EngineCore.Serving serving(ClusterState state, List<StageAssignment> stages, ServedModel model) {
         List<NodeInfo> nodes = new ArrayList<>();
         List<KvBudgets.Stage> budgets = new ArrayList<>();
-        for (String id : state.pipeline()) {
-            NodeRecord n = state.nodes().get(id);
+        for (StageAssignment stage : stages) {
+            NodeRecord n = state.nodes().get(stage.nodeId());
             if (n == null) {
-                throw new NotServingException("the pipeline names " + id + ", which is not a member");
+                throw new NotServingException("the pipeline names " + stage.nodeId() + ", which is not a member");
             }
             nodes.add(n.info());
             budgets.add(budget(n, model.config()));
         }
-        if (nodes.isEmpty()) {
-            throw new NotServingException("no pipeline is assigned");
-        }
         EngineCore.Serving next = new EngineCore.Serving(pipeline.route(nodes), state.epoch(), budgets);
-        engine.serve(next);
         lastServing = next;
-        serving = key;
+        return next;
     }
 
     /** A stage's KV budget for this replica, and what a sequence takes there (as the stage's caches grow). */

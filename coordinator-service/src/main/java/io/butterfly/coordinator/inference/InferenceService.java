@@ -15,6 +15,7 @@ import io.butterfly.coordinator.control.ReplicaView;
 import io.butterfly.coordinator.inference.engine.EngineCore;
 import io.butterfly.coordinator.inference.engine.KvBudgets;
 import io.butterfly.coordinator.inference.engine.Pipeline;
+import io.butterfly.coordinator.inference.engine.PipelineRouter;
 import io.butterfly.coordinator.inference.engine.QueueFullException;
 import io.butterfly.coordinator.inference.engine.SchedulerSettings;
 import io.butterfly.coordinator.inference.engine.Sequence;
@@ -90,11 +91,16 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         }
     }
 
+    /** The router's prefix blocks (the stages' prefix-cache block size) and how many it remembers per pipeline. */
+    private static final int ROUTER_BLOCK_TOKENS = 16;
+    private static final int ROUTER_BLOCKS = 8192;
+
     private final Settings settings;
     private final ControlLog control;
     private final AppliedStates applied;
     private final TaskJournal journal;
-    private final EngineCore engine;
+    /** One engine core per pipeline of the plan; a new request goes where its router says. */
+    private final EnginePipelines engine;
     private final OutputProcessor outputs;
     /** The engine following the replicated state: where it sends, and whether it holds. */
     private final EngineServing serving;
@@ -108,7 +114,8 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         this.settings = settings;
         this.control = control;
         this.journal = journal;
-        this.engine = new EngineCore(scheduling, settings.recoveryTimeout(), pipeline, metrics);
+        this.engine = new EnginePipelines(i -> new EngineCore(scheduling, settings.recoveryTimeout(), pipeline, metrics),
+                new PipelineRouter(ROUTER_BLOCK_TOKENS, ROUTER_BLOCKS));
         this.outputs = new OutputProcessor(engine, journal, metrics, tracing, clock::millis);
         this.applied = AppliedStates.of(control);
         this.serving = new EngineServing(control, catalog, pipeline, journal, engine, settings.replicas());
@@ -429,7 +436,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         long arrived = System.nanoTime();
         RequestValidator.checkInputChoice(request);
         ClusterState state = control.state();
-        if (forNewWork && !state.system().acceptsWork()) { // judged from this replica's state
+        if (forNewWork && !state.acceptsNewWork()) { // judged from this replica's state: a pipeline serves
             throw new NotServingException("the cluster is " + state.system() + ", not READY: " + state.statusMessage());
         }
         ServedModel model = servedModel(state);
@@ -450,7 +457,7 @@ public class InferenceService implements PausedRequests, AutoCloseable {
                     sampling.logprobs());
         }
         StopSequences stop = RequestValidator.stop(request);
-        if (state.system().acceptsWork()) {
+        if (state.acceptsNewWork()) {
             serving.serve(state, model);
         }
         KvBudgets.Stage full = serving.neverFits(prompt.length + maxTokens);
@@ -497,6 +504,11 @@ public class InferenceService implements PausedRequests, AutoCloseable {
     /** Tokens this replica generated since it started, counted as each is chosen (a live rate, unlike a request's end). */
     public long generatedTokens() {
         return outputs.generatedTokens();
+    }
+
+    /** Per pipeline of the plan (docs/scale-out.md), its requests and free KV cache as the router weighs them. */
+    public List<PipelineRouter.Load> pipelineLoads() {
+        return engine.loads();
     }
 
     /** Each stage's KV cache held by this replica's requests, as a share of its budget (0..1). */

@@ -1,6 +1,5 @@
 package io.butterfly.coordinator.inference;
 
-import io.butterfly.coordinator.inference.engine.EngineCore;
 import io.butterfly.coordinator.inference.engine.ServingMetrics;
 import java.util.function.LongSupplier;
 
@@ -12,7 +11,7 @@ import java.util.function.LongSupplier;
  */
 final class OutputProcessor {
 
-    private final EngineCore engine;
+    private final EnginePipelines engine;
     private final TaskJournal journal;
     private final ServingMetrics metrics;
     private final RequestTracing tracing;
@@ -24,7 +23,7 @@ final class OutputProcessor {
     static final int TRANSCRIPTS_KEPT = 1000;
     private final Transcripts transcripts = new Transcripts(TRANSCRIPTS_KEPT);
 
-    OutputProcessor(EngineCore engine, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
+    OutputProcessor(EnginePipelines engine, TaskJournal journal, ServingMetrics metrics, RequestTracing tracing,
                     LongSupplier clockMillis) {
         this.engine = engine;
         this.journal = journal;
@@ -33,7 +32,7 @@ final class OutputProcessor {
         this.clockMillis = clockMillis;
     }
 
-    EngineCore engine() {
+    EnginePipelines engine() {
         return engine;
     }
 

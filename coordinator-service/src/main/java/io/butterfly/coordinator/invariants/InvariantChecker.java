@@ -101,10 +101,15 @@ public final class InvariantChecker {
         }
     }
 
-    /** The plan's ranges, in stage order, cover [0, n) contiguously; embedding first, head last. */
+    /**
+     * The plan's ranges, in stage order, cover [0, n) contiguously; embedding first, head last. Several pipelines
+     * (docs/scale-out.md) follow one another in the plan, each from layer 0: a stage holding the embedding after one
+     * holding the head begins the next.
+     */
     private static void assignment(ClusterState s, List<Violation> out) {
         int expectedStart = 0;
         List<String> stages = s.pipeline();
+        boolean afterHead = true;
         for (int i = 0; i < stages.size(); i++) {
             NodeRecord n = s.nodes().get(stages.get(i));
             if (n == null || n.layerStart() == null) {
@@ -112,18 +117,23 @@ public final class InvariantChecker {
                         "stage " + i + " (" + stages.get(i) + ") has no layer range"));
                 return;
             }
+            if (afterHead && n.hasEmbedding()) {
+                expectedStart = 0; // the first stage of the plan or of its next pipeline
+            }
             if (n.layerStart() != expectedStart || n.layerEnd() <= n.layerStart()) {
                 out.add(new Violation(Invariant.WORK_ASSIGNMENT_VALIDITY, "stage " + i + " (" + stages.get(i)
                         + ") holds [" + n.layerStart() + ", " + n.layerEnd() + ") where [" + expectedStart
                         + ", ...) was expected"));
                 return;
             }
-            if (n.hasEmbedding() != (i == 0) || n.hasHead() != (i == stages.size() - 1)) {
+            boolean last = i == stages.size() - 1;
+            if (n.hasEmbedding() != afterHead || (last && !n.hasHead())) {
                 out.add(new Violation(Invariant.WORK_ASSIGNMENT_VALIDITY, "stage " + i + " (" + stages.get(i)
                         + ") embedding=" + n.hasEmbedding() + " head=" + n.hasHead()
                         + ": only the first stage embeds and only the last holds the head"));
                 return;
             }
+            afterHead = n.hasHead();
             expectedStart = n.layerEnd();
         }
     }

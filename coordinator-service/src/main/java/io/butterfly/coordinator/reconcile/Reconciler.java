@@ -14,9 +14,11 @@ import io.butterfly.coordinator.planning.FeasibilityCheck;
 import io.butterfly.coordinator.planning.FeasibilityReport;
 import io.butterfly.coordinator.planning.InfeasiblePlanException;
 import io.butterfly.coordinator.planning.ModelFootprint;
-import io.butterfly.coordinator.planning.PartitionPlan;
+import io.butterfly.coordinator.planning.MultiPipelinePlanner;
 import io.butterfly.coordinator.planning.PartitionPlanner;
+import io.butterfly.coordinator.planning.PipelinesPlan;
 import io.butterfly.coordinator.planning.Replanner;
+import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.planning.WorkerCapacity;
 import io.butterfly.coordinator.statemachine.PartitionState;
 import io.butterfly.coordinator.statemachine.SystemState;
@@ -52,14 +54,27 @@ public final class Reconciler {
      * @param plannerName     the configured planner's name, recorded with its verdicts
      * @param expertGroups    workers each stage's routed experts are spread over (1: a stage holds all of its experts;
      *                        docs/sharding.md, "Planning expert groups"); a dense model ignores it
+     * @param pipelines       pipelines the first plan forms over the joined workers (docs/scale-out.md): 1 (one
+     *                        pipeline, the others spares, as always), k, or 0 for as many as maximise the expected
+     *                        throughput ({@link MultiPipelinePlanner})
+     * @param spares          with several pipelines, workers kept out of every pipeline to replace a lost stage
      */
     public record Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion,
-                           String plannerName, int expertGroups) {
+                           String plannerName, int expertGroups, int pipelines, int spares) {
 
         public Settings {
             if (expertGroups < 1) {
                 throw new IllegalArgumentException("expert groups must be at least 1, got " + expertGroups);
             }
+            if (pipelines < 0 || spares < 0) {
+                throw new IllegalArgumentException("pipelines and spares must not be negative, got " + pipelines
+                        + " and " + spares);
+            }
+        }
+
+        public Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion,
+                        String plannerName, int expertGroups) {
+            this(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, expertGroups, 1, 0);
         }
 
         public Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion,
@@ -68,7 +83,18 @@ public final class Reconciler {
         }
 
         public Settings withExpertGroups(int groups) {
-            return new Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, groups);
+            return new Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, groups, pipelines,
+                    spares);
+        }
+
+        public Settings withPipelines(int count, int keptSpare) {
+            return new Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, expertGroups,
+                    count, keptSpare);
+        }
+
+        /** Whether the plan may hold more than one pipeline. */
+        boolean multiple() {
+            return pipelines != 1;
         }
     }
 
@@ -185,8 +211,9 @@ public final class Reconciler {
                 .map(id -> id + (s.draining().contains(id) ? " drained"
                         : s.nodes().get(id).health().byzantine() ? " FAILED (Byzantine)" : " FAILED")).toList());
         try {
-            Replanner.Replan replan = replan(s, model, o.model().experts(), Set.copyOf(lost), planner);
-            assign(s, o, FeasibilityCheck.check(model, capacities(s, replan.plan().pipeline())), replan.plan(),
+            Replanned replan = replan(s, model, o.model().experts(), Set.copyOf(lost), planner);
+            assign(s, o, FeasibilityCheck.check(model, capacities(s, replan.stages().stream()
+                            .map(StageAssignment::nodeId).toList())), replan.stages(),
                     why + ": " + replan.summary(), out);
         } catch (InfeasiblePlanException e) {
             verdict(s, o, FeasibilityReport.infeasible(e), out);
@@ -194,16 +221,64 @@ public final class Reconciler {
     }
 
     /**
-     * The plan without the {@code lost} stages, over the operational workers: the plan's other stages and the spares.
+     * A re-plan's stages (every pipeline's, one after the other), the workers holding a part of them, and what changed.
+     */
+    record Replanned(List<StageAssignment> stages, List<String> holders, String summary) {
+    }
+
+    /**
+     * The plan without the {@code lost} stages, over the operational workers. One pipeline: re-planned over its other
+     * stages and the spares. Several: only the pipelines that lost a stage are re-planned, each over its survivors and
+     * the spares left; the others keep their stages (and serve on). A pipeline that cannot be mended is dropped, its
+     * survivors becoming spares, as long as another pipeline remains.
      *
      * @throws InfeasiblePlanException they cannot hold the model
      */
-    static Replanner.Replan replan(ClusterState s, ModelFootprint model, ExpertFootprint experts, Set<String> lost,
-                                   PartitionPlanner planner) {
-        List<String> candidates = new ArrayList<>(s.planned());
-        candidates.removeAll(lost);
-        s.spares().stream().filter(id -> !lost.contains(id)).forEach(candidates::add);
-        return Replanner.replan(model, experts, s.stages(), lost, capacities(s, candidates), planner);
+    static Replanned replan(ClusterState s, ModelFootprint model, ExpertFootprint experts, Set<String> lost,
+                            PartitionPlanner planner) {
+        List<List<StageAssignment>> pipelines = s.pipelines();
+        List<String> pool = new ArrayList<>(s.spares().stream().filter(id -> !lost.contains(id)).toList());
+        List<StageAssignment> stages = new ArrayList<>();
+        List<String> notes = new ArrayList<>();
+        InfeasiblePlanException refused = null;
+        for (int i = 0; i < pipelines.size(); i++) {
+            List<StageAssignment> pipeline = pipelines.get(i);
+            List<String> holders = holders(pipeline);
+            if (holders.stream().noneMatch(lost::contains)) {
+                stages.addAll(pipeline);
+                continue;
+            }
+            List<String> candidates = new ArrayList<>(holders);
+            candidates.removeAll(lost);
+            candidates.addAll(pool);
+            String name = pipelines.size() > 1 ? "pipeline " + i + ": " : "";
+            try {
+                Replanner.Replan r = Replanner.replan(model, experts, pipeline,
+                        lost.stream().filter(holders::contains).collect(java.util.stream.Collectors.toSet()),
+                        capacities(s, candidates), planner);
+                stages.addAll(r.plan().stages());
+                pool.removeAll(r.plan().holders());
+                holders.stream().filter(id -> !lost.contains(id) && !r.plan().holders().contains(id)).forEach(pool::add);
+                notes.add(name + r.summary());
+            } catch (InfeasiblePlanException e) {
+                if (pipelines.size() == 1) {
+                    throw e;
+                }
+                refused = e;
+                holders.stream().filter(id -> !lost.contains(id)).forEach(pool::add);
+                notes.add(name + "dropped, its survivors spares (" + e.getMessage() + ")");
+            }
+        }
+        if (stages.isEmpty()) {
+            throw refused != null ? refused : new InfeasiblePlanException("no pipeline is planned to re-plan", 0, 0);
+        }
+        return new Replanned(stages, holders(stages), String.join("; ", notes));
+    }
+
+    private static List<String> holders(List<StageAssignment> stages) {
+        List<String> out = new ArrayList<>(stages.stream().map(StageAssignment::nodeId).toList());
+        stages.forEach(a -> a.expertHolders().stream().filter(id -> !out.contains(id)).forEach(out::add));
+        return out;
     }
 
     /**
@@ -218,6 +293,10 @@ public final class Reconciler {
         if (candidates.size() < wanted) {
             return;
         }
+        if (settings.multiple()) {
+            firstPipelines(s, o, model, candidates, out);
+            return;
+        }
         FeasibilityReport report = null;
         for (int n = wanted; n <= candidates.size(); n++) {
             List<WorkerCapacity> workers = capacities(s, candidates.subList(0, n));
@@ -225,7 +304,7 @@ public final class Reconciler {
             if (report.feasible()) {
                 try {
                     assign(s, o, report, ExpertSpread.plan(model, o.model().experts(), workers,
-                            settings.expertGroups(), planner), "bootstrap", out);
+                            settings.expertGroups(), planner).stages(), "bootstrap", out);
                     return;
                 } catch (InfeasiblePlanException e) {
                     report = FeasibilityReport.infeasible(e); // enough memory in total, but not in the right places
@@ -235,14 +314,35 @@ public final class Reconciler {
         verdict(s, o, report, out);
     }
 
+    /**
+     * Several pipelines over every joined worker (docs/scale-out.md): as many as configured, or as the planner finds
+     * best, each split into stages by the configured planner, the configured spares kept out. Committed as one
+     * assignment, the pipelines' stages one after the other.
+     */
+    private void firstPipelines(ClusterState s, Observations o, ModelFootprint model, List<String> candidates,
+                                List<Action> out) {
+        List<WorkerCapacity> workers = capacities(s, candidates);
+        try {
+            PipelinesPlan plan = new MultiPipelinePlanner(planner).plan(model, workers, settings.spares(),
+                    settings.pipelines());
+            List<StageAssignment> stages = plan.pipelines().stream().flatMap(p -> p.stages().stream()).toList();
+            assign(s, o, FeasibilityCheck.check(model, capacities(s, stages.stream().map(StageAssignment::nodeId)
+                            .toList())), stages,
+                    "bootstrap: " + plan.pipelines().size() + " pipeline" + (plan.pipelines().size() > 1 ? "s" : "")
+                            + ", " + plan.spares().size() + " spare" + (plan.spares().size() == 1 ? "" : "s"), out);
+        } catch (InfeasiblePlanException e) {
+            verdict(s, o, FeasibilityReport.infeasible(e), out);
+        }
+    }
+
     /** Commits the verdict and the plan of the next epoch. */
-    private void assign(ClusterState s, Observations o, FeasibilityReport report, PartitionPlan plan, String why,
-                        List<Action> out) {
+    private void assign(ClusterState s, Observations o, FeasibilityReport report, List<StageAssignment> stages,
+                        String why, List<Action> out) {
         long epoch = s.epoch() + 1;
         String key = "plan/" + epoch;
         if (due(o, key, RETRY_MS)) {
             out.add(Action.Commit.of(key, new ClusterCommand.FeasibilityAssessed(feasibility(report, o.nowMs()), o.nowMs()),
-                    new ClusterCommand.PartitionsAssigned(epoch, plan.stages(), why, o.nowMs())));
+                    new ClusterCommand.PartitionsAssigned(epoch, stages, why, o.nowMs())));
         }
     }
 

@@ -46,9 +46,10 @@ class ReconcilerTest {
         List<NodeInfo> members = new ArrayList<>();
         final Map<String, Attempts> attempts = new HashMap<>();
         final List<ClusterCommand> committed = new ArrayList<>();
+        Reconciler using = reconciler;
 
         List<Action> next() {
-            return reconciler.next(state, new Observations(now, term, model, members, attempts));
+            return using.next(state, new Observations(now, term, model, members, attempts));
         }
 
         void apply(ClusterCommand c) {
@@ -102,8 +103,12 @@ class ReconcilerTest {
         }
 
         ClusterState readyWith(String... workers) {
+            return readyWith(0, workers);
+        }
+
+        ClusterState readyWith(long memory, String... workers) {
             for (String w : workers) {
-                members.add(worker(w, 0));
+                members.add(worker(w, memory));
             }
             loadAndValidate(settle());
             assertThat(state.system()).isEqualTo(SystemState.READY);
@@ -233,6 +238,100 @@ class ReconcilerTest {
         assertThat(c.state.recovery().toEpoch()).isEqualTo(2);
         assertThat(c.state.recovery().lostNodes()).containsExactly("w1");
         assertThat(c.state.recoveryPhase()).isNull();
+    }
+
+    /** A cluster whose first plan forms {@code pipelines} pipelines over its {@code workers}, {@code spares} kept out. */
+    private Cluster pipelines(int pipelines, int spares, int workers) {
+        Cluster c = new Cluster();
+        c.using = new Reconciler(new Reconciler.Settings("tiny", workers, "butterfly", "1.0.0", "capacity-weighted")
+                .withPipelines(pipelines, spares), new CapacityWeightedPlanner());
+        return c;
+    }
+
+    private static List<String> nodes(List<StageAssignment> pipeline) {
+        return pipeline.stream().map(StageAssignment::nodeId).toList();
+    }
+
+    @Test
+    void severalPipelinesAreFormedOverTheWorkersEachCoveringTheModelAndAllServe() {
+        Cluster c = pipelines(2, 0, 4);
+        c.readyWith("w0", "w1", "w2", "w3");
+        List<List<StageAssignment>> pipelines = c.state.pipelines();
+        assertThat(pipelines).hasSize(2);
+        for (List<StageAssignment> p : pipelines) {
+            assertThat(p.get(0).layerStart()).isZero();
+            assertThat(p.get(0).hasEmbedding()).isTrue();
+            assertThat(p.get(p.size() - 1).layerEnd()).isEqualTo(6);
+            assertThat(p.get(p.size() - 1).hasHead()).isTrue();
+            assertThat(c.state.pipelineServes(p)).isTrue();
+        }
+        assertThat(c.state.pipeline()).containsExactlyInAnyOrder("w0", "w1", "w2", "w3");
+        assertThat(c.state.plan(1).orElseThrow().reason()).isEqualTo("bootstrap: 2 pipelines, 0 spares");
+    }
+
+    @Test
+    void aLostStageReplansOnlyItsPipelineFromASpareAndTheOtherServesMeanwhile() {
+        Cluster c = pipelines(2, 1, 5);
+        c.readyWith("w0", "w1", "w2", "w3", "w4");
+        List<List<StageAssignment>> before = c.state.pipelines();
+        assertThat(before).hasSize(2);
+        assertThat(c.state.spares()).hasSize(1);
+        String spare = c.state.spares().get(0);
+        String lost = before.get(0).get(before.get(0).size() - 1).nodeId();
+        c.apply(new ClusterCommand.NodeSuspected(lost, c.now, 9, "closed", c.now));
+        c.apply(new ClusterCommand.NodeFailed(lost, c.now, 9, "closed", c.now));
+        assertThat(c.state.pipelineServes(before.get(0))).isFalse();
+        assertThat(c.state.pipelineServes(before.get(1))).isTrue();
+
+        List<Action> due = c.settle();
+        assertThat(c.state.epoch()).isEqualTo(2);
+        List<List<StageAssignment>> after = c.state.pipelines();
+        assertThat(after.get(1)).isEqualTo(before.get(1));
+        assertThat(nodes(after.get(0))).contains(spare).doesNotContain(lost);
+        assertThat(c.state.plan(2).orElseThrow().reason()).startsWith(lost + " FAILED: pipeline 0: spare " + spare);
+        // The untouched pipeline's workers hold on into epoch 2 (no load) and serve again before the spare has loaded.
+        for (Action a : due) {
+            if (a instanceof Action.Assign assign && nodes(before.get(1)).contains(assign.node().nodeId())) {
+                assertThat(assign.assignment().keptSinceEpoch()).isEqualTo(1);
+                c.apply(new ClusterCommand.LoadCompleted(assign.node().nodeId(), 2, "c", c.now));
+            }
+        }
+        assertThat(c.state.system()).isEqualTo(SystemState.DEGRADED);
+        assertThat(c.state.pipelineServes(after.get(1))).isTrue();
+        assertThat(c.state.pipelineServes(after.get(0))).isFalse();
+
+        c.loadAndValidate(due.stream().filter(a -> !(a instanceof Action.Assign assign)
+                || !nodes(before.get(1)).contains(assign.node().nodeId())).toList());
+        assertThat(c.state.system()).isEqualTo(SystemState.READY);
+        assertThat(c.state.pipelines()).allMatch(c.state::pipelineServes);
+    }
+
+    @Test
+    void aPipelineThatCannotBeMendedIsDroppedAndItsSurvivorBecomesASpareWhileTheOtherKeepsItsStages() {
+        Cluster c = pipelines(2, 0, 4);
+        c.readyWith(4_000, "w0", "w1", "w2", "w3"); // a worker holds half the model: two to a pipeline
+        List<List<StageAssignment>> before = c.state.pipelines();
+        assertThat(before).hasSize(2).allMatch(p -> p.size() == 2);
+        String lost = before.get(1).get(0).nodeId();
+        String survivor = before.get(1).get(1).nodeId();
+        c.apply(new ClusterCommand.NodeSuspected(lost, c.now, 9, "closed", c.now));
+        c.apply(new ClusterCommand.NodeFailed(lost, c.now, 9, "closed", c.now));
+        c.loadAndValidate(c.settle());
+        assertThat(c.state.system()).isEqualTo(SystemState.READY);
+        assertThat(c.state.pipelines()).containsExactly(before.get(0));
+        assertThat(c.state.spares()).containsExactly(survivor);
+        assertThat(c.state.plan(2).orElseThrow().reason()).contains("pipeline 1: dropped");
+    }
+
+    @Test
+    void aPipelineCountThePoolCannotHoldIsRecordedInfeasibleAndNothingIsPlanned() {
+        Cluster c = pipelines(3, 0, 4);
+        for (String w : List.of("w0", "w1", "w2", "w3")) {
+            c.members.add(worker(w, 4_000)); // two workers to a pipeline: three pipelines need six
+        }
+        c.settle();
+        assertThat(c.state.epoch()).isZero();
+        assertThat(c.state.checks().feasibility().feasible()).isFalse();
     }
 
     @Test

@@ -16,6 +16,8 @@ import tools.jackson.databind.annotation.JsonNaming;
  * @param modelError    why the model cannot be served (its import failed in the registry, with the registry's cause);
  *                      null while nothing says so
  * @param prefixCaches  per worker, what its stage last reported of its prefix cache
+ * @param pipelines     the current plan's pipelines (docs/scale-out.md): one unless several are planned; none before
+ *                      the first plan
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 public record SystemStatus(String systemState, long epoch, String coordinator, String modelId, String merkleRoot,
@@ -24,7 +26,18 @@ public record SystemStatus(String systemState, long epoch, String coordinator, S
                            List<String> draining, RecoveryStatus recovery, LastRecovery lastRecovery, List<Plan> plans,
                            List<PausedTask> pausedTasks, long lastAppliedIndex, Raft raft, Config config,
                            @JsonInclude(JsonInclude.Include.NON_NULL) ModelError modelError,
-                           java.util.Map<String, PrefixCache> prefixCaches) {
+                           java.util.Map<String, PrefixCache> prefixCaches, List<PipelineStatus> pipelines) {
+
+    /**
+     * One pipeline of the plan (docs/scale-out.md).
+     *
+     * @param stages  its stages' workers in pipeline order
+     * @param serving whether it takes steps now: all its stages loaded and validated, none lost (another pipeline's
+     *                lost stage does not stop it)
+     */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record PipelineStatus(int index, List<String> stages, boolean serving) {
+    }
 
     /**
      * What a worker's stage last reported of its prefix cache (heartbeats; docs/serving.md#prefix-caching).

@@ -72,7 +72,15 @@ public class SystemStateController {
                 quorum(s), s.pipeline(), s.spares(), s.draining(), recovery(s, weights),
                 s.recovery() == null || s.recovery().ongoing() ? null : lastRecovery(s.recovery()),
                 s.plans().stream().map(p -> plan(p, weights)).toList(), pausedTasks(s), s.lastAppliedIndex(),
-                raft(), config(s.config()), modelError(), prefixCaches());
+                raft(), config(s.config()), modelError(), prefixCaches(), pipelines(s));
+    }
+
+    /** The plan's pipelines, and whether each serves now. */
+    private static List<SystemStatus.PipelineStatus> pipelines(ClusterState s) {
+        List<List<StageAssignment>> all = s.pipelines();
+        List<Boolean> serving = s.servingPipelines();
+        return java.util.stream.IntStream.range(0, all.size()).mapToObj(i -> new SystemStatus.PipelineStatus(i,
+                all.get(i).stream().map(StageAssignment::nodeId).toList(), serving.get(i))).toList();
     }
 
     /** Each worker's prefix cache, as its heartbeats last said. */

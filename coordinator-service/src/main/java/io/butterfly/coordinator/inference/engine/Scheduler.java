@@ -39,7 +39,11 @@ public final class Scheduler {
     private final Map<String, Integer> runningByKey = new HashMap<>();
     private KvBudgets budgets = KvBudgets.unlimited();
     private int microBatches;
-    private long nextBatchId = 1;
+    /**
+     * Micro-batch ids, unique in the process: the engines of several pipelines (docs/scale-out.md) share the step
+     * transport, which knows a step by its batch id.
+     */
+    private static final java.util.concurrent.atomic.AtomicLong BATCH_IDS = new java.util.concurrent.atomic.AtomicLong(1);
 
     public Scheduler(SchedulerSettings settings) {
         this.settings = settings;
@@ -157,7 +161,7 @@ public final class Scheduler {
             return null;
         }
         chunks.forEach(c -> c.sequence().startStep(c.numTokens()));
-        return new MicroBatch(nextBatchId++, chunks);
+        return new MicroBatch(BATCH_IDS.getAndIncrement(), chunks);
     }
 
     /**

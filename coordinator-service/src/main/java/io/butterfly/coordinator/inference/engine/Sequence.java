@@ -132,6 +132,11 @@ public final class Sequence {
         return prompt.length;
     }
 
+    /** The prompt's tokens (a copy): what a router matches against the prefixes cached on each pipeline. */
+    public long[] prompt() {
+        return prompt.clone();
+    }
+
     /**
      * For a greedy sequence, how many of the most likely tokens each step reports (its logprobs): the last stage then
      * sends a summary of the logits row instead of the row; -1 for a sampled one, which needs the row.

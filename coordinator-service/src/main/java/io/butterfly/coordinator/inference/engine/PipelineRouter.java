@@ -1,0 +1,137 @@
+package io.butterfly.coordinator.inference.engine;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Chooses the pipeline a new request runs on (docs/scale-out.md, "Routing"), as SGLang's cache-aware router does: the
+ * best score of the longest prompt prefix already cached on the pipeline's first stage, its free KV cache and its queue
+ * depth. Which prefixes a first stage holds is approximated by the prompts this router sent there: each prompt's full
+ * blocks, hashed as a chain (a block's hash covers every token before it, as the stages' prefix caches key them), are
+ * remembered per pipeline, the least recently used forgotten beyond the stage's capacity. Pure (no clock, no I/O);
+ * one lock, held for a hash walk. A request's sequence stays on the pipeline chosen for it.
+ */
+public final class PipelineRouter {
+
+    /** A fully cached prompt is worth this much; a pipeline's whole queue share costs as much. */
+    static final double PREFIX_WEIGHT = 1.0;
+    static final double QUEUE_WEIGHT = 1.0;
+    /** Free KV cache breaks near-ties: a pipeline whose caches are full would only queue the request. */
+    static final double KV_WEIGHT = 0.5;
+
+    /**
+     * What the router knows of one pipeline when a request arrives.
+     *
+     * @param queued  sequences running or waiting on it
+     * @param freeKv  the free share (0..1) of the fullest stage's KV budget
+     * @param serving whether it takes steps now; a pipeline that does not is never chosen
+     */
+    public record Load(int queued, double freeKv, boolean serving) {
+    }
+
+    private final int blockTokens;
+    private final int blocksPerPipeline;
+    private final List<Map<Long, Boolean>> cached = new ArrayList<>();
+
+    /**
+     * @param blockTokens       tokens per prefix block (the stages' prefix-cache block size)
+     * @param blocksPerPipeline blocks remembered per pipeline (about what its first stage's cache holds)
+     */
+    public PipelineRouter(int blockTokens, int blocksPerPipeline) {
+        if (blockTokens < 1 || blocksPerPipeline < 1) {
+            throw new IllegalArgumentException("blockTokens and blocksPerPipeline must be positive");
+        }
+        this.blockTokens = blockTokens;
+        this.blocksPerPipeline = blocksPerPipeline;
+    }
+
+    /**
+     * The pipeline (an index of {@code pipelines}) for a new request with {@code prompt}, whose blocks are then
+     * remembered there; -1 when none serves. Ties go to the lower index.
+     */
+    public synchronized int route(long[] prompt, List<Load> pipelines) {
+        int totalQueued = pipelines.stream().mapToInt(Load::queued).sum();
+        int best = -1;
+        double bestScore = Double.NEGATIVE_INFINITY;
+        for (int i = 0; i < pipelines.size(); i++) {
+            Load p = pipelines.get(i);
+            if (!p.serving()) {
+                continue;
+            }
+            double score = score(cachedPrefixTokens(i, prompt), prompt.length, p, totalQueued);
+            if (score > bestScore) {
+                best = i;
+                bestScore = score;
+            }
+        }
+        if (best >= 0) {
+            remember(best, prompt);
+        }
+        return best;
+    }
+
+    /** A pipeline's score for a prompt of {@code promptTokens} of which {@code cachedTokens} are cached there. */
+    static double score(int cachedTokens, int promptTokens, Load p, int totalQueued) {
+        double prefix = promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;
+        double queue = (double) p.queued() / (1 + totalQueued);
+        return PREFIX_WEIGHT * prefix + KV_WEIGHT * Math.max(0, Math.min(1, p.freeKv())) - QUEUE_WEIGHT * queue;
+    }
+
+    /** The longest prefix of {@code prompt}, in whole blocks' tokens, this router sent to {@code pipeline} lately. */
+    public synchronized int cachedPrefixTokens(int pipeline, long[] prompt) {
+        if (pipeline >= cached.size()) {
+            return 0;
+        }
+        Map<Long, Boolean> blocks = cached.get(pipeline);
+        long[] hashes = blockHashes(prompt);
+        int n = 0;
+        while (n < hashes.length && blocks.containsKey(hashes[n])) {
+            n++;
+        }
+        return n * blockTokens;
+    }
+
+    /** The pipeline was planned anew (its first stage may have changed): nothing is known cached there any more. */
+    public synchronized void forget(int pipeline) {
+        if (pipeline < cached.size()) {
+            cached.get(pipeline).clear();
+        }
+    }
+
+    private void remember(int pipeline, long[] prompt) {
+        while (cached.size() <= pipeline) {
+            cached.add(new LinkedHashMap<>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+                    return size() > blocksPerPipeline;
+                }
+            });
+        }
+        Map<Long, Boolean> blocks = cached.get(pipeline);
+        for (long h : blockHashes(prompt)) {
+            blocks.put(h, Boolean.TRUE);
+        }
+    }
+
+    /** The chain hash of each full block of {@code prompt}: block i's covers tokens [0, (i + 1) * blockTokens). */
+    private long[] blockHashes(long[] prompt) {
+        long[] out = new long[prompt.length / blockTokens];
+        long h = 0x9E3779B97F4A7C15L;
+        for (int b = 0; b < out.length; b++) {
+            for (int t = b * blockTokens; t < (b + 1) * blockTokens; t++) {
+                h = mix(h ^ prompt[t]);
+            }
+            out[b] = h;
+        }
+        return out;
+    }
+
+    /** SplitMix64's finalizer: every input bit moves every output bit. */
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+}
