@@ -44,17 +44,25 @@ class BatchEqualsSeparateTest {
     @TempDir
     Path dir;
 
+    /**
+     * Every model with and without batch invariance and over 1 to 4 stages, the splits shared out between the two modes
+     * rather than each split run in both (28 cases before, 17 now): what a split changes (the rows handed from stage
+     * to stage) and what the mode changes (each stage's products) are independent. Every split of every model is still
+     * checked in both modes against the whole model in {@link SplitEqualsWholeTest}.
+     */
     static Stream<Arguments> cases() {
         List<Arguments> cases = new ArrayList<>();
-        int[][] splits = {{0, 4}, {0, 2, 4}, {0, 1, 3, 4}, {0, 1, 2, 3, 4}};
-        for (boolean batchInvariant : new boolean[]{true, false}) {
-            for (int[] bounds : splits) {
+        int[][][] splits = {{{0, 4}, {0, 1, 3, 4}}, {{0, 2, 4}, {0, 1, 2, 3, 4}}}; // batch-invariant, not
+        for (int mode = 0; mode < 2; mode++) {
+            boolean batchInvariant = mode == 0;
+            for (int[] bounds : splits[mode]) {
                 cases.add(Arguments.of("llama gqa", ModelFixtures.llamaGqa(), ModelFixtures.weightsOnly().withAttentionBias(true),
                         bounds, batchInvariant));
                 cases.add(Arguments.of("gpt2", ModelFixtures.gpt2(), ModelFixtures.weightsOnly(), bounds, batchInvariant));
             }
             // Mixtures of experts: a row's experts run on whichever rows chose them, its output must not depend on them
-            for (int[] bounds : new int[][]{{0, 4}, {0, 1, 3, 4}}) {
+            // (bit for bit whole and over 3 stages when batch-invariant; whole when not)
+            for (int[] bounds : mode == 0 ? new int[][]{{0, 4}, {0, 1, 3, 4}} : new int[][]{{0, 4}}) {
                 cases.add(Arguments.of("mixtral", ModelFixtures.mixtral(), ModelFixtures.weightsOnly(), bounds, batchInvariant));
                 cases.add(Arguments.of("qwen2-moe", ModelFixtures.qwen2Moe(), ModelFixtures.weightsOnly().withAttentionBias(true),
                         bounds, batchInvariant));
