@@ -49,7 +49,7 @@ class JobsProcessIT {
             }
             cluster.startCoordinator("tiny-llama", 3, "--butterfly.coordinator.jobs.enabled=true",
                     "--butterfly.coordinator.jobs.host=127.0.0.1",
-                    "--butterfly.coordinator.jobs.port=" + jobsPort, "--butterfly.coordinator.jobs.lease=30s");
+                    "--butterfly.coordinator.jobs.port=" + jobsPort, "--butterfly.coordinator.jobs.lease=10s");
             cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(8));
 
             String dataset = IntStream.range(0, 60).mapToObj(i -> "{\"prompt\": \"prompt number " + i + "\"}")
@@ -95,7 +95,7 @@ class JobsProcessIT {
             killed.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
             String others = run(example, jobsPort, 0, String.valueOf(SEED), "1", "any", "other", "19");
             if (!others.contains("step=1 position=0 ")) { // else its lease had ended already and it went to them
-                Thread.sleep(Math.max(0, Duration.ofSeconds(31).toMillis()
+                Thread.sleep(Math.max(0, Duration.ofSeconds(11).toMillis()
                         - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - leasedAt)));
                 String late = run(example, jobsPort, 0, String.valueOf(SEED), "1", "any", "late");
                 assertThat(late).contains("batch seed=" + SEED + " step=1 position=0 samples=3", "result stored");

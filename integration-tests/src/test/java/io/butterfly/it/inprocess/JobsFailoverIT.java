@@ -114,8 +114,7 @@ class JobsFailoverIT {
                         .isEqualTo(1);
                 JsonNode progress = cluster.getFrom(leader, "/api/v1/jobs/fo").json().path("progress");
                 assertThat(progress.path("leased").asLong()).isPositive();
-                Thread.sleep(Duration.ofSeconds(21).toMillis());
-                reassigned = exchange(client, 2, request(SEED, 1, -1));
+                reassigned = awaitLeaseEnded(client, request(SEED, 1, -1));
             }
             assertThat(reassigned).as("the vanished client's batch, the same bytes").isEqualTo(vanished);
             try (Socket client = new Socket("127.0.0.1", port(cluster, others.get(0)))) {
@@ -142,6 +141,23 @@ class JobsFailoverIT {
                     .containsExactlyInAnyOrder(lost, position(second));
             assertThat(step1).extracting(l -> new String(java.util.Base64.getDecoder().decode(l.path("result")
                     .asString()), StandardCharsets.UTF_8)).containsExactlyInAnyOrder("reassigned", "second");
+        }
+    }
+
+    /**
+     * The batch a REQUEST gets once the vanished client's lease has ended (UNAVAILABLE until then): asked again every
+     * 200 ms, so the test waits what is left of the lease, not a whole lease after the batch was handed out.
+     */
+    private static byte[] awaitLeaseEnded(Socket client, byte[] request) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        while (true) {
+            byte[] answer = exchange(client, -1, request);
+            if (answer[5] == 2 || System.nanoTime() > deadline) {
+                assertThat(answer[5]).as(new String(answer, StandardCharsets.UTF_8)).isEqualTo((byte) 2);
+                return answer;
+            }
+            assertThat(JobsIT.errorCode(answer)).as("UNAVAILABLE while the lease lasts").isEqualTo(9);
+            Thread.sleep(200);
         }
     }
 
