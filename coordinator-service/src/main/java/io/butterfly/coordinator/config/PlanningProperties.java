@@ -25,7 +25,8 @@ public record PlanningProperties(
      * @param kvCacheBudget      with kv-cache-tokens 0, one sequence's KV cache over all layers is counted at most
      *                           at this (the workers' default butterfly.worker.kv-cache-budget; 0B: no cap)
      * @param expertGroups       workers a mixture of experts' stage spreads its routed experts over, one expert group
-     *                           each (docs/sharding.md); 1: every stage holds all of its experts
+     *                           each (docs/sharding.md); 1: every stage holds all of its experts; 0: as few as the
+     *                           workers' memory allows
      */
     public record Planning(
             @DefaultValue("0") int kvCacheTokens,

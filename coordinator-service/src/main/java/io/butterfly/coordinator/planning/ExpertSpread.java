@@ -18,22 +18,53 @@ public final class ExpertSpread {
     private ExpertSpread() {
     }
 
+    /** {@code groups} value meaning: as few groups as let every worker hold its part ({@link #plan}). */
+    public static final int BY_MEMORY = 0;
+
     /**
-     * @param groups expert groups per stage (1: experts are not spread, the layer planner's plan as it is)
+     * @param groups expert groups per stage (1: experts are not spread, the layer planner's plan as it is;
+     *               {@link #BY_MEMORY}: the fewest groups, from 1 up, whose plan every worker can hold)
      * @throws InfeasiblePlanException a worker cannot hold its part
      */
     public static PartitionPlan plan(ModelFootprint model, ExpertFootprint experts, List<WorkerCapacity> workers,
                                      int groups, PartitionPlanner layers) {
         PartitionPlanner.requireValid(model, workers);
+        if (groups != BY_MEMORY) {
+            return planWith(model, experts, workers, groups, layers);
+        }
+        InfeasiblePlanException unspread = null;
+        int most = experts.sparse() ? Math.min(experts.experts(), workers.size()) : 1;
+        for (int g = 1; g <= most; g++) {
+            try {
+                return planWith(model, experts, workers, g, layers);
+            } catch (InfeasiblePlanException e) {
+                unspread = unspread == null ? e : unspread;
+            }
+        }
+        throw unspread; // no number of groups fits: the reason the experts could not stay together
+    }
+
+    private static PartitionPlan planWith(ModelFootprint model, ExpertFootprint experts, List<WorkerCapacity> workers,
+                                          int groups, PartitionPlanner layers) {
         int g = Math.min(groups, experts.experts());
         if (!experts.sparse() || g <= 1 || workers.size() < g) {
             return layers.plan(model, workers);
         }
         int stages = Math.min(model.numLayers(), workers.size() / g);
         List<WorkerCapacity> stageWorkers = workers.subList(0, stages);
-        PartitionPlan plan = layers.plan(model, stageWorkers);
+        try {
+            return spread(model, experts, workers, g, layers.plan(model, stageWorkers));
+        } catch (InfeasiblePlanException e) {
+            // The layer planner sized each stage's worker for all of its experts: plan the ranges again against
+            // what group 0 keeps, so a stage larger than one worker can be served by its groups.
+            return spread(model, experts, workers, g, layers.plan(keptByGroupZero(model, experts, g), stageWorkers));
+        }
+    }
+
+    private static PartitionPlan spread(ModelFootprint model, ExpertFootprint experts, List<WorkerCapacity> workers,
+                                        int g, PartitionPlan plan) {
         List<StageAssignment> out = new ArrayList<>();
-        int next = stages;
+        int next = plan.stages().size();
         for (StageAssignment s : plan.stages()) {
             List<WorkerCapacity> holders = new ArrayList<>();
             holders.add(byId(workers, s.nodeId()));
@@ -43,6 +74,20 @@ public final class ExpertSpread {
             out.add(spread(model, experts, s, holders));
         }
         return new PartitionPlan(out);
+    }
+
+    /**
+     * The model as the stages' workers hold it with {@code g} groups: each sparse layer without the experts of groups
+     * 1..g-1 (group 0, the first, takes the most when they do not divide).
+     */
+    static ModelFootprint keptByGroupZero(ModelFootprint model, ExpertFootprint experts, int g) {
+        int kept = experts.experts() / g + (experts.experts() % g == 0 ? 0 : 1);
+        long[] layers = model.layerBytes().clone();
+        for (int l = 0; l < layers.length; l++) {
+            layers[l] -= experts.bytes(l, l + 1, kept, experts.experts());
+        }
+        return new ModelFootprint(layers, model.embeddingBytes(), model.headBytes(), model.stageOverheadBytes(),
+                model.kvBytesPerLayer());
     }
 
     /** Stage {@code s} with its experts spread evenly over {@code holders} (the stage's worker first). */

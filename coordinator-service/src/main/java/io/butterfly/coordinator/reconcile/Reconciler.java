@@ -63,8 +63,8 @@ public final class Reconciler {
                            String plannerName, int expertGroups, int pipelines, int spares) {
 
         public Settings {
-            if (expertGroups < 1) {
-                throw new IllegalArgumentException("expert groups must be at least 1, got " + expertGroups);
+            if (expertGroups < 0) { // 0: as few groups as the workers' memory allows (ExpertSpread.BY_MEMORY)
+                throw new IllegalArgumentException("expert groups must be at least 0, got " + expertGroups);
             }
             if (pipelines < 0 || spares < 0) {
                 throw new IllegalArgumentException("pipelines and spares must not be negative, got " + pipelines
@@ -301,13 +301,16 @@ public final class Reconciler {
         for (int n = wanted; n <= candidates.size(); n++) {
             List<WorkerCapacity> workers = capacities(s, candidates.subList(0, n));
             report = FeasibilityCheck.check(model, workers);
-            if (report.feasible()) {
+            // A stage larger than any worker may still fit with its experts spread: let the plan decide.
+            boolean spreadable = o.model().experts().sparse() && settings.expertGroups() != 1;
+            if (report.feasible() || spreadable) {
                 try {
                     assign(s, o, report, ExpertSpread.plan(model, o.model().experts(), workers,
                             settings.expertGroups(), planner).stages(), "bootstrap", out);
                     return;
                 } catch (InfeasiblePlanException e) {
-                    report = FeasibilityReport.infeasible(e); // enough memory in total, but not in the right places
+                    report = !report.feasible() ? report // spreading did not help: the check's own reason
+                            : FeasibilityReport.infeasible(e); // enough memory in total, but not in the right places
                 }
             }
         }
