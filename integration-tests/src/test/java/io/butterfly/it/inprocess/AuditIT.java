@@ -38,15 +38,22 @@ class AuditIT {
     void everyStepAuditedBeforeSamplingEvictsTheCorruptingWorkerAndNoWrongTokenReachesAClient() throws Exception {
         Path model = work.resolve("tiny-llama");
         ModelGenerator.generate(TinyModels.LLAMA_6, 7, model);
-        List<String> requests = new ArrayList<>();
-        for (int i = 0; i < 8; i++) {
-            requests.add(i % 2 == 0
-                    ? "{\"token_ids\": [1, " + (17 + i) + ", 230, 5], \"max_tokens\": 16}"
-                    : "{\"token_ids\": [3, 99, " + (41 + i) + "], \"max_tokens\": 16, \"temperature\": 0.8,"
-                            + " \"top_p\": 0.9, \"seed\": " + i + "}");
-        }
         try (InProcessCluster cluster = start(model, 1.0, true)) {
-            List<JsonNode> served = runAll(cluster, requests);
+            // Rounds of eight concurrent requests until an audit catches worker-0 (about 50 of its outputs).
+            List<String> requests = new ArrayList<>();
+            List<JsonNode> served = new ArrayList<>();
+            for (int round = 0; round < 40 && !byzantine(cluster.get("/api/v1/system/state").json(), FAULTY); round++) {
+                List<String> batch = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
+                    int k = round * 8 + i;
+                    batch.add(i % 2 == 0
+                            ? "{\"token_ids\": [1, " + (17 + k % 200) + ", 230, 5], \"max_tokens\": 16}"
+                            : "{\"token_ids\": [3, 99, " + (41 + k % 200) + "], \"max_tokens\": 16, \"temperature\": 0.8,"
+                                    + " \"top_p\": 0.9, \"seed\": " + k + "}");
+                }
+                requests.addAll(batch);
+                served.addAll(runAll(cluster, batch));
+            }
             JsonNode s = cluster.awaitState(st -> byzantine(st, FAULTY), Duration.ofMinutes(3));
             assertThat(node(s, FAULTY).path("failure_cause").asString()).startsWith("Byzantine: step at position");
             StepAuditor.Counts counts = cluster.bean("coordinator", StepAuditor.class).counts();
