@@ -85,6 +85,18 @@ public final class ChaosBenchCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "S", description = "seed of the prompts, kill points and victims (default 0)")
     long seed;
 
+    @Option(names = "--byzantine", description = "trials of a worker that flips a bit in --corrupt-fraction of its"
+            + " outputs, every step audited (docs/verified-execution.md): detected=K/N, identical=K/N")
+    boolean byzantine;
+
+    @Option(names = "--corrupt-fraction", paramLabel = "F", description = "with --byzantine: the fraction of its outputs"
+            + " the worker corrupts (default 0.02: 1 in 50)")
+    double corruptFraction = 0.02;
+
+    @Option(names = "--audit-cost", description = "tokens/s and time to first token with audits off, 10% and 100%,"
+            + " in one run (--trials requests each)")
+    boolean auditCost;
+
     private PrintWriter out;
     private Launcher launcher;
     private ServiceSupervisor supervisor;
@@ -107,6 +119,9 @@ public final class ChaosBenchCommand implements Callable<Integer> {
             case "coordinator" -> true;
             default -> throw Commands.usageError(spec, "--kill must be worker or coordinator, got '" + kill + "'");
         };
+        if (byzantine || auditCost) {
+            return audits();
+        }
         int replicas = coordinators != null ? coordinators : killCoordinator ? 3 : 1;
         if (trials < 1 || trials > 1000 || workers < 2 || workers > 99 || replicas < 1 || replicas > 3 || tokens < 2
                 || tokens > 1024 || promptTokens < 1 || spares < 0 || spares > 9 || workers + spares > 99) {
@@ -156,6 +171,29 @@ public final class ChaosBenchCommand implements Callable<Integer> {
         } finally {
             launcher.down();
         }
+    }
+
+    /**
+     * {@code --byzantine} or {@code --audit-cost} ({@link ByzantineBench}): clusters of one stage and two spares, by
+     * default on the small demo model (the figures are about detection and the audits' relative cost).
+     */
+    private Integer audits() throws Exception {
+        if (trials < 1 || trials > 1000 || tokens < 2 || tokens > 1024 || promptTokens < 1
+                || !(corruptFraction > 0 && corruptFraction <= 1)) {
+            throw Commands.usageError(spec, "--trials 1-1000, --tokens 2-1024, --prompt-tokens >= 1 and"
+                    + " --corrupt-fraction in (0, 1]");
+        }
+        out = spec.commandLine().getOut();
+        ButterflyHome home = ButterflyHome.fromEnvironment();
+        Path dir = model != null ? model.toAbsolutePath() : DemoModel.ensure(home, out, spec.commandLine().getErr());
+        ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+        Launcher audits = new Launcher(home.withState(home.state().resolve("bench-chaos")),
+                PortLayout.withOffset(PortLayout.fromEnvironment().offset() + 600));
+        if (audits.running()) {
+            audits.down();
+        }
+        ByzantineBench bench = new ByzantineBench(audits, dir, config.vocabSize(), tokens, promptTokens, out);
+        return byzantine ? bench.trials(trials, corruptFraction, seed) : bench.cost(trials, seed);
     }
 
     private Trial trial(int i, SplittableRandom random, int vocab, boolean killCoordinator) throws Exception {

@@ -244,7 +244,7 @@ public final class Launcher {
         if (i < options.workerMemory().size() && !options.workerMemory().get(i).isEmpty()) {
             args.add("--butterfly.worker.memory-limit=" + options.workerMemory().get(i));
         }
-        args.addAll(options.workerArgs());
+        args.addAll(options.workerArgs(i));
         List<String> wrapper = new ArrayList<>();
         if (System.getenv("OMP_WAIT_POLICY") == null && oversubscribed(options.workers(), options.pinWorkers())) {
             wrapper.addAll(List.of("env", "OMP_WAIT_POLICY=PASSIVE"));

@@ -20,7 +20,7 @@ import java.util.List;
  * @param apiKeys          the API key files the coordinators and the registry check (docs/security.md)
  * @param quantize         how the registry quantizes the model directory on import ({@code q8}, {@code q4},
  *                         {@code q4_k}), or null for as it is (a GGUF file is always served as it is)
- * @param workerArgs       added to every worker's command line
+ * @param workerArgs       added to every worker's command line; an entry {@code worker-I:--arg} to worker-I's only
  */
 public record UpOptions(int workers, Path model, String planner, List<String> workerMemory, int coordinators,
                         Transfer transfer, List<String> coordinatorArgs, boolean pinWorkers, int spares,
@@ -63,6 +63,13 @@ public record UpOptions(int workers, Path model, String planner, List<String> wo
     public UpOptions withWorkerArgs(List<String> args) {
         return new UpOptions(workers, model, planner, workerMemory, coordinators, transfer, coordinatorArgs, pinWorkers,
                 spares, insecure, apiKeys, quantize, args);
+    }
+
+    /** The arguments {@link #workerArgs} gives worker {@code i}: its own ({@code worker-i:...}) and everyone's. */
+    public List<String> workerArgs(int i) {
+        String own = "worker-" + i + ":";
+        return workerArgs.stream().filter(a -> a.startsWith(own) || !a.matches("worker-\\d+:.*"))
+                .map(a -> a.startsWith(own) ? a.substring(own.length()) : a).toList();
     }
 
     /**

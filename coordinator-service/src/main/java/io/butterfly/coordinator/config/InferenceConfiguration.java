@@ -4,6 +4,8 @@ import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.FailedStageAborts;
 import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
 import io.butterfly.coordinator.inference.InferenceService;
+import io.butterfly.coordinator.inference.audit.StepAuditor;
+import io.butterfly.coordinator.reconcile.Workers;
 import io.butterfly.coordinator.inference.OrphanedTasks;
 import io.butterfly.coordinator.inference.engine.Pipeline;
 import io.butterfly.coordinator.model.ModelCatalog;
@@ -63,5 +65,16 @@ public class InferenceConfiguration {
     @Bean
     FailedStageAborts failedStageAborts(ControlLog control, Pipeline pipeline) {
         return new FailedStageAborts(control, pipeline);
+    }
+
+    /** Audits steps on spares holding the same layers again (docs/verified-execution.md#audits); 0 %: none. */
+    @Bean(destroyMethod = "close")
+    StepAuditor stepAuditor(AuditProperties audit, Pipeline pipeline, Workers workers, ControlLog control,
+                            InferenceService inference) {
+        StepAuditor auditor = new StepAuditor(audit.settings(), pipeline, workers, control);
+        if (audit.fraction() > 0) {
+            inference.audit(auditor);
+        }
+        return auditor;
     }
 }

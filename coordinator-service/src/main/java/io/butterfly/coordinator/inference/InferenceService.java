@@ -130,6 +130,11 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         return outputs.transcripts().get(taskId).map(io.butterfly.coordinator.inference.engine.Transcript::snapshot);
     }
 
+    /** Every step's result is checked by {@code audit} before the engine uses it (docs/verified-execution.md#audits). */
+    public void audit(EngineCore.StepAudit audit) {
+        engine.audit(audit);
+    }
+
     /** Whether this replica runs {@code taskId} now (see {@link OrphanedTasks}). */
     boolean running(String taskId) {
         return engine.load().taskIds().contains(taskId);

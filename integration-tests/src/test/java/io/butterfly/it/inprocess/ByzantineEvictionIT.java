@@ -19,7 +19,7 @@ import tools.jackson.databind.JsonNode;
 /**
  * A Byzantine verdict evicts a serving worker (docs/verified-execution.md#audits), in a whole cluster in this JVM: two
  * stages and a spare serve a tiny Llama; the verdict an audit commits ({@code NodeByzantine}, committed here on the
- * leader's control log, since the auditor's recomputation is not built yet) makes the stage's node FAILED with its
+ * leader's control log; AuditIT shows audits reaching it) makes the stage's node FAILED with its
  * Byzantine cause in system/state, the spare takes its range in the next epoch, the evicted node stays FAILED though
  * it still heartbeats, and the same requests give the same tokens as before.
  */

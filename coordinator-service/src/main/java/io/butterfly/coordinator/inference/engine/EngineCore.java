@@ -73,6 +73,29 @@ public final class EngineCore implements AutoCloseable {
         static final Load NONE = new Load(0, 0, 0, Map.of(), Set.of());
     }
 
+    /**
+     * What checks a step's result before the engine uses it (docs/verified-execution.md#audits): an audit of it by
+     * another placement. {@link #NONE} uses every result as it comes.
+     */
+    public interface StepAudit {
+
+        StepAudit NONE = new StepAudit() {
+        };
+
+        /**
+         * Called on the engine's thread as {@code input} is sent (so it sees every step of a sequence in order);
+         * answers what the engine takes as the step's outcome: {@code served} itself, or a result held until its
+         * audit agrees, failing (resumably: the sequences pause and replay) when it does not.
+         */
+        default CompletableFuture<StepResult> sent(StepInput input, CompletableFuture<StepResult> served) {
+            return served;
+        }
+
+        /** Sequences (stage ids) that ended here: what the audit kept of them may go. */
+        default void released(List<String> ids) {
+        }
+    }
+
     /** What other threads ask of the loop; it takes them in order. */
     private sealed interface Message {
     }
@@ -124,6 +147,7 @@ public final class EngineCore implements AutoCloseable {
     /** Set once the loop ended: a message posted after it is answered by its poster ({@link #drainAfterStop}). */
     private volatile boolean stopped;
     private volatile Load load = Load.NONE;
+    private volatile StepAudit audit = StepAudit.NONE;
 
     // The loop's own, touched by its thread only.
     /** Null while the cluster does not serve (a stage failed, a plan is loading): nothing is sent meanwhile. */
@@ -216,6 +240,11 @@ public final class EngineCore implements AutoCloseable {
     /** Frees sequences this replica no longer runs (abandoned by an earlier start), on the stages serving now. */
     public void releaseAbandoned(List<String> stageIds) {
         post(new Release(List.copyOf(stageIds)));
+    }
+
+    /** Checks every step's result from now on (see {@link StepAudit}). */
+    public void audit(StepAudit audit) {
+        this.audit = audit;
     }
 
     /** What the engine's thread last published. */
@@ -372,7 +401,8 @@ public final class EngineCore implements AutoCloseable {
         inFlight++;
         metrics.batchScheduled(slices.size(), tokens.length);
         long sent = System.nanoTime();
-        pipeline.submit(route, new StepInput(batch.id(), serving.epoch(), slices, tokens)).whenComplete(
+        StepInput input = new StepInput(batch.id(), serving.epoch(), slices, tokens);
+        audit.sent(input, pipeline.submit(route, input)).whenComplete(
                 (result, failure) -> post(new Returned(batch, route, result, failure, sent, System.nanoTime())));
     }
 
@@ -414,6 +444,7 @@ public final class EngineCore implements AutoCloseable {
         if (route != null && !ids.isEmpty()) {
             publish(); // they no longer run here by the time a stage hears it
             List<String> batch = List.copyOf(ids);
+            audit.released(batch);
             releases.execute(() -> pipeline.release(route, batch));
         }
     }

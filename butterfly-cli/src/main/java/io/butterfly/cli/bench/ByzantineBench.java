@@ -1,0 +1,222 @@
+package io.butterfly.cli.bench;
+
+import io.butterfly.cli.cluster.ExitGuard;
+import io.butterfly.cli.cluster.Launcher;
+import io.butterfly.cli.cluster.UpOptions;
+import io.butterfly.cli.http.PlainHttp;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * {@code bench-chaos --byzantine} (docs/verified-execution.md#audits): clusters of one stage and two spares where
+ * worker-0 flips a bit in a fraction of its outputs ({@code butterfly.worker.unsafe-fault-injection}), every step
+ * audited before sampling. Each trial starts a cluster, runs requests until the corrupting worker is evicted as
+ * Byzantine (or a budget of requests passes), then runs the same requests again on the healthy workers: the trial is
+ * detected if the worker was evicted, identical if every request gave the fault-free run's tokens. And
+ * {@code --audit-cost}: the same cluster without a fault, audits off, 10 % beside the stream and 100 % before sampling,
+ * each measured for tokens/s and time to first token in the same run.
+ */
+final class ByzantineBench {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final Duration REQUEST_TIMEOUT = Duration.ofMinutes(5);
+    /** Requests a trial sends at most before it gives up on detection. */
+    private static final int MAX_REQUESTS = 40;
+
+    private final Launcher launcher;
+    private final Path model;
+    private final int vocab;
+    private final int tokens;
+    private final int promptTokens;
+    private final PrintWriter out;
+
+    ByzantineBench(Launcher launcher, Path model, int vocab, int tokens, int promptTokens, PrintWriter out) {
+        this.launcher = launcher;
+        this.model = model;
+        this.vocab = vocab;
+        this.tokens = tokens;
+        this.promptTokens = promptTokens;
+        this.out = out;
+    }
+
+    /** Runs {@code trials} trials of a worker corrupting {@code fraction} of its outputs; 0 when all pass. */
+    int trials(int trials, double fraction, long seed) throws Exception {
+        out.printf(Locale.ROOT, "%d trials: worker-0 of 3 flips a bit in %.4f of its outputs; one stage, two spares"
+                + " (auditor, referee); every step audited before sampling; %d tokens per request%n", trials, fraction,
+                tokens);
+        SplittableRandom random = new SplittableRandom(seed);
+        int detected = 0;
+        int identical = 0;
+        for (int i = 1; i <= trials; i++) {
+            long trialSeed = random.nextLong();
+            UpOptions options = options(1.0, true).withWorkerArgs(List.of(
+                    "worker-0:--butterfly.worker.unsafe-fault-injection.enabled=true",
+                    "worker-0:--butterfly.worker.unsafe-fault-injection.flip-bit-fraction=" + fraction,
+                    "worker-0:--butterfly.worker.unsafe-fault-injection.seed=" + trialSeed));
+            try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
+                launcher.up(options, new PrintWriter(PrintWriter.nullWriter()));
+                String base = launcher.ports().coordinatorUrl();
+                awaitState(base, s -> s.path("spares").size() == 2);
+                SplittableRandom prompts = new SplittableRandom(trialSeed);
+                List<String> bodies = new ArrayList<>();
+                List<List<Long>> served = new ArrayList<>();
+                boolean evicted = false;
+                String problem = null;
+                while (!evicted && bodies.size() < MAX_REQUESTS && problem == null) {
+                    String body = body(prompts, bodies.size());
+                    bodies.add(body);
+                    PlainHttp.Response r = PlainHttp.postJson(base + "/api/v1/inference", body, REQUEST_TIMEOUT);
+                    if (r.status() != 200) {
+                        problem = "HTTP " + r.status() + " " + r.body();
+                    } else {
+                        served.add(longs(JSON.readTree(r.body()).path("token_ids")));
+                    }
+                    evicted = byzantine(state(base), "worker-0");
+                }
+                if (evicted) {
+                    awaitState(base, s -> !strings(s.path("pipeline")).contains("worker-0"));
+                }
+                int same = 0;
+                for (int k = 0; k < served.size() && evicted; k++) {
+                    PlainHttp.Response r = PlainHttp.postJson(base + "/api/v1/inference", bodies.get(k), REQUEST_TIMEOUT);
+                    same += r.status() == 200 && longs(JSON.readTree(r.body()).path("token_ids")).equals(served.get(k))
+                            ? 1 : 0;
+                }
+                boolean allSame = evicted && problem == null && same == served.size();
+                detected += evicted ? 1 : 0;
+                identical += allSame ? 1 : 0;
+                out.printf(Locale.ROOT, "trial %3d/%d: %s after %d request(s); %d/%d identical to the fault-free run%s%n",
+                        i, trials, evicted ? "worker-0 evicted (Byzantine)" : "NOT detected", bodies.size(), same,
+                        served.size(), problem == null ? "" : " (" + problem + ")");
+                out.flush();
+            } finally {
+                launcher.down();
+            }
+        }
+        out.println();
+        out.printf(Locale.ROOT, "detected=%d/%d%n", detected, trials);
+        out.printf(Locale.ROOT, "identical=%d/%d%n", identical, trials);
+        return detected == trials && identical == trials ? 0 : 1;
+    }
+
+    /** Tokens/s and time to first token with audits off, at 10 % beside the stream and at 100 % before sampling. */
+    int cost(int requests, long seed) throws Exception {
+        out.printf(Locale.ROOT, "audit cost: one stage and two spares, no fault; %d sequential streamed requests of %d"
+                + " tokens per setting%n", requests, tokens);
+        record Setting(String name, double fraction, boolean before) {
+        }
+        List<Setting> settings = List.of(new Setting("audits off", 0, false),
+                new Setting("audits 10% beside the stream", 0.1, false),
+                new Setting("audits 100% before sampling", 1.0, true));
+        List<String> lines = new ArrayList<>();
+        for (Setting setting : settings) {
+            try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
+                launcher.up(options(setting.fraction(), setting.before()), new PrintWriter(PrintWriter.nullWriter()));
+                String base = launcher.ports().coordinatorUrl();
+                awaitState(base, s -> s.path("spares").size() == 2);
+                SplittableRandom prompts = new SplittableRandom(seed);
+                send(base, body(prompts, 0)); // warm-up, not counted
+                List<Long> ttft = new ArrayList<>();
+                long generated = 0;
+                long began = System.nanoTime();
+                for (int k = 0; k < requests; k++) {
+                    RequestTiming t = send(base, body(prompts, k));
+                    if (t.error() != null) {
+                        throw new IllegalStateException(setting.name() + ": " + t.error());
+                    }
+                    ttft.add(t.ttftNanos() / 1_000_000);
+                    generated += t.tokens();
+                }
+                double seconds = (System.nanoTime() - began) / 1e9;
+                String line = String.format(Locale.ROOT, "%-30s %8.2f tokens/s   TTFT p50 %d ms, p99 %d ms",
+                        setting.name(), generated / seconds, Stats.percentile(ttft, 50), Stats.percentile(ttft, 99));
+                out.println(line);
+                out.flush();
+                lines.add(line);
+            } finally {
+                launcher.down();
+            }
+        }
+        out.println();
+        lines.forEach(out::println);
+        return 0;
+    }
+
+    private UpOptions options(double fraction, boolean beforeSampling) {
+        return UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(1).withSpares(2)
+                .withModel(model).withCoordinatorArgs(List.of(
+                        "--butterfly.coordinator.audit.fraction=" + fraction,
+                        "--butterfly.coordinator.audit.before-sampling=" + beforeSampling));
+    }
+
+    private RequestTiming send(String base, String body) {
+        long start = System.nanoTime();
+        StreamTimer timer = new StreamTimer(start, System::nanoTime);
+        try {
+            return timer.result(PlainHttp.postForEvents(base + "/api/v1/inference/stream", body, REQUEST_TIMEOUT,
+                    timer), tokens);
+        } catch (IOException e) {
+            return RequestTiming.failed(e.toString());
+        }
+    }
+
+    /** Alternately greedy and sampled (temperature 0.8, seeded), end of sequence ignored. */
+    private String body(SplittableRandom random, int k) {
+        StringBuilder b = new StringBuilder("{\"token_ids\": [");
+        for (int i = 0; i < promptTokens; i++) {
+            b.append(i == 0 ? "" : ", ").append(random.nextInt(3, vocab));
+        }
+        return b.append("], \"max_tokens\": ").append(tokens).append(", \"ignore_eos\": true, ")
+                .append(k % 2 == 0 ? "\"temperature\": 0" : "\"temperature\": 0.8, \"seed\": " + random.nextInt(1 << 20))
+                .append('}').toString();
+    }
+
+    private static JsonNode state(String base) throws IOException {
+        return JSON.readTree(PlainHttp.get(base + "/api/v1/system/state", Duration.ofSeconds(10)).body());
+    }
+
+    private static void awaitState(String base, java.util.function.Predicate<JsonNode> done) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                JsonNode s = state(base);
+                if ("READY".equals(s.path("system_state").asString()) && done.test(s)) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not answering yet
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("the cluster did not reach the awaited state within 5 minutes");
+    }
+
+    private static boolean byzantine(JsonNode s, String id) {
+        for (JsonNode n : s.path("nodes")) {
+            if (id.equals(n.path("id").asString())) {
+                return n.path("byzantine").asBoolean();
+            }
+        }
+        return false;
+    }
+
+    private static List<Long> longs(JsonNode array) {
+        List<Long> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asLong()));
+        return out;
+    }
+
+    private static List<String> strings(JsonNode array) {
+        List<String> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asString()));
+        return out;
+    }
+}
