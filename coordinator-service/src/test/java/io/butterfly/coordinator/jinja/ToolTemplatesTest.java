@@ -73,6 +73,38 @@ class ToolTemplatesTest {
                 """.formatted(TOOL_JSON));
     }
 
+    /**
+     * The generated models' ChatML (the demo model's) takes tools as Qwen2.5 does, word for word; an assistant's call
+     * with null content is its call blocks (Jinjava would print a null content as "null": the template never adds it).
+     */
+    @Test
+    void theGeneratedModelsChatMlTakesToolsAsQwen25Does() {
+        ChatTemplate generated = TEMPLATES.compile(io.butterfly.common.model.generate.TokenizerGenerator.CHAT_TEMPLATE,
+                "<s>", "</s>");
+        ChatTemplate qwen = fixture("qwen2.5-7b-instruct.jinja", null, "<|im_end|>");
+        assertThat(generated.render(ROUND_TRIP, TOOLS)).isEqualTo(qwen.render(ROUND_TRIP, TOOLS));
+        assertThat(generated.render(ROUND_TRIP.subList(1, 4), TOOLS)).startsWith("<|im_start|>system\n# Tools\n\n")
+                .doesNotContain("null");
+        assertThat(generated.render(ROUND_TRIP)).as("without tools: the calls and answers, no tool list").isEqualTo("""
+                <|im_start|>system
+                Be brief.<|im_end|>
+                <|im_start|>user
+                Weather in Paris?<|im_end|>
+                <|im_start|>assistant
+                <tool_call>
+                {"name": "get_weather", "arguments": {"city": "Paris"}}
+                </tool_call><|im_end|>
+                <|im_start|>user
+                <tool_response>
+                {"temp": 21}
+                </tool_response><|im_end|>
+                <|im_start|>assistant
+                """);
+        assertThat(io.butterfly.coordinator.tools.ToolCallFormat.of(
+                io.butterfly.common.model.generate.TokenizerGenerator.CHAT_TEMPLATE))
+                .isEqualTo(io.butterfly.coordinator.tools.ToolCallFormat.HERMES);
+    }
+
     /** Llama 3.x: the tools in the first user turn, indented by four; a call is the turn's JSON; answers are ipython's. */
     @Test
     void llama32PutsTheToolsInTheFirstUserTurn() {

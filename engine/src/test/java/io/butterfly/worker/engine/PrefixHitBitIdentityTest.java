@@ -78,7 +78,7 @@ class PrefixHitBitIdentityTest {
     }
 
     /** Random prefill chunk sizes summing to {@code n}. */
-    private static int[] chunks(int n, Random random) {
+    static int[] chunks(int n, Random random) {
         List<Integer> sizes = new ArrayList<>();
         for (int left = n; left > 0; ) {
             int size = random.nextBoolean() ? left : 1 + random.nextInt(left);
@@ -89,7 +89,7 @@ class PrefixHitBitIdentityTest {
     }
 
     /** The prompt in the given chunks, then greedy decodes; the logits of every step that samples; then a release. */
-    private static List<float[]> run(List<DjlPartitionExecutor> stages, String id, long[] prompt, int[] chunks,
+    static List<float[]> run(List<DjlPartitionExecutor> stages, String id, long[] prompt, int[] chunks,
                                      int decodes) {
         List<Long> tokens = new ArrayList<>();
         for (long t : prompt) {

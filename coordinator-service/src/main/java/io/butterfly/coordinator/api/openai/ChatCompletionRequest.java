@@ -273,7 +273,6 @@ public record ChatCompletionRequest(JsonNode messages,
         if (n != null && (n < 1 || n > ChoiceSeeds.MAX_CHOICES)) {
             throw new InvalidRequestException("n", "n must be in [1, " + ChoiceSeeds.MAX_CHOICES + "], got " + n);
         }
-        requireNeutral("n", n == null || n == 1 || !streaming(), "n > 1 is not streamed: ask for the choices whole");
         requireNeutral("functions", absentOrEmpty(functions), "functions (deprecated) are not supported: give them "
                 + "as tools");
         requireNeutral("function_call", functionCall == null || functionCall.isNull()

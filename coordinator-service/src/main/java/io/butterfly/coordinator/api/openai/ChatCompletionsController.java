@@ -80,6 +80,9 @@ public class ChatCompletionsController {
         ToolCallFormat format = served.chatTemplate() == null ? null : ToolCallFormat.of(served.chatTemplate().source());
         GenerationRequest request = body.generation(prompt,
                 ChatPrompt.defaultMaxTokens(prompt.length, maxNewTokens, served.config().maxPositions()), seed, tools);
+        if (body.streaming() && body.choices() > 1) {
+            return streamChoices(body, request, created, model, tools, format, lastEventId);
+        }
         if (body.streaming()) {
             return namingChatFields(body, () -> streams.start(request, lastEventId,
                     task -> new ChatStreamFormat(json, created, model, logprobs(body, task), body.includeUsage(),
@@ -106,6 +109,34 @@ public class ChatCompletionsController {
                     return ChatJson.completion(ChatJson.Header.of(results.get(0).taskId(), created, model), results,
                             logprobs, r -> ToolReply.of(tools, format, r.taskId(), r.text(), r.finishReason()));
                 });
+    }
+
+    /**
+     * {@code n} > 1 choices as one stream, interleaved as their tokens come, each chunk naming its choice's index (as
+     * OpenAI streams them), each choice with its seed derived from the request's. Not resumed with
+     * {@code Last-Event-ID}: its events carry no id.
+     */
+    private CompletableFuture<?> streamChoices(ChatCompletionRequest body, GenerationRequest request, long created,
+                                               String model, Tools tools, ToolCallFormat format, String lastEventId) {
+        if (lastEventId != null) {
+            throw new io.butterfly.coordinator.inference.InvalidRequestException(StreamEventId.HEADER, "a stream of n > 1"
+                    + " choices is not resumed with " + StreamEventId.HEADER + ": send the request again (with its "
+                    + "seed, the same choices come)");
+        }
+        List<GenerationRequest> requests = new ArrayList<>(body.choices());
+        for (int i = 0; i < body.choices(); i++) {
+            requests.add(ChatCompletionRequest.withSeed(request, ChoiceSeeds.of(request.seed(), i)));
+        }
+        return namingChatFields(body, () -> streams.startChoices(requests, tasks -> {
+            String streamTaskId = tasks.get(0).taskId();
+            List<ChatStreamFormat> choices = new ArrayList<>(tasks.size());
+            for (int i = 0; i < tasks.size(); i++) {
+                choices.add(new ChatStreamFormat(json, created, model, logprobs(body, tasks.get(i)),
+                        body.includeUsage(), tools, format, i, streamTaskId));
+            }
+            return new ChatChoicesFormat(json, ChatJson.Header.of(streamTaskId, created, model), body.includeUsage(),
+                    choices);
+        }));
     }
 
     private static ChatLogprobs logprobs(ChatCompletionRequest body, RequestHandle task) {

@@ -83,6 +83,20 @@ final class ChatJson {
                 Optional.of(usage(r)));
     }
 
+    /** {@code chunk}'s choice as choice {@code index} of a stream of several. */
+    static OpenAiChatChunk atIndex(OpenAiChatChunk chunk, int index) {
+        return new OpenAiChatChunk(chunk.id(), chunk.object(), chunk.created(), chunk.model(), chunk.choices().stream()
+                .map(c -> new OpenAiChatChunk.Choice(index, c.delta(), c.logprobs(), c.finishReason())).toList(),
+                chunk.usage());
+    }
+
+    /** The last chunk of a stream of several choices asked for the usage: the prompt once, every choice's tokens. */
+    static OpenAiChatChunk usageChunk(Header h, List<GenerationResult> results) {
+        return new OpenAiChatChunk(h.id(), OpenAiChatChunk.OBJECT, h.created(), h.model(), List.of(),
+                Optional.of(OpenAiUsage.of(results.get(0).promptTokenIds().size(),
+                        results.stream().mapToInt(r -> r.tokenIds().size()).sum())));
+    }
+
     /** {@code chunk} as a stream asked for the usage writes it: saying it has none ({@code "usage": null}). */
     static OpenAiChatChunk withoutUsage(OpenAiChatChunk chunk) {
         return new OpenAiChatChunk(chunk.id(), chunk.object(), chunk.created(), chunk.model(), chunk.choices(),

@@ -36,6 +36,9 @@ final class ChatStreamFormat implements StreamFormat {
     private final StringBuilder text = new StringBuilder();
     private int sent;
     private boolean namedCallStarted;
+    /** The choice's index; the task the stream's id names (null: each event's own). */
+    private final int index;
+    private final String streamTaskId;
 
     /** {@code logprobs} null unless the request asked for them. */
     ChatStreamFormat(JsonMapper json, long created, String model, ChatLogprobs logprobs, boolean includeUsage) {
@@ -49,6 +52,17 @@ final class ChatStreamFormat implements StreamFormat {
      */
     ChatStreamFormat(JsonMapper json, long created, String model, ChatLogprobs logprobs, boolean includeUsage,
                      Tools tools, ToolCallFormat format) {
+        this(json, created, model, logprobs, includeUsage, tools, format, 0, null);
+    }
+
+    /**
+     * Choice {@code index} of a stream of several ({@link ChatChoicesFormat}): its chunks carry its index and the
+     * stream's id ({@code chatcmpl-} + {@code streamTaskId}, the first choice's task).
+     */
+    ChatStreamFormat(JsonMapper json, long created, String model, ChatLogprobs logprobs, boolean includeUsage,
+                     Tools tools, ToolCallFormat format, int index, String streamTaskId) {
+        this.index = index;
+        this.streamTaskId = streamTaskId;
         this.json = json;
         this.created = created;
         this.model = model;
@@ -60,7 +74,7 @@ final class ChatStreamFormat implements StreamFormat {
 
     @Override
     public List<SseEventBuilder> token(GeneratedToken t) {
-        ChatJson.Header h = ChatJson.Header.of(t.taskId(), created, model);
+        ChatJson.Header h = header(t.taskId());
         List<SseEventBuilder> events = new ArrayList<>(2);
         if (!roleSent) { // the events are made one stream at a time, in order (SerialDelivery)
             events.add(data(ChatJson.roleChunk(h)));
@@ -128,9 +142,9 @@ final class ChatStreamFormat implements StreamFormat {
         return reply.finishReason();
     }
 
-    @Override
-    public List<SseEventBuilder> done(GenerationResult r) {
-        ChatJson.Header h = ChatJson.Header.of(r.taskId(), created, model);
+    /** The events that end this choice: what tools still owe, and the chunk with its finish reason. */
+    List<SseEventBuilder> finish(GenerationResult r) {
+        ChatJson.Header h = header(r.taskId());
         List<SseEventBuilder> events = new ArrayList<>(3);
         if (!roleSent) {
             events.add(data(ChatJson.roleChunk(h)));
@@ -138,6 +152,13 @@ final class ChatStreamFormat implements StreamFormat {
         }
         String finish = tools.active() ? finishTools(h, r, events) : r.finishReason();
         events.add(data(ChatJson.finishChunk(h, finish)));
+        return events;
+    }
+
+    @Override
+    public List<SseEventBuilder> done(GenerationResult r) {
+        ChatJson.Header h = header(r.taskId());
+        List<SseEventBuilder> events = new ArrayList<>(finish(r));
         if (includeUsage) {
             events.add(SseEmitter.event().data(" " + json.writeValueAsString(ChatJson.usageChunk(h, r))));
         }
@@ -151,8 +172,13 @@ final class ChatStreamFormat implements StreamFormat {
                 SseEmitter.event().data(" [DONE]"));
     }
 
-    /** A chunk; with usage asked for, one that says it has none (only the last chunk does). */
+    /** A chunk of this choice; with usage asked for, one that says it has none (only the last chunk does). */
     private SseEventBuilder data(OpenAiChatChunk chunk) {
-        return SseEmitter.event().data(" " + json.writeValueAsString(includeUsage ? ChatJson.withoutUsage(chunk) : chunk));
+        OpenAiChatChunk mine = index == 0 ? chunk : ChatJson.atIndex(chunk, index);
+        return SseEmitter.event().data(" " + json.writeValueAsString(includeUsage ? ChatJson.withoutUsage(mine) : mine));
+    }
+
+    private ChatJson.Header header(String taskId) {
+        return ChatJson.Header.of(streamTaskId == null ? taskId : streamTaskId, created, model);
     }
 }

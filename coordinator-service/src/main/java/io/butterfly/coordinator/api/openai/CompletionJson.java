@@ -29,28 +29,51 @@ final class CompletionJson {
      * prompt's once (as OpenAI counts {@code n}).
      */
     static OpenAiCompletion completion(Header h, List<Choice> choices, int n) {
-        List<OpenAiCompletion.Choice> out = new ArrayList<>(choices.size());
         int promptTokens = 0;
         int completionTokens = 0;
+        for (Choice c : choices) {
+            promptTokens += c.index() % n == 0 ? c.result().promptTokenIds().size() : 0;
+            completionTokens += c.result().tokenIds().size();
+        }
+        return completion(h, choices, OpenAiUsage.of(promptTokens, completionTokens));
+    }
+
+    /** A whole completion of {@code choices}, with the usage counted by the caller ({@code best_of}'s candidates). */
+    static OpenAiCompletion completion(Header h, List<Choice> choices, OpenAiUsage usage) {
+        List<OpenAiCompletion.Choice> out = new ArrayList<>(choices.size());
         for (Choice c : choices) {
             GenerationResult r = c.result();
             OpenAiCompletion.Logprobs lp = c.logprobs() == null ? null
                     : c.logprobs().next(r.tokenIds(), r.tokenLogprobs(), r.topLogprobs());
             out.add(new OpenAiCompletion.Choice(c.index(), r.text(), lp, r.finishReason()));
-            promptTokens += c.index() % n == 0 ? r.promptTokenIds().size() : 0;
-            completionTokens += r.tokenIds().size();
         }
-        return object(h, out, OpenAiUsage.of(promptTokens, completionTokens));
+        return object(h, out, usage);
     }
 
     /** One chunk of a stream: a token's text (and logprobs), or the end with its finish reason. */
     static OpenAiCompletion chunk(Header h, String text, OpenAiCompletion.Logprobs logprobs, String finishReason) {
-        return object(h, List.of(new OpenAiCompletion.Choice(0, text, logprobs, finishReason)), null);
+        return chunk(h, 0, text, logprobs, finishReason);
+    }
+
+    /** One chunk of choice {@code index} of a stream. */
+    static OpenAiCompletion chunk(Header h, int index, String text, OpenAiCompletion.Logprobs logprobs,
+                                  String finishReason) {
+        return object(h, List.of(new OpenAiCompletion.Choice(index, text, logprobs, finishReason)), null);
     }
 
     /** The last chunk of a stream asked for {@code stream_options.include_usage}: no choices, the usage. */
     static OpenAiCompletion usageChunk(Header h, GenerationResult r) {
-        return object(h, List.of(), OpenAiUsage.of(r.promptTokenIds().size(), r.tokenIds().size()));
+        return usageChunk(h, OpenAiUsage.of(r.promptTokenIds().size(), r.tokenIds().size()));
+    }
+
+    static OpenAiCompletion usageChunk(Header h, OpenAiUsage usage) {
+        return object(h, List.of(), usage);
+    }
+
+    /** The usage of choices of one prompt: the prompt once, every choice's tokens (as OpenAI counts {@code n}). */
+    static OpenAiUsage usageOfChoices(List<GenerationResult> results) {
+        return OpenAiUsage.of(results.get(0).promptTokenIds().size(),
+                results.stream().mapToInt(r -> r.tokenIds().size()).sum());
     }
 
     private static OpenAiCompletion object(Header h, List<OpenAiCompletion.Choice> choices, OpenAiUsage usage) {

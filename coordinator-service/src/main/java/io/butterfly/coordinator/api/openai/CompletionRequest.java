@@ -57,6 +57,11 @@ public record CompletionRequest(String model,
         return n == null ? 1 : n;
     }
 
+    /** Candidates generated per prompt ({@code best_of}, n unless given), of which the {@code n} best are returned. */
+    int candidates() {
+        return bestOf == null ? choices() : bestOf;
+    }
+
     /** OpenAI's default sampling temperature for completions. */
     static final double DEFAULT_TEMPERATURE = 1.0;
     /** Prompts one request may hold (LangChain sends up to 20 at once). */
@@ -90,9 +95,10 @@ public record CompletionRequest(String model,
     List<Prompt> prompts() {
         refuseUnsupported();
         List<Prompt> prompts = parsePrompts(prompt);
-        if (prompts.size() * choices() > MAX_PROMPTS) {
-            throw new InvalidRequestException("n", prompts.size() + " prompts of " + choices() + " choices each make more"
-                    + " than " + MAX_PROMPTS + " choices");
+        if (prompts.size() * candidates() > MAX_PROMPTS) {
+            String field = candidates() > choices() ? "best_of" : "n";
+            throw new InvalidRequestException(field, prompts.size() + " prompts of " + candidates() + " " + (
+                    field.equals("n") ? "choices" : "candidates") + " each make more than " + MAX_PROMPTS);
         }
         if (streaming() && prompts.size() > 1) {
             throw new InvalidRequestException("prompt", "prompt holds " + prompts.size()
@@ -118,9 +124,12 @@ public record CompletionRequest(String model,
         if (n != null && (n < 1 || n > ChoiceSeeds.MAX_CHOICES)) {
             throw new InvalidRequestException("n", "n must be in [1, " + ChoiceSeeds.MAX_CHOICES + "], got " + n);
         }
-        requireNeutral("n", n == null || n == 1 || !streaming(), "n > 1 is not streamed: ask for the choices whole");
-        requireNeutral("best_of", bestOf == null || bestOf == 1 || bestOf.equals(n), "best_of must be 1 or n: "
-                + "candidates are not ranked server-side");
+        if (bestOf != null && (bestOf < choices() || bestOf > ChoiceSeeds.MAX_CHOICES)) {
+            throw new InvalidRequestException("best_of", "best_of must be in [n, " + ChoiceSeeds.MAX_CHOICES + "] (n = "
+                    + choices() + "), got " + bestOf);
+        }
+        requireNeutral("best_of", candidates() == choices() || !streaming(), "best_of > n cannot be streamed: the best"
+                + " candidates are known only once all have ended");
         requireNeutral("echo", !Boolean.TRUE.equals(echo), "echo is not supported: the answer holds the completion only");
         requireNeutral("suffix", suffix == null || suffix.isEmpty(), "suffix (insertion) is not supported");
         requireNeutral("presence_penalty", presencePenalty == null || presencePenalty == 0,

@@ -26,29 +26,50 @@ final class CompletionStreamFormat implements StreamFormat {
     private final String model;
     private final CompletionLogprobs logprobs;
     private final boolean includeUsage;
+    /** The choice's index; the task the stream's id names (null: each event's own); whether events carry SSE ids. */
+    private final int index;
+    private final String streamTaskId;
 
     /** {@code logprobs} null unless the request asked for them. */
     CompletionStreamFormat(JsonMapper json, long created, String model, CompletionLogprobs logprobs,
                            boolean includeUsage) {
+        this(json, created, model, logprobs, includeUsage, 0, null);
+    }
+
+    /**
+     * Choice {@code index} of a stream of several ({@link CompletionChoicesFormat}): its chunks carry its index and the
+     * id of the stream ({@code cmpl-} + {@code streamTaskId}, the first choice's task), and no SSE id (such a stream is
+     * not resumed with {@code Last-Event-ID}).
+     */
+    CompletionStreamFormat(JsonMapper json, long created, String model, CompletionLogprobs logprobs,
+                           boolean includeUsage, int index, String streamTaskId) {
         this.json = json;
         this.created = created;
         this.model = model;
         this.logprobs = logprobs;
         this.includeUsage = includeUsage;
+        this.index = index;
+        this.streamTaskId = streamTaskId;
     }
 
     @Override
     public List<SseEventBuilder> token(GeneratedToken t) {
         OpenAiCompletion.Logprobs lp = logprobs == null ? null
                 : logprobs.next(List.of(t.tokenId()), List.of(t.logprob()), List.of(t.topLogprobs()));
-        return List.of(data(CompletionJson.chunk(header(t.taskId()), t.text(), lp, null)).id(StreamEventId.of(t)));
+        SseEventBuilder event = data(CompletionJson.chunk(header(t.taskId()), index, t.text(), lp, null));
+        return List.of(streamTaskId == null ? event.id(StreamEventId.of(t)) : event);
+    }
+
+    /** The chunk that ends this choice: its finish reason. */
+    SseEventBuilder finish(GenerationResult r) {
+        return data(CompletionJson.chunk(header(r.taskId()), index, "", null, r.finishReason()));
     }
 
     @Override
     public List<SseEventBuilder> done(GenerationResult r) {
         CompletionJson.Header h = header(r.taskId());
         List<SseEventBuilder> events = new ArrayList<>();
-        events.add(data(CompletionJson.chunk(h, "", null, r.finishReason())));
+        events.add(finish(r));
         if (includeUsage) {
             events.add(data(CompletionJson.usageChunk(h, r)));
         }
@@ -62,14 +83,14 @@ final class CompletionStreamFormat implements StreamFormat {
     }
 
     private CompletionJson.Header header(String taskId) {
-        return CompletionJson.Header.of(taskId, created, model);
+        return CompletionJson.Header.of(streamTaskId == null ? taskId : streamTaskId, created, model);
     }
 
     private SseEventBuilder data(Object object) {
         return SseEmitter.event().data(" " + json.writeValueAsString(object));
     }
 
-    private static SseEventBuilder done() {
+    static SseEventBuilder done() {
         return SseEmitter.event().data(" [DONE]");
     }
 }

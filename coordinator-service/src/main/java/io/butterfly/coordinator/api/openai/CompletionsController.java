@@ -4,7 +4,11 @@ import io.butterfly.coordinator.api.rest.InferenceStreams;
 import io.butterfly.coordinator.api.rest.StreamEventId;
 import io.butterfly.coordinator.api.security.Requesters;
 import io.butterfly.common.api.OpenAiModels;
+import io.butterfly.common.api.OpenAiUsage;
+import io.butterfly.coordinator.inference.GenerationRequest;
 import io.butterfly.coordinator.inference.GenerationResult;
+import io.butterfly.coordinator.inference.InvalidRequestException;
+import io.butterfly.coordinator.inference.sampling.BestOf;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.inference.NotServingException;
 import io.butterfly.coordinator.inference.RequestHandle;
@@ -60,6 +64,9 @@ public class CompletionsController {
         long seed = ThreadLocalRandom.current().nextLong();
         long created = clock.millis() / 1000;
         String model = requireServed(body.model(), inference.servedModel());
+        if (body.streaming() && body.choices() > 1) {
+            return streamChoices(body, prompts.get(0), seed, created, model, lastEventId);
+        }
         if (body.streaming()) {
             CompletionRequest.Prompt prompt = prompts.get(0);
             return namingTokenIdsAs(prompt.field(), () -> streams.start(body.generation(prompt, seed), lastEventId,
@@ -68,8 +75,9 @@ public class CompletionsController {
         // Every prompt is validated before any is queued (a bad one runs none); they run together, in one batch.
         List<InferenceService.Prepared> prepared = new ArrayList<>(prompts.size());
         Requester requester = Requesters.current();
+        int candidates = body.candidates();
         for (CompletionRequest.Prompt prompt : prompts) {
-            for (int i = 0; i < body.choices(); i++) { // n choices of each prompt, each with a seed of its own
+            for (int i = 0; i < candidates; i++) { // best_of (n unless given) of each prompt, each its own seed
                 int index = i;
                 prepared.add(namingTokenIdsAs(prompt.field(), () -> inference.prepare(body.generation(prompt, seed,
                         index), null, requester)));
@@ -78,14 +86,52 @@ public class CompletionsController {
         List<RequestHandle> tasks = inference.submitAll(prepared);
         return CompletableFuture.allOf(tasks.stream().map(RequestHandle::result).toArray(CompletableFuture[]::new))
                 .thenApply(all -> {
-                    List<CompletionJson.Choice> choices = new ArrayList<>(tasks.size());
-                    for (RequestHandle task : tasks) {
-                        choices.add(new CompletionJson.Choice(choices.size(), task.result().join(), logprobs(body, task)));
+                    List<CompletionJson.Choice> choices = new ArrayList<>(prompts.size() * body.choices());
+                    int promptTokens = 0;
+                    int completionTokens = 0;
+                    for (int p = 0; p < prompts.size(); p++) {
+                        List<RequestHandle> ofPrompt = tasks.subList(p * candidates, (p + 1) * candidates);
+                        List<GenerationResult> results = ofPrompt.stream().map(t -> t.result().join()).toList();
+                        // every candidate's tokens count, as OpenAI bills best_of; the n best are returned
+                        promptTokens += results.get(0).promptTokenIds().size();
+                        completionTokens += results.stream().mapToInt(r -> r.tokenIds().size()).sum();
+                        List<Integer> best = candidates == body.choices()
+                                ? java.util.stream.IntStream.range(0, candidates).boxed().toList()
+                                : BestOf.best(results.stream().map(GenerationResult::tokenLogprobs).toList(),
+                                        body.choices());
+                        for (int k : best) {
+                            choices.add(new CompletionJson.Choice(choices.size(), results.get(k),
+                                    logprobs(body, ofPrompt.get(k))));
+                        }
                     }
-                    GenerationResult first = choices.get(0).result();
+                    GenerationResult first = tasks.get(0).result().join();
                     return CompletionJson.completion(CompletionJson.Header.of(first.taskId(), created, model), choices,
-                            body.choices());
+                            OpenAiUsage.of(promptTokens, completionTokens));
                 });
+    }
+
+    /**
+     * {@code n} > 1 choices of one prompt as one stream, interleaved as their tokens come, each chunk naming its
+     * choice's index (as OpenAI streams them). Not resumed with {@code Last-Event-ID}: its events carry no id.
+     */
+    private CompletableFuture<?> streamChoices(CompletionRequest body, CompletionRequest.Prompt prompt, long seed,
+                                               long created, String model, String lastEventId) {
+        if (lastEventId != null) {
+            throw new InvalidRequestException(StreamEventId.HEADER, "a stream of n > 1 choices is not resumed with "
+                    + StreamEventId.HEADER + ": send the request again (with its seed, the same choices come)");
+        }
+        List<GenerationRequest> requests = new ArrayList<>(body.choices());
+        for (int i = 0; i < body.choices(); i++) {
+            requests.add(body.generation(prompt, seed, i));
+        }
+        return namingTokenIdsAs(prompt.field(), () -> streams.startChoices(requests, tasks -> {
+            List<CompletionStreamFormat> choices = new ArrayList<>(tasks.size());
+            for (int i = 0; i < tasks.size(); i++) {
+                choices.add(new CompletionStreamFormat(json, created, model, logprobs(body, tasks.get(i)), false, i,
+                        tasks.get(0).taskId()));
+            }
+            return new CompletionChoicesFormat(json, created, model, body.includeUsage(), tasks.get(0).taskId(), choices);
+        }));
     }
 
     /** The served model (none while the cluster is not READY). */

@@ -6,6 +6,7 @@ import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.inference.GenerationRequest;
+import io.butterfly.coordinator.inference.GenerationResult;
 import io.butterfly.coordinator.inference.InferenceService;
 import io.butterfly.coordinator.api.security.Requesters;
 import io.butterfly.coordinator.inference.RequestHandle;
@@ -145,6 +146,103 @@ public class InferenceStreams implements DisposableBean {
         return started;
     }
 
+    /**
+     * Several choices of one request (OpenAI's {@code n}) as one stream: all admitted before any runs (a refusal of one
+     * refuses them all, before any work), their tokens sent as they are chosen, interleaved, and the stream's end once
+     * every choice has ended. A failure of one choice ends the stream (the others are cancelled): before the first
+     * event as a problem response, after it as {@code formatFor}'s error events. Such a stream is not picked up with
+     * {@code Last-Event-ID} (an event id names one task): a client gone, or a timeout, cancels every choice. Each
+     * choice's task survives a worker loss as any task does (replayed token-identically from its own seed).
+     */
+    public CompletableFuture<SseEmitter> startChoices(List<GenerationRequest> requests,
+                                                      Function<List<RequestHandle>, ChoicesFormat> formatFor) {
+        SseEmitter emitter = new Utf8SseEmitter(timeoutMs);
+        Events events = new Events(emitter, new AtomicReference<>());
+        SerialDelivery delivery = new SerialDelivery(writers);
+        AtomicReference<ChoicesFormat> format = new AtomicReference<>();
+        CompletableFuture<SseEmitter> started = new CompletableFuture<>();
+        List<RequestHandle> handles = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.function.Consumer<String> cancelAll = why -> handles.forEach(h -> h.cancel(why));
+        Requester requester = Requesters.current();
+        List<InferenceService.Prepared> prepared = new java.util.ArrayList<>(requests.size());
+        for (int i = 0; i < requests.size(); i++) {
+            int choice = i;
+            TokenListener listener = token -> delivery.execute(() -> {
+                try {
+                    events.send(format.get().token(choice, token));
+                    started.complete(emitter);
+                } catch (StreamEndedException ended) {
+                    cancelAll.accept(ended.getMessage());
+                }
+            });
+            prepared.add(inference.prepare(requests.get(i), listener, requester));
+        }
+        handles.addAll(inference.submitAll(prepared));
+        try {
+            format.set(formatFor.apply(List.copyOf(handles)));
+        } catch (RuntimeException e) {
+            cancelAll.accept(e.getMessage());
+            throw e;
+        }
+        open.addAll(handles);
+        emitter.onTimeout(() -> {
+            events.mark(TIMED_OUT);
+            cancelAll.accept(TIMED_OUT);
+        });
+        emitter.onError(e -> {
+            events.mark(CLIENT_GONE);
+            cancelAll.accept(CLIENT_GONE);
+        });
+        GenerationResult[] results = new GenerationResult[handles.size()];
+        int[] left = {handles.size()}; // read and written only by the stream's serial delivery
+        for (int i = 0; i < handles.size(); i++) {
+            int choice = i;
+            RequestHandle handle = handles.get(i);
+            handle.result().whenComplete((result, failure) -> delivery.execute(() -> {
+                open.remove(handle);
+                if (left[0] == 0) {
+                    return; // the stream already ended with another choice's failure
+                }
+                if (failure == null) {
+                    results[choice] = result;
+                    left[0]--;
+                    try {
+                        events.send(format.get().finished(choice, result));
+                        if (left[0] == 0) {
+                            events.send(format.get().end(List.of(results)));
+                        }
+                    } catch (StreamEndedException nobodyToTell) {
+                        // the client is gone; the others were cancelled when it went
+                    }
+                    if (left[0] == 0) {
+                        started.complete(emitter);
+                        events.complete();
+                    }
+                    return;
+                }
+                left[0] = 0;
+                RuntimeException cause = unwrap(failure);
+                events.mark(cause.getMessage() == null ? "a choice failed" : cause.getMessage());
+                cancelAll.accept("another choice of the request failed: " + cause.getMessage());
+                if (!started.completeExceptionally(cause)) {
+                    events.sendErrorAfterEnd(() -> format.get().error(ProblemHandler.afterStreamStarted(cause)));
+                }
+                events.complete();
+            }));
+        }
+        CompletableFuture.allOf(handles.stream().map(inference::startRecorded).toArray(CompletableFuture[]::new))
+                .whenComplete((recorded, notRecorded) -> {
+                    if (notRecorded != null) {
+                        RuntimeException cause = unwrap(notRecorded);
+                        events.mark(cause.getMessage());
+                        started.completeExceptionally(cause);
+                        cancelAll.accept(cause.getMessage());
+                    }
+                    delivery.start();
+                });
+        return started;
+    }
+
     private static RuntimeException unwrap(Throwable t) {
         Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
         return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
@@ -218,6 +316,19 @@ public class InferenceStreams implements DisposableBean {
                 send(events.get());
             } catch (StreamEndedException nobodyToTell) {
                 // the client is gone
+            } catch (RuntimeException unsent) {
+                log.warn("the error event of a stream was not sent", unsent);
+            }
+        }
+
+        /** As {@link #sendError}, on a stream already marked ended (by the failure these events tell). */
+        void sendErrorAfterEnd(Supplier<List<SseEmitter.SseEventBuilder>> events) {
+            try {
+                for (SseEmitter.SseEventBuilder event : events.get()) {
+                    emitter.send(event);
+                }
+            } catch (IOException | IllegalStateException nobodyToTell) {
+                // the client is gone, or the container completed the response
             } catch (RuntimeException unsent) {
                 log.warn("the error event of a stream was not sent", unsent);
             }

@@ -244,6 +244,53 @@ class ChatCompletionsControllerTest {
         assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(completionTokens);
     }
 
+    /**
+     * {@code n} choices streamed as OpenAI streams them: one id, each chunk one choice by its index, each choice its
+     * role, its text (the text the whole answer's choice of that index has) and its finish reason; then the usage of
+     * all of them and one [DONE].
+     */
+    @Test
+    void nChoicesStreamInterleavedByIndex() throws Exception {
+        String body = "{\"messages\": " + MESSAGES + ", \"max_completion_tokens\": 3, \"temperature\": 1, \"seed\": 9, "
+                + "\"n\": 3";
+        JsonNode whole = ok(chat(body + "}"));
+        List<String> data = stream(body + ", \"stream\": true, \"stream_options\": {\"include_usage\": true}}");
+
+        assertThat(data).last().isEqualTo("[DONE]");
+        assertThat(data).filteredOn("[DONE]"::equals).hasSize(1);
+        List<JsonNode> chunks = data.subList(0, data.size() - 1).stream().map(JSON::readTree).toList();
+        assertThat(chunks).extracting(ch -> ch.path("id").asString()).containsOnly(chunks.get(0).path("id").asString());
+        StringBuilder[] texts = {new StringBuilder(), new StringBuilder(), new StringBuilder()};
+        int[] roles = new int[3];
+        String[] finish = new String[3];
+        for (JsonNode chunk : chunks.subList(0, chunks.size() - 1)) {
+            assertThat(chunk.path("choices").size()).isEqualTo(1);
+            JsonNode choice = chunk.path("choices").get(0);
+            int i = choice.path("index").asInt();
+            assertThat(finish[i]).as("nothing of choice %d after its finish", i).isNull();
+            if (choice.path("delta").has("role")) {
+                roles[i]++;
+                assertThat(texts[i]).isEmpty();
+            }
+            texts[i].append(choice.path("delta").path("content").asString(""));
+            if (!choice.path("finish_reason").isNull()) {
+                finish[i] = choice.path("finish_reason").asString();
+            }
+        }
+        int completionTokens = 0;
+        for (int i = 0; i < 3; i++) {
+            JsonNode w = whole.path("choices").get(i);
+            assertThat(roles[i]).as("choice %d's role", i).isEqualTo(1);
+            assertThat(texts[i]).as("choice %d", i).hasToString(w.path("message").path("content").asString());
+            assertThat(finish[i]).isEqualTo(w.path("finish_reason").asString());
+        }
+        JsonNode usage = chunks.get(chunks.size() - 1);
+        assertThat(usage.path("choices").isEmpty()).isTrue();
+        assertThat(usage.path("usage")).isEqualTo(whole.path("usage"));
+        assertThat(java.util.Set.of(texts[0].toString(), texts[1].toString(), texts[2].toString())).as("seeds differ")
+                .hasSizeGreaterThan(1);
+    }
+
     @Test
     void whatIsNotImplementedIsRefusedNamingTheField() throws Exception {
         String user = "[{\"role\": \"user\", \"content\": \"Hi\"}]";
@@ -258,7 +305,6 @@ class ChatCompletionsControllerTest {
                 + "\"tool_choice\": \"always\"}", "tool_choice");
         assertRefused("{\"messages\": " + user + ", \"tool_choice\": \"auto\"}", "tool_choice");
         assertRefused("{\"messages\": " + user + ", \"functions\": [{\"name\": \"f\"}]}", "functions");
-        assertRefused("{\"messages\": " + user + ", \"n\": 2, \"stream\": true}", "n");
         assertRefused("{\"messages\": " + user + ", \"n\": 0}", "n");
         assertRefused("{\"messages\": " + user + ", \"response_format\": {\"type\": \"xml\"}}",
                 "response_format.type");

@@ -217,11 +217,13 @@ class CompletionsControllerTest {
 
     @Test
     void unsupportedOptionsAreRefusedNamingTheField() throws Exception {
-        assertRefused("{\"prompt\": \"hi\", \"n\": 2, \"stream\": true}", 400, "n");
         assertRefused("{\"prompt\": \"hi\", \"n\": 0}", 400, "n");
         assertRefused("{\"prompt\": \"hi\", \"n\": 17}", 400, "n");
         assertRefused("{\"prompt\": [\"a\", \"b\", \"c\"], \"n\": 11}", 400, "n");
-        assertRefused("{\"prompt\": \"hi\", \"best_of\": 3}", 400, "best_of");
+        assertRefused("{\"prompt\": \"hi\", \"n\": 3, \"best_of\": 2}", 400, "best_of");
+        assertRefused("{\"prompt\": \"hi\", \"best_of\": 17}", 400, "best_of");
+        assertRefused("{\"prompt\": [\"a\", \"b\", \"c\"], \"best_of\": 11}", 400, "best_of");
+        assertRefused("{\"prompt\": \"hi\", \"best_of\": 2, \"stream\": true}", 400, "best_of");
         assertRefused("{\"prompt\": \"hi\", \"echo\": true}", 400, "echo");
         assertRefused("{\"prompt\": \"hi\", \"suffix\": \"end\"}", 400, "suffix");
         assertRefused("{\"prompt\": \"hi\", \"presence_penalty\": 0.5}", 400, "presence_penalty");
@@ -415,6 +417,80 @@ class CompletionsControllerTest {
         }
         assertThat(c.path("usage").path("prompt_tokens").asInt()).isEqualTo(promptTokens);
         assertThat(c.path("usage").path("completion_tokens").asInt()).isEqualTo(completionTokens);
+    }
+
+    /**
+     * {@code n} choices of one prompt streamed as OpenAI streams them: one id, each chunk one choice by its index (the
+     * text of the whole answer's choice of that index, then its finish reason), then the usage of all and one [DONE].
+     */
+    @Test
+    void nChoicesStreamInterleavedByIndex() throws Exception {
+        String body = "{\"prompt\": \"The butterfly\", \"max_tokens\": 4, \"temperature\": 1, \"seed\": 11, \"n\": 3, "
+                + "\"logprobs\": 1";
+        JsonNode whole = ok(completion(body + "}"));
+        List<String> data = stream(body + ", \"stream\": true, \"stream_options\": {\"include_usage\": true}}");
+
+        assertThat(data).last().isEqualTo("[DONE]");
+        assertThat(data).filteredOn("[DONE]"::equals).hasSize(1);
+        List<JsonNode> chunks = data.subList(0, data.size() - 1).stream().map(JSON::readTree).toList();
+        assertThat(chunks).extracting(ch -> ch.path("id").asString()).containsOnly(chunks.get(0).path("id").asString());
+        StringBuilder[] texts = {new StringBuilder(), new StringBuilder(), new StringBuilder()};
+        List<List<Double>> logprobs = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+        String[] finish = new String[3];
+        for (JsonNode chunk : chunks.subList(0, chunks.size() - 1)) {
+            assertThat(chunk.path("choices").size()).isEqualTo(1);
+            JsonNode choice = chunk.path("choices").get(0);
+            int i = choice.path("index").asInt();
+            assertThat(finish[i]).as("nothing of choice %d after its finish", i).isNull();
+            texts[i].append(choice.path("text").asString());
+            choice.path("logprobs").path("token_logprobs").forEach(lp -> logprobs.get(i).add(lp.asDouble()));
+            if (!choice.path("finish_reason").isNull()) {
+                finish[i] = choice.path("finish_reason").asString();
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            JsonNode w = whole.path("choices").get(i);
+            assertThat(texts[i]).as("choice %d", i).hasToString(w.path("text").asString());
+            assertThat(logprobs.get(i)).isEqualTo(doubles(w.path("logprobs").path("token_logprobs")));
+            assertThat(finish[i]).isEqualTo(w.path("finish_reason").asString());
+        }
+        JsonNode usage = chunks.get(chunks.size() - 1);
+        assertThat(usage.path("choices").isEmpty()).isTrue();
+        assertThat(usage.path("usage")).isEqualTo(whole.path("usage"));
+        // such a stream is not resumed by an event id: its events have none, and one sent back is refused
+        MockHttpServletResponse resumed = AsyncMvc.perform(mvc, post("/v1/completions")
+                .contentType(MediaType.APPLICATION_JSON).header("Last-Event-ID", "x:1")
+                .content(body + ", \"stream\": true}"));
+        assertThat(resumed.getStatus()).isEqualTo(400);
+        assertThat(JSON.readTree(resumed.getContentAsString()).path("field").asString()).isEqualTo("Last-Event-ID");
+    }
+
+    /**
+     * {@code best_of}: every candidate runs with its derived seed (as choice i of {@code n} = best_of would), and the
+     * {@code n} with the highest sum of token logprobs come back, best first; the usage counts every candidate.
+     */
+    @Test
+    void bestOfReturnsTheCandidatesWithTheHighestCumulativeLogprob() throws Exception {
+        for (long seed : new long[] {3, 21, 40}) {
+            String body = "{\"prompt\": \"A moth\", \"max_tokens\": 4, \"temperature\": 1.5, \"seed\": " + seed
+                    + ", \"logprobs\": 0, ";
+            JsonNode all = ok(completion(body + "\"n\": 4}"));
+            JsonNode best = ok(completion(body + "\"n\": 2, \"best_of\": 4}"));
+            List<Double> scores = new ArrayList<>();
+            for (JsonNode c : all.path("choices")) {
+                scores.add(doubles(c.path("logprobs").path("token_logprobs")).stream().mapToDouble(d -> d).sum());
+            }
+            List<Integer> order = new ArrayList<>(List.of(0, 1, 2, 3));
+            order.sort((a, b) -> Double.compare(scores.get(b), scores.get(a)));
+            assertThat(best.path("choices").size()).isEqualTo(2);
+            for (int k = 0; k < 2; k++) {
+                JsonNode c = best.path("choices").get(k);
+                assertThat(c.path("index").asInt()).isEqualTo(k);
+                assertThat(c.path("text").asString()).as("seed %d, rank %d", seed, k)
+                        .isEqualTo(all.path("choices").get(order.get(k)).path("text").asString());
+            }
+            assertThat(best.path("usage")).isEqualTo(all.path("usage"));
+        }
     }
 
     private MockHttpServletResponse completion(String body) throws Exception {

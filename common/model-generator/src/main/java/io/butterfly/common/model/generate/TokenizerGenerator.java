@@ -42,12 +42,56 @@ public final class TokenizerGenerator {
     /**
      * The chat template a generated model ships in {@code tokenizer_config.json}: ChatML (Qwen's and many others'
      * format, without a default system message), each turn {@code <|im_start|>role\ncontent<|im_end|>\n}, then
-     * {@code <|im_start|>assistant\n} when a reply is wanted.
+     * {@code <|im_start|>assistant\n} when a reply is wanted. With tools it is Qwen2.5's (Hermes) tool format: the
+     * tools listed in the system turn, an assistant's calls as {@code <tool_call>} blocks (its content may be null),
+     * the tools' answers as {@code <tool_response>} blocks in a user turn; a conversation without tools renders as
+     * plain ChatML.
      */
-    public static final String CHAT_TEMPLATE = "{% for message in messages %}"
-            + "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-            + "{% endfor %}"
-            + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+    public static final String CHAT_TEMPLATE = """
+            {%- if tools %}
+                {{- '<|im_start|>system\n' }}
+                {%- if messages[0]['role'] == 'system' %}
+                    {{- messages[0]['content'] + '\n\n' }}
+                {%- endif %}
+                {{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided \
+            with function signatures within <tools></tools> XML tags:\n<tools>' }}
+                {%- for tool in tools %}
+                    {{- '\n' }}
+                    {{- tool | tojson }}
+                {%- endfor %}
+                {{- '\n</tools>\n\nFor each function call, return a json object with function name and arguments \
+            within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": \
+            <args-json-object>}\n</tool_call><|im_end|>\n' }}
+            {%- endif %}
+            {%- for message in messages %}
+                {%- if message.role == 'system' and loop.first and tools %}
+                {%- elif message.role == 'assistant' and message.tool_calls %}
+                    {{- '<|im_start|>assistant' }}
+                    {%- if message.content %}
+                        {{- '\n' + message.content }}
+                    {%- endif %}
+                    {%- for tool_call in message.tool_calls %}
+                        {{- '\n<tool_call>\n{"name": "' + tool_call.function.name + '", "arguments": ' }}
+                        {{- tool_call.function.arguments | tojson }}
+                        {{- '}\n</tool_call>' }}
+                    {%- endfor %}
+                    {{- '<|im_end|>\n' }}
+                {%- elif message.role == 'tool' %}
+                    {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}
+                        {{- '<|im_start|>user' }}
+                    {%- endif %}
+                    {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
+                    {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
+                        {{- '<|im_end|>\n' }}
+                    {%- endif %}
+                {%- else %}
+                    {{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}
+                {%- endif %}
+            {%- endfor %}
+            {%- if add_generation_prompt %}
+                {{- '<|im_start|>assistant\n' }}
+            {%- endif %}
+            """;
 
     private static final ObjectMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
 
