@@ -34,6 +34,8 @@ final class EnginePipelines implements AutoCloseable {
     private final List<Boolean> serving = new CopyOnWriteArrayList<>();
     /** Per pipeline: requests routed there (task id to when) that its engine has not published yet. */
     private final List<Map<String, Long>> unseen = new CopyOnWriteArrayList<>();
+    /** What checks every engine's steps, those made later included. */
+    private volatile EngineCore.StepAudit audit = EngineCore.StepAudit.NONE;
 
     /** @param newEngine the engine core of pipeline i */
     EnginePipelines(IntFunction<EngineCore> newEngine, PipelineRouter router) {
@@ -45,11 +47,19 @@ final class EnginePipelines implements AutoCloseable {
     /** The engine of pipeline {@code index}, made when first needed. */
     synchronized EngineCore engine(int index) {
         while (engines.size() <= index) {
-            engines.add(newEngine.apply(engines.size()));
+            EngineCore made = newEngine.apply(engines.size());
+            made.audit(audit);
+            engines.add(made);
             serving.add(false);
             unseen.add(new ConcurrentHashMap<>());
         }
         return engines.get(index);
+    }
+
+    /** Every pipeline's steps are checked by {@code audit} from now on (docs/verified-execution.md#audits). */
+    synchronized void audit(EngineCore.StepAudit audit) {
+        this.audit = audit;
+        engines.forEach(e -> e.audit(audit));
     }
 
     /** Pipelines known so far (engines made). */
