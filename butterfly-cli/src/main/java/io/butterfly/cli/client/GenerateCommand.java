@@ -142,11 +142,12 @@ public final class GenerateCommand implements Callable<Integer> {
             LogprobsTable.render(r).forEach(out::println);
         }
         JsonNode t = r.path("timings");
-        out.printf("%d prompt + %d generated tokens, finish_reason=%s, time to first token %.1f ms, decode %.1f tokens/s%n",
+        out.flush(); // the answer first; the figures about it are stats, on stderr
+        err.printf("%d prompt + %d generated tokens, finish_reason=%s, time to first token %.1f ms, decode %.1f tokens/s%n",
                 r.path("usage").path("prompt_tokens").asInt(), r.path("usage").path("completion_tokens").asInt(),
                 r.path("finish_reason").asString(), t.path("time_to_first_token_ms").asDouble(),
                 t.path("decode_tokens_per_second").asDouble());
-        out.flush();
+        err.flush();
         return compareWhole == null ? 0 : compareWhole(r);
     }
 

@@ -114,7 +114,8 @@ class GenerateCommandTest {
         assertThat(JsonMapper.builder().build().readTree(requestBody).path("prompt").asString()).isEqualTo("hi");
         assertThat(out.toString().lines().toList()).containsSubsequence("prompt:  hi", "answer:   hi there",
                 "tokens:  [42,7]");
-        assertThat(out.toString()).contains("2 prompt + 2 generated tokens, finish_reason=length");
+        assertThat(err.toString()).contains("2 prompt + 2 generated tokens, finish_reason=length");
+        assertThat(out.toString()).doesNotContain("generated tokens");
     }
 
     @Test
