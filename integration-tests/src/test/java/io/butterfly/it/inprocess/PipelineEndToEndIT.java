@@ -510,7 +510,7 @@ class PipelineEndToEndIT {
 
         @ParameterizedTest
         @CsvSource(delimiter = '|', textBlock = """
-                {"prompt": "hi", "n": 3, "stream": true}         | 400 | n
+                {"prompt": "hi", "n": 3, "best_of": 2}           | 400 | best_of
                 {"prompt": "hi", "max_token": 3}                 | 400 | max_token
                 {"prompt": "hi", "max_tokens": "3"}              | 400 | max_tokens
                 {"prompt": [[1, 2], [3, 4]], "stream": true}     | 400 | prompt
