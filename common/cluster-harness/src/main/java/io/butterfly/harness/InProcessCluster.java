@@ -336,23 +336,33 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
      */
     @Override
     public void close() {
-        services().forEach(n -> network.down(n.name));
-        List<Thread> closing = new ArrayList<>();
-        for (ServiceNode n : services()) {
-            closing.add(DaemonThreads.start("stop-" + n.name, n::stop));
-        }
-        long deadline = System.nanoTime() + CLOSE_TIMEOUT.toNanos();
-        for (Thread t : closing) {
-            try {
-                t.join(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+        try {
+            for (ServiceNode n : services()) {
+                try {
+                    network.down(n.name);
+                } catch (RuntimeException e) {
+                    log.warn("cutting {} off as the cluster closes", n.name, e);
+                }
             }
-            if (t.isAlive()) {
-                log.warn("{} still closing after {}: left to finish on its own", t.getName(), CLOSE_TIMEOUT);
+            List<Thread> closing = new ArrayList<>();
+            for (ServiceNode n : services()) {
+                closing.add(DaemonThreads.start("stop-" + n.name, n::stop));
             }
+            long deadline = System.nanoTime() + CLOSE_TIMEOUT.toNanos();
+            for (Thread t : closing) {
+                try {
+                    t.join(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                if (t.isAlive()) {
+                    log.warn("{} still closing after {}: left to finish on its own", t.getName(), CLOSE_TIMEOUT);
+                }
+            }
+            network.close();
+        } finally {
+            // whatever went wrong closing this one, the next test's cluster must be able to open
+            OPEN.compareAndSet(this, null);
         }
-        network.close();
-        OPEN.compareAndSet(this, null);
     }
 }
