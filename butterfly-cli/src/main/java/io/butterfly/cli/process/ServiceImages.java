@@ -2,9 +2,12 @@ package io.butterfly.cli.process;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -94,28 +97,42 @@ public final class ServiceImages {
         Path jar = executableJar(module);
         Path dir = dir(module);
         try {
-            String stamp = Files.size(jar) + " " + Files.getLastModifiedTime(jar).to(TimeUnit.SECONDS);
-            Path stampFile = dir.resolve("stamp");
-            if (!Files.isRegularFile(stampFile) || !Files.readString(stampFile).strip().equals(stamp)) {
-                Files.createDirectories(dir.getParent());
-                Path fresh = Files.createTempDirectory(dir.getParent(), dir.getFileName() + ".");
-                if (!run(List.of(java.java(), "-Djarmode=tools", "-jar", jar.toString(), "extract", "--destination",
-                        fresh.resolve("app").toString()))) {
-                    FileTrees.delete(fresh);
-                    throw new IllegalStateException("could not extract " + jar);
-                }
-                Files.writeString(fresh.resolve("stamp"), stamp + "\n");
-                FileTrees.delete(dir);
-                try {
-                    Files.move(fresh, dir, StandardCopyOption.ATOMIC_MOVE);
-                } catch (IOException anotherGotThereFirst) { // the same build's content
-                    FileTrees.delete(fresh);
+            Files.createDirectories(dir.getParent());
+            // Another JVM (a second test fork, another launcher) may check and extract the same image at once: one
+            // at a time, so none replaces an image the other's processes already run from. (A file lock is held per
+            // JVM, hence the monitor for this JVM's other instances.)
+            synchronized (ServiceImages.class) {
+                try (FileChannel lockFile = FileChannel.open(dir.getParent().resolve(dir.getFileName() + ".lock"),
+                        StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+                     FileLock ignored = lockFile.lock()) {
+                    extractUnlessCurrent(jar, dir);
                 }
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
         return dir.resolve("app").resolve(jar.getFileName());
+    }
+
+    private void extractUnlessCurrent(Path jar, Path dir) throws IOException {
+        String stamp = Files.size(jar) + " " + Files.getLastModifiedTime(jar).to(TimeUnit.SECONDS);
+        Path stampFile = dir.resolve("stamp");
+        if (Files.isRegularFile(stampFile) && Files.readString(stampFile).strip().equals(stamp)) {
+            return;
+        }
+        Path fresh = Files.createTempDirectory(dir.getParent(), dir.getFileName() + ".");
+        if (!run(List.of(java.java(), "-Djarmode=tools", "-jar", jar.toString(), "extract", "--destination",
+                fresh.resolve("app").toString()))) {
+            FileTrees.delete(fresh);
+            throw new IllegalStateException("could not extract " + jar);
+        }
+        Files.writeString(fresh.resolve("stamp"), stamp + "\n");
+        FileTrees.delete(dir);
+        try {
+            Files.move(fresh, dir, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException anotherGotThereFirst) { // the same build's content
+            FileTrees.delete(fresh);
+        }
     }
 
     /**
