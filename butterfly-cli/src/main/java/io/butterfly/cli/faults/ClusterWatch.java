@@ -67,33 +67,38 @@ public final class ClusterWatch implements AutoCloseable {
      * back, in the pipeline or a spare.
      */
     public static boolean ready(List<String> replicas, Set<String> workers) {
-        for (String base : replicas) {
-            JsonNode s = state(base);
-            if (s == null || !"READY".equals(s.path("system_state").asString())
-                    || !s.path("raft").path("leader_id").isString() || pausedByAFault(s.path("paused_tasks"))) {
-                return false;
-            }
-            java.util.Set<String> seen = new java.util.HashSet<>();
-            s.path("pipeline").forEach(n -> seen.add(n.asString()));
-            s.path("spares").forEach(n -> seen.add(n.asString()));
-            if (!seen.containsAll(workers)) {
-                return false;
-            }
-        }
-        return true;
+        return notReady(replicas, workers) == null;
     }
 
-    /**
-     * Whether a task waits to resume after a fault. A stream its client closed waits too (for the client to pick it
-     * up with {@code Last-Event-ID}) until its task times out: that is no fault of the cluster's.
-     */
-    private static boolean pausedByAFault(JsonNode paused) {
-        for (JsonNode t : paused) {
-            if (!t.path("reason").asString().contains("client closed")) {
-                return true;
+    /** What keeps the cluster from being {@link #ready READY} (the first thing found), or null when it is. */
+    public static String notReady(List<String> replicas, Set<String> workers) {
+        for (String base : replicas) {
+            JsonNode s = state(base);
+            if (s == null) {
+                return base + " does not answer";
+            }
+            if (!"READY".equals(s.path("system_state").asString())) {
+                return base + " is " + s.path("system_state").asString();
+            }
+            if (!s.path("raft").path("leader_id").isString()) {
+                return base + " knows no leader";
+            }
+            for (JsonNode t : s.path("paused_tasks")) {
+                // A stream its client closed waits too (for the client to pick it up with Last-Event-ID) until its
+                // task times out: that is no fault of the cluster's.
+                if (!t.path("reason").asString().contains("client closed")) {
+                    return base + ": task " + t.path("task_id").asString() + " of " + t.path("owner").asString()
+                            + " paused since " + t.path("paused_at").asString() + " (" + t.path("reason").asString() + ")";
+                }
+            }
+            java.util.Set<String> missing = new java.util.TreeSet<>(workers);
+            s.path("pipeline").forEach(n -> missing.remove(n.asString()));
+            s.path("spares").forEach(n -> missing.remove(n.asString()));
+            if (!missing.isEmpty()) {
+                return base + ": workers " + missing + " neither in the pipeline nor spares";
             }
         }
-        return false;
+        return null;
     }
 
     @Override

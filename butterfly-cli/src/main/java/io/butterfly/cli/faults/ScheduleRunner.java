@@ -68,15 +68,20 @@ public final class ScheduleRunner {
             }
             long lastEnd = System.nanoTime();
             long deadline = lastEnd + readyWithin.toNanos();
+            String waitedFor = null;
             while (System.nanoTime() < deadline) {
-                if (ClusterWatch.ready(replicas.get(), workers)) {
+                String why = ClusterWatch.notReady(replicas.get(), workers);
+                if (why == null) {
                     readyAfter = (System.nanoTime() - lastEnd) / 1_000_000;
                     break;
                 }
+                waitedFor = why;
                 Thread.sleep(100);
             }
             if (readyAfter < 0) {
-                out.accept("  NOT READY within " + readyWithin + " of the last fault");
+                out.accept("  NOT READY within " + readyWithin + " of the last fault: " + waitedFor);
+            } else if (waitedFor != null) {
+                out.accept("  READY after waiting for: " + waitedFor);
             }
         }
         long lost = lostTasks(history) + epochsBehind(history);
