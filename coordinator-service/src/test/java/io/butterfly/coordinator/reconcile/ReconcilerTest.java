@@ -474,6 +474,40 @@ class ReconcilerTest {
         assertThat(c.validated(1)).isEqualTo(WeightValidation.Status.INVALID);
     }
 
+    /**
+     * Issue 47: a model that failed validation never leaves the cluster stuck. INVALID is final for its epoch (the
+     * cluster stays short of READY: another validation of the same weights would say the same), and draining the worker the
+     * verdict names is the operator's way out: its stage is planned away to the spare in a new epoch, which is
+     * validated afresh, and the cluster is READY again without it.
+     */
+    @Test
+    void aStalledValidationIsMendedByDrainingTheWorkerItNames() {
+        Cluster c = new Cluster();
+        c.members.addAll(List.of(worker("w0", 0), worker("w1", 0), worker("w2", 0), worker("w3", 0)));
+        for (Action.Assign a : only(c.settle(), Action.Assign.class)) {
+            c.succeeded(a.key());
+            c.apply(new ClusterCommand.LoadCompleted(a.node().nodeId(), 1, "c", c.now));
+        }
+        assertThat(c.settle()).containsExactly(new Action.Validate(1));
+        String bad = c.state.pipeline().get(c.state.pipeline().size() - 1);
+        c.succeeded("validate/1");
+        c.apply(new ClusterCommand.WeightsValidated(new WeightValidation(1, WeightValidation.Status.INVALID, "x", null,
+                c.state.pipeline().stream().filter(n -> !n.equals(bad)).toList(), List.of(bad),
+                List.of(bad + ": layer-4 differs"), c.now), c.now));
+        c.now += 600_000;
+        assertThat(c.settle()).as("final for the epoch").isEmpty();
+        assertThat(c.state.system()).as("bootstrapping, never READY").isEqualTo(SystemState.BOOTSTRAPPING);
+        assertThat(c.state.spares()).as("the spare stands by").singleElement().isNotEqualTo(bad);
+
+        c.apply(new ClusterCommand.NodeDrainRequested(bad, c.now));
+        List<Action> due = c.settle();
+        assertThat(c.state.epoch()).isEqualTo(2);
+        assertThat(c.state.pipeline()).doesNotContain(bad).hasSize(3);
+        c.loadAndValidate(due);
+        assertThat(c.state.system()).isEqualTo(SystemState.READY);
+        assertThat(c.validated(2)).isEqualTo(WeightValidation.Status.VALID);
+    }
+
     @Test
     void aDrainedStageIsPlannedAwayAndTheNodeLeavesOnceTheNewPlanServes() {
         Cluster c = new Cluster();

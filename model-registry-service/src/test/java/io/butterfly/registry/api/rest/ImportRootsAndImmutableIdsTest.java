@@ -4,13 +4,24 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.get;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.butterfly.common.web.audit.AuditLog;
+
 import io.butterfly.registry.catalog.ModelCatalog;
 import io.butterfly.testsupport.ModelFixtures;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.webmvc.test.autoconfigure.AutoConfigureMockMvc;
@@ -28,7 +39,8 @@ import tools.jackson.databind.json.JsonMapper;
  * is there (before: its errors told existing directories from missing ones, and any path of the host was imported);
  * a model id is immutable once imported: another source under it is 409 naming it and changes nothing, so the
  * weights a cluster serves under the id stay the ones whose Merkle root it pinned (before: the re-import was 201,
- * and the next re-plan failed cross-validation and left the cluster DEGRADED).
+ * and the next re-plan failed cross-validation and left the cluster DEGRADED). Each import, refused or not, is an
+ * {@code admin_action} line of the audit log (issue 47 item 2) naming its target and outcome.
  */
 @SpringBootTest(properties = {"spring.grpc.server.port=0", "butterfly.tls.enabled=false"})
 @AutoConfigureMockMvc
@@ -61,6 +73,19 @@ class ImportRootsAndImmutableIdsTest {
     @Autowired
     ModelCatalog catalog;
 
+    private final ListAppender<ILoggingEvent> audit = new ListAppender<>();
+
+    @BeforeEach
+    void listen() {
+        audit.start();
+        ((Logger) LoggerFactory.getLogger(AuditLog.LOGGER)).addAppender(audit);
+    }
+
+    @AfterEach
+    void stop() {
+        ((Logger) LoggerFactory.getLogger(AuditLog.LOGGER)).detachAppender(audit);
+    }
+
     @Test
     void everyPathOutsideTheRootsGetsTheSameAnswerWhetherOrNotItExists() throws Exception {
         String[] outside = {WORK.resolve("outside/gpt2").toString(), WORK.resolve("outside/missing").toString(),
@@ -79,6 +104,9 @@ class ImportRootsAndImmutableIdsTest {
             assertThat(r.getContentAsString()).as("the same answer for %s", path).isEqualTo(first);
         }
         assertThat(catalog.list()).noneMatch(m -> m.modelId().startsWith("m-"));
+        assertThat(actions()).hasSize(outside.length).allSatisfy(a -> assertThat(a)
+                .containsEntry("action", "import").containsEntry("outcome", "refused").containsEntry("key_id", "none"));
+        assertThat(actions()).extracting(a -> a.get("target")).containsExactly(outside);
     }
 
     @Test
@@ -104,6 +132,17 @@ class ImportRootsAndImmutableIdsTest {
         MockHttpServletResponse same = importing(WORK.resolve("roots/llama").toString(), "pinned");
         assertThat(same.getStatus()).as("the same unchanged source again").isEqualTo(201);
         assertThat(JSON.readTree(same.getContentAsString()).path("merkle_root").asString()).isEqualTo(root);
+
+        assertThat(actions()).extracting(a -> a.get("target") + " " + a.get("outcome"))
+                .containsExactly("pinned imported", "pinned refused", "pinned imported");
+        assertThat(actions().get(0).get("detail")).contains(root);
+    }
+
+    /** The audit log's admin actions so far, each as its key-values. */
+    private List<Map<String, String>> actions() {
+        return audit.list.stream().map(e -> e.getKeyValuePairs().stream()
+                        .collect(Collectors.toMap(kv -> kv.key, kv -> String.valueOf(kv.value), (a, b) -> b)))
+                .filter(kv -> "admin_action".equals(kv.get("event"))).toList();
     }
 
     private MockHttpServletResponse importing(String path, String modelId) throws Exception {
