@@ -63,9 +63,10 @@ final class ByzantineBench {
                     "worker-0:--butterfly.worker.unsafe-fault-injection.flip-bit-fraction=" + fraction,
                     "worker-0:--butterfly.worker.unsafe-fault-injection.seed=" + trialSeed));
             try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
-                launcher.up(options, new PrintWriter(PrintWriter.nullWriter()));
-                String base = launcher.ports().coordinatorUrl();
-                awaitState(base, s -> s.path("spares").size() == 2);
+                String base = upWithWorker0Computing(options);
+                JsonNode roles = state(base);
+                String role = strings(roles.path("pipeline")).contains("worker-0") ? "serving"
+                        : strings(roles.path("spares")).indexOf("worker-0") == 0 ? "auditing" : "refereeing";
                 SplittableRandom prompts = new SplittableRandom(trialSeed);
                 List<String> bodies = new ArrayList<>();
                 List<List<Long>> served = new ArrayList<>();
@@ -97,8 +98,9 @@ final class ByzantineBench {
                     toDetection.add((long) bodies.size());
                 }
                 identical += allSame ? 1 : 0;
-                out.printf(Locale.ROOT, "trial %3d/%d: %s after %d request(s); %d/%d identical to the fault-free run%s%n",
-                        i, trials, evicted ? "worker-0 evicted (Byzantine)" : "NOT detected", bodies.size(), same,
+                out.printf(Locale.ROOT, "trial %3d/%d (worker-0 %s): %s after %d request(s); %d/%d identical to the"
+                                + " fault-free run%s%n", i, trials, role,
+                        evicted ? "worker-0 evicted (Byzantine)" : "NOT detected", bodies.size(), same,
                         served.size(), problem == null ? "" : " (" + problem + ")");
                 out.flush();
             } finally {
@@ -114,6 +116,27 @@ final class ByzantineBench {
         out.printf(Locale.ROOT, "detected=%d/%d%n", detected, trials);
         out.printf(Locale.ROOT, "identical=%d/%d%n", identical, trials);
         return detected == trials && identical == trials ? 0 : 1;
+    }
+
+    /**
+     * Starts the trial's cluster and waits for its two spares. The workers start together and the first to join
+     * serves; the first spare audits every step and the second, the referee, computes only disputed ones: a corrupting
+     * worker-0 in the referee's place is never disputed, so never caught (and never heard), and the cluster is started
+     * again until worker-0 serves or audits.
+     */
+    private String upWithWorker0Computing(UpOptions options) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            launcher.up(options, new PrintWriter(PrintWriter.nullWriter()));
+            String base = launcher.ports().coordinatorUrl();
+            awaitState(base, s -> s.path("spares").size() == 2);
+            List<String> spares = strings(state(base).path("spares"));
+            if (!spares.get(1).equals("worker-0") || attempt == 5) {
+                return base;
+            }
+            out.println("worker-0 drew the referee's place (it computes only disputed steps): starting the cluster again");
+            out.flush();
+            launcher.down();
+        }
     }
 
     /**
