@@ -55,6 +55,7 @@ final class ByzantineBench {
         SplittableRandom random = new SplittableRandom(seed);
         int detected = 0;
         int identical = 0;
+        List<Long> toDetection = new ArrayList<>();
         for (int i = 1; i <= trials; i++) {
             long trialSeed = random.nextLong();
             UpOptions options = options(1.0, true).withWorkerArgs(List.of(
@@ -62,9 +63,10 @@ final class ByzantineBench {
                     "worker-0:--butterfly.worker.unsafe-fault-injection.flip-bit-fraction=" + fraction,
                     "worker-0:--butterfly.worker.unsafe-fault-injection.seed=" + trialSeed));
             try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
-                launcher.up(options, new PrintWriter(PrintWriter.nullWriter()));
-                String base = launcher.ports().coordinatorUrl();
-                awaitState(base, s -> s.path("spares").size() == 2);
+                String base = upWithWorker0Computing(options);
+                JsonNode roles = state(base);
+                String role = strings(roles.path("pipeline")).contains("worker-0") ? "serving"
+                        : strings(roles.path("spares")).indexOf("worker-0") == 0 ? "auditing" : "refereeing";
                 SplittableRandom prompts = new SplittableRandom(trialSeed);
                 List<String> bodies = new ArrayList<>();
                 List<List<Long>> served = new ArrayList<>();
@@ -92,9 +94,13 @@ final class ByzantineBench {
                 }
                 boolean allSame = evicted && problem == null && same == served.size();
                 detected += evicted ? 1 : 0;
+                if (evicted) {
+                    toDetection.add((long) bodies.size());
+                }
                 identical += allSame ? 1 : 0;
-                out.printf(Locale.ROOT, "trial %3d/%d: %s after %d request(s); %d/%d identical to the fault-free run%s%n",
-                        i, trials, evicted ? "worker-0 evicted (Byzantine)" : "NOT detected", bodies.size(), same,
+                out.printf(Locale.ROOT, "trial %3d/%d (worker-0 %s): %s after %d request(s); %d/%d identical to the"
+                                + " fault-free run%s%n", i, trials, role,
+                        evicted ? "worker-0 evicted (Byzantine)" : "NOT detected", bodies.size(), same,
                         served.size(), problem == null ? "" : " (" + problem + ")");
                 out.flush();
             } finally {
@@ -102,21 +108,55 @@ final class ByzantineBench {
             }
         }
         out.println();
+        if (!toDetection.isEmpty()) {
+            out.printf(Locale.ROOT, "requests until eviction: min %d, p50 %d, max %d (each %d tokens)%n",
+                    Stats.percentile(toDetection, 0), Stats.percentile(toDetection, 50),
+                    Stats.percentile(toDetection, 100), tokens);
+        }
         out.printf(Locale.ROOT, "detected=%d/%d%n", detected, trials);
         out.printf(Locale.ROOT, "identical=%d/%d%n", identical, trials);
         return detected == trials && identical == trials ? 0 : 1;
     }
 
-    /** Tokens/s and time to first token with audits off, at 10 % beside the stream and at 100 % before sampling. */
+    /**
+     * Starts the trial's cluster and waits for its two spares. The workers start together and the first to join
+     * serves; the first spare audits every step and the second, the referee, computes only disputed ones: a corrupting
+     * worker-0 in the referee's place is never disputed, so never caught (and never heard), and the cluster is started
+     * again until worker-0 serves or audits.
+     */
+    private String upWithWorker0Computing(UpOptions options) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            launcher.up(options, new PrintWriter(PrintWriter.nullWriter()));
+            String base = launcher.ports().coordinatorUrl();
+            awaitState(base, s -> s.path("spares").size() == 2);
+            List<String> spares = strings(state(base).path("spares"));
+            if (!spares.get(1).equals("worker-0") || attempt == 5) {
+                return base;
+            }
+            out.println("worker-0 drew the referee's place (it computes only disputed steps): starting the cluster again");
+            out.flush();
+            launcher.down();
+        }
+    }
+
+    /**
+     * Tokens/s and time to first token with audits off, at 10 % beside the stream and at 100 % before sampling; and,
+     * from the serving stage's own counters, the share of its step time spent hashing (the phase envelope, which is
+     * never off: an audit compares those hashes). The last lines are the figures as {@code key=value}.
+     */
     int cost(int requests, long seed) throws Exception {
         out.printf(Locale.ROOT, "audit cost: one stage and two spares, no fault; %d sequential streamed requests of %d"
                 + " tokens per setting%n", requests, tokens);
         record Setting(String name, double fraction, boolean before) {
         }
+        record Figures(double tokensPerSecond, long ttftP50Ms, long ttftP99Ms, double hashSeconds,
+                       double computeSeconds) {
+        }
         List<Setting> settings = List.of(new Setting("audits off", 0, false),
                 new Setting("audits 10% beside the stream", 0.1, false),
                 new Setting("audits 100% before sampling", 1.0, true));
         List<String> lines = new ArrayList<>();
+        List<Figures> figures = new ArrayList<>();
         for (Setting setting : settings) {
             try (ExitGuard stop = ExitGuard.arm(launcher::down)) {
                 launcher.up(options(setting.fraction(), setting.before()), new PrintWriter(PrintWriter.nullWriter()));
@@ -124,6 +164,7 @@ final class ByzantineBench {
                 awaitState(base, s -> s.path("spares").size() == 2);
                 SplittableRandom prompts = new SplittableRandom(seed);
                 send(base, body(prompts, 0)); // warm-up, not counted
+                double[] before = stageSeconds(base);
                 List<Long> ttft = new ArrayList<>();
                 long generated = 0;
                 long began = System.nanoTime();
@@ -136,8 +177,13 @@ final class ByzantineBench {
                     generated += t.tokens();
                 }
                 double seconds = (System.nanoTime() - began) / 1e9;
-                String line = String.format(Locale.ROOT, "%-30s %8.2f tokens/s   TTFT p50 %d ms, p99 %d ms",
-                        setting.name(), generated / seconds, Stats.percentile(ttft, 50), Stats.percentile(ttft, 99));
+                double[] after = stageSeconds(base);
+                Figures f = new Figures(generated / seconds, Stats.percentile(ttft, 50), Stats.percentile(ttft, 99),
+                        after[0] - before[0], after[1] - before[1]);
+                figures.add(f);
+                String line = String.format(Locale.ROOT, "%-30s %8.2f tokens/s   TTFT p50 %d ms, p99 %d ms   hashing"
+                                + " %.2f %% of the serving stage's compute", setting.name(), f.tokensPerSecond(),
+                        f.ttftP50Ms(), f.ttftP99Ms(), 100 * share(f.hashSeconds(), f.computeSeconds()));
                 out.println(line);
                 out.flush();
                 lines.add(line);
@@ -147,7 +193,31 @@ final class ByzantineBench {
         }
         out.println();
         lines.forEach(out::println);
+        Figures off = figures.get(0);
+        out.printf(Locale.ROOT, "hash_share=%.4f%n", share(off.hashSeconds(), off.computeSeconds()));
+        out.printf(Locale.ROOT, "audit10_ratio=%.2f%n", figures.get(1).tokensPerSecond() / off.tokensPerSecond());
+        out.printf(Locale.ROOT, "audit100_ratio=%.2f%n", figures.get(2).tokensPerSecond() / off.tokensPerSecond());
+        out.printf(Locale.ROOT, "audit100_ttft_ratio=%.2f%n",
+                (double) figures.get(2).ttftP50Ms() / Math.max(1, off.ttftP50Ms()));
         return 0;
+    }
+
+    private static double share(double part, double whole) {
+        return whole > 0 ? part / whole : 0;
+    }
+
+    /** The serving stages' hashing and compute seconds so far, summed ({@code /api/v1/worker/metrics}). */
+    private double[] stageSeconds(String base) throws IOException {
+        double hash = 0;
+        double compute = 0;
+        for (String id : strings(state(base).path("pipeline"))) {
+            int worker = Integer.parseInt(id.substring(id.lastIndexOf('-') + 1));
+            JsonNode m = JSON.readTree(PlainHttp.get("http://127.0.0.1:" + launcher.ports().workerHttp(worker)
+                    + "/api/v1/worker/metrics", Duration.ofSeconds(10)).body());
+            hash += m.path("hash_seconds_total").asDouble();
+            compute += m.path("compute_seconds_total").asDouble();
+        }
+        return new double[] {hash, compute};
     }
 
     private UpOptions options(double fraction, boolean beforeSampling) {

@@ -49,11 +49,13 @@ public record WorkerStatus(String nodeId, String state, boolean joined,
      *
      * @param replayedTokensAnswered tokens of replayed steps answered from what it sent the first time
      * @param prefixCache            what its prefix cache holds and did
+     * @param hashSecondsTotal       time spent hashing steps' inputs and outputs (the phase envelope,
+     *                               docs/verified-execution.md), beside {@code computeSecondsTotal}
      */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     public record Metrics(long stepsExecuted, double computeSecondsTotal, double meanStepMs, int cachedSequences,
                           long kvCacheBytes, long kvCacheBudgetBytes, long replayedTokensAnswered,
-                          PrefixCache prefixCache) {
+                          PrefixCache prefixCache, double hashSecondsTotal) {
     }
 
     /**

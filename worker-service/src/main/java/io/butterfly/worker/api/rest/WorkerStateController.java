@@ -71,7 +71,8 @@ public class WorkerStateController {
                 steps == 0 ? 0.0 : stage.computeNanosTotal() / 1e6 / steps,
                 executor == null ? 0 : executor.cachedSequences(), executor == null ? 0 : executor.cachedBytes(),
                 partitions.settings().executor().kvCacheBytes(), executor == null ? 0 : executor.answeredTokens(),
-                prefixCache(executor == null ? PrefixCacheStats.OFF : executor.prefixCacheStats()));
+                prefixCache(executor == null ? PrefixCacheStats.OFF : executor.prefixCacheStats()),
+                stage.hashNanosTotal() / 1e9);
     }
 
     static WorkerStatus.PrefixCache prefixCache(PrefixCacheStats s) {

@@ -71,6 +71,7 @@ class WorkerRestJsonTest {
         when(coordinator.heartbeatAcks()).thenReturn(acks);
         when(stage.stepsExecuted()).thenReturn(40L);
         when(stage.computeNanosTotal()).thenReturn(1_700_000_000L);
+        when(stage.hashNanosTotal()).thenReturn(8_500_000L);
     }
 
     /** No assignment, no engine, the join refused. */
