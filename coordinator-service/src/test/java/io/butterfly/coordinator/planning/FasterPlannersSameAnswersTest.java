@@ -28,15 +28,16 @@ class FasterPlannersSameAnswersTest {
         ReferenceOptimalPlanner before = new ReferenceOptimalPlanner();
         int planned = 0;
         int refused = 0;
-        for (int trial = 0; trial < 3_000; trial++) {
-            Pool in = Pool.random(random, 1 + random.nextInt(8), 1 + random.nextInt(random.nextBoolean() ? 12 : 128));
+        for (int trial = 0; trial < 1_000; trial++) {
+            Pool in = Pool.random(random, 1 + random.nextInt(8), 1 + random.nextInt(random.nextBoolean() ? 12 : 64));
             String label = "trial " + trial + ": " + in;
             Object expected = outcome(() -> before.plan(in.model(), in.workers()));
             assertEquals(expected, outcome(() -> faster.plan(in.model(), in.workers())), label);
             planned += expected instanceof PartitionPlan ? 1 : 0;
             refused += expected instanceof String ? 1 : 0;
         }
-        assertTrue(planned > 1_000 && refused > 300, "the generator must give plans and refusals: " + planned + " planned, "
+        System.out.printf("single pipelines: %d planned, %d refused%n", planned, refused);
+        assertTrue(planned > 400 && refused > 100, "the generator must give plans and refusals: " + planned + " planned, "
                 + refused + " refused");
     }
 
@@ -49,10 +50,10 @@ class FasterPlannersSameAnswersTest {
                     kind == PlannerKind.OPTIMAL ? new ReferenceOptimalPlanner() : kind.create());
             int planned = 0;
             int several = 0;
-            for (int trial = 0; trial < 300; trial++) {
-                // Most pools at most 24 workers (the local search runs), the others up to 120 (it does not).
-                int n = trial % 4 == 0 ? 25 + random.nextInt(96) : 2 + random.nextInt(23);
-                Pool in = Pool.random(random, n, 1 + random.nextInt(random.nextBoolean() ? 16 : 128));
+            for (int trial = 0; trial < 60; trial++) {
+                // Most pools small enough for the local search to run, the others from 25 to 45 workers (it does not).
+                int n = trial % 4 == 0 ? 25 + random.nextInt(21) : 2 + random.nextInt(11);
+                Pool in = Pool.random(random, n, 1 + random.nextInt(random.nextBoolean() ? 12 : 32));
                 int spares = random.nextInt(3);
                 int wanted = random.nextInt(4) == 0 ? 1 + random.nextInt(4) : 0;
                 String label = kind + " trial " + trial + " spares " + spares + " pipelines " + wanted + ": " + in;
@@ -63,7 +64,8 @@ class FasterPlannersSameAnswersTest {
                     several += p.pipelines().size() > 1 ? 1 : 0;
                 }
             }
-            assertTrue(planned > 150 && several > 75, kind + ": the generator must give plans of several pipelines: "
+            System.out.printf("%s: %d of 60 planned, %d of them several pipelines%n", kind, planned, several);
+            assertTrue(planned > 30 && several > 18, kind + ": the generator must give plans of several pipelines: "
                     + planned + " planned, " + several + " of several");
         }
     }
