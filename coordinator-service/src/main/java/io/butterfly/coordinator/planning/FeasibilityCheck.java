@@ -43,6 +43,24 @@ public final class FeasibilityCheck {
                 "the model needs %s, the %d workers have %s", ByteSize.human(required), workers.size(), ByteSize.human(available)));
     }
 
+    /** Whether {@link #check} finds the workers feasible, without writing its reasons (the planners ask often). */
+    public static boolean feasible(ModelFootprint model, List<WorkerCapacity> workers) {
+        if (workers.isEmpty()) {
+            throw new IllegalArgumentException("at least one worker is needed");
+        }
+        long available = 0;
+        long largest = 0;
+        for (WorkerCapacity w : workers) {
+            if (w.memoryBytes() == 0) {
+                return true;
+            }
+            available += w.memoryBytes();
+            largest = Math.max(largest, w.memoryBytes());
+        }
+        return model.weightless()
+                || (model.totalBytes(1) <= available && smallestFirstOrLastStage(model) <= largest);
+    }
+
     /** The first stage holds layer 0 and the embedding, the last one layer L-1 and the head: one of them is at least this. */
     private static long smallestFirstOrLastStage(ModelFootprint m) {
         int last = m.numLayers();

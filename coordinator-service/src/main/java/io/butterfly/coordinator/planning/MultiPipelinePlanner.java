@@ -108,14 +108,18 @@ public final class MultiPipelinePlanner {
             List<Integer> byMemory = new ArrayList<>(indexes());
             byMemory.sort(Comparator.<Integer>comparingLong(i -> -memory(i))
                     .thenComparing(i -> -workers.get(i).gflops()).thenComparing(i -> workers.get(i).nodeId()));
-            List<Integer> slowest = new ArrayList<>(indexes());
-            slowest.sort(Comparator.<Integer>comparingDouble(i -> workers.get(i).gflops())
-                    .thenComparing(i -> -memory(i)).thenComparing(i -> workers.get(i).nodeId()));
-            List<Integer> smallest = new ArrayList<>(byMemory);
-            java.util.Collections.reverse(smallest);
             List<Runnable> ways = List.of(
-                    () -> packWithout(byMemory, slowest.subList(0, spares)),
-                    () -> packWithout(byMemory, smallest.subList(0, spares)),
+                    () -> {
+                        List<Integer> slowest = new ArrayList<>(indexes());
+                        slowest.sort(Comparator.<Integer>comparingDouble(i -> workers.get(i).gflops())
+                                .thenComparing(i -> -memory(i)).thenComparing(i -> workers.get(i).nodeId()));
+                        packWithout(byMemory, slowest.subList(0, spares));
+                    },
+                    () -> {
+                        List<Integer> smallest = new ArrayList<>(byMemory);
+                        java.util.Collections.reverse(smallest);
+                        packWithout(byMemory, smallest.subList(0, spares));
+                    },
                     () -> {
                         packFrom(byMemory, true);
                         freeUp();
@@ -295,11 +299,11 @@ public final class MultiPipelinePlanner {
                 }
                 int best = SPARE;
                 double bestGain = 1e-12;
+                List<List<Integer>> byGroup = byGroup();
                 for (int g = 0; g < groups; g++) {
-                    Planned before = plan(members(g));
-                    label[i] = g;
-                    Planned after = plan(members(g));
-                    label[i] = SPARE;
+                    List<Integer> members = byGroup.get(g);
+                    Planned before = plan(members);
+                    Planned after = plan(with(members, i));
                     if (after != null && after.rate - before.rate > bestGain * before.rate) {
                         bestGain = (after.rate - before.rate) / before.rate;
                         best = g;
@@ -399,8 +403,8 @@ public final class MultiPipelinePlanner {
 
         double total() {
             double sum = 0;
-            for (int g = 0; g < groups; g++) {
-                sum += plan(members(g)).rate;
+            for (List<Integer> members : byGroup()) {
+                sum += plan(members).rate;
             }
             return sum;
         }
@@ -417,9 +421,10 @@ public final class MultiPipelinePlanner {
         }
 
         int weakest() {
+            List<List<Integer>> byGroup = byGroup();
             int worst = 0;
             for (int g = 1; g < groups; g++) {
-                if (plan(members(g)).rate < plan(members(worst)).rate) {
+                if (plan(byGroup.get(g)).rate < plan(byGroup.get(worst)).rate) {
                     worst = g;
                 }
             }
@@ -446,6 +451,33 @@ public final class MultiPipelinePlanner {
             return m;
         }
 
+        /** Every pipeline's members (as {@link #members}), in one pass over the pool. */
+        List<List<Integer>> byGroup() {
+            List<List<Integer>> all = new ArrayList<>(groups);
+            for (int g = 0; g < groups; g++) {
+                all.add(new ArrayList<>());
+            }
+            for (int i = 0; i < label.length; i++) {
+                if (label[i] != SPARE && label[i] < groups) {
+                    all.get(label[i]).add(i);
+                }
+            }
+            return all;
+        }
+
+        /** {@code members} with worker {@code i} added in input order. */
+        static List<Integer> with(List<Integer> members, int i) {
+            List<Integer> out = new ArrayList<>(members.size() + 1);
+            int at = 0;
+            while (at < members.size() && members.get(at) < i) {
+                at++;
+            }
+            out.addAll(members.subList(0, at));
+            out.add(i);
+            out.addAll(members.subList(at, members.size()));
+            return out;
+        }
+
         List<Integer> indexes() {
             List<Integer> all = new ArrayList<>(workers.size());
             for (int i = 0; i < workers.size(); i++) {
@@ -468,7 +500,7 @@ public final class MultiPipelinePlanner {
 
         private Planned planNow(List<Integer> members) {
             List<WorkerCapacity> group = members.stream().map(workers::get).toList();
-            if (!FeasibilityCheck.check(model, group).feasible()) {
+            if (!FeasibilityCheck.feasible(model, group)) {
                 return null;
             }
             try {
@@ -483,8 +515,8 @@ public final class MultiPipelinePlanner {
             compact();
             List<PartitionPlan> plans = new ArrayList<>();
             double sum = 0;
-            for (int g = 0; g < groups; g++) {
-                Planned p = plan(members(g));
+            for (List<Integer> members : byGroup()) {
+                Planned p = plan(members);
                 plans.add(p.plan);
                 sum += p.rate;
             }

@@ -33,14 +33,15 @@ public final class OptimalPlanner implements PartitionPlanner {
     @Override
     public PartitionPlan plan(ModelFootprint model, List<WorkerCapacity> workers) {
         PartitionPlanner.requireValid(model, workers);
-        FeasibilityReport feasibility = FeasibilityCheck.check(model, workers);
-        if (!feasibility.feasible()) {
+        if (!FeasibilityCheck.feasible(model, workers)) {
+            FeasibilityReport feasibility = FeasibilityCheck.check(model, workers);
             throw new InfeasiblePlanException(feasibility.reason(), feasibility.requiredBytes(),
                     feasibility.availableBytes());
         }
         int n = workers.size();
         int layers = model.numLayers();
         StageWork work = StageWork.of(model);
+        StageMemory memory = StageMemory.of(model);
         double[][] best = new double[n + 1][layers + 1];
         int[][] from = new int[n + 1][layers + 1];
         for (double[] row : best) {
@@ -49,18 +50,30 @@ public final class OptimalPlanner implements PartitionPlanner {
         best[0][0] = 0;
         for (int i = 1; i <= n; i++) {
             WorkerCapacity w = workers.get(i - 1);
-            for (int end = 0; end <= layers; end++) {
-                best[i][end] = best[i - 1][end];
+            double[] previous = best[i - 1];
+            // The last layer count the workers before this one can hold: a start beyond it is infinite, skipped.
+            int reach = layers;
+            while (reach > 0 && previous[reach] == Double.POSITIVE_INFINITY) {
+                reach--;
+            }
+            // The last worker's row matters only where every layer is placed (the plan is read back from there).
+            for (int end = i == n ? layers : 0; end <= layers; end++) {
+                best[i][end] = previous[end];
                 from[i][end] = SKIPPED;
-                for (int start = end - 1; start >= 0; start--) {
-                    if (best[i - 1][start] == Double.POSITIVE_INFINITY) {
-                        continue;
-                    }
-                    if (!PartitionPlanner.fits(model, w.memoryBytes(), start, end)) {
+                for (int start = Math.min(end - 1, reach); start >= 0; start--) {
+                    if (!memory.fits(w.memoryBytes(), start, end)) {
                         // The stage only grows as start moves down; memory per layer is never negative.
                         break;
                     }
-                    double time = Math.max(best[i - 1][start], work.stageTime(w, start, end));
+                    double stage = work.stageTime(w, start, end);
+                    if (stage >= best[i][end]) {
+                        // Its time only grows as start moves down too: no smaller start can beat the best so far.
+                        break;
+                    }
+                    if (previous[start] == Double.POSITIVE_INFINITY) {
+                        continue;
+                    }
+                    double time = Math.max(previous[start], stage);
                     if (time < best[i][end]) {
                         best[i][end] = time;
                         from[i][end] = start;

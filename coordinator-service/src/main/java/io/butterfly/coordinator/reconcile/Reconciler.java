@@ -205,6 +205,7 @@ public final class Reconciler {
         }
         List<String> lost = s.lostStages();
         if (lost.isEmpty()) {
+            grow(s, o, model, out);
             return;
         }
         String why = String.join(", ", lost.stream()
@@ -273,6 +274,44 @@ public final class Reconciler {
             throw refused != null ? refused : new InfeasiblePlanException("no pipeline is planned to re-plan", 0, 0);
         }
         return new Replanned(stages, holders(stages), String.join("; ", notes));
+    }
+
+    /**
+     * Joined workers form a pipeline more once the spares hold one beyond the configured spares, when the count is the
+     * planner's (pipelines = 0) or below the configured one (a pipeline was dropped). Only while READY, so that one
+     * epoch change settles before the next. The serving pipelines keep their stages and workers: the new epoch adds
+     * the new pipelines after them, planned over the spares alone as the first plan plans the pool.
+     */
+    private void grow(ClusterState s, Observations o, ModelFootprint model, List<Action> out) {
+        int current = s.pipelines().size();
+        if (!settings.multiple() || s.system() != SystemState.READY
+                || (settings.pipelines() > 0 && current >= settings.pipelines())) {
+            return;
+        }
+        List<String> spares = s.spares().stream().filter(id -> !s.nodes().get(id).lost()).sorted().toList();
+        if (spares.size() <= settings.spares()) {
+            return;
+        }
+        List<WorkerCapacity> pool = capacities(s, spares);
+        if (!FeasibilityCheck.feasible(model, pool)) {
+            return; // the usual case while the pool grows: not enough for a pipeline yet, asked without planning
+        }
+        PipelinesPlan added;
+        try {
+            added = new MultiPipelinePlanner(planner).plan(model, pool, settings.spares(),
+                    settings.pipelines() == 0 ? 0 : settings.pipelines() - current);
+        } catch (InfeasiblePlanException e) {
+            return; // not yet: the spares stay spares (no verdict, the cluster serves as it is)
+        }
+        List<StageAssignment> stages = new ArrayList<>(s.stages());
+        added.pipelines().forEach(p -> stages.addAll(p.stages()));
+        String which = added.pipelines().size() == 1 ? "pipeline " + current
+                : "pipelines " + current + "-" + (current + added.pipelines().size() - 1);
+        assign(s, o, FeasibilityCheck.check(model, capacities(s, stages.stream().map(StageAssignment::nodeId)
+                        .toList())), stages,
+                which + " added over " + String.join(", ", added.pipelines().stream()
+                        .flatMap(p -> p.pipeline().stream()).toList()) + " (" + added.spares().size() + " spare"
+                        + (added.spares().size() == 1 ? "" : "s") + " left)", out);
     }
 
     private static List<String> holders(List<StageAssignment> stages) {

@@ -324,6 +324,72 @@ class ReconcilerTest {
     }
 
     @Test
+    void joiningWorkersAddAPipelineOnceTheSparesHoldOneAndTheServingPipelineKeepsItsStages() {
+        Cluster c = pipelines(0, 1, 4); // the planner chooses the count, one spare kept
+        c.readyWith(4_000, "w0", "w1", "w2", "w3"); // a worker holds half the model: two to a pipeline
+        List<List<StageAssignment>> before = c.state.pipelines();
+        assertThat(before).hasSize(1);
+        assertThat(c.state.spares()).hasSize(1);
+
+        c.members.add(worker("w4", 4_000)); // two spares: one kept, one alone cannot hold the model
+        c.loadAndValidate(c.settle());
+        assertThat(c.state.epoch()).isEqualTo(1);
+        assertThat(c.state.spares()).hasSize(2);
+
+        c.members.add(worker("w5", 4_000)); // three spares: a pipeline of two, one kept
+        List<Action> due = c.settle();
+        assertThat(c.state.epoch()).isEqualTo(2);
+        List<List<StageAssignment>> after = c.state.pipelines();
+        assertThat(after).hasSize(2);
+        assertThat(after.get(0)).isEqualTo(before.get(0));
+        assertThat(nodes(after.get(1))).hasSize(2).doesNotContainAnyElementsOf(nodes(before.get(0)));
+        assertThat(c.state.spares()).hasSize(1);
+        assertThat(c.state.plan(2).orElseThrow().reason()).startsWith("pipeline 1 added over ").endsWith("(1 spare left)");
+        // The serving pipeline's workers hold on into epoch 2 with their caches; the new pipeline loads.
+        for (Action a : due) {
+            if (a instanceof Action.Assign assign) {
+                boolean serving = nodes(before.get(0)).contains(assign.node().nodeId());
+                assertThat(assign.assignment().keptSinceEpoch()).isEqualTo(serving ? 1 : 2);
+            }
+        }
+        c.loadAndValidate(due);
+        assertThat(c.state.system()).isEqualTo(SystemState.READY);
+        assertThat(c.state.pipelines()).hasSize(2).allMatch(c.state::pipelineServes);
+
+        c.members.add(worker("w6", 4_000)); // two spares again: nothing more to add
+        c.loadAndValidate(c.settle());
+        assertThat(c.state.epoch()).isEqualTo(2);
+    }
+
+    @Test
+    void aDroppedPipelineOfAConfiguredCountIsFormedAgainWhenAWorkerJoinsAndNoMoreThanTheCount() {
+        Cluster c = pipelines(2, 0, 4);
+        c.readyWith(4_000, "w0", "w1", "w2", "w3"); // two workers to a pipeline, no spare
+        List<StageAssignment> kept = c.state.pipelines().get(0);
+        String lost = c.state.pipelines().get(1).get(0).nodeId();
+        String survivor = c.state.pipelines().get(1).get(1).nodeId();
+        c.apply(new ClusterCommand.NodeSuspected(lost, c.now, 9, "closed", c.now));
+        c.apply(new ClusterCommand.NodeFailed(lost, c.now, 9, "closed", c.now));
+        c.loadAndValidate(c.settle());
+        assertThat(c.state.pipelines()).containsExactly(kept); // dropped: no spare to mend it
+        assertThat(c.state.spares()).containsExactly(survivor);
+
+        c.members.add(worker("w4", 4_000));
+        c.loadAndValidate(c.settle());
+        assertThat(c.state.epoch()).isEqualTo(3);
+        assertThat(c.state.system()).isEqualTo(SystemState.READY);
+        assertThat(c.state.pipelines()).hasSize(2);
+        assertThat(c.state.pipelines().get(0)).isEqualTo(kept);
+        assertThat(nodes(c.state.pipelines().get(1))).containsExactlyInAnyOrder(survivor, "w4");
+
+        c.members.add(worker("w5", 4_000));
+        c.members.add(worker("w6", 4_000));
+        c.loadAndValidate(c.settle());
+        assertThat(c.state.epoch()).isEqualTo(3); // two configured: the joiners stay spares
+        assertThat(c.state.spares()).containsExactly("w5", "w6");
+    }
+
+    @Test
     void aPipelineCountThePoolCannotHoldIsRecordedInfeasibleAndNothingIsPlanned() {
         Cluster c = pipelines(3, 0, 4);
         for (String w : List.of("w0", "w1", "w2", "w3")) {

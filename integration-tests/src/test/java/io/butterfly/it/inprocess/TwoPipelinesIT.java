@@ -122,6 +122,77 @@ class TwoPipelinesIT {
         }
     }
 
+    /**
+     * The planner's count (pipelines = 0): two workers that each hold the model serve as two pipelines; a third joins
+     * while a stream runs on them and becomes a third pipeline in a new epoch, the two serving pipelines keeping their
+     * workers and stages (they hold on, caches kept) and the stream finishing with the tokens of an undisturbed run.
+     */
+    @Test
+    void aJoiningWorkerAddsAPipelineWhileTheOthersKeepServing() throws Exception {
+        Path model = work.resolve("tiny-llama");
+        ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
+        ExecutorService clients = Executors.newFixedThreadPool(1);
+        try (InProcessCluster cluster = new InProcessCluster(work)) {
+            cluster.startDiscovery();
+            cluster.startRegistry(model);
+            for (int i = 0; i < 2; i++) {
+                cluster.startWorker(i, cluster.sharedStoreOption());
+            }
+            cluster.startCoordinator("tiny-llama", 2, "--butterfly.coordinator.engine.recovery-timeout=5m",
+                    "--butterfly.coordinator.planning.pipelines=0");
+            JsonNode ready = cluster.awaitState(s -> ready(s) && s.path("pipelines").size() == 2,
+                    Duration.ofMinutes(8));
+            List<List<String>> serving = List.of(strings(ready.path("pipelines").get(0).path("stages")),
+                    strings(ready.path("pipelines").get(1).path("stages")));
+            long epoch = ready.path("epoch").asLong();
+
+            String body = "{\"token_ids\": [5, 17, 301, 42, 9, 77], \"max_tokens\": " + TOKENS
+                    + ", \"ignore_eos\": true, \"temperature\": 0}";
+            ClusterApi.Reply undisturbed = cluster.post("/api/v1/inference", body);
+            assertThat(undisturbed.status()).as(undisturbed.body()).isEqualTo(200);
+            List<Long> expected = ResumeIT.longs(undisturbed.json().path("token_ids"));
+            // Streams one after the other until the new pipeline serves: those under way at the epoch change too.
+            java.util.concurrent.atomic.AtomicBoolean grownSeen = new java.util.concurrent.atomic.AtomicBoolean();
+            CountDownLatch underWay = new CountDownLatch(1);
+            Future<Integer> streams = clients.submit(() -> {
+                int runs = 0;
+                boolean last = false;
+                while (!last) {
+                    last = grownSeen.get();
+                    List<Integer> seen = new ArrayList<>();
+                    List<Long> tokens = stream(cluster, body, seen, underWay);
+                    assertThat(tokens).as("stream %d: the tokens of a run without the join", runs).isEqualTo(expected);
+                    assertThat(seen).as("stream %d: each token once, in order", runs)
+                            .containsExactlyElementsOf(IntStream.range(0, TOKENS).boxed().toList());
+                    runs++;
+                }
+                return runs;
+            });
+            assertThat(underWay.await(2, TimeUnit.MINUTES)).as("a stream under way").isTrue();
+
+            cluster.startWorker(2, cluster.sharedStoreOption());
+            JsonNode grown = cluster.awaitState(s -> ready(s) && s.path("pipelines").size() == 3,
+                    Duration.ofMinutes(5));
+            assertThat(grown.path("epoch").asLong()).isEqualTo(epoch + 1);
+            assertThat(strings(grown.path("pipelines").get(0).path("stages"))).isEqualTo(serving.get(0));
+            assertThat(strings(grown.path("pipelines").get(1).path("stages"))).isEqualTo(serving.get(1));
+            assertThat(strings(grown.path("pipelines").get(2).path("stages"))).containsExactly("worker-2");
+            assertThat(grown.path("pipelines").get(2).path("serving").asBoolean()).isTrue();
+            assertThat(plan(grown, epoch + 1).path("reason").asString()).isEqualTo("pipeline 2 added over worker-2"
+                    + " (0 spares left)");
+            for (List<String> kept : serving) {
+                WorkerStatus w = cluster.getFrom(kept.get(0), "/api/v1/worker/state").as(WorkerStatus.class);
+                assertThat(w.epoch()).as(kept.get(0)).isEqualTo(epoch + 1);
+                assertThat(w.partition().loadedInEpoch()).as(kept.get(0) + " held on").isEqualTo(epoch);
+            }
+
+            grownSeen.set(true);
+            assertThat(streams.get(5, TimeUnit.MINUTES)).as("streams run across the join").isGreaterThanOrEqualTo(2);
+        } finally {
+            clients.shutdownNow();
+        }
+    }
+
     /** A streamed generation, resumed across the failure; its token indices into {@code seen}, its answer's tokens out. */
     private static List<Long> stream(InProcessCluster cluster, String body, List<Integer> seen, CountDownLatch underWay)
             throws Exception {
