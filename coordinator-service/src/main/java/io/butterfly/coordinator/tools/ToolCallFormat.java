@@ -92,7 +92,8 @@ public enum ToolCallFormat {
         if (calls == null || calls.isEmpty()) {
             return new Parsed(reply, List.of());
         }
-        String before = this == LLAMA ? "" : reply.substring(0, reply.indexOf(marker)).strip();
+        // the text as a stream sends it: all of it but the blanks that lead up to the calls
+        String before = this == LLAMA ? "" : reply.substring(0, reply.indexOf(marker)).stripTrailing();
         return new Parsed(before.isEmpty() ? null : before, calls);
     }
 

@@ -6,6 +6,7 @@ import io.butterfly.common.api.WorkerStatus;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.ModelConfig;
 import io.butterfly.common.model.generate.ModelGenerator;
+import io.butterfly.coordinator.inference.sampling.ChoiceSeeds;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.harness.ClusterApi;
 import io.butterfly.harness.InProcessCluster;
@@ -26,7 +27,8 @@ import tools.jackson.databind.JsonNode;
  * Automatic prefix caching through the cluster: a prompt that starts with the blocks an earlier prompt left on every
  * stage is answered with the tokens and log-probabilities of a single process that never saw the earlier prompt (a
  * miss), bit for bit, greedy and sampled, on one worker and on three; every stage restored the shared blocks, and
- * the coordinator's system/state shows what each stage holds.
+ * the coordinator's system/state shows what each stage holds. The {@code n} choices of one request share their prompt:
+ * every stage computes it once and restores its full blocks for the other choices, whose tokens are unchanged.
  */
 class PrefixCacheIT {
 
@@ -67,6 +69,30 @@ class PrefixCacheIT {
             }
             cluster.awaitState(s -> pipeline.stream().allMatch(w -> s.path("prefix_caches").path(w)
                     .path("hit_tokens").asLong() >= 64), Duration.ofMinutes(1));
+
+            // n choices of one request: the prompt is computed once, the other choices find its blocks on every stage,
+            // and each choice is what a single process without a cache samples with that choice's seed
+            long[] prompt = random.longs(45, 3, 300).toArray();
+            List<Long> hitsBefore = hitTokens(cluster, pipeline);
+            ClusterApi.Reply choices = cluster.post("/v1/completions", """
+                    {"prompt": [%s], "max_tokens": 8, "temperature": 1.0, "seed": 99, "logprobs": 3, "n": 3}
+                    """.formatted(Arrays.stream(prompt).mapToObj(Long::toString).collect(Collectors.joining(","))));
+            assertThat(choices.status()).as(choices.body()).isEqualTo(200);
+            assertThat(choices.json().path("usage").path("prompt_tokens").asInt()).isEqualTo(prompt.length);
+            for (int i = 0; i < 3; i++) {
+                JsonNode choice = choices.json().path("choices").get(i);
+                SingleProcessReference.Generation alone = SingleProcessReference.generate(model, prompt, 8,
+                        new SamplingParams(1.0, 1.0, ChoiceSeeds.of(99, i), 3));
+                List<Double> logprobs = new ArrayList<>();
+                choice.path("logprobs").path("token_logprobs").forEach(n -> logprobs.add(n.asDouble()));
+                assertThat(logprobs).as("choice %d", i).isEqualTo(alone.logprobs());
+            }
+            List<Long> hitsAfter = hitTokens(cluster, pipeline);
+            int sharedTokens = (prompt.length - 1) / 16 * 16; // full blocks, the last token always computed
+            for (int w = 0; w < pipeline.size(); w++) {
+                assertThat(hitsAfter.get(w) - hitsBefore.get(w)).as("%s: choices 1 and 2 restored the prompt's blocks",
+                        pipeline.get(w)).isEqualTo(2L * sharedTokens);
+            }
         }
     }
 
@@ -76,6 +102,16 @@ class PrefixCacheIT {
                 """.formatted(Arrays.stream(prompt).mapToObj(Long::toString).collect(Collectors.joining(",")), temperature));
         assertThat(r.status()).as(r.body()).isEqualTo(200);
         return r;
+    }
+
+    /** Each stage's prompt tokens found in its prefix cache so far. */
+    private static List<Long> hitTokens(InProcessCluster cluster, List<String> pipeline) throws Exception {
+        List<Long> hits = new ArrayList<>();
+        for (String worker : pipeline) {
+            hits.add(cluster.getFrom(worker, "/api/v1/worker/metrics").as(WorkerStatus.Metrics.class).prefixCache()
+                    .hitTokens());
+        }
+        return hits;
     }
 
     private static List<Long> longs(JsonNode array) {

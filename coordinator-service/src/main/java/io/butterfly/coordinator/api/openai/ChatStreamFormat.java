@@ -96,7 +96,7 @@ final class ChatStreamFormat implements StreamFormat {
             case REQUIRED -> text.append(t.text());
             case AUTO -> {
                 text.append(t.text());
-                int clear = Math.max(sent, format.callsMayBeginAt(text.toString()));
+                int clear = Math.max(sent, contentEnd(text, format.callsMayBeginAt(text.toString())));
                 if (clear > sent) {
                     events.add(data(ChatJson.contentChunk(h, text.substring(sent, clear), null)));
                     sent = clear;
@@ -116,6 +116,19 @@ final class ChatStreamFormat implements StreamFormat {
         }
     }
 
+    /**
+     * Where the text that may go out as content ends when calls may begin at {@code callsAt}: before the blanks that
+     * lead up to them, which the whole answer's content leaves out too ({@link ToolCallFormat#parse}); they go out
+     * once text follows them, or at the end of a reply without calls.
+     */
+    private static int contentEnd(CharSequence text, int callsAt) {
+        int end = callsAt;
+        while (end > 0 && Character.isWhitespace(text.charAt(end - 1))) {
+            end--;
+        }
+        return end;
+    }
+
     /** What a reply with tools still owes at its end: held text or the calls; and its finish reason. */
     private String finishTools(ChatJson.Header h, GenerationResult r, List<SseEventBuilder> events) {
         ToolReply reply = ToolReply.of(tools, format, r.taskId(), r.text(), r.finishReason());
@@ -125,8 +138,8 @@ final class ChatStreamFormat implements StreamFormat {
         }
         String all = r.text();
         int before = reply.calls().isEmpty() ? all.length() : Math.max(sent, format == null ? 0
-                : tools.choice().mode() == ToolChoice.Mode.AUTO ? format.callsMayBeginAt(all) : 0);
-        if (before > sent && !all.substring(sent, before).isBlank()) {
+                : tools.choice().mode() == ToolChoice.Mode.AUTO ? contentEnd(all, format.callsMayBeginAt(all)) : 0);
+        if (before > sent) {
             events.add(data(ChatJson.contentChunk(h, all.substring(sent, before), null)));
         }
         sent = before;

@@ -185,9 +185,13 @@ public final class EngineCore implements AutoCloseable {
         submitAll(List.of(s));
     }
 
-    /** Queues several sequences, all or none: the queue must hold them all. */
+    /**
+     * Queues several sequences, all or none: the queue must hold them all. One whose prompt an earlier one of them has
+     * (the choices of one request) feeds it once that one's is cached, so the stages compute the prompt once.
+     */
     public void submitAll(List<Sequence> all) {
         take(all.get(0).tenant(), all.size());
+        PromptLeaders.assign(all);
         all.forEach(s -> s.outputs().submitted());
         post(new Submit(List.copyOf(all), false));
     }

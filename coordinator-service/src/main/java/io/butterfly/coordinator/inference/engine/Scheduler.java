@@ -120,7 +120,7 @@ public final class Scheduler {
         // Prompts are fed in order: once one's chunk does not fit, none behind it goes first.
         boolean prefillBlocked = false;
         for (Sequence s : running) {
-            if (!s.canStep()) {
+            if (!s.canStep() || waitsForPromptLeader(s)) {
                 continue;
             }
             if (s.prefilling()) {
@@ -149,6 +149,9 @@ public final class Scheduler {
             budgets.reserve(s.reservePositions());
             running.add(s);
             runningByKey.merge(s.tenant(), 1, Integer::sum);
+            if (waitsForPromptLeader(s)) {
+                continue; // it holds its place; its prompt goes once its leader's is cached
+            }
             int n = s.nextChunk(settings.prefillChunkTokens());
             if (n <= budget) {
                 chunks.add(chunk(s, n));
@@ -162,6 +165,17 @@ public final class Scheduler {
         }
         chunks.forEach(c -> c.sequence().startStep(c.numTokens()));
         return new MicroBatch(BATCH_IDS.getAndIncrement(), chunks);
+    }
+
+    /**
+     * Whether a sequence that has sent nothing yet waits for the sequence with its prompt submitted before it (the
+     * other choices of its request): until that one's prompt is answered on every stage, so this one's full blocks are
+     * found in the stages' prefix caches and only the rest of its prompt is computed. It does not wait for one that
+     * left this engine or was paused.
+     */
+    private boolean waitsForPromptLeader(Sequence s) {
+        Sequence leader = s.promptLeader();
+        return leader != null && s.unstarted() && sequences.get(leader.id()) == leader && !leader.promptSettled();
     }
 
     /**

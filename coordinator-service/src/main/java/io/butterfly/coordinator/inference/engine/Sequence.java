@@ -88,6 +88,12 @@ public final class Sequence {
     private String detached;
     /** The replica the task moved to (a client resumed it there): it leaves here at its next step, unrecorded. */
     private String movedTo;
+    /**
+     * An earlier sequence with the same prompt, submitted with it (another choice of the same request): this one's
+     * prompt waits for that one's, so the stages' prefix caches hold the prompt's blocks when this one is fed; null
+     * when none.
+     */
+    private Sequence promptLeader;
 
     /**
      * @param maxTokens the most tokens it may generate: with the prompt, the positions its KV caches may reach
@@ -121,6 +127,37 @@ public final class Sequence {
     /** What its steps computed, and the hash chain of its tokens (docs/verified-execution.md). */
     public Transcript transcript() {
         return transcript;
+    }
+
+    /**
+     * Feeds its prompt only once {@code leader}'s (the same tokens, submitted with it) is in the stages' caches: the
+     * prompt's full blocks are then found in the stages' prefix caches, not computed again (docs/prefix-caching.md).
+     */
+    void followPromptOf(Sequence leader) {
+        if (!java.util.Arrays.equals(prompt, leader.prompt)) {
+            throw new IllegalArgumentException("a prompt leader has the same prompt");
+        }
+        promptLeader = leader;
+    }
+
+    /** The sequence whose prompt this one's waits for, or null. */
+    Sequence promptLeader() {
+        return promptLeader;
+    }
+
+    /** Whether its own prompt is sent and answered on its first attempt (its blocks are in the stages' caches). */
+    boolean promptCached() {
+        return attempt == 0 && computed >= prompt.length;
+    }
+
+    /** Whether its prompt is in the stages' caches or never will be on its first attempt (it was paused). */
+    boolean promptSettled() {
+        return promptCached() || attempt > 0 || pause != null;
+    }
+
+    /** Whether it has fed nothing yet on its first attempt. */
+    boolean unstarted() {
+        return attempt == 0 && sent == 0;
     }
 
     /** The task id. */

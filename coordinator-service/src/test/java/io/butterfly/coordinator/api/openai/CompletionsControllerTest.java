@@ -493,6 +493,47 @@ class CompletionsControllerTest {
         }
     }
 
+    /**
+     * {@code response_format} on /v1/completions: with a strict JSON schema every choice's text is a value of it,
+     * whatever the scripted last stage makes likely, streamed or not alike; {@code json_object} gives an object.
+     */
+    @Test
+    void aJsonSchemaCompletionIsAValueOfTheSchemaForEveryChoice() throws Exception {
+        String format = """
+                {"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": {"type": "object",
+                 "properties": {"ok": {"type": "boolean"}, "kind": {"enum": ["a", "b"]}},
+                 "required": ["ok", "kind"], "additionalProperties": false}}}""";
+        for (int seed = 0; seed < 3; seed++) {
+            String body = "{\"prompt\": \"Hi\", \"max_tokens\": 40, \"n\": 2, \"seed\": " + seed
+                    + ", \"temperature\": " + (seed % 2) + ", \"response_format\": " + format;
+            JsonNode answer = ok(completion(body + "}"));
+            String[] streamed = {"", ""};
+            for (String chunk : stream(body + ", \"stream\": true}")) {
+                JsonNode c = chunk.equals("[DONE]") ? null : JSON.readTree(chunk).path("choices");
+                if (c != null && !c.isEmpty()) {
+                    streamed[c.get(0).path("index").asInt()] += c.get(0).path("text").asString("");
+                }
+            }
+            for (int i = 0; i < 2; i++) {
+                JsonNode choice = answer.path("choices").get(i);
+                assertThat(choice.path("finish_reason").asString()).isEqualTo("stop");
+                JsonNode value = JSON.readTree(choice.path("text").asString());
+                assertThat(value.propertyNames()).containsExactly("ok", "kind");
+                assertThat(value.get("ok").isBoolean()).isTrue();
+                assertThat(value.get("kind").asString()).isIn("a", "b");
+                assertThat(streamed[i]).as("choice %d streamed", i).isEqualTo(choice.path("text").asString());
+            }
+        }
+        JsonNode object = ok(completion("{\"prompt\": \"Hi\", \"max_tokens\": 40, \"seed\": 1, \"response_format\": "
+                + "{\"type\": \"json_object\"}}"));
+        String text = text(object);
+        if (object.path("choices").get(0).path("finish_reason").asString().equals("stop")) {
+            assertThat(JSON.readTree(text).isObject()).as(text).isTrue();
+        } else {
+            assertThat(text).as("cut at max_tokens, an object begun").startsWith("{");
+        }
+    }
+
     private MockHttpServletResponse completion(String body) throws Exception {
         return AsyncMvc.perform(mvc, post("/v1/completions").contentType(MediaType.APPLICATION_JSON).content(body));
     }

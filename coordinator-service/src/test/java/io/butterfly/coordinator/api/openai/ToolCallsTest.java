@@ -59,9 +59,15 @@ class ToolCallsTest {
         }
         cluster = new ScriptedCluster(dir);
         tokenizer = cluster.tokenizer();
-        InferenceService inference = cluster.service(ScriptedCluster.following(cluster.wordThenCheckMark()), qwen, 1024);
+        this.qwen = qwen;
+        mvc = mvcOver(cluster.service(ScriptedCluster.following(cluster.wordThenCheckMark()), qwen, 1024));
+    }
+
+    private ChatTemplate qwen;
+
+    private static MockMvc mvcOver(InferenceService inference) {
         InferenceStreams streams = new InferenceStreams(inference, ReadyCluster.props("coordinator-0"));
-        mvc = MockMvcBuilders.standaloneSetup(new ChatCompletionsController(inference, streams, Clock.systemUTC(), JSON,
+        return MockMvcBuilders.standaloneSetup(new ChatCompletionsController(inference, streams, Clock.systemUTC(), JSON,
                         ReadyCluster.props("coordinator-0")))
                 .setControllerAdvice(new ProblemHandler(), new OpenAiErrors()).build();
     }
@@ -182,6 +188,147 @@ class ToolCallsTest {
         assertThat(pieces.size()).isGreaterThan(2);
         assertThat(pieces.subList(1, pieces.size())).allMatch(p -> !p.has("id") && !p.path("function").has("name"));
         assertThat(arguments).hasToString(whole.path("function").path("arguments").asString());
+    }
+
+    /**
+     * {@code n} choices with tools, streamed: every chunk one choice by its index under the stream's one id, each
+     * choice its role first, then its text or call pieces (a call's first piece with its index, id, type and name, the
+     * next ones only more arguments, indices from 0 in order), its finish reason last; put together, each choice is the
+     * whole answer's choice of that index (the same text, the same calls but for their ids, which name the task) and
+     * the usage is the whole answer's. Named, required (parallel calls allowed) and auto: the auto model writes text,
+     * then a call in Qwen's format.
+     */
+    @Test
+    void nStreamedChoicesWithToolsAreTheWholeAnswersChoices() throws Exception {
+        String named = "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}";
+        for (int seed = 0; seed < 3; seed++) {
+            assertStreamedChoicesAreTheWholeAnswers(mvc, "{\"messages\": " + USER + ", \"tools\": " + TOOLS
+                    + ", \"max_tokens\": 40, \"n\": 3, \"temperature\": 1, \"seed\": " + seed + ", " + named, 3);
+            assertStreamedChoicesAreTheWholeAnswers(mvc, "{\"messages\": " + USER + ", \"tools\": " + TOOLS
+                    + ", \"max_tokens\": 60, \"n\": 2, \"temperature\": 1, \"seed\": " + seed
+                    + ", \"tool_choice\": \"required\"", 2);
+        }
+        String reply = "Let me check.\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"utc\": true}}\n</tool_call>";
+        long[] script = tokenizer.encode(reply, false);
+        // the step that samples the first token comes after the prompt's chunks: known once the prompt's length is
+        java.util.concurrent.atomic.AtomicInteger firstSample = new java.util.concurrent.atomic.AtomicInteger();
+        MockMvc auto = mvcOver(cluster.service(new io.butterfly.coordinator.inference.ScriptedPipeline(
+                ScriptedCluster.TINY.vocabSize(), step -> step - firstSample.get() < script.length
+                ? (int) script[Math.max(0, step - firstSample.get())] : (int) ScriptedCluster.TINY.eosTokenId()),
+                qwen, 1024));
+        String body = "{\"messages\": " + USER + ", \"tools\": " + TOOLS + ", \"max_tokens\": " + (script.length + 5)
+                + ", \"n\": 3, \"temperature\": 0";
+        int prompt = ok(AsyncMvc.perform(auto, post("/v1/chat/completions").contentType(MediaType.APPLICATION_JSON)
+                .content(body + "}"))).path("usage").path("prompt_tokens").asInt();
+        firstSample.set((prompt + ScriptedCluster.SCHEDULING.prefillChunkTokens() - 1)
+                / ScriptedCluster.SCHEDULING.prefillChunkTokens() - 1);
+        JsonNode whole = assertStreamedChoicesAreTheWholeAnswers(auto, body, 3);
+        for (JsonNode choice : whole.path("choices")) {
+            assertThat(choice.path("message").path("content").asString()).isEqualTo("Let me check.");
+            assertThat(choice.path("message").path("tool_calls").get(0).path("function").path("arguments").asString())
+                    .isEqualTo("{\"utc\":true}");
+            assertThat(choice.path("finish_reason").asString()).isEqualTo("tool_calls");
+        }
+    }
+
+    /**
+     * Streams {@code body} (its {@code n} choices) and asks for it whole (a task of its own: call ids aside, the same
+     * seeds give the same choices); checks the stream's chunks and that they make the whole answer. Returns it.
+     */
+    private JsonNode assertStreamedChoicesAreTheWholeAnswers(MockMvc over, String body, int n) throws Exception {
+        JsonNode whole = ok(AsyncMvc.perform(over, post("/v1/chat/completions").contentType(MediaType.APPLICATION_JSON)
+                .content(body + "}")));
+        MockHttpServletResponse r = AsyncMvc.perform(over, post("/v1/chat/completions")
+                .contentType(MediaType.APPLICATION_JSON)
+                .content(body + ", \"stream\": true, \"stream_options\": {\"include_usage\": true}}"));
+        assertThat(r.getContentType()).as(r.getContentAsString()).startsWith(MediaType.TEXT_EVENT_STREAM_VALUE);
+        List<String> data = new ArrayList<>();
+        for (String line : r.getContentAsString(StandardCharsets.UTF_8).split("\n")) {
+            if (line.startsWith("data: ")) {
+                data.add(line.substring("data: ".length()));
+            }
+        }
+        assertThat(data).as(body).last().isEqualTo("[DONE]");
+        assertThat(data).filteredOn("[DONE]"::equals).hasSize(1);
+        List<JsonNode> chunks = data.subList(0, data.size() - 1).stream().map(JSON::readTree).toList();
+        String id = chunks.get(0).path("id").asString();
+        StreamedChoice[] choices = new StreamedChoice[n];
+        for (int i = 0; i < n; i++) {
+            choices[i] = new StreamedChoice();
+        }
+        for (JsonNode chunk : chunks.subList(0, chunks.size() - 1)) {
+            assertThat(chunk.path("id").asString()).isEqualTo(id);
+            assertThat(chunk.path("object").asString()).isEqualTo("chat.completion.chunk");
+            assertThat(chunk.path("choices").size()).as(chunk.toString()).isEqualTo(1);
+            JsonNode choice = chunk.path("choices").get(0);
+            int i = choice.path("index").asInt();
+            assertThat(i).as(chunk.toString()).isBetween(0, n - 1);
+            choices[i].add(choice);
+        }
+        JsonNode usage = chunks.get(chunks.size() - 1);
+        assertThat(usage.path("choices").isEmpty()).as("the last chunk is the usage").isTrue();
+        assertThat(usage.path("usage")).isEqualTo(whole.path("usage"));
+        java.util.Set<String> ids = new java.util.HashSet<>();
+        for (int i = 0; i < n; i++) {
+            StreamedChoice s = choices[i];
+            JsonNode w = whole.path("choices").get(i);
+            assertThat(s.roles).as("choice %d's role", i).isEqualTo(1);
+            assertThat(s.finish).as("choice %d's finish", i).isEqualTo(w.path("finish_reason").asString());
+            assertThat(s.content).as("choice %d's text", i).hasToString(w.path("message").path("content").asString(""));
+            JsonNode calls = w.path("message").path("tool_calls");
+            assertThat(s.calls).as("choice %d's calls", i).hasSize(calls.size());
+            for (int k = 0; k < calls.size(); k++) {
+                assertThat(s.calls.get(k).name).isEqualTo(calls.get(k).path("function").path("name").asString());
+                assertThat(s.calls.get(k).arguments).as("choice %d call %d", i, k)
+                        .hasToString(calls.get(k).path("function").path("arguments").asString());
+                assertThat(ids.add(s.calls.get(k).id)).as("call ids differ").isTrue();
+            }
+        }
+        return whole;
+    }
+
+    /** One choice of a stream put together from its chunks, each checked as it comes. */
+    private static final class StreamedChoice {
+        int roles;
+        final StringBuilder content = new StringBuilder();
+        final List<StreamedCall> calls = new ArrayList<>();
+        String finish;
+
+        void add(JsonNode choice) {
+            assertThat(finish).as("nothing of a choice after its finish: %s", choice).isNull();
+            JsonNode delta = choice.path("delta");
+            if (delta.has("role")) {
+                assertThat(roles).as("one role, first").isZero();
+                assertThat(delta.path("role").asString()).isEqualTo("assistant");
+                roles++;
+            } else {
+                assertThat(roles).as("the role comes first: %s", choice).isEqualTo(1);
+            }
+            content.append(delta.path("content").asString(""));
+            for (JsonNode piece : delta.path("tool_calls")) {
+                int k = piece.path("index").asInt(-1);
+                JsonNode f = piece.path("function");
+                if (k == calls.size()) {
+                    assertThat(piece.path("id").asString()).as("a call's first piece: %s", piece).matches("[A-Za-z0-9]{9}");
+                    assertThat(piece.path("type").asString()).isEqualTo("function");
+                    assertThat(f.path("name").asString()).isNotEmpty();
+                    calls.add(new StreamedCall(piece.path("id").asString(), f.path("name").asString()));
+                } else {
+                    assertThat(k).as("a piece continues the last call: %s", piece).isEqualTo(calls.size() - 1);
+                    assertThat(piece.has("id") || f.has("name")).as("only the first piece names the call").isFalse();
+                }
+                calls.get(k).arguments.append(f.path("arguments").asString(""));
+            }
+            if (!choice.path("finish_reason").isNull() && !choice.path("finish_reason").isMissingNode()) {
+                finish = choice.path("finish_reason").asString();
+            }
+        }
+    }
+
+    private record StreamedCall(String id, String name, StringBuilder arguments) {
+        StreamedCall(String id, String name) {
+            this(id, name, new StringBuilder());
+        }
     }
 
     /** A value of get_weather's schema: exactly city (at most 3 characters) and unit (c or f). */

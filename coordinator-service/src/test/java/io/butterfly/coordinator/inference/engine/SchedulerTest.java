@@ -323,4 +323,55 @@ class SchedulerTest {
         s.remove(a);
         assertThat(s.budgets().used("w")).isZero();
     }
+
+    /**
+     * Sequences submitted together with one prompt (a request's choices): the first feeds it, the others wait (a
+     * sequence with another prompt does not) and feed theirs once the first's is answered, so the stages' prefix caches
+     * hold its blocks; one whose leader was paused or left does not wait. Short prompts hold no block: no waiting.
+     */
+    @Test
+    void choicesWithOnePromptFeedItAfterTheFirstsIsCached() {
+        Scheduler s = new Scheduler(settings(8, 264, 256, 8, 1));
+        long[] prompt = new Random(51).longs(40, 3, 300).toArray();
+        List<Sequence> choices = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            choices.add(new Sequence("c" + i, prompt.clone(), 4, DECODING, SequenceOutputs.NONE));
+        }
+        Sequence other = seq("other", 40, 4);
+        List<Sequence> submitted = new ArrayList<>(choices);
+        submitted.add(other);
+        PromptLeaders.assign(submitted);
+        submitted.forEach(s::add);
+
+        MicroBatch first = s.next();
+        assertThat(first.chunks()).extracting(c -> c.sequence().id()).containsExactly("c0", "other");
+        assertThat(s.next()).as("c1 and c2 wait for c0's prompt").isNull();
+        s.stepped(first);
+        MicroBatch second = s.next();
+        assertThat(second.chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("c0", 40, 1),
+                        org.assertj.core.groups.Tuple.tuple("c1", 0, 40), org.assertj.core.groups.Tuple.tuple("c2", 0, 40),
+                        org.assertj.core.groups.Tuple.tuple("other", 40, 1));
+
+        // a leader paused before its prompt was answered holds no one back
+        Scheduler paused = new Scheduler(settings(8, 264, 256, 8, 1));
+        List<Sequence> again = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            again.add(new Sequence("p" + i, prompt.clone(), 4, DECODING, SequenceOutputs.NONE));
+        }
+        PromptLeaders.assign(again);
+        again.forEach(paused::add);
+        MicroBatch lost = paused.next();
+        assertThat(lost.chunks()).extracting(c -> c.sequence().id()).containsExactly("p0");
+        paused.stepFailed(lost);
+        paused.pause(again.get(0), 1, new IllegalStateException("stage lost"));
+        assertThat(paused.next().chunks()).extracting(c -> c.sequence().id()).containsExactly("p1");
+
+        // prompts too short for a block: side by side
+        Scheduler shortPrompts = new Scheduler(settings(8, 264, 256, 8, 1));
+        List<Sequence> small = List.of(seq("s0", 16, 4), seq("s1", 16, 4));
+        PromptLeaders.assign(small);
+        small.forEach(shortPrompts::add);
+        assertThat(shortPrompts.next().chunks()).extracting(c -> c.sequence().id()).containsExactly("s0", "s1");
+    }
 }
