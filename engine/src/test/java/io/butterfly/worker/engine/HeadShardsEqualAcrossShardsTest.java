@@ -15,6 +15,8 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.time.Duration;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -28,7 +30,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * loading only its slices, their partials merged by the slice tree in seeded random arrival orders, between an
  * embedding stage and a head stage. Every k gives the same logits bit for bit, step after step (a batched prefill of two
  * sequences, then batched decode steps writing the shards' KV caches); against one stage computing whole layers the
- * greedy tokens are the same and the logits within float32 rounding.
+ * greedy tokens are the same and the logits within float32 rounding. With k > 1 a shard fails once at the third step:
+ * the step fails naming it, and computed again (the caches written again at the same positions) gives the same bits.
  */
 class HeadShardsEqualAcrossShardsTest {
 
@@ -60,7 +63,7 @@ class HeadShardsEqualAcrossShardsTest {
         List<float[]> first = null;
         double worst = 0;
         for (int k = 1; k <= config.numKvHeads(); k++) {
-            try (Sharded sharded = new Sharded(config, file, k, new Random(100 + k))) {
+            try (Sharded sharded = new Sharded(config, file, k, new Random(100 + k), k > 1 ? 3 : 0)) {
                 List<float[]> logits = run(sharded::step, config, inputs);
                 for (int step = 0; step < whole.size(); step++) {
                     float[] expected = whole.get(step);
@@ -99,6 +102,8 @@ class HeadShardsEqualAcrossShardsTest {
                 ExecutorOptions.cpu())).hasMessageContaining("not a subtree");
         assertThatThrownBy(() -> HeadShard.load(ModelFixtures.mixtral(), 0, 2, new SliceTree.Range(0, 1), List.of(file),
                 ExecutorOptions.cpu())).hasMessageContaining("with experts");
+        assertThatThrownBy(() -> new HeadParallelLayers(LLAMA, 0, 2, List.of(new SliceTree.Range(0, 1),
+                new SliceTree.Range(2, 4)), null, Duration.ofSeconds(1))).hasMessageContaining("do not cover");
         try (HeadShard shard = HeadShard.load(LLAMA, 1, 2, new SliceTree.Range(2, 4), List.of(file),
                 ExecutorOptions.cpu())) {
             float[] row = new float[LLAMA.hiddenSize()];
@@ -114,61 +119,86 @@ class HeadShardsEqualAcrossShardsTest {
         float[] step(List<SequenceChunk> batch, long[] ids);
     }
 
-    /** An embedding stage, the layers by {@code k} head shards (merged in random arrival orders), a head stage. */
-    private static final class Sharded implements AutoCloseable {
+    /**
+     * An embedding stage, the layers by {@code k} head shards ({@link HeadParallelLayers}, their answers arriving in
+     * seeded random orders), a head stage. With {@code failAt} > 0, shard 1's MLP fails once at that step's last layer:
+     * the step fails naming it, and is computed again.
+     */
+    private static final class Sharded implements AutoCloseable, HeadExchange {
         final ModelConfig config;
         final DjlPartitionExecutor embedding;
         final DjlPartitionExecutor head;
         final List<HeadShard> shards = new ArrayList<>();
-        final SliceTree tree;
-        final List<SliceTree.Range> cut;
+        final HeadParallelLayers layers;
         final Random arrivals;
+        final List<CompletableFuture<float[]>> asked = new ArrayList<>();
+        final List<float[]> answers = new ArrayList<>();
+        final int failAt;
+        int steps;
+        boolean failed;
 
-        Sharded(ModelConfig config, Path file, int k, Random arrivals) throws Exception {
+        Sharded(ModelConfig config, Path file, int k, Random arrivals, int failAt) throws Exception {
             this.config = config;
             this.arrivals = arrivals;
-            this.tree = new SliceTree(config.numKvHeads());
-            this.cut = tree.cut(k);
-            int layers = config.numLayers();
+            this.failAt = failAt;
+            int n = config.numLayers();
+            List<SliceTree.Range> cut = new SliceTree(config.numKvHeads()).cut(k);
             embedding = DjlPartitionExecutor.load(new PartitionSpec(config, 0, 0, true, false), List.of(file),
                     ExecutorOptions.cpu());
-            head = DjlPartitionExecutor.load(new PartitionSpec(config, layers, layers, false, true), List.of(file),
+            head = DjlPartitionExecutor.load(new PartitionSpec(config, n, n, false, true), List.of(file),
                     ExecutorOptions.cpu());
             for (SliceTree.Range r : cut) {
-                shards.add(HeadShard.load(config, 0, layers, r, List.of(file), ExecutorOptions.cpu()));
+                shards.add(HeadShard.load(config, 0, n, r, List.of(file), ExecutorOptions.cpu()));
             }
+            layers = new HeadParallelLayers(config, 0, n, cut, this, Duration.ofMinutes(2));
         }
 
         float[] step(List<SequenceChunk> batch, long[] ids) {
+            steps++;
             float[] x = embedding.forward(batch, new StageInput.Tokens(ids)).toFloats();
-            for (int layer = 0; layer < config.numLayers(); layer++) {
-                int l = layer;
-                float[] in = x;
-                x = plus(x, merged(i -> shards.get(i).attention(l, batch, in), x.length));
-                float[] mid = x;
-                x = plus(x, merged(i -> shards.get(i).mlp(l, mid), x.length));
+            float[] out;
+            if (steps == failAt) {
+                assertThatThrownBy(() -> layers.forward(batch, x)).isInstanceOf(HeadShardUnavailableException.class)
+                        .hasMessageContaining("head shard 1 did not answer for layer " + (config.numLayers() - 1));
+                assertThat(failed).isTrue();
             }
-            ByteBuffer hidden = ByteBuffer.allocate(x.length * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
-            hidden.asFloatBuffer().put(x);
+            out = layers.forward(batch, x);
+            ByteBuffer hidden = ByteBuffer.allocate(out.length * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            hidden.asFloatBuffer().put(out);
             return head.forward(batch, new StageInput.Hidden(hidden)).toFloats();
         }
 
-        private float[] merged(java.util.function.IntFunction<float[]> partial, int length) {
-            SliceTree.Merge merge = tree.merge(cut, length);
-            List<Integer> order = new ArrayList<>(IntStream.range(0, cut.size()).boxed().toList());
-            Collections.shuffle(order, arrivals);
-            for (int i : order) {
-                merge.add(i, partial.apply(i));
-            }
-            return merge.result();
+        @Override
+        public CompletableFuture<float[]> attention(int shard, int layer, List<SequenceChunk> batch, float[] x) {
+            return arrive(shards.get(shard).attention(layer, batch, x));
         }
 
-        private static float[] plus(float[] a, float[] b) {
-            float[] s = new float[a.length];
-            for (int i = 0; i < s.length; i++) {
-                s[i] = a[i] + b[i];
+        @Override
+        public CompletableFuture<float[]> mlp(int shard, int layer, float[] x) {
+            boolean fail = steps == failAt && !failed && shard == 1 && layer == config.numLayers() - 1;
+            failed |= fail;
+            return arrive(fail ? null : shards.get(shard).mlp(layer, x));
+        }
+
+        /** Once every shard was asked, their answers arrive in a random order (a null one as a failure). */
+        private CompletableFuture<float[]> arrive(float[] answer) {
+            CompletableFuture<float[]> f = new CompletableFuture<>();
+            asked.add(f);
+            answers.add(answer);
+            if (asked.size() == shards.size()) {
+                List<Integer> order = new ArrayList<>(IntStream.range(0, asked.size()).boxed().toList());
+                Collections.shuffle(order, arrivals);
+                for (int i : order) {
+                    if (answers.get(i) == null) {
+                        asked.get(i).completeExceptionally(new java.io.IOException("UNAVAILABLE: shard " + i + " is gone"));
+                    } else {
+                        asked.get(i).complete(answers.get(i));
+                    }
+                }
+                asked.clear();
+                answers.clear();
             }
-            return s;
+            return f;
         }
 
         @Override
