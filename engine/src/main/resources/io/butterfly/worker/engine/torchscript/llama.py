@@ -246,6 +246,60 @@ class LlamaStage(Module):
     # a worker holding an expert group for another's stage: its experts [first, first + count) at weights[at]
     return __torch__.expert_group(h, weights, at, first, count, chosen, flat_weights, top_k, quantum, constants)
 
+  # Head parallelism (docs/sharding.md, "Head parallelism"): a worker holding slices of a layer (HeadShard.java)
+  # computes each slice's partial apart, so that a slice's bits do not depend on which worker computes it or with which
+  # other slices. A shard's weights per layer, from at: the input norm, the post-attention norm, the q and k norms if
+  # any (dims[4]), then per slice 12 tensors: q|k|v of its heads (its query heads and its one key/value head), its
+  # columns of o_proj, its rows of gate|up, its columns of down_proj. dims as layers' with dims[1] the layer's key/value
+  # heads (the slices).
+
+  def slice_attention(self: __torch__.LlamaStage, x: Tensor, weights: List[Tensor], at: int, slices: int,
+                      dims: List[int], constants: List[Tensor], cos: Tensor, signed_sin: Tensor, sequences: List[int],
+                      caches: List[Tensor], layer: int) -> List[Tensor]:
+    # Per slice, [rows, hidden]: its heads' attention over the input norm of x, through its columns of o_proj.
+    # caches: per sequence, per slice (sequence-major) [layers, 2, 1, capacity, head dim].
+    group = dims[0] // dims[1]
+    head_dim = dims[2]
+    rows = x.size(0)
+    norms = 2
+    if dims[4] == 1:
+      norms = 4
+    masks = __torch__.butterfly.attention.causal_masks(sequences, group)
+    h = __torch__.rms_norm(x, weights[at], constants)
+    n_seq = len(sequences) // 3
+    out = annotate(List[Tensor], [])
+    for s in range(slices):
+      w = at + norms + 12 * s
+      qkv = torch.view(__torch__.butterfly.linear.linear(h, weights[w], weights[w + 1], weights[w + 2]),
+                       [rows, group + 2, head_dim])
+      qk = torch.narrow(qkv, 1, 0, group + 1)
+      if dims[4] == 1:
+        qk = torch.cat([__torch__.head_norm(torch.narrow(qkv, 1, 0, group), weights[at + 2], constants),
+                        __torch__.head_norm(torch.narrow(qkv, 1, group, 1), weights[at + 3], constants)], 1)
+      swapped = torch.view(torch.flip(torch.view(qk, [rows, group + 1, 2, head_dim // 2]), [2]),
+                           [rows, group + 1, head_dim])
+      qk = torch.add(torch.mul(qk, cos), torch.mul(swapped, signed_sin))
+      q = torch.mul(torch.narrow(qk, 1, 0, group), constants[0])
+      own = annotate(List[Tensor], [])
+      for i in range(n_seq):
+        own.append(caches[i * slices + s])
+      attn = __torch__.butterfly.attention.attend(q, torch.narrow(qk, 1, group, 1), torch.narrow(qkv, 1, group + 1, 1),
+                                                  sequences, own, layer, masks)
+      out.append(__torch__.butterfly.linear.linear(attn, weights[w + 3], weights[w + 4], weights[w + 5]))
+    return out
+
+  def slice_mlp(self: __torch__.LlamaStage, x: Tensor, weights: List[Tensor], at: int, slices: int, dims: List[int],
+                constants: List[Tensor]) -> List[Tensor]:
+    # Per slice, [rows, hidden]: its MLP columns over the post-attention norm of x, through its columns of down_proj
+    norms = 2
+    if dims[4] == 1:
+      norms = 4
+    h = __torch__.rms_norm(x, weights[at + 1], constants)
+    out = annotate(List[Tensor], [])
+    for s in range(slices):
+      out.append(__torch__.mlp(h, weights, at + norms + 12 * s + 6, constants))
+    return out
+
   def head(self: __torch__.LlamaStage, x: Tensor, rows: Tensor, norm: Tensor, w: List[Tensor],
            constants: List[Tensor]) -> Tensor:
     # Final norm and LM head over the given rows of x.
