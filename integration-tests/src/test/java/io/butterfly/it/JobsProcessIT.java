@@ -19,7 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Batch jobs with real processes (docs/jobs.md): a coordinator and a worker as separate JVMs, the JOBS port in
+ * Batch jobs with real processes (docs/jobs.md): a coordinator and three workers as separate JVMs, the JOBS port in
  * mutual TLS with the cluster CA (the default), the C example (examples/jobs-client, compiled here with OpenSSL)
  * authenticated by a client certificate the cluster CA issued (made with the openssl command line as docs/jobs.md
  * shows) pulls 20 batches of a job and answers each; the results endpoint returns each once. A client without a
@@ -44,8 +44,10 @@ class JobsProcessIT {
         try (LocalCluster cluster = new LocalCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
-            cluster.startWorker(0); // one: what runs the batches is not what this test is about (JobsIT's pipeline is)
-            cluster.startCoordinator("tiny-llama", 1, "--butterfly.coordinator.jobs.enabled=true",
+            for (int i = 0; i < 3; i++) {
+                cluster.startWorker(i);
+            }
+            cluster.startCoordinator("tiny-llama", 3, "--butterfly.coordinator.jobs.enabled=true",
                     "--butterfly.coordinator.jobs.host=127.0.0.1",
                     "--butterfly.coordinator.jobs.port=" + jobsPort, "--butterfly.coordinator.jobs.lease=15s");
             cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(8));
