@@ -1,7 +1,6 @@
 package io.butterfly.worker.engine;
 
 import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
@@ -125,15 +124,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                                                            ExecutorOptions options) throws IOException {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(options, "options");
-        NDManager root;
-        try {
-            Engine engine = EngineSetup.start(options.threads());
-            Device device = EngineSetup.device(options.device(), engine);
-            root = NDManager.newBaseManager(device, EngineSetup.ENGINE);
-        } catch (RuntimeException e) {
-            SafetensorsFile.closeAll(opened, e);
-            throw e;
-        }
+        NDManager root = EngineSetup.rootManager(options, opened);
         try {
             NDManager weights = root.newSubManager();
             StageModel model;

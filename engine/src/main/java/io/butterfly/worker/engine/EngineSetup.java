@@ -2,7 +2,10 @@ package io.butterfly.worker.engine;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDManager;
 import ai.djl.pytorch.jni.JniUtils;
+import io.butterfly.common.safetensors.SafetensorsFile;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -39,6 +42,20 @@ public final class EngineSetup {
             JniUtils.setNumThreads(threads);
         }
         return engine;
+    }
+
+    /**
+     * The base manager of a load: the engine started with {@code options}' threads, on its device. If that fails, the
+     * load's {@code opened} files are closed (the load owns them) and the failure thrown.
+     */
+    static NDManager rootManager(ExecutorOptions options, List<SafetensorsFile> opened) {
+        try {
+            Engine engine = start(options.threads());
+            return NDManager.newBaseManager(device(options.device(), engine), ENGINE);
+        } catch (RuntimeException e) {
+            SafetensorsFile.closeAll(opened, e);
+            throw e;
+        }
     }
 
     /** "cpu", "gpu" / "gpu:N", or "auto" (first GPU if the engine reports one, else CPU). */

@@ -1,7 +1,5 @@
 package io.butterfly.worker.engine;
 
-import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
@@ -106,15 +104,7 @@ public final class HeadShard implements AutoCloseable {
 
     private static HeadShard loadOnEngineThread(ModelConfig c, int layerStart, int layerEnd, SliceTree.Range range,
                                                 List<SafetensorsFile> opened, ExecutorOptions options) throws IOException {
-        NDManager root;
-        try {
-            Engine engine = EngineSetup.start(options.threads());
-            Device device = EngineSetup.device(options.device(), engine);
-            root = NDManager.newBaseManager(device, EngineSetup.ENGINE);
-        } catch (RuntimeException e) {
-            SafetensorsFile.closeAll(opened, e);
-            throw e;
-        }
+        NDManager root = EngineSetup.rootManager(options, opened);
         try {
             NDManager m = root.newSubManager();
             TorchScript script = TorchScript.compileForCpu(m, "LlamaStage", "llama.py", false);
