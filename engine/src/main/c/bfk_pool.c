@@ -1,8 +1,14 @@
 /*
- * A fixed team of threads for the kernels: the caller runs part 0 of each task and the team parts 1..n-1. Between
- * tasks of a step (microseconds apart) the team spins; after a while without work (between steps, which can be
- * milliseconds apart) a thread sleeps on a condition variable, so an idle worker takes no CPU from the processes it
- * shares cores with.
+ * A fixed team of threads for the kernels. Every task claims its work in small pieces from a shared counter, so
+ * whoever runs does the work: the caller starts at once and the members join as they get a core. The caller never
+ * waits for a member that has not started: when its own claims run out every piece is taken, so it closes the task
+ * to latecomers and waits only for the members inside it, each finishing one piece at most. Where several stages
+ * share cores (a pipeline on one machine) a member descheduled by another process costs the step nothing, where a
+ * fixed split made every phase wait for it.
+ *
+ * Between tasks of a step (microseconds apart) the team spins; after a while without work (between steps, which can
+ * be milliseconds apart) a thread sleeps on a condition variable, so an idle worker takes no CPU from the processes
+ * it shares cores with.
  */
 #define _GNU_SOURCE
 #include "bfk.h"
@@ -23,11 +29,20 @@
 /* How long a thread spins for the next task before it sleeps. */
 #define SPIN_NANOS 200000L
 
+/*
+ * The task's state in one word, so that entering is one compare-and-swap against the task it was meant for:
+ * generation (high 32 bits), closed (bit 31: the caller's claims ran out, latecomers stay out), members inside
+ * (low 31 bits).
+ */
+#define GENERATION(state) ((unsigned) ((state) >> 32))
+#define CLOSED (1ULL << 31)
+#define INSIDE (CLOSED - 1)
+
 struct bfk_pool {
     int threads;
     pthread_t *team;
     atomic_uint generation;
-    atomic_int remaining;
+    _Atomic unsigned long long state;
     atomic_int sleepers;
     atomic_int stopping;
     atomic_int resting; /* the caller's step is over: sleep now rather than spin for a task that is milliseconds away */
@@ -46,6 +61,18 @@ static long now_nanos(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* Joins task g unless the caller closed it (all its work is claimed) or has moved on to another. */
+static int enter(bfk_pool *pool, unsigned g) {
+    unsigned long long st = atomic_load_explicit(&pool->state, memory_order_acquire);
+    while (GENERATION(st) == g && !(st & CLOSED)) {
+        if (atomic_compare_exchange_weak_explicit(&pool->state, &st, st + 1, memory_order_acquire,
+                                                  memory_order_acquire)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void *member_loop(void *p) {
@@ -79,8 +106,10 @@ static void *member_loop(void *p) {
             return NULL;
         }
         seen = g;
-        pool->task(pool->arg, ith, pool->threads);
-        atomic_fetch_sub_explicit(&pool->remaining, 1, memory_order_release);
+        if (enter(pool, g)) {
+            pool->task(pool->arg, ith, pool->threads);
+            atomic_fetch_sub_explicit(&pool->state, 1, memory_order_release);
+        }
     }
 }
 
@@ -120,18 +149,20 @@ void bfk_pool_run(bfk_pool *pool, bfk_task task, void *arg) {
     }
     pool->task = task;
     pool->arg = arg;
-    atomic_store_explicit(&pool->remaining, pool->threads - 1, memory_order_relaxed);
+    unsigned g = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
+    atomic_store_explicit(&pool->state, (unsigned long long) g << 32, memory_order_release);
     atomic_store_explicit(&pool->resting, 0, memory_order_relaxed);
-    atomic_fetch_add(&pool->generation, 1); /* seq_cst, as the sleepers' count: see member_loop */
+    atomic_store(&pool->generation, g); /* seq_cst, as the sleepers' count: see member_loop */
     if (atomic_load(&pool->sleepers) > 0) {
         pthread_mutex_lock(&pool->lock);
         pthread_cond_broadcast(&pool->wake);
         pthread_mutex_unlock(&pool->lock);
     }
     task(arg, 0, pool->threads);
-    /* The work is claimed in chunks, so what is left is the last chunk of a member: spin for it, and yield now and
-       then in case that member waits for this very core. */
-    for (unsigned spins = 1; atomic_load_explicit(&pool->remaining, memory_order_acquire) > 0; spins++) {
+    /* Every piece is claimed: close the task, then wait for the members inside to finish theirs (a piece each at
+       most), yielding now and then in case one of them waits for this very core. */
+    atomic_fetch_or_explicit(&pool->state, CLOSED, memory_order_acq_rel);
+    for (unsigned spins = 1; atomic_load_explicit(&pool->state, memory_order_acquire) & INSIDE; spins++) {
         BFK_PAUSE();
         if (spins % 4096 == 0) {
             sched_yield();

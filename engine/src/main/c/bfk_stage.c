@@ -4,9 +4,9 @@
  * caller), grouped-query causal attention over each sequence's KV cache, the output projection and residual, RMSNorm,
  * SiLU-gated MLP and residual.
  *
- * Each layer is seven phases run by the thread pool, each split so that no result depends on the split: rows for the
- * norms, output columns for the products (each thread owns whole columns of every row), (sequence, kv head) pairs
- * for attention.
+ * Each layer is seven phases run by the thread pool, each cut into pieces that threads claim as they come (see
+ * bfk_pool.c), so that no result depends on who computes a piece: rows for the norms, output columns for the products
+ * (whoever claims a column computes it for every row), (sequence, kv head) pairs for attention.
  */
 #include "bfk.h"
 
@@ -104,15 +104,9 @@ typedef struct {
     int quantize;
     int norm_slot;
     const bfk_matrix *sums_for[2];
-    /* the next chunk of a product's columns to claim (reset before each product) */
+    /* the next piece of the phase to claim (reset before each phase) */
     atomic_int next;
 } phase;
-
-/* [lo, hi) of n split in nth parts */
-static inline void split(int n, int ith, int nth, int *lo, int *hi) {
-    *lo = (int) ((long) n * ith / nth);
-    *hi = (int) ((long) n * (ith + 1) / nth);
-}
 
 /*
  * The products' columns go in chunks that threads claim as they finish the last: a thread the system preempted
@@ -166,10 +160,9 @@ static void product_range(const phase *p, const bfk_matrix *m, const float *in, 
 /* Norm of each of this thread's rows into h, and the row sums the next products need. */
 static void norm_task(void *arg, int ith, int nth) {
     phase *p = arg;
-    int lo, hi;
-    split(p->rows, ith, nth, &lo, &hi);
     int d = p->s->hidden;
-    for (int r = lo; r < hi; r++) {
+    int r, unused;
+    while (claim(&p->next, p->rows, 1, &r, &unused)) {
         bfk_rms_norm(p->x + (size_t) r * d, p->l->v[p->norm_slot], d, p->s->eps, p->h + (size_t) r * d);
         prepare_row(p, p->sums_for[0], p->h + (size_t) r * d, d, r);
     }
@@ -215,9 +208,8 @@ static void mlp_task(void *arg, int ith, int nth) {
 /* What the next product (matrix mm[0], input `in`) needs of each of this thread's rows. */
 static void prepare_task(void *arg, int ith, int nth) {
     phase *p = arg;
-    int lo, hi;
-    split(p->rows, ith, nth, &lo, &hi);
-    for (int r = lo; r < hi; r++) {
+    int r, unused;
+    while (claim(&p->next, p->rows, 1, &r, &unused)) {
         prepare_row(p, p->mm[0], p->in + (size_t) r * p->ldi, p->ldi, r);
     }
 }
@@ -245,9 +237,8 @@ static void attention_task(void *arg, int ith, int nth) {
     float *scores = p->scores + (size_t) ith * p->scores_stride;
     float *qrot = scores + p->scores_stride - hd;
     int items = p->nseq * kvh;
-    int lo, hi;
-    split(items, ith, nth, &lo, &hi);
-    for (int it = lo; it < hi; it++) {
+    int it, unused;
+    while (claim(&p->next, items, 1, &it, &unused)) {
         const bfk_seq *sq = &p->seqs[it / kvh];
         int g = it % kvh;
         size_t plane = (size_t) sq->capacity * hd;
@@ -291,11 +282,18 @@ static float *scratch(bfk_stage *s, size_t floats) {
  * decode step's one row leaves the team nothing to do but meet at the barrier, which costs more than the row. Each
  * row is computed by the same code either way, so the bits do not depend on the choice.
  */
+/* A phase on the team, its pieces unclaimed. */
+static void run(bfk_pool *pool, bfk_task task, phase *p) {
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    bfk_pool_run(pool, task, p);
+}
+
 static void run_rows(bfk_pool *pool, bfk_task task, phase *p) {
     if (p->rows <= 4) {
+        atomic_store_explicit(&p->next, 0, memory_order_relaxed);
         task(p, 0, 1);
     } else {
-        bfk_pool_run(pool, task, p);
+        run(pool, task, p);
     }
 }
 
@@ -388,10 +386,9 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         p.in = p.h;
         p.ldi = d;
         p.add = add;
-        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
-        bfk_pool_run(pool, product_task, &p);
+        run(pool, product_task, &p);
 
-        bfk_pool_run(pool, attention_task, &p);
+        run(pool, attention_task, &p);
 
         /* x += att . o: the residual added to the finished product */
         p.count = 1;
@@ -405,15 +402,13 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         if (needs_sums(&l->m[M_O]) || p.quantize) {
             run_rows(pool, prepare_task, &p);
         }
-        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
-        bfk_pool_run(pool, product_task, &p);
+        run(pool, product_task, &p);
 
         p.norm_slot = V_FFN_NORM;
         p.sums_for[0] = needs_sums(&l->m[M_GATE]) ? &l->m[M_GATE] : needs_sums(&l->m[M_UP]) ? &l->m[M_UP] : NULL;
         p.quantize = takes_q8(s, &l->m[M_GATE]) || takes_q8(s, &l->m[M_UP]);
         run_rows(pool, norm_task, &p);
-        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
-        bfk_pool_run(pool, mlp_task, &p);
+        run(pool, mlp_task, &p);
 
         p.count = 1;
         p.mm[0] = &l->m[M_DOWN];
@@ -426,8 +421,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
         if (needs_sums(&l->m[M_DOWN]) || p.quantize) {
             run_rows(pool, prepare_task, &p);
         }
-        atomic_store_explicit(&p.next, 0, memory_order_relaxed);
-        bfk_pool_run(pool, product_task, &p);
+        run(pool, product_task, &p);
     }
     return 0;
 }
