@@ -121,11 +121,16 @@ class KubernetesRehearsalIT {
         }
         Path hostsFile = Files.writeString(work.resolve("hosts"), hosts);
 
+        // As a kubelet would: every pod at once, only the registry's container after its init container. The other
+        // pods start while the init container runs (they wait for the registry as in a cluster), rather than after it.
         for (Pod pod : pods) {
             mountVolumes(pod, secret);
-            if (pod.component().equals("registry")) {
-                runInitContainers(pod, hostsFile);
+            if (!pod.component().equals("registry")) {
+                start(pod, hostsFile);
             }
+        }
+        for (Pod pod : podsOf("registry")) {
+            runInitContainers(pod, hostsFile);
             start(pod, hostsFile);
         }
     }
@@ -356,7 +361,7 @@ class KubernetesRehearsalIT {
                 cmd.add(inPod(pod, arg).replace("java ", LocalCluster.IMAGES.java().java() + " "));
             }
             Process p = process(pod, cmd, Map.of(), pod.root().resolve(init.get("name") + ".log"), hostsFile);
-            assertThat(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0)
+            assertThat(p.waitFor(300, TimeUnit.SECONDS) && p.exitValue() == 0)
                     .as("init container " + init.get("name") + ": " + Files.readString(pod.root().resolve(init.get("name") + ".log")))
                     .isTrue();
         }
