@@ -18,7 +18,7 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * Audits across a real process boundary (docs/verified-execution.md#audits): three workers, each its own JVM, of which
- * worker-0 flips one bit in 1 of 10 of its outputs and serves the model as one stage; the other two are spares, the
+ * worker-0 flips one bit in 1 of 50 of its outputs and serves the model as one stage; the other two are spares, the
  * audit and the referee pipelines. With every step audited before sampling, worker-0 is evicted as Byzantine, and every
  * token any client was streamed equals the fault-free run's (the same requests once the healthy workers serve). The
  * in-process {@code AuditIT} covers the 10 % case and the counts; this is the shortest run that proves detection,
@@ -41,7 +41,7 @@ class AuditProcessIT {
             // The corrupting worker alone first, so that it is the one stage the first plan names.
             cluster.startWorker(0, cluster.sharedStoreOption(),
                     "--butterfly.worker.unsafe-fault-injection.enabled=true",
-                    "--butterfly.worker.unsafe-fault-injection.flip-bit-fraction=0.1",
+                    "--butterfly.worker.unsafe-fault-injection.flip-bit-fraction=0.02",
                     "--butterfly.worker.unsafe-fault-injection.seed=5");
             cluster.startCoordinator("tiny-llama", 1, "--butterfly.coordinator.audit.fraction=1",
                     "--butterfly.coordinator.audit.before-sampling=true", "--butterfly.coordinator.audit.key=42",
@@ -52,8 +52,7 @@ class AuditProcessIT {
             cluster.startWorker(2, cluster.sharedStoreOption());
             cluster.awaitState(s -> ready(s) && s.path("spares").size() == 2, Duration.ofMinutes(5));
 
-            // Rounds of four concurrent streamed requests until an audit catches worker-0 (about 10 of its outputs: 1 in
-            // 10 rather than 1 in 50, the same claim in fewer rounds, each of which is streamed again fault-free).
+            // Rounds of four concurrent streamed requests until an audit catches worker-0 (about 50 of its outputs).
             List<String> requests = new ArrayList<>();
             List<List<Long>> streamed = new ArrayList<>();
             for (int round = 0; round < 30 && !byzantine(cluster.get("/api/v1/system/state").json()); round++) {
