@@ -1,6 +1,7 @@
 package io.butterfly.coordinator.config;
 
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.PrefixCacheReports;
 import io.butterfly.coordinator.inference.FailedStageAborts;
 import io.butterfly.coordinator.inference.GroupCommitTaskJournal;
 import io.butterfly.coordinator.inference.InferenceService;
@@ -48,11 +49,12 @@ public class InferenceConfiguration {
     InferenceService inferenceService(CoordinatorProperties props, EngineProperties engine, ControlRaftProperties raft,
                                       ControlLog control, GroupCommitTaskJournal journal, ModelCatalog catalog,
                                       Pipeline pipeline, PrometheusServingMetrics metrics, RequestTracing tracing,
-                                      Clock clock) {
+                                      Clock clock, PrefixCacheReports prefixCaches) {
         InferenceService inference = new InferenceService(props.inference(Math.max(1, raft.peers().size()),
                 engine.recoveryTimeout()).withTokensPerMinutePerKey(engine.tokensPerMinutePerKey()), engine.scheduler(),
                 control, catalog, pipeline, journal, metrics, tracing, clock);
         metrics.bind(inference);
+        inference.prefixCaching(prefixCaches::enabled);
         return inference;
     }
 

@@ -30,6 +30,12 @@ public final class PrefixCacheReports {
         reports.put(nodeId, report);
     }
 
+    /** Whether {@code nodeId} last reported its prefix cache on (false before it reported). */
+    public boolean enabled(String nodeId) {
+        Report r = reports.get(nodeId);
+        return r != null && r.enabled();
+    }
+
     /** The last report of each worker that sent one. */
     public Map<String, Report> reports() {
         return Map.copyOf(reports);

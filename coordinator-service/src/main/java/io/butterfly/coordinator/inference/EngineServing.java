@@ -61,6 +61,16 @@ final class EngineServing implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether a worker's stage keeps a prefix cache, as it last reported (asked at each scheduling); none until told.
+     */
+    private volatile java.util.function.Predicate<String> prefixCachingOn = nodeId -> false;
+
+    /** Where the engines learn which workers keep prefix caches (their heartbeats' reports). */
+    void prefixCaching(java.util.function.Predicate<String> onWorker) {
+        prefixCachingOn = onWorker;
+    }
+
     /** @param replicas coordinator replicas serving the same stages: each schedules against its share of their KV budgets */
     EngineServing(ControlLog control, ModelCatalog catalog, Pipeline pipeline, TaskJournal journal,
                   EnginePipelines engines, int replicas) {
@@ -160,7 +170,9 @@ final class EngineServing implements AutoCloseable {
             nodes.add(n.info());
             budgets.add(budget(n, model.config()));
         }
-        EngineCore.Serving next = new EngineCore.Serving(pipeline.route(nodes), state.epoch(), budgets);
+        List<String> ids = nodes.stream().map(NodeInfo::nodeId).toList();
+        EngineCore.Serving next = new EngineCore.Serving(pipeline.route(nodes), state.epoch(), budgets,
+                () -> ids.stream().allMatch(prefixCachingOn));
         lastServing = next;
         return next;
     }

@@ -130,6 +130,14 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         return outputs.transcripts().get(taskId).map(io.butterfly.coordinator.inference.engine.Transcript::snapshot);
     }
 
+    /**
+     * Which workers keep a prefix cache (their last report): while every stage of a pipeline does, a prompt whose
+     * blocks it answered lately goes in one step (docs/serving.md#prefix-caching).
+     */
+    public void prefixCaching(java.util.function.Predicate<String> onWorker) {
+        serving.prefixCaching(onWorker);
+    }
+
     /** Every step's result is checked by {@code audit} before the engine uses it (docs/verified-execution.md#audits). */
     public void audit(EngineCore.StepAudit audit) {
         engine.audit(audit);

@@ -28,7 +28,9 @@ import tools.jackson.databind.JsonNode;
  * stage is answered with the tokens and log-probabilities of a single process that never saw the earlier prompt (a
  * miss), bit for bit, greedy and sampled, on one worker and on three; every stage restored the shared blocks, and
  * the coordinator's system/state shows what each stage holds. The {@code n} choices of one request share their prompt:
- * every stage computes it once and restores its full blocks for the other choices, whose tokens are unchanged.
+ * every stage computes it once and restores its full blocks for the other choices, whose tokens are unchanged. Prompts
+ * are fed in chunks of 32 tokens, so a cached prefix spans several chunks: a hit goes in one step restoring every
+ * cached block (per chunk, each chunk's last block would be computed again).
  */
 class PrefixCacheIT {
 
@@ -42,17 +44,32 @@ class PrefixCacheIT {
         Path model = work.resolve("model");
         ModelGenerator.generate(config, 17, model);
         Random random = new Random(workers);
-        long[] shared = random.longs(45, 3, 300).toArray();
+        long[] shared = random.longs(100, 3, 300).toArray();
         try (InProcessCluster cluster = new InProcessCluster(work)) {
-            cluster.startAll(model, workers);
-            JsonNode state = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(5));
+            cluster.startDiscovery();
+            cluster.startRegistry(model);
+            for (int i = 0; i < workers; i++) {
+                cluster.startWorker(i);
+            }
+            cluster.startCoordinator(model.getFileName().toString(), workers,
+                    "--butterfly.coordinator.engine.prefill-chunk-tokens=" + CHUNK);
+            JsonNode state = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(12));
             List<String> pipeline = new ArrayList<>();
             state.path("pipeline").forEach(n -> pipeline.add(n.asString()));
+            // the coordinator feeds cached prefixes in one step once every stage reported its prefix cache on
+            cluster.awaitState(s -> pipeline.stream().allMatch(w -> s.path("prefix_caches").path(w).path("enabled")
+                    .asBoolean()), Duration.ofMinutes(2));
             for (double temperature : new double[]{0.0, 1.0}) {
                 long[] first = concat(shared, random.longs(1 + random.nextInt(10), 3, 300).toArray());
                 long[] second = concat(shared, random.longs(1 + random.nextInt(10), 3, 300).toArray());
                 generate(cluster, first, temperature); // leaves the shared blocks on every stage
+                List<Long> before = hitTokens(cluster, pipeline);
                 ClusterApi.Reply r = generate(cluster, second, temperature);
+                List<Long> after = hitTokens(cluster, pipeline);
+                for (int w = 0; w < pipeline.size(); w++) { // 6 blocks in one step (per 32-token chunk: 3)
+                    assertThat(after.get(w) - before.get(w)).as("%s restored the shared prefix's blocks in one step",
+                            pipeline.get(w)).isEqualTo(96);
+                }
                 SingleProcessReference.Generation miss = SingleProcessReference.generate(model, second, 8,
                         new SamplingParams(temperature, 1.0, 99, 3));
                 assertThat(longs(r.json().path("token_ids"))).isEqualTo(miss.tokens());
@@ -88,13 +105,17 @@ class PrefixCacheIT {
                 assertThat(logprobs).as("choice %d", i).isEqualTo(alone.logprobs());
             }
             List<Long> hitsAfter = hitTokens(cluster, pipeline);
-            int sharedTokens = (prompt.length - 1) / 16 * 16; // full blocks, the last token always computed
+            int sharedTokens = (prompt.length - 1) / 16 * 16; // full blocks, the last token always computed: 2, in one
+            // step each though the first chunk ends at 32 (cut there, choices 1 and 2 would restore one block each)
             for (int w = 0; w < pipeline.size(); w++) {
                 assertThat(hitsAfter.get(w) - hitsBefore.get(w)).as("%s: choices 1 and 2 restored the prompt's blocks",
                         pipeline.get(w)).isEqualTo(2L * sharedTokens);
             }
         }
     }
+
+    /** Prefill chunk tokens: the shared prefix spans several chunks. */
+    private static final int CHUNK = 32;
 
     private static ClusterApi.Reply generate(InProcessCluster cluster, long[] prompt, double temperature) throws Exception {
         ClusterApi.Reply r = cluster.post("/api/v1/inference", """

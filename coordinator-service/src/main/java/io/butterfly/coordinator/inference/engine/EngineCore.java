@@ -51,10 +51,16 @@ public final class EngineCore implements AutoCloseable {
     private static final Backoff HOLD_OFF = Backoff.exponential(Duration.ofMillis(500), Duration.ofSeconds(2));
 
     /** Where steps go now: the stages, the epoch they serve, and their KV budgets. */
-    public record Serving(Pipeline.Route route, long epoch, List<KvBudgets.Stage> stages) {
+    public record Serving(Pipeline.Route route, long epoch, List<KvBudgets.Stage> stages,
+                          java.util.function.BooleanSupplier prefixCaching) {
 
         public Serving {
             stages = List.copyOf(stages);
+        }
+
+        /** Stages not known to keep prefix caches: every prompt is fed in its chunks as they are computed. */
+        public Serving(Pipeline.Route route, long epoch, List<KvBudgets.Stage> stages) {
+            this(route, epoch, stages, () -> false);
         }
 
         /** The stage a sequence reaching {@code positions} could never fit on, even alone; null when it fits. */
@@ -362,6 +368,9 @@ public final class EngineCore implements AutoCloseable {
     }
 
     private void serveNow(Serving next) {
+        if (next == null || serving == null || serving.epoch() != next.epoch()) {
+            scheduler.forgetCachedPrefixes(); // a stage may have lost its prefix cache meanwhile
+        }
         if (next == null) {
             serving = null;
             return;
@@ -369,6 +378,7 @@ public final class EngineCore implements AutoCloseable {
         if (serving == null || !serving.stages().equals(next.stages())) {
             scheduler.pipeline(new KvBudgets(next.stages()), next.stages().size());
         }
+        scheduler.prefixCaching(next.prefixCaching());
         serving = next;
         backoffUntilNanos = 0;
         failuresInARow = 0;

@@ -10,7 +10,10 @@ import java.util.Set;
 
 /**
  * Owns the engine's sequences and chooses what steps together (vLLM's scheduler, in the small): each micro-batch
- * carries the decodes of running sequences and prompt chunks, under a token budget.
+ * carries the decodes of running sequences and prompt chunks, under a budget of the tokens the stages compute. A
+ * prompt whose leading blocks every stage answered lately ({@link CachedPrefixes}, while every stage keeps a prefix
+ * cache) goes in one step to the chunk boundary after them, and counts only the tokens after them: a cached
+ * 1,000-token system prompt is one step, not one per chunk.
  *
  * <p>Running sequences come first, oldest first: their decodes, then the chunks of prompts they are still feeding.
  * Waiting sequences start while there is room (sequences, and KV cache on every stage), API keys taking turns
@@ -38,6 +41,9 @@ public final class Scheduler {
     /** Running sequences of each API key (with any). */
     private final Map<String, Integer> runningByKey = new HashMap<>();
     private KvBudgets budgets = KvBudgets.unlimited();
+    /** Prompt blocks every stage answered lately; consulted while every stage keeps a prefix cache. */
+    private final CachedPrefixes cachedPrefixes = new CachedPrefixes();
+    private java.util.function.BooleanSupplier prefixCaching = () -> false;
     private int microBatches;
     /**
      * Micro-batch ids, unique in the process: the engines of several pipelines (docs/scale-out.md) share the step
@@ -67,7 +73,21 @@ public final class Scheduler {
     public void pipeline(KvBudgets next, int stages) {
         running.forEach(s -> next.reserve(s.reservePositions()));
         budgets = next;
+        cachedPrefixes.forget();
         microBatches = settings.microBatchesFor(stages);
+    }
+
+    /**
+     * Whether every stage of the pipeline keeps a prefix cache now (asked at each scheduling): while so, a prompt whose
+     * leading blocks the pipeline answered lately goes in one step, its budget counting only the tokens computed.
+     */
+    public void prefixCaching(java.util.function.BooleanSupplier everyStage) {
+        prefixCaching = everyStage;
+    }
+
+    /** A stage may have lost its prefix cache (it failed, or the pipeline changed): nothing is taken as cached. */
+    public void forgetCachedPrefixes() {
+        cachedPrefixes.forget();
     }
 
     /** Micro-batches the pipeline takes at once. */
@@ -119,15 +139,18 @@ public final class Scheduler {
         int decodeShare = (running.size() + microBatches - 1) / microBatches;
         // Prompts are fed in order: once one's chunk does not fit, none behind it goes first.
         boolean prefillBlocked = false;
+        boolean hits = prefixCaching.getAsBoolean();
         for (Sequence s : running) {
             if (!s.canStep() || waitsForPromptLeader(s)) {
                 continue;
             }
             if (s.prefilling()) {
-                int n = s.nextChunk(settings.prefillChunkTokens());
-                if (!prefillBlocked && n <= budget) {
+                int cached = hits ? cachedTokens(s) : 0;
+                int n = s.nextChunk(settings.prefillChunkTokens(), cached);
+                int computed = n - s.restoredBy(n, settings.prefillChunkTokens(), cached);
+                if (!prefillBlocked && computed <= budget) {
                     chunks.add(chunk(s, n));
-                    budget -= n;
+                    budget -= computed;
                 } else {
                     prefillBlocked = true;
                 }
@@ -152,10 +175,12 @@ public final class Scheduler {
             if (waitsForPromptLeader(s)) {
                 continue; // it holds its place; its prompt goes once its leader's is cached
             }
-            int n = s.nextChunk(settings.prefillChunkTokens());
-            if (n <= budget) {
+            int cached = hits ? cachedTokens(s) : 0;
+            int n = s.nextChunk(settings.prefillChunkTokens(), cached);
+            int computed = n - s.restoredBy(n, settings.prefillChunkTokens(), cached);
+            if (computed <= budget) {
                 chunks.add(chunk(s, n));
-                budget -= n;
+                budget -= computed;
             } else {
                 prefillBlocked = true; // it starts first next time
             }
@@ -165,6 +190,14 @@ public final class Scheduler {
         }
         chunks.forEach(c -> c.sequence().startStep(c.numTokens()));
         return new MicroBatch(BATCH_IDS.getAndIncrement(), chunks);
+    }
+
+    /**
+     * The leading tokens of {@code s}'s prompt in every stage's prefix cache, as far as this engine knows: on its first
+     * attempt only (a replay feeds its history as the stages kept it).
+     */
+    private int cachedTokens(Sequence s) {
+        return s.attempt() == 0 && s.nextPosition() < s.promptLength() ? cachedPrefixes.cachedTokens(s.promptTokens()) : 0;
     }
 
     /**
@@ -206,6 +239,9 @@ public final class Scheduler {
     public void stepped(MicroBatch batch) {
         for (Chunk c : batch.chunks()) {
             c.sequence().finishStep(c.attempt(), c.numTokens());
+            if (c.position() < c.sequence().promptLength()) { // every stage holds its prompt's blocks up to here
+                cachedPrefixes.answered(c.sequence().promptTokens(), c.position() + c.numTokens());
+            }
         }
     }
 
@@ -214,6 +250,7 @@ public final class Scheduler {
         for (Chunk c : batch.chunks()) {
             c.sequence().finishStep(c.attempt(), 0);
         }
+        cachedPrefixes.forget(); // a stage may have restarted without its cache
     }
 
     /**

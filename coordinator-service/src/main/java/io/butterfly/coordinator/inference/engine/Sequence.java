@@ -16,9 +16,11 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>A sequence feeds known tokens (its history) before it samples: first its prompt. After a pause (a stage that held
  * its KV cache failed) it starts a new attempt, which feeds its whole history, the prompt and the tokens generated so
- * far, again from position 0, cut exactly as the first time (the prompt in the same chunks, each generated token in a
- * step of its own): a stage that kept its cache answers those steps from what it sent the first time, one that lost
- * it computes the same values as it did, and the next token is the one a run without the failure chooses. A replaying
+ * far, again from position 0, cut at the prefill chunks' boundaries (each generated token in a step of its own; the
+ * first attempt cut its prompt so too, but for a cached prefix fed in one step): a stage that kept its cache answers
+ * those steps from what it sent the first time (any positions it holds), one that lost it computes the same values as
+ * it did (every step ends at a chunk boundary, so each row computed attends over the same positions as then), and the
+ * next token is the one a run without the failure chooses. A replaying
  * sequence may have several steps in flight, one after the other (their tokens are known, and the stages take them in
  * order); otherwise at most one.
  */
@@ -52,6 +54,12 @@ public final class Sequence {
      * request may start, and hold at most half the engine's sequences.
      */
     public static final String BACKGROUND_PREFIX = "job:";
+
+    /**
+     * A prompt step restoring cached blocks spans at most this many prefill chunks: were the blocks evicted meanwhile,
+     * the stages compute them all in that step, and its size stays bounded.
+     */
+    static final int MAX_HIT_CHUNKS = 8;
 
     /** Whether the tenant's sequences are background work ({@link #BACKGROUND_PREFIX}). */
     public static boolean background(String tenant) {
@@ -312,11 +320,51 @@ public final class Sequence {
      * replayed, or a decode).
      */
     int nextChunk(int chunkTokens) {
+        return nextChunk(chunkTokens, 0);
+    }
+
+    /**
+     * The tokens its next step feeds when its prompt's first {@code cachedTokens} (whole blocks) are in every stage's
+     * prefix cache: from a block boundary, the cached blocks ahead (at most {@link #MAX_HIT_CHUNKS} chunks' worth) and
+     * the rest up to the chunk boundary after them, in one step; otherwise as {@link #nextChunk(int)}.
+     */
+    int nextChunk(int chunkTokens, int cachedTokens) {
         if (sent >= prompt.length) {
             return 1;
         }
-        int boundary = (sent / chunkTokens + 1) * chunkTokens;
+        int boundary = (hitReach(chunkTokens, cachedTokens) / chunkTokens + 1) * chunkTokens;
         return Math.min(prompt.length, boundary) - sent;
+    }
+
+    /**
+     * Of a step of {@code n} tokens from its next position, those the stages restore from their prefix caches rather
+     * than compute, when its prompt's first {@code cachedTokens} are cached: the whole cached blocks the step starts
+     * with (at a block boundary), leaving its last token computed, as a stage's lookup does.
+     */
+    int restoredBy(int n, int chunkTokens, int cachedTokens) {
+        int reach = hitReach(chunkTokens, cachedTokens);
+        int lastBlock = (n - 1) / CachedPrefixes.BLOCK_TOKENS * CachedPrefixes.BLOCK_TOKENS;
+        return Math.min(reach - sent, lastBlock);
+    }
+
+    /**
+     * Where the cached blocks its next step restores end: {@code sent} when none (not on a block boundary, not in the
+     * prompt, or nothing cached ahead), at most {@link #MAX_HIT_CHUNKS} - 1 chunks ahead (a stage that evicted them
+     * meanwhile computes them all in that step).
+     */
+    private int hitReach(int chunkTokens, int cachedTokens) {
+        int b = CachedPrefixes.BLOCK_TOKENS;
+        int cached = Math.min(cachedTokens, (prompt.length - 1) / b * b);
+        if (sent % b != 0 || cached <= sent) {
+            return sent;
+        }
+        int reach = Math.min(cached, sent + (MAX_HIT_CHUNKS - 1) * chunkTokens);
+        return Math.max(sent, reach / b * b);
+    }
+
+    /** The prompt's tokens, not copied: for the scheduler's look-up of its cached blocks. */
+    long[] promptTokens() {
+        return prompt;
     }
 
     /** The position its next step starts at. */

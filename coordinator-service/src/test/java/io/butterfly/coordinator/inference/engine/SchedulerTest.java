@@ -374,4 +374,145 @@ class SchedulerTest {
         small.forEach(shortPrompts::add);
         assertThat(shortPrompts.next().chunks()).extracting(c -> c.sequence().id()).containsExactly("s0", "s1");
     }
+
+    /** Feeds {@code seq}'s prompt alone to the end, step by step, then removes it: each chunk's (position, tokens). */
+    private static List<List<Integer>> feedPrompt(Scheduler s, Sequence seq) {
+        s.add(seq);
+        List<List<Integer>> cuts = new ArrayList<>();
+        while (seq.prefilling()) {
+            MicroBatch b = s.next();
+            for (Chunk c : b.chunks()) {
+                if (c.sequence() == seq) {
+                    cuts.add(List.of(c.position(), c.numTokens()));
+                }
+            }
+            s.stepped(b);
+        }
+        s.remove(seq);
+        return cuts;
+    }
+
+    /**
+     * A prompt whose first K tokens every stage answered lately (so holds in its prefix cache) goes in one step, from 0
+     * to the chunk boundary after K, and the token budget counts only the tokens computed (the rest of the prompt, its
+     * last partial block, or the last full one, left to compute); without prefix caches on every stage, or once a step
+     * failed (a stage may have lost its cache), it is cut as usual.
+     */
+    @Test
+    void aCachedPrefixGoesInOneStepAndTheBudgetCountsOnlyTheTokensComputed() {
+        long[] system = new Random(7).longs(1032, 3, 30000).toArray();
+        Scheduler s = new Scheduler(settings(4, 300, 256, 8, 1));
+        s.prefixCaching(() -> true);
+        assertThat(feedPrompt(s, new Sequence("first", system.clone(), 1, DECODING, SequenceOutputs.NONE)))
+                .as("nothing cached yet: five chunks").containsExactly(List.of(0, 256), List.of(256, 256),
+                        List.of(512, 256), List.of(768, 256), List.of(1024, 8));
+
+        Sequence hit = new Sequence("hit", system.clone(), 1, DECODING, SequenceOutputs.NONE);
+        Sequence fresh = seq("fresh", 256, 1);
+        s.add(hit);
+        s.add(fresh);
+        MicroBatch both = s.next();
+        // 1,032 + 256 positions in a budget of 300: the hit computes 8 (64 blocks restored), the fresh prompt 256.
+        assertThat(both.chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens, Chunk::samples)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("hit", 0, 1032, true),
+                        org.assertj.core.groups.Tuple.tuple("fresh", 0, 256, true));
+        s.stepped(both);
+
+        // A shared first 600 tokens: 37 blocks (592) restored, the step goes to the chunk boundary 768 and computes 176.
+        long[] half = new Random(8).longs(1032, 3, 30000).toArray();
+        System.arraycopy(system, 0, half, 0, 600);
+        Scheduler budgeted = new Scheduler(settings(4, 300, 256, 8, 1));
+        budgeted.prefixCaching(() -> true);
+        feedPrompt(budgeted, new Sequence("first", system.clone(), 1, DECODING, SequenceOutputs.NONE));
+        Sequence partial = new Sequence("partial", half, 1, DECODING, SequenceOutputs.NONE);
+        Sequence over = seq("over", 125, 1); // 176 + 125 > 300: it waits for the next step
+        budgeted.add(partial);
+        budgeted.add(over);
+        MicroBatch one = budgeted.next();
+        assertThat(one.chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("partial", 0, 768));
+        budgeted.stepped(one);
+        MicroBatch two = budgeted.next(); // its blocks up to 768 answered: nothing ahead is cached, a usual chunk
+        assertThat(two.chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("partial", 768, 256));
+        budgeted.stepped(two);
+        assertThat(budgeted.next().chunks()).extracting(c -> c.sequence().id(), Chunk::position, Chunk::numTokens)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("partial", 1024, 8),
+                        org.assertj.core.groups.Tuple.tuple("over", 0, 125));
+
+        // Stages not all keeping prefix caches: cut as usual.
+        Scheduler off = new Scheduler(settings(4, 300, 256, 8, 1));
+        feedPrompt(off, new Sequence("first", system.clone(), 1, DECODING, SequenceOutputs.NONE));
+        assertThat(feedPrompt(off, new Sequence("again", system.clone(), 1, DECODING, SequenceOutputs.NONE)))
+                .hasSize(5);
+        // A failed step: a stage may have restarted with an empty cache.
+        Scheduler failed = new Scheduler(settings(4, 300, 256, 8, 1));
+        failed.prefixCaching(() -> true);
+        feedPrompt(failed, new Sequence("first", system.clone(), 1, DECODING, SequenceOutputs.NONE));
+        Sequence lost = seq("lost", 20, 1);
+        failed.add(lost);
+        failed.stepFailed(failed.next());
+        failed.remove(lost);
+        assertThat(feedPrompt(failed, new Sequence("again", system.clone(), 1, DECODING, SequenceOutputs.NONE)))
+                .hasSize(5);
+    }
+
+    /**
+     * Seeded random prompts sharing random prefixes with ones fed before, chunk sizes and budgets: each step's tokens
+     * to compute (its positions less the whole cached blocks it starts with, as a stage's lookup restores them, its
+     * last token always computed) stay within the budget and each chunk's at most a prefill chunk; a hit's first step
+     * reaches the chunk boundary after its cached blocks (at most {@code MAX_HIT_CHUNKS} chunks); every prompt is fed
+     * whole, in order.
+     */
+    @Test
+    void withCachedPrefixesEveryStepComputesWithinTheBudget() {
+        Random random = new Random(51);
+        for (int round = 0; round < 100; round++) {
+            int chunk = 16 * (1 + random.nextInt(8));
+            int budget = chunk + 8 + random.nextInt(200);
+            Scheduler s = new Scheduler(settings(8, budget, chunk, 64, 1));
+            s.prefixCaching(() -> true);
+            long[] base = random.longs(200 + random.nextInt(2000), 3, 30000).toArray();
+            feedPrompt(s, new Sequence("base", base.clone(), 1, DECODING, SequenceOutputs.NONE));
+            Map<Sequence, Integer> shared = new HashMap<>();
+            for (int i = 0; i < 6; i++) {
+                int length = 1 + random.nextInt(base.length + 100);
+                long[] prompt = random.longs(length, 30000, 60000).toArray(); // unlike base's tokens after the share
+                int share = Math.min(length, random.nextInt(base.length + 1));
+                System.arraycopy(base, 0, prompt, 0, share);
+                Sequence q = new Sequence("q" + i, prompt, 1, DECODING, SequenceOutputs.NONE);
+                shared.put(q, share);
+                s.add(q);
+            }
+            Map<Sequence, Integer> fedTo = new HashMap<>();
+            for (MicroBatch b; (b = s.next()) != null; ) {
+                int computed = 0;
+                for (Chunk c : b.chunks()) {
+                    Sequence q = c.sequence();
+                    if (c.position() >= q.promptLength()) {
+                        computed += c.numTokens();
+                        continue;
+                    }
+                    assertThat(c.position()).isEqualTo(fedTo.getOrDefault(q, 0));
+                    fedTo.put(q, c.position() + c.numTokens());
+                    int cached = c.position() % 16 == 0 && c.numTokens() > 16 // what a stage restores
+                            ? Math.min(Math.max(0, Math.min(shared.get(q), q.promptLength() - 1) / 16 * 16
+                            - c.position()), (c.numTokens() - 1) / 16 * 16) : 0;
+                    int mine = c.numTokens() - cached;
+                    assertThat(mine).as("round %d", round).isLessThanOrEqualTo(chunk);
+                    computed += mine;
+                    int blocks = Math.min(shared.get(q), q.promptLength() - 1) / 16 * 16;
+                    if (c.position() == 0 && blocks > 0) {
+                        int reach = Math.min(blocks, (Sequence.MAX_HIT_CHUNKS - 1) * chunk);
+                        assertThat(c.position() + c.numTokens()).as("round %d: a hit's first step", round)
+                                .isEqualTo(Math.min(q.promptLength(), (reach / chunk + 1) * chunk));
+                    }
+                }
+                assertThat(computed).as("round %d", round).isLessThanOrEqualTo(budget);
+                s.stepped(b);
+                b.chunks().stream().filter(Chunk::samples).forEach(c -> s.remove(c.sequence())); // prompt fed
+            }
+            shared.keySet().forEach(q -> assertThat(fedTo.get(q)).isEqualTo(q.promptLength()));
+        }
+    }
 }
