@@ -9,6 +9,7 @@ import io.butterfly.coordinator.statemachine.SystemState;
 import io.butterfly.coordinator.statemachine.WorkerState;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -192,8 +193,13 @@ public final class ClusterReducer {
                 }
             }
         }
+        Set<String> kept = keptPipelinesHolders(s, c);
         Map<String, NodeRecord> nodes = new LinkedHashMap<>();
         for (NodeRecord n : s.nodes().values()) {
+            if (kept.contains(n.nodeId())) {
+                nodes.put(n.nodeId(), n); // its partition serves on in the new epoch: still READY
+                continue;
+            }
             StageAssignment stage = byNode.get(n.nodeId());
             // An expert group's worker holds the stage's layer range (its experts of them), no embedding or head.
             boolean own = stage != null && stage.nodeId().equals(n.nodeId());
@@ -217,6 +223,31 @@ public final class ClusterReducer {
                     c.reason().isEmpty() ? "reassigned while serving" : c.reason(), null));
         }
         return move(next, s.system() == SystemState.READY ? SystemState.DEGRADED : s.system(), message, c);
+    }
+
+    /**
+     * The workers of pipelines that the assignment keeps as they were in the current epoch, every one of them READY
+     * (docs/scale-out.md): with several pipelines, a re-plan of one (or one added) leaves the others serving, their
+     * partitions READY, their steps still carrying the epoch they have been the same since
+     * ({@link ClusterState#stepsEpoch}). Into one pipeline, none: every epoch change reloads or holds on as before.
+     */
+    private static Set<String> keptPipelinesHolders(ClusterState s, ClusterCommand.PartitionsAssigned c) {
+        List<List<StageAssignment>> next = EpochPlan.split(c.stages());
+        List<List<StageAssignment>> now = s.plan(s.epoch()).isPresent() ? s.pipelines() : List.of();
+        if (next.size() <= 1 || c.epoch() != s.epoch() + 1) {
+            return Set.of();
+        }
+        Set<String> kept = new HashSet<>();
+        for (List<StageAssignment> p : next) {
+            List<String> holders = p.stream().flatMap(stage -> stage.holders().stream()).toList();
+            if (now.contains(p) && holders.stream().allMatch(id -> {
+                NodeRecord n = s.nodes().get(id);
+                return n != null && !n.lost() && n.state() != WorkerState.FAILED && n.partition() == PartitionState.READY;
+            })) {
+                kept.addAll(holders);
+            }
+        }
+        return kept;
     }
 
     private static ClusterState loadProgressed(ClusterState s, ClusterCommand.LoadProgressed c) {

@@ -197,6 +197,37 @@ public record ClusterState(SystemState system, long epoch, String modelId, Strin
         return servingPipelines().contains(Boolean.TRUE);
     }
 
+    /**
+     * The epoch {@code pipeline}'s steps carry (docs/scale-out.md): with several pipelines, the first epoch from which
+     * it has been a pipeline of every plan up to this one, unchanged (its stages, their layers and workers, in order),
+     * so a re-plan of another pipeline neither rebuilds its engine nor fences off its steps in flight; its workers run
+     * steps of any epoch from it up to theirs. With one pipeline, the current epoch, as before.
+     */
+    public long stepsEpoch(List<StageAssignment> pipeline) {
+        if (pipelines().size() <= 1 || plan(epoch).isEmpty()) {
+            return epoch;
+        }
+        long since = epoch;
+        for (int i = plans.size() - 2; i >= 0; i--) {
+            EpochPlan earlier = plans.get(i);
+            if (earlier.epoch() != plans.get(i + 1).epoch() - 1 || !EpochPlan.split(earlier.stages()).contains(pipeline)) {
+                break; // a gap in the kept history, or another pipeline then
+            }
+            since = earlier.epoch();
+        }
+        return since;
+    }
+
+    /** {@link #stepsEpoch} of the pipeline {@code nodeId} holds a part of; the current epoch if none. */
+    public long stepsEpochOf(String nodeId) {
+        for (List<StageAssignment> p : pipelines()) {
+            if (p.stream().anyMatch(stage -> stage.holders().contains(nodeId))) {
+                return stepsEpoch(p);
+            }
+        }
+        return epoch;
+    }
+
     /** Whether the weights of an epoch from {@code from} up to the current one were cross-validated. */
     private boolean validatedSince(long from) {
         WeightValidation v = checks.validation();

@@ -46,6 +46,8 @@ final class EngineServing implements AutoCloseable {
     /** Where an engine was last told to send: what a request's KV cache is judged against at admission. */
     private volatile EngineCore.Serving lastServing;
 
+    /** @param epoch the epoch the pipeline's steps carry ({@link ClusterState#stepsEpoch}): the current one, or with
+     *              several pipelines the one it has been the same since, so a re-plan of another leaves it alone */
     private record ServingKey(long epoch, List<String> pipeline, String merkleRoot) {
 
         /** Per pipeline of {@code s}, what its engine serves from; null for one that does not serve now. */
@@ -54,7 +56,7 @@ final class EngineServing implements AutoCloseable {
             List<Boolean> serves = s.servingPipelines();
             List<ServingKey> out = new ArrayList<>();
             for (int i = 0; i < pipelines.size(); i++) {
-                out.add(serves.get(i) ? new ServingKey(s.epoch(), pipelines.get(i).stream()
+                out.add(serves.get(i) ? new ServingKey(s.stepsEpoch(pipelines.get(i)), pipelines.get(i).stream()
                         .map(StageAssignment::nodeId).toList(), s.merkleRoot()) : null);
             }
             return out;
@@ -158,7 +160,7 @@ final class EngineServing implements AutoCloseable {
         }
     }
 
-    /** Where pipeline {@code stages}' engine sends: their route, the epoch, and each stage's KV budget here. */
+    /** Where pipeline {@code stages}' engine sends: their route, the epoch its steps carry, each stage's KV budget here. */
     private EngineCore.Serving serving(ClusterState state, List<StageAssignment> stages, ServedModel model) {
         List<NodeInfo> nodes = new ArrayList<>();
         List<KvBudgets.Stage> budgets = new ArrayList<>();
@@ -171,7 +173,7 @@ final class EngineServing implements AutoCloseable {
             budgets.add(budget(n, model.config()));
         }
         List<String> ids = nodes.stream().map(NodeInfo::nodeId).toList();
-        EngineCore.Serving next = new EngineCore.Serving(pipeline.route(nodes), state.epoch(), budgets,
+        EngineCore.Serving next = new EngineCore.Serving(pipeline.route(nodes), state.stepsEpoch(stages), budgets,
                 () -> ids.stream().allMatch(prefixCachingOn));
         lastServing = next;
         return next;

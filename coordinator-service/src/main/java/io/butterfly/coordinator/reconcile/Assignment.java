@@ -15,9 +15,12 @@ import java.util.List;
  *                       epoch or a later one keeps it, and every sequence's KV cache, without loading anything
  * @param expertGroups   the stage's expert groups in order when its experts are spread over workers, else empty
  * @param expertGroup    this worker's group among them (0: the stage's own worker; later: its experts only)
+ * @param stepsSinceEpoch the first epoch whose steps the worker runs ({@link ClusterState#stepsEpoch}): the epoch its
+ *                        pipeline has been the same since when there are several, else this one
  */
 public record Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
-                         long epoch, long term, long keptSinceEpoch, List<Group> expertGroups, int expertGroup) {
+                         long epoch, long term, long keptSinceEpoch, List<Group> expertGroups, int expertGroup,
+                         long stepsSinceEpoch) {
 
     /** An expert group as a worker reaches it: its worker and its experts {@code [first, end)}. */
     public record Group(NodeInfo node, int firstExpert, int endExpert) {
@@ -30,7 +33,7 @@ public record Assignment(String modelId, int layerStart, int layerEnd, boolean h
     /** A stage holding all of its experts. */
     public Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
                       long epoch, long term, long keptSinceEpoch) {
-        this(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, keptSinceEpoch, List.of(), 0);
+        this(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, keptSinceEpoch, List.of(), 0, epoch);
     }
 
     /** The assignment {@code node} holds in the current epoch of {@code state}, sent with {@code term}. */
@@ -41,6 +44,6 @@ public record Assignment(String modelId, int layerStart, int layerEnd, boolean h
                 .map(g -> new Group(state.nodes().get(g.nodeId()).info(), g.firstExpert(), g.endExpert())).toList();
         return new Assignment(state.modelId(), node.layerStart(), node.layerEnd(), node.hasEmbedding(),
                 node.hasHead(), state.epoch(), term, state.stageKeptSince(id), groups,
-                stage == null ? 0 : Math.max(0, stage.groupOf(id)));
+                stage == null ? 0 : Math.max(0, stage.groupOf(id)), state.stepsEpochOf(id));
     }
 }

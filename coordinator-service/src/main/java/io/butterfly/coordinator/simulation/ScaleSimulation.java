@@ -336,7 +336,10 @@ public final class ScaleSimulation {
     private record Timings(double fullPlanMs, double pipelinesPlanMs, int pipelines, double replanMs) {
     }
 
-    /** Median wall time of the planners over the whole pool as it ends: a full plan, the pipelines, one re-plan. */
+    /**
+     * Median thread CPU time of the planners over the whole pool as it ends (a full plan, the pipelines, one
+     * re-plan): what a plan costs the coordinator, not inflated by other processes on a loaded machine.
+     */
     private Timings timings() {
         ClusterState s = log.state();
         List<WorkerCapacity> pool = workers.values().stream().filter(w -> w.alive)
@@ -351,12 +354,12 @@ public final class ScaleSimulation {
         return new Timings(full, pipelines, k[0], replan);
     }
 
-    private static double median(Runnable r) {
+    private double median(Runnable r) {
         double[] ms = new double[7];
         for (int i = 0; i < ms.length; i++) {
-            long t0 = System.nanoTime();
+            long t0 = cpu.getCurrentThreadCpuTime();
             r.run();
-            ms[i] = (System.nanoTime() - t0) / 1e6;
+            ms[i] = (cpu.getCurrentThreadCpuTime() - t0) / 1e6;
         }
         Arrays.sort(ms);
         return ms[ms.length / 2];

@@ -289,11 +289,21 @@ class ReconcilerTest {
         assertThat(after.get(1)).isEqualTo(before.get(1));
         assertThat(nodes(after.get(0))).contains(spare).doesNotContain(lost);
         assertThat(c.state.plan(2).orElseThrow().reason()).startsWith(lost + " FAILED: pipeline 0: spare " + spare);
-        // The untouched pipeline's workers hold on into epoch 2 (no load) and serve again before the spare has loaded.
+        // The untouched pipeline serves on across the epoch change, its steps still of epoch 1 (its workers run them
+        // in epoch 2 too); the re-planned one's steps are of epoch 2.
+        assertThat(c.state.pipelineServes(after.get(1))).isTrue();
+        assertThat(c.state.servingPipelines()).containsExactly(false, true);
+        assertThat(c.state.stepsEpoch(after.get(1))).isEqualTo(1);
+        assertThat(c.state.stepsEpoch(after.get(0))).isEqualTo(2);
+        // Its workers hold on into epoch 2 (no load), their report changing nothing; the spare loads.
         for (Action a : due) {
-            if (a instanceof Action.Assign assign && nodes(before.get(1)).contains(assign.node().nodeId())) {
-                assertThat(assign.assignment().keptSinceEpoch()).isEqualTo(1);
-                c.apply(new ClusterCommand.LoadCompleted(assign.node().nodeId(), 2, "c", c.now));
+            if (a instanceof Action.Assign assign) {
+                boolean untouched = nodes(before.get(1)).contains(assign.node().nodeId());
+                assertThat(assign.assignment().stepsSinceEpoch()).isEqualTo(untouched ? 1 : 2);
+                if (untouched) {
+                    assertThat(assign.assignment().keptSinceEpoch()).isEqualTo(1);
+                    c.apply(new ClusterCommand.LoadCompleted(assign.node().nodeId(), 2, "c", c.now));
+                }
             }
         }
         assertThat(c.state.system()).isEqualTo(SystemState.DEGRADED);

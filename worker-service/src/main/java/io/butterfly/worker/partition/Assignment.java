@@ -21,15 +21,26 @@ import java.util.List;
  *                            caches, one loaded before keeps its weights but not its caches
  * @param expertGroups        the stage's expert groups in order when its experts are spread over workers, else empty
  * @param expertGroup         this worker's group among them (0: the stage's own worker; later: experts only)
+ * @param stepsSinceEpoch     the first epoch from which this worker's whole pipeline has been the same in every
+ *                            assignment up to this one: steps of any epoch from it up to this one are of this very
+ *                            pipeline and run here (0: this epoch only)
  */
 public record Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
                          long epoch, long term, Endpoint registry, Endpoint coordinator,
                          List<Endpoint> coordinatorReplicas, long keptSinceEpoch,
-                         List<ExpertPlacement.Group> expertGroups, int expertGroup) {
+                         List<ExpertPlacement.Group> expertGroups, int expertGroup, long stepsSinceEpoch) {
 
     public Assignment {
         coordinatorReplicas = List.copyOf(coordinatorReplicas);
         expertGroups = expertGroups == null ? List.of() : List.copyOf(expertGroups);
+    }
+
+    /** Steps of this epoch only. */
+    public Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead, long epoch,
+                      long term, Endpoint registry, Endpoint coordinator, List<Endpoint> coordinatorReplicas,
+                      long keptSinceEpoch, List<ExpertPlacement.Group> expertGroups, int expertGroup) {
+        this(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, registry, coordinator,
+                coordinatorReplicas, keptSinceEpoch, expertGroups, expertGroup, 0);
     }
 
     /** All of the stage's experts here. */

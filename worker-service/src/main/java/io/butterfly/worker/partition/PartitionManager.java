@@ -59,6 +59,12 @@ public class PartitionManager {
     private final ExecutorService loader = Executors.newSingleThreadExecutor(DaemonThreads.named("partition-loader"));
     private volatile PartitionStatus status = PartitionStatus.unassigned();
     private volatile PartitionExecutor executor;
+    /**
+     * The first epoch whose steps the partition runs (up to its epoch): the epoch its pipeline has been the same
+     * since, as far as its caches go back ({@link PartitionPlan#stepsFrom}). Written before the status and the
+     * executor change, so a step checked against it never runs on an executor of another stage.
+     */
+    private volatile long stepsFromEpoch;
     private volatile LoadedPartition loaded;
     private volatile long loadStartedNanos;
     private long highestEpoch;
@@ -127,6 +133,7 @@ public class PartitionManager {
         current = request;
         coordinator.attach(request.coordinator(), replicas, request.epoch());
         coordinator.partitionReady(0); // nothing of the new assignment is loaded yet
+        stepsFromEpoch = request.epoch();
         status = PartitionStatus.loading(request);
         long loadGeneration = ++generation;
         if (running != null) {
@@ -157,12 +164,13 @@ public class PartitionManager {
     }
 
     /**
-     * Holds the loaded stage on in the new epoch: steps of the new epoch run on it from now on and older ones are
-     * refused. Every sequence's KV cache is kept if the stage was held without a break since the epoch it was loaded
+     * Holds the loaded stage on in the new epoch: steps of the new epoch run on it from now on, and those of older
+     * epochs only back to the one its whole pipeline has been the same since (docs/scale-out.md). Every sequence's KV cache is kept if the stage was held without a break since the epoch it was loaded
      * or last kept in; otherwise (this worker was out of the plan in between, its sequences ran elsewhere) the
      * caches are dropped and the weights kept.
      */
     private void holdOn(Assignment request, List<Endpoint> replicas, boolean keepCaches) {
+        stepsFromEpoch = PartitionPlan.stepsFrom(request, stepsFromEpoch, keepCaches);
         int cached = executor.cachedSequences();
         if (!keepCaches) {
             executor.evictIdle(-1);
@@ -179,6 +187,11 @@ public class PartitionManager {
                 request.modelId(), request.layerStart(), request.layerEnd(), from, request.epoch(), cached,
                 keepCaches ? "kept" : "dropped (the stage was not held since epoch " + request.keptSinceEpoch() + ")");
         coordinator.report(readyReport(status, executor));
+    }
+
+    /** The first epoch whose steps the partition runs; it runs those of every epoch from it up to its own. */
+    public long stepsFromEpoch() {
+        return stepsFromEpoch;
     }
 
     /**

@@ -71,6 +71,19 @@ final class PartitionPlan {
         return new Load(held.engineLoaded());
     }
 
+    /**
+     * The first epoch whose steps the stage runs once {@code desired} is taken (docs/scale-out.md): the epoch from
+     * which the coordinator says the whole pipeline has been the same, but never before the epoch from which this
+     * worker has held the stage with its KV caches ({@code heldStepsFrom} if the caches are kept, else this epoch). A
+     * step of an epoch in between was sent to this very stage with these very neighbours, over these caches; one of
+     * an earlier epoch may have been meant for another pipeline, and is refused.
+     */
+    static long stepsFrom(Assignment desired, long heldStepsFrom, boolean cachesKept) {
+        long pipelineSince = desired.stepsSinceEpoch() > 0 ? Math.min(desired.stepsSinceEpoch(), desired.epoch())
+                : desired.epoch();
+        return Math.max(pipelineSince, cachesKept ? heldStepsFrom : desired.epoch());
+    }
+
     /** The stage it holds READY, in a newer epoch, and the coordinator says since when it has held it. */
     private static boolean holdsOn(Assignment desired, Held held) {
         return desired.keptSinceEpoch() > 0 && desired.epoch() > held.epoch() && desired.sameStageAs(held.current())

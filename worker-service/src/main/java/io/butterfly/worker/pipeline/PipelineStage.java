@@ -110,18 +110,15 @@ public class PipelineStage {
         for (int i = 0; i < downstream.size(); i++) {
             downstream.get(i).requireValid("downstream[" + i + "]");
         }
-        // The epoch is read on both sides of the executor: epochs only grow, so if it did not change, the
-        // executor is of that epoch (not one an assignment replaced between the two reads).
+        // The partition runs steps of the epochs from stepsFromEpoch to its epoch (docs/scale-out.md). The epoch
+        // is read before the executor and the first epoch after it: both only grow, and a load sets the first
+        // epoch to its own before it replaces the executor, so a step inside both bounds found the executor that
+        // held the stage across them (a hold-on keeps it), not one an assignment replaced between the reads.
         long epoch = partitions.status().epoch();
         PartitionExecutor executor = partitions.executor();
-        if (partitions.status().epoch() != epoch) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.ABORTED,
-                    "this worker's partition changed from epoch " + epoch + " while the step of epoch "
-                            + step.epoch() + " arrived");
-        }
-        if (step.epoch() != epoch) {
-            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.ABORTED,
-                    "step carries epoch " + step.epoch() + " but this worker's partition is of epoch " + epoch);
+        String refused = refusal(step.epoch(), partitions.stepsFromEpoch(), epoch);
+        if (refused != null) {
+            throw new ButterflyException(ErrorCode.STALE_TERM, ErrorKind.ABORTED, refused);
         }
         PartitionSpec spec = executor.spec();
         // Routing is checked before the step runs: a refused step must not have advanced the KV cache.
@@ -164,6 +161,18 @@ public class PipelineStage {
             return;
         }
         nextStages.forward(step, result, clock, hashes);
+    }
+
+    /** Why a step of {@code stepEpoch} may not run on a stage that runs steps of epochs {@code fromEpoch} to {@code epoch}; null if it may. */
+    static String refusal(long stepEpoch, long fromEpoch, long epoch) {
+        if (stepEpoch > epoch) {
+            return "step carries epoch " + stepEpoch + " but this worker's partition is of epoch " + epoch;
+        }
+        if (stepEpoch < fromEpoch) {
+            return "step carries epoch " + stepEpoch + " but this worker's partition runs steps of epochs " + fromEpoch
+                    + " to " + epoch + " only (its pipeline changed since)";
+        }
+        return null;
     }
 
     private void report(Step step, StepOutcome outcome) {

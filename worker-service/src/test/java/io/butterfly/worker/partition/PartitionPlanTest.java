@@ -65,6 +65,36 @@ class PartitionPlanTest {
         assertThat(heldOn).as("cases that hold on").isGreaterThan(CASES / 50);
     }
 
+    /**
+     * The epochs whose steps a held-on stage runs (docs/scale-out.md): back to the epoch its pipeline has been the same
+     * since, never before its caches were its own (or, caches dropped, before this epoch), never after this epoch;
+     * without the coordinator's word, this epoch only, as before pipelines kept their epoch.
+     */
+    @Test
+    void aHeldOnStageRunsStepsBackToItsPipelinesEpochButNeverPastItsCaches() {
+        Random r = new Random(52);
+        int older = 0;
+        for (int i = 0; i < CASES; i++) {
+            long epoch = 2 + r.nextInt(6);
+            long stepsSince = r.nextInt(4) == 0 ? 0 : r.nextInt((int) epoch + 2); // 0: not said; may exceed it
+            Assignment desired = new Assignment("a", 0, 2, true, false, epoch, 1, REGISTRY, COORDINATOR,
+                    List.of(COORDINATOR), 1, List.of(), 0, stepsSince);
+            long heldFrom = 1 + r.nextInt((int) epoch - 1);
+            boolean cachesKept = r.nextBoolean();
+            long from = PartitionPlan.stepsFrom(desired, heldFrom, cachesKept);
+            assertThat(from).isBetween(1L, epoch);
+            if (stepsSince == 0 || !cachesKept) {
+                assertThat(from).as("this epoch only").isEqualTo(epoch);
+            } else {
+                assertThat(from).isEqualTo(Math.max(Math.min(stepsSince, epoch), heldFrom));
+            }
+            if (from < epoch) {
+                older++;
+            }
+        }
+        assertThat(older).as("cases that run older epochs' steps").isGreaterThan(CASES / 10);
+    }
+
     @Test
     void theSamePartitionSaidAgainIsNeverLoadedAgainUnlessItsLoadFailed() {
         Random r = new Random(4545);

@@ -107,6 +107,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                                 .setGrpcPort(g.node().grpcPort()))
                         .setFirstExpert(g.firstExpert()).setEndExpert(g.endExpert()).build()).toList())
                 .setExpertGroup(a.expertGroup())
+                .setStepsSinceEpoch(a.stepsSinceEpoch())
                 .build();
         call(() -> stub(worker, deadline).assignPartition(request));
     }
