@@ -12,12 +12,16 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param flipBitFraction the fraction of its step outputs (hidden states, or logits on the last stage) in which one
  *                        bit is flipped after computing and before hashing, in [0, 1]
  * @param seed            which outputs and bits (the same seed corrupts the same steps of the same run)
+ * @param misreportChecksums whether this worker's checksum report claims another digest for the first file it loaded,
+ *                        so that the coordinator's cross-validation fails it (docs/security.md: the way out of a
+ *                        failed validation)
  */
 @ConfigurationProperties("butterfly.worker.unsafe-fault-injection")
 public record UnsafeFaultInjectionProperties(
         @DefaultValue("false") boolean enabled,
         @DefaultValue("0") double flipBitFraction,
-        @DefaultValue("1") long seed) {
+        @DefaultValue("1") long seed,
+        @DefaultValue("false") boolean misreportChecksums) {
 
     public UnsafeFaultInjectionProperties {
         if (!(flipBitFraction >= 0 && flipBitFraction <= 1)) {
@@ -27,6 +31,11 @@ public record UnsafeFaultInjectionProperties(
         if (flipBitFraction > 0 && !enabled) {
             throw new IllegalArgumentException("butterfly.worker.unsafe-fault-injection.flip-bit-fraction="
                     + flipBitFraction + " makes this worker corrupt its outputs on purpose: it is refused unless"
+                    + " butterfly.worker.unsafe-fault-injection.enabled=true is set too (tests and demonstrations only)");
+        }
+        if (misreportChecksums && !enabled) {
+            throw new IllegalArgumentException("butterfly.worker.unsafe-fault-injection.misreport-checksums=true makes"
+                    + " this worker fail cross-validation on purpose: it is refused unless"
                     + " butterfly.worker.unsafe-fault-injection.enabled=true is set too (tests and demonstrations only)");
         }
     }

@@ -113,8 +113,13 @@ public class WorkerConfiguration {
     }
 
     @Bean
-    PartitionChecksums partitionChecksums(PartitionManager partitions) {
-        return new PartitionChecksums(partitions);
+    PartitionChecksums partitionChecksums(PartitionManager partitions, UnsafeFaultInjectionProperties faults) {
+        boolean misreport = faults.enabled() && faults.misreportChecksums();
+        if (misreport) {
+            LOG.warn("FAULT INJECTION: this worker reports another digest for the first file it loads on purpose"
+                    + " (butterfly.worker.unsafe-fault-injection.misreport-checksums); never serve with it");
+        }
+        return new PartitionChecksums(partitions, misreport);
     }
 
     @Bean

@@ -23,11 +23,22 @@ public class PartitionChecksums {
 
     private final PartitionManager partitions;
     private final String nodeId;
+    /** Fault injection: report other bytes than those loaded (tests of the way out of a failed validation). */
+    private final boolean misreport;
     private ChecksumReport cached;
 
     public PartitionChecksums(PartitionManager partitions) {
+        this(partitions, false);
+    }
+
+    /**
+     * @param misreport whether this worker claims, on purpose, another digest for the first file it loaded, as a
+     *                  worker that loaded other bytes than its peers would (butterfly.worker.unsafe-fault-injection)
+     */
+    public PartitionChecksums(PartitionManager partitions, boolean misreport) {
         this.partitions = partitions;
         this.nodeId = partitions.settings().nodeId();
+        this.misreport = misreport;
     }
 
     /** The report of the partition loaded for {@code epoch} (computed once per loaded partition). */
@@ -46,7 +57,7 @@ public class PartitionChecksums {
                 && cached.layerEnd() == a.layerEnd()) {
             return cached;
         }
-        cached = compute(nodeId, loaded);
+        cached = misreport ? misreported(compute(nodeId, loaded)) : compute(nodeId, loaded);
         return cached;
     }
 
@@ -61,6 +72,26 @@ public class PartitionChecksums {
         String root = MerkleTree.rootHex(files.stream().map(ChecksumReport.FileChecksum::sha256).toList());
         return new ChecksumReport(nodeId, a.epoch(), a.layerStart(), a.layerEnd(), a.hasEmbedding(), a.hasHead(),
                 List.copyOf(files), root, System.currentTimeMillis());
+    }
+
+    /**
+     * {@code report} as a worker that loaded other bytes for its first file would send it: that file's digest changed
+     * (its last hex digit), the weight hash the root of the digests as sent, so the report is consistent in itself and
+     * only the comparison with the manifest tells.
+     */
+    static ChecksumReport misreported(ChecksumReport report) {
+        if (report.files().isEmpty()) {
+            return report;
+        }
+        List<ChecksumReport.FileChecksum> files = new ArrayList<>(report.files());
+        ChecksumReport.FileChecksum first = files.get(0);
+        String sha = first.sha256();
+        char last = sha.charAt(sha.length() - 1);
+        files.set(0, new ChecksumReport.FileChecksum(first.name(),
+                sha.substring(0, sha.length() - 1) + (last == '0' ? '1' : '0'), first.sizeBytes()));
+        String root = MerkleTree.rootHex(files.stream().map(ChecksumReport.FileChecksum::sha256).toList());
+        return new ChecksumReport(report.nodeId(), report.epoch(), report.layerStart(), report.layerEnd(),
+                report.hasEmbedding(), report.hasHead(), List.copyOf(files), root, report.timestampMs());
     }
 
     /** Takes note of the coordinator's verdict; whether this node is among those that contributed to the root. */

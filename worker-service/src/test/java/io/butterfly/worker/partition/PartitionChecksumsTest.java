@@ -51,6 +51,22 @@ class PartitionChecksumsTest {
         assertNotEquals(one.weightHash(), flipped.weightHash());
     }
 
+    @Test
+    void aMisreportedReportClaimsAnotherDigestForItsFirstFileAndIsConsistentInItself() {
+        String shaA = Sha256.hex("layer zero".getBytes(StandardCharsets.UTF_8));
+        String shaB = Sha256.hex("layer one".getBytes(StandardCharsets.UTF_8));
+        List<ManifestFile> files = List.of(layer("layer_000.safetensors", shaA), layer("layer_001.safetensors", shaB));
+        ChecksumReport honest = PartitionChecksums.compute("w1", new LoadedPartition(ASSIGNMENT, files, List.of(
+                new VerifiedFile(Path.of("a"), shaA, 16), new VerifiedFile(Path.of("b"), shaB, 15))));
+        ChecksumReport lie = PartitionChecksums.misreported(honest);
+        List<String> sent = lie.files().stream().map(ChecksumReport.FileChecksum::sha256).toList();
+        assertNotEquals(shaA, sent.get(0));
+        assertEquals(64, sent.get(0).length());
+        assertEquals(shaB, sent.get(1));
+        assertEquals(MerkleTree.rootHex(sent), lie.weightHash());
+        assertNotEquals(honest.weightHash(), lie.weightHash());
+    }
+
     private static ManifestFile layer(String name, String checksum) {
         return new ManifestFile(name, 0, "sha256", checksum, FileKind.LAYER, 0, 1, "safetensors");
     }
