@@ -304,8 +304,15 @@ public class PartitionManager {
                     } else if (heads.shardOnly()) {
                         engine = HeadShardPartition.load(spec, heads, openWeights(verified), settings.executor());
                     } else {
-                        engine = HeadParallelStage.load(spec, heads, () -> openWeights(verified), settings.executor(),
-                                remoteHeads);
+                        // Three loads (embedding, own shard, head) each close their files, so the verified channels
+                        // serve the first and the others open the same verified files by path.
+                        boolean[] first = {true};
+                        engine = HeadParallelStage.load(spec, heads, () -> {
+                            List<VerifiedFile> files = first[0] ? verified : verified.stream()
+                                    .map(v -> new VerifiedFile(v.path(), v.sha256(), v.sizeBytes())).toList();
+                            first[0] = false;
+                            return openWeights(files);
+                        }, settings.executor(), remoteHeads);
                     }
                     engineLoadedNanos = System.nanoTime();
                 }
