@@ -10,8 +10,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 
 /**
@@ -34,12 +32,6 @@ public final class HeadParallelStage implements PartitionExecutor {
     private final HeadShard own;
     private final RemoteHeads remote;
     private final HeadParallelLayers layers;
-    /** Computes this worker's shard while the others' are asked. */
-    private final ExecutorService local = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "head-shard-0");
-        t.setDaemon(true);
-        return t;
-    });
     /** Per other shard, the sequences released since its last attention call. */
     private final List<Set<String>> toRelease = new ArrayList<>();
 
@@ -185,7 +177,6 @@ public final class HeadParallelStage implements PartitionExecutor {
 
     @Override
     public void close() {
-        local.shutdownNow();
         own.close();
         if (embedding != null) {
             embedding.close();
@@ -195,7 +186,7 @@ public final class HeadParallelStage implements PartitionExecutor {
         }
     }
 
-    /** Shard 0 computed here (on its own thread, so the others are asked at once), the others asked remotely. */
+    /** Shard 0 computed here (after the others are asked), the others asked remotely. */
     private final class Exchange implements HeadExchange {
 
         @Override
@@ -227,8 +218,16 @@ public final class HeadParallelStage implements PartitionExecutor {
             return x.length / spec.config().hiddenSize();
         }
 
+        /*
+         * On the calling thread: a step runs on the engine thread, and the shard's TorchScript runs there too, so a
+         * thread of its own would wait for the engine thread while the engine thread waits for it.
+         */
         private CompletableFuture<float[]> here(Supplier<float[]> work) {
-            return CompletableFuture.supplyAsync(work, local);
+            try {
+                return CompletableFuture.completedFuture(work.get());
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
         }
     }
 }
