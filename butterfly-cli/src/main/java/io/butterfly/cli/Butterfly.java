@@ -3,6 +3,7 @@ package io.butterfly.cli;
 import io.butterfly.cli.bench.BenchCommand;
 import io.butterfly.cli.bench.ChaosBenchCommand;
 import io.butterfly.cli.bench.DetectBenchCommand;
+import io.butterfly.cli.bench.HeadsBenchCommand;
 import io.butterfly.cli.bench.MoeBenchCommand;
 import io.butterfly.cli.bench.FailoverBenchCommand;
 import io.butterfly.cli.bench.FaultScheduleCommand;
@@ -34,7 +35,8 @@ import picocli.CommandLine.Spec;
                 PsCommand.class, StatusCommand.class, GenerateCommand.class, ChatCommand.class, ModelCommand.class, KeygenCommand.class,
                 BenchCommand.class, DetectBenchCommand.class, FailoverBenchCommand.class, LoadBenchCommand.class,
                 ServeBenchCommand.class, ProfileCommand.class, ChaosBenchCommand.class, FaultScheduleCommand.class, SoakCommand.class,
-                BuildCommand.class, JobsCommand.class, JobsBenchCommand.class, MoeBenchCommand.class},
+                BuildCommand.class, JobsCommand.class, JobsBenchCommand.class, MoeBenchCommand.class,
+                HeadsBenchCommand.class},
         footer = {"%n./butterfly help COMMAND shows a command's options. Logs and pids live under .butterfly/"
                 + " (BUTTERFLY_HOME); the coordinator's REST API is on http://127.0.0.1:8080 (plus BUTTERFLY_PORT_OFFSET)."})
 public final class Butterfly implements Runnable {

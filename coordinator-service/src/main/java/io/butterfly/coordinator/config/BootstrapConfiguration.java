@@ -21,7 +21,7 @@ public class BootstrapConfiguration {
     @Bean
     Reconciler reconciler(CoordinatorProperties props, PlanningProperties planning, PartitionPlanner planner) {
         return new Reconciler(props.reconciler(DiscoveryGateway.protocolVersion(), planning.planner().configName())
-                .withExpertGroups(planning.planning().expertGroups())
+                .withExpertGroups(planning.planning().expertGroups()).withHeadShards(planning.planning().headShards())
                 .withPipelines(planning.planning().pipelines(), planning.planning().spares()), planner);
     }
 

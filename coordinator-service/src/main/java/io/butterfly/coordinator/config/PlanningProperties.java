@@ -27,6 +27,8 @@ public record PlanningProperties(
      * @param expertGroups       workers a mixture of experts' stage spreads its routed experts over, one expert group
      *                           each (docs/sharding.md); 1: every stage holds all of its experts; 0: as few as the
      *                           workers' memory allows
+     * @param headShards         workers a dense Llama-family model's stage splits its layers over by attention heads,
+     *                           one head shard each (docs/sharding.md, "Head parallelism"); 1: layers whole
      */
     public record Planning(
             @DefaultValue("0") int kvCacheTokens,
@@ -35,7 +37,8 @@ public record PlanningProperties(
             @DefaultValue("2GB") DataSize kvCacheBudget,
             @DefaultValue("1") int expertGroups,
             @DefaultValue("1") int pipelines,
-            @DefaultValue("0") int spares) {
+            @DefaultValue("0") int spares,
+            @DefaultValue("1") int headShards) {
 
         public ModelFootprints.Settings footprint() {
             return new ModelFootprints.Settings(kvCacheTokens, kvCacheSequences, activationHeadroom.toBytes(),

@@ -189,7 +189,8 @@ public class ControlLoop implements AutoCloseable {
                 || modelViewWeightBytes != weightBytes) {
             view = new Observations.ModelView(served.manifest().modelId(), served.manifest().merkleRoot(),
                     ModelFootprints.of(served.manifest(), served.config(), footprint, weightBytes),
-                    io.butterfly.coordinator.planning.ExpertFootprint.of(served.config(), weightBytes));
+                    io.butterfly.coordinator.planning.ExpertFootprint.of(served.config(), weightBytes),
+                    io.butterfly.coordinator.planning.HeadSpread.slices(served.config()));
             modelViewWeightBytes = weightBytes;
             modelView = view;
         }

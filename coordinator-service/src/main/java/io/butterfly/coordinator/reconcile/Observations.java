@@ -23,9 +23,16 @@ public record Observations(long nowMs, long term, ModelView model, List<NodeInfo
      *
      * @param footprint its memory need per layer and stage, as the workers would hold it
      * @param experts   its routed experts, for spreading them in expert groups (none for a dense model)
+     * @param headSlices the slices a layer splits into by heads (its key/value heads) for a dense Llama-family
+     *                   model, 0 for a model head parallelism does not compute (docs/sharding.md)
      */
     public record ModelView(String modelId, String merkleRoot, ModelFootprint footprint,
-                            io.butterfly.coordinator.planning.ExpertFootprint experts) {
+                            io.butterfly.coordinator.planning.ExpertFootprint experts, int headSlices) {
+
+        public ModelView(String modelId, String merkleRoot, ModelFootprint footprint,
+                         io.butterfly.coordinator.planning.ExpertFootprint experts) {
+            this(modelId, merkleRoot, footprint, experts, 0);
+        }
 
         public ModelView {
             experts = experts == null ? io.butterfly.coordinator.planning.ExpertFootprint.none() : experts;

@@ -10,6 +10,8 @@ import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.cluster.WeightValidation;
 import io.butterfly.coordinator.planning.ExpertFootprint;
 import io.butterfly.coordinator.planning.ExpertSpread;
+import io.butterfly.coordinator.planning.HeadSpread;
+import io.butterfly.coordinator.planning.PartitionPlan;
 import io.butterfly.coordinator.planning.FeasibilityCheck;
 import io.butterfly.coordinator.planning.FeasibilityReport;
 import io.butterfly.coordinator.planning.InfeasiblePlanException;
@@ -58,13 +60,23 @@ public final class Reconciler {
      *                        pipeline, the others spares, as always), k, or 0 for as many as maximise the expected
      *                        throughput ({@link MultiPipelinePlanner})
      * @param spares          with several pipelines, workers kept out of every pipeline to replace a lost stage
+     * @param headShards      workers each stage of a dense Llama-family model splits its layers over by heads (1: whole
+     *                        layers; docs/sharding.md, "Head parallelism"); a mixture of experts ignores it
      */
     public record Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion,
-                           String plannerName, int expertGroups, int pipelines, int spares) {
+                           String plannerName, int expertGroups, int pipelines, int spares, int headShards) {
+
+        public Settings(String modelId, int expectedWorkers, String clusterName, String protocolVersion,
+                        String plannerName, int expertGroups, int pipelines, int spares) {
+            this(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, expertGroups, pipelines, spares, 1);
+        }
 
         public Settings {
             if (expertGroups < 0) { // 0: as few groups as the workers' memory allows (ExpertSpread.BY_MEMORY)
                 throw new IllegalArgumentException("expert groups must be at least 0, got " + expertGroups);
+            }
+            if (headShards < 1) {
+                throw new IllegalArgumentException("head shards must be at least 1, got " + headShards);
             }
             if (pipelines < 0 || spares < 0) {
                 throw new IllegalArgumentException("pipelines and spares must not be negative, got " + pipelines
@@ -84,12 +96,17 @@ public final class Reconciler {
 
         public Settings withExpertGroups(int groups) {
             return new Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, groups, pipelines,
-                    spares);
+                    spares, headShards);
+        }
+
+        public Settings withHeadShards(int shards) {
+            return new Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, expertGroups,
+                    pipelines, spares, shards);
         }
 
         public Settings withPipelines(int count, int keptSpare) {
             return new Settings(modelId, expectedWorkers, clusterName, protocolVersion, plannerName, expertGroups,
-                    count, keptSpare);
+                    count, keptSpare, headShards);
         }
 
         /** Whether the plan may hold more than one pipeline. */
@@ -344,8 +361,10 @@ public final class Reconciler {
             boolean spreadable = o.model().experts().sparse() && settings.expertGroups() != 1;
             if (report.feasible() || spreadable) {
                 try {
-                    assign(s, o, report, ExpertSpread.plan(model, o.model().experts(), workers,
-                            settings.expertGroups(), planner).stages(), "bootstrap", out);
+                    PartitionPlan plan = settings.headShards() > 1 && o.model().headSlices() > 0
+                            ? HeadSpread.plan(model, o.model().headSlices(), workers, settings.headShards(), planner)
+                            : ExpertSpread.plan(model, o.model().experts(), workers, settings.expertGroups(), planner);
+                    assign(s, o, report, plan.stages(), "bootstrap", out);
                     return;
                 } catch (InfeasiblePlanException e) {
                     report = !report.feasible() ? report // spreading did not help: the check's own reason

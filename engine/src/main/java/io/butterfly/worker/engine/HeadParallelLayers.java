@@ -67,10 +67,12 @@ public final class HeadParallelLayers {
 
     private float[] merged(int layer, IntFunction<CompletableFuture<float[]>> ask, int length) {
         SliceTree.Merge merge = tree.merge(shards, length);
-        List<CompletableFuture<Void>> taken = new ArrayList<>();
-        for (int i = 0; i < shards.size(); i++) {
+        // The last shard is asked first: shard 0 is this stage's own, computed on the calling thread (the engine's)
+        // once the others' calls are on their way.
+        List<CompletableFuture<Void>> taken = new ArrayList<>(java.util.Collections.nCopies(shards.size(), null));
+        for (int i = shards.size() - 1; i >= 0; i--) {
             int shard = i;
-            taken.add(ask.apply(i).thenAccept(partial -> merge.add(shard, partial))); // in arrival order
+            taken.set(i, ask.apply(i).thenAccept(partial -> merge.add(shard, partial))); // in arrival order
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (int i = 0; i < taken.size(); i++) {

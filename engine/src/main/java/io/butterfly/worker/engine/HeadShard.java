@@ -77,6 +77,35 @@ public final class HeadShard implements AutoCloseable {
      */
     public static HeadShard load(ModelConfig config, int layerStart, int layerEnd, SliceTree.Range slices,
                                  List<Path> files, ExecutorOptions options) throws IOException {
+        check(config, layerStart, layerEnd, slices);
+        List<SafetensorsFile> opened = new ArrayList<>();
+        try {
+            for (Path p : files) {
+                opened.add(SafetensorsFile.open(p));
+            }
+        } catch (IOException | RuntimeException e) {
+            SafetensorsFile.closeAll(opened, e);
+            throw e;
+        }
+        return loadOpened(config, layerStart, layerEnd, slices, opened, options);
+    }
+
+    /**
+     * {@link #load} from safetensors files already open (e.g. through the channels their checksums were verified
+     * through). Closes them, whether the load succeeds or fails.
+     */
+    public static HeadShard loadOpened(ModelConfig config, int layerStart, int layerEnd, SliceTree.Range slices,
+                                       List<SafetensorsFile> opened, ExecutorOptions options) throws IOException {
+        try {
+            check(config, layerStart, layerEnd, slices);
+        } catch (RuntimeException e) {
+            SafetensorsFile.closeAll(opened, e);
+            throw e;
+        }
+        return EngineThread.call(() -> loadOnEngineThread(config, layerStart, layerEnd, slices, opened, options));
+    }
+
+    private static void check(ModelConfig config, int layerStart, int layerEnd, SliceTree.Range slices) {
         Objects.requireNonNull(config, "config");
         if (config.experts() != null || config.architecture() == io.butterfly.common.model.Architecture.GPT2) {
             throw new IllegalArgumentException("head parallelism computes dense Llama-family layers, not "
@@ -90,16 +119,6 @@ public final class HeadShard implements AutoCloseable {
             throw new IllegalArgumentException("slices " + slices + " are not a subtree of the tree over "
                     + config.numKvHeads() + " key/value heads");
         }
-        List<SafetensorsFile> opened = new ArrayList<>();
-        try {
-            for (Path p : files) {
-                opened.add(SafetensorsFile.open(p));
-            }
-        } catch (IOException | RuntimeException e) {
-            SafetensorsFile.closeAll(opened, e);
-            throw e;
-        }
-        return EngineThread.call(() -> loadOnEngineThread(config, layerStart, layerEnd, slices, opened, options));
     }
 
     private static HeadShard loadOnEngineThread(ModelConfig c, int layerStart, int layerEnd, SliceTree.Range range,
@@ -274,6 +293,11 @@ public final class HeadShard implements AutoCloseable {
                         constants));
             }
         });
+    }
+
+    /** Sequences whose caches this shard holds. */
+    public int cachedSequences() {
+        return EngineThread.call(caches::size);
     }
 
     /** Frees a sequence's caches (it ended, or is to be computed again from its start). */

@@ -100,6 +100,7 @@ public class WorkerConfiguration {
                         props.weightDtype()).withKernels(props.kernels()).withActivations(props.activations())
                         .withExperts(new ExpertGateway(channels)).withPrefixCaching(props.prefixCaching()));
         PartitionManager manager = new PartitionManager(settings, registry, coordinators);
+        manager.askHeadsThrough(new io.butterfly.worker.gateway.HeadGateway(channels));
         coordinators.prefixCacheFrom(() -> {
             io.butterfly.worker.engine.PartitionExecutor executor = manager.loadedExecutor();
             return executor == null ? io.butterfly.worker.engine.PrefixCacheStats.OFF : executor.prefixCacheStats();

@@ -1,6 +1,8 @@
 package io.butterfly.worker.partition;
 
+import io.butterfly.common.tensor.SliceTree;
 import io.butterfly.worker.engine.ExpertPlacement;
+import io.butterfly.worker.engine.HeadPlacement;
 import io.butterfly.worker.cluster.Endpoint;
 import java.util.List;
 
@@ -54,6 +56,16 @@ public record Assignment(String modelId, int layerStart, int layerEnd, boolean h
     /** The placement of the stage's experts over the model's {@code experts} (null: all here). */
     public ExpertPlacement expertPlacement(int experts) {
         return expertGroups.isEmpty() ? null : new ExpertPlacement(expertGroups, expertGroup, experts);
+    }
+
+    /**
+     * For a dense model, its groups are the stage's head shards, each a range of slices of the layers' slice tree
+     * (docs/sharding.md, "Head parallelism"); null: its layers are whole here.
+     */
+    public HeadPlacement headPlacement() {
+        return expertGroups.isEmpty() ? null : new HeadPlacement(expertGroups.stream()
+                .map(g -> new HeadPlacement.Holder(g.nodeId(), g.host(), g.port(), new SliceTree.Range(g.first(), g.end())))
+                .toList(), expertGroup);
     }
 
     /** Without {@code keptSinceEpoch} (not known: every new epoch is loaded anew). */

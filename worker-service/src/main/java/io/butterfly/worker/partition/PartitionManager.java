@@ -13,7 +13,12 @@ import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.common.text.ByteSize;
 import io.butterfly.common.manifest.VerifiedFile;
 import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.common.tensor.SliceTree;
 import io.butterfly.worker.engine.DjlPartitionExecutor;
+import io.butterfly.worker.engine.HeadParallelStage;
+import io.butterfly.worker.engine.HeadPlacement;
+import io.butterfly.worker.engine.HeadShardPartition;
+import io.butterfly.worker.engine.RemoteHeads;
 import io.butterfly.worker.engine.PartitionExecutor;
 import io.butterfly.worker.engine.PartitionSpec;
 import io.butterfly.worker.engine.SequenceChunk;
@@ -65,6 +70,7 @@ public class PartitionManager {
      * executor change, so a step checked against it never runs on an executor of another stage.
      */
     private volatile long stepsFromEpoch;
+    private volatile RemoteHeads remoteHeads;
     private volatile LoadedPartition loaded;
     private volatile long loadStartedNanos;
     private long highestEpoch;
@@ -276,6 +282,8 @@ public class PartitionManager {
         long downloadedNanos;
         String checksum;
         PartitionSpec spec;
+        /** The stage's head shards when its dense layers are split by heads, else null. */
+        HeadPlacement heads;
         /** The engine stage it loaded, until published or closed. */
         PartitionExecutor engine;
         long engineLoadedNanos;
@@ -304,7 +312,21 @@ public class PartitionManager {
                 case FETCH -> fetch();
                 case VERIFY -> verify();
                 case LOAD -> {
-                    engine = DjlPartitionExecutor.loadOpened(spec, openWeights(verified), settings.executor());
+                    if (heads == null) {
+                        engine = DjlPartitionExecutor.loadOpened(spec, openWeights(verified), settings.executor());
+                    } else if (heads.shardOnly()) {
+                        engine = HeadShardPartition.load(spec, heads, openWeights(verified), settings.executor());
+                    } else {
+                        // Three loads (embedding, own shard, head) each close their files, so the verified channels
+                        // serve the first and the others open the same verified files by path.
+                        boolean[] first = {true};
+                        engine = HeadParallelStage.load(spec, heads, () -> {
+                            List<VerifiedFile> files = first[0] ? verified : verified.stream()
+                                    .map(v -> new VerifiedFile(v.path(), v.sha256(), v.sizeBytes())).toList();
+                            first[0] = false;
+                            return openWeights(files);
+                        }, settings.executor(), remoteHeads);
+                    }
                     engineLoadedNanos = System.nanoTime();
                 }
                 case WARM -> {
@@ -312,7 +334,8 @@ public class PartitionManager {
                         superseded = true;
                         return;
                     }
-                    warmupMs = warmUp(engine, spec);
+                    // A head shard runs no sequence, and a head-parallel stage would ask shards that may not be loaded.
+                    warmupMs = heads != null ? 0 : warmUp(engine, spec);
                 }
                 case PUBLISH -> publish();
                 case REPORT -> report();
@@ -349,8 +372,11 @@ public class PartitionManager {
             // The downloader verified every file against the manifest; the partition checksum binds them.
             checksum = MerkleTree.rootHex(files.stream().map(ManifestFile::checksum).toList());
             ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+            // A dense model's groups are head shards (docs/sharding.md, "Head parallelism").
+            heads = config.experts() == null ? request.headPlacement() : null;
             spec = new PartitionSpec(config, request.layerStart(), request.layerEnd(), request.hasEmbedding(),
-                    request.hasHead(), request.expertPlacement(config.experts() == null ? 0 : config.experts().experts()));
+                    request.hasHead(), heads != null ? null
+                    : request.expertPlacement(config.experts() == null ? 0 : config.experts().experts()));
             if (spec.layerEnd() > config.numLayers()) {
                 throw new IllegalArgumentException("layers [" + spec.layerStart() + ", " + spec.layerEnd()
                         + ") exceed the model's " + config.numLayers() + " layers");
@@ -453,7 +479,8 @@ public class PartitionManager {
 
     /** LoadComplete (docs/bootstrap-protocol.md §6.4) of a READY partition, with this worker's KV-cache budget. */
     private LoadReport readyReport(PartitionStatus s, PartitionExecutor loaded) {
-        return LoadReport.ready(s, loaded instanceof DjlPartitionExecutor d ? d.weightBytes() : s.bytesTotal(),
+        return LoadReport.ready(s, loaded instanceof DjlPartitionExecutor || loaded instanceof HeadParallelStage
+                        || loaded instanceof HeadShardPartition ? loaded.weightBytes() : s.bytesTotal(),
                 settings.executor().kvCacheBytes());
     }
 
@@ -501,6 +528,35 @@ public class PartitionManager {
         }
         try {
             return group.expertGroup(layer, rows, hidden, chosen, weights);
+        } catch (IllegalArgumentException e) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, e.getMessage());
+        }
+    }
+
+    /** How a head-parallel stage loaded here asks its other shards (WorkerService.Heads); set once at start. */
+    public void askHeadsThrough(RemoteHeads remote) {
+        this.remoteHeads = remote;
+    }
+
+    /**
+     * This worker's head shard's partial of a layer's half for another worker's step (docs/sharding.md, "Head
+     * parallelism"): refused when it holds no head shard, or not the slices {@code [first, end)} the stage believes.
+     *
+     * @param batch the attention half's sequences (null for the MLP half)
+     */
+    public float[] headShard(int layer, int first, int end, List<SequenceChunk> batch, float[] x, List<String> released) {
+        if (!(executor instanceof HeadShardPartition holder)) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION,
+                    "this worker holds no loaded head shard (" + status.phase() + ")");
+        }
+        SliceTree.Range own = holder.placement().own().slices();
+        if (own.first() != first || own.end() != end) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, "this worker holds"
+                    + " slices [" + own.first() + ", " + own.end() + "), not [" + first + ", " + end + ")");
+        }
+        try {
+            released.forEach(holder::release);
+            return batch == null ? holder.shard().mlp(layer, x) : holder.shard().attention(layer, batch, x);
         } catch (IllegalArgumentException e) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, e.getMessage());
         }

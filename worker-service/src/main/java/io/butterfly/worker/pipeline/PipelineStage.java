@@ -94,6 +94,9 @@ public class PipelineStage {
         if (e instanceof ExpertGroupUnavailableException group) {
             return new ButterflyException(ErrorCode.NO_PEERS_AVAILABLE, ErrorKind.UNAVAILABLE, group.getMessage());
         }
+        if (e instanceof io.butterfly.worker.engine.HeadShardUnavailableException shard) {
+            return new ButterflyException(ErrorCode.NO_PEERS_AVAILABLE, ErrorKind.UNAVAILABLE, shard.getMessage());
+        }
         if (e instanceof CacheBudgetExceededException full) {
             return new ButterflyException(ErrorCode.INSUFFICIENT_MEMORY,
                     full.neverFits() ? ErrorKind.OUT_OF_RANGE : ErrorKind.RESOURCE_EXHAUSTED, full.getMessage());

@@ -36,6 +36,8 @@ public final class CallerTables {
             .allow(WorkerServiceGrpc.getReleaseMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
             // a stage's worker asks the workers holding its other expert groups (docs/sharding.md)
             .allow(WorkerServiceGrpc.getExpertsMethod(), NodeRole.WORKER)
+            // a head-parallel stage's worker asks the workers holding its other head shards (docs/sharding.md)
+            .allow(WorkerServiceGrpc.getHeadsMethod(), NodeRole.WORKER)
             .build();
 
     /**

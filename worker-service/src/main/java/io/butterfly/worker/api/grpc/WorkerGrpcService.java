@@ -28,8 +28,12 @@ import io.butterfly.common.grpc.GrpcErrors;
 import io.butterfly.common.tensor.TensorCodec;
 import io.butterfly.proto.worker.v1.ExpertsRequest;
 import io.butterfly.proto.worker.v1.ExpertsResponse;
+import io.butterfly.proto.worker.v1.HeadsRequest;
+import io.butterfly.proto.worker.v1.HeadsResponse;
+import io.butterfly.worker.engine.SequenceChunk;
 import io.butterfly.worker.pipeline.PipelineStage;
 import io.grpc.stub.StreamObserver;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
@@ -135,6 +139,28 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
         }
         response.onNext(ExpertsResponse.newBuilder()
                 .setSum(TensorCodec.float32(sum, rows, request.getHidden().getShape(1))).build());
+        response.onCompleted();
+    }
+
+    /** A head shard's partial of a layer's half for a head-parallel stage's step (docs/sharding.md). */
+    @Override
+    public void heads(HeadsRequest request, StreamObserver<HeadsResponse> response) {
+        float[] partial;
+        long rows;
+        try {
+            CallerInterceptor.current().requireRole("a head shard's partial", NodeRole.WORKER);
+            float[] input = TensorCodec.toFloats(request.getInput(), 2, "input");
+            rows = request.getInput().getShape(0);
+            List<SequenceChunk> batch = request.getMlp() ? null : request.getBatchList().stream()
+                    .map(c -> new SequenceChunk(c.getSequenceId(), c.getPosition(), c.getNumTokens())).toList();
+            partial = partitions.headShard(request.getLayer(), request.getFirstSlice(), request.getEndSlice(), batch,
+                    input, request.getReleasedList());
+        } catch (RuntimeException e) {
+            response.onError(GrpcErrors.toStatus(GrpcErrors.classify(e)));
+            return;
+        }
+        response.onNext(HeadsResponse.newBuilder()
+                .setPartial(TensorCodec.float32(partial, rows, request.getInput().getShape(1))).build());
         response.onCompleted();
     }
 

@@ -1,0 +1,177 @@
+package io.butterfly.cli.bench;
+
+import io.butterfly.cli.cluster.Launcher;
+import io.butterfly.cli.cluster.PortLayout;
+import io.butterfly.cli.cluster.UpOptions;
+import io.butterfly.cli.command.CommandFailedException;
+import io.butterfly.cli.generate.GenerateModelCommand;
+import io.butterfly.cli.home.ButterflyHome;
+import io.butterfly.common.model.ModelConfig;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.LongStream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * {@code bench-heads}: the decode time a token takes on one worker computing whole layers (k = 1) and on two workers
+ * splitting each layer by attention heads (k = 2, one stage, {@code planning.head-shards=2}; docs/sharding.md, "Head
+ * parallelism"), measured in interleaved rounds; with {@code --pin} each worker pinned to a core of its own. The last
+ * line is {@code head_parallel_ratio=X.XX}: the median over the rounds of k = 1's time a token over k = 2's (above 1:
+ * two workers make a token faster).
+ */
+@Command(name = "bench-heads", description = "head parallelism: decode time a token on 1 worker vs 2 head shards,"
+        + " head_parallel_ratio last")
+public final class HeadsBenchCommand implements Callable<Integer> {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final int PROMPT_TOKENS = 16;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--pin", description = "pin each worker to a core of its own (taskset): worker-i to core i")
+    boolean pin;
+
+    @Option(names = "--model", paramLabel = "DIR", description = "a dense Llama-family float32 model to serve instead"
+            + " of the generated one (4 layers, hidden 1024, 16 query over 8 key/value heads, MLP 2816)")
+    Path model;
+
+    @Option(names = "--tokens", paramLabel = "N", description = "tokens decoded per measurement (default 32)")
+    int tokens = 32;
+
+    @Option(names = "--rounds", paramLabel = "R", description = "measured rounds (default 5)")
+    int rounds = 5;
+
+    @Option(names = "--warmup-seconds", paramLabel = "S", description = "unmeasured rounds first, at least this long"
+            + " (default 30)")
+    int warmupSeconds = 30;
+
+    @Override
+    public Integer call() throws Exception {
+        if (rounds < 1 || tokens < 1 || warmupSeconds < 0) {
+            throw new CommandFailedException("--rounds and --tokens must be at least 1, --warmup-seconds at least 0");
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        ButterflyHome home = ButterflyHome.fromEnvironment();
+        int portOffset = PortLayout.fromEnvironment().offset();
+        Path dir = model != null ? model.toAbsolutePath() : generated(home, out);
+        ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
+        if (config.experts() != null || config.numKvHeads() < 2) {
+            throw new CommandFailedException(dir + " is not a dense Llama-family model of at least 2 key/value heads");
+        }
+        long[] prompt = LongStream.range(0, PROMPT_TOKENS).map(i -> (i * 7919 + 13) % config.vocabSize()).toArray();
+        out.printf("model %s: %d layers, hidden %d, %d query over %d key/value heads, MLP %d, %,d parameters; prompt %d"
+                        + " tokens, decode %d tokens; >= %d s of warm-up, median of %d interleaved rounds; %s%n",
+                dir.getFileName(), config.numLayers(), config.hiddenSize(), config.numHeads(), config.numKvHeads(),
+                config.intermediateSize(), config.parameterCount(), PROMPT_TOKENS, tokens, warmupSeconds, rounds,
+                pin ? "worker-i pinned to core i" : "not pinned");
+
+        Cluster one = new Cluster(new Launcher(home.withState(home.state().resolve("bench-heads/k1")),
+                PortLayout.withOffset(portOffset + 1250)), UpOptions.defaults().withWorkers(1).withPinnedWorkers(pin));
+        Cluster two = new Cluster(new Launcher(home.withState(home.state().resolve("bench-heads/k2")),
+                PortLayout.withOffset(portOffset + 1550)), UpOptions.defaults().withWorkers(2).withPinnedWorkers(pin)
+                .withCoordinatorArgs(List.of("--butterfly.coordinator.planning.head-shards=2")));
+        try {
+            one.start(dir, out);
+            two.start(dir, out);
+            out.printf("k = 2 stages: %s%n", two.stages());
+            String body = BenchCommand.requestBody(prompt, tokens);
+            long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+            int warmupRounds = 0;
+            while (warmupRounds < 1 || System.nanoTime() < warmupEnd) {
+                one.msPerToken(body);
+                two.msPerToken(body);
+                warmupRounds++;
+            }
+            out.printf("warm-up: %d rounds%n", warmupRounds);
+            double[] k1 = new double[rounds];
+            double[] k2 = new double[rounds];
+            double[] ratio = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                boolean oneFirst = r % 2 == 0; // the two take turns going first
+                if (oneFirst) {
+                    k1[r] = one.msPerToken(body);
+                }
+                k2[r] = two.msPerToken(body);
+                if (!oneFirst) {
+                    k1[r] = one.msPerToken(body);
+                }
+                ratio[r] = k1[r] / k2[r];
+                out.printf("round %d: k = 1 %.2f ms a token, k = 2 %.2f ms a token%n", r + 1, k1[r], k2[r]);
+            }
+            out.printf("k=1 (1 worker, whole layers):  %8.2f ms a token%n", Stats.median(k1));
+            out.printf("k=2 (2 workers, head shards):  %8.2f ms a token%n", Stats.median(k2));
+            out.printf("head_parallel_ratio=%.2f%n", Stats.median(ratio));
+        } finally {
+            two.launcher.down();
+            one.launcher.down();
+        }
+        return 0;
+    }
+
+    /** The generated model, generated the first time under the state directory's models. */
+    private Path generated(ButterflyHome home, PrintWriter out) {
+        Path dir = home.model("bench-heads-llama").toAbsolutePath();
+        if (!Files.exists(dir.resolve("model.safetensors"))) {
+            out.println("generating the benchmark model in " + dir);
+            String[] args = {"--arch", "llama", "--layers", "4", "--hidden", "1024", "--heads", "16", "--kv-heads", "8",
+                    "--intermediate", "2816", "--vocab", "8000", "--out", dir.toString()};
+            if (GenerateModelCommand.run(args, out, spec.commandLine().getErr()) != 0) {
+                throw new CommandFailedException("could not generate the benchmark model in " + dir);
+            }
+        }
+        return dir;
+    }
+
+    /** A cluster under its own state directory and port offset, without API keys. */
+    private static final class Cluster {
+        private final Launcher launcher;
+        private final UpOptions options;
+        private final HttpClient http = HttpClient.newHttpClient();
+
+        Cluster(Launcher launcher, UpOptions options) {
+            this.launcher = launcher;
+            this.options = options.withApiKeys(UpOptions.ApiKeyFiles.NONE);
+        }
+
+        void start(Path model, PrintWriter progress) {
+            launcher.up(options.withModel(model), progress);
+        }
+
+        /** The plan's stages' head shards as system/state lists them (as expert_groups over slices). */
+        String stages() throws IOException, InterruptedException {
+            URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/system/state");
+            JsonNode state = JSON.readTree(http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET()
+                    .build(), HttpResponse.BodyHandlers.ofString()).body());
+            List<JsonNode> groups = state.findValues("expert_groups");
+            return groups.isEmpty() ? "(no head shards)" : groups.toString();
+        }
+
+        /** Milliseconds a decoded token takes (the coordinator's decode tokens/s of one greedy request). */
+        double msPerToken(String body) throws IOException, InterruptedException {
+            URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/inference");
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri)
+                    .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200) {
+                throw new IllegalStateException("inference on " + options.workers() + " worker(s) failed: HTTP "
+                        + r.statusCode() + " " + r.body());
+            }
+            return 1000.0 / JSON.readTree(r.body()).path("timings").path("decode_tokens_per_second").asDouble();
+        }
+    }
+}
