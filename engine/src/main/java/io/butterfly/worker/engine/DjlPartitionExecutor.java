@@ -141,15 +141,19 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private static StageModel loadModel(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         boolean gpt2 = spec.config().architecture() == Architecture.GPT2;
         if (!gpt2 && nativeKernels(spec, store, weights, options)) {
-            String refusal = options.kernels() == CpuKernels.NATIVE || store.anyQuantized() ? null
-                    : NativeLlamaStage.refusal(spec, store);
-            if (refusal == null) {
+            if (options.kernels() == CpuKernels.NATIVE || store.anyQuantized()) {
                 return NativeLlamaStage.load(spec, store, weights, options.threads(), options.activations());
             }
-            // float32 by default: a stage the kernels would refuse (a bias they do not add, a width they do not
-            // divide) computes on libtorch, decided before anything is loaded (a load given up half way had let go
-            // of the store's pages that libtorch's stage then read)
-            LOG.warn("float32 stage on libtorch's kernels, not the native ones: {}", refusal);
+            // float32 by default: a stage the kernels refuse (a bias they do not add, a width they do not divide) or
+            // cannot link (a library without a call this class declares) computes on libtorch instead, the memory
+            // the refused load took given back
+            NDManager attempt = weights.newSubManager();
+            try {
+                return NativeLlamaStage.load(spec, store, attempt, options.threads(), options.activations());
+            } catch (IllegalArgumentException | LinkageError e) {
+                attempt.close();
+                LOG.warn("float32 stage on libtorch's kernels, not the native ones: {}", e.getMessage());
+            }
         }
         TorchScript script = compile(weights, gpt2, options);
         try {

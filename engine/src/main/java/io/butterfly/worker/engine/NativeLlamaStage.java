@@ -166,56 +166,6 @@ final class NativeLlamaStage implements StageModel {
         }
     }
 
-    /**
-     * Why the kernels would refuse this stage's tensors (a type they do not compute, a width that is not a whole number
-     * of blocks, a bias on a projection other than q, k, v), or null: read from the store's index, nothing loaded, so a
-     * caller can choose libtorch's stage before any memory is taken.
-     */
-    static String refusal(PartitionSpec spec, WeightStore w) {
-        ModelConfig c = spec.config();
-        long qDim = (long) c.numHeads() * c.headDim();
-        long[] cols = {c.hiddenSize(), c.hiddenSize(), c.hiddenSize(), qDim, c.hiddenSize(), c.hiddenSize(),
-                c.intermediateSize()};
-        List<String> names = new ArrayList<>();
-        for (int i = 0; i < spec.numLayers(); i++) {
-            String p = "model.layers." + (spec.layerStart() + i) + ".";
-            for (int m = 0; m < MATRICES.length; m++) {
-                String problem = refusal(w, p + MATRICES[m] + ".weight", cols[m]);
-                if (problem != null) {
-                    return problem;
-                }
-                if (m >= 3 && w.has(p + MATRICES[m] + ".bias")) {
-                    return "the native kernels add no bias to " + MATRICES[m] + " (tensor " + p + MATRICES[m] + ".bias)";
-                }
-            }
-        }
-        if (spec.hasEmbedding() || (spec.hasHead() && !w.has("lm_head.weight"))) {
-            names.add("model.embed_tokens.weight");
-        }
-        if (spec.hasHead() && w.has("lm_head.weight")) {
-            names.add("lm_head.weight");
-        }
-        for (String name : names) {
-            String problem = refusal(w, name, c.hiddenSize());
-            if (problem != null) {
-                return problem;
-            }
-        }
-        return null;
-    }
-
-    private static String refusal(WeightStore w, String name, long cols) {
-        GgmlType type = w.storedType(name);
-        if (!type.supported()) {
-            return "tensor '" + name + "' is " + type + ", which the kernels do not compute";
-        }
-        if (cols % Math.max(type.blockSize(), 8) != 0) {
-            return "tensor '" + name + "' has rows of " + cols + " values; the kernels need a multiple of "
-                    + Math.max(type.blockSize(), 8);
-        }
-        return null;
-    }
-
     /** Whether the kernels compute a model of this config: not its experts or q/k norms. */
     static boolean computes(ModelConfig config) {
         return config.experts() == null && !config.qkNorm();
