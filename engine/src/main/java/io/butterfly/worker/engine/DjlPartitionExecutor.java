@@ -144,13 +144,12 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             if (options.kernels() == CpuKernels.NATIVE || store.anyQuantized()) {
                 return NativeLlamaStage.load(spec, store, weights, options.threads(), options.activations());
             }
-            // float32 by default: a stage the kernels refuse (a bias they do not add, a width they do not divide) or
-            // cannot link (a library without a call this class declares) computes on libtorch instead, the memory
-            // the refused load took given back
+            // float32 by default: a stage the kernels refuse (a bias they do not add, a width they do not divide)
+            // computes on libtorch instead, the memory the refused load took given back
             NDManager attempt = weights.newSubManager();
             try {
                 return NativeLlamaStage.load(spec, store, attempt, options.threads(), options.activations());
-            } catch (IllegalArgumentException | LinkageError e) {
+            } catch (IllegalArgumentException e) {
                 attempt.close();
                 LOG.warn("float32 stage on libtorch's kernels, not the native ones: {}", e.getMessage());
             }
