@@ -19,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
@@ -30,6 +31,8 @@ import tools.jackson.databind.JsonNode;
  * WorkerService.Heads; greedy generation gives the tokens of one process computing whole layers, alone and four
  * requests at once.
  */
+@Disabled("in one JVM the in-process workers share one engine thread, so the stage's step waits for the other shard's"
+        + " Heads answer, which waits for that thread (docs/sharding.md, Head parallelism)")
 class HeadShardsClusterIT {
 
     private static final int TOKENS = 16;
