@@ -30,6 +30,7 @@ class CallerRolesTest {
                 .allow(WorkerServiceGrpc.getApplyValidationMethod(), NodeRole.COORDINATOR)
                 .allow(WorkerServiceGrpc.getStepsMethod(), NodeRole.COORDINATOR, NodeRole.WORKER)
                 .allow(WorkerServiceGrpc.getExpertsMethod(), NodeRole.WORKER)
+                .allow(WorkerServiceGrpc.getHeadsMethod(), NodeRole.WORKER)
                 .anyCaller(WorkerServiceGrpc.getReleaseMethod());
     }
 
