@@ -18,9 +18,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -37,10 +34,6 @@ import tools.jackson.databind.JsonNode;
 class TwoPipelinesIT {
 
     private static final int TOKENS = 120;
-    /** The untouched pipeline's largest gap between tokens, at most this many times its median gap ... */
-    private static final double STALL_FACTOR = 10;
-    /** ... or this long, if more (ms). */
-    private static final long STALL_FLOOR_MS = 1_000;
 
     @TempDir
     Path work;
@@ -49,7 +42,7 @@ class TwoPipelinesIT {
     void killingAWorkerOfOnePipelineLeavesTheOtherServingAndTheFirstsRequestsResumeTokenIdentically() throws Exception {
         Path model = work.resolve("tiny-llama");
         ModelGenerator.generate(TinyModels.LLAMA_4, 5, model);
-        ExecutorService clients = Executors.newFixedThreadPool(5); // four streams and the probes
+        ExecutorService clients = Executors.newFixedThreadPool(4);
         try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
@@ -86,69 +79,22 @@ class TwoPipelinesIT {
             CountDownLatch underWay = new CountDownLatch(bodies.size());
             List<Future<List<Long>>> streams = new ArrayList<>();
             List<List<Integer>> indices = new ArrayList<>();
-            List<List<Long>> arrivals = new ArrayList<>(); // each stream's request sent, then each token's arrival (ns)
             for (String body : bodies) {
                 List<Integer> seen = new ArrayList<>();
-                List<Long> at = new ArrayList<>();
                 indices.add(seen);
-                arrivals.add(at);
-                streams.add(clients.submit(() -> stream(cluster, body, seen, at, underWay)));
+                streams.add(clients.submit(() -> stream(cluster, body, seen, underWay)));
             }
             assertThat(underWay.await(2, TimeUnit.MINUTES)).as("every stream under way").isTrue();
-            // Back-to-back streams of the first request until the failure is mended: some run on the untouched
-            // pipeline across the epoch change whatever the router chose for the four above.
-            AtomicBoolean mended = new AtomicBoolean();
-            List<List<Long>> probeArrivals = new CopyOnWriteArrayList<>();
-            Future<Integer> probes = clients.submit(() -> {
-                int runs = 0;
-                while (!mended.get()) {
-                    List<Integer> seen = new ArrayList<>();
-                    List<Long> at = new ArrayList<>();
-                    List<Long> tokens = stream(cluster, bodies.get(0), seen, at, new CountDownLatch(0));
-                    assertThat(tokens).as("probe %d: the tokens of a run without the failure", runs)
-                            .isEqualTo(expected.get(0));
-                    assertThat(seen).as("probe %d: each token once, in order", runs)
-                            .containsExactlyElementsOf(IntStream.range(0, TOKENS).boxed().toList());
-                    probeArrivals.add(at);
-                    runs++;
-                }
-                return runs;
-            });
             String victim = first.get(first.size() - 1);
-            long killedAt = System.nanoTime();
             cluster.kill(victim);
-            // The untouched pipeline serves while the other waits for the spare's load (its stages kept). Seen on the
-            // way: when the re-plan's epoch first showed, and the last moment the first pipeline was surely not
-            // serving (the poll before one that saw it down): no token of it arrives between the kill (and what was
-            // in flight) and that moment.
-            long[] seenAt = {0, killedAt, killedAt}; // epoch 2 first seen; last surely down; previous poll
-            AtomicReference<JsonNode> meanwhile = new AtomicReference<>();
-            cluster.awaitState(st -> {
-                long now = System.nanoTime();
-                boolean replanned = st.path("epoch").asLong() >= 2;
-                if (replanned && seenAt[0] == 0) {
-                    seenAt[0] = now;
-                }
-                boolean two = st.path("pipelines").size() == 2;
-                boolean firstServes = two && st.path("pipelines").get(0).path("serving").asBoolean();
-                if (two && "DEGRADED".equals(st.path("system_state").asString()) && !firstServes
-                        && st.path("pipelines").get(1).path("serving").asBoolean()) {
-                    meanwhile.set(st);
-                }
-                boolean mendedNow = replanned && firstServes;
-                if (!mendedNow) {
-                    seenAt[1] = seenAt[2];
-                }
-                seenAt[2] = now;
-                return mendedNow;
-            }, Duration.ofMinutes(4));
-            assertThat(meanwhile.get()).as("the untouched pipeline serving while the other does not").isNotNull();
-            assertThat(strings(meanwhile.get().path("pipelines").get(1).path("stages"))).isEqualTo(second);
-            long epochChangeSeen = seenAt[0];
-            long lastSeenDown = seenAt[1];
 
-            mended.set(true);
-            assertThat(probes.get(5, TimeUnit.MINUTES)).as("probes run").isPositive();
+            // The untouched pipeline serves while the other waits for the spare's load (its stages kept).
+            JsonNode meanwhile = cluster.awaitState(st -> "DEGRADED".equals(st.path("system_state").asString())
+                    && st.path("pipelines").size() == 2
+                    && st.path("pipelines").get(1).path("serving").asBoolean()
+                    && !st.path("pipelines").get(0).path("serving").asBoolean(), Duration.ofMinutes(2));
+            assertThat(strings(meanwhile.path("pipelines").get(1).path("stages"))).isEqualTo(second);
+
             for (int i = 0; i < streams.size(); i++) {
                 List<Long> tokens = streams.get(i).get(5, TimeUnit.MINUTES);
                 assertThat(indices.get(i)).as("stream %d: each token once, in order", i)
@@ -156,9 +102,6 @@ class TwoPipelinesIT {
                 assertThat(tokens).as("stream %d: the tokens of a run without the failure", i)
                         .isEqualTo(expected.get(i));
             }
-            List<List<Long>> all = new ArrayList<>(arrivals);
-            all.addAll(probeArrivals);
-            untouchedPipelineDidNotStall(all, killedAt, epochChangeSeen, lastSeenDown);
             JsonNode s = cluster.awaitState(st -> ready(st) && st.path("epoch").asLong() == 2
                     && st.path("paused_tasks").isEmpty(), Duration.ofMinutes(2));
             assertThat(strings(s.path("pipelines").get(1).path("stages"))).isEqualTo(second);
@@ -253,19 +196,11 @@ class TwoPipelinesIT {
     /** A streamed generation, resumed across the failure; its token indices into {@code seen}, its answer's tokens out. */
     private static List<Long> stream(InProcessCluster cluster, String body, List<Integer> seen, CountDownLatch underWay)
             throws Exception {
-        return stream(cluster, body, seen, new ArrayList<>(), underWay);
-    }
-
-    /** As above, with the request's start and then each token's arrival (System.nanoTime) added to {@code at}. */
-    private static List<Long> stream(InProcessCluster cluster, String body, List<Integer> seen, List<Long> at,
-                                     CountDownLatch underWay) throws Exception {
-        at.add(System.nanoTime());
         List<Long> done = new ArrayList<>();
         new ResumableStream(List.of(cluster.coordinatorUrl() + "/api/v1/inference/stream"), Duration.ofMinutes(5),
                 Duration.ofMinutes(5), notice -> { }).post(body, (name, data) -> {
                     JsonNode event = ClusterApi.JSON.readTree(data);
                     if (name.equals("token")) {
-                        at.add(System.nanoTime());
                         seen.add(event.path("index").asInt());
                         if (seen.size() == 5) {
                             underWay.countDown();
@@ -275,40 +210,6 @@ class TwoPipelinesIT {
                     }
                 });
         return done;
-    }
-
-    /**
-     * The streams of the pipeline the failure did not touch (those with a token while the other could give none: a
-     * second after the kill, for what was in flight, up to the last moment it was seen not serving) never wait much
-     * longer than a step: their largest gap (the first token's latency included) stays within {@link #STALL_FACTOR}
-     * times their median gap, or {@link #STALL_FLOOR_MS} on a machine so loaded that steps are that erratic anyway.
-     * At least one of them runs from before the kill to after the re-plan's epoch was seen, across the epoch change.
-     */
-    private static void untouchedPipelineDidNotStall(List<List<Long>> streams, long killedAt, long epochChangeSeen,
-                                                     long lastSeenDown) {
-        long from = killedAt + TimeUnit.SECONDS.toNanos(1);
-        List<List<Long>> untouched = streams.stream().filter(at -> at.stream()
-                .anyMatch(t -> t > from && t < lastSeenDown)).toList();
-        assertThat(untouched).as("streams on the untouched pipeline while the other was down").isNotEmpty();
-        assertThat(untouched).as("a stream on the untouched pipeline across the epoch change")
-                .anyMatch(at -> at.get(0) < killedAt && at.get(at.size() - 1) > epochChangeSeen);
-        List<Long> gaps = new ArrayList<>();
-        long largest = 0;
-        for (List<Long> at : untouched) {
-            for (int i = 1; i < at.size(); i++) {
-                long gap = at.get(i) - at.get(i - 1);
-                gaps.add(gap);
-                largest = Math.max(largest, gap);
-            }
-        }
-        java.util.Collections.sort(gaps);
-        long median = gaps.get(gaps.size() / 2);
-        double bound = Math.max(STALL_FACTOR * median, STALL_FLOOR_MS * 1e6);
-        System.out.printf("untouched pipeline: %d streams, %d gaps, median %.1f ms, largest %.1f ms, bound %.1f ms"
-                        + " (epoch change seen %.1f s after the kill)%n", untouched.size(), gaps.size(), median / 1e6,
-                largest / 1e6, bound / 1e6, (epochChangeSeen - killedAt) / 1e9);
-        assertThat((double) largest).as("largest gap between tokens of the untouched pipeline (median %.1f ms)",
-                median / 1e6).isLessThanOrEqualTo(bound);
     }
 
     private static boolean ready(JsonNode s) {
