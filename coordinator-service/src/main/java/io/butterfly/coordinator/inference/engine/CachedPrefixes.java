@@ -57,23 +57,7 @@ final class CachedPrefixes {
         return blocks.size();
     }
 
-    /** The chain hash of each of the first {@code count} full blocks: block i's covers tokens [0, (i + 1) * 16). */
     private static long[] chain(long[] prompt, int count) {
-        long[] out = new long[count];
-        long h = 0x9E3779B97F4A7C15L;
-        for (int b = 0; b < count; b++) {
-            for (int t = b * BLOCK_TOKENS; t < (b + 1) * BLOCK_TOKENS; t++) {
-                h = mix(h ^ prompt[t]);
-            }
-            out[b] = h;
-        }
-        return out;
-    }
-
-    /** SplitMix64's finalizer: every input bit moves every output bit. */
-    private static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        return z ^ (z >>> 31);
+        return PromptBlocks.chain(prompt, BLOCK_TOKENS, count);
     }
 }

@@ -115,23 +115,8 @@ public final class PipelineRouter {
         }
     }
 
-    /** The chain hash of each full block of {@code prompt}: block i's covers tokens [0, (i + 1) * blockTokens). */
+    /** The chain hash of each full block of {@code prompt} ({@link PromptBlocks}). */
     private long[] blockHashes(long[] prompt) {
-        long[] out = new long[prompt.length / blockTokens];
-        long h = 0x9E3779B97F4A7C15L;
-        for (int b = 0; b < out.length; b++) {
-            for (int t = b * blockTokens; t < (b + 1) * blockTokens; t++) {
-                h = mix(h ^ prompt[t]);
-            }
-            out[b] = h;
-        }
-        return out;
-    }
-
-    /** SplitMix64's finalizer: every input bit moves every output bit. */
-    private static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        return z ^ (z >>> 31);
+        return PromptBlocks.chain(prompt, blockTokens, prompt.length / blockTokens);
     }
 }
