@@ -57,8 +57,10 @@ int bfk_has_avx2(void);
 /* Whether the AVX2 kernels are in use (else the portable ones); for tests, force the portable ones. */
 int bfk_uses_avx2(void);
 void bfk_force_portable(int on);
-/* AVX-VNNI (vpdpbusd on 256-bit vectors: Intel since Alder Lake and Sapphire Rapids, AMD since Zen 4): the 8-bit
-   products of Q8_0 and Q4_0 use it where the CPU has it; the integer sums are the same, so the bits are. */
+/* vpdpbusd on 256-bit vectors (bfk_inline.h): the 8-bit products use it where the CPU has it, in the encoding it
+   has (BFK_VNNI_AVX, else BFK_VNNI_AVX512; 0 for neither); the integer sums are the same, so the bits are. */
+#define BFK_VNNI_AVX 1
+#define BFK_VNNI_AVX512 2
 int bfk_has_vnni(void);
 int bfk_uses_vnni(void);
 void bfk_force_without_vnni(int on);

@@ -14,6 +14,11 @@
 #include <immintrin.h>
 #define BFK_X86 1
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+/* vpdpbusd (unsigned by signed bytes, four products into each 32-bit lane) on 256-bit vectors, in its two encodings:
+   AVX-VNNI's (Intel since Alder Lake and Sapphire Rapids, AMD since Zen 5) and AVX512-VNNI's with AVX512VL (AMD Zen 4,
+   Intel's Cascade Lake and Ice Lake servers, which lack the first). Same instruction, same integers. */
+#define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define VNNI512 __attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni")))
 /* The tiles are written once with their sizes as parameters and must be inlined where the sizes are constants, so
    that their accumulators live in registers */
 #define INLINE __attribute__((always_inline)) inline

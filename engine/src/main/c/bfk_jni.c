@@ -29,8 +29,8 @@ JNIEXPORT void JNICALL JNI(forcePortable)(JNIEnv *env, jclass c, jboolean on) {
     bfk_force_portable(on);
 }
 
-JNIEXPORT jboolean JNICALL JNI(usesVnni)(JNIEnv *env, jclass c) {
-    return (jboolean) bfk_uses_vnni();
+JNIEXPORT jint JNICALL JNI(vnniEncoding)(JNIEnv *env, jclass c) {
+    return (jint) bfk_uses_vnni();
 }
 
 JNIEXPORT void JNICALL JNI(forceWithoutVnni)(JNIEnv *env, jclass c, jboolean on) {

@@ -46,7 +46,13 @@ static int forced_without_vnni = 0;
 int bfk_has_vnni(void) {
 #if BFK_X86
     __builtin_cpu_init();
-    return bfk_has_avx2() && __builtin_cpu_supports("avxvnni");
+    if (!bfk_has_avx2()) {
+        return 0;
+    }
+    if (__builtin_cpu_supports("avxvnni")) {
+        return BFK_VNNI_AVX;
+    }
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? BFK_VNNI_AVX512 : 0;
 #else
     return 0;
 #endif
@@ -56,7 +62,7 @@ int bfk_uses_vnni(void) {
     if (use_vnni < 0) {
         use_vnni = bfk_has_vnni();
     }
-    return use_vnni && !forced_without_vnni && bfk_uses_avx2();
+    return !forced_without_vnni && bfk_uses_avx2() ? use_vnni : 0;
 }
 
 void bfk_force_without_vnni(int on) {

@@ -192,7 +192,6 @@ static float dot_q8_portable(const bfk_matrix *w, int n, const uint8_t *qx) {
 #if BFK_X86
 
 #define Q8_MAX_MT 4
-#define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
 /* The 8 lanes of |w| . (a signed as w), pairs of bytes then quadruples: maddubs multiplies unsigned by signed bytes
    (no pair of these reaches its int16 saturation: |w| <= 128 and |a| <= 127), madd sums pairs of int16 by `by`. */
@@ -419,11 +418,11 @@ AVX2 static void tile_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq
  * same integer, so the same bits as the AVX2 and the portable products (Int8ProductTest).
  */
 
-VNNI static INLINE __m256i unsigned32_q8_0(const uint8_t *blk) {
+AVX2 static INLINE __m256i unsigned32_q8_0(const uint8_t *blk) {
     return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *) (blk + 2)), _mm256_set1_epi8((char) 0x80));
 }
 
-VNNI static INLINE __m256i unsigned32_q4_0(const uint8_t *blk) {
+AVX2 static INLINE __m256i unsigned32_q4_0(const uint8_t *blk) {
     __m128i raw = _mm_loadu_si128((const __m128i *) (blk + 2));
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
 }
@@ -432,36 +431,47 @@ VNNI static INLINE __m256i block_lanes_vnni(__m256i w, __m256i a) {
     return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w, a);
 }
 
+VNNI512 static INLINE __m256i block_lanes_vnni512(__m256i w, __m256i a) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, a);
+}
+
 Q8_BLOCK32_TILE(tile_q8_0_vnni, VNNI, unsigned32_q8_0, 34, block_lanes_vnni, 128)
 Q8_BLOCK32_TILE(tile_q4_0_vnni, VNNI, unsigned32_q4_0, 18, block_lanes_vnni, 8)
+Q8_BLOCK32_TILE(tile_q8_0_vnni512, VNNI512, unsigned32_q8_0, 34, block_lanes_vnni512, 128)
+Q8_BLOCK32_TILE(tile_q4_0_vnni512, VNNI512, unsigned32_q4_0, 18, block_lanes_vnni512, 8)
 
-VNNI static void tile_vnni(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, int add,
-                           int mt, int nt) {
-#define DISPATCH(CALL) \
+#define Q8_TILE_CASES(TILE) \
     switch (mt * 8 + nt) { \
-        case 9: CALL(1, 1); break; case 10: CALL(1, 2); break; \
-        case 11: CALL(1, 3); break; case 12: CALL(1, 4); break; \
-        case 17: CALL(2, 1); break; case 18: CALL(2, 2); break; \
-        case 25: CALL(3, 1); break; case 33: CALL(4, 1); break; \
+        case 9: TILE(w, qx, ldq, out, ldo, n, add, 1, 1); break; \
+        case 10: TILE(w, qx, ldq, out, ldo, n, add, 1, 2); break; \
+        case 11: TILE(w, qx, ldq, out, ldo, n, add, 1, 3); break; \
+        case 12: TILE(w, qx, ldq, out, ldo, n, add, 1, 4); break; \
+        case 17: TILE(w, qx, ldq, out, ldo, n, add, 2, 1); break; \
+        case 18: TILE(w, qx, ldq, out, ldo, n, add, 2, 2); break; \
+        case 25: TILE(w, qx, ldq, out, ldo, n, add, 3, 1); break; \
+        case 33: TILE(w, qx, ldq, out, ldo, n, add, 4, 1); break; \
         default: break; \
     }
-    if (w->type == BFK_Q8_0) {
-#define C(M, N) tile_q8_0_vnni(w, qx, ldq, out, ldo, n, add, M, N)
-        DISPATCH(C)
-#undef C
-    } else {
-#define C(M, N) tile_q4_0_vnni(w, qx, ldq, out, ldo, n, add, M, N)
-        DISPATCH(C)
-#undef C
-    }
-#undef DISPATCH
+
+/* A tile of Q8_0 or Q4_0 products with one of the vpdpbusd encodings. */
+#define Q8_VNNI_TILE(SUFFIX, ATTR) \
+ATTR static void tile_##SUFFIX(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int n, \
+                               int add, int mt, int nt) { \
+    if (w->type == BFK_Q8_0) { \
+        Q8_TILE_CASES(tile_q8_0_##SUFFIX) \
+    } else { \
+        Q8_TILE_CASES(tile_q4_0_##SUFFIX) \
+    } \
 }
+
+Q8_VNNI_TILE(vnni, VNNI)
+Q8_VNNI_TILE(vnni512, VNNI512)
 
 /* As the float products: columns in groups of 16, rows in groups of up to 4, columns four at a time for one row
    (a decode step's: the activation block is loaded once for four weight rows) and two at a time for two. */
 AVX2 static void matmul_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
                                 int n0, int n1, int add) {
-    int vnni = (w->type == BFK_Q8_0 || w->type == BFK_Q4_0) && bfk_uses_vnni();
+    int vnni = w->type == BFK_Q8_0 || w->type == BFK_Q4_0 ? bfk_uses_vnni() : 0;
     for (int nb = n0; nb < n1; nb += 16) {
         int ne = nb + 16 < n1 ? nb + 16 : n1;
         for (int m0 = 0; m0 < m_count; m0 += Q8_MAX_MT) {
@@ -469,8 +479,10 @@ AVX2 static void matmul_q8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t l
             int most = mt == 1 ? 4 : mt == 2 ? 2 : 1;
             for (int n = nb; n < ne;) {
                 int nt = ne - n < most ? ne - n : most;
-                if (vnni) {
+                if (vnni == BFK_VNNI_AVX) {
                     tile_vnni(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, n, add, mt, nt);
+                } else if (vnni == BFK_VNNI_AVX512) {
+                    tile_vnni512(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, n, add, mt, nt);
                 } else {
                     tile_q8_avx2(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, n, add, mt, nt);
                 }

@@ -288,7 +288,6 @@ static void matmul_x8_portable(const bfk_matrix *w, const uint8_t *qx, size_t ld
 #if BFK_X86
 
 #define X8_MAX 4
-#define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
 /* Four activations broadcast to every lane. */
 AVX2 static INLINE __m256i quad(const int8_t *a) {
@@ -386,10 +385,20 @@ VNNI static INLINE __m256i op_q4_vnni(__m256i acc, __m256i w, __m256i a) {
     return _mm256_dpbusd_avx_epi32(acc, w, a);
 }
 
+VNNI512 static INLINE __m256i op_q8_vnni512(__m256i acc, __m256i w, __m256i a) {
+    return _mm256_dpbusd_epi32(acc, _mm256_xor_si256(w, _mm256_set1_epi8((char) 0x80)), a);
+}
+
+VNNI512 static INLINE __m256i op_q4_vnni512(__m256i acc, __m256i w, __m256i a) {
+    return _mm256_dpbusd_epi32(acc, w, a);
+}
+
 X8_TILE(tile_q8_0_avx2, AVX2, 1, op_q8_avx2, 0)
 X8_TILE(tile_q4_0_avx2, AVX2, 0, op_q4_avx2, 8)
 X8_TILE(tile_q8_0_vnni, VNNI, 1, op_q8_vnni, 128)
 X8_TILE(tile_q4_0_vnni, VNNI, 0, op_q4_vnni, 8)
+X8_TILE(tile_q8_0_vnni512, VNNI512, 1, op_q8_vnni512, 128)
+X8_TILE(tile_q4_0_vnni512, VNNI512, 0, op_q4_vnni512, 8)
 
 /* Q6_K: each half block's products, less 32 times its activations' sum, times the 8 rows' scales of that
    sub-block, the two added: the block's integer sum of every row in one vector, as for Q8_0. */
@@ -468,6 +477,7 @@ ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq,
 
 X8_Q6K_TILE(tile_q6_k_avx2, AVX2, op_q4_avx2)
 X8_Q6K_TILE(tile_q6_k_vnni, VNNI, op_q4_vnni)
+X8_Q6K_TILE(tile_q6_k_vnni512, VNNI512, op_q4_vnni512)
 
 /* Q4_K: each block's products of the 8 rows' unsigned values (one vector of integer sums) by d * scale * da, and
    the activations' block sum by dmin * min * da, into two accumulators; the result their difference. */
@@ -547,57 +557,39 @@ ATTR static INLINE void NAME(const bfk_matrix *w, const uint8_t *qx, size_t ldq,
 
 X8_Q4K_TILE(tile_q4_k_avx2, AVX2, op_q4_avx2)
 X8_Q4K_TILE(tile_q4_k_vnni, VNNI, op_q4_vnni)
+X8_Q4K_TILE(tile_q4_k_vnni512, VNNI512, op_q4_vnni512)
 
-#define X8_DISPATCH(TILE) \
+#define X8_CASES(TILE) \
     switch (mt * 8 + gt) { \
-        case 9: TILE(1, 1); break; case 10: TILE(2, 1); break; \
-        case 11: TILE(3, 1); break; case 12: TILE(4, 1); break; \
-        case 17: TILE(1, 2); break; case 18: TILE(2, 2); break; \
-        case 25: TILE(1, 3); break; case 33: TILE(1, 4); break; \
+        case 9: TILE(w, qx, ldq, out, ldo, g0, add, 1, 1); break; \
+        case 10: TILE(w, qx, ldq, out, ldo, g0, add, 2, 1); break; \
+        case 11: TILE(w, qx, ldq, out, ldo, g0, add, 3, 1); break; \
+        case 12: TILE(w, qx, ldq, out, ldo, g0, add, 4, 1); break; \
+        case 17: TILE(w, qx, ldq, out, ldo, g0, add, 1, 2); break; \
+        case 18: TILE(w, qx, ldq, out, ldo, g0, add, 2, 2); break; \
+        case 25: TILE(w, qx, ldq, out, ldo, g0, add, 1, 3); break; \
+        case 33: TILE(w, qx, ldq, out, ldo, g0, add, 1, 4); break; \
         default: break; \
     }
 
-AVX2 static void tile_x8_avx2(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0,
-                              int add, int mt, int gt) {
-    if (w->type == BFK_Q8_0) {
-#define T(G, M) tile_q8_0_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    } else if (w->type == BFK_Q6_K) {
-#define T(G, M) tile_q6_k_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    } else if (w->type == BFK_Q4_K) {
-#define T(G, M) tile_q4_k_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    } else {
-#define T(G, M) tile_q4_0_avx2(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    }
+/* A tile of interleaved products, one function per instruction set (maddubs, or one of vpdpbusd's encodings). */
+#define X8_TILES(SUFFIX, ATTR) \
+ATTR static void tile_x8_##SUFFIX(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0, \
+                                  int add, int mt, int gt) { \
+    if (w->type == BFK_Q8_0) { \
+        X8_CASES(tile_q8_0_##SUFFIX) \
+    } else if (w->type == BFK_Q6_K) { \
+        X8_CASES(tile_q6_k_##SUFFIX) \
+    } else if (w->type == BFK_Q4_K) { \
+        X8_CASES(tile_q4_k_##SUFFIX) \
+    } else { \
+        X8_CASES(tile_q4_0_##SUFFIX) \
+    } \
 }
 
-VNNI static void tile_x8_vnni(const bfk_matrix *w, const uint8_t *qx, size_t ldq, float *out, int ldo, int g0,
-                              int add, int mt, int gt) {
-    if (w->type == BFK_Q8_0) {
-#define T(G, M) tile_q8_0_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    } else if (w->type == BFK_Q6_K) {
-#define T(G, M) tile_q6_k_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    } else if (w->type == BFK_Q4_K) {
-#define T(G, M) tile_q4_k_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    } else {
-#define T(G, M) tile_q4_0_vnni(w, qx, ldq, out, ldo, g0, add, G, M)
-        X8_DISPATCH(T)
-#undef T
-    }
-}
+X8_TILES(avx2, AVX2)
+X8_TILES(vnni, VNNI)
+X8_TILES(vnni512, VNNI512)
 
 /* Groups four at a time for one activation row (a decode step's), two for two, one for three or four. */
 static void matmul_x8_x86(const bfk_matrix *w, const uint8_t *qx, size_t ldq, int m_count, float *out, int ldo,
@@ -609,8 +601,10 @@ static void matmul_x8_x86(const bfk_matrix *w, const uint8_t *qx, size_t ldq, in
         int most = mt == 1 ? (w->type == BFK_Q4_K || w->type == BFK_Q6_K ? 2 : 4) : mt == 2 ? 2 : 1;
         for (int g = g0; g < g1;) {
             int gt = g1 - g < most ? g1 - g : most;
-            if (vnni) {
+            if (vnni == BFK_VNNI_AVX) {
                 tile_x8_vnni(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, g, add, mt, gt);
+            } else if (vnni == BFK_VNNI_AVX512) {
+                tile_x8_vnni512(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, g, add, mt, gt);
             } else {
                 tile_x8_avx2(w, qx + (size_t) m0 * ldq, ldq, out + (size_t) m0 * ldo, ldo, g, add, mt, gt);
             }

@@ -45,11 +45,26 @@ public final class NativeKernels {
     }
 
     /**
-     * "avx2+vnni", "avx2" or "portable": the kernels this CPU runs (they give the same bits; with VNNI, the 8-bit
-     * products of Q8_0 and Q4_0 weights use vpdpbusd).
+     * "avx2+vnni", "avx2+avx512vnni", "avx2" or "portable": the kernels this CPU runs (they give the same bits;
+     * with either VNNI, the 8-bit products of quantized weights use vpdpbusd on 256-bit vectors).
      */
     public static String instructionSet() {
-        return !available() || !usesAvx2() ? "portable" : usesVnni() ? "avx2+vnni" : "avx2";
+        return available() ? loadedInstructionSet() : "portable";
+    }
+
+    private static String loadedInstructionSet() {
+        if (!usesAvx2()) {
+            return "portable";
+        }
+        return switch (vnniEncoding()) {
+            case 1 -> "avx2+vnni";
+            case 2 -> "avx2+avx512vnni";
+            default -> "avx2";
+        };
+    }
+
+    static boolean usesVnni() {
+        return vnniEncoding() != 0;
     }
 
     private static Optional<String> load() {
@@ -66,7 +81,7 @@ public final class NativeKernels {
             file.toFile().deleteOnExit();
             Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
             System.load(file.toString());
-            LOG.info("CPU kernels loaded ({} instructions)", usesAvx2() ? usesVnni() ? "AVX2, AVX-VNNI" : "AVX2" : "portable");
+            LOG.info("CPU kernels loaded ({} instructions)", loadedInstructionSet());
             return Optional.empty();
         } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
             return Optional.of("loading " + LIBRARY + " failed: " + e.getMessage());
@@ -82,9 +97,10 @@ public final class NativeKernels {
     /** For tests: computes with the portable kernels even where AVX2 is there (they must give the same bits). */
     public static native void forcePortable(boolean on);
 
-    static native boolean usesVnni();
+    /** 0, or which encoding of vpdpbusd the products use: 1 AVX-VNNI's, 2 AVX512-VNNI's (bfk.h). */
+    static native int vnniEncoding();
 
-    /** For tests: the AVX2 products without AVX-VNNI even where the CPU has it (they must give the same bits). */
+    /** For tests: the AVX2 products without VNNI even where the CPU has it (they must give the same bits). */
     public static native void forceWithoutVnni(boolean on);
 
     /** The address of a direct buffer's memory. */

@@ -16,8 +16,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  * matrix (ggml's values) times each input rounded in blocks of 32 to {@code round(x * 127 / max|x|) * max|x| / 127}
  * (ties to even), here written from that definition in double precision. Only the order of float32 additions
  * differs, so the products agree to a few float32 ulps of the row's largest output; and the AVX2 and the portable
- * kernels give the same bits, one row alone or several together, and so do the AVX-VNNI ones where the CPU has them
- * (Q8_0 and Q4_0; on a CPU without, both runs take the AVX2 products) and the products from the rows interleaved
+ * kernels give the same bits, one row alone or several together, and so do the VNNI ones where the CPU has them
+ * (AVX-VNNI's or AVX512-VNNI's encoding, whichever the CPU has; on a CPU with neither, both runs take the AVX2
+ * products) and the products from the rows interleaved
  * eight at a time as a stage keeps them (Q8_0, Q4_0, Q4_K and Q6_K: bfk_x8.c).
  */
 class Int8ProductTest {
@@ -26,6 +27,7 @@ class Int8ProductTest {
     @EnumSource(value = GgmlType.class, names = {"Q8_0", "Q4_0", "Q4_K", "Q6_K"})
     void productsAreTheDequantizedMatrixTimesTheRoundedInputs(GgmlType type) {
         assumeTrue(NativeKernels.available(), () -> "native kernels: " + NativeKernels.loadError().orElse(""));
+        System.out.println(type + " products on " + NativeKernels.instructionSet());
         Random rnd = new Random(type.ordinal() * 31L + 7);
         for (int round = 0; round < 6; round++) {
             int rows = round % 2 == 0 ? 8 * (2 + rnd.nextInt(6)) : 16 + rnd.nextInt(48); // some in groups of 8
