@@ -23,7 +23,9 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
@@ -86,8 +88,11 @@ public final class BenchCommand implements Callable<Integer> {
      * and would otherwise take most of the warm-up from them.
      */
     @Option(names = "--warmup-seconds", paramLabel = "S", description = "unmeasured rounds first, at least this long"
-            + " (default 180)")
+            + " and then until the services' JIT compilers have settled (at most 4x as long; default 180)")
     int warmupSeconds = 180;
+
+    /** The warm-up goes on past --warmup-seconds while the JIT compilers have not settled, up to this many times it. */
+    private static final int WARMUP_CAP_FACTOR = 4;
 
     @Option(names = "--compare-insecure", description = "also run the split cluster with TLS off in the same rounds;"
             + " prints tls_ratio: its decode tokens/s with mutual TLS over without (median of the paired rounds)")
@@ -142,23 +147,38 @@ public final class BenchCommand implements Callable<Integer> {
                 out.printf("llama.cpp: %s on %s%n", llama.description(), gguf.getFileName());
             }
             String body = requestBody(prompt, tokens);
-            long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+            long start = System.nanoTime();
+            long warmupEnd = start + warmupSeconds * 1_000_000_000L;
+            long warmupCap = start + WARMUP_CAP_FACTOR * warmupSeconds * 1_000_000_000L;
+            List<String> services = new ArrayList<>(one.serviceUrls());
+            services.addAll(many.serviceUrls());
+            if (plaintext != null) {
+                services.addAll(plaintext.serviceUrls());
+            }
+            JitSettling jit = new JitSettling(services);
+            jit.skip();
             int warmupRounds = 0;
-            while (warmupRounds < 2 || System.nanoTime() < warmupEnd) {
+            while (warmupRounds < 2 || System.nanoTime() < warmupEnd
+                    || !jit.settled() && System.nanoTime() < warmupCap) {
                 if (warmupRounds < 2) {
                     plainLoop.generate(prompt, tokens);
                     if (llama != null) {
                         llama.decodeTokensPerSecond();
                     }
+                    jit.skip(); // the plain loop's and llama.cpp's time would dilute the services' share
                 }
                 one.decodeTokensPerSecond(body);
                 many.decodeTokensPerSecond(body);
                 if (plaintext != null) {
                     plaintext.decodeTokensPerSecond(body);
                 }
+                jit.roundEnded();
                 warmupRounds++;
             }
-            out.printf("warm-up: %d rounds%n", warmupRounds);
+            out.printf("warm-up: %d rounds, %.0f s; the services' JIT compilers took %.1f%% of the last %d rounds' time"
+                            + " (%s)%n", warmupRounds, (System.nanoTime() - start) / 1e9, 100 * jit.recentShare(),
+                    JitSettling.WINDOW, jit.settled() ? "settled: at most " + Math.round(100 * JitSettling.SETTLED_SHARE)
+                            + "%" : "not settled after " + WARMUP_CAP_FACTOR + "x --warmup-seconds");
             double[] plain = new double[rounds];
             double[] single = new double[rounds];
             double[] split = new double[rounds];
@@ -316,6 +336,16 @@ public final class BenchCommand implements Callable<Integer> {
         void start(Path model, PrintWriter progress) {
             launcher.up(UpOptions.defaults().withApiKeys(UpOptions.ApiKeyFiles.NONE).withWorkers(workers).withModel(model).withInsecure(insecure)
                     .withQuantize(quantize), progress);
+        }
+
+        /** Each service's HTTP base URL but the registry's and discovery's (no request passes through them). */
+        List<String> serviceUrls() {
+            List<String> urls = new ArrayList<>();
+            urls.add(launcher.ports().coordinatorUrl());
+            for (int i = 0; i < workers; i++) {
+                urls.add("http://127.0.0.1:" + launcher.ports().workerHttp(i));
+            }
+            return urls;
         }
 
         /** What the first worker's projections compute with (e.g. "native Q4_0+Q6_K (avx2)"). */
