@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
+import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
@@ -138,8 +139,20 @@ public final class InProcessCluster implements ClusterApi, AutoCloseable {
             args.add("--butterfly.worker.coordinator-replicas=" + String.join(",", replicaGrpc.subList(0, coordinatorGroup - 1)
                     .stream().map(p -> "127.0.0.1:" + p).toList()));
         }
-        start("worker-" + i, Service.WORKER, Ports.free(), join(args, extra));
+        List<String> all = join(args, extra);
+        if (Stream.concat(all.stream(), everyService.stream()).noneMatch(a -> a.startsWith(JOIN_MAX_WAIT))) {
+            all.add(JOIN_MAX_WAIT + "500ms");
+        }
+        start("worker-" + i, Service.WORKER, Ports.free(), all);
     }
+
+    /**
+     * The cap on a worker's waits between join attempts (5 s by default, plus up to half again): here 500 ms unless a
+     * test sets it. Every service starts at once, and discovery is often up last; by then a worker's join waits
+     * seconds, and a cluster's start-up waits for its workers' joins. The join is retried until admitted whatever
+     * the waits, so only the timing changes; the default waits are {@code WorkerRetryPropertiesTest}'s.
+     */
+    static final String JOIN_MAX_WAIT = "--butterfly.worker.retry.join-max-wait=";
 
     /** One coordinator, "coordinator" (node id coordinator-0), its control log a Raft group of one. */
     public void startCoordinator(String modelId, int expectedWorkers, String... extra) {

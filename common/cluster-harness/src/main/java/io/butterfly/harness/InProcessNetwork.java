@@ -7,6 +7,7 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import java.util.ArrayList;
@@ -36,6 +37,8 @@ final class InProcessNetwork implements AutoCloseable {
     private final Map<String, String> nodeAt = new ConcurrentHashMap<>();
     private final Map<String, Reach> reach = new ConcurrentHashMap<>();
     private final Set<GatedCall<?, ?>> calls = ConcurrentHashMap.newKeySet();
+    /** The channels opened to each server name, so that a server's start can wake them ({@link #serverStarted}). */
+    private final Map<String, Set<ManagedChannel>> channelsTo = new ConcurrentHashMap<>();
     /** Where the ends of cut calls are told when the call names no executor (never on the caller's thread in start). */
     private final ExecutorService callbacks = Executors.newCachedThreadPool(DaemonThreads.named("in-process-network"));
 
@@ -57,11 +60,34 @@ final class InProcessNetwork implements AutoCloseable {
             String peer = nodeAt.getOrDefault(name, name);
             List<ClientInterceptor> all = new ArrayList<>(interceptors);
             all.add(gate(node, peer)); // added last, called last: the gate is next to the transport
-            return InProcessChannelBuilder.forName(name)
+            ManagedChannel channel = InProcessChannelBuilder.forName(name)
                     .maxInboundMessageSize(GrpcChannels.MAX_MESSAGE_BYTES)
                     .intercept(all)
                     .build();
+            Set<ManagedChannel> to = channelsTo.computeIfAbsent(name, n -> ConcurrentHashMap.newKeySet());
+            to.removeIf(ManagedChannel::isShutdown); // a stopped service's channels
+            to.add(channel);
+            return channel;
         };
+    }
+
+    /**
+     * The in-process server named {@code name} has started: every channel to it that found no server before (its
+     * service not up yet, or killed) reconnects now. Without this a channel waits out grpc-java's reconnect backoff
+     * (1 s, growing by 1.6 to 2 minutes), and calls that do not wait for ready fail with UNAVAILABLE meanwhile: a
+     * worker's join to discovery started after it retried for seconds after discovery was up. Across processes
+     * the first connection also waits for the backoff; here a start is an event the harness sees, so nothing waits
+     * for a timer.
+     */
+    void serverStarted(String name) {
+        Set<ManagedChannel> to = channelsTo.get(name);
+        if (to == null) {
+            return; // nobody has dialled it yet
+        }
+        to.removeIf(ManagedChannel::isShutdown);
+        for (ManagedChannel channel : to) {
+            channel.resetConnectBackoff();
+        }
     }
 
     private ClientInterceptor gate(String from, String to) {

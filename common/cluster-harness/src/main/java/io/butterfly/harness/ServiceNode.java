@@ -14,6 +14,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.grpc.server.lifecycle.GrpcServerStartedEvent;
 
 /**
  * One service of an in-process cluster: its real Spring application, started in this JVM with the arguments its
@@ -78,6 +79,16 @@ final class ServiceNode {
         PeerDialer dialer = network.dialerFor(name);
         ConfigurableApplicationContext context = new SpringApplicationBuilder(service.application())
                 .initializers(c -> {
+                    // its peers' channels reconnect once its in-process server is up, not after their backoff
+                    c.addApplicationListener(event -> {
+                        if (event instanceof GrpcServerStartedEvent) {
+                            try {
+                                network.serverStarted(InProcessNetwork.serverName("127.0.0.1", grpcPort));
+                            } catch (RuntimeException e) { // only a wake-up: never a reason for the start to fail
+                                log.warn("{}: waking the channels to it failed", name, e);
+                            }
+                        }
+                    });
                     c.getBeanFactory().registerSingleton("peerDialer", dialer);
                     if (service == Service.COORDINATOR || service == Service.DISCOVERY) {
                         c.getBeanFactory().registerSingleton("clock", clock);

@@ -142,6 +142,36 @@ class InProcessNetworkTest {
         assertThat(watcher.end).isNotDone();
     }
 
+    @Test
+    void aChannelThatFoundNoServerReconnectsWhenTheServerStarts() throws Exception {
+        int later = PORT + 2;
+        network.register("late", "127.0.0.1", later);
+        ManagedChannel toLate = network.dialerFor("client").open("127.0.0.1", later);
+        Server lateServer = null;
+        try {
+            var stub = HealthGrpc.newBlockingStub(toLate);
+            // no server yet: the channel fails, and grpc-java keeps it failing for its reconnect backoff (1 s on)
+            assertThatThrownBy(() -> stub.withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .check(HealthCheckRequest.getDefaultInstance()))
+                    .isInstanceOfSatisfying(StatusRuntimeException.class,
+                            e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE));
+            lateServer = InProcessServerBuilder.forName(InProcessNetwork.serverName("127.0.0.1", later))
+                    .addService(health.getHealthService()).build().start();
+
+            network.serverStarted(InProcessNetwork.serverName("127.0.0.1", later));
+            network.serverStarted(InProcessNetwork.serverName("127.0.0.1", later + 1)); // nobody dialled: nothing to do
+
+            // a call that does not wait for ready goes through at once, not after the backoff
+            assertThat(stub.withDeadlineAfter(10, TimeUnit.SECONDS).check(HealthCheckRequest.getDefaultInstance())
+                    .getStatus()).isEqualTo(ServingStatus.SERVING);
+        } finally {
+            toLate.shutdownNow();
+            if (lateServer != null) {
+                lateServer.shutdownNow();
+            }
+        }
+    }
+
     private HealthCheckResponse check() {
         return HealthGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
                 .check(HealthCheckRequest.getDefaultInstance());
