@@ -48,7 +48,7 @@ function renderState(s) {
   renderRaft(s.raft || {});
   const workers = (s.nodes || []).filter(n => n.role !== 'coordinator');
   renderNodes(s, workers);
-  renderLayerMap(s.pipeline || [], workers);
+  renderLayerMap(s, workers);
   renderDiagram(s.system_state);
 }
 
@@ -110,24 +110,53 @@ function range(n) {
   return [r.start, r.end];
 }
 
-function renderLayerMap(pipeline, workers) {
+/**
+ * The pipelines (docs/scale-out.md), one row each: its stages in order, each as wide as its layers, and whether it
+ * serves now; then the spares. Before the first plan (or from an older coordinator without `pipelines`), the one
+ * pipeline `pipeline` lists, or every worker holding layers.
+ */
+function pipelineRows(s, workers) {
   const byId = Object.fromEntries(workers.map(w => [w.id, w]));
-  const stages = pipeline.map(id => byId[id]).filter(Boolean);
-  const shown = stages.length ? stages : workers.filter(w => range(w));
-  const total = Math.max(1, ...shown.map(w => (range(w) || [0, 0])[1]));
-  const map = $('layer-map');
-  map.replaceChildren(...shown.map(w => {
-    const [start, end] = range(w) || [0, 0];
-    const div = el('div', {class: 'stage' + (FAILED_STATES.has(w.state) ? ' failed' : ''), 'data-stage': w.id,
-      title: w.id + ' holds layers [' + start + ', ' + end + ')'});
-    div.style.flex = String(Math.max(1, end - start));
-    const progress = w.partition_state === 'READY' ? 1 : (w.progress || 0);
-    div.append(el('b', {text: w.id}), el('small', {text: layers(w) + ' · ' + (w.partition_state || w.state)}),
-      Object.assign(el('span', {class: 'progress'}), {style: 'width:' + Math.round(progress * 100) + '%'}));
-    return div;
+  const listed = (s.pipelines || []).filter(p => (p.stages || []).length);
+  if (listed.length) {
+    return listed.map(p => ({index: p.index, serving: p.serving, stages: p.stages.map(id => byId[id]).filter(Boolean)}));
+  }
+  const stages = (s.pipeline || []).map(id => byId[id]).filter(Boolean);
+  return [{index: 0, serving: null, stages: stages.length ? stages : workers.filter(w => range(w))}];
+}
+
+function renderLayerMap(s, workers) {
+  const rows = pipelineRows(s, workers);
+  const several = rows.length > 1;
+  $('pipeline-title').textContent = several ? rows.length + ' pipelines: layers by worker' : 'Pipeline: layers by worker';
+  const all = rows.flatMap(r => r.stages);
+  const total = Math.max(1, ...all.map(w => (range(w) || [0, 0])[1]));
+  $('layer-map').replaceChildren(...rows.map(r => {
+    const stages = el('div', {class: 'stages'}, ...r.stages.map(w => stageBox(w)));
+    if (!r.stages.length) stages.append(el('div', {class: 'stage', text: 'no layers assigned yet'}));
+    const row = el('div', {class: 'pipeline-row' + (r.serving === false ? ' held' : ''), 'data-pipeline': r.index});
+    if (several || r.serving != null) {
+      const serving = r.serving == null ? '' : r.serving ? 'serving' : 'not serving';
+      row.append(el('div', {class: 'pipeline-label'}, el('b', {text: 'pipeline ' + r.index}),
+        el('small', {class: 'serving', text: serving})));
+    }
+    row.append(stages);
+    return row;
   }));
-  if (!shown.length) map.append(el('div', {class: 'stage', text: 'no layers assigned yet'}));
   $('layer-axis').replaceChildren(el('span', {text: 'layer 0'}), el('span', {text: 'layer ' + total}));
+  const spares = s.spares || [];
+  $('spares').textContent = spares.length ? 'spares: ' + spares.join(', ') : '';
+}
+
+function stageBox(w) {
+  const [start, end] = range(w) || [0, 0];
+  const div = el('div', {class: 'stage' + (FAILED_STATES.has(w.state) ? ' failed' : ''), 'data-stage': w.id,
+    title: w.id + ' holds layers [' + start + ', ' + end + ')'});
+  div.style.flex = String(Math.max(1, end - start));
+  const progress = w.partition_state === 'READY' ? 1 : (w.progress || 0);
+  div.append(el('b', {text: w.id}), el('small', {text: layers(w) + ' · ' + (w.partition_state || w.state)}),
+    Object.assign(el('span', {class: 'progress'}), {style: 'width:' + Math.round(progress * 100) + '%'}));
+  return div;
 }
 
 // --- state diagram: states in columns by their distance from the initial state -------------------------------

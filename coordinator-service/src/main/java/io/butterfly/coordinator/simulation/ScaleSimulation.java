@@ -110,14 +110,19 @@ public final class ScaleSimulation {
     public ScaleSimulation(Settings settings) {
         this.settings = settings;
         this.random = new Random(settings.seed());
-        this.footprint = new ModelFootprint(filled(settings.layers(), settings.layerBytes()), settings.layerBytes(),
-                settings.layerBytes(), 64L << 20);
+        this.footprint = footprint(settings);
         int perPipeline = (int) Math.ceil((double) footprint.totalBytes(1) / (settings.workerMemory() - (64L << 20)));
         this.reconciler = new Reconciler(new Reconciler.Settings(MODEL, perPipeline, "sim", "1.0.0",
                 PlannerKind.OPTIMAL.configName()), planner);
         DetectorSettings detector = new DetectorSettings(8.0, 4.0, 200, 100, 800, 100, 250); // LivenessProperties' defaults
         this.tracker = new HeartbeatTracker(detector);
         this.policy = new LivenessPolicy(detector, 10_000, 5_000);
+    }
+
+    /** The simulated model: {@code layers} layers, an embedding and a head of one layer's bytes each, 64 MB a stage. */
+    static ModelFootprint footprint(Settings settings) {
+        return new ModelFootprint(filled(settings.layers(), settings.layerBytes()), settings.layerBytes(),
+                settings.layerBytes(), 64L << 20);
     }
 
     /** Runs the bootstrap and then the schedule of kills and joins; returns what was measured. */
@@ -416,7 +421,10 @@ public final class ScaleSimulation {
         return a;
     }
 
-    /** Runs the simulation for each pool size given (default 100, 300 and 1,000) and prints the table. */
+    /**
+     * Runs the simulation for each pool size given (default 100, 300 and 1,000) and prints the table; then the
+     * aggregate throughput of 1 to {@code N/3} pipelines ({@link ServingSimulation}).
+     */
     public static void main(String[] args) {
         List<Integer> sizes = new ArrayList<>();
         long simulatedMs = 60_000;
@@ -443,5 +451,10 @@ public final class ScaleSimulation {
                     r.fullPlanMs(), r.pipelinesPlanMs(), r.pipelines(), r.replanMs(), r.bytesPerMembershipChange(),
                     r.bytesPerRequest());
         }
+        // Aggregate throughput as pipelines are added: 1, 2, 4 ... 32 pipelines' worth of workers, and each pool's.
+        List<Integer> counts = new ArrayList<>(List.of(2, 4, 8, 16, 32));
+        sizes.forEach(n -> counts.add(n / 3));
+        System.out.println();
+        ServingSimulation.print(footprint(Settings.of(3)), counts.stream().distinct().sorted().toList());
     }
 }

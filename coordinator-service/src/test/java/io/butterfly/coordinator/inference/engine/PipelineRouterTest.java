@@ -101,6 +101,34 @@ class PipelineRouterTest {
         }
     }
 
+    /**
+     * Many pipelines, a few shared system prompts: the pipelines that cached a prompt do not take every request that
+     * shares it (a queue is weighed against the mean queue, which does not shrink as pipelines are added).
+     */
+    @Test
+    void withManyPipelinesAFewSharedPrefixesStillSpreadTheRequests() {
+        Random r = new Random(33);
+        for (int k : new int[] {2, 8, 33, 100}) {
+            PipelineRouter router = new PipelineRouter(BLOCK, 8192);
+            long[][] systems = new long[8][];
+            for (int i = 0; i < systems.length; i++) {
+                systems[i] = prompt(r, BLOCK * 28);
+            }
+            int[] queued = new int[k];
+            for (int i = 0; i < 16 * k; i++) {
+                List<PipelineRouter.Load> loads = new ArrayList<>();
+                for (int q : queued) {
+                    loads.add(new PipelineRouter.Load(q, 1, true));
+                }
+                queued[router.route(extend(systems[r.nextInt(systems.length)], prompt(r, 64)), loads)]++;
+            }
+            int max = java.util.Arrays.stream(queued).max().orElseThrow();
+            int min = java.util.Arrays.stream(queued).min().orElseThrow();
+            assertThat(max).as("%d pipelines: %s", k, java.util.Arrays.toString(queued)).isLessThanOrEqualTo(32);
+            assertThat(min).as("%d pipelines: %s", k, java.util.Arrays.toString(queued)).isGreaterThanOrEqualTo(1);
+        }
+    }
+
     @Test
     void onlyWholeBlocksOfTheSamePrefixCountAndTheOldestBlocksAreForgotten() {
         Random r = new Random(3);
