@@ -15,6 +15,7 @@ import io.butterfly.common.safetensors.SafetensorsFile;
 import io.butterfly.worker.engine.Activations;
 import io.butterfly.worker.engine.DjlPartitionExecutor;
 import io.butterfly.worker.engine.EngineProfiler;
+import io.butterfly.worker.engine.EngineThread;
 import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.engine.PartitionSpec;
 import io.butterfly.worker.engine.SequenceChunk;
@@ -171,10 +172,19 @@ public final class ProfileCommand implements Callable<Integer> {
     private void profileEngine(Path dir, ModelConfig config, int engineThreads, PrintWriter out) throws IOException {
         PartitionSpec whole = PartitionSpec.whole(config);
         List<Path> files = List.of(dir.resolve("model.safetensors"));
-        ExecutorOptions options = new ExecutorOptions("cpu", engineThreads, 0)
-                .withActivations(Activations.valueOf(activations.toUpperCase(java.util.Locale.ROOT)));
         int reach = promptTokens + 2 * steps + 1;
         Path traceFile = Files.createTempFile("butterfly-step", ".json");
+        // One engine thread, as a worker's: the loads, the steps and the profiler (which records its own thread) on it.
+        try (EngineThread engine = EngineThread.named("engine")) {
+            ExecutorOptions options = new ExecutorOptions("cpu", engineThreads, 0)
+                    .withActivations(Activations.valueOf(activations.toUpperCase(java.util.Locale.ROOT)))
+                    .withEngineThread(engine);
+            profileSteps(whole, files, config, options, engine, reach, traceFile, out);
+        }
+    }
+
+    private void profileSteps(PartitionSpec whole, List<Path> files, ModelConfig config, ExecutorOptions options,
+                              EngineThread engine, int reach, Path traceFile, PrintWriter out) throws IOException {
         try (DjlPartitionExecutor serving = DjlPartitionExecutor.load(whole, files, options);
              DjlPartitionExecutor profiled = DjlPartitionExecutor.load(whole, files, options.withProfiling(true))) {
             List<SequenceChunk> prompts = new ArrayList<>();
@@ -203,13 +213,13 @@ public final class ProfileCommand implements Callable<Integer> {
                 serving.forward(batch, new StageInput.Tokens(ids));
                 long t1 = System.nanoTime();
                 if (measured) {
-                    EngineProfiler.start();
+                    EngineProfiler.start(engine);
                 }
                 long t2 = System.nanoTime();
                 profiled.forward(batch, new StageInput.Tokens(ids));
                 long t3 = System.nanoTime();
                 if (measured) {
-                    EngineProfiler.stop(traceFile);
+                    EngineProfiler.stop(engine, traceFile);
                     int i = step - steps;
                     StepTrace t = StepTrace.parse(Files.readString(traceFile));
                     traces.add(t);

@@ -321,10 +321,13 @@ public final class Launcher {
         return (long) threads * workers > Runtime.getRuntime().availableProcessors();
     }
 
-    /** Engine threads per worker: every core of the machine, or a pinned worker's share of them (at least one). */
+    /**
+     * Engine threads per worker: every core of the machine, or, pinned, one: the one core {@link CorePinning} gives it.
+     * (It was the machine's cores over the workers, so a lone pinned worker on two cores ran two OpenMP threads on its
+     * one core, and bench-heads' k = 1 paid for that against k = 2's workers of one thread each.)
+     */
     public static int threadsPerWorker(int workers, boolean pinned) {
-        int cores = Runtime.getRuntime().availableProcessors();
-        return pinned ? Math.max(1, cores / workers) : cores;
+        return pinned ? 1 : Runtime.getRuntime().availableProcessors();
     }
 
     /** The engine threads each of {@code workers} workers computes with, {@code BUTTERFLY_WORKER_THREADS} first. */

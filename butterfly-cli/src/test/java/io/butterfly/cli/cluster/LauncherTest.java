@@ -46,6 +46,15 @@ class LauncherTest {
     }
 
     @Test
+    void aPinnedWorkerComputesWithTheOneCoreItIsPinnedToWhateverTheWorkerCount() {
+        int cores = Runtime.getRuntime().availableProcessors();
+        for (int workers = 1; workers <= 2 * cores + 1; workers++) {
+            assertThat(Launcher.threadsPerWorker(workers, true)).as("%d pinned workers", workers).isEqualTo(1);
+            assertThat(Launcher.threadsPerWorker(workers, false)).as("%d workers", workers).isEqualTo(cores);
+        }
+    }
+
+    @Test
     void aModelDirectoryTheRegistryCannotImportIsRefusedBeforeAnythingStarts() throws Exception {
         Launcher launcher = new Launcher(new ButterflyHome(root, root.resolve(".butterfly")), PortLayout.withOffset(0));
         Path model = Files.createDirectories(root.resolve("quantized-copy"));

@@ -29,8 +29,8 @@ import org.springframework.context.ConfigurableApplicationContext;
  *
  * <p>Names as {@code ./butterfly up} gives them: "discovery", "registry", "worker-0", ..., "coordinator" (node id
  * coordinator-0), "coordinator-1", .... TLS is off (the in-process transport has no certificates to show: what mutual
- * TLS checks is tested on real sockets). One cluster at a time per JVM; the engine's thread and libtorch's thread
- * pool are the process's, so the workers' forward passes take turns.
+ * TLS checks is tested on real sockets). One cluster at a time per JVM. Each worker computes on its own engine thread
+ * (a bean of its context, as in its own process); libtorch's intra-op thread count is the process's.
  */
 public final class InProcessCluster implements ClusterApi, AutoCloseable {
 

@@ -36,7 +36,8 @@ import java.util.Set;
  * <p>Memory: weights live in one sub-manager, each sequence's KV cache in its own sub-manager (freed by
  * {@link #release}), and every temporary of a step is registered in an {@link NDScope} closed when the
  * step ends, so native memory stays flat over any number of steps. Calls are serialized (synchronized):
- * the engine's intra-op threads already use the cores.
+ * the engine's intra-op threads already use the cores. Loads and forward passes run on the options' engine thread
+ * ({@link ExecutorOptions#engineThread}: the worker's own), or on the caller's when they name none.
  */
 public final class DjlPartitionExecutor implements PartitionExecutor {
 
@@ -78,6 +79,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     };
     private static final int RELEASED_REMEMBERED = 65_536;
     private boolean closed;
+    /** Where forward passes run (null: on the caller's thread). */
+    private final EngineThread engineThread;
 
     private DjlPartitionExecutor(PartitionSpec spec, NDManager root, NDManager cacheManager, StageModel model, long weightBytes,
                                  ExecutorOptions options) {
@@ -91,6 +94,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         this.prefixManager = cacheManager.newSubManager();
         this.prefixes = options.prefixCaching()
                 ? new PrefixCache(PrefixCache.BLOCK_TOKENS * bytesPerPosition()) : null;
+        this.engineThread = options.engineThread();
     }
 
     /**
@@ -117,7 +121,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
      */
     public static DjlPartitionExecutor loadOpened(PartitionSpec spec, List<SafetensorsFile> opened, ExecutorOptions options)
             throws IOException {
-        return EngineThread.call(() -> loadOnEngineThread(spec, opened, options));
+        return EngineThread.on(options.engineThread(), () -> loadOnEngineThread(spec, opened, options));
     }
 
     private static DjlPartitionExecutor loadOnEngineThread(PartitionSpec spec, List<SafetensorsFile> opened,
@@ -253,7 +257,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         if (holdsExpertsOnly()) {
             throw new SequenceConflictException("this worker holds an expert group of another worker's stage, not a stage");
         }
-        return EngineThread.call(() -> forwardOnEngineThread(batch, input));
+        return EngineThread.on(engineThread, () -> forwardOnEngineThread(batch, input));
     }
 
     /**

@@ -9,8 +9,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.ThreadFactory;
 
 /**
- * The one thread of this process that computes with the engine: loads and forward passes run here, whichever thread
- * asked for them.
+ * The one thread of a worker that computes with the engine: its loads and forward passes run here, whichever thread
+ * asked for them. A worker owns one ({@link ExecutorOptions#engineThread}, a bean of the worker's context, closed with
+ * it), so the workers of an in-process cluster each compute on their own, as separate processes do.
  *
  * <p>Why one: PyTorch's intra-op parallelism on CPU is OpenMP, and libgomp keeps a team of helper threads for every
  * thread that starts parallel work. Once the process holds more such threads than there are cores, libgomp stops
@@ -23,31 +24,41 @@ import java.util.concurrent.ThreadFactory;
  * <p>Work that need not be waited for is queued with {@link #execute}: a pipeline step runs here from its arrival to
  * its hand-off, so no other thread wakes up for it in between.
  */
-public final class EngineThread {
+public final class EngineThread implements AutoCloseable {
 
+    private final ExecutorService executor;
     /** The executor's one thread, for calls made on it. */
-    private static volatile Thread thread;
-    private static final ThreadFactory DAEMON = DaemonThreads.named("engine");
-    private static final ExecutorService EXECUTOR = Executors.newSingleThreadExecutor(r -> {
-        Thread t = DAEMON.newThread(r);
-        thread = t;
-        return t;
-    });
+    private volatile Thread thread;
 
-    private EngineThread() {
+    private EngineThread(String name) {
+        ThreadFactory daemon = DaemonThreads.named(name);
+        this.executor = Executors.newSingleThreadExecutor(r -> {
+            Thread t = daemon.newThread(r);
+            thread = t;
+            return t;
+        });
     }
 
-    /** Queues {@code work} for the engine thread, after what is queued before it; returns at once. */
-    public static void execute(Runnable work) {
-        EXECUTOR.execute(work);
+    /** An engine thread named {@code name} (started with its first work), until {@link #close}. */
+    public static EngineThread named(String name) {
+        return new EngineThread(name);
     }
 
-    /** Runs {@code work} on the engine thread and returns its result (at once if called there). */
-    static <T, E extends Exception> T call(EngineWork<T, E> work) throws E {
+    /**
+     * Queues {@code work} for the engine thread, after what is queued before it; returns at once.
+     *
+     * @throws java.util.concurrent.RejectedExecutionException once closed
+     */
+    public void execute(Runnable work) {
+        executor.execute(work);
+    }
+
+    /** Runs {@code work} on this engine thread and returns its result (at once if called there). */
+    public <T, E extends Exception> T call(EngineWork<T, E> work) throws E {
         if (Thread.currentThread() == thread) {
             return work.run();
         }
-        Future<T> result = EXECUTOR.submit((Callable<T>) work::run);
+        Future<T> result = executor.submit((Callable<T>) work::run);
         boolean interrupted = false;
         try {
             while (true) {
@@ -66,6 +77,20 @@ public final class EngineThread {
         }
     }
 
+    /**
+     * Runs {@code work} on {@code thread}, or on the calling thread when there is none (a tool or a test computing
+     * from its own thread, {@link ExecutorOptions#engineThread} null).
+     */
+    static <T, E extends Exception> T on(EngineThread thread, EngineWork<T, E> work) throws E {
+        return thread == null ? work.run() : thread.call(work);
+    }
+
+    /** Takes no more work; what is queued still runs, then the thread ends. */
+    @Override
+    public void close() {
+        executor.shutdown();
+    }
+
     @SuppressWarnings("unchecked")
     private static <E extends Exception> RuntimeException rethrow(Throwable cause) throws E {
         if (cause instanceof RuntimeException r) {
@@ -79,7 +104,7 @@ public final class EngineThread {
 
     /** Work for the engine thread, which may throw {@code E}. */
     @FunctionalInterface
-    interface EngineWork<T, E extends Exception> {
+    public interface EngineWork<T, E extends Exception> {
         T run() throws E;
     }
 }

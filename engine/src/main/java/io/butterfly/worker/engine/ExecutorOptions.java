@@ -20,10 +20,13 @@ import java.util.Objects;
  *                       and a partition whose experts are spread refuses to load)
  * @param prefixCaching  whether the stage keeps the KV of full blocks of prompts for later sequences that start alike
  *                       ({@link PrefixCache}); on by default
+ * @param engineThread   the thread the partition loads and computes on: its worker's own ({@link EngineThread}); null
+ *                       (the default): whichever thread asks, one at a time (a tool or a test computing from its own
+ *                       thread)
  */
 public record ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
                               boolean profiled, CpuKernels kernels, Activations activations, ExpertExchange experts,
-                              boolean prefixCaching) {
+                              boolean prefixCaching, EngineThread engineThread) {
 
     public ExecutorOptions {
         if (device == null || device.isBlank()) {
@@ -43,13 +46,19 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
     /** Prefix caching on. */
     public ExecutorOptions(String device, int threads, long kvCacheBytes, boolean batchInvariant, WeightDtype weightDtype,
                            boolean profiled, CpuKernels kernels, Activations activations, ExpertExchange experts) {
-        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, experts, true);
+        this(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, experts, true, null);
     }
 
     /** These options with prefix caching on or off. */
     public ExecutorOptions withPrefixCaching(boolean on) {
         return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
-                activations, experts, on);
+                activations, experts, on, engineThread);
+    }
+
+    /** These options, loads and forward passes run on {@code thread} ({@link #engineThread}). */
+    public ExecutorOptions withEngineThread(EngineThread thread) {
+        return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
+                activations, experts, prefixCaching, thread);
     }
 
     /** No other worker's experts asked. */
@@ -61,7 +70,7 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
     /** These options, other workers' expert groups asked through {@code exchange}. */
     public ExecutorOptions withExperts(ExpertExchange exchange) {
         return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels,
-                activations, exchange, prefixCaching);
+                activations, exchange, prefixCaching, engineThread);
     }
 
     /** Not profiled, kernels chosen by the weights, 8-bit activations for quantized weights. */
@@ -91,30 +100,30 @@ public record ExecutorOptions(String device, int threads, long kvCacheBytes, boo
     /** These options with batch invariance on or off. */
     public ExecutorOptions withBatchInvariant(boolean on) {
         return new ExecutorOptions(device, threads, kvCacheBytes, on, weightDtype, profiled, kernels, activations, experts,
-                prefixCaching);
+                prefixCaching, engineThread);
     }
 
     /** These options with weights held in {@code dtype}. */
     public ExecutorOptions withWeightDtype(WeightDtype dtype) {
         return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, dtype, profiled, kernels, activations, experts,
-                prefixCaching);
+                prefixCaching, engineThread);
     }
 
     /** These options with a Llama-family stage on a CPU computing with {@code kernels}. */
     public ExecutorOptions withKernels(CpuKernels kernels) {
         return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, experts,
-                prefixCaching);
+                prefixCaching, engineThread);
     }
 
     /** These options with quantized projections on the native kernels multiplying {@code activations}. */
     public ExecutorOptions withActivations(Activations activations) {
         return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, profiled, kernels, activations, experts,
-                prefixCaching);
+                prefixCaching, engineThread);
     }
 
     /** These options with the stage's profiling scopes on or off. */
     public ExecutorOptions withProfiling(boolean on) {
         return new ExecutorOptions(device, threads, kvCacheBytes, batchInvariant, weightDtype, on, kernels, activations, experts,
-                prefixCaching);
+                prefixCaching, engineThread);
     }
 }

@@ -26,7 +26,7 @@ import java.util.Objects;
  * sequence, so its partial has the same bits on whichever worker and beside whichever slices it is computed; the
  * caller merges the shards' sums with {@link SliceTree.Merge} and adds the residual. Dense Llama-family layers in
  * float32 without {@code o_proj} or {@code down_proj} bias (Llama, Qwen2, Qwen3, Mistral). All calls run on the
- * engine thread.
+ * options' engine thread ({@link ExecutorOptions#engineThread}; the caller's when they name none), one at a time.
  */
 public final class HeadShard implements AutoCloseable {
 
@@ -47,9 +47,12 @@ public final class HeadShard implements AutoCloseable {
     /** Per sequence, per slice of this shard: {@code [layers, 2, 1, capacity, headDim]}. */
     private final Map<String, NDArray[]> caches = new HashMap<>();
     private final long weightBytes;
+    /** Where every call computes (null: on the caller's thread); each holds this shard's monitor while it does. */
+    private final EngineThread engineThread;
 
     private HeadShard(ModelConfig config, int layerStart, int layerEnd, SliceTree.Range slices, NDManager root,
-                      NDManager weightsManager, TorchScript script, StageWeights weights, int[] layerAt) {
+                      NDManager weightsManager, TorchScript script, StageWeights weights, int[] layerAt,
+                      EngineThread engineThread) {
         this.config = config;
         this.layerStart = layerStart;
         this.layerEnd = layerEnd;
@@ -67,6 +70,7 @@ public final class HeadShard implements AutoCloseable {
                 LlamaStage.scalar(weightsManager, 1), LlamaStage.scalar(weightsManager, config.normEps()),
                 LlamaStage.scalar(weightsManager, config.hiddenSize()), LlamaStage.scalar(weightsManager, config.headDim()));
         this.rotary = new RotaryEmbedding(config.headDim(), config.ropeTheta(), config.ropeScaling());
+        this.engineThread = engineThread;
     }
 
     /**
@@ -102,7 +106,8 @@ public final class HeadShard implements AutoCloseable {
             SafetensorsFile.closeAll(opened, e);
             throw e;
         }
-        return EngineThread.call(() -> loadOnEngineThread(config, layerStart, layerEnd, slices, opened, options));
+        return EngineThread.on(options.engineThread(),
+                () -> loadOnEngineThread(config, layerStart, layerEnd, slices, opened, options));
     }
 
     private static void check(ModelConfig config, int layerStart, int layerEnd, SliceTree.Range slices) {
@@ -176,7 +181,7 @@ public final class HeadShard implements AutoCloseable {
                     }
                 }
             }
-            return new HeadShard(c, layerStart, layerEnd, range, root, m, script, weights, layerAt);
+            return new HeadShard(c, layerStart, layerEnd, range, root, m, script, weights, layerAt, options.engineThread());
         } catch (IOException | RuntimeException e) {
             root.close();
             throw e;
@@ -257,7 +262,7 @@ public final class HeadShard implements AutoCloseable {
             sequences[3 * i + 2] = c.position();
             offset += c.numTokens();
         }
-        return EngineThread.call(() -> {
+        return compute(() -> {
             try (NDManager m = root.newSubManager()) {
                 List<NDArray> own = new ArrayList<>();
                 for (SequenceChunk c : batch) {
@@ -286,7 +291,7 @@ public final class HeadShard implements AutoCloseable {
     public float[] mlp(int layer, float[] x) {
         int l = local(layer);
         int rows = rowsOf(x);
-        return EngineThread.call(() -> {
+        return compute(() -> {
             try (NDManager m = root.newSubManager(); ScriptArgs args = new ScriptArgs()) {
                 return sum(script.callForArrays(m, "slice_mlp", args.tensor(m.create(x, new Shape(rows,
                                 config.hiddenSize()))), weights, args.integer(layerAt[l]), args.integer(slices.size()), dims,
@@ -297,12 +302,12 @@ public final class HeadShard implements AutoCloseable {
 
     /** Sequences whose caches this shard holds. */
     public int cachedSequences() {
-        return EngineThread.call(caches::size);
+        return compute(caches::size);
     }
 
     /** Frees a sequence's caches (it ended, or is to be computed again from its start). */
     public void release(String sequenceId) {
-        EngineThread.call(() -> {
+        compute(() -> {
             NDArray[] own = caches.remove(sequenceId);
             if (own != null) {
                 for (NDArray a : own) {
@@ -310,6 +315,15 @@ public final class HeadShard implements AutoCloseable {
                 }
             }
             return null;
+        });
+    }
+
+    /** {@code work} on the engine thread (or the caller's), holding this shard's monitor there. */
+    private <T> T compute(EngineThread.EngineWork<T, RuntimeException> work) {
+        return EngineThread.on(engineThread, () -> {
+            synchronized (this) {
+                return work.run();
+            }
         });
     }
 
@@ -361,7 +375,7 @@ public final class HeadShard implements AutoCloseable {
 
     @Override
     public void close() {
-        EngineThread.call(() -> {
+        compute(() -> {
             caches.values().forEach(own -> {
                 for (NDArray a : own) {
                     a.close();

@@ -9,7 +9,7 @@ import ai.djl.pytorch.jni.IValue;
 import ai.djl.pytorch.jni.JniUtils;
 
 /**
- * What the engine attains on this machine, through libtorch on the engine thread with the process's intra-op threads
+ * What the engine attains on this machine, through libtorch on the calling thread with the process's intra-op threads
  * (those a partition computes with): the memory read bandwidth of a matrix-vector product over matrices far larger
  * than the caches, the kernel a one-sequence decode step is made of, and the float32 rate of a large matrix product,
  * what a long prefill is made of. {@code butterfly bench} compares a worker's decode and prefill with them.
@@ -44,15 +44,13 @@ public final class RooflineProbe {
      *                cache)
      */
     public static Rates measure(int readMiB, long budgetNanos) {
-        return EngineThread.call(() -> {
-            try (NDManager manager = NDManager.newBaseManager(EngineSetup.ENGINE);
-                 TorchScript stage = TorchScript.compileForCpu(manager, "Probe", "probe.py", false)) {
-                int matrices = Math.max(1, readMiB / 64);
-                double gbps = readGbps(manager, stage, matrices, budgetNanos);
-                return new Rates(gbps, (long) matrices * SIDE * SIDE * Float.BYTES,
-                        matmulGflops(manager, stage, budgetNanos), JniUtils.getNumThreads());
-            }
-        });
+        try (NDManager manager = NDManager.newBaseManager(EngineSetup.ENGINE);
+             TorchScript stage = TorchScript.compileForCpu(manager, "Probe", "probe.py", false)) {
+            int matrices = Math.max(1, readMiB / 64);
+            double gbps = readGbps(manager, stage, matrices, budgetNanos);
+            return new Rates(gbps, (long) matrices * SIDE * SIDE * Float.BYTES,
+                    matmulGflops(manager, stage, budgetNanos), JniUtils.getNumThreads());
+        }
     }
 
     private static double readGbps(NDManager manager, TorchScript stage, int matrices, long budgetNanos) {

@@ -1,6 +1,7 @@
 package io.butterfly.worker.engine;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noFields;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import io.butterfly.testsupport.ArchitectureRules;
@@ -22,6 +23,14 @@ class EngineArchitectureTest {
                 ArchitectureRules.RATIS).flatMap(Stream::of).toArray(String[]::new);
         noClasses().should().dependOnClassesThat().resideInAnyPackage(forbidden)
                 .because("the engine is a library: the worker service wires it to Spring and gRPC, not the reverse")
+                .check(ENGINE);
+    }
+
+    @Test
+    void noEngineThreadIsTheProcesss() {
+        noFields().that().haveRawType(EngineThread.class).should().beStatic()
+                .because("each worker owns its engine thread (a bean of its context), so the workers of one process"
+                        + " never queue behind each other's steps")
                 .check(ENGINE);
     }
 

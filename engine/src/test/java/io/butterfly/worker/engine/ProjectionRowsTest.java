@@ -23,38 +23,35 @@ class ProjectionRowsTest {
 
     @Test
     void aRowRoundsAlikeWhateverItIsComputedWith() {
-        EngineThread.call(() -> {
-            EngineSetup.start(0);
-            try (NDManager m = NDManager.newBaseManager(EngineSetup.ENGINE);
-                 TorchScript probe = TorchScript.compileForCpu(m, "Probe", "probe.py", false)) {
-                assumeTrue(probe.linear().rowQuantum() == 1, "projections are " + probe.linear() + ", padded instead");
-                Random rnd = new Random(17);
-                for (int[] outIn : new int[][]{{2304, 768}, {768, 2048}}) {
-                    float[] values = new float[outIn[0] * outIn[1]];
-                    for (int i = 0; i < values.length; i++) {
-                        values[i] = (float) rnd.nextGaussian() * 0.02f;
-                    }
-                    StageWeights weights = new StageWeights(probe, m, WeightDtype.F32);
-                    weights.addProjection(m.create(values, new Shape(outIn[0], outIn[1])), null);
-                    float[] xs = new float[300 * outIn[1]];
-                    for (int i = 0; i < xs.length; i++) {
-                        xs[i] = (float) rnd.nextGaussian();
-                    }
-                    NDArray x = m.create(xs, new Shape(300, outIn[1]));
-                    try (IValue list = weights.toList()) {
-                        for (int trial = 0; trial < 12; trial++) {
-                            int rows = trial < 4 ? new int[]{1, 64, 65, 200}[trial] : 1 + rnd.nextInt(200);
-                            int offset = rnd.nextInt(300 - 256);
-                            float[] part = product(probe, x, offset, rows, list);
-                            float[] whole = product(probe, x, offset, 256, list);
-                            assertThat(part).as("%d rows at %d of [%d, %d]", rows, offset, outIn[0], outIn[1])
-                                    .isEqualTo(Arrays.copyOf(whole, part.length));
-                        }
+        EngineSetup.start(0);
+        try (NDManager m = NDManager.newBaseManager(EngineSetup.ENGINE);
+             TorchScript probe = TorchScript.compileForCpu(m, "Probe", "probe.py", false)) {
+            assumeTrue(probe.linear().rowQuantum() == 1, "projections are " + probe.linear() + ", padded instead");
+            Random rnd = new Random(17);
+            for (int[] outIn : new int[][]{{2304, 768}, {768, 2048}}) {
+                float[] values = new float[outIn[0] * outIn[1]];
+                for (int i = 0; i < values.length; i++) {
+                    values[i] = (float) rnd.nextGaussian() * 0.02f;
+                }
+                StageWeights weights = new StageWeights(probe, m, WeightDtype.F32);
+                weights.addProjection(m.create(values, new Shape(outIn[0], outIn[1])), null);
+                float[] xs = new float[300 * outIn[1]];
+                for (int i = 0; i < xs.length; i++) {
+                    xs[i] = (float) rnd.nextGaussian();
+                }
+                NDArray x = m.create(xs, new Shape(300, outIn[1]));
+                try (IValue list = weights.toList()) {
+                    for (int trial = 0; trial < 12; trial++) {
+                        int rows = trial < 4 ? new int[]{1, 64, 65, 200}[trial] : 1 + rnd.nextInt(200);
+                        int offset = rnd.nextInt(300 - 256);
+                        float[] part = product(probe, x, offset, rows, list);
+                        float[] whole = product(probe, x, offset, 256, list);
+                        assertThat(part).as("%d rows at %d of [%d, %d]", rows, offset, outIn[0], outIn[1])
+                                .isEqualTo(Arrays.copyOf(whole, part.length));
                     }
                 }
             }
-            return null;
-        });
+        }
     }
 
     private static float[] product(TorchScript probe, NDArray x, int offset, int rows, IValue weights) {

@@ -90,18 +90,16 @@ class RouterTest {
     }
 
     private static Routed route(float[] logits, int experts, int k, boolean normalize) throws Exception {
-        return EngineThread.call(() -> {
-            EngineSetup.start(0);
-            try (NDManager m = NDManager.newBaseManager(EngineSetup.ENGINE);
-                 TorchScript script = TorchScript.compile(m, "LlamaStage", "llama.py", TorchScript.Linear.PLAIN, false);
-                 ScriptArgs args = new ScriptArgs();
-                 IValue flag = IValue.from(normalize)) {
-                NDArray x = m.create(logits, new Shape(ROWS, experts));
-                NDArray[] out = script.callForArrays(m, "route", args.tensor(x), args.integer(k), flag);
-                assertThat(out[0].getShape().getShape()).containsExactly(ROWS, k);
-                return new Routed(out[0].toFloatArray(), out[1].toLongArray(), k);
-            }
-        });
+        EngineSetup.start(0);
+        try (NDManager m = NDManager.newBaseManager(EngineSetup.ENGINE);
+             TorchScript script = TorchScript.compile(m, "LlamaStage", "llama.py", TorchScript.Linear.PLAIN, false);
+             ScriptArgs args = new ScriptArgs();
+             IValue flag = IValue.from(normalize)) {
+            NDArray x = m.create(logits, new Shape(ROWS, experts));
+            NDArray[] out = script.callForArrays(m, "route", args.tensor(x), args.integer(k), flag);
+            assertThat(out[0].getShape().getShape()).containsExactly(ROWS, k);
+            return new Routed(out[0].toFloatArray(), out[1].toLongArray(), k);
+        }
     }
 
     private static boolean distinct(Routed all, int r, int experts) {

@@ -19,7 +19,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
@@ -29,10 +28,9 @@ import tools.jackson.databind.JsonNode;
  * ({@code butterfly.coordinator.planning.head-shards=2}; docs/sharding.md, "Head parallelism"): the stage's worker
  * computes slices [0, 2) and asks the other worker for slices [2, 4) of every layer's halves over
  * WorkerService.Heads; greedy generation gives the tokens of one process computing whole layers, alone and four
- * requests at once.
+ * requests at once. Each in-process worker computes on its own engine thread (a bean of its context), so the stage's
+ * step waiting for the other shard's answer never waits for its own thread.
  */
-@Disabled("in one JVM the in-process workers share one engine thread, so the stage's step waits for the other shard's"
-        + " Heads answer, which waits for that thread (docs/sharding.md, Head parallelism)")
 class HeadShardsClusterIT {
 
     private static final int TOKENS = 16;
@@ -47,6 +45,15 @@ class HeadShardsClusterIT {
         Path model = work.resolve("llama-heads-model");
         ModelGenerator.generate(config, 13, model);
         String modelId = model.getFileName().toString();
+        Random random = new Random(29);
+        List<long[]> prompts = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            prompts.add(random.longs(3 + random.nextInt(10), 3, 300).toArray());
+        }
+        // The references before the cluster starts, from one load (docs/testing.md, "A reference beside the
+        // in-process workers").
+        List<List<Long>> expected = SingleProcessReference.generateEach(model, prompts, TOKENS,
+                new SamplingParams(0.0, 1.0, 0, 0)).stream().map(SingleProcessReference.Generation::tokens).toList();
         ExecutorService clients = Executors.newFixedThreadPool(4);
         try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
@@ -65,16 +72,6 @@ class HeadShardsClusterIT {
             assertThat(shards.get(0).path("experts").toString()).isEqualTo("[0,2]");
             assertThat(shards.get(1).path("experts").toString()).isEqualTo("[2,4]");
 
-            Random random = new Random(29);
-            List<long[]> prompts = new ArrayList<>();
-            for (int i = 0; i < 4; i++) {
-                prompts.add(random.longs(3 + random.nextInt(10), 3, 300).toArray());
-            }
-            List<List<Long>> expected = new ArrayList<>();
-            for (long[] p : prompts) {
-                expected.add(SingleProcessReference.generate(model, p, TOKENS, new SamplingParams(0.0, 1.0, 0, 0))
-                        .tokens());
-            }
             assertThat(generate(cluster, prompts.get(0))).isEqualTo(expected.get(0));
             List<Future<List<Long>>> concurrent = new ArrayList<>();
             for (long[] p : prompts) {

@@ -3,6 +3,7 @@ package io.butterfly.worker.config;
 import io.butterfly.common.grpc.ButterflyGrpcExceptionHandler;
 import io.butterfly.worker.capability.CapabilityProbe;
 import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.engine.EngineThread;
 import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.DiscoveryGateway;
@@ -92,13 +93,24 @@ public class WorkerConfiguration {
                 retry.join());
     }
 
+    /**
+     * The one thread this worker's partitions load and compute on, and its steps run on ({@link EngineThread}): this
+     * worker's own, so the workers of an in-process cluster compute apart as processes do; it ends with the context,
+     * after the partition manager and the stage that use it.
+     */
+    @Bean
+    EngineThread engineThread() {
+        return EngineThread.named("engine");
+    }
+
     @Bean
     PartitionManager partitionManager(WorkerProperties props, RegistryGateway registry, CoordinatorGateway coordinators,
-                                      PeerChannels channels) {
+                                      PeerChannels channels, EngineThread engineThread) {
         PartitionSettings settings = new PartitionSettings(props.nodeId(), props.dataDir(), props.trustedPublisherKeys(),
                 new ExecutorOptions(props.device(), props.threads(), props.kvCacheBudget().toBytes(), props.batchInvariant(),
                         props.weightDtype()).withKernels(props.kernels()).withActivations(props.activations())
-                        .withExperts(new ExpertGateway(channels)).withPrefixCaching(props.prefixCaching()));
+                        .withExperts(new ExpertGateway(channels)).withPrefixCaching(props.prefixCaching())
+                        .withEngineThread(engineThread));
         PartitionManager manager = new PartitionManager(settings, registry, coordinators);
         manager.askHeadsThrough(new io.butterfly.worker.gateway.HeadGateway(channels));
         coordinators.prefixCacheFrom(() -> {
@@ -126,7 +138,7 @@ public class WorkerConfiguration {
     @Bean
     PipelineStage pipelineStage(WorkerProperties props, UnsafeFaultInjectionProperties faults, PartitionManager partitions,
                                 StageGateway nextStages, CoordinatorGateway coordinators, Tracer tracer,
-                                Propagator propagator) {
+                                Propagator propagator, EngineThread engineThread) {
         OutputCorruption corruption = OutputCorruption.NONE;
         if (faults.enabled() && faults.flipBitFraction() > 0) {
             LOG.warn("FAULT INJECTION: this worker flips one bit in {} of its step outputs on purpose"
@@ -134,7 +146,7 @@ public class WorkerConfiguration {
             corruption = new OutputCorruption(faults.flipBitFraction(), faults.seed());
         }
         return new PipelineStage(partitions, nextStages, coordinators, new MicrometerStepTracing(tracer, propagator),
-                props.nodeId(), contract(props), corruption);
+                props.nodeId(), contract(props), corruption, engineThread);
     }
 
     /** What this worker computes under: the same on every worker of a cluster (docs/verified-execution.md). */

@@ -35,16 +35,19 @@ public class PipelineStage {
     private final String nodeId;
     private final PrecisionContract contract;
     private final OutputCorruption corruption;
+    private final EngineThread engineThread;
     private volatile long stepsExecuted;
     private volatile long computeNanosTotal;
     private volatile long hashNanosTotal;
 
     /**
      * @param contract   what this stage computes under: it refuses hidden states computed under another
-     * @param corruption fault injection ({@link OutputCorruption#NONE} but in tests and demonstrations)
+     * @param corruption   fault injection ({@link OutputCorruption#NONE} but in tests and demonstrations)
+     * @param engineThread this worker's engine thread, the one its partitions compute on: steps are queued there
      */
     public PipelineStage(PartitionManager partitions, Downstream nextStages, Outcomes outcomes, StepTracing tracing,
-                         String nodeId, PrecisionContract contract, OutputCorruption corruption) {
+                         String nodeId, PrecisionContract contract, OutputCorruption corruption,
+                         EngineThread engineThread) {
         this.partitions = partitions;
         this.nextStages = nextStages;
         this.outcomes = outcomes;
@@ -52,6 +55,7 @@ public class PipelineStage {
         this.nodeId = nodeId;
         this.contract = contract;
         this.corruption = corruption;
+        this.engineThread = java.util.Objects.requireNonNull(engineThread, "engineThread");
     }
 
     /**
@@ -61,7 +65,7 @@ public class PipelineStage {
      * a token than computing it on a gRPC executor thread that waits for the engine).
      */
     public void enqueue(Step step) {
-        EngineThread.execute(() -> accept(step));
+        engineThread.execute(() -> accept(step));
     }
 
     /**

@@ -12,6 +12,7 @@ import io.butterfly.proto.worker.v1.StreamClosed;
 import io.butterfly.testsupport.InProcessGrpc;
 import io.butterfly.testsupport.OneWaySink;
 import io.butterfly.worker.cluster.Endpoint;
+import io.butterfly.worker.engine.EngineThread;
 import io.butterfly.worker.engine.ExecutorOptions;
 import io.butterfly.worker.gateway.CoordinatorGateway;
 import io.butterfly.worker.gateway.RegistryGateway;
@@ -41,6 +42,7 @@ class MalformedStepTest {
     private InProcessGrpc coordinator;
     private CoordinatorGateway coordinators;
     private PipelineStage stage;
+    private final EngineThread engineThread = EngineThread.named("engine");
 
     @BeforeEach
     void start() {
@@ -57,13 +59,15 @@ class MalformedStepTest {
                 new PartitionSettings("w1", dataDir, List.of(), new ExecutorOptions("cpu", 1)),
                 new RegistryGateway(channels, 5, Duration.ofSeconds(5), 2, false, null), coordinators);
         stage = new PipelineStage(partitions, new StageGateway(channels, coordinators, "w1"), coordinators, StepTracing.NONE, "w1",
-                new io.butterfly.common.verify.PrecisionContract("F32", "FLOAT32", "INT8"), OutputCorruption.NONE);
+                new io.butterfly.common.verify.PrecisionContract("F32", "FLOAT32", "INT8"), OutputCorruption.NONE,
+                engineThread);
     }
 
     @AfterEach
     void stop() {
         coordinators.close();
         coordinator.close();
+        engineThread.close();
     }
 
     @Test
