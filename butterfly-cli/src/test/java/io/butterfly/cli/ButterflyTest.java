@@ -83,6 +83,10 @@ class ButterflyTest {
         err.getBuffer().setLength(0);
         assertThat(run("soak", "--kill-every", "5s")).isEqualTo(2);
         assertThat(err.toString()).startsWith("error: --clients >= 1");
+        err.getBuffer().setLength(0);
+        assertThat(run("soak", "--end-by", "six")).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: --end-by must be a time of day in UTC (17:50), not 'six'"
+                + System.lineSeparator());
     }
 
     @Test

@@ -1,8 +1,17 @@
 package io.butterfly.coordinator;
 
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noMethods;
 
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaCodeUnit;
+import com.tngtech.archunit.lang.ArchCondition;
+import io.butterfly.common.fs.DurableFiles;
+import java.nio.file.Files;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import io.butterfly.testsupport.ArchitectureRules;
 import org.junit.jupiter.api.Test;
@@ -85,6 +94,48 @@ class CoordinatorArchitectureTest {
                 .resideInAnyPackage(outside)
                 .because("the engine core owns the requests' state and takes everything else as messages and ports")
                 .check(CLASSES);
+    }
+
+    /**
+     * Issue 47, "a snapshot rename without a directory fsync": a file renamed into place is directory data, forgotten
+     * by a power cut unless its directory is forced too. Every class that renames files (the control state's snapshot
+     * above all, which Ratis purges the log behind) forces the directory after it ({@code DurableFiles.syncDirectory}),
+     * or leaves the whole write to {@code DurableFiles.write}. Before 2ab61de the snapshot was renamed unsynced, which
+     * this refuses; the JOBS datasets' store renamed files the control log then names unsynced too (now DurableFiles).
+     */
+    @Test
+    void aSnapshotRenameIsFollowedByADirectoryFsync() {
+        classes().that().resideInAPackage(ROOT + "..").and(aClassCalling(Files.class, "move"))
+                .should(ArchCondition.from(aClassCalling(DurableFiles.class, "syncDirectory")))
+                .because("a rename a power cut forgets loses what the control log already names (issue 47)")
+                .check(CLASSES);
+    }
+
+    /**
+     * Issue 47, "no sleeping request threads": the API and the inference path wait on futures and the engine's
+     * events, never in {@code sleep} (a request thread asleep is a thread a flood takes away from everyone, and a
+     * latency no client asked for). The one sleep left is the shutdown's wait for open streams to leave
+     * ({@code destroy}), which no request runs.
+     */
+    @Test
+    void noSleepingRequestThreads() {
+        DescribedPredicate<JavaCodeUnit> sleeps = calling(Thread.class, "sleep").or(calling(TimeUnit.class, "sleep"));
+        noMethods().that().areDeclaredInClassesThat().resideInAnyPackage(ROOT + ".api..", ROOT + ".inference..")
+                .and().doNotHaveName("destroy")
+                .should(ArchCondition.from(sleeps))
+                .because("request threads wait on futures and events, not in sleep (issue 47)").check(CLASSES);
+    }
+
+    /** A method or constructor that calls {@code owner}'s methods named {@code name}, whatever their parameters. */
+    private static DescribedPredicate<JavaCodeUnit> calling(Class<?> owner, String name) {
+        return DescribedPredicate.describe("call " + owner.getSimpleName() + "." + name, unit -> unit.getMethodCallsFromSelf()
+                .stream().anyMatch(c -> c.getTargetOwner().isEquivalentTo(owner) && c.getName().equals(name)));
+    }
+
+    private static DescribedPredicate<JavaClass> aClassCalling(Class<?> owner, String name) {
+        DescribedPredicate<JavaCodeUnit> calls = calling(owner, name);
+        return DescribedPredicate.describe("call " + owner.getSimpleName() + "." + name,
+                c -> c.getCodeUnits().stream().anyMatch(calls));
     }
 
     /** REST answers are records shared with the CLI and the tests, not maps. */

@@ -71,6 +71,10 @@ public final class SoakCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "S", description = "seed of the requests and the victims (default 0)")
     long seed;
 
+    @Option(names = "--end-by", paramLabel = "HH:MM", description = "stop the load at this time of day (UTC) if --duration"
+            + " has not run out by then, so that the end figures are still taken (default: none)")
+    String endBy;
+
     @Override
     public Integer call() throws Exception {
         Duration total = duration(duration, "--duration");
@@ -78,6 +82,7 @@ public final class SoakCommand implements Callable<Integer> {
         if (clients < 1 || mixedClients < 0 || coordinators < 1 || coordinators > 3 || every.toSeconds() < 10) {
             throw Commands.usageError(spec, "--clients >= 1, --mixed-clients >= 0, --coordinators 1-3, --kill-every >= 10s");
         }
+        java.time.Instant deadline = endBy == null ? null : endBy(endBy, java.time.Instant.now());
         PrintWriter out = spec.commandLine().getOut();
         ButterflyHome home = ButterflyHome.fromEnvironment();
         Path dir = model != null ? model.toAbsolutePath() : DemoModel.ensure(home, out, spec.commandLine().getErr());
@@ -121,6 +126,9 @@ public final class SoakCommand implements Callable<Integer> {
                 print(out, "start", atStart, logAtStart);
                 SplittableRandom random = new SplittableRandom(seed);
                 long end = started + total.toNanos();
+                if (deadline != null) {
+                    end = Math.min(end, System.nanoTime() + Duration.between(java.time.Instant.now(), deadline).toNanos());
+                }
                 long nextKill = System.nanoTime() + every.toNanos();
                 while (System.nanoTime() < end) {
                     Thread.sleep(Math.max(1, Math.min(end, nextKill) - System.nanoTime()) / 1_000_000);
@@ -246,6 +254,21 @@ public final class SoakCommand implements Callable<Integer> {
 
     private static List<ServiceProcess> role(ServiceSupervisor supervisor, String role) {
         return supervisor.listed().stream().filter(p -> role.equals(p.role())).toList();
+    }
+
+    /** Today's (UTC) {@code HH:MM} after {@code now}; a usage error if it is not a time of day or has passed. */
+    private java.time.Instant endBy(String text, java.time.Instant now) {
+        java.time.LocalTime time;
+        try {
+            time = java.time.LocalTime.parse(text);
+        } catch (java.time.format.DateTimeParseException e) {
+            throw Commands.usageError(spec, "--end-by must be a time of day in UTC (17:50), not '" + text + "'");
+        }
+        java.time.Instant at = now.atZone(java.time.ZoneOffset.UTC).toLocalDate().atTime(time).toInstant(java.time.ZoneOffset.UTC);
+        if (!at.isAfter(now)) {
+            throw Commands.usageError(spec, "--end-by " + text + " UTC has passed");
+        }
+        return at;
     }
 
     private Duration duration(String text, String option) {

@@ -84,6 +84,9 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
                 .withRangeLimit(MAX_RANGE)
                 .withMaxRenderDepth(MAX_DEPTH)
                 .withEnableRecursiveMacroCalls(false)
+                // Jinjava renders an expression's value again when it holds "{{" or "{%" (on by default): a message
+                // would be template code, a client's text run with the template's reach. Jinja prints values as text.
+                .withNestedInterpretationEnabled(false)
                 .withRandomNumberGeneratorStrategy(RandomNumberGeneratorStrategy.CONSTANT_ZERO)
                 .withDateTimeProvider(clock::millis)
                 .withTimeZone(clock.getZone())

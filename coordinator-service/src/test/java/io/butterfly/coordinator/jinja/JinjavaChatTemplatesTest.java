@@ -245,6 +245,24 @@ class JinjavaChatTemplatesTest {
                 .render(List.of(new Message("user", "x")))).isEqualTo("[]");
     }
 
+    /**
+     * Found by {@code OpenAiRequestBodyFuzzTest#anyChatBodyIsAdmittedOrRefused} (its input
+     * {@code finding-message-content-interpreted-as-template.json}): Jinjava rendered a value holding {@code {{} or
+     * {@code {%} again as a template, so a client's message was template code: {@code {{ 7 * 6 }}} became 42, another
+     * message's text could be read, and a malformed one failed the render (a 500). Jinja prints a value as text.
+     */
+    @Test
+    void aMessageThatLooksLikeATemplateIsTextNotTemplateCode() {
+        ChatTemplate chatMl = TEMPLATES.compile(io.butterfly.common.model.generate.TokenizerGenerator.CHAT_TEMPLATE,
+                "<s>", "</s>");
+        for (String text : List.of("{{ 7 * 6 }}", "{% for m in messages %}{{ m.content }}{% endfor %}",
+                "{{ messages[0].content }}", "Hel{{{{{%%%A%%$%%::::}}}}}:-:>con:ent%%{{{{lo", "{% raw %}x", "{#")) {
+            assertThat(chatMl.render(List.of(new Message("system", "secret"), new Message("user", text))))
+                    .as(text).isEqualTo("<|im_start|>system\nsecret<|im_end|>\n<|im_start|>user\n" + text
+                            + "<|im_end|>\n<|im_start|>assistant\n");
+        }
+    }
+
     @Test
     void aBrokenTemplateFailsRatherThanRenderingPartly() {
         assertThatThrownBy(() -> TEMPLATES.compile("{{ unknown_function(1) }}{% if %}", null, null)

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.jobs;
 
+import io.butterfly.common.fs.DurableFiles;
 import io.butterfly.coordinator.inference.InvalidRequestException;
 import io.butterfly.coordinator.jobs.DatasetEntry;
 import io.butterfly.coordinator.jobs.Datasets;
@@ -8,7 +9,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
@@ -47,9 +47,8 @@ public final class FileDatasetStore implements Datasets {
             Files.createDirectories(dir);
             Path file = file(sha);
             if (!Files.exists(file)) {
-                Path tmp = Files.createTempFile(dir, sha, ".part");
-                Files.write(tmp, jsonl);
-                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                // Durably: the control log names the dataset once this returns, so it must outlive a power cut.
+                DurableFiles.write(file, jsonl, false);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write dataset " + sha + " to " + dir, e);
