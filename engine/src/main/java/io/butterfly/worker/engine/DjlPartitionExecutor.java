@@ -145,7 +145,19 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     private static StageModel loadModel(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         boolean gpt2 = spec.config().architecture() == Architecture.GPT2;
         if (!gpt2 && nativeKernels(spec, store, weights, options)) {
-            return NativeLlamaStage.load(spec, store, weights, options.threads(), options.activations());
+            if (options.kernels() == CpuKernels.NATIVE || store.anyQuantized()) {
+                return NativeLlamaStage.load(spec, store, weights, options.threads(), options.activations());
+            }
+            // float32 by default: a stage the kernels refuse (a bias they do not add, a width they do not divide) or
+            // cannot link (a library without a call this class declares) computes on libtorch instead, the memory
+            // the refused load took given back
+            NDManager attempt = weights.newSubManager();
+            try {
+                return NativeLlamaStage.load(spec, store, attempt, options.threads(), options.activations());
+            } catch (IllegalArgumentException | LinkageError e) {
+                attempt.close();
+                LOG.warn("float32 stage on libtorch's kernels, not the native ones: {}", e.getMessage());
+            }
         }
         TorchScript script = compile(weights, gpt2, options);
         try {
@@ -158,9 +170,13 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     }
 
     /**
-     * Whether a Llama-family stage computes with the native kernels: when asked to, or by default when its weights are
-     * quantized (libtorch's stages would compute on them dequantized to float32, four to eight times the memory), unless
-     * the model has parts the kernels do not compute (experts, q/k norms): libtorch's stage computes those.
+     * Whether a Llama-family stage computes with the native kernels: when asked to, or by default (AUTO) when its
+     * weights are quantized (libtorch's stages would compute on them dequantized to float32, four to eight times the
+     * memory) or computed in float32: the kernels give a row the same bits whatever rows share its step, so a prompt
+     * prefilled in any chunks gives the bits of its steps, which audits, referees and resume by replay compare
+     * (libtorch's oneDNN products sum differently for different row counts). Not when the model has parts the kernels
+     * do not compute (experts, q/k norms), nor for half-precision weights (libtorch's half products): libtorch's stage
+     * computes those. TORCH keeps libtorch's for every stage.
      */
     private static boolean nativeKernels(PartitionSpec spec, WeightStore store, NDManager weights, ExecutorOptions options) {
         if (weights.getDevice().isGpu() || options.kernels() == CpuKernels.TORCH) {
@@ -169,16 +185,19 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         if (options.kernels() == CpuKernels.NATIVE) {
             return true; // NativeLlamaStage.load says why if the kernels are missing
         }
-        if (!store.anyQuantized()) {
+        boolean quantized = store.anyQuantized();
+        if (!quantized && options.weightDtype().half()) {
             return false;
         }
+        String what = quantized ? "quantized weights are dequantized to float32 at load" : "float32 stage on libtorch's kernels";
         if (!NativeLlamaStage.computes(spec.config())) {
-            LOG.warn("quantized weights are dequantized to float32 at load: the native kernels compute no experts or"
-                    + " q/k norms");
+            if (quantized) {
+                LOG.warn("{}: the native kernels compute no experts or q/k norms", what);
+            }
             return false;
         }
         if (!NativeKernels.available()) {
-            LOG.warn("quantized weights are dequantized to float32 at load: {}", NativeKernels.loadError().orElse(""));
+            LOG.warn("{}: {}", what, NativeKernels.loadError().orElse(""));
             return false;
         }
         return true;

@@ -23,8 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * and resume by replay rely on it: they feed a sequence's history as one chunk where the serving worker computed it in
  * steps (docs/verified-execution.md). libtorch's oneDNN products did not hold it on float32 (a GEMM sums differently for
  * different row counts); the native kernels give a row the same bits whatever rows share its step. On one stage, two
- * and three. (AUTO still picks libtorch for float32: making the native kernels its default waits on a split of a
- * tied-embedding model with q/k/v biases that does not yet equal the whole model there, docs/verified-execution.md.)
+ * and three. (AUTO picks the native kernels for float32 stages they compute, so this holds there by default.)
  */
 class ChunkedPrefillBitIdentityTest {
 

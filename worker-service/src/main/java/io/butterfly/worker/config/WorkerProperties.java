@@ -41,13 +41,14 @@ import org.springframework.util.unit.DataSize;
  * @param batchInvariant  a sequence's logits are bit for bit the same whatever it is batched with, also on the
  *                        fallback projections (MKL's GEMM, half precision: every step's rows padded to a multiple of 4;
  *                        off, they agree there within float32 rounding, and a step of 1 to 3 rows runs up to twice as
- *                        fast); oneDNN's projections, the default on a CPU, are invariant without it
+ *                        fast); the native kernels (the default on a CPU) and oneDNN's projections are invariant without it
  * @param weightDtype     the precision projection weights are held in: F32 (default), or F16 / BF16 (half the memory
  *                        and the bytes a step reads; a projection's input is rounded to that type, see
  *                        docs/benchmarks.md for what it costs and buys on a CPU)
  * @param kernels         what a Llama-family stage on a CPU computes with: AUTO (default: the native kernels for quantized
- *                        weights, libtorch's for float32), NATIVE (the native kernels for every stage) or TORCH
- *                        (libtorch's for every stage, quantized weights dequantized to float32 at load)
+ *                        and float32 weights where they compute the model, libtorch's for half-precision weights,
+ *                        experts and q/k norms), NATIVE (the native kernels for every stage) or TORCH (libtorch's for
+ *                        every stage: oneDNN's float32 projections, quantized weights dequantized to float32 at load)
  * @param activations     what quantized projections on the native kernels multiply: INT8 (default: inputs rounded to
  *                        8 bits a block of 32 at a time, integer dot products, as llama.cpp) or F32 (weight-only, the
  *                        float32 reference's logits to a few ulps); every worker of a cluster must have the same
