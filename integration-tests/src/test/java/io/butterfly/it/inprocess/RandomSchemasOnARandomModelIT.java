@@ -40,7 +40,7 @@ class RandomSchemasOnARandomModelIT {
     private static final ModelConfig MODEL = new ModelConfig(Architecture.LLAMA, 4, 64, 4, 2, 160, 512, 2048,
             1e-5, 10000.0, false, 1, 2);
     private static final int SCHEMAS = 32;
-    private static final int MAX_TOKENS = 1500;
+    private static final int MAX_TOKENS = 1000;
     /** One JSON value and nothing after it. */
     private static final ObjectMapper STRICT_JSON = JsonMapper.builder()
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS).build();
