@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
+import io.butterfly.testsupport.RandomSchemas;
 import java.util.ArrayList;
 import java.util.BitSet;
-import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Random;
@@ -16,13 +16,13 @@ import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
 import tools.jackson.databind.json.JsonMapper;
-import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
- * Seeded random schemas of the supported subset, generated under the mask by a "model" of random logits (whose
- * unconstrained output would be gibberish) through the real sampler: every output parses and validates against its
- * schema, and the same tokens replayed give the same states and masks.
+ * Seeded random schemas of the supported subset ({@link RandomSchemas}), generated under the mask by a "model" of
+ * random logits (whose unconstrained output would be gibberish) through the real sampler: every output parses and
+ * validates against its schema, and the same tokens replayed give the same states and masks. The same schemas on a
+ * random transformer through a cluster: RandomSchemasOnARandomModelIT.
  */
 class ConstrainedJsonTest {
 
@@ -34,14 +34,14 @@ class ConstrainedJsonTest {
         for (int seed = 0; seed < 150; seed++) {
             Random r = new Random(seed);
             boolean strict = r.nextBoolean();
-            ObjectNode schema = randomSchema(r, 0, strict, true);
+            ObjectNode schema = RandomSchemas.object(r, strict);
             Vocabulary vocabulary = randomVocabulary(new Random(seed * 31L + 7));
             Grammar grammar = JsonSchemaGrammar.compile(schema, strict);
             Sampler sampler = new Sampler(new SamplingParams(r.nextBoolean() ? 0 : 1.0, 1.0, seed, 0));
             List<Long> tokens = generate(grammar, vocabulary, sampler, new Random(seed), 4000);
             String text = text(vocabulary, tokens);
             JsonNode value = JSON.readTree(text);
-            assertThat(validate(schema, value, schema)).as("seed %d: %s against %s", seed, text, schema).isTrue();
+            assertThat(RandomSchemas.validates(schema, value)).as("seed %d: %s against %s", seed, text, schema).isTrue();
             // Replayed, the same tokens pass through the same states: the masks are those of the first run.
             TokenConstraint replay = new TokenConstraint(grammar, vocabulary);
             for (long t : tokens) {
@@ -167,133 +167,5 @@ class ConstrainedJsonTest {
         BitSet end = new BitSet();
         end.set(END);
         return new Vocabulary(all.toArray(new String[0]), end);
-    }
-
-    private static final String[] NAMES = {"a", "id", "name", "x", "ab", "é", "say \"hi\"", "kids"};
-
-    /** A schema of the subset, bounded so that any walk through it ends. */
-    static ObjectNode randomSchema(Random r, int depth, boolean strict, boolean top) {
-        ObjectNode s = JSON.createObjectNode();
-        int kind = top ? 0 : r.nextInt(depth >= 2 ? 7 : 10);
-        switch (kind) {
-            case 0, 7 -> {
-                s.put("type", "object");
-                ObjectNode props = s.putObject("properties");
-                ArrayNode required = JSON.createArrayNode();
-                int n = 1 + r.nextInt(4);
-                for (int i = 0; i < n; i++) {
-                    String name = NAMES[r.nextInt(NAMES.length)];
-                    if (props.has(name)) {
-                        continue;
-                    }
-                    props.set(name, randomSchema(r, depth + 1, strict, false));
-                    if (strict || r.nextBoolean()) {
-                        required.add(name);
-                    }
-                }
-                s.set("required", required);
-                if (strict || r.nextBoolean()) {
-                    s.put("additionalProperties", false);
-                }
-            }
-            case 1 -> s.put("type", "string").put("maxLength", r.nextInt(6));
-            case 2 -> s.put("type", r.nextBoolean() ? "integer" : "number");
-            case 3 -> s.put("type", "boolean");
-            case 4 -> {
-                ArrayNode e = s.putArray("enum");
-                e.add("red").add(7).add(JSON.nullNode()).add("r\u00e9d\n");
-            }
-            case 5 -> {
-                ArrayNode any = s.putArray("anyOf");
-                any.add(randomSchema(r, depth + 1, strict, false));
-                any.add(JSON.createObjectNode().put("type", "null"));
-            }
-            case 6 -> s.set("const", JSON.readTree("{\"k\":[1,\"two\"]}"));
-            default -> {
-                s.put("type", "array");
-                s.set("items", randomSchema(r, depth + 1, strict, false));
-                int min = r.nextInt(2);
-                s.put("minItems", min).put("maxItems", min + r.nextInt(3));
-            }
-        }
-        return s;
-    }
-
-    /** An independent validator of the subset (not the matcher): whether {@code v} is valid under {@code s}. */
-    static boolean validate(JsonNode s, JsonNode v, JsonNode root) {
-        if (s.has("$ref")) {
-            String ref = s.get("$ref").stringValue();
-            return validate(ref.equals("#") ? root : root.at(ref.substring(1)), v, root);
-        }
-        if (s.has("const")) {
-            return s.get("const").equals(v);
-        }
-        if (s.has("enum")) {
-            for (JsonNode e : s.get("enum")) {
-                if (e.equals(v)) {
-                    return true;
-                }
-            }
-            return false;
-        }
-        if (s.has("anyOf")) {
-            for (JsonNode alt : s.get("anyOf")) {
-                if (validate(alt, v, root)) {
-                    return true;
-                }
-            }
-            return false;
-        }
-        JsonNode type = s.get("type");
-        if (type == null) {
-            return true;
-        }
-        switch (type.stringValue()) {
-            case "object": {
-                if (!v.isObject()) {
-                    return false;
-                }
-                JsonNode props = s.path("properties");
-                for (JsonNode req : s.path("required")) {
-                    if (!v.has(req.stringValue())) {
-                        return false;
-                    }
-                }
-                for (Iterator<String> it = v.propertyNames().iterator(); it.hasNext(); ) {
-                    String k = it.next();
-                    if (props.has(k)) {
-                        if (!validate(props.get(k), v.get(k), root)) {
-                            return false;
-                        }
-                    } else if (s.path("additionalProperties").isBoolean() && !s.get("additionalProperties").booleanValue()) {
-                        return false;
-                    }
-                }
-                return true;
-            }
-            case "array": {
-                if (!v.isArray() || v.size() < s.path("minItems").asInt(0)
-                        || s.has("maxItems") && v.size() > s.get("maxItems").asInt()) {
-                    return false;
-                }
-                for (JsonNode item : v) {
-                    if (s.has("items") && !validate(s.get("items"), item, root)) {
-                        return false;
-                    }
-                }
-                return true;
-            }
-            case "string":
-                return v.isString() && (!s.has("maxLength")
-                        || v.stringValue().codePointCount(0, v.stringValue().length()) <= s.get("maxLength").asInt());
-            case "integer":
-                return v.isIntegralNumber();
-            case "number":
-                return v.isNumber();
-            case "boolean":
-                return v.isBoolean();
-            default:
-                return v.isNull();
-        }
     }
 }

@@ -26,8 +26,8 @@ import tools.jackson.databind.JsonNode;
 /**
  * Automatic prefix caching through the cluster: a prompt that starts with the blocks an earlier prompt left on every
  * stage is answered with the tokens and log-probabilities of a single process that never saw the earlier prompt (a
- * miss), bit for bit, greedy and sampled, on one worker and on three; every stage restored the shared blocks, and
- * the coordinator's system/state shows what each stage holds. The {@code n} choices of one request share their prompt:
+ * miss), bit for bit, greedy and sampled, on one, two, three and four workers (the model's five layers in as many
+ * stages); every stage restored the shared blocks, and the coordinator's system/state shows what each stage holds. The {@code n} choices of one request share their prompt:
  * every stage computes it once and restores its full blocks for the other choices, whose tokens are unchanged. Prompts
  * are fed in chunks of 32 tokens, so a cached prefix spans several chunks: a hit goes in one step restoring every
  * cached block (per chunk, each chunk's last block would be computed again).
@@ -38,7 +38,7 @@ class PrefixCacheIT {
     Path work;
 
     @ParameterizedTest(name = "{0} worker(s)")
-    @ValueSource(ints = {1, 3})
+    @ValueSource(ints = {1, 2, 3, 4})
     void aHitAnswersAsAMiss(int workers) throws Exception {
         ModelConfig config = new ModelConfig(Architecture.LLAMA, 5, 48, 6, 3, 128, 300, 128, 1e-6, 500000.0, true, 1, 2);
         Path model = work.resolve("model");
@@ -56,6 +56,7 @@ class PrefixCacheIT {
             JsonNode state = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()), Duration.ofMinutes(12));
             List<String> pipeline = new ArrayList<>();
             state.path("pipeline").forEach(n -> pipeline.add(n.asString()));
+            assertThat(pipeline).as("a stage per worker").hasSize(workers);
             // the coordinator feeds cached prefixes in one step once every stage reported its prefix cache on
             cluster.awaitState(s -> pipeline.stream().allMatch(w -> s.path("prefix_caches").path(w).path("enabled")
                     .asBoolean()), Duration.ofMinutes(2));
