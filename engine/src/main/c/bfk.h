@@ -111,7 +111,8 @@ void bfk_silu_mul(const float *gate, const float *up, float *out, int n);
 /*
  * One query's attention over len cached positions: scores[u] = q . keys[u] * scale, softmax (exp of the difference
  * to the largest, summed in order), out = sum over u of (score[u] / sum) * values[u], accumulated in order of u, a
- * weight score[u] / sum below 2^-126 counted as zero. head_dim a multiple of 8; scores has room for len floats.
+ * weight score[u] / sum below 2^-126 counted as zero. Any head_dim (a multiple of 8 takes the vector loop);
+ * scores has room for len floats.
  */
 void bfk_attend(const float *q, const float *keys, const float *values, int len, int head_dim, float scale,
                 float *scores, float *out);

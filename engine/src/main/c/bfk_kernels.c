@@ -758,7 +758,7 @@ static void attend_portable(const float *q, const float *keys, const float *valu
     for (int u = 0; u < len; u++) {
         float acc[8] = {0};
         for (int k = 0; k < hd; k += 8) {
-            for (int j = 0; j < 8; j++) acc[j] = fmaf(q[k + j], keys[(size_t) u * hd + k + j], acc[j]);
+            for (int j = 0; j < 8 && k + j < hd; j++) acc[j] = fmaf(q[k + j], keys[(size_t) u * hd + k + j], acc[j]);
         }
         scores[u] = hsum8(acc) * scale;
         max = scores[u] > max ? scores[u] : max;
@@ -871,7 +871,9 @@ AVX2 static void attend_avx2(const float *q, const float *keys, const float *val
 void bfk_attend(const float *q, const float *keys, const float *values, int len, int hd, float scale, float *scores,
                 float *out) {
 #if BFK_X86
-    if (bfk_uses_avx2()) {
+    /* the AVX2 loop takes 8 values of a head at a time; another head dim (a head dim of 12 once read past the query
+       and key and wrote over the next head's output) takes the portable loop, its lanes past the head dim absent */
+    if (bfk_uses_avx2() && hd % 8 == 0) {
         attend_avx2(q, keys, values, len, hd, scale, scores, out);
         return;
     }

@@ -224,49 +224,6 @@ static void rotate(const float *x, const float *cos, const float *sin, int d, fl
 }
 
 /*
- * One query's attention when the head dim is not a multiple of 8. bfk_attend takes 8 values at a time, so there it
- * would read past the query (into another thread's scratch) and past the key (into the next position's), and write
- * past its head's output (over the next head's first values): other bits on every run, and a stage of the same layers
- * differed from the whole model (SplitEqualsWholeTest's tied Llama, head dim 12). These are bfk_attend's operations
- * (attend_portable's, bfk_kernels.c) with the lanes past the head dim absent: for a multiple of 8 they give its bits.
- */
-static void attend_any_width(const float *q, const float *keys, const float *values, int len, int hd, float scale,
-                             float *scores, float *out) {
-    float max = -INFINITY;
-    for (int u = 0; u < len; u++) {
-        const float *key = keys + (size_t) u * hd;
-        float acc[8] = {0};
-        for (int k = 0; k < hd; k += 8) {
-            for (int j = 0; j < 8 && k + j < hd; j++) {
-                acc[j] = fmaf(q[k + j], key[k + j], acc[j]);
-            }
-        }
-        /* hsum8's tree (bfk_inline.h) */
-        float a0 = acc[0] + acc[4], a1 = acc[1] + acc[5], a2 = acc[2] + acc[6], a3 = acc[3] + acc[7];
-        scores[u] = ((a0 + a2) + (a1 + a3)) * scale;
-        max = scores[u] > max ? scores[u] : max;
-    }
-    for (int u = 0; u < len; u++) {
-        scores[u] = scores[u] - max;
-    }
-    bfk_exp(scores, scores, len);
-    float sum = 0;
-    for (int u = 0; u < len; u++) {
-        sum += scores[u];
-    }
-    for (int e = 0; e < hd; e++) {
-        out[e] = 0;
-    }
-    for (int u = 0; u < len; u++) {
-        float w = scores[u] / sum;
-        w = w < 0x1p-126f ? 0.0f : w; /* attention_weight's flush to zero (bfk_kernels.c) */
-        for (int e = 0; e < hd; e++) {
-            out[e] = fmaf(w, values[(size_t) u * hd + e], out[e]);
-        }
-    }
-}
-
-/*
  * Attention of (sequence, kv head) pairs: the chunk's keys (rotated) and values into the cache, then for each query
  * head of the group and each new token, softmax(q . k / sqrt(d)) over the keys up to its own position, times the
  * values.
@@ -299,11 +256,7 @@ static void attention_task(void *arg, int ith, int nth) {
                 int r = sq->row + t;
                 int len = sq->position + t + 1;
                 rotate(p->q + (size_t) r * qdim + h * hd, p->cos + (size_t) r * hd, p->sin + (size_t) r * hd, hd, qrot);
-                if (hd % 8 == 0) {
-                    bfk_attend(qrot, keys, values, len, hd, scale, scores, p->att + (size_t) r * qdim + h * hd);
-                } else {
-                    attend_any_width(qrot, keys, values, len, hd, scale, scores, p->att + (size_t) r * qdim + h * hd);
-                }
+                bfk_attend(qrot, keys, values, len, hd, scale, scores, p->att + (size_t) r * qdim + h * hd);
             }
         }
     }
