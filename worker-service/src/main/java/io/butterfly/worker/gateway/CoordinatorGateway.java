@@ -137,7 +137,7 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
         }
         LoadReport mine = GatewayMessages.loadReport(nodeId, report);
         Retry retry = Retries.onFailure("load-report", reportRetry, Backoff.Jitter.NONE,
-                e -> e instanceof StatusRuntimeException);
+                CoordinatorGateway::undelivered);
         sender.execute(() -> {
             // Any replica takes a report into the replicated control log; the assigning one is tried first.
             int[] tries = {0};
@@ -154,10 +154,25 @@ public class CoordinatorGateway implements Coordinators, Outcomes {
                     }
                 });
             } catch (StatusRuntimeException e) {
-                log.warn("load report {} not delivered after {} tries; the coordinator's assignment timeout covers it",
-                        report.phase(), tries[0]);
+                if (undelivered(e)) {
+                    log.warn("load report {} not delivered after {} tries; the coordinator's assignment timeout covers"
+                            + " it", report.phase(), tries[0]);
+                }
             }
         });
+    }
+
+    /**
+     * Whether a report's try failed before a replica judged it (the transport, a replica busy or electing): worth
+     * another try. A replica's refusal (a stale epoch, a spare's audit assignment the plan does not name) is final:
+     * tried again it is refused again, and the reports behind it, such as the next epoch's READY, wait on one thread
+     * meanwhile (about 3 s a refused report: an audit spare's reports delayed a re-plan's READY by 17 s).
+     */
+    static boolean undelivered(Throwable failure) {
+        return failure instanceof StatusRuntimeException e && switch (e.getStatus().getCode()) {
+            case UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, UNKNOWN, CANCELLED -> true;
+            default -> false;
+        };
     }
 
     @Override

@@ -12,6 +12,7 @@ import io.butterfly.proto.coordinator.v1.LoadReportAck;
 import io.butterfly.worker.cluster.Endpoint;
 import io.butterfly.worker.partition.LoadPhase;
 import io.grpc.Server;
+import io.grpc.Status;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.net.InetSocketAddress;
@@ -65,9 +66,17 @@ class CoordinatorGatewayTest {
             };
         }
 
+        /** Reports of epochs below this are refused as a replica refuses a stale report. */
+        volatile long refuseBelowEpoch;
+
         @Override
         public void reportLoad(LoadReport report, StreamObserver<LoadReportAck> response) {
             reports.add(report);
+            if (report.getEpoch() < refuseBelowEpoch) {
+                response.onError(Status.FAILED_PRECONDITION.withDescription("stale report: epoch "
+                        + report.getEpoch()).asRuntimeException());
+                return;
+            }
             response.onNext(LoadReportAck.getDefaultInstance());
             response.onCompleted();
         }
@@ -91,7 +100,11 @@ class CoordinatorGatewayTest {
 
     /** A download progress report of model "m", epoch 1. */
     private static io.butterfly.worker.partition.LoadReport progress(double progress) {
-        return new io.butterfly.worker.partition.LoadReport("m", 1, LoadPhase.DOWNLOADING, progress, 0, 0, null, -1,
+        return progress(1, progress);
+    }
+
+    private static io.butterfly.worker.partition.LoadReport progress(long epoch, double progress) {
+        return new io.butterfly.worker.partition.LoadReport("m", epoch, LoadPhase.DOWNLOADING, progress, 0, 0, null, -1,
                 false, null, 0, 0, 0, false, null, null, 0);
     }
 
@@ -184,5 +197,34 @@ class CoordinatorGatewayTest {
         a.server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
         gateway.report(progress(1.0));
         await().atMost(Duration.ofSeconds(15)).until(() -> b.reports.size() == 1);
+    }
+
+    /**
+     * A replica's refusal is final: each refused report is sent once, and the next epoch's report behind them goes at
+     * once (retried, the refused ones held it back about 3 s each: an audit spare's refused reports delayed a re-plan's
+     * READY by 17 s, and under load past a paused request's recovery timeout).
+     */
+    @Test
+    void aRefusedReportIsNotTriedAgainAndDoesNotHoldBackTheNextOne() throws Exception {
+        FakeReplica a = replica();
+        a.refuseBelowEpoch = 2;
+        CoordinatorGateway gateway = gateway();
+        gateway.attach(a.endpoint("coordinator-0"), List.of(), 2);
+        for (int i = 0; i < 4; i++) {
+            gateway.report(progress(1, i / 4.0));
+        }
+        gateway.report(progress(2, 1.0));
+        await().atMost(Duration.ofSeconds(10)).until(() -> a.reports.stream().anyMatch(r -> r.getEpoch() == 2));
+        assertThat(a.reports).extracting(LoadReport::getEpoch).containsExactly(1L, 1L, 1L, 1L, 2L);
+    }
+
+    @Test
+    void onlyFailuresBeforeAReplicaJudgedTheReportAreTriedAgain() {
+        assertThat(CoordinatorGateway.undelivered(Status.UNAVAILABLE.asRuntimeException())).isTrue();
+        assertThat(CoordinatorGateway.undelivered(Status.DEADLINE_EXCEEDED.asRuntimeException())).isTrue();
+        assertThat(CoordinatorGateway.undelivered(Status.FAILED_PRECONDITION.asRuntimeException())).isFalse();
+        assertThat(CoordinatorGateway.undelivered(Status.PERMISSION_DENIED.asRuntimeException())).isFalse();
+        assertThat(CoordinatorGateway.undelivered(Status.INVALID_ARGUMENT.asRuntimeException())).isFalse();
+        assertThat(CoordinatorGateway.undelivered(new IllegalStateException("not a call"))).isFalse();
     }
 }

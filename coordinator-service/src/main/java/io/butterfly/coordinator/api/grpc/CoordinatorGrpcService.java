@@ -11,6 +11,7 @@ import io.butterfly.common.identity.NodeRole;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.statemachine.IllegalTransitionException;
 import io.butterfly.coordinator.control.ControlLog;
+import io.butterfly.coordinator.control.ControlLogUnavailableException;
 import io.butterfly.coordinator.control.Liveness;
 import io.butterfly.coordinator.control.PrefixCacheReports;
 import io.butterfly.coordinator.gateway.worker.WorkerGateway;
@@ -75,6 +76,9 @@ public class CoordinatorGrpcService extends CoordinatorServiceGrpc.CoordinatorSe
             control.submit(command);
         } catch (IllegalTransitionException e) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, e.getMessage());
+        } catch (ControlLogUnavailableException e) {
+            // no quorum or an election: the worker tries again (a refusal above it does not)
+            throw new ButterflyException(ErrorCode.NO_QUORUM, ErrorKind.UNAVAILABLE, e.getMessage());
         }
         telemetry.record(r); // the leader's control loop, woken by the command, validates once the last stage is READY
         response.onNext(LoadReportAck.getDefaultInstance());

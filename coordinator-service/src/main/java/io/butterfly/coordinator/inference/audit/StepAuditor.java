@@ -46,7 +46,11 @@ import org.slf4j.LoggerFactory;
  * and a verdict evicts after the fact.
  *
  * <p>Audits run one at a time, in the order their steps were sent (a chain of futures); the chain's state is touched
- * only inside it, apart from each sequence's token history, which the engine's thread appends under its lock.
+ * only inside it, apart from each sequence's token history, which the engine's thread appends under its lock. Nothing
+ * here runs on the transport's threads, which complete the served steps: an audit continues on the auditor's own
+ * executor, and placing spares (blocking calls to workers) holds no lock an audit waits on. (A served step's
+ * completion once waited on a gRPC event loop for the lock that {@code place()} held through its assign calls: the
+ * loop also carried a worker's heartbeats and the calls' own answers, and that worker was declared lost.)
  */
 public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
 
@@ -100,6 +104,10 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
     private final AtomicLong unavailable = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
     private volatile Placement placement;
+    /** Serializes placements; never held by an audit. */
+    private final Object placing = new Object();
+    /** Guards {@link #chain}; held only to link the next audit. */
+    private final Object chaining = new Object();
     private CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
 
     public StepAuditor(Settings settings, Pipeline pipeline, Workers workers, ControlLog control) {
@@ -130,7 +138,13 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
      * Too few spares for an audit pipeline: nothing is audited (with {@code beforeSampling}, audited steps then fail
      * and their sequences wait for one).
      */
-    private synchronized void place() {
+    private void place() {
+        synchronized (placing) {
+            placeNow();
+        }
+    }
+
+    private void placeNow() {
         ClusterState s = control.state();
         if (s.pipeline().isEmpty() || settings.fraction() == 0) {
             placement = null;
@@ -212,10 +226,15 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                 return served;
             }
             pending.incrementAndGet();
-            served.thenAccept(r -> enqueue(where, input, r, chosen).whenComplete((v, e) -> pending.decrementAndGet()));
+            served.thenAcceptAsync(r -> enqueue(where, input, r, chosen).whenComplete((v, e) -> pending.decrementAndGet()),
+                    calls).whenComplete((v, e) -> {
+                        if (e != null) {
+                            pending.decrementAndGet(); // the step failed: nothing to audit
+                        }
+                    });
             return served;
         }
-        return served.thenCompose(r -> enqueue(where, input, r, chosen).thenApply(v -> r));
+        return served.thenComposeAsync(r -> enqueue(where, input, r, chosen).thenApply(v -> r), calls);
     }
 
     /** A slice chosen for audit and its sequence's tokens up to the slice's end. */
@@ -247,12 +266,14 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
         }
     }
 
-    private synchronized CompletableFuture<Void> enqueue(Placement where, StepInput input, StepResult served,
-                                                         List<Audited> chosen) {
-        CompletableFuture<Void> next = chain.handle((v, e) -> null)
-                .thenCompose(v -> audit(where, input, served, chosen));
-        chain = next.handle((v, e) -> null);
-        return next;
+    private CompletableFuture<Void> enqueue(Placement where, StepInput input, StepResult served,
+                                            List<Audited> chosen) {
+        synchronized (chaining) {
+            CompletableFuture<Void> next = chain.handle((v, e) -> null)
+                    .thenComposeAsync(v -> audit(where, input, served, chosen), calls);
+            chain = next.handle((v, e) -> null);
+            return next;
+        }
     }
 
     /** Computes the chosen slices on the audit pipeline and compares; completes exceptionally when the step is wrong. */
@@ -284,8 +305,9 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
         }
         CompletableFuture<StepResult> first = catchUp.isEmpty() ? CompletableFuture.completedFuture(null)
                 : pipeline.submit(where.auditRoute(), input(input.epoch(), catchUp, catchUpTokens));
-        return first.thenCompose(v -> pipeline.submit(where.auditRoute(), input(input.epoch(), step, stepTokens)))
-                .handle((auditResult, failure) -> {
+        return first.thenComposeAsync(v -> pipeline.submit(where.auditRoute(), input(input.epoch(), step, stepTokens)),
+                        calls)
+                .handleAsync((auditResult, failure) -> {
                     if (failure != null) {
                         chosen.forEach(a -> shadows.get(a.slice().sequenceId()).id = null);
                         unavailable.incrementAndGet();
@@ -295,7 +317,7 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                         shadows.get(a.slice().sequenceId()).cached = a.slice().position() + a.slice().numTokens();
                     }
                     return auditResult;
-                })
+                }, calls)
                 .thenCompose(auditResult -> compare(where, input, served, chosen, auditResult));
     }
 
@@ -363,8 +385,9 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
         }
         CompletableFuture<StepResult> first = history.isEmpty() ? CompletableFuture.completedFuture(null)
                 : pipeline.submit(where.refereeRoute(), input(input.epoch(), history, historyTokens));
-        return first.thenCompose(v -> pipeline.submit(where.refereeRoute(), input(input.epoch(), last, lastTokens)))
-                .handle((r, failure) -> {
+        return first.thenComposeAsync(v -> pipeline.submit(where.refereeRoute(), input(input.epoch(), last, lastTokens)),
+                        calls)
+                .handleAsync((r, failure) -> {
                     calls.execute(() -> pipeline.release(where.refereeRoute(), ids));
                     if (failure != null || r.hashes().size() <= stage) {
                         throw unavailable("the referee did not compute " + step + ": "
@@ -383,7 +406,7 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                     }
                     log.warn("audit undecided: {}", ((AuditVote.Undecided) verdict).cause());
                     throw unavailable("audit undecided: " + step);
-                });
+                }, calls);
     }
 
     private void evict(AuditVote.Minority m) {
