@@ -15,7 +15,10 @@ import org.springframework.grpc.server.ServerBuilderCustomizer;
  * Runs the handlers of the named gRPC methods on the transport thread that read the message, instead of
  * handing each message to the server's executor: one thread wake-up less per message. Only for handlers
  * that return at once, never waiting for another call or a lock (a step outcome completes a future): a
- * handler that computes would hold up every other connection served by that transport thread.
+ * handler that computes would hold up every other connection served by that transport thread. That includes what
+ * the completed future runs inline: a dependent stage that may wait goes to its own executor (the coordinator's
+ * {@code StepAuditor} once waited here for a lock held through blocking calls, and a worker whose heartbeats this
+ * thread carried was declared lost).
  */
 public final class TransportThreadMethods implements ServerCallExecutorSupplier {
 
