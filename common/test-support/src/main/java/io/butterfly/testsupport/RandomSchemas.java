@@ -17,7 +17,9 @@ import tools.jackson.databind.node.ObjectNode;
 public final class RandomSchemas {
 
     private static final ObjectMapper JSON = JsonMapper.builder().build();
-    private static final String[] NAMES = {"a", "id", "name", "x", "ab", "é", "say \"hi\"", "kids"};
+    /** Property names; some with characters of two to four UTF-8 bytes ('é', '中', '🦋'), which few tokens spell. */
+    private static final String[] NAMES = {"a", "id", "name", "x", "ab", "é", "say \"hi\"", "kids", "\u4e2d",
+            "\ud83e\udd8b"};
 
     /**
      * A schema whose top is an object. {@code strict}: as OpenAI's strict mode, every object requires all its
@@ -56,7 +58,7 @@ public final class RandomSchemas {
             case 3 -> s.put("type", "boolean");
             case 4 -> {
                 ArrayNode e = s.putArray("enum");
-                e.add("red").add(7).add(JSON.nullNode()).add("r\u00e9d\n");
+                e.add("red").add(7).add(JSON.nullNode()).add("r\u00e9d\n").add("\u7ea2\ud83d\udd34");
             }
             case 5 -> {
                 ArrayNode any = s.putArray("anyOf");

@@ -21,6 +21,15 @@ public interface Tokenizer extends AutoCloseable {
     /** The text of {@code ids}, special tokens left out. */
     String decode(long[] ids);
 
+    /**
+     * The bytes token {@code id} writes into a decoded text before the text is read as UTF-8, where the tokenizer's
+     * decoder spells them (byte-level BPE, SentencePiece's byte fallback), else null: what a token that ends inside a
+     * character really adds (its {@link #decode} is U+FFFD).
+     */
+    default byte[] tokenBytes(long id) {
+        return null;
+    }
+
     @Override
     void close();
 

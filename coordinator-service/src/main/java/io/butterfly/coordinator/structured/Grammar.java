@@ -1,12 +1,16 @@
 package io.butterfly.coordinator.structured;
 
+import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Set;
 
 /**
- * A compiled JSON grammar: a pushdown matcher over characters. A {@link State} is immutable (a set of stacks, one per
- * way the text so far can still be read: {@code anyOf}, optional properties and keys sharing a prefix keep several);
- * {@link State#advance} answers the state after one more character, or null when the text cannot go on so. Equal
+ * A compiled JSON grammar: a pushdown matcher over the UTF-8 bytes of the text. A {@link State} is immutable (a set of
+ * stacks, one per way the text so far can still be read: {@code anyOf}, optional properties and keys sharing a prefix
+ * keep several); {@link State#advance} answers the state after one more byte, or null when the text cannot go on so.
+ * Bytes, not characters: a token may end inside a multi-byte character (a byte-level BPE spells 'é' as two byte
+ * tokens) and the next one complete it, in a string as in a literal ({@code enum}, {@code const}, a property name);
+ * a string's characters must be well-formed UTF-8 (no overlong form, surrogate or stray continuation byte). Equal
  * texts give equal states, which masks are cached by.
  */
 public final class Grammar {
@@ -28,13 +32,9 @@ public final class Grammar {
         return new State(Set.of(Stack.EMPTY.push(new Expect(top))));
     }
 
-    /** The state after {@code text} from the start, or null if the grammar cannot read it. */
-    public State read(CharSequence text) {
-        State s = start();
-        for (int i = 0; i < text.length() && s != null; i++) {
-            s = s.advance(text.charAt(i));
-        }
-        return s;
+    /** The state after {@code text} (as UTF-8) from the start, or null if the grammar cannot read it. */
+    public State read(String text) {
+        return start().advance(text.getBytes(StandardCharsets.UTF_8));
     }
 
     /** Where the matcher is. */
@@ -47,20 +47,20 @@ public final class Grammar {
             this.hash = stacks.hashCode();
         }
 
-        /** The state after {@code c}, or null: no text read so far can go on with it. */
-        public State advance(char c) {
+        /** The state after byte {@code b} (0-255), or null: no text read so far can go on with it. */
+        public State advance(int b) {
             Set<Stack> next = new HashSet<>();
             for (Stack s : stacks) {
-                step(s, c, next, 0);
+                step(s, b & 0xFF, next, 0);
             }
             return next.isEmpty() ? null : new State(next);
         }
 
-        /** The state after {@code text}, or null. */
-        public State advance(CharSequence text) {
+        /** The state after {@code bytes}, or null. */
+        public State advance(byte[] bytes) {
             State s = this;
-            for (int i = 0; i < text.length() && s != null; i++) {
-                s = s.advance(text.charAt(i));
+            for (int i = 0; i < bytes.length && s != null; i++) {
+                s = s.advance(bytes[i]);
             }
             return s;
         }
@@ -107,15 +107,17 @@ public final class Grammar {
     record Expect(Node node) implements Frame {
     }
 
-    /** Inside a literal, {@code at} characters read. */
+    /** Inside a literal, {@code at} of its UTF-8 bytes read. */
     record InLiteral(Node.Literal literal, int at) implements Frame {
     }
 
     /**
-     * Inside a string after its opening quote: {@code length} characters so far (counted only when bounded),
-     * {@code escape} 0 outside an escape, -1 after a backslash, 1-4 hex digits of a {@code \\u} still to come.
+     * Inside a string after its opening quote: {@code length} characters so far (counted only when bounded, a
+     * character at its first byte, an escape at its backslash), {@code escape} 0 outside an escape, -1 after a
+     * backslash, 1-4 hex digits of a {@code \\u} still to come; {@code utf8} 0 between characters, else the
+     * continuation bytes of a multi-byte character still to come ({@link Utf8}).
      */
-    record InString(Node.Text node, int length, int escape) implements Frame {
+    record InString(Node.Text node, int length, int escape, int utf8) implements Frame {
     }
 
     /** Inside a number: where in it ({@code phase}) and digits of that part so far. */
@@ -144,8 +146,8 @@ public final class Grammar {
 
     private static final Node.Text KEY = new Node.Text(-1);
 
-    /** Adds to {@code out} every stack {@code s} becomes by reading {@code c}. */
-    private static void step(Stack s, char c, Set<Stack> out, int expansions) {
+    /** Adds to {@code out} every stack {@code s} becomes by reading byte {@code c} (0-255). */
+    private static void step(Stack s, int c, Set<Stack> out, int expansions) {
         if (s == Stack.EMPTY || expansions > MAX_EXPANSIONS) {
             return;
         }
@@ -154,8 +156,8 @@ public final class Grammar {
         if (top instanceof Expect e) {
             expect(e.node, rest, c, out, expansions);
         } else if (top instanceof InLiteral l) {
-            if (l.literal.text.charAt(l.at) == c) {
-                out.add(l.at + 1 == l.literal.text.length() ? rest : rest.push(new InLiteral(l.literal, l.at + 1)));
+            if ((l.literal.bytes[l.at] & 0xFF) == c) {
+                out.add(l.at + 1 == l.literal.bytes.length ? rest : rest.push(new InLiteral(l.literal, l.at + 1)));
             }
         } else if (top instanceof InString t) {
             string(t, rest, c, out);
@@ -170,7 +172,7 @@ public final class Grammar {
         }
     }
 
-    private static void expect(Node node, Stack rest, char c, Set<Stack> out, int expansions) {
+    private static void expect(Node node, Stack rest, int c, Set<Stack> out, int expansions) {
         if (node instanceof Node.OneOf o) {
             for (Node option : o.options) {
                 step(rest.push(new Expect(option)), c, out, expansions + 1);
@@ -181,7 +183,7 @@ public final class Grammar {
             step(rest.push(new InLiteral(l, 0)), c, out, expansions);
         } else if (node instanceof Node.Text t) {
             if (c == '"') {
-                out.add(rest.push(new InString(t, 0, 0)));
+                out.add(rest.push(new InString(t, 0, 0, 0)));
             }
         } else if (node instanceof Node.Number n) {
             if (c == '-') {
@@ -206,7 +208,13 @@ public final class Grammar {
         }
     }
 
-    private static void string(InString t, Stack rest, char c, Set<Stack> out) {
+    private static void string(InString t, Stack rest, int c, Set<Stack> out) {
+        if (t.utf8 != 0) {
+            if (Utf8.continues(t.utf8, c)) {
+                out.add(rest.push(new InString(t.node, t.length, 0, Utf8.after(t.utf8))));
+            }
+            return;
+        }
         boolean counted = t.node.maxLength >= 0;
         boolean room = !counted || t.length < t.node.maxLength;
         int grown = counted ? t.length + 1 : 0;
@@ -215,23 +223,25 @@ public final class Grammar {
                 out.add(rest);
             } else if (c == '\\') {
                 if (room) {
-                    out.add(rest.push(new InString(t.node, grown, -1)));
+                    out.add(rest.push(new InString(t.node, grown, -1, 0)));
                 }
-            } else if (c >= 0x20 && room) {
-                out.add(rest.push(new InString(t.node, grown, 0)));
+            } else if (c >= 0x20 && c < 0x80 && room) {
+                out.add(rest.push(new InString(t.node, grown, 0, 0)));
+            } else if (Utf8.leads(c) && room) {
+                out.add(rest.push(new InString(t.node, grown, 0, Utf8.afterLead(c))));
             }
         } else if (t.escape == -1) {
             if ("\"\\/bfnrt".indexOf(c) >= 0) {
-                out.add(rest.push(new InString(t.node, t.length, 0)));
+                out.add(rest.push(new InString(t.node, t.length, 0, 0)));
             } else if (c == 'u') {
-                out.add(rest.push(new InString(t.node, t.length, 4)));
+                out.add(rest.push(new InString(t.node, t.length, 4, 0)));
             }
-        } else if (Character.digit(c, 16) >= 0 && c < 0x80) {
-            out.add(rest.push(new InString(t.node, t.length, t.escape - 1)));
+        } else if (c < 0x80 && Character.digit(c, 16) >= 0) {
+            out.add(rest.push(new InString(t.node, t.length, t.escape - 1, 0)));
         }
     }
 
-    private static void number(InNumber n, Stack rest, char c, Set<Stack> out, int expansions) {
+    private static void number(InNumber n, Stack rest, int c, Set<Stack> out, int expansions) {
         boolean digit = c >= '0' && c <= '9';
         boolean integer = n.node.integer;
         InNumber next = switch (n.phase) {
@@ -258,7 +268,7 @@ public final class Grammar {
         }
     }
 
-    private static void fields(InFields f, Stack rest, char c, Set<Stack> out, int expansions) {
+    private static void fields(InFields f, Stack rest, int c, Set<Stack> out, int expansions) {
         Node.Fields node = f.node;
         if (f.phase == InFields.AFTER_VALUE) {
             if (c == ',' && f.next < node.fields.size()) {
@@ -283,7 +293,7 @@ public final class Grammar {
         }
     }
 
-    private static void dict(InDict d, Stack rest, char c, Set<Stack> out, int expansions) {
+    private static void dict(InDict d, Stack rest, int c, Set<Stack> out, int expansions) {
         switch (d.phase) {
             case InDict.KEY_OR_END, InDict.KEY -> {
                 if (c == '}' && d.phase == InDict.KEY_OR_END) {
@@ -306,7 +316,7 @@ public final class Grammar {
         }
     }
 
-    private static void items(InItems a, Stack rest, char c, Set<Stack> out, int expansions) {
+    private static void items(InItems a, Stack rest, int c, Set<Stack> out, int expansions) {
         Node.Items node = a.node;
         boolean mayEnd = a.count >= node.minItems;
         boolean mayAdd = node.maxItems < 0 || a.count < node.maxItems;

@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.structured;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -10,12 +11,17 @@ import java.util.Map;
  */
 abstract sealed class Node {
 
-    /** Exactly this JSON text: a {@code const} or {@code enum} value, {@code true}, {@code false}, {@code null}. */
+    /**
+     * Exactly this JSON text: a {@code const} or {@code enum} value, {@code true}, {@code false}, {@code null}, a
+     * property's key; matched over its UTF-8 {@code bytes}.
+     */
     static final class Literal extends Node {
         final String text;
+        final byte[] bytes;
 
         Literal(String text) {
             this.text = text;
+            this.bytes = text.getBytes(StandardCharsets.UTF_8);
         }
     }
 

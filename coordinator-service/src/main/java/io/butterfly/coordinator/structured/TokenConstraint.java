@@ -1,11 +1,12 @@
 package io.butterfly.coordinator.structured;
 
 import java.util.BitSet;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * One generation's constraint: which tokens may come next so that its text stays a prefix of a value of the grammar,
+ * One generation's constraint: which tokens may come next so that its bytes stay a prefix of a value of the grammar,
  * and the matcher's state after the tokens so far. The state is a function of the tokens alone, so a generation that
  * is replayed (a resume after a lost stage or coordinator, its recorded tokens appended again) is back in the same
  * state and allows the same tokens. Only the engine's thread touches one; masks are cached per state.
@@ -25,6 +26,8 @@ public final class TokenConstraint {
     };
     private Grammar.State state;
     private boolean ended;
+    /** Masks {@link #mask} had to compute itself, the logits waiting (read by other threads: tests, metrics). */
+    private volatile int computedWhenNeeded;
 
     public TokenConstraint(Grammar grammar, Vocabulary vocabulary) {
         this.grammar = grammar;
@@ -40,8 +43,19 @@ public final class TokenConstraint {
         return masks.computeIfAbsent(state, vocabulary::allowed);
     }
 
+    /**
+     * Computes the mask of the current state ahead of {@link #mask}: the engine calls it once the step whose logits
+     * it will mask is sent, so that the walk of the vocabulary runs while the stages compute.
+     */
+    public void prepare() {
+        allowed();
+    }
+
     /** Masks {@code logits} in place: every token that may not come next gets -infinity. */
     public void mask(float[] logits) {
+        if (!ended && !state.finished() && !masks.containsKey(state)) {
+            computedWhenNeeded++;
+        }
         BitSet allowed = allowed();
         if (allowed.isEmpty()) {
             throw new IllegalStateException("no token of the vocabulary continues the JSON value");
@@ -52,8 +66,9 @@ public final class TokenConstraint {
     }
 
     /**
-     * Token {@code id} was chosen (or replayed): the state moves past its text. An end token ends the value (it must be
-     * complete); a token the grammar refuses is refused here (it cannot have been chosen under the mask).
+     * Token {@code id} was chosen (or replayed): the state moves past its bytes (it may end inside a character, which
+     * the next token completes). An end token ends the value (it must be complete); a token the grammar refuses is
+     * refused here (it cannot have been chosen under the mask).
      */
     public void accept(long id) {
         if (ended) {
@@ -66,12 +81,18 @@ public final class TokenConstraint {
             ended = true;
             return;
         }
-        String text = vocabulary.text((int) id);
-        Grammar.State next = text == null || text.isEmpty() ? null : state.advance(text);
+        byte[] bytes = vocabulary.spelling((int) id);
+        Grammar.State next = bytes == null ? null : state.advance(bytes);
         if (next == null) {
-            throw new IllegalStateException("token " + id + " (" + text + ") does not continue the JSON value");
+            throw new IllegalStateException("token " + id + " (" + (bytes == null ? "never allowed"
+                    : HexFormat.ofDelimiter(" ").formatHex(bytes)) + ") does not continue the JSON value");
         }
         state = next;
+    }
+
+    /** How many masks were computed only when the logits had come ({@link #prepare} had not run for that state). */
+    public int computedWhenNeeded() {
+        return computedWhenNeeded;
     }
 
     /** Whether the value is complete and nothing may follow it: the generation ends here. */

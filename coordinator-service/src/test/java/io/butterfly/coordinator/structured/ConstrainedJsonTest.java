@@ -6,8 +6,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.testsupport.RandomSchemas;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.BitSet;
+import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Random;
@@ -130,17 +136,26 @@ class ConstrainedJsonTest {
         return tokens;
     }
 
+    /** The tokens' bytes read as UTF-8; malformed UTF-8 (a character left unfinished) is refused. */
     static String text(Vocabulary v, List<Long> tokens) {
-        StringBuilder b = new StringBuilder();
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
         for (long t : tokens) {
             if (!v.isEnd((int) t)) {
-                b.append(v.text((int) t));
+                b.writeBytes(v.bytes((int) t));
             }
         }
-        return b.toString();
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b.toByteArray())).toString();
+        } catch (CharacterCodingException e) {
+            throw new AssertionError("not well-formed UTF-8: " + HexFormat.of().formatHex(b.toByteArray()), e);
+        }
     }
 
-    /** Every printable ASCII character, some multi-character pieces of JSON and words, a special and an end token. */
+    /**
+     * Every printable ASCII character, some multi-character pieces of JSON and words, 'é' whole, the bytes 80-FF alone
+     * (what other characters are spelled with, as in a byte-level BPE), a special and an end token.
+     */
     static Vocabulary randomVocabulary(Random r) {
         Set<String> texts = new LinkedHashSet<>();
         for (char c = 0x20; c < 0x7f; c++) {
@@ -160,12 +175,17 @@ class ConstrainedJsonTest {
             }
             texts.add(b.toString());
         }
-        List<String> all = new ArrayList<>();
-        all.add(""); // END
-        all.add(""); // a special token: never allowed
-        all.addAll(texts);
+        List<byte[]> all = new ArrayList<>();
+        all.add(new byte[0]); // END
+        all.add(new byte[0]); // a special token: never allowed
+        for (String t : texts) {
+            all.add(t.getBytes(StandardCharsets.UTF_8));
+        }
+        for (int b = 0x80; b < 0x100; b++) {
+            all.add(new byte[]{(byte) b});
+        }
         BitSet end = new BitSet();
         end.set(END);
-        return new Vocabulary(all.toArray(new String[0]), end);
+        return new Vocabulary(all.toArray(new byte[0][]), end);
     }
 }

@@ -5,6 +5,7 @@ import io.butterfly.common.error.Backoff;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorCode;
 import io.butterfly.common.error.ErrorKind;
+import io.butterfly.coordinator.structured.TokenConstraint;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -163,6 +164,8 @@ public final class EngineCore implements AutoCloseable {
     /** Steps failed for want of a stage since one last came back or the pipeline changed: they lengthen the backoff. */
     private int failuresInARow;
     private int inFlight;
+    /** Constraints of sequences in the steps sent since the loop last prepared masks. */
+    private final List<TokenConstraint> masksDue = new ArrayList<>();
 
     public EngineCore(SchedulerSettings settings, Duration recoveryTimeout, Pipeline pipeline, ServingMetrics metrics) {
         this.scheduler = new Scheduler(settings);
@@ -280,6 +283,7 @@ public final class EngineCore implements AutoCloseable {
                 }
                 resumePaused();
                 fill();
+                prepareMasks();
                 publish();
                 for (Message m = awaitMessage(); m != null; m = inbox.poll()) {
                     if (m instanceof Stop) {
@@ -407,6 +411,9 @@ public final class EngineCore implements AutoCloseable {
             Sequence s = c.sequence();
             s.appendInput(tokens, at, c.position(), c.numTokens());
             at += c.numTokens();
+            if (c.samples() && s.decoding().constraint() != null) {
+                masksDue.add(s.decoding().constraint());
+            }
             slices.add(new StepInput.Slice(s.stageId(), c.position(), c.numTokens(), s.reservePositions(),
                     s.outputs().stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size()),
                     !c.samples(), s.greedyAlternatives()));
@@ -418,6 +425,17 @@ public final class EngineCore implements AutoCloseable {
         StepInput input = new StepInput(batch.id(), serving.epoch(), slices, tokens);
         audit.sent(input, pipeline.submit(route, input)).whenComplete(
                 (result, failure) -> post(new Returned(batch, route, result, failure, sent, System.nanoTime())));
+    }
+
+    /**
+     * Computes the token masks the steps just sent will need when their logits come back (each constrained sequence's
+     * grammar state is the one its token will be drawn in), while the stages compute: off the critical path.
+     */
+    private void prepareMasks() {
+        for (TokenConstraint c : masksDue) {
+            c.prepare();
+        }
+        masksDue.clear();
     }
 
     /** A micro-batch came back: its sequences are updated from what it brought, and those that ended are freed. */

@@ -11,7 +11,11 @@ import io.butterfly.coordinator.inference.ScriptedPipeline;
 import io.butterfly.coordinator.inference.sampling.Sampler;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.coordinator.inference.sampling.TokenChoice;
+import io.butterfly.coordinator.structured.JsonSchemaGrammar;
+import io.butterfly.coordinator.structured.TokenConstraint;
+import io.butterfly.coordinator.structured.Vocabulary;
 import java.time.Duration;
+import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -19,6 +23,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The engine core takes everything as messages: while its thread is busy (here: held inside a step's update), every
@@ -173,6 +178,24 @@ class EngineCoreTest {
         assertThatThrownBy(() -> engine.submit(sequence("late", 2, new Recorded())))
                 .isInstanceOfSatisfying(ButterflyException.class,
                         e -> assertThat(e.getMessage()).contains("shutting down"));
+    }
+
+    @Test
+    void aConstrainedSequencesMasksAreComputedWhileItsStepsAreInFlight() throws Exception {
+        serve();
+        byte[][] bytes = new byte[ScriptedCluster.TINY.vocabSize()][];
+        for (int b = 0; b < 256; b++) {
+            bytes[3 + b] = new byte[]{(byte) b}; // a byte-level vocabulary: 'é' is two tokens
+        }
+        TokenConstraint constraint = new TokenConstraint(JsonSchemaGrammar.compile(
+                JsonMapper.builder().build().readTree("{\"const\":\"\u00e9\"}"), false),
+                new Vocabulary(bytes, new BitSet()));
+        Recorded out = new Recorded();
+        engine.submit(new Sequence("json", new long[]{1, 17}, 16, new Sequence.Decoding(
+                new Sampler(SamplingParams.greedy()), ScriptedCluster.TINY, true, constraint), out));
+        assertThat(out.end.get(10, TimeUnit.SECONDS)).isEqualTo("stop");
+        assertThat(out.tokens).containsExactly(3L + '"', 3L + 0xC3, 3L + 0xA9, 3L + '"');
+        assertThat(constraint.computedWhenNeeded()).as("masks computed with the logits waiting").isZero();
     }
 
     private void awaitLoad(int running) throws InterruptedException {
