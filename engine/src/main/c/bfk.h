@@ -130,6 +130,8 @@ typedef struct {
 } bfk_seq;
 
 bfk_stage *bfk_stage_create(int hidden, int heads, int kv_heads, int inter, int layers, int max_positions, float eps);
+/* A head dim other than hidden / heads (a head shard's slice: few heads over the whole hidden size). */
+void bfk_stage_set_head_dim(bfk_stage *s, int head_dim);
 /* Whether the stage's quantized matrices multiply 8-bit activations (bfk_q8.c) rather than float32 ones. */
 void bfk_stage_set_q8_activations(bfk_stage *s, int on);
 /* data (in ggml's layout, or interleaved by bfk_x8_interleave for the 8-bit products) must outlive the stage. */
@@ -139,6 +141,9 @@ void bfk_stage_set_vector(bfk_stage *s, int layer, int slot, const float *data);
 void bfk_stage_destroy(bfk_stage *s);
 int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
                       const float *cos, const float *sin);
+/* One half of one layer without the residual, x left as it is: attention (mlp 0) or MLP (mlp 1) into out. */
+int bfk_stage_half(bfk_stage *s, bfk_pool *pool, int layer, int mlp, const float *x, int rows, const bfk_seq *seqs,
+                   int nseq, const float *cos, const float *sin, float *out);
 int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, int q8_activations, float *out);
 
 #endif

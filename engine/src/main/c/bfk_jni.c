@@ -59,6 +59,10 @@ JNIEXPORT void JNICALL JNI(stageSetMatrix)(JNIEnv *env, jclass c, jlong stage, j
     bfk_stage_set_matrix(PTR(stage), layer, slot, type, rows, cols, PTR(address), interleaved);
 }
 
+JNIEXPORT void JNICALL JNI(stageSetHeadDim)(JNIEnv *env, jclass c, jlong stage, jint headDim) {
+    bfk_stage_set_head_dim(PTR(stage), headDim);
+}
+
 JNIEXPORT void JNICALL JNI(stageSetQ8Activations)(JNIEnv *env, jclass c, jlong stage, jboolean on) {
     bfk_stage_set_q8_activations(PTR(stage), on);
 }
@@ -72,13 +76,11 @@ JNIEXPORT void JNICALL JNI(stageDestroy)(JNIEnv *env, jclass c, jlong stage) {
 }
 
 /* seqs: per sequence (row, n, position, capacity); caches: per sequence the cache's address. */
-JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlong pool, jlong x, jint rows,
-                                         jintArray seqs, jlongArray caches, jlong cos, jlong sin) {
-    jsize nseq = (*env)->GetArrayLength(env, caches);
+/* The sequences' views for the stage calls: NULL if memory ran out (free it). */
+static bfk_seq *views_of(JNIEnv *env, jintArray seqs, jlongArray caches, jsize nseq) {
     jint *s = (*env)->GetIntArrayElements(env, seqs, NULL);
     jlong *k = (*env)->GetLongArrayElements(env, caches, NULL);
     bfk_seq *views = malloc(sizeof(bfk_seq) * (size_t) (nseq > 0 ? nseq : 1));
-    int rc = -1;
     if (views) {
         for (jsize i = 0; i < nseq; i++) {
             views[i].row = s[4 * i];
@@ -87,11 +89,34 @@ JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlo
             views[i].capacity = s[4 * i + 3];
             views[i].kv = PTR(k[i]);
         }
-        rc = bfk_stage_forward(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin));
-        free(views);
     }
     (*env)->ReleaseLongArrayElements(env, caches, k, JNI_ABORT);
     (*env)->ReleaseIntArrayElements(env, seqs, s, JNI_ABORT);
+    return views;
+}
+
+JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlong pool, jlong x, jint rows,
+                                         jintArray seqs, jlongArray caches, jlong cos, jlong sin) {
+    jsize nseq = (*env)->GetArrayLength(env, caches);
+    bfk_seq *views = views_of(env, seqs, caches, nseq);
+    int rc = -1;
+    if (views) {
+        rc = bfk_stage_forward(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin));
+        free(views);
+    }
+    return rc;
+}
+
+JNIEXPORT jint JNICALL JNI(stageHalf)(JNIEnv *env, jclass c, jlong stage, jlong pool, jint layer, jboolean mlp,
+                                      jlong x, jint rows, jintArray seqs, jlongArray caches, jlong cos, jlong sin,
+                                      jlong out) {
+    jsize nseq = (*env)->GetArrayLength(env, caches);
+    bfk_seq *views = views_of(env, seqs, caches, nseq);
+    int rc = -1;
+    if (views) {
+        rc = bfk_stage_half(PTR(stage), PTR(pool), layer, mlp, PTR(x), rows, views, nseq, PTR(cos), PTR(sin), PTR(out));
+        free(views);
+    }
     return rc;
 }
 

@@ -61,6 +61,10 @@ void bfk_stage_set_matrix(bfk_stage *s, int layer, int slot, int type, int rows,
     m->interleaved = interleaved;
 }
 
+void bfk_stage_set_head_dim(bfk_stage *s, int head_dim) {
+    s->head_dim = head_dim;
+}
+
 void bfk_stage_set_q8_activations(bfk_stage *s, int on) {
     s->q8 = on;
 }
@@ -297,8 +301,9 @@ static void run_rows(bfk_pool *pool, bfk_task task, phase *p) {
     }
 }
 
-int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
-                      const float *cos, const float *sin) {
+/* The step's scratch and views for layers over x [rows, hidden] into *pp; -1 if memory ran out. */
+static int begin(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq, const float *cos,
+                 const float *sin, phase *pp) {
     int d = s->hidden, hd = s->head_dim, inter = s->inter;
     int qdim = s->heads * hd, kvdim = s->kv_heads * hd;
     int nth = bfk_pool_threads(pool);
@@ -318,110 +323,156 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
     if (!buf) {
         return -1;
     }
-    phase p = {0};
-    p.s = s;
-    p.rows = rows;
-    p.x = x;
-    p.h = buf;
-    p.q = p.h + (size_t) rows * d;
-    p.k = p.q + (size_t) rows * qdim;
-    p.v = p.k + (size_t) rows * kvdim;
-    p.att = p.v + (size_t) rows * kvdim;
-    p.gate = p.att + (size_t) rows * qdim;
-    p.act = p.gate + (size_t) rows * 2 * inter;
-    p.sums = p.act + (size_t) rows * inter;
-    p.scores = p.sums + (size_t) rows * sums_stride;
-    p.qin = (uint8_t *) (p.scores + (size_t) nth * scores_stride);
-    p.ldq = ldq;
-    p.sums_stride = sums_stride;
-    p.scores_stride = scores_stride;
-    p.seqs = seqs;
-    p.nseq = nseq;
-    p.cos = cos;
-    p.sin = sin;
-    for (int layer = 0; layer < s->layers; layer++) {
-        const bfk_layer *l = &s->layer[layer];
-        p.l = l;
-        p.layer = layer;
+    pp->s = s;
+    pp->rows = rows;
+    pp->x = x;
+    pp->h = buf;
+    pp->q = pp->h + (size_t) rows * d;
+    pp->k = pp->q + (size_t) rows * qdim;
+    pp->v = pp->k + (size_t) rows * kvdim;
+    pp->att = pp->v + (size_t) rows * kvdim;
+    pp->gate = pp->att + (size_t) rows * qdim;
+    pp->act = pp->gate + (size_t) rows * 2 * inter;
+    pp->sums = pp->act + (size_t) rows * inter;
+    pp->scores = pp->sums + (size_t) rows * sums_stride;
+    pp->qin = (uint8_t *) (pp->scores + (size_t) nth * scores_stride);
+    pp->ldq = ldq;
+    pp->sums_stride = sums_stride;
+    pp->scores_stride = scores_stride;
+    pp->seqs = seqs;
+    pp->nseq = nseq;
+    pp->cos = cos;
+    pp->sin = sin;
+    return 0;
+}
 
-        p.norm_slot = V_ATTN_NORM;
-        p.sums_for[0] = needs_sums(&l->m[M_Q]) || needs_sums(&l->m[M_K]) || needs_sums(&l->m[M_V]) ? &l->m[M_Q] : NULL;
-        if (p.sums_for[0] && !needs_sums(p.sums_for[0])) {
-            p.sums_for[0] = needs_sums(&l->m[M_K]) ? &l->m[M_K] : &l->m[M_V];
+/*
+ * Layer `layer`'s attention over the norm of p->x: the step's keys and values into the caches, and into out the output
+ * projection of the heads' outputs, added to what out holds if add (the residual), written over it if not.
+ */
+static void attention_half(bfk_pool *pool, phase *p, int layer, float *out, int add) {
+    bfk_stage *s = p->s;
+    int rows = p->rows, d = s->hidden, qdim = s->heads * s->head_dim, kvdim = s->kv_heads * s->head_dim;
+    const bfk_layer *l = &s->layer[layer];
+    p->l = l;
+    p->layer = layer;
+    p->norm_slot = V_ATTN_NORM;
+    p->sums_for[0] = needs_sums(&l->m[M_Q]) || needs_sums(&l->m[M_K]) || needs_sums(&l->m[M_V]) ? &l->m[M_Q] : NULL;
+    if (p->sums_for[0] && !needs_sums(p->sums_for[0])) {
+        p->sums_for[0] = needs_sums(&l->m[M_K]) ? &l->m[M_K] : &l->m[M_V];
+    }
+    p->quantize = takes_q8(s, &l->m[M_Q]) || takes_q8(s, &l->m[M_K]) || takes_q8(s, &l->m[M_V]);
+    run_rows(pool, norm_task, p);
+
+    /* q, k, v: a bias is laid down first and the product added to it (b + dot, the same float as dot + b) */
+    float *qkv_out[3] = {p->q, p->k, p->v};
+    int widths[3] = {qdim, kvdim, kvdim};
+    int biased = 0;
+    for (int i = 0; i < 3; i++) {
+        const float *bias = l->v[V_Q_BIAS + i];
+        if (bias) {
+            biased = 1;
         }
-        p.quantize = takes_q8(s, &l->m[M_Q]) || takes_q8(s, &l->m[M_K]) || takes_q8(s, &l->m[M_V]);
-        run_rows(pool, norm_task, &p);
-
-        /* q, k, v: a bias is laid down first and the product added to it (b + dot, the same float as dot + b) */
-        float *qkv_out[3] = {p.q, p.k, p.v};
-        int widths[3] = {qdim, kvdim, kvdim};
-        int add = 0;
-        for (int i = 0; i < 3; i++) {
-            const float *bias = l->v[V_Q_BIAS + i];
+    }
+    for (int i = 0; i < 3 && biased; i++) {
+        const float *bias = l->v[V_Q_BIAS + i];
+        for (int r = 0; r < rows; r++) {
+            float *o = qkv_out[i] + (size_t) r * widths[i];
             if (bias) {
-                add = 1;
+                memcpy(o, bias, (size_t) widths[i] * 4);
+            } else {
+                memset(o, 0, (size_t) widths[i] * 4); /* 0 + dot is dot */
             }
         }
-        for (int i = 0; i < 3 && add; i++) {
-            const float *bias = l->v[V_Q_BIAS + i];
-            for (int r = 0; r < rows; r++) {
-                float *o = qkv_out[i] + (size_t) r * widths[i];
-                if (bias) {
-                    memcpy(o, bias, (size_t) widths[i] * 4);
-                } else {
-                    memset(o, 0, (size_t) widths[i] * 4); /* 0 + dot is dot */
-                }
-            }
-        }
-        p.count = 3;
-        p.mm[0] = &l->m[M_Q];
-        p.mm[1] = &l->m[M_K];
-        p.mm[2] = &l->m[M_V];
-        p.out[0] = p.q;
-        p.out[1] = p.k;
-        p.out[2] = p.v;
-        p.ldo[0] = qdim;
-        p.ldo[1] = kvdim;
-        p.ldo[2] = kvdim;
-        p.in = p.h;
-        p.ldi = d;
-        p.add = add;
-        run(pool, product_task, &p);
+    }
+    p->count = 3;
+    p->mm[0] = &l->m[M_Q];
+    p->mm[1] = &l->m[M_K];
+    p->mm[2] = &l->m[M_V];
+    p->out[0] = p->q;
+    p->out[1] = p->k;
+    p->out[2] = p->v;
+    p->ldo[0] = qdim;
+    p->ldo[1] = kvdim;
+    p->ldo[2] = kvdim;
+    p->in = p->h;
+    p->ldi = d;
+    p->add = biased;
+    run(pool, product_task, p);
 
-        run(pool, attention_task, &p);
+    run(pool, attention_task, p);
 
-        /* x += att . o: the residual added to the finished product */
-        p.count = 1;
-        p.mm[0] = &l->m[M_O];
-        p.out[0] = x;
-        p.ldo[0] = d;
-        p.in = p.att;
-        p.ldi = qdim;
-        p.add = 1;
-        p.quantize = takes_q8(s, &l->m[M_O]);
-        if (needs_sums(&l->m[M_O]) || p.quantize) {
-            run_rows(pool, prepare_task, &p);
-        }
-        run(pool, product_task, &p);
+    /* out (+)= att . o: the residual, if added, added to the finished product */
+    p->count = 1;
+    p->mm[0] = &l->m[M_O];
+    p->out[0] = out;
+    p->ldo[0] = d;
+    p->in = p->att;
+    p->ldi = qdim;
+    p->add = add;
+    p->quantize = takes_q8(s, &l->m[M_O]);
+    if (needs_sums(&l->m[M_O]) || p->quantize) {
+        run_rows(pool, prepare_task, p);
+    }
+    run(pool, product_task, p);
+}
 
-        p.norm_slot = V_FFN_NORM;
-        p.sums_for[0] = needs_sums(&l->m[M_GATE]) ? &l->m[M_GATE] : needs_sums(&l->m[M_UP]) ? &l->m[M_UP] : NULL;
-        p.quantize = takes_q8(s, &l->m[M_GATE]) || takes_q8(s, &l->m[M_UP]);
-        run_rows(pool, norm_task, &p);
-        run(pool, mlp_task, &p);
+/* Layer `layer`'s MLP over the norm of p->x into out: added to what out holds if add, written over it if not. */
+static void mlp_half(bfk_pool *pool, phase *p, int layer, float *out, int add) {
+    bfk_stage *s = p->s;
+    int d = s->hidden, inter = s->inter;
+    const bfk_layer *l = &s->layer[layer];
+    p->l = l;
+    p->layer = layer;
+    p->norm_slot = V_FFN_NORM;
+    p->sums_for[0] = needs_sums(&l->m[M_GATE]) ? &l->m[M_GATE] : needs_sums(&l->m[M_UP]) ? &l->m[M_UP] : NULL;
+    p->quantize = takes_q8(s, &l->m[M_GATE]) || takes_q8(s, &l->m[M_UP]);
+    run_rows(pool, norm_task, p);
+    run(pool, mlp_task, p);
 
-        p.count = 1;
-        p.mm[0] = &l->m[M_DOWN];
-        p.out[0] = x;
-        p.ldo[0] = d;
-        p.in = p.act;
-        p.ldi = inter;
-        p.add = 1;
-        p.quantize = takes_q8(s, &l->m[M_DOWN]);
-        if (needs_sums(&l->m[M_DOWN]) || p.quantize) {
-            run_rows(pool, prepare_task, &p);
-        }
-        run(pool, product_task, &p);
+    p->count = 1;
+    p->mm[0] = &l->m[M_DOWN];
+    p->out[0] = out;
+    p->ldo[0] = d;
+    p->in = p->act;
+    p->ldi = inter;
+    p->add = add;
+    p->quantize = takes_q8(s, &l->m[M_DOWN]);
+    if (needs_sums(&l->m[M_DOWN]) || p->quantize) {
+        run_rows(pool, prepare_task, p);
+    }
+    run(pool, product_task, p);
+}
+
+int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
+                      const float *cos, const float *sin) {
+    phase p = {0};
+    if (begin(s, pool, x, rows, seqs, nseq, cos, sin, &p)) {
+        return -1;
+    }
+    for (int layer = 0; layer < s->layers; layer++) {
+        attention_half(pool, &p, layer, x, 1);
+        mlp_half(pool, &p, layer, x, 1);
+    }
+    return 0;
+}
+
+/*
+ * One half of layer `layer` over x [rows, hidden] (not changed), without the residual: the attention's output
+ * projection (mlp 0; the step's keys and values written into the caches) or the MLP's down projection (mlp 1; seqs,
+ * cos and sin unused) into out [rows, hidden]. The same operations as bfk_stage_forward's half, so the same bits.
+ * Returns 0, or -1 if memory ran out.
+ */
+int bfk_stage_half(bfk_stage *s, bfk_pool *pool, int layer, int mlp, const float *x, int rows, const bfk_seq *seqs,
+                   int nseq, const float *cos, const float *sin, float *out) {
+    phase p = {0};
+    if (layer < 0 || layer >= s->layers || begin(s, pool, (float *) x, rows, seqs, nseq, cos, sin, &p)) {
+        return -1;
+    }
+    if (mlp) {
+        mlp_half(pool, &p, layer, out, 0);
+    } else {
+        attention_half(pool, &p, layer, out, 0);
     }
     return 0;
 }

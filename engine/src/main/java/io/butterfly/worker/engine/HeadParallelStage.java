@@ -161,7 +161,8 @@ public final class HeadParallelStage implements PartitionExecutor {
 
     @Override
     public String projections() {
-        return "libtorch float32, heads over " + placement.holders().size() + " shards";
+        return (own.onNativeKernels() ? "native float32" : "libtorch float32") + ", heads over "
+                + placement.holders().size() + " shards";
     }
 
     @Override

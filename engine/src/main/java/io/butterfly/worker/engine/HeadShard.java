@@ -49,10 +49,12 @@ public final class HeadShard implements AutoCloseable {
     private final long weightBytes;
     /** Where every call computes (null: on the caller's thread); each holds this shard's monitor while it does. */
     private final EngineThread engineThread;
+    /** The slices on the native kernels, or null: on TorchScript ({@code slice_attention}, {@code slice_mlp}). */
+    private final NativeHeadSlices nativeSlices;
 
     private HeadShard(ModelConfig config, int layerStart, int layerEnd, SliceTree.Range slices, NDManager root,
                       NDManager weightsManager, TorchScript script, StageWeights weights, int[] layerAt,
-                      EngineThread engineThread) {
+                      EngineThread engineThread, NativeHeadSlices nativeSlices, long nativeBytes) {
         this.config = config;
         this.layerStart = layerStart;
         this.layerEnd = layerEnd;
@@ -62,7 +64,7 @@ public final class HeadShard implements AutoCloseable {
         this.weightsManager = weightsManager;
         this.script = script;
         this.weights = weights.toList();
-        this.weightBytes = weights.bytes();
+        this.weightBytes = weights.bytes() + nativeBytes;
         this.layerAt = layerAt;
         this.dims = IValue.listFrom(config.numHeads(), config.numKvHeads(), config.headDim(), config.intermediateSize(),
                 config.qkNorm() ? 1 : 0, 0, 0, 0, script.linear().rowQuantum());
@@ -71,6 +73,7 @@ public final class HeadShard implements AutoCloseable {
                 LlamaStage.scalar(weightsManager, config.hiddenSize()), LlamaStage.scalar(weightsManager, config.headDim()));
         this.rotary = new RotaryEmbedding(config.headDim(), config.ropeTheta(), config.ropeScaling());
         this.engineThread = engineThread;
+        this.nativeSlices = nativeSlices;
     }
 
     /**
@@ -129,6 +132,7 @@ public final class HeadShard implements AutoCloseable {
     private static HeadShard loadOnEngineThread(ModelConfig c, int layerStart, int layerEnd, SliceTree.Range range,
                                                 List<SafetensorsFile> opened, ExecutorOptions options) throws IOException {
         NDManager root = EngineSetup.rootManager(options, opened);
+        NativeHeadSlices kernels = null;
         try {
             NDManager m = root.newSubManager();
             TorchScript script = TorchScript.compileForCpu(m, "LlamaStage", "llama.py", false);
@@ -139,6 +143,11 @@ public final class HeadShard implements AutoCloseable {
             int inter = c.intermediateSize();
             StageWeights weights = new StageWeights(script, m, WeightDtype.F32);
             int[] layerAt = new int[layerEnd - layerStart];
+            boolean onKernels = options.kernels() != CpuKernels.TORCH && !options.device().startsWith("gpu")
+                    && NativeHeadSlices.computes(c, range);
+            kernels = onKernels ? NativeHeadSlices.create(c, range, layerEnd - layerStart, m,
+                    options.threads()) : null;
+            long kernelBytes = 0;
             try (WeightStore w = WeightStore.open(opened, m)) {
                 for (int i = layerStart; i < layerEnd; i++) {
                     String p = "model.layers." + i + ".";
@@ -150,7 +159,9 @@ public final class HeadShard implements AutoCloseable {
                         }
                     }
                     layerAt[i - layerStart] = weights.size();
-                    weights.add(w.load(p + "input_layernorm.weight", h)).add(w.load(p + "post_attention_layernorm.weight", h));
+                    NDArray attnNorm = w.load(p + "input_layernorm.weight", h);
+                    NDArray ffnNorm = w.load(p + "post_attention_layernorm.weight", h);
+                    weights.add(attnNorm).add(ffnNorm);
                     if (c.qkNorm()) {
                         weights.add(w.load(a + "q_norm.weight", c.headDim())).add(w.load(a + "k_norm.weight", c.headDim()));
                     }
@@ -169,6 +180,18 @@ public final class HeadShard implements AutoCloseable {
                         SliceTree.Range kr = cut.keyRows(s);
                         SliceTree.Range mr = cut.mlpRows(s);
                         float[] qkv = concat(rows(q, h, qr), rows(k, h, kr), rows(v, h, kr));
+                        if (kernels != null) {
+                            float[] qkvBias = qb == null && kb == null && vb == null ? null : concat(
+                                    qb == null ? new float[qr.size()] : rows(qb, 1, qr),
+                                    kb == null ? new float[kr.size()] : rows(kb, 1, kr),
+                                    vb == null ? new float[kr.size()] : rows(vb, 1, kr));
+                            float[] gateUp = concat(rows(gate, h, mr), rows(up, h, mr));
+                            kernels.set(s - range.first(), i - layerStart, qkv, qkvBias, columns(o, qDim, qr), gateUp,
+                                    columns(down, inter, mr), attnNorm, ffnNorm);
+                            kernelBytes += (long) Float.BYTES * (qkv.length + 2L * h * qr.size() + gateUp.length
+                                    + (long) h * mr.size() + (qkvBias == null ? 0 : qkvBias.length));
+                            continue;
+                        }
                         NDArray bias = qb == null && kb == null && vb == null ? null : m.create(concat(
                                 qb == null ? new float[qr.size()] : rows(qb, 1, qr),
                                 kb == null ? new float[kr.size()] : rows(kb, 1, kr),
@@ -181,8 +204,12 @@ public final class HeadShard implements AutoCloseable {
                     }
                 }
             }
-            return new HeadShard(c, layerStart, layerEnd, range, root, m, script, weights, layerAt, options.engineThread());
+            return new HeadShard(c, layerStart, layerEnd, range, root, m, script, weights, layerAt, options.engineThread(),
+                    kernels, kernelBytes);
         } catch (IOException | RuntimeException e) {
+            if (kernels != null) {
+                kernels.close();
+            }
             root.close();
             throw e;
         }
@@ -230,6 +257,11 @@ public final class HeadShard implements AutoCloseable {
         return slices;
     }
 
+    /** Whether its slices are computed by the native kernels ({@link NativeHeadSlices}) rather than TorchScript. */
+    public boolean onNativeKernels() {
+        return nativeSlices != null;
+    }
+
     /** Bytes of the weights this shard holds. */
     public long weightBytes() {
         return weightBytes;
@@ -271,6 +303,18 @@ public final class HeadShard implements AutoCloseable {
                     }
                 }
                 RotaryEmbedding.Tables rope = rotary.tables(m, positions);
+                if (nativeSlices != null) {
+                    int[] seqs = new int[4 * batch.size()];
+                    for (int i = 0; i < batch.size(); i++) {
+                        seqs[4 * i] = (int) sequences[3 * i];
+                        seqs[4 * i + 1] = (int) sequences[3 * i + 1];
+                        seqs[4 * i + 2] = (int) sequences[3 * i + 2];
+                        seqs[4 * i + 3] = Math.toIntExact(own.get(i * slices.size()).getShape().get(3));
+                    }
+                    float[][] values = nativeSlices.attention(m, l, m.create(x, new Shape(rows, config.hiddenSize())),
+                            rows, seqs, own.toArray(NDArray[]::new), rope);
+                    return tree.sum(slices, s -> values[s - slices.first()]);
+                }
                 NDArray[] partials;
                 try (ScriptArgs args = new ScriptArgs()) {
                     partials = script.callForArrays(m, "slice_attention", args.tensor(m.create(x, new Shape(rows,
@@ -292,6 +336,12 @@ public final class HeadShard implements AutoCloseable {
         int l = local(layer);
         int rows = rowsOf(x);
         return compute(() -> {
+            if (nativeSlices != null) {
+                try (NDManager m = root.newSubManager()) {
+                    float[][] values = nativeSlices.mlp(m, l, m.create(x, new Shape(rows, config.hiddenSize())), rows);
+                    return tree.sum(slices, s -> values[s - slices.first()]);
+                }
+            }
             try (NDManager m = root.newSubManager(); ScriptArgs args = new ScriptArgs()) {
                 return sum(script.callForArrays(m, "slice_mlp", args.tensor(m.create(x, new Shape(rows,
                                 config.hiddenSize()))), weights, args.integer(layerAt[l]), args.integer(slices.size()), dims,
@@ -316,6 +366,18 @@ public final class HeadShard implements AutoCloseable {
             }
             return null;
         });
+    }
+
+    /**
+     * Queues {@code work} for the shard's engine thread and returns at once (runs it on the caller's thread if the
+     * shard has none); the shard's calls made from it run there directly.
+     */
+    public void later(Runnable work) {
+        if (engineThread == null) {
+            work.run();
+        } else {
+            engineThread.execute(work);
+        }
     }
 
     /** {@code work} on the engine thread (or the caller's), holding this shard's monitor there. */
@@ -382,6 +444,9 @@ public final class HeadShard implements AutoCloseable {
                 }
             });
             caches.clear();
+            if (nativeSlices != null) {
+                nativeSlices.close();
+            }
             weights.close();
             dims.close();
             constants.close();

@@ -80,7 +80,8 @@ public final class HeadShardPartition implements PartitionExecutor {
 
     @Override
     public String projections() {
-        return "libtorch float32, head slices " + placement.own().slices();
+        return (shard.onNativeKernels() ? "native float32" : "libtorch float32") + ", head slices "
+                + placement.own().slices();
     }
 
     @Override

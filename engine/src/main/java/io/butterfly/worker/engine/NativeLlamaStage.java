@@ -205,7 +205,7 @@ final class NativeLlamaStage implements StageModel {
     }
 
     /** The address of an array's memory (its arrays live in host memory). */
-    private static long address(NDArray array) {
+    static long address(NDArray array) {
         ByteBuffer memory = array.toByteBuffer(true);
         if (!memory.isDirect()) {
             throw new IllegalStateException("the engine gave a copy of an array's memory, not the memory");

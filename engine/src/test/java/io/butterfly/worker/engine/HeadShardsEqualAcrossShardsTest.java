@@ -39,6 +39,10 @@ class HeadShardsEqualAcrossShardsTest {
     static final ModelConfig LLAMA = new ModelConfig(Architecture.LLAMA, 2, 64, 8, 4, 70, 128, 64, 1e-5, 10000.0, false,
             1, 2);
 
+    /** {@link #LLAMA} with an MLP of 64 columns (16 a slice): its slices are computed by the native kernels. */
+    static final ModelConfig LLAMA_NATIVE = new ModelConfig(Architecture.LLAMA, 2, 64, 8, 4, 64, 128, 64, 1e-5, 10000.0,
+            false, 1, 2);
+
     @TempDir
     Path dir;
 
@@ -46,7 +50,10 @@ class HeadShardsEqualAcrossShardsTest {
         return Stream.of(
                 Arguments.of("llama", LLAMA, ModelFixtures.weightsOnly()),
                 Arguments.of("qwen2 (q/k/v biases)", LLAMA, ModelFixtures.weightsOnly().withAttentionBias(true)),
-                Arguments.of("qwen3 (q/k norms)", LLAMA.withQkNormAndExperts(true, null), ModelFixtures.weightsOnly()));
+                Arguments.of("qwen3 (q/k norms)", LLAMA.withQkNormAndExperts(true, null), ModelFixtures.weightsOnly()),
+                Arguments.of("llama, native kernels", LLAMA_NATIVE, ModelFixtures.weightsOnly()),
+                Arguments.of("qwen2 (q/k/v biases), native kernels", LLAMA_NATIVE,
+                        ModelFixtures.weightsOnly().withAttentionBias(true)));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -64,6 +71,9 @@ class HeadShardsEqualAcrossShardsTest {
         double worst = 0;
         for (int k = 1; k <= config.numKvHeads(); k++) {
             try (Sharded sharded = new Sharded(config, file, k, new Random(100 + k), k > 1 ? 3 : 0)) {
+                assertThat(sharded.shards).allSatisfy(shard -> assertThat(shard.onNativeKernels())
+                        .as("slices on the native kernels").isEqualTo(name.endsWith("native kernels")
+                                && io.butterfly.worker.engine.cpu.NativeKernels.available()));
                 List<float[]> logits = run(sharded::step, config, inputs);
                 for (int step = 0; step < whole.size(); step++) {
                     float[] expected = whole.get(step);

@@ -22,6 +22,7 @@ public class HeadGateway implements RemoteHeads {
 
     /** A shard that does not answer within this fails the step (retried by the coordinator). */
     static final long DEADLINE_SECONDS = 30;
+    private static final java.util.concurrent.Executor ON_TRANSPORT_THREAD = Runnable::run;
 
     private final PeerChannels channels;
 
@@ -53,6 +54,9 @@ public class HeadGateway implements RemoteHeads {
         String who = "head shard " + shard.nodeId();
         WorkerServiceGrpc.newStub(channels.get(shard.host(), shard.port()))
                 .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS)
+                // the answer is checked and merged on the transport thread that read it: the step's engine thread,
+                // waiting for it, is the one thread woken (not the channel's executor's first)
+                .withExecutor(ON_TRANSPORT_THREAD)
                 .heads(request, new StreamObserver<>() {
                     @Override
                     public void onNext(HeadsResponse r) {

@@ -545,6 +545,41 @@ public class PartitionManager {
      * @param batch the attention half's sequences (null for the MLP half)
      */
     public float[] headShard(int layer, int first, int end, List<SequenceChunk> batch, float[] x, List<String> released) {
+        HeadShardPartition holder = headShardHolder(first, end);
+        try {
+            released.forEach(holder::release);
+            return batch == null ? holder.shard().mlp(layer, x) : holder.shard().attention(layer, batch, x);
+        } catch (IllegalArgumentException e) {
+            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, e.getMessage());
+        }
+    }
+
+    /**
+     * {@link #headShard} without waiting: checked on the calling thread (a refusal is thrown), computed on the
+     * shard's engine thread, which hands {@code answer} the partial or the failure. For the transport thread that
+     * read the request (WorkerService.Heads): the engine thread is then the only one woken for it.
+     */
+    public void headShardLater(int layer, int first, int end, List<SequenceChunk> batch, float[] x,
+                               List<String> released, java.util.function.BiConsumer<float[], RuntimeException> answer) {
+        HeadShardPartition holder = headShardHolder(first, end);
+        holder.shard().later(() -> {
+            float[] partial;
+            try {
+                released.forEach(holder::release);
+                partial = batch == null ? holder.shard().mlp(layer, x) : holder.shard().attention(layer, batch, x);
+            } catch (IllegalArgumentException e) {
+                answer.accept(null, new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT,
+                        e.getMessage()));
+                return;
+            } catch (RuntimeException e) {
+                answer.accept(null, e);
+                return;
+            }
+            answer.accept(partial, null);
+        });
+    }
+
+    private HeadShardPartition headShardHolder(int first, int end) {
         if (!(executor instanceof HeadShardPartition holder)) {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION,
                     "this worker holds no loaded head shard (" + status.phase() + ")");
@@ -554,12 +589,7 @@ public class PartitionManager {
             throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.FAILED_PRECONDITION, "this worker holds"
                     + " slices [" + own.first() + ", " + own.end() + "), not [" + first + ", " + end + ")");
         }
-        try {
-            released.forEach(holder::release);
-            return batch == null ? holder.shard().mlp(layer, x) : holder.shard().attention(layer, batch, x);
-        } catch (IllegalArgumentException e) {
-            throw new ButterflyException(ErrorCode.INVALID_MESSAGE, ErrorKind.INVALID_ARGUMENT, e.getMessage());
-        }
+        return holder;
     }
 
     /** The loaded executor; absent until the partition is READY. */

@@ -128,6 +128,9 @@ public final class NativeKernels {
 
     public static native void stageSetVector(long stage, int layer, int slot, long address);
 
+    /** A head dim other than hidden / heads (a head shard's slice). */
+    public static native void stageSetHeadDim(long stage, int headDim);
+
     /** Whether the stage's block-format matrices multiply activations rounded to 8 bits (bfk_q8.c). */
     public static native void stageSetQ8Activations(long stage, boolean on);
 
@@ -144,6 +147,16 @@ public final class NativeKernels {
      */
     public static native int stageForward(long stage, long pool, long x, int rows, int[] seqs, long[] caches, long cos,
                                           long sin);
+
+    /**
+     * One half of the stage's layer {@code layer} over {@code rows} rows at {@code x} (left as they are), without the
+     * residual, into {@code out [rows, hidden]}: the attention (the step's keys and values written into the caches;
+     * arguments as {@link #stageForward}) or, if {@code mlp}, the MLP (seqs, caches, cos and sin unused).
+     *
+     * @return 0, or -1 when memory ran out or there is no such layer
+     */
+    public static native int stageHalf(long stage, long pool, int layer, boolean mlp, long x, int rows, int[] seqs,
+                                       long[] caches, long cos, long sin, long out);
 
     /**
      * {@code out [m, rows] = x [m, cols] . w^T} for a matrix of ggml type {@code type}, from {@code x} rounded to 8 bits

@@ -142,26 +142,33 @@ public class WorkerGrpcService extends WorkerServiceGrpc.WorkerServiceImplBase {
         response.onCompleted();
     }
 
-    /** A head shard's partial of a layer's half for a head-parallel stage's step (docs/sharding.md). */
+    /**
+     * A head shard's partial of a layer's half for a head-parallel stage's step (docs/sharding.md). Runs on the
+     * transport thread that read the request ({@link GrpcServerConfiguration}): checked and converted here, computed
+     * and answered from the engine thread, without waiting.
+     */
     @Override
     public void heads(HeadsRequest request, StreamObserver<HeadsResponse> response) {
-        float[] partial;
-        long rows;
         try {
             CallerInterceptor.current().requireRole("a head shard's partial", NodeRole.WORKER);
             float[] input = TensorCodec.toFloats(request.getInput(), 2, "input");
-            rows = request.getInput().getShape(0);
+            long rows = request.getInput().getShape(0);
+            long hidden = request.getInput().getShape(1);
             List<SequenceChunk> batch = request.getMlp() ? null : request.getBatchList().stream()
                     .map(c -> new SequenceChunk(c.getSequenceId(), c.getPosition(), c.getNumTokens())).toList();
-            partial = partitions.headShard(request.getLayer(), request.getFirstSlice(), request.getEndSlice(), batch,
-                    input, request.getReleasedList());
+            partitions.headShardLater(request.getLayer(), request.getFirstSlice(), request.getEndSlice(), batch, input,
+                    request.getReleasedList(), (partial, failure) -> {
+                        if (failure != null) {
+                            response.onError(GrpcErrors.toStatus(GrpcErrors.classify(failure)));
+                            return;
+                        }
+                        response.onNext(HeadsResponse.newBuilder()
+                                .setPartial(TensorCodec.float32(partial, rows, hidden)).build());
+                        response.onCompleted();
+                    });
         } catch (RuntimeException e) {
             response.onError(GrpcErrors.toStatus(GrpcErrors.classify(e)));
-            return;
         }
-        response.onNext(HeadsResponse.newBuilder()
-                .setPartial(TensorCodec.float32(partial, rows, request.getInput().getShape(1))).build());
-        response.onCompleted();
     }
 
     @Override
