@@ -139,6 +139,9 @@ void bfk_stage_set_vector(bfk_stage *s, int layer, int slot, const float *data);
 void bfk_stage_destroy(bfk_stage *s);
 int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
                       const float *cos, const float *sin);
+/* Layers [first, end) of the stage only (0 <= first <= end <= layers; -2 otherwise): the same bits as a whole call. */
+int bfk_stage_forward_layers(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
+                             const float *cos, const float *sin, int first, int end);
 int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, int q8_activations, float *out);
 
 #endif

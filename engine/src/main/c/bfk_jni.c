@@ -73,7 +73,8 @@ JNIEXPORT void JNICALL JNI(stageDestroy)(JNIEnv *env, jclass c, jlong stage) {
 
 /* seqs: per sequence (row, n, position, capacity); caches: per sequence the cache's address. */
 JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlong pool, jlong x, jint rows,
-                                         jintArray seqs, jlongArray caches, jlong cos, jlong sin) {
+                                         jintArray seqs, jlongArray caches, jlong cos, jlong sin, jint first,
+                                         jint end) {
     jsize nseq = (*env)->GetArrayLength(env, caches);
     jint *s = (*env)->GetIntArrayElements(env, seqs, NULL);
     jlong *k = (*env)->GetLongArrayElements(env, caches, NULL);
@@ -87,7 +88,9 @@ JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlo
             views[i].capacity = s[4 * i + 3];
             views[i].kv = PTR(k[i]);
         }
-        rc = bfk_stage_forward(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin));
+        rc = first < 0 ? bfk_stage_forward(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin))
+                : bfk_stage_forward_layers(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin), first,
+                                           end);
         free(views);
     }
     (*env)->ReleaseLongArrayElements(env, caches, k, JNI_ABORT);

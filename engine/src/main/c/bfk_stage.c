@@ -299,6 +299,18 @@ static void run_rows(bfk_pool *pool, bfk_task task, phase *p) {
 
 int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
                       const float *cos, const float *sin) {
+    return bfk_stage_forward_layers(s, pool, x, rows, seqs, nseq, cos, sin, 0, s->layers);
+}
+
+/*
+ * The stage's layers [first, end) only, each by the same code as in a whole call, so running them one call at a time
+ * gives the same bits (per-layer snapshot hashes read x between the calls: docs/verified-execution.md).
+ */
+int bfk_stage_forward_layers(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
+                             const float *cos, const float *sin, int first, int end) {
+    if (first < 0 || end > s->layers || first > end) {
+        return -2;
+    }
     int d = s->hidden, hd = s->head_dim, inter = s->inter;
     int qdim = s->heads * hd, kvdim = s->kv_heads * hd;
     int nth = bfk_pool_threads(pool);
@@ -339,7 +351,7 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
     p.nseq = nseq;
     p.cos = cos;
     p.sin = sin;
-    for (int layer = 0; layer < s->layers; layer++) {
+    for (int layer = first; layer < end; layer++) {
         const bfk_layer *l = &s->layer[layer];
         p.l = l;
         p.layer = layer;

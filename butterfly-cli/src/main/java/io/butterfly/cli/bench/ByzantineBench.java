@@ -113,8 +113,7 @@ final class ByzantineBench {
                     Stats.percentile(toDetection, 0), Stats.percentile(toDetection, 50),
                     Stats.percentile(toDetection, 100), tokens);
         }
-        out.printf(Locale.ROOT, "detected=%d/%d%n", detected, trials);
-        out.printf(Locale.ROOT, "identical=%d/%d%n", identical, trials);
+        out.printf(Locale.ROOT, "detected=%d/%d identical=%d/%d%n", detected, trials, identical, trials);
         return detected == trials && identical == trials ? 0 : 1;
     }
 
