@@ -27,11 +27,6 @@ public record UnsafeFaultInjectionProperties(
         @DefaultValue("false") boolean misreportChecksums,
         @DefaultValue("-1") int flipBitLayer) {
 
-    /** Bits flipped in the stage's output (no layer chosen). */
-    public UnsafeFaultInjectionProperties(boolean enabled, double flipBitFraction, long seed, boolean misreportChecksums) {
-        this(enabled, flipBitFraction, seed, misreportChecksums, -1);
-    }
-
     public UnsafeFaultInjectionProperties {
         if (flipBitLayer < -1) {
             throw new IllegalArgumentException(
