@@ -144,6 +144,9 @@ int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bf
 /* One half of one layer without the residual, x left as it is: attention (mlp 0) or MLP (mlp 1) into out. */
 int bfk_stage_half(bfk_stage *s, bfk_pool *pool, int layer, int mlp, const float *x, int rows, const bfk_seq *seqs,
                    int nseq, const float *cos, const float *sin, float *out);
+/* Layers [first, end) of the stage only (0 <= first <= end <= layers; -2 otherwise): the same bits as a whole call. */
+int bfk_stage_forward_layers(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
+                             const float *cos, const float *sin, int first, int end);
 int bfk_product(bfk_pool *pool, const bfk_matrix *w, const float *x, int rows, int q8_activations, float *out);
 
 #endif

@@ -95,13 +95,17 @@ static bfk_seq *views_of(JNIEnv *env, jintArray seqs, jlongArray caches, jsize n
     return views;
 }
 
+/* first < 0: the whole stage; otherwise its layers [first, end) only. */
 JNIEXPORT jint JNICALL JNI(stageForward)(JNIEnv *env, jclass c, jlong stage, jlong pool, jlong x, jint rows,
-                                         jintArray seqs, jlongArray caches, jlong cos, jlong sin) {
+                                         jintArray seqs, jlongArray caches, jlong cos, jlong sin, jint first,
+                                         jint end) {
     jsize nseq = (*env)->GetArrayLength(env, caches);
     bfk_seq *views = views_of(env, seqs, caches, nseq);
     int rc = -1;
     if (views) {
-        rc = bfk_stage_forward(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin));
+        rc = first < 0 ? bfk_stage_forward(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin))
+                : bfk_stage_forward_layers(PTR(stage), PTR(pool), PTR(x), rows, views, nseq, PTR(cos), PTR(sin), first,
+                                           end);
         free(views);
     }
     return rc;

@@ -446,11 +446,23 @@ static void mlp_half(bfk_pool *pool, phase *p, int layer, float *out, int add) {
 
 int bfk_stage_forward(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
                       const float *cos, const float *sin) {
+    return bfk_stage_forward_layers(s, pool, x, rows, seqs, nseq, cos, sin, 0, s->layers);
+}
+
+/*
+ * The stage's layers [first, end) only, each by the same code as in a whole call, so running them one call at a time
+ * gives the same bits (per-layer snapshot hashes read x between the calls: docs/verified-execution.md).
+ */
+int bfk_stage_forward_layers(bfk_stage *s, bfk_pool *pool, float *x, int rows, const bfk_seq *seqs, int nseq,
+                             const float *cos, const float *sin, int first, int end) {
+    if (first < 0 || end > s->layers || first > end) {
+        return -2;
+    }
     phase p = {0};
     if (begin(s, pool, x, rows, seqs, nseq, cos, sin, &p)) {
         return -1;
     }
-    for (int layer = 0; layer < s->layers; layer++) {
+    for (int layer = first; layer < end; layer++) {
         attention_half(pool, &p, layer, x, 1);
         mlp_half(pool, &p, layer, x, 1);
     }

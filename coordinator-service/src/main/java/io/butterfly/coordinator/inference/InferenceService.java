@@ -173,6 +173,12 @@ public class InferenceService implements PausedRequests, AutoCloseable {
         public RequestHandle handle() {
             return output;
         }
+
+        /** Asks per-layer snapshot hashes for each of its steps (docs/verified-execution.md); before it is queued. */
+        public Prepared withLayerHashes() {
+            output.sequence().askLayerHashes();
+            return this;
+        }
     }
 
     /**

@@ -273,10 +273,24 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
 
     @Override
     public StageResult forward(List<SequenceChunk> batch, StageInput input) {
+        return forward(batch, input, null);
+    }
+
+    @Override
+    public StageResult forward(List<SequenceChunk> batch, StageInput input, LayerProbe probe) {
         if (holdsExpertsOnly()) {
             throw new SequenceConflictException("this worker holds an expert group of another worker's stage, not a stage");
         }
-        return EngineThread.on(engineThread, () -> forwardOnEngineThread(batch, input));
+        if (probe != null && !model.layerProbes()) {
+            throw new UnsupportedOperationException("this stage computes its layers in one call (" + model.projections()
+                    + ") and cannot show them one by one");
+        }
+        return EngineThread.on(engineThread, () -> forwardOnEngineThread(batch, input, probe));
+    }
+
+    @Override
+    public boolean layerProbes() {
+        return model.layerProbes();
     }
 
     /**
@@ -285,7 +299,8 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
      * has them restored and computes only the rest; the others are computed together, after rewinding a cache that
      * held other inputs at their positions.
      */
-    private synchronized StageResult forwardOnEngineThread(List<SequenceChunk> batch, StageInput input) {
+    private synchronized StageResult forwardOnEngineThread(List<SequenceChunk> batch, StageInput input,
+                                                           LayerProbe probe) {
         if (closed) {
             throw new SequenceConflictException("this partition was replaced by a newer assignment");
         }
@@ -300,7 +315,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             SequenceChunk chunk = batch.get(i);
             SequenceCache cache = caches.get(chunk.sequenceId());
             inputOffsets[i] = offset;
-            if (cache != null && cache.answers(chunk, keys, offset, spec.hasHead())) {
+            if (probe == null && cache != null && cache.answers(chunk, keys, offset, spec.hasHead())) {
                 skipped[i] = chunk.numTokens();
                 answeredTokens += chunk.numTokens();
             } else {
@@ -318,7 +333,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
             if (skipped[i] == chunk.numTokens()) {
                 continue;
             }
-            PrefixHit hit = prefixHit(chunk, caches.get(chunk.sequenceId()), keys, inputOffsets[i]);
+            PrefixHit hit = probe != null ? null : prefixHit(chunk, caches.get(chunk.sequenceId()), keys, inputOffsets[i]);
             hits.add(hit);
             skipped[i] = hit == null ? 0 : hit.tokens();
             computed.add(skipped[i] == 0 ? chunk : new SequenceChunk(chunk.sequenceId(), chunk.position() + skipped[i],
@@ -327,7 +342,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         boolean allComputed = Arrays.stream(skipped).allMatch(n -> n == 0);
         StageResult result = computed.isEmpty() ? null
                 : compute(computed, hits, allComputed ? input : inputOf(batch, skipped, input), keys, batch, skipped,
-                inputOffsets);
+                inputOffsets, probe);
         long now = System.nanoTime();
         batch.forEach(chunk -> lastUsed.put(chunk.sequenceId(), now));
         if (spec.hasHead()) {
@@ -369,7 +384,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
     /** Computes the chunks not answered from what was sent before, and records what they feed and send. */
     @SuppressWarnings("try") // the scope only frees temporaries on close
     private StageResult compute(List<SequenceChunk> chunks, List<PrefixHit> hits, StageInput input, long[] keys,
-                                List<SequenceChunk> batch, int[] skipped, int[] inputOffsets) {
+                                List<SequenceChunk> batch, int[] skipped, int[] inputOffsets, LayerProbe probe) {
         List<String> created = new ArrayList<>();
         List<StepBatch.Slice> slices = new ArrayList<>(chunks.size());
         int totalTokens = 0;
@@ -398,7 +413,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
                 NDArray x = input instanceof StageInput.Tokens tokens
                         ? model.embed(root.create(step.tokenIds(tokens.ids())), step)
                         : step.padded(hiddenStates(((StageInput.Hidden) input).littleEndianFloats(), totalTokens));
-                x = model.layers(x, step);
+                x = model.layers(x, step, probe);
                 if (!spec.hasHead()) {
                     result = toResult(step.tokenRows(x), false);
                 } else if (step.logitRows() == 0) {

@@ -228,6 +228,20 @@ final class NativeLlamaStage implements StageModel {
 
     @Override
     public NDArray layers(NDArray hidden, StepBatch step) {
+        return layers(hidden, step, null);
+    }
+
+    @Override
+    public boolean layerProbes() {
+        return true;
+    }
+
+    /**
+     * With a probe, one native call per layer ({@code bfk_stage_forward_layers}: the same code per layer as one call
+     * over all, so the same bits), the probe seeing each layer's output in place before the next layer reads it.
+     */
+    @Override
+    public NDArray layers(NDArray hidden, StepBatch step, LayerProbe probe) {
         if (numLayers == 0) {
             return hidden;
         }
@@ -254,10 +268,24 @@ final class NativeLlamaStage implements StageModel {
             cacheAddresses[s] = address(caches[s]);
         }
         RotaryEmbedding.Tables rope = rotary.tables(step.manager(), step.positions());
-        int rc = NativeKernels.stageForward(stage, pool, address(x), rows, seqs, cacheAddresses, address(rope.cos()),
-                address(rope.signedSin()));
-        if (rc != 0) {
-            throw new OutOfMemoryError("the native kernels found no memory for a step of " + rows + " rows");
+        if (probe == null) {
+            int rc = NativeKernels.stageForward(stage, pool, address(x), rows, seqs, cacheAddresses, address(rope.cos()),
+                    address(rope.signedSin()));
+            if (rc != 0) {
+                throw new OutOfMemoryError("the native kernels found no memory for a step of " + rows + " rows");
+            }
+            return x;
+        }
+        ByteBuffer memory = x.toByteBuffer(true);
+        int bytes = step.totalTokens() * config.hiddenSize() * Float.BYTES;
+        for (int layer = 0; layer < numLayers; layer++) {
+            int rc = NativeKernels.stageForward(stage, pool, address(x), rows, seqs, cacheAddresses, address(rope.cos()),
+                    address(rope.signedSin()), layer, layer + 1);
+            if (rc != 0) {
+                throw new OutOfMemoryError("the native kernels found no memory for a step of " + rows + " rows");
+            }
+            probe.afterLayer(layer, memory.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).position(0).limit(bytes)
+                    .slice().order(java.nio.ByteOrder.LITTLE_ENDIAN));
         }
         return x;
     }

@@ -22,6 +22,28 @@ public interface PartitionExecutor extends AutoCloseable {
     StageResult forward(List<SequenceChunk> batch, StageInput input);
 
     /**
+     * As {@link #forward(List, StageInput)}, with each layer's output shown to {@code probe} (null: none) as it is
+     * computed: every chunk is computed whole (none answered from what was sent before or from the prefix cache), so
+     * the probe sees all of the batch's rows, and the result is the same bits as without a probe.
+     *
+     * @throws UnsupportedOperationException if this stage cannot show its layers ({@link #layerProbes()} false)
+     */
+    default StageResult forward(List<SequenceChunk> batch, StageInput input, LayerProbe probe) {
+        if (probe == null) {
+            return forward(batch, input);
+        }
+        throw new UnsupportedOperationException("this stage computes its layers in one call and cannot show them one by one");
+    }
+
+    /**
+     * Whether {@link #forward(List, StageInput, LayerProbe)} takes a probe: the native kernels' Llama-family stages do;
+     * libtorch's compute all a stage's layers in one TorchScript call.
+     */
+    default boolean layerProbes() {
+        return false;
+    }
+
+    /**
      * Drops that sequence's KV cache. A sequence with no cache here yet is remembered as released, so a step
      * of it that arrives after its release (overtaken on another stream) is refused instead of caching anew.
      */

@@ -11,6 +11,23 @@ interface StageModel extends AutoCloseable {
     /** Runs this stage's transformer layers over packed hidden states {@code [N, hidden]}. */
     NDArray layers(NDArray hidden, StepBatch step);
 
+    /**
+     * The layers with each one's output shown to {@code probe} before the next reads it (null: as {@link #layers}).
+     *
+     * @throws UnsupportedOperationException if {@link #layerProbes()} is false
+     */
+    default NDArray layers(NDArray hidden, StepBatch step, LayerProbe probe) {
+        if (probe == null) {
+            return layers(hidden, step);
+        }
+        throw new UnsupportedOperationException("this stage computes its layers in one call and cannot show them one by one");
+    }
+
+    /** Whether {@link #layers(NDArray, StepBatch, LayerProbe)} takes a probe. */
+    default boolean layerProbes() {
+        return false;
+    }
+
     /** Final norm and LM head over the given rows of {@code hidden}: logits {@code [rows, vocab]}. */
     NDArray head(NDArray hidden, NDArray rows);
 

@@ -53,6 +53,11 @@ final class StepBatch {
         return (count + rowQuantum - 1) / rowQuantum * rowQuantum;
     }
 
+    /** The step's tokens (its rows without padding). */
+    int totalTokens() {
+        return totalTokens;
+    }
+
     NDManager manager() {
         return manager;
     }

@@ -12,6 +12,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param flipBitFraction the fraction of its step outputs (hidden states, or logits on the last stage) in which one
  *                        bit is flipped after computing and before hashing, in [0, 1]
  * @param seed            which outputs and bits (the same seed corrupts the same steps of the same run)
+ * @param flipBitLayer    the stage's layer (0: its first) whose output gets the flipped bit, inside the stage, instead
+ *                        of the stage's output; -1 (the default): the stage's output. A bit flipped at a layer shows in
+ *                        the per-layer snapshot hashes from that layer on (native stages only)
  * @param misreportChecksums whether this worker's checksum report claims another digest for the first file it loaded,
  *                        so that the coordinator's cross-validation fails it (docs/security.md: the way out of a
  *                        failed validation)
@@ -21,9 +24,15 @@ public record UnsafeFaultInjectionProperties(
         @DefaultValue("false") boolean enabled,
         @DefaultValue("0") double flipBitFraction,
         @DefaultValue("1") long seed,
-        @DefaultValue("false") boolean misreportChecksums) {
+        @DefaultValue("false") boolean misreportChecksums,
+        @DefaultValue("-1") int flipBitLayer) {
 
     public UnsafeFaultInjectionProperties {
+        if (flipBitLayer < -1) {
+            throw new IllegalArgumentException(
+                    "butterfly.worker.unsafe-fault-injection.flip-bit-layer must be -1 (the stage's output) or a layer of"
+                            + " the stage (0: its first), got " + flipBitLayer);
+        }
         if (!(flipBitFraction >= 0 && flipBitFraction <= 1)) {
             throw new IllegalArgumentException(
                     "butterfly.worker.unsafe-fault-injection.flip-bit-fraction must be in [0, 1], got " + flipBitFraction);

@@ -143,7 +143,7 @@ public class WorkerConfiguration {
         if (faults.enabled() && faults.flipBitFraction() > 0) {
             LOG.warn("FAULT INJECTION: this worker flips one bit in {} of its step outputs on purpose"
                     + " (butterfly.worker.unsafe-fault-injection); never serve with it", faults.flipBitFraction());
-            corruption = new OutputCorruption(faults.flipBitFraction(), faults.seed());
+            corruption = new OutputCorruption(faults.flipBitFraction(), faults.seed(), faults.flipBitLayer());
         }
         return new PipelineStage(partitions, nextStages, coordinators, new MicrometerStepTracing(tracer, propagator),
                 props.nodeId(), contract(props), corruption, engineThread);

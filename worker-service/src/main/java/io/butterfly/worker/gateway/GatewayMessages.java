@@ -80,7 +80,8 @@ public final class GatewayMessages {
             b.addSequences(SequenceSlice.newBuilder().setSequenceId(s.sequenceId()).setPosition(s.position())
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
                     .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits()).setGreedy(s.greedy())
-                    .setGreedyAlternatives(s.greedyAlternatives()).setInputHash(hashes.outputHashes()[i]));
+                    .setGreedyAlternatives(s.greedyAlternatives()).setInputHash(hashes.outputHashes()[i])
+                    .setLayerHashes(s.layerHashes()));
         }
         step.hashes().forEach(h -> b.addHashes(hashes(h)));
         b.addHashes(hashes(hashes));
@@ -119,6 +120,14 @@ public final class GatewayMessages {
         StageHashes.Builder b = StageHashes.newBuilder().setNodeId(h.nodeId()).setContract(contract(h.contract()));
         for (long hash : h.outputHashes()) {
             b.addOutputHashes(hash);
+        }
+        for (io.butterfly.worker.pipeline.StageHashes.Layer l : h.layers()) {
+            io.butterfly.proto.worker.v1.LayerHashes.Builder layer = io.butterfly.proto.worker.v1.LayerHashes.newBuilder()
+                    .setLayer(l.layer());
+            for (long hash : l.outputHashes()) {
+                layer.addOutputHashes(hash);
+            }
+            b.addLayers(layer);
         }
         return b.build();
     }

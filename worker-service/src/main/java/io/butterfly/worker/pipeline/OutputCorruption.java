@@ -19,6 +19,7 @@ public final class OutputCorruption {
 
     private final double fraction;
     private final SplittableRandom random;
+    private final int layer;
     private long corrupted;
 
     /**
@@ -26,11 +27,41 @@ public final class OutputCorruption {
      * @param seed     which outputs and bits: the same seed corrupts the same steps of the same run
      */
     public OutputCorruption(double fraction, long seed) {
+        this(fraction, seed, -1);
+    }
+
+    /**
+     * @param layer the stage's layer (0: its first) whose output gets the bit, inside the stage (the layers after it
+     *              compute on it, and per-layer snapshot hashes show it from there); -1: the stage's output
+     */
+    public OutputCorruption(double fraction, long seed, int layer) {
         if (!(fraction >= 0 && fraction <= 1)) {
             throw new IllegalArgumentException("the fraction of outputs to corrupt must be in [0, 1], got " + fraction);
         }
         this.fraction = fraction;
         this.random = new SplittableRandom(seed);
+        this.layer = layer;
+    }
+
+    /** The stage's layer whose output is corrupted, or -1: the stage's output ({@link #apply}). */
+    public int layer() {
+        return layer;
+    }
+
+    /** With a layer chosen: whether this step is one of the fraction corrupted (then {@link #flip} at that layer). */
+    public synchronized boolean drawStep() {
+        return layer >= 0 && fraction > 0 && random.nextDouble() < fraction;
+    }
+
+    /** Flips one bit of {@code rows} in place (a layer's output, for a step {@link #drawStep} chose). */
+    public synchronized void flip(ByteBuffer rows) {
+        int bytes = rows.remaining();
+        if (bytes == 0) {
+            return;
+        }
+        int at = rows.position() + random.nextInt(bytes);
+        rows.put(at, (byte) (rows.get(at) ^ (1 << random.nextInt(8))));
+        corrupted++;
     }
 
     public boolean active() {
@@ -39,8 +70,8 @@ public final class OutputCorruption {
 
     /** The result, or (for the chosen fraction) a copy of it with one bit flipped. */
     public synchronized StageResult apply(StageResult result) {
-        if (fraction == 0 || random.nextDouble() >= fraction) {
-            return result;
+        if (layer >= 0 || fraction == 0 || random.nextDouble() >= fraction) {
+            return result; // a layer's output is corrupted inside the stage instead
         }
         ByteBuffer original = result.littleEndianFloats();
         int bytes = original.remaining();

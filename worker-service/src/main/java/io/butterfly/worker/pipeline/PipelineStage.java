@@ -149,12 +149,14 @@ public class PipelineStage {
         long h0 = System.nanoTime();
         PhaseEnvelopes.checkInputHashes(step, input, spec.config().hiddenSize());
         long hashNanos = System.nanoTime() - h0;
+        LayerSnapshots snapshots = snapshots(step, executor, spec);
 
         long t0 = System.nanoTime();
-        StageResult result = corruption.apply(executor.forward(batch, input));
+        StageResult result = corruption.apply(executor.forward(batch, input, snapshots));
         long computeNanos = System.nanoTime() - t0;
         long h1 = System.nanoTime();
-        StageHashes hashes = new StageHashes(nodeId, contract, PhaseEnvelopes.outputHashes(step, result));
+        StageHashes hashes = new StageHashes(nodeId, contract, PhaseEnvelopes.outputHashes(step, result),
+                snapshots == null ? List.of() : snapshots.layers());
         hashNanos += System.nanoTime() - h1;
         StageClock clock = new StageClock(nodeId, entry, computeNanos);
         synchronized (this) { // steps of several streams run at once; the counters are metrics, not the engine's lock
@@ -168,6 +170,28 @@ public class PipelineStage {
             return;
         }
         nextStages.forward(step, result, clock, hashes);
+    }
+
+    /**
+     * The probe of a step that shows its layers: one a sequence asked per-layer hashes for, or one fault injection
+     * corrupts at a layer; null for the others. A stage that cannot show its layers (libtorch's) refuses a step asking
+     * for their hashes before it computes.
+     */
+    private LayerSnapshots snapshots(Step step, PartitionExecutor executor, PartitionSpec spec) {
+        boolean hashing = step.sequences().stream().anyMatch(Step.Slice::layerHashes);
+        boolean corrupt = corruption.layer() >= 0 && corruption.layer() < spec.numLayers() && corruption.drawStep();
+        if (!hashing && !corrupt) {
+            return null;
+        }
+        if (!executor.layerProbes()) {
+            throw new ButterflyException(ErrorCode.INSUFFICIENT_CAPABILITIES, ErrorKind.INVALID_ARGUMENT,
+                    "per-layer snapshot hashes need a stage the native kernels compute; " + nodeId + " computes layers ["
+                            + spec.layerStart() + ", " + spec.layerEnd() + ") with " + executor.projections()
+                            + " in one call");
+        }
+        int[] tokens = step.sequences().stream().mapToInt(Step.Slice::numTokens).toArray();
+        return new LayerSnapshots(spec.layerStart(), tokens, spec.config().hiddenSize(), hashing,
+                corrupt ? corruption : null);
     }
 
     /** Why a step of {@code stepEpoch} may not run on a stage that runs steps of epochs {@code fromEpoch} to {@code epoch}; null if it may. */

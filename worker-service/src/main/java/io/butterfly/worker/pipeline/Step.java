@@ -49,10 +49,19 @@ public record Step(String taskId, int step, long epoch, List<Slice> sequences, E
      * @param greedy           it decodes greedily: the last stage sends a summary of its logits row, not the row
      * @param greedyAlternatives how many of the most likely tokens the summary lists (the request's logprobs)
      * @param inputHash        XXH64 of its rows of the input, as the sender computed them
+     * @param layerHashes      each stage returns the hash of every layer's output for this step (per-layer snapshots)
      */
     public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
                         Map<String, String> traceContext, boolean skipLogits, boolean greedy, int greedyAlternatives,
-                        long inputHash) {
+                        long inputHash, boolean layerHashes) {
+
+        /** A slice that asks for no per-layer hashes. */
+        public Slice(String sequenceId, int position, int numTokens, int reservePositions,
+                     Map<String, String> traceContext, boolean skipLogits, boolean greedy, int greedyAlternatives,
+                     long inputHash) {
+            this(sequenceId, position, numTokens, reservePositions, traceContext, skipLogits, greedy,
+                    greedyAlternatives, inputHash, false);
+        }
 
         /** A slice whose sender stated no input hash (0). */
         public Slice(String sequenceId, int position, int numTokens, int reservePositions,

@@ -41,16 +41,16 @@ class OutputCorruptionTest {
 
     @Test
     void theSettingIsRefusedUnlessExplicitlyEnabled() {
-        assertThatThrownBy(() -> new UnsafeFaultInjectionProperties(false, 0.02, 1, false))
+        assertThatThrownBy(() -> new UnsafeFaultInjectionProperties(false, 0.02, 1, false, -1))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("butterfly.worker.unsafe-fault-injection.enabled=true");
-        assertThatThrownBy(() -> new UnsafeFaultInjectionProperties(true, 1.5, 1, false))
+        assertThatThrownBy(() -> new UnsafeFaultInjectionProperties(true, 1.5, 1, false, -1))
                 .isInstanceOf(IllegalArgumentException.class);
-        new UnsafeFaultInjectionProperties(true, 0.02, 1, false);
-        new UnsafeFaultInjectionProperties(false, 0, 1, false);
-        assertThatThrownBy(() -> new UnsafeFaultInjectionProperties(false, 0, 1, true))
+        new UnsafeFaultInjectionProperties(true, 0.02, 1, false, -1);
+        new UnsafeFaultInjectionProperties(false, 0, 1, false, -1);
+        assertThatThrownBy(() -> new UnsafeFaultInjectionProperties(false, 0, 1, true, -1))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("misreport-checksums");
-        new UnsafeFaultInjectionProperties(true, 0, 1, true);
+        new UnsafeFaultInjectionProperties(true, 0, 1, true, -1);
     }
 
     private static StageResult result(int seed) {

@@ -19,6 +19,49 @@ public record TaskTranscript(String taskId, String replica, String genesis, Stri
                              List<Step> steps) {
 
     /**
+     * Where a run of the same request parted from a reference run, by their per-layer snapshot hashes: the first step
+     * (in this transcript's order) and, in it, the first layer (in pipeline and layer order) whose hash differs.
+     *
+     * @param position the step's first position
+     * @param nodeId   the worker that computed that layer in this run
+     * @param layer    the model's layer index
+     */
+    public record Divergence(int position, String nodeId, int layer) {
+    }
+
+    /**
+     * The first layer at which this run's per-layer hashes differ from {@code reference}'s for the same step (same
+     * position and tokens), over the steps both hold layer hashes for; empty if none differs.
+     */
+    public java.util.Optional<Divergence> firstDivergenceFrom(TaskTranscript reference) {
+        java.util.Map<String, java.util.Map<Integer, String>> theirs = new java.util.HashMap<>();
+        for (Step step : reference.steps()) {
+            theirs.putIfAbsent(step.position() + "+" + step.tokens(), layerHashes(step));
+        }
+        for (Step step : steps) {
+            java.util.Map<Integer, String> other = theirs.get(step.position() + "+" + step.tokens());
+            if (other == null || other.isEmpty()) {
+                continue;
+            }
+            for (Stage stage : step.stages()) {
+                for (Layer layer : stage.layers()) {
+                    String expected = other.get(layer.layer());
+                    if (expected != null && !expected.equals(layer.outputHash())) {
+                        return java.util.Optional.of(new Divergence(step.position(), stage.nodeId(), layer.layer()));
+                    }
+                }
+            }
+        }
+        return java.util.Optional.empty();
+    }
+
+    private static java.util.Map<Integer, String> layerHashes(Step step) {
+        java.util.Map<Integer, String> out = new java.util.HashMap<>();
+        step.stages().forEach(st -> st.layers().forEach(l -> out.put(l.layer(), l.outputHash())));
+        return out;
+    }
+
+    /**
      * @param end        the positions the logits were conditioned on (prompt and tokens before)
      * @param logitsHash the last stage's hash of the logits row
      * @param link       XXH64 of the previous link, end, logits hash and token id
@@ -39,8 +82,28 @@ public record TaskTranscript(String taskId, String replica, String genesis, Stri
     /**
      * @param contract   the precision contract it computed under (weights/compute/activations)
      * @param outputHash its output rows' hash for the task (the logits row on the last stage; zeros: no row)
+     * @param layers     per-layer snapshot hashes (a request with {@code layer_hashes}), in layer order; else empty,
+     *                   and left out of the JSON
      */
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-    public record Stage(String nodeId, String contract, String outputHash) {
+    public record Stage(String nodeId, String contract, String outputHash,
+                        @com.fasterxml.jackson.annotation.JsonInclude(
+                                com.fasterxml.jackson.annotation.JsonInclude.Include.NON_EMPTY) List<Layer> layers) {
+
+        public Stage {
+            layers = layers == null ? List.of() : List.copyOf(layers);
+        }
+
+        public Stage(String nodeId, String contract, String outputHash) {
+            this(nodeId, contract, outputHash, List.of());
+        }
+    }
+
+    /**
+     * @param layer      the model's layer index
+     * @param outputHash the hash of the task's rows of that layer's output for the step
+     */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    public record Layer(int layer, String outputHash) {
     }
 }

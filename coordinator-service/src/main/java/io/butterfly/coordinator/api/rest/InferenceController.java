@@ -56,7 +56,9 @@ public class InferenceController {
                        // one string or a list, as OpenAI's API takes it
                        @JsonFormat(with = JsonFormat.Feature.ACCEPT_SINGLE_VALUE_AS_ARRAY) List<String> stop,
                        // OpenAI's response_format: text, json_object, json_schema (constrained decoding)
-                       @JsonProperty("response_format") JsonNode responseFormat) {
+                       @JsonProperty("response_format") JsonNode responseFormat,
+                       // per-layer snapshot hashes of every step in the task's transcript (debugging; admin only)
+                       @JsonProperty("layer_hashes") Boolean layerHashes) {
 
         GenerationRequest request() {
             return new GenerationRequest(prompt, tokenIds, maxTokens, temperature, topP, topK, seed, logprobs, ignoreEos,
@@ -76,15 +78,40 @@ public class InferenceController {
     public CompletableFuture<Generation> infer(@RequestBody Body body,
             @RequestHeader(name = IDEMPOTENCY_KEY, required = false) String idempotencyKey) {
         Requester requester = Requesters.current();
+        if (Boolean.TRUE.equals(body.layerHashes())) {
+            return inference.submit(layerHashes(body, idempotencyKey, requester)).result()
+                    .thenApply(r -> toJson(r, body.withLogprobs()));
+        }
         RequestHandle handle = idempotencyKey == null ? inference.submit(body.request(), null, requester)
                 : inference.submitOnce(body.request(), idempotencyKey, null, requester);
         return handle.result().thenApply(r -> toJson(r, body.withLogprobs()));
+    }
+
+    /**
+     * A request asking per-layer snapshot hashes (docs/verified-execution.md): with API keys set, an admin key's only
+     * (403 otherwise: the hashes tell about the stages' computation, and each costs a step run layer by layer); without
+     * an {@code Idempotency-Key} (a repeat answers the first run, which may not have had them).
+     */
+    private InferenceService.Prepared layerHashes(Body body, String idempotencyKey, Requester requester) {
+        if (requester.keyId() != null && !requester.admin()) {
+            throw new org.springframework.web.server.ResponseStatusException(org.springframework.http.HttpStatus.FORBIDDEN,
+                    "layer_hashes (per-layer snapshot hashes) needs an admin API key");
+        }
+        if (idempotencyKey != null) {
+            throw new io.butterfly.coordinator.inference.InvalidRequestException("layer_hashes",
+                    "layer_hashes is not taken with an " + IDEMPOTENCY_KEY + " header (a repeat answers the first run)");
+        }
+        return inference.prepare(body.request(), null, requester).withLayerHashes();
     }
 
     /** Refusals (bad input, not READY, a full queue) are problem responses as above, before any event. */
     @PostMapping(path = "/stream", consumes = MediaType.APPLICATION_JSON_VALUE)
     public CompletableFuture<SseEmitter> stream(@RequestBody Body body,
             @RequestHeader(name = StreamEventId.HEADER, required = false) String lastEventId) {
+        if (Boolean.TRUE.equals(body.layerHashes())) {
+            throw new io.butterfly.coordinator.inference.InvalidRequestException("layer_hashes",
+                    "layer_hashes is taken by POST /api/v1/inference only, not by the stream");
+        }
         return streams.start(body.request(), lastEventId, task -> new NativeStreamFormat(body.withLogprobs()));
     }
 

@@ -46,6 +46,7 @@ public class TranscriptController {
                         Xxh64.hex(l.link()))).toList(),
                 s.steps().stream().map(st -> new TaskTranscript.Step(st.batch(), st.position(), st.tokens(),
                         Xxh64.hex(st.inputHash()), st.stages().stream().map(g -> new TaskTranscript.Stage(g.nodeId(),
-                        g.contract(), Xxh64.hex(g.outputHash()))).toList())).toList());
+                        g.contract(), Xxh64.hex(g.outputHash()), g.layers().stream().map(l -> new TaskTranscript.Layer(
+                        l.layer(), Xxh64.hex(l.outputHash()))).toList())).toList())).toList());
     }
 }

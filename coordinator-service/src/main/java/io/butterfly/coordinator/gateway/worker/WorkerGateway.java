@@ -195,7 +195,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                     .setNumTokens(s.numTokens()).setReservePositions(s.reservePositions())
                     .putAllTraceContext(s.traceContext()).setSkipLogits(s.skipLogits())
                     .setGreedy(s.greedyAlternatives() >= 0).setGreedyAlternatives(Math.max(0, s.greedyAlternatives()))
-                    .setInputHash(Xxh64.ofLongs(in.tokens(), at, s.numTokens())));
+                    .setInputHash(Xxh64.ofLongs(in.tokens(), at, s.numTokens())).setLayerHashes(s.layerHashes()));
             at += s.numTokens();
         }
         return steps.submit(r.first(), r.stages(), request.build()).thenApply(ReceivedStep::new);
@@ -263,7 +263,9 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
             return outcome.getHashesList().stream().map(h -> new StageHashes(h.getNodeId(),
                     h.getContract().getWeightFormat() + "/" + h.getContract().getComputeDtype() + "/"
                             + h.getContract().getActivations(),
-                    h.getOutputHashesList().stream().mapToLong(Long::longValue).toArray())).toList();
+                    h.getOutputHashesList().stream().mapToLong(Long::longValue).toArray(),
+                    h.getLayersList().stream().map(l -> new StepResult.LayerHashes(l.getLayer(),
+                            l.getOutputHashesList().stream().mapToLong(Long::longValue).toArray())).toList())).toList();
         }
     }
 

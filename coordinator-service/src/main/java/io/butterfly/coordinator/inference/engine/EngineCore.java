@@ -416,7 +416,7 @@ public final class EngineCore implements AutoCloseable {
             }
             slices.add(new StepInput.Slice(s.stageId(), c.position(), c.numTokens(), s.reservePositions(),
                     s.outputs().stepStarted(batch.id(), c.position(), c.numTokens(), batch.chunks().size()),
-                    !c.samples(), s.greedyAlternatives()));
+                    !c.samples(), s.greedyAlternatives(), s.layerHashes()));
         }
         Pipeline.Route route = serving.route();
         inFlight++;

@@ -73,6 +73,7 @@ public final class Sequence {
     private final Decoding decoding;
     private final SequenceOutputs outputs;
     private final Transcript transcript;
+    private volatile boolean layerHashes;
     private final List<Long> generated = new ArrayList<>();
     /**
      * The stages know its KV caches by this id: the task id, kept across a pause on this replica (kept stages answer
@@ -135,6 +136,19 @@ public final class Sequence {
     /** What its steps computed, and the hash chain of its tokens (docs/verified-execution.md). */
     public Transcript transcript() {
         return transcript;
+    }
+
+    /**
+     * Asks every stage for per-layer snapshot hashes of each of its steps (an admin's debugging request,
+     * docs/verified-execution.md): they go into its transcript. Before it is queued.
+     */
+    public void askLayerHashes() {
+        layerHashes = true;
+    }
+
+    /** Whether its steps ask the stages for per-layer snapshot hashes. */
+    public boolean layerHashes() {
+        return layerHashes;
     }
 
     /**

@@ -24,12 +24,21 @@ public record StepInput(long batchId, long epoch, List<Slice> sequences, long[] 
      *                         token): the last stage computes and returns no logits row for it
      * @param greedyAlternatives for a greedy sequence, how many of the most likely tokens it reports (its logprobs):
      *                         the last stage returns a summary of its row ({@code GreedyChoice}); -1: the whole row
+     * @param layerHashes      each stage returns the hash of each of its layers' output for the step (per-layer
+     *                         snapshots, asked by an admin request)
      */
     public record Slice(String sequenceId, int position, int numTokens, int reservePositions,
-                        Map<String, String> traceContext, boolean skipLogits, int greedyAlternatives) {
+                        Map<String, String> traceContext, boolean skipLogits, int greedyAlternatives,
+                        boolean layerHashes) {
 
         public Slice {
             traceContext = Map.copyOf(traceContext);
+        }
+
+        /** A slice that asks for no per-layer hashes. */
+        public Slice(String sequenceId, int position, int numTokens, int reservePositions,
+                     Map<String, String> traceContext, boolean skipLogits, int greedyAlternatives) {
+            this(sequenceId, position, numTokens, reservePositions, traceContext, skipLogits, greedyAlternatives, false);
         }
 
         /** An untraced slice whose whole logits row is wanted. */

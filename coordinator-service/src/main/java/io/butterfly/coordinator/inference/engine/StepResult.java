@@ -40,7 +40,19 @@ public interface StepResult {
      * @param outputHashes per sequence, in batch order: XXH64 of its output rows, or on the last stage of its logits
      *                     row (0: none)
      */
-    record StageHashes(String nodeId, String contract, long[] outputHashes) {
+    record StageHashes(String nodeId, String contract, long[] outputHashes, List<LayerHashes> layers) {
+
+        public StageHashes {
+            layers = List.copyOf(layers);
+        }
+
+        public StageHashes(String nodeId, String contract, long[] outputHashes) {
+            this(nodeId, contract, outputHashes, List.of());
+        }
+    }
+
+    /** Per-layer snapshot hashes: the model's layer and per sequence, in batch order, its rows' hash. */
+    record LayerHashes(int layer, long[] outputHashes) {
     }
 
     /** @param wallNanos the step's time in the stage, from receipt to hand-off; the rest of a step is transport */

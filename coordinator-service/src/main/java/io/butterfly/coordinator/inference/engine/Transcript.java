@@ -20,7 +20,19 @@ import java.util.List;
 public final class Transcript {
 
     /** What one stage computed of a step for this sequence: XXH64 of its rows (0 for a last stage with no row). */
-    public record StageOutput(String nodeId, String contract, long outputHash) {
+    public record StageOutput(String nodeId, String contract, long outputHash, List<LayerOutput> layers) {
+
+        public StageOutput {
+            layers = List.copyOf(layers);
+        }
+
+        public StageOutput(String nodeId, String contract, long outputHash) {
+            this(nodeId, contract, outputHash, List.of());
+        }
+    }
+
+    /** Per-layer snapshot hash (a request asking for them): the hash of the sequence's rows of a layer's output. */
+    public record LayerOutput(int layer, long outputHash) {
     }
 
     /**

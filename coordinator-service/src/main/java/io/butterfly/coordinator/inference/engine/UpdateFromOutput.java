@@ -112,7 +112,10 @@ final class UpdateFromOutput {
         List<Transcript.StageOutput> stages = new java.util.ArrayList<>(hashes.size());
         for (StepResult.StageHashes h : hashes) {
             long out = index < h.outputHashes().length ? h.outputHashes()[index] : 0;
-            stages.add(new Transcript.StageOutput(h.nodeId(), h.contract(), out));
+            List<Transcript.LayerOutput> layers = c.sequence().layerHashes() ? h.layers().stream()
+                    .filter(l -> index < l.outputHashes().length)
+                    .map(l -> new Transcript.LayerOutput(l.layer(), l.outputHashes()[index])).toList() : List.of();
+            stages.add(new Transcript.StageOutput(h.nodeId(), h.contract(), out, layers));
         }
         return new Transcript.Step(batch, c.position(), c.numTokens(),
                 io.butterfly.common.hash.Xxh64.ofLongs(ids, 0, ids.length), stages);

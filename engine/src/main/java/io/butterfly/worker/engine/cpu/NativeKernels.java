@@ -145,8 +145,20 @@ public final class NativeKernels {
      * @param sin    {@code [rows, headDim]} signed sines ({@code [-sin, sin]})
      * @return 0, or -1 when memory ran out
      */
+    public static int stageForward(long stage, long pool, long x, int rows, int[] seqs, long[] caches, long cos,
+                                   long sin) {
+        return stageForward(stage, pool, x, rows, seqs, caches, cos, sin, -1, -1);
+    }
+
+    /**
+     * As {@link #stageForward(long, long, long, int, int[], long[], long, long)} but the stage's layers {@code [first,
+     * end)} only (first -1: all), each by the same code as in a whole call: running them one call at a time gives the
+     * same bits (per-layer snapshot hashes read the rows between the calls).
+     *
+     * @return 0, -1 when memory ran out, -2 for a range outside the stage's layers
+     */
     public static native int stageForward(long stage, long pool, long x, int rows, int[] seqs, long[] caches, long cos,
-                                          long sin);
+                                          long sin, int first, int end);
 
     /**
      * One half of the stage's layer {@code layer} over {@code rows} rows at {@code x} (left as they are), without the

@@ -54,13 +54,15 @@ final class WorkerMessages {
         List<Step.Slice> sequences = r.getSequencesList().stream()
                 .map(s -> new Step.Slice(s.getSequenceId(), s.getPosition(), s.getNumTokens(), s.getReservePositions(),
                         s.getTraceContextMap(), s.getSkipLogits(), s.getGreedy(), s.getGreedyAlternatives(),
-                        s.getInputHash()))
+                        s.getInputHash(), s.getLayerHashes()))
                 .toList();
         List<StageTiming> timings = r.getTimingsList().stream()
                 .map(t -> new StageTiming(t.getNodeId(), t.getComputeNanos(), t.getWallNanos())).toList();
         List<StageHashes> hashes = r.getHashesList().stream()
                 .map(h -> new StageHashes(h.getNodeId(), h.hasContract() ? contract(h.getContract()) : null,
-                        h.getOutputHashesList().stream().mapToLong(Long::longValue).toArray()))
+                        h.getOutputHashesList().stream().mapToLong(Long::longValue).toArray(),
+                        h.getLayersList().stream().map(l -> new StageHashes.Layer(l.getLayer(),
+                                l.getOutputHashesList().stream().mapToLong(Long::longValue).toArray())).toList()))
                 .toList();
         return new Step(r.getTaskId(), r.getStep(), r.getEpoch(), sequences, new ReceivedTensor(r.getInput()),
                 endpoints(r.getDownstreamList()), r.hasReplyTo() ? endpoint(r.getReplyTo()) : null, timings,
