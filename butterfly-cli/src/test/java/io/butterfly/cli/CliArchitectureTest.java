@@ -32,4 +32,10 @@ class CliArchitectureTest {
     void djlOnlyWhereTheModelRunsInThisProcess() {
         ArchitectureRules.onlyIn("DJL", ArchitectureRules.DJL, ROOT, "reference").check(CLASSES);
     }
+
+    /** Daemon threads are made in one place, {@code DaemonThreads}. */
+    @Test
+    void daemonThreadsOnlyFromDaemonThreads() {
+        ArchitectureRules.daemonThreadsOnlyFromDaemonThreads(ROOT).check(CLASSES);
+    }
 }

@@ -51,4 +51,10 @@ class DiscoveryArchitectureTest {
     void restControllersAnswerRecords() {
         ArchitectureRules.restControllersAnswerRecords(ROOT).check(CLASSES);
     }
+
+    /** Daemon threads are made in one place, {@code DaemonThreads}. */
+    @Test
+    void daemonThreadsOnlyFromDaemonThreads() {
+        ArchitectureRules.daemonThreadsOnlyFromDaemonThreads(ROOT).check(CLASSES);
+    }
 }

@@ -43,4 +43,10 @@ class RegistryArchitectureTest {
     void restControllersAnswerRecords() {
         ArchitectureRules.restControllersAnswerRecords(ROOT).check(REGISTRY);
     }
+
+    /** Daemon threads are made in one place, {@code DaemonThreads}. */
+    @Test
+    void daemonThreadsOnlyFromDaemonThreads() {
+        ArchitectureRules.daemonThreadsOnlyFromDaemonThreads(ROOT).check(REGISTRY);
+    }
 }

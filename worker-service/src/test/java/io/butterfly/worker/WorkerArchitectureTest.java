@@ -50,4 +50,10 @@ class WorkerArchitectureTest {
     void restControllersAnswerRecords() {
         ArchitectureRules.restControllersAnswerRecords(ROOT).check(WORKER);
     }
+
+    /** Daemon threads are made in one place, {@code DaemonThreads}. */
+    @Test
+    void daemonThreadsOnlyFromDaemonThreads() {
+        ArchitectureRules.daemonThreadsOnlyFromDaemonThreads(ROOT).check(WORKER);
+    }
 }

@@ -1,6 +1,7 @@
 package io.butterfly.cli.bench;
 
 import io.butterfly.cli.http.PlainHttp;
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,15 +39,12 @@ final class MixedLoad implements AutoCloseable {
     MixedLoad start(int count, long seed) {
         for (int c = 0; c < count; c++) {
             SplittableRandom random = new SplittableRandom(seed * 17 + c);
-            Thread t = new Thread(() -> {
+            clients.add(DaemonThreads.start("mixed-load-" + c, () -> {
                 while (running.get()) {
                     Kind kind = Kind.values()[random.nextInt(Kind.values().length)];
                     count(kind, one(kind, random));
                 }
-            }, "mixed-load-" + c);
-            t.setDaemon(true);
-            t.start();
-            clients.add(t);
+            }));
         }
         return this;
     }

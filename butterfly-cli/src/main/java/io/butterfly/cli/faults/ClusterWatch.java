@@ -1,6 +1,7 @@
 package io.butterfly.cli.faults;
 
 import io.butterfly.cli.http.PlainHttp;
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
@@ -26,7 +27,7 @@ public final class ClusterWatch implements AutoCloseable {
     public ClusterWatch(Supplier<List<String>> replicas, History history, Duration period) {
         this.replicas = replicas;
         this.history = history;
-        this.thread = new Thread(() -> {
+        this.thread = DaemonThreads.start("cluster-watch", () -> {
             while (running) {
                 replicas.get().forEach(this::observe);
                 try {
@@ -35,9 +36,7 @@ public final class ClusterWatch implements AutoCloseable {
                     return;
                 }
             }
-        }, "cluster-watch");
-        thread.setDaemon(true);
-        thread.start();
+        });
     }
 
     private void observe(String base) {

@@ -1,6 +1,7 @@
 package io.butterfly.cli.faults;
 
 import io.butterfly.cli.http.ResumableStream;
+import io.butterfly.common.concurrent.DaemonThreads;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,14 +49,11 @@ public final class SteadyLoad implements AutoCloseable {
     public SteadyLoad start(int count, long seed) {
         for (int c = 0; c < count; c++) {
             SplittableRandom random = new SplittableRandom(seed * 31 + c);
-            Thread t = new Thread(() -> {
+            clients.add(DaemonThreads.start("steady-load-" + c, () -> {
                 while (running.get()) {
                     one(requests.get(random.nextInt(requests.size())), random);
                 }
-            }, "steady-load-" + c);
-            t.setDaemon(true);
-            t.start();
-            clients.add(t);
+            }));
         }
         return this;
     }

@@ -8,6 +8,7 @@ import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.domain.JavaMethod;
 import com.tngtech.archunit.core.domain.JavaParameterizedType;
 import com.tngtech.archunit.core.domain.JavaType;
+import com.tngtech.archunit.core.domain.JavaWildcardType;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchCondition;
@@ -16,6 +17,7 @@ import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
 import java.util.Arrays;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 
 /**
@@ -98,9 +100,20 @@ public final class ArchitectureRules {
     /**
      * The public methods of the REST controllers under {@code root} answer records, not maps (nor lists or futures of
      * maps): a JSON answer's fields are named once, in the record the server, the CLI and the tests share
-     * ({@code io.butterfly.common.api}).
+     * ({@code io.butterfly.common.api}). Nor an answer whose type says nothing ({@code Object},
+     * {@code ResponseEntity<?>}), which could hide a map from this rule: a refusal is an exception the problem handler
+     * turns into its problem, not a second body type.
      */
     public static ArchRule restControllersAnswerRecords(String root) {
+        return restControllersAnswerRecords(root, Set.of());
+    }
+
+    /**
+     * As {@link #restControllersAnswerRecords(String)}, but the methods named in {@code eitherKind}
+     * ({@code owner.method}, each with its reason where the test names it) may answer a type that names nothing: one
+     * path answering a stream or a record, as the body asks (OpenAI's {@code stream}). A Map is refused there too.
+     */
+    public static ArchRule restControllersAnswerRecords(String root, Set<String> eitherKind) {
         return methods().that().areDeclaredInClassesThat().resideInAPackage(root + "..")
                 .and().areDeclaredInClassesThat()
                 .areAnnotatedWith("org.springframework.web.bind.annotation.RestController")
@@ -111,6 +124,11 @@ public final class ArchitectureRules {
                         if (mentionsMap(method.getReturnType())) {
                             events.add(SimpleConditionEvent.violated(method, method.getFullName()
                                     + " answers a Map: answer a record of io.butterfly.common.api"));
+                        } else if (hidesItsType(method.getReturnType())
+                                && !eitherKind.contains(method.getOwner().getName() + "." + method.getName())) {
+                            events.add(SimpleConditionEvent.violated(method, method.getFullName()
+                                    + " answers " + method.getReturnType().getName() + ", which names no type: answer"
+                                    + " a record of io.butterfly.common.api, and refuse by an exception"));
                         }
                     }
                 })
@@ -120,5 +138,25 @@ public final class ArchitectureRules {
     private static boolean mentionsMap(JavaType type) {
         return type.toErasure().isAssignableTo(Map.class) || type instanceof JavaParameterizedType p
                 && p.getActualTypeArguments().stream().anyMatch(ArchitectureRules::mentionsMap);
+    }
+
+    /** {@code Object}, or a wildcard ({@code ?}, {@code ? extends Object}), anywhere in the type. */
+    private static boolean hidesItsType(JavaType type) {
+        if (type instanceof JavaWildcardType w) {
+            return w.getUpperBounds().stream().allMatch(b -> b.toErasure().isEquivalentTo(Object.class));
+        }
+        return type.toErasure().isEquivalentTo(Object.class) || type instanceof JavaParameterizedType p
+                && p.getActualTypeArguments().stream().anyMatch(ArchitectureRules::hidesItsType);
+    }
+
+    /**
+     * Threads are made daemons in one place, {@code io.butterfly.common.concurrent.DaemonThreads} (named, started,
+     * or a factory for a pool), not by hand in each class.
+     */
+    public static ArchRule daemonThreadsOnlyFromDaemonThreads(String root) {
+        return noClasses().that().resideInAPackage(root + "..")
+                .and().doNotHaveFullyQualifiedName("io.butterfly.common.concurrent.DaemonThreads")
+                .should().callMethod(Thread.class, "setDaemon", boolean.class)
+                .because("background threads are made one way, by DaemonThreads, with a name that says what they do");
     }
 }

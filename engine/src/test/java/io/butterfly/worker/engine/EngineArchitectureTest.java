@@ -38,4 +38,10 @@ class EngineArchitectureTest {
     void packagesHaveNoCycles() {
         ArchitectureRules.noPackageCycles(ROOT).check(ENGINE);
     }
+
+    /** Daemon threads are made in one place, {@code DaemonThreads}. */
+    @Test
+    void daemonThreadsOnlyFromDaemonThreads() {
+        ArchitectureRules.daemonThreadsOnlyFromDaemonThreads(ROOT).check(ENGINE);
+    }
 }

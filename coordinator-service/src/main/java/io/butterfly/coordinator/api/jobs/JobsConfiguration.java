@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.api.jobs;
 
+import io.butterfly.common.concurrent.DaemonThreads;
 import io.butterfly.common.tls.ClusterTls;
 import io.butterfly.coordinator.config.CoordinatorProperties;
 import io.butterfly.coordinator.config.JobsProperties;
@@ -12,7 +13,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Clock;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -31,12 +31,7 @@ public class JobsConfiguration {
     /** Where the JOBS port's control-log commits wait (never on the event loop). */
     @Bean(destroyMethod = "shutdownNow")
     ExecutorService jobsCommits(JobsProperties jobs) {
-        AtomicInteger n = new AtomicInteger();
-        return Executors.newFixedThreadPool(jobs.commitThreads(), r -> {
-            Thread t = new Thread(r, "jobs-commit-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        return Executors.newFixedThreadPool(jobs.commitThreads(), DaemonThreads.numbered("jobs-commit"));
     }
 
     @Bean

@@ -17,7 +17,8 @@ import org.springframework.test.web.servlet.setup.MockMvcBuilders;
 class StateMachineControllerTest {
 
     private final InMemoryControlLog control = new InMemoryControlLog();
-    private final MockMvc mvc = MockMvcBuilders.standaloneSetup(new StateMachineController(control)).build();
+    private final MockMvc mvc = MockMvcBuilders.standaloneSetup(new StateMachineController(control))
+            .setControllerAdvice(new ProblemHandler()).build();
 
     @AfterEach
     void tearDown() {
@@ -37,6 +38,10 @@ class StateMachineControllerTest {
                 .andExpect(content().string(containsString("SUSPECT --> FAILED : confirm_failure()")));
         mvc.perform(get("/api/v1/system/diagram").param("machine", "nope")).andExpect(status().isBadRequest())
                 .andExpect(content().contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON))
+                .andExpect(jsonPath("$.title").value("Invalid request"))
+                .andExpect(jsonPath("$.status").value(400))
+                .andExpect(jsonPath("$.detail").value(startsWith("unknown machine 'nope'; one of system, ")))
+                .andExpect(jsonPath("$.instance").value("/api/v1/system/diagram"))
                 .andExpect(jsonPath("$.field").value("machine"));
     }
 
@@ -57,6 +62,8 @@ class StateMachineControllerTest {
         mvc.perform(get("/api/v1/system/machines/worker"))
                 .andExpect(jsonPath("$.deviations.length()").value(0));
         mvc.perform(get("/api/v1/system/machines/nope")).andExpect(status().isBadRequest())
+                .andExpect(content().contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON))
+                .andExpect(jsonPath("$.title").value("Invalid request"))
                 .andExpect(jsonPath("$.field").value("machine"));
     }
 
@@ -81,6 +88,10 @@ class StateMachineControllerTest {
                 .andExpect(jsonPath("$.transitions[1].to").value("BOOTSTRAPPING"));
         mvc.perform(get("/api/v1/system/transitions").param("limit", "0"))
                 .andExpect(status().isBadRequest())
+                .andExpect(content().contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON))
+                .andExpect(jsonPath("$.title").value("Bad Request"))
+                .andExpect(jsonPath("$.detail").value("limit must be between 1 and 1000, was 0"))
+                .andExpect(jsonPath("$.instance").value("/api/v1/system/transitions"))
                 .andExpect(jsonPath("$.field").value("limit"));
     }
 }

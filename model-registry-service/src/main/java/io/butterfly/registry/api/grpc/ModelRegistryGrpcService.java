@@ -2,6 +2,7 @@ package io.butterfly.registry.api.grpc;
 
 import io.butterfly.common.grpc.ManifestMessages;
 import com.google.protobuf.UnsafeByteOperations;
+import io.butterfly.common.error.Backoff;
 import io.butterfly.common.error.ButterflyException;
 import io.butterfly.common.error.ErrorKind;
 import io.butterfly.common.hash.Sha256;
@@ -25,12 +26,12 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,6 +47,12 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
     static final int MIN_CHUNK_BYTES = ChunkCodec.MIN_CHUNK_BYTES;
 
     private static final Logger log = LoggerFactory.getLogger(ModelRegistryGrpcService.class);
+    /**
+     * How long a chunk waits between looks at the transport's flow control: 50 us doubling to 1 ms. Capped low: the
+     * reader frees its window within milliseconds, and every millisecond slept past that is transfer time lost (a
+     * 20 ms cap cost up to half of the bandwidth on a busy machine).
+     */
+    private static final Backoff READY_POLL = Backoff.exponential(Duration.ofNanos(50_000), Duration.ofMillis(1));
 
     private final ModelCatalog catalog;
     private final int maxChunkBytes;
@@ -191,15 +198,11 @@ public class ModelRegistryGrpcService extends ModelRegistryGrpc.ModelRegistryImp
         if (call == null) {
             return true;
         }
-        long parkNanos = TimeUnit.MICROSECONDS.toNanos(50);
-        while (!call.isReady()) {
+        for (int polls = 0; !call.isReady(); polls++) {
             if (call.isCancelled()) {
                 return false;
             }
-            LockSupport.parkNanos(parkNanos);
-            // Capped low: the reader frees its window within milliseconds, and every millisecond slept past
-            // that is transfer time lost (a 20 ms cap cost up to half of the bandwidth on a busy machine).
-            parkNanos = Math.min(parkNanos * 2, TimeUnit.MILLISECONDS.toNanos(1));
+            LockSupport.parkNanos(READY_POLL.nanos(polls));
         }
         return !call.isCancelled();
     }
