@@ -26,20 +26,6 @@ public record AuditProperties(
         }
     }
 
-    /**
-     * Refuses audits with several pipelines (issue #52): an audit pipeline of spares holds the one serving pipeline's
-     * stages again and compares their hashes stage by stage; several pipelines, each split its own way, would need one
-     * audit pipeline each, which is not built. Refused at start-up rather than auditing wrongly.
-     */
-    public void checkPipelines(int pipelines) {
-        if (fraction > 0 && pipelines > 1) {
-            throw new IllegalStateException("butterfly.coordinator.audit.fraction=" + fraction
-                    + " cannot be used with butterfly.coordinator.planning.pipelines=" + pipelines
-                    + ": audits check one pipeline only; set butterfly.coordinator.audit.fraction=0 or"
-                    + " butterfly.coordinator.planning.pipelines=1 (docs/verified-execution.md#audits)");
-        }
-    }
-
     public StepAuditor.Settings settings() {
         return new StepAuditor.Settings(fraction, beforeSampling, key != 0 ? key : new SecureRandom().nextLong());
     }

@@ -71,9 +71,8 @@ public class InferenceConfiguration {
 
     /** Audits steps on spares holding the same layers again (docs/verified-execution.md#audits); 0 %: none. */
     @Bean(destroyMethod = "close")
-    StepAuditor stepAuditor(AuditProperties audit, PlanningProperties planning, Pipeline pipeline, Workers workers,
-                            ControlLog control, InferenceService inference) {
-        audit.checkPipelines(planning.planning().pipelines()); // refused at start-up: audits check one pipeline
+    StepAuditor stepAuditor(AuditProperties audit, Pipeline pipeline, Workers workers, ControlLog control,
+                            InferenceService inference) {
         StepAuditor auditor = new StepAuditor(audit.settings(), pipeline, workers, control);
         if (audit.fraction() > 0) {
             inference.audit(auditor);

@@ -456,5 +456,10 @@ public final class ScaleSimulation {
         sizes.forEach(n -> counts.add(n / 3));
         System.out.println();
         ServingSimulation.print(footprint(Settings.of(3)), counts.stream().distinct().sorted().toList());
+        // Pipelines of different speeds: pools of workers of random rates, each pipeline's capacity against the sum.
+        List<Integer> pools = new ArrayList<>(List.of(12, 30));
+        pools.addAll(sizes);
+        System.out.println();
+        ServingSimulation.printMixed(footprint(Settings.of(3)), pools.stream().distinct().sorted().toList(), 52);
     }
 }

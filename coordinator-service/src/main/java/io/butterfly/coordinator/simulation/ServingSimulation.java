@@ -32,6 +32,11 @@ import java.util.Random;
  * <p>Closed loop: every client sends its next request as soon as its last one finished. The prompts share a few long
  * system prefixes, so the router's prefix affinity is at play against its load balance. What is reported is the
  * generated tokens per simulated second after a warm-up, against {@code k} times that of one pipeline.
+ *
+ * <p>Pipelines of different speeds ({@link #runMixed}): a pool of workers of random rates and memories is planned the
+ * same way, so its pipelines differ in their number of stages and in their stages' times. Each pipeline's capacity is
+ * what it generates alone under enough clients to keep its running limit full; then all of them serve together,
+ * routed by the router, under as many clients per pipeline, against the sum of their capacities.
  */
 public final class ServingSimulation {
 
@@ -62,6 +67,40 @@ public final class ServingSimulation {
     public record Row(int workers, int pipelines, double tokensPerSecond, long requests) {
     }
 
+    /**
+     * Pipelines of different speeds: each one's capacity (tokens/s alone, its running limit kept full) and what they
+     * generate together, routed by the router, with as many clients per pipeline.
+     */
+    public record Mixed(int workers, List<Integer> stages, List<Double> capacities, double tokensPerSecond,
+                        long requests) {
+
+        public Mixed {
+            stages = List.copyOf(stages);
+            capacities = List.copyOf(capacities);
+        }
+
+        public int pipelines() {
+            return capacities.size();
+        }
+
+        public double capacity() {
+            return capacities.stream().mapToDouble(Double::doubleValue).sum();
+        }
+
+        /** Together against the sum of the capacities alone. */
+        public double ratio() {
+            return tokensPerSecond / capacity();
+        }
+
+        public double slowest() {
+            return capacities.stream().mapToDouble(Double::doubleValue).min().orElse(0);
+        }
+
+        public double fastest() {
+            return capacities.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+        }
+    }
+
     private static final int BLOCK_TOKENS = 16;
     private static final int ROUTER_BLOCKS = 8_192;
 
@@ -80,14 +119,55 @@ public final class ServingSimulation {
         for (int i = 0; i < k * settings.workersPerPipeline(); i++) {
             pool.add(new WorkerCapacity(String.format(Locale.ROOT, "w%05d", i), settings.gflops(), memory));
         }
+        List<double[]> pipelines = plan(pool);
+        Run run = run(pipelines, k * settings.clientsPerPipeline());
+        return new Row(pool.size(), pipelines.size(), run.counted * 1000.0 / settings.measuredMs(), run.requests);
+    }
+
+    /**
+     * Plans and serves a pool of {@code workers} workers of different speeds (seeded): each one's rate drawn from
+     * {@code [minGflops, maxGflops)}, its memory enough for a third or for a half of the model, so pipelines have two
+     * or three stages. Each planned pipeline alone, then all together, with {@link #saturatingClients()} clients per
+     * pipeline.
+     */
+    public Mixed runMixed(int workers, double minGflops, double maxGflops, long poolSeed) {
+        Random random = new Random(poolSeed);
+        long third = memoryPerWorker();
+        long half = model.totalBytes(2) / 2 + model.totalBytes(2) / 40;
+        List<WorkerCapacity> pool = new ArrayList<>();
+        for (int i = 0; i < workers; i++) {
+            pool.add(new WorkerCapacity(String.format(Locale.ROOT, "w%05d", i),
+                    minGflops + random.nextDouble() * (maxGflops - minGflops), random.nextBoolean() ? third : half));
+        }
+        List<double[]> pipelines = plan(pool);
+        int clients = saturatingClients();
+        List<Double> capacities = new ArrayList<>();
+        for (double[] p : pipelines) {
+            capacities.add(run(List.of(p), clients).counted * 1000.0 / settings.measuredMs());
+        }
+        Run together = run(pipelines, clients * pipelines.size());
+        return new Mixed(workers, pipelines.stream().map(p -> p.length).toList(), capacities,
+                together.counted * 1000.0 / settings.measuredMs(), together.requests);
+    }
+
+    /** Clients per pipeline that keep its running limit full: half as many again waiting. */
+    public int saturatingClients() {
+        return settings.maxRunning() + settings.maxRunning() / 2;
+    }
+
+    /** The pool planned by the real planner (the count left to it, no spares): each pipeline's stage times. */
+    private List<double[]> plan(List<WorkerCapacity> pool) {
         PipelinesPlan plan = new MultiPipelinePlanner(PlannerKind.OPTIMAL.create()).plan(model, pool, 0, 0);
         Map<String, WorkerCapacity> byId = new HashMap<>();
         pool.forEach(w -> byId.put(w.nodeId(), w));
-        Run run = new Run(plan.pipelines().stream().map(p -> new SimPipeline(stageMs(p, byId))).toList(),
-                k * settings.clientsPerPipeline());
+        return plan.pipelines().stream().map(p -> stageMs(p, byId)).toList();
+    }
+
+    /** A closed-loop run of {@code clients} over pipelines of these stage times, served to its end. */
+    private Run run(List<double[]> pipelines, int clients) {
+        Run run = new Run(pipelines.stream().map(SimPipeline::new).toList(), clients);
         run.serve();
-        return new Row(pool.size(), plan.pipelines().size(), run.counted * 1000.0 / settings.measuredMs(),
-                run.requests);
+        return run;
     }
 
     /** Each worker's memory: a pipeline of {@code workersPerPipeline} of them just holds the model. */
@@ -255,6 +335,25 @@ public final class ServingSimulation {
 
         void at(double atMs, Runnable run) {
             events.add(new Event(atMs, seq++, run));
+        }
+    }
+
+    /**
+     * Pools of workers of 20 to 80 GFLOP/s and two sizes of memory ({@link #runMixed}), one row each: its pipelines,
+     * their capacities alone, and what they generate together against the sum.
+     */
+    public static void printMixed(ModelFootprint model, List<Integer> pools, long seed) {
+        ServingSimulation sim = new ServingSimulation(Settings.of(), model);
+        System.out.printf(Locale.ROOT, "pipelines of different speeds (workers of 20-80 GFLOP/s, memory for a third or"
+                + " a half of the model; %d clients per pipeline):%n", sim.saturatingClients());
+        System.out.println("workers  pipelines  stages  slowest_tokens_per_s  fastest_tokens_per_s"
+                + "  sum_of_capacities  together_tokens_per_s  ratio_to_sum");
+        for (int n : pools) {
+            Mixed m = sim.runMixed(n, 20, 80, seed);
+            System.out.printf(Locale.ROOT, "%7d  %9d  %6s  %20.1f  %20.1f  %17.1f  %21.1f  %12.3f%n", m.workers(),
+                    m.pipelines(), m.stages().stream().mapToInt(Integer::intValue).min().orElse(0) + "-"
+                            + m.stages().stream().mapToInt(Integer::intValue).max().orElse(0), m.slowest(),
+                    m.fastest(), m.capacity(), m.tokensPerSecond(), m.ratio());
         }
     }
 

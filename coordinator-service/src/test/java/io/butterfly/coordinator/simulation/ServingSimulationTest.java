@@ -46,4 +46,23 @@ class ServingSimulationTest {
             }
         }
     }
+
+    /**
+     * Pipelines of different speeds (workers of 20-80 GFLOP/s, two or three stages each): the planner forms them and the
+     * router spreads the clients so that together they generate at least 0.9 of the sum of what each does alone, its
+     * running limit kept full.
+     */
+    @Test
+    void pipelinesOfDifferentSpeedsTogetherGenerateAtLeastNineTenthsOfTheSumOfTheirCapacities() {
+        for (long seed = 1; seed <= 3; seed++) {
+            for (int workers : new int[] {12, 30, 99}) {
+                ServingSimulation.Mixed m = simulation(seed).runMixed(workers, 20, 80, seed * 1_000 + workers);
+                assertThat(m.pipelines()).as("seed %d, %d workers", seed, workers).isGreaterThanOrEqualTo(2);
+                assertThat(m.fastest()).as("seed %d, %d workers: pipelines of different speeds %s", seed, workers,
+                        m.capacities()).isGreaterThan(1.3 * m.slowest());
+                assertThat(m.tokensPerSecond()).as("seed %d, %d workers: together against the sum of %s", seed,
+                        workers, m.capacities()).isGreaterThanOrEqualTo(0.9 * m.capacity());
+            }
+        }
+    }
 }

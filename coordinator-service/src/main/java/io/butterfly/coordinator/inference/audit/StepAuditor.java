@@ -7,12 +7,12 @@ import io.butterfly.common.error.ErrorKind;
 import io.butterfly.coordinator.cluster.ClusterCommand;
 import io.butterfly.coordinator.cluster.ClusterState;
 import io.butterfly.coordinator.cluster.NodeInfo;
-import io.butterfly.coordinator.cluster.NodeRecord;
 import io.butterfly.coordinator.control.ControlLog;
 import io.butterfly.coordinator.inference.engine.EngineCore;
 import io.butterfly.coordinator.inference.engine.Pipeline;
 import io.butterfly.coordinator.inference.engine.StepInput;
 import io.butterfly.coordinator.inference.engine.StepResult;
+import io.butterfly.coordinator.planning.StageAssignment;
 import io.butterfly.coordinator.reconcile.Assignment;
 import io.butterfly.coordinator.reconcile.Workers;
 import java.time.Duration;
@@ -21,6 +21,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -44,6 +45,12 @@ import org.slf4j.LoggerFactory;
  * audit disagreed, or could not run, fails resumably, so its sequences pause and replay on the next plan instead of
  * sampling from it: no token from an unverified step reaches a client. Otherwise the audit runs off the critical path
  * and a verdict evicts after the fact.
+ *
+ * <p>With several pipelines (docs/scale-out.md), the pipelines with the same stages' layers share an audit pipeline
+ * (and a referee pipeline), spares taken for each such layout in turn; a step is audited on the one of the pipeline
+ * that served it (the workers its hashes name), as long as its epoch is that pipeline's steps' epoch. An audit step
+ * carries the epoch the spares were assigned in, which is the current one: a pipeline that a re-plan of another left
+ * untouched keeps sending steps of an earlier epoch, and they are audited as before.
  *
  * <p>Audits run one at a time, in the order their steps were sent (a chain of futures); the chain's state is touched
  * only inside it, apart from each sequence's token history, which the engine's thread appends under its lock. Nothing
@@ -72,9 +79,24 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
     public record Counts(long audited, long agreed, long disputed, long evicted, long unavailable, long skipped) {
     }
 
-    /** Where audits compute in one epoch: per served stage, its auditor and (if enough spares) its referee. */
-    private record Placement(long epoch, List<NodeInfo> served, List<NodeInfo> auditors, Pipeline.Route auditRoute,
-                             List<NodeInfo> referees, Pipeline.Route refereeRoute) {
+    /**
+     * Where the steps of one serving pipeline are audited: per served stage, its auditor and (if enough spares) its
+     * referee. {@code epoch} is the epoch the pipeline's steps carry, {@code assigned} the one the spares were assigned
+     * in (the current one), which audit steps carry.
+     */
+    private record Placement(long epoch, long assigned, List<NodeInfo> served, List<NodeInfo> auditors,
+                             Pipeline.Route auditRoute, List<NodeInfo> referees, Pipeline.Route refereeRoute) {
+
+        /** Whether a step of {@code stepEpoch} that the stages {@code servedBy} computed is this pipeline's. */
+        boolean serves(long stepEpoch, List<String> servedBy) {
+            return epoch == stepEpoch && (servedBy == null
+                    || servedBy.equals(served.stream().map(NodeInfo::nodeId).toList()));
+        }
+    }
+
+    /** The auditors and referees of one layout of stages, shared by the pipelines of that layout. */
+    private record Spares(List<NodeInfo> auditors, Pipeline.Route auditRoute, List<NodeInfo> referees,
+                          Pipeline.Route refereeRoute) {
     }
 
     /** A sequence as the audit pipeline holds it: its tokens by position, and its shadow's KV cache. */
@@ -84,6 +106,8 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
         /** False when the auditor met the sequence after its first step: it cannot be audited, not knowing its past. */
         boolean known;
         String id;
+        /** The audit pipeline holding the shadow's KV cache. */
+        Pipeline.Route route;
         int cached;
     }
 
@@ -103,7 +127,8 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
     private final AtomicLong evicted = new AtomicLong();
     private final AtomicLong unavailable = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
-    private volatile Placement placement;
+    /** One per serving pipeline that is audited, in pipeline order. */
+    private volatile List<Placement> placements = List.of();
     /** Serializes placements; never held by an audit. */
     private final Object placing = new Object();
     /** Guards {@link #chain}; held only to link the next audit. */
@@ -134,9 +159,9 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
     }
 
     /**
-     * Assigns spares the serving stages' layers for the current epoch: the audit pipeline, then the referee pipeline.
-     * Too few spares for an audit pipeline: nothing is audited (with {@code beforeSampling}, audited steps then fail
-     * and their sequences wait for one).
+     * Assigns spares the serving stages' layers for the current epoch: per layout of the pipelines' stages, an audit
+     * pipeline, then, spares allowing, a referee pipeline. Too few spares for a layout's audit pipeline: its pipelines
+     * are not audited (with {@code beforeSampling}, their audited steps then fail and their sequences wait for one).
      */
     private void place() {
         synchronized (placing) {
@@ -146,44 +171,75 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
 
     private void placeNow() {
         ClusterState s = control.state();
-        if (s.pipeline().isEmpty() || settings.fraction() == 0) {
-            placement = null;
+        List<List<StageAssignment>> pipelines = s.pipelines();
+        if (pipelines.isEmpty() || settings.fraction() == 0) {
+            placements = List.of();
             return;
         }
-        List<NodeInfo> served = new ArrayList<>();
-        List<NodeRecord> stages = new ArrayList<>();
-        for (String id : s.pipeline()) {
-            NodeRecord n = s.nodes().get(id);
-            if (n == null || n.layerStart() == null) {
-                placement = null;
-                return;
+        for (List<StageAssignment> p : pipelines) {
+            for (StageAssignment stage : p) {
+                if (s.nodes().get(stage.nodeId()) == null) {
+                    placements = List.of();
+                    return;
+                }
             }
-            served.add(n.info());
-            stages.add(n);
-        }
-        List<String> spares = s.spares();
-        int k = stages.size();
-        if (spares.size() < k) {
-            log.warn("audits need {} spare worker(s) to hold the {} stage(s) again, {} available: none is audited",
-                    k, k, spares.size());
-            placement = null;
-            return;
         }
         long term = control.raftStatus().term();
-        List<NodeInfo> auditors = assign(s, stages, spares.subList(0, k), term);
-        List<NodeInfo> referees = spares.size() >= 2 * k ? assign(s, stages, spares.subList(k, 2 * k), term) : List.of();
-        shadows.values().forEach(sh -> sh.id = null); // the new pipeline holds none of the old shadows' caches
-        placement = new Placement(s.epoch(), served, auditors, pipeline.route(auditors), referees,
-                referees.isEmpty() ? null : pipeline.route(referees));
-        log.info("audits (fraction {}{}) of epoch {}: stages {} audited by {}, refereed by {}", settings.fraction(),
-                settings.beforeSampling() ? ", before sampling" : "", s.epoch(), s.pipeline(),
-                auditors.stream().map(NodeInfo::nodeId).toList(), referees.stream().map(NodeInfo::nodeId).toList());
+        Map<List<List<Object>>, List<StageAssignment>> layouts = new LinkedHashMap<>();
+        pipelines.forEach(p -> layouts.putIfAbsent(layout(p), p));
+        List<String> spares = s.spares();
+        Map<List<List<Object>>, List<NodeInfo>> auditors = new LinkedHashMap<>();
+        int used = 0;
+        for (Map.Entry<List<List<Object>>, List<StageAssignment>> e : layouts.entrySet()) {
+            int k = e.getValue().size();
+            if (spares.size() - used < k) {
+                log.warn("audits need {} spare worker(s) to hold the {} stage(s) of {} again, {} available: its"
+                        + " pipeline(s) are not audited", k, k, e.getKey(), spares.size() - used);
+                continue;
+            }
+            auditors.put(e.getKey(), assign(s, e.getValue(), spares.subList(used, used + k), term));
+            used += k;
+        }
+        Map<List<List<Object>>, Spares> bySpares = new LinkedHashMap<>();
+        for (Map.Entry<List<List<Object>>, List<NodeInfo>> e : auditors.entrySet()) {
+            List<StageAssignment> stages = layouts.get(e.getKey());
+            int k = stages.size();
+            List<NodeInfo> referees = spares.size() - used >= k
+                    ? assign(s, stages, spares.subList(used, used + k), term) : List.of();
+            used += referees.size();
+            bySpares.put(e.getKey(), new Spares(e.getValue(), pipeline.route(e.getValue()), referees,
+                    referees.isEmpty() ? null : pipeline.route(referees)));
+        }
+        List<Placement> out = new ArrayList<>();
+        for (List<StageAssignment> p : pipelines) {
+            Spares sp = bySpares.get(layout(p));
+            if (sp != null) {
+                List<NodeInfo> served = p.stream().map(stage -> s.nodes().get(stage.nodeId()).info()).toList();
+                out.add(new Placement(s.stepsEpoch(p), s.epoch(), served, sp.auditors(), sp.auditRoute(),
+                        sp.referees(), sp.refereeRoute()));
+            }
+        }
+        shadows.values().forEach(sh -> sh.id = null); // the new audit pipelines hold none of the old shadows' caches
+        placements = List.copyOf(out);
+        for (Placement where : out) {
+            log.info("audits (fraction {}{}) of epoch {}: stages {} (steps of epoch {}) audited by {}, refereed by {}",
+                    settings.fraction(), settings.beforeSampling() ? ", before sampling" : "", s.epoch(),
+                    where.served().stream().map(NodeInfo::nodeId).toList(), where.epoch(),
+                    where.auditors().stream().map(NodeInfo::nodeId).toList(),
+                    where.referees().stream().map(NodeInfo::nodeId).toList());
+        }
     }
 
-    private List<NodeInfo> assign(ClusterState s, List<NodeRecord> stages, List<String> spares, long term) {
+    /** A pipeline's stages as an audit pipeline must hold them again: each one's layers, embedding and head. */
+    private static List<List<Object>> layout(List<StageAssignment> stages) {
+        return stages.stream().map(st -> List.<Object>of(st.layerStart(), st.layerEnd(), st.hasEmbedding(),
+                st.hasHead())).toList();
+    }
+
+    private List<NodeInfo> assign(ClusterState s, List<StageAssignment> stages, List<String> spares, long term) {
         List<NodeInfo> out = new ArrayList<>();
         for (int i = 0; i < stages.size(); i++) {
-            NodeRecord stage = stages.get(i);
+            StageAssignment stage = stages.get(i);
             NodeInfo spare = s.nodes().get(spares.get(i)).info();
             try {
                 workers.assign(spare, new Assignment(s.modelId(), stage.layerStart(), stage.layerEnd(),
@@ -211,11 +267,11 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                 }
             }
         }
-        Placement where = placement;
+        List<Placement> where = placements;
         if (chosen.isEmpty() || settings.fraction() == 0) {
             return served;
         }
-        if (where == null || where.epoch() != input.epoch()) {
+        if (where.stream().noneMatch(p -> p.serves(input.epoch(), null))) {
             unavailable.incrementAndGet();
             return settings.beforeSampling() ? served.thenCompose(r -> CompletableFuture.failedFuture(unavailable(
                     "no audit pipeline serves epoch " + input.epoch() + " yet"))) : served;
@@ -226,7 +282,7 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                 return served;
             }
             pending.incrementAndGet();
-            served.thenAcceptAsync(r -> enqueue(where, input, r, chosen).whenComplete((v, e) -> pending.decrementAndGet()),
+            served.thenAcceptAsync(r -> auditOn(where, input, r, chosen).whenComplete((v, e) -> pending.decrementAndGet()),
                     calls).whenComplete((v, e) -> {
                         if (e != null) {
                             pending.decrementAndGet(); // the step failed: nothing to audit
@@ -234,7 +290,22 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                     });
             return served;
         }
-        return served.thenComposeAsync(r -> enqueue(where, input, r, chosen).thenApply(v -> r), calls);
+        return served.thenComposeAsync(r -> auditOn(where, input, r, chosen).thenApply(v -> r), calls);
+    }
+
+    /** Audits the step on the audit pipeline of the pipeline that served it (the workers its hashes name). */
+    private CompletableFuture<Void> auditOn(List<Placement> where, StepInput input, StepResult served,
+                                            List<Audited> chosen) {
+        List<Placement> ofEpoch = where.stream().filter(p -> p.serves(input.epoch(), null)).toList();
+        List<String> servedBy = served.hashes().stream().map(StepResult.StageHashes::nodeId).toList();
+        Placement mine = ofEpoch.size() == 1 ? ofEpoch.get(0)
+                : ofEpoch.stream().filter(p -> p.serves(input.epoch(), servedBy)).findFirst().orElse(null);
+        if (mine == null) {
+            unavailable.incrementAndGet();
+            return CompletableFuture.failedFuture(unavailable("no audit pipeline for the step of epoch "
+                    + input.epoch() + " that " + servedBy + " computed"));
+        }
+        return enqueue(mine, input, served, chosen);
     }
 
     /** A slice chosen for audit and its sequence's tokens up to the slice's end. */
@@ -286,12 +357,14 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
         for (Audited a : chosen) {
             Shadow sh = shadows.get(a.slice().sequenceId());
             StepInput.Slice s = a.slice();
-            if (sh.id == null || sh.cached > s.position()) {
+            if (sh.id == null || sh.cached > s.position() || !Objects.equals(sh.route, where.auditRoute())) {
                 if (sh.id != null) {
                     String old = sh.id;
-                    calls.execute(() -> pipeline.release(where.auditRoute(), List.of(old)));
+                    Pipeline.Route holder = sh.route;
+                    calls.execute(() -> pipeline.release(holder, List.of(old)));
                 }
                 sh.id = "audit-" + generations.incrementAndGet() + "-" + s.sequenceId();
+                sh.route = where.auditRoute();
                 sh.cached = 0;
             }
             if (sh.cached < s.position()) {
@@ -304,8 +377,8 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
             stepTokens.add(Arrays.copyOfRange(a.history(), s.position(), s.position() + s.numTokens()));
         }
         CompletableFuture<StepResult> first = catchUp.isEmpty() ? CompletableFuture.completedFuture(null)
-                : pipeline.submit(where.auditRoute(), input(input.epoch(), catchUp, catchUpTokens));
-        return first.thenComposeAsync(v -> pipeline.submit(where.auditRoute(), input(input.epoch(), step, stepTokens)),
+                : pipeline.submit(where.auditRoute(), input(where.assigned(), catchUp, catchUpTokens));
+        return first.thenComposeAsync(v -> pipeline.submit(where.auditRoute(), input(where.assigned(), step, stepTokens)),
                         calls)
                 .handleAsync((auditResult, failure) -> {
                     if (failure != null) {
@@ -384,9 +457,9 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
             lastTokens.add(Arrays.copyOfRange(a.history(), s.position(), s.position() + s.numTokens()));
         }
         CompletableFuture<StepResult> first = history.isEmpty() ? CompletableFuture.completedFuture(null)
-                : pipeline.submit(where.refereeRoute(), input(input.epoch(), history, historyTokens));
-        return first.thenComposeAsync(v -> pipeline.submit(where.refereeRoute(), input(input.epoch(), last, lastTokens)),
-                        calls)
+                : pipeline.submit(where.refereeRoute(), input(where.assigned(), history, historyTokens));
+        return first.thenComposeAsync(v -> pipeline.submit(where.refereeRoute(), input(where.assigned(), last,
+                        lastTokens)), calls)
                 .handleAsync((r, failure) -> {
                     calls.execute(() -> pipeline.release(where.refereeRoute(), ids));
                     if (failure != null || r.hashes().size() <= stage) {
@@ -433,17 +506,14 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
 
     @Override
     public void released(List<String> ids) {
-        Placement where = placement;
-        List<String> gone = new ArrayList<>();
+        Map<Pipeline.Route, List<String>> gone = new LinkedHashMap<>();
         for (String id : ids) {
             Shadow sh = shadows.remove(id);
-            if (sh != null && sh.id != null) {
-                gone.add(sh.id);
+            if (sh != null && sh.id != null && sh.route != null) {
+                gone.computeIfAbsent(sh.route, r -> new ArrayList<>()).add(sh.id);
             }
         }
-        if (where != null && !gone.isEmpty()) {
-            calls.execute(() -> pipeline.release(where.auditRoute(), gone));
-        }
+        gone.forEach((route, shadowIds) -> calls.execute(() -> pipeline.release(route, shadowIds)));
     }
 
     private static ButterflyException unavailable(String why) {
