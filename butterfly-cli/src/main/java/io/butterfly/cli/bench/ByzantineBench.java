@@ -169,8 +169,8 @@ final class ByzantineBench {
                 launcher.up(options(setting.fraction(), setting.before()), new PrintWriter(PrintWriter.nullWriter()));
                 String base = launcher.ports().coordinatorUrl();
                 awaitState(base, s -> s.path("spares").size() == 2);
+                warmUp(base, seed);
                 SplittableRandom prompts = new SplittableRandom(seed);
-                send(base, body(prompts, 0)); // warm-up, not counted
                 double[] before = stageSeconds(base);
                 List<Long> ttft = new ArrayList<>();
                 long generated = 0;
@@ -210,6 +210,31 @@ final class ByzantineBench {
         out.printf(Locale.ROOT, "audit100_ttft_ratio=%.2f%n",
                 (double) figures.get(2).ttftP50Ms() / Math.max(1, off.ttftP50Ms()));
         return 0;
+    }
+
+    /**
+     * Requests (other prompts than the measured ones) until the services' JIT compilers have settled, as {@code bench}
+     * warms up ({@link JitSettling}): each setting runs on a fresh cluster, and a cold one serves at about half speed
+     * for its first thousands of tokens, which would decide the ratios. At least two requests, at most two minutes.
+     */
+    private void warmUp(String base, long seed) throws IOException, InterruptedException {
+        List<String> services = new ArrayList<>(List.of(base));
+        for (int w = 0; w < 3; w++) {
+            services.add("http://127.0.0.1:" + launcher.ports().workerHttp(w));
+        }
+        JitSettling jit = new JitSettling(services);
+        jit.skip();
+        SplittableRandom others = new SplittableRandom(~seed);
+        long cap = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        int rounds = 0;
+        while (rounds < 2 || !jit.settled() && System.nanoTime() < cap) {
+            send(base, body(others, rounds));
+            jit.roundEnded();
+            rounds++;
+        }
+        out.printf(Locale.ROOT, "  warm-up: %d requests, the compilers at %.1f%% of the last rounds' time%n", rounds,
+                100 * jit.recentShare());
+        out.flush();
     }
 
     private static double share(double part, double whole) {
