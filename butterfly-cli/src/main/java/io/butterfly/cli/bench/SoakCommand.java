@@ -172,7 +172,7 @@ public final class SoakCommand implements Callable<Integer> {
     /**
      * After one kill: when the coordinator was first seen to notice it (ms after the SIGKILL, -1 if not within {@link
      * #NOTICE_WITHIN}), and when it was READY with the worker back after that (ms after the SIGKILL, -1 if not within 5
-     * minutes).
+     * minutes after that, its new process joined and held neither SUSPECT nor FAILED).
      */
     record KillTimes(long noticedMs, long readyMs) {
     }
@@ -214,13 +214,37 @@ public final class SoakCommand implements Callable<Integer> {
         } else {
             out.printf(Locale.ROOT, "  killed %s (%s): noticed after %.1f s (%s)%n", victim.name(), node, noticedMs / 1e3, seen);
         }
-        long ms = awaitReady(replicas, workers, Duration.ofMinutes(5));
-        long readyMs = ms < 0 ? -1 : (System.nanoTime() - t0) / 1_000_000;
+        // READY, and the worker back: its new process joined, and the coordinator holds it neither SUSPECT nor
+        // FAILED (between the two the state is READY with the dead worker still in the pipeline).
+        String victimUrl = "http://127.0.0.1:" + victim.httpPort() + "/api/v1/worker/state";
+        long readyMs = -1;
+        String why = null;
+        while (System.nanoTime() - t0 < NOTICE_WITHIN.toNanos() + Duration.ofMinutes(5).toNanos()) {
+            why = ClusterWatch.notReady(replicas, workers);
+            if (why == null) {
+                why = KillNoticed.notBack(ClusterWatch.state(replicas.get(0)), json(victimUrl), node);
+            }
+            if (why == null) {
+                readyMs = (System.nanoTime() - t0) / 1_000_000;
+                break;
+            }
+            Thread.sleep(200);
+        }
+        String because = why;
         out.printf(Locale.ROOT, "  killed %s (%s): READY with it back after %s%n", victim.name(), node,
-                readyMs < 0 ? "more than 5 min (not READY: " + ClusterWatch.notReady(replicas, workers) + ")"
-                        : String.format(Locale.ROOT, "%.1f s", readyMs / 1e3));
+                readyMs < 0 ? "more than 5 min (" + because + ")" : String.format(Locale.ROOT, "%.1f s", readyMs / 1e3));
         out.flush();
         return new KillTimes(noticedMs, readyMs);
+    }
+
+    /** A JSON answer of {@code url}, or null while it does not give one. */
+    private static JsonNode json(String url) {
+        try {
+            io.butterfly.cli.http.PlainHttp.Response r = io.butterfly.cli.http.PlainHttp.get(url, Duration.ofSeconds(2));
+            return r.status() == 200 ? tools.jackson.databind.json.JsonMapper.builder().build().readTree(r.body()) : null;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
     }
 
     private static List<String> seconds(List<Long> ms) {

@@ -61,6 +61,33 @@ public final class KillNoticed {
         return null;
     }
 
+    /**
+     * What keeps a killed worker from being back, or null when it is: its new process answers and has joined, and the
+     * coordinator holds it neither SUSPECT nor FAILED. A READY cluster alone does not say so: between SUSPECT and FAILED
+     * the state is still READY with the dead worker in the pipeline (seen in the soak of 2026-12-04 evening: READY
+     * "with it back" 1.1 s after a kill, on a worker held SUSPECT).
+     *
+     * @param now    the coordinator's state
+     * @param itself the victim's own {@code /api/v1/worker/state} (null: no answer)
+     */
+    public static String notBack(JsonNode now, JsonNode itself, String victim) {
+        if (itself == null) {
+            return victim + " does not answer";
+        }
+        if (!itself.path("joined").asBoolean(false)) {
+            return victim + " has not joined";
+        }
+        JsonNode node = now == null ? null : worker(now, victim);
+        if (node == null) {
+            return victim + " is not a member";
+        }
+        String state = node.path("state").asString("");
+        if ("SUSPECT".equals(state) || "FAILED".equals(state)) {
+            return victim + " is " + state;
+        }
+        return null;
+    }
+
     private static JsonNode worker(JsonNode state, String id) {
         for (JsonNode n : state.path("nodes")) {
             if (id.equals(n.path("id").asString(null))) {

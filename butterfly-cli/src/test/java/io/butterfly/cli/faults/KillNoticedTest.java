@@ -105,6 +105,30 @@ class KillNoticedTest {
                 .isEqualTo("worker-1 left the membership");
     }
 
+    /**
+     * The soak of 2026-12-04 evening timed READY "with it back" 1.1 s after a kill: the victim was SUSPECT, still in the
+     * pipeline, and the cluster READY. Back means its new process joined and the coordinator holds it healthy.
+     */
+    @Test
+    void aSuspectVictimInAReadyClusterIsNotBackUntilItsNewProcessJoined() {
+        ObjectNode suspect = with(ready(4, null), s -> worker(s, "worker-1").put("state", "SUSPECT"));
+        java.util.Set<String> workers = java.util.Set.of("worker-0", "worker-1", "worker-2", "worker-3");
+        assertThat(ClusterWatch.notReady("coordinator-0", suspect, workers)).as("READY all the same").isNull();
+        ObjectNode joined = JSON.createObjectNode().put("node_id", "worker-1").put("joined", true);
+        assertThat(KillNoticed.notBack(suspect, joined, "worker-1")).isEqualTo("worker-1 is SUSPECT");
+        assertThat(KillNoticed.notBack(with(suspect, s -> worker(s, "worker-1").put("state", "FAILED")), joined,
+                "worker-1")).isEqualTo("worker-1 is FAILED");
+        ObjectNode healthy = ready(5, "2026-12-04T20:16:02Z");
+        assertThat(KillNoticed.notBack(healthy, null, "worker-1")).isEqualTo("worker-1 does not answer");
+        assertThat(KillNoticed.notBack(healthy, JSON.createObjectNode().put("joined", false), "worker-1"))
+                .isEqualTo("worker-1 has not joined");
+        assertThat(KillNoticed.notBack(with(healthy, s -> ((ArrayNode) s.path("nodes")).remove(2)), joined, "worker-1"))
+                .isEqualTo("worker-1 is not a member");
+        assertThat(KillNoticed.notBack(healthy, joined, "worker-1")).isNull();
+        assertThat(KillNoticed.notBack(with(healthy, s -> worker(s, "worker-1").put("state", "JOINED")), joined,
+                "worker-1")).as("back as a spare").isNull();
+    }
+
     @Test
     void anyOneSignOfTheKillIsSeenAndNoChangeElsewhereIs() {
         SplittableRandom random = new SplittableRandom(47);
