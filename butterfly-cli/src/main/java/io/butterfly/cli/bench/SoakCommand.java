@@ -7,6 +7,7 @@ import io.butterfly.cli.cluster.UpOptions;
 import io.butterfly.cli.command.Commands;
 import io.butterfly.cli.faults.ClusterWatch;
 import io.butterfly.cli.faults.History;
+import io.butterfly.cli.faults.KillNoticed;
 import io.butterfly.cli.faults.ScheduleRunner;
 import io.butterfly.cli.faults.SteadyLoad;
 import io.butterfly.cli.home.ButterflyHome;
@@ -115,8 +116,7 @@ public final class SoakCommand implements Callable<Integer> {
             Map<String, Long> logAtStart;
             Map<String, Vitals> atEnd;
             Map<String, Long> logAtEnd;
-            int kills = 0;
-            List<Long> readyAfter = new java.util.ArrayList<>();
+            List<KillTimes> kills = new java.util.ArrayList<>();
             try (SteadyLoad streams = new SteadyLoad(requests, () -> replicas, history, Duration.ofSeconds(90)).start(clients, seed);
                  MixedLoad mixed = new MixedLoad(replicas.get(0), modelId(replicas.get(0)), config.vocabSize(), 400)
                          .start(mixedClients, seed)) {
@@ -133,8 +133,7 @@ public final class SoakCommand implements Callable<Integer> {
                 while (System.nanoTime() < end) {
                     Thread.sleep(Math.max(1, Math.min(end, nextKill) - System.nanoTime()) / 1_000_000);
                     if (System.nanoTime() >= nextKill && System.nanoTime() < end) {
-                        kills++;
-                        readyAfter.add(killOne(supervisor, replicas, workers, random, out));
+                        kills.add(killOne(supervisor, replicas, workers, random, out));
                         nextKill = System.nanoTime() + every.toNanos();
                     }
                 }
@@ -147,10 +146,11 @@ public final class SoakCommand implements Callable<Integer> {
             print(out, "end", atEnd, logAtEnd);
             long wrong = history.count(History.Outcome.WRONG_TOKENS) + history.count(History.Outcome.UNCLEAR);
             history.wrongOutcomes().forEach(w -> out.println("  WRONG: " + w));
-            out.printf(Locale.ROOT, "checked streams %d: %d completed, %d failed clearly, %d wrong; kills=%d, READY after each"
-                            + " kill: %s s%n", history.requests(), history.count(History.Outcome.COMPLETED),
-                    history.count(History.Outcome.FAILED_CLEARLY), wrong, kills,
-                    readyAfter.stream().map(ms -> String.format(Locale.ROOT, "%.1f", ms / 1e3)).toList());
+            out.printf(Locale.ROOT, "checked streams %d: %d completed, %d failed clearly, %d wrong; kills=%d, noticed after"
+                            + " each kill: %s s, READY after each kill: %s s (-1: not within the bound)%n", history.requests(),
+                    history.count(History.Outcome.COMPLETED), history.count(History.Outcome.FAILED_CLEARLY), wrong,
+                    kills.size(), seconds(kills.stream().map(KillTimes::noticedMs).toList()),
+                    seconds(kills.stream().map(KillTimes::readyMs).toList()));
             for (String name : atStart.keySet()) {
                 Vitals a = atStart.get(name);
                 Vitals b = atEnd.get(name);
@@ -166,17 +166,32 @@ public final class SoakCommand implements Callable<Integer> {
         }
     }
 
-    /** SIGKILLs a random worker of the pipeline, starts it again, and answers how long until READY with it back (ms). */
-    private static long killOne(ServiceSupervisor supervisor, List<String> replicas, Set<String> workers,
-                                SplittableRandom random, PrintWriter out) throws InterruptedException {
-        JsonNode s = ClusterWatch.state(replicas.get(0));
+    /** How long the coordinator may take to notice a kill before the READY wait goes on regardless. */
+    static final Duration NOTICE_WITHIN = Duration.ofMinutes(2);
+
+    /**
+     * After one kill: when the coordinator was first seen to notice it (ms after the SIGKILL, -1 if not within {@link
+     * #NOTICE_WITHIN}), and when it was READY with the worker back after that (ms after the SIGKILL, -1 if not within 5
+     * minutes after that, its new process joined and held neither SUSPECT nor FAILED).
+     */
+    record KillTimes(long noticedMs, long readyMs) {
+    }
+
+    /**
+     * SIGKILLs a random worker of the pipeline and starts it again; waits for the coordinator to notice (see {@link
+     * KillNoticed}), then for READY with it back: a READY wait that started before the kill was noticed would end at
+     * once, on the state from before the kill.
+     */
+    private static KillTimes killOne(ServiceSupervisor supervisor, List<String> replicas, Set<String> workers,
+                                     SplittableRandom random, PrintWriter out) throws InterruptedException {
+        JsonNode before = ClusterWatch.state(replicas.get(0));
         List<String> pipeline = new java.util.ArrayList<>();
-        if (s != null) {
-            s.path("pipeline").forEach(n -> pipeline.add(n.asString()));
+        if (before != null) {
+            before.path("pipeline").forEach(n -> pipeline.add(n.asString()));
         }
         if (pipeline.isEmpty()) {
             out.println("  no pipeline to kill a worker of");
-            return -1;
+            return new KillTimes(-1, -1);
         }
         String node = pipeline.get(random.nextInt(pipeline.size()));
         ServiceProcess victim = role(supervisor, "worker").stream().filter(p -> p.nodeId().equals(node)).findFirst().orElseThrow();
@@ -184,10 +199,56 @@ public final class SoakCommand implements Callable<Integer> {
         supervisor.signal(victim, Signal.KILL);
         supervisor.awaitExit(victim, Duration.ofSeconds(30));
         supervisor.restart(victim.name());
-        long ms = awaitReady(replicas, workers, Duration.ofMinutes(5));
-        out.printf(Locale.ROOT, "  killed %s (%s): READY with it back after %.1f s%n", victim.name(), node, (System.nanoTime() - t0) / 1e9);
+        String seen = null;
+        while (seen == null && System.nanoTime() - t0 < NOTICE_WITHIN.toNanos()) {
+            seen = KillNoticed.seen(before, ClusterWatch.state(replicas.get(0)), node);
+            if (seen == null) {
+                Thread.sleep(200);
+            }
+        }
+        long noticedMs = seen == null ? -1 : (System.nanoTime() - t0) / 1_000_000;
+        if (seen == null) {
+            out.printf(Locale.ROOT, "  killed %s (%s): the coordinator did not show it noticed within %d s (still READY,"
+                    + " same epoch, the worker in the pipeline and not failed); READY below is timed from the kill all"
+                    + " the same%n", victim.name(), node, NOTICE_WITHIN.toSeconds());
+        } else {
+            out.printf(Locale.ROOT, "  killed %s (%s): noticed after %.1f s (%s)%n", victim.name(), node, noticedMs / 1e3, seen);
+        }
+        // READY, and the worker back: its new process joined, and the coordinator holds it neither SUSPECT nor
+        // FAILED (between the two the state is READY with the dead worker still in the pipeline).
+        String victimUrl = "http://127.0.0.1:" + victim.httpPort() + "/api/v1/worker/state";
+        long readyMs = -1;
+        String why = null;
+        while (System.nanoTime() - t0 < NOTICE_WITHIN.toNanos() + Duration.ofMinutes(5).toNanos()) {
+            why = ClusterWatch.notReady(replicas, workers);
+            if (why == null) {
+                why = KillNoticed.notBack(ClusterWatch.state(replicas.get(0)), json(victimUrl), node);
+            }
+            if (why == null) {
+                readyMs = (System.nanoTime() - t0) / 1_000_000;
+                break;
+            }
+            Thread.sleep(200);
+        }
+        String because = why;
+        out.printf(Locale.ROOT, "  killed %s (%s): READY with it back after %s%n", victim.name(), node,
+                readyMs < 0 ? "more than 5 min (" + because + ")" : String.format(Locale.ROOT, "%.1f s", readyMs / 1e3));
         out.flush();
-        return ms < 0 ? -1 : (System.nanoTime() - t0) / 1_000_000;
+        return new KillTimes(noticedMs, readyMs);
+    }
+
+    /** A JSON answer of {@code url}, or null while it does not give one. */
+    private static JsonNode json(String url) {
+        try {
+            io.butterfly.cli.http.PlainHttp.Response r = io.butterfly.cli.http.PlainHttp.get(url, Duration.ofSeconds(2));
+            return r.status() == 200 ? tools.jackson.databind.json.JsonMapper.builder().build().readTree(r.body()) : null;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static List<String> seconds(List<Long> ms) {
+        return ms.stream().map(m -> m < 0 ? "-1" : String.format(Locale.ROOT, "%.1f", m / 1e3)).toList();
     }
 
     /** The served model's id, as the coordinator reports it. */

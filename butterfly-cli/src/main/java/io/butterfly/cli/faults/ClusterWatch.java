@@ -72,30 +72,38 @@ public final class ClusterWatch implements AutoCloseable {
     /** What keeps the cluster from being {@link #ready READY} (the first thing found), or null when it is. */
     public static String notReady(List<String> replicas, Set<String> workers) {
         for (String base : replicas) {
-            JsonNode s = state(base);
-            if (s == null) {
-                return base + " does not answer";
+            String why = notReady(base, state(base), workers);
+            if (why != null) {
+                return why;
             }
-            if (!"READY".equals(s.path("system_state").asString())) {
-                return base + " is " + s.path("system_state").asString();
+        }
+        return null;
+    }
+
+    /** What keeps one replica's answer {@code s} (null: none) from READY, or null when it is READY. */
+    static String notReady(String base, JsonNode s, Set<String> workers) {
+        if (s == null) {
+            return base + " does not answer";
+        }
+        if (!"READY".equals(s.path("system_state").asString())) {
+            return base + " is " + s.path("system_state").asString();
+        }
+        if (!s.path("raft").path("leader_id").isString()) {
+            return base + " knows no leader";
+        }
+        for (JsonNode t : s.path("paused_tasks")) {
+            // A stream its client closed waits too (for the client to pick it up with Last-Event-ID) until its
+            // task times out: that is no fault of the cluster's.
+            if (!t.path("reason").asString().contains("client closed")) {
+                return base + ": task " + t.path("task_id").asString() + " of " + t.path("owner").asString()
+                        + " paused since " + t.path("paused_at").asString() + " (" + t.path("reason").asString() + ")";
             }
-            if (!s.path("raft").path("leader_id").isString()) {
-                return base + " knows no leader";
-            }
-            for (JsonNode t : s.path("paused_tasks")) {
-                // A stream its client closed waits too (for the client to pick it up with Last-Event-ID) until its
-                // task times out: that is no fault of the cluster's.
-                if (!t.path("reason").asString().contains("client closed")) {
-                    return base + ": task " + t.path("task_id").asString() + " of " + t.path("owner").asString()
-                            + " paused since " + t.path("paused_at").asString() + " (" + t.path("reason").asString() + ")";
-                }
-            }
-            java.util.Set<String> missing = new java.util.TreeSet<>(workers);
-            s.path("pipeline").forEach(n -> missing.remove(n.asString()));
-            s.path("spares").forEach(n -> missing.remove(n.asString()));
-            if (!missing.isEmpty()) {
-                return base + ": workers " + missing + " neither in the pipeline nor spares";
-            }
+        }
+        java.util.Set<String> missing = new java.util.TreeSet<>(workers);
+        s.path("pipeline").forEach(n -> missing.remove(n.asString()));
+        s.path("spares").forEach(n -> missing.remove(n.asString()));
+        if (!missing.isEmpty()) {
+            return base + ": workers " + missing + " neither in the pipeline nor spares";
         }
         return null;
     }

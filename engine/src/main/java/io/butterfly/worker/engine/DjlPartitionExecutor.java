@@ -93,7 +93,7 @@ public final class DjlPartitionExecutor implements PartitionExecutor {
         this.model = model;
         this.prefixManager = cacheManager.newSubManager();
         this.prefixes = options.prefixCaching()
-                ? new PrefixCache(PrefixCache.BLOCK_TOKENS * bytesPerPosition()) : null;
+                ? new PrefixCache(PrefixCache.BLOCK_TOKENS * bytesPerPosition(), PrefixCache.heapAllowance()) : null;
         this.engineThread = options.engineThread();
     }
 

@@ -15,8 +15,14 @@ import java.util.Map;
  * cache) and computes only the rest of its prompt.
  *
  * <p>Blocks are counted against the executor's KV budget with the sequences' caches; a step that needs their room
- * evicts them, oldest use first. With no budget, at most {@link #UNBUDGETED_BLOCKS} are kept. Not thread-safe: the
- * executor calls it under its lock; the counters are read by metrics without it.
+ * evicts them, oldest use first. With no budget, at most {@link #UNBUDGETED_BLOCKS} are kept. Their input keys and sent
+ * rows live on the Java heap (their keys and values in native memory), and the KV budget (2 GB by default) does not
+ * know the heap (a worker's {@code -Xmx1g}): on a stage of a narrow model the rows are a third of a block, so a
+ * budget's worth of blocks would want more heap than there is. So the blocks' heap bytes are bounded too, by {@code
+ * heapAllowance}, evicting the oldest (the executor gives a quarter of the heap, {@link #heapAllowance()}). Seen in the
+ * soak of issue 47: a worker that held its stage for 19 minutes of distinct long prompts had 325 MiB of heap after a
+ * full GC, nearly all blocks' rows, and would have gone on to ~700 MiB. Not thread-safe: the executor calls it under
+ * its lock; the counters are read by metrics without it.
  */
 final class PrefixCache implements AutoCloseable {
 
@@ -33,6 +39,9 @@ final class PrefixCache implements AutoCloseable {
     }
 
     private final long bytesPerBlock;
+    /** The most heap the blocks' input keys and sent rows may take together. */
+    private final long heapAllowance;
+    private long heapBytes;
     /** Access order: the eldest is the least recently used. */
     private final LinkedHashMap<Long, Block> blocks = new LinkedHashMap<>(64, 0.75f, true);
     private volatile int size;
@@ -40,8 +49,23 @@ final class PrefixCache implements AutoCloseable {
     private volatile long hitTokens;
     private volatile long evictions;
 
+    /** Blocks bounded by the KV budget only. */
     PrefixCache(long bytesPerBlock) {
+        this(bytesPerBlock, Long.MAX_VALUE);
+    }
+
+    /** @param heapAllowance the most heap the blocks' input keys and sent rows may take together */
+    PrefixCache(long bytesPerBlock, long heapAllowance) {
+        if (heapAllowance < 0) {
+            throw new IllegalArgumentException("heapAllowance must be >= 0, got " + heapAllowance);
+        }
         this.bytesPerBlock = bytesPerBlock;
+        this.heapAllowance = heapAllowance;
+    }
+
+    /** What a stage's prefix cache may keep on the heap: a quarter of the most the heap may grow to. */
+    static long heapAllowance() {
+        return Runtime.getRuntime().maxMemory() / 4;
     }
 
     /**
@@ -70,13 +94,21 @@ final class PrefixCache implements AutoCloseable {
         return blocks.containsKey(hash);
     }
 
-    /** Keeps a block (which this cache now owns) under its chain hash. */
+    /**
+     * Keeps a block (which this cache now owns) under its chain hash, then evicts the least recently used blocks while
+     * the blocks' heap bytes are over the allowance (the new block last: one that alone is over it is not kept).
+     */
     void put(long hash, Block block) {
         Block old = blocks.put(hash, block);
+        heapBytes += heapBytes(block);
         if (old != null) {
+            heapBytes -= heapBytes(old);
             close(old);
         }
         size = blocks.size();
+        while (heapBytes > heapAllowance && evictOldest()) {
+            // the oldest first
+        }
     }
 
     /** Evicts the least recently used block; false if there was none. */
@@ -85,7 +117,9 @@ final class PrefixCache implements AutoCloseable {
         if (!eldest.hasNext()) {
             return false;
         }
-        close(eldest.next().getValue());
+        Block block = eldest.next().getValue();
+        heapBytes -= heapBytes(block);
+        close(block);
         eldest.remove();
         size = blocks.size();
         evictions++;
@@ -99,6 +133,15 @@ final class PrefixCache implements AutoCloseable {
 
     long bytesPerBlock() {
         return bytesPerBlock;
+    }
+
+    /** Heap the blocks' input keys and sent rows take (their arrays' contents). */
+    long heapBytes() {
+        return heapBytes;
+    }
+
+    private static long heapBytes(Block block) {
+        return (long) block.inputKeys().length * Long.BYTES + block.sentRows().length;
     }
 
     /** Memory the blocks take, counted against the KV budget. */
@@ -135,5 +178,6 @@ final class PrefixCache implements AutoCloseable {
         blocks.values().forEach(PrefixCache::close);
         blocks.clear();
         size = 0;
+        heapBytes = 0;
     }
 }
