@@ -53,9 +53,10 @@ import org.slf4j.LoggerFactory;
  * untouched keeps sending steps of an earlier epoch, and they are audited as before.
  *
  * <p>Audits run one at a time, in the order their steps were sent (a chain of futures); the chain's state is touched
- * only inside it, apart from each sequence's token history, which the engine's thread appends under its lock. Nothing
- * here runs on the transport's threads, which complete the served steps: an audit continues on the auditor's own
- * executor, and placing spares (blocking calls to workers) holds no lock an audit waits on. (A served step's
+ * only inside it, apart from each sequence's token history, which the engine's thread appends under its lock. No
+ * audit runs on the transport's threads, which complete the served steps: they only link it into the chain (a short
+ * lock of its own), and it runs on the auditor's executor; placing spares (blocking calls to workers) holds no lock an
+ * audit or that linking waits on. (A served step's
  * completion once waited on a gRPC event loop for the lock that {@code place()} held through its assign calls: the
  * loop also carried a worker's heartbeats and the calls' own answers, and that worker was declared lost.)
  */
@@ -282,15 +283,16 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                 return served;
             }
             pending.incrementAndGet();
-            served.thenAcceptAsync(r -> auditOn(where, input, r, chosen).whenComplete((v, e) -> pending.decrementAndGet()),
-                    calls).whenComplete((v, e) -> {
-                        if (e != null) {
-                            pending.decrementAndGet(); // the step failed: nothing to audit
-                        }
-                    });
+            served.whenComplete((r, failed) -> {
+                if (failed != null) {
+                    pending.decrementAndGet(); // the step failed: nothing to audit
+                } else {
+                    auditOn(where, input, r, chosen).whenComplete((v, e) -> pending.decrementAndGet());
+                }
+            });
             return served;
         }
-        return served.thenComposeAsync(r -> auditOn(where, input, r, chosen).thenApply(v -> r), calls);
+        return served.thenCompose(r -> auditOn(where, input, r, chosen).thenApply(v -> r));
     }
 
     /** Audits the step on the audit pipeline of the pipeline that served it (the workers its hashes name). */
