@@ -1,5 +1,6 @@
 package io.butterfly.coordinator.tokenizer;
 
+import io.butterfly.common.model.ByteLevelAlphabet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -18,7 +19,6 @@ import tools.jackson.databind.JsonNode;
 final class TokenBytes {
 
     private static final Pattern BYTE_TOKEN = Pattern.compile("<0x([0-9A-Fa-f]{2})>");
-    private static final Map<Character, Integer> BYTE_LEVEL = byteLevelInverse();
 
     /** By token id; null where not known. */
     private final byte[][] bytes;
@@ -81,23 +81,12 @@ final class TokenBytes {
         }
         byte[] b = new byte[token.length()];
         for (int i = 0; i < token.length(); i++) {
-            Integer v = BYTE_LEVEL.get(token.charAt(i));
-            if (v == null) {
+            int v = ByteLevelAlphabet.byteOf(token.charAt(i));
+            if (v < 0) {
                 return null;
             }
-            b[i] = (byte) (int) v;
+            b[i] = (byte) v;
         }
         return b;
-    }
-
-    /** GPT-2's bytes_to_unicode, inverted: printable bytes stand for themselves, the others for U+0100 on. */
-    private static Map<Character, Integer> byteLevelInverse() {
-        Map<Character, Integer> inverse = new HashMap<>();
-        int next = 0;
-        for (int b = 0; b < 256; b++) {
-            boolean printable = b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE && b <= 0xFF;
-            inverse.put(printable ? (char) b : (char) (256 + next++), b);
-        }
-        return inverse;
     }
 }

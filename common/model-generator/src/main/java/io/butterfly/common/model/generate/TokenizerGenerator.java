@@ -1,6 +1,7 @@
 package io.butterfly.common.model.generate;
 
 import io.butterfly.common.model.Architecture;
+import io.butterfly.common.model.ByteLevelAlphabet;
 import io.butterfly.common.model.ModelConfig;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -99,7 +100,14 @@ public final class TokenizerGenerator {
     private static final Pattern GPT2_SPLIT = Pattern.compile(
             "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+");
 
-    private static final String[] BYTE_TO_CHAR = byteToUnicode();
+    /** Each byte's symbol in GPT-2's byte-level alphabet, as a one-character string. */
+    private static final String[] BYTE_TO_CHAR = new String[256];
+
+    static {
+        for (int b = 0; b < 256; b++) {
+            BYTE_TO_CHAR[b] = String.valueOf(ByteLevelAlphabet.charOf(b));
+        }
+    }
 
     private TokenizerGenerator() {
     }
@@ -415,25 +423,5 @@ public final class TokenizerGenerator {
             throw new IllegalArgumentException("cannot build " + count + " filler merges (vocabulary too large)");
         }
         return out;
-    }
-
-    /** GPT-2's reversible byte to printable-unicode mapping. */
-    private static String[] byteToUnicode() {
-        String[] map = new String[256];
-        boolean[] printable = new boolean[256];
-        for (int b = '!'; b <= '~'; b++) {
-            printable[b] = true;
-        }
-        for (int b = 0xA1; b <= 0xAC; b++) {
-            printable[b] = true;
-        }
-        for (int b = 0xAE; b <= 0xFF; b++) {
-            printable[b] = true;
-        }
-        int n = 0;
-        for (int b = 0; b < 256; b++) {
-            map[b] = printable[b] ? String.valueOf((char) b) : String.valueOf((char) (256 + n++));
-        }
-        return map;
     }
 }
