@@ -47,8 +47,37 @@ public final class HeadsBenchCommand implements Callable<Integer> {
     boolean pin;
 
     @Option(names = "--model", paramLabel = "DIR", description = "a dense Llama-family float32 model to serve instead"
-            + " of the generated one (4 layers, hidden 1024, 16 query over 8 key/value heads, MLP 2816)")
+            + " of a generated one")
     Path model;
+
+    @Option(names = "--shape", paramLabel = "S", description = "the generated model: small (default: 4 layers, hidden"
+            + " 1024, 16 query over 8 key/value heads, MLP 2816) or wide (4 layers of TinyLlama-1.1B's shape: hidden"
+            + " 2048, 32 query over 4 key/value heads, MLP 5632)")
+    String shape = "small";
+
+    /** The generated models: a layer's compute per token grows with the width, the exchanges' cost does not. */
+    enum Shape {
+        SMALL("bench-heads-llama", "1024", "16", "8", "2816"),
+        WIDE("bench-heads-wide", "2048", "32", "4", "5632");
+
+        final String dir;
+        final String[] args;
+
+        static Shape named(String name) {
+            for (Shape s : values()) {
+                if (s.name().equalsIgnoreCase(name)) {
+                    return s;
+                }
+            }
+            throw new CommandFailedException("--shape is small or wide, not " + name);
+        }
+
+        Shape(String dir, String hidden, String heads, String kvHeads, String mlp) {
+            this.dir = dir;
+            this.args = new String[]{"--arch", "llama", "--layers", "4", "--hidden", hidden, "--heads", heads,
+                    "--kv-heads", kvHeads, "--intermediate", mlp, "--vocab", "8000"};
+        }
+    }
 
     @Option(names = "--tokens", paramLabel = "N", description = "tokens decoded per measurement (default 32)")
     int tokens = 32;
@@ -57,8 +86,8 @@ public final class HeadsBenchCommand implements Callable<Integer> {
     int rounds = 5;
 
     @Option(names = "--warmup-seconds", paramLabel = "S", description = "unmeasured rounds first, at least this long"
-            + " (default 30)")
-    int warmupSeconds = 30;
+            + " (default 90: with one core a JVM, the JIT still compiled the transport's code after 30 s)")
+    int warmupSeconds = 90;
 
     @Override
     public Integer call() throws Exception {
@@ -125,11 +154,12 @@ public final class HeadsBenchCommand implements Callable<Integer> {
 
     /** The generated model, generated the first time under the state directory's models. */
     private Path generated(ButterflyHome home, PrintWriter out) {
-        Path dir = home.model("bench-heads-llama").toAbsolutePath();
+        Shape generated = Shape.named(shape);
+        Path dir = home.model(generated.dir).toAbsolutePath();
         if (!Files.exists(dir.resolve("model.safetensors"))) {
             out.println("generating the benchmark model in " + dir);
-            String[] args = {"--arch", "llama", "--layers", "4", "--hidden", "1024", "--heads", "16", "--kv-heads", "8",
-                    "--intermediate", "2816", "--vocab", "8000", "--out", dir.toString()};
+            String[] args = java.util.stream.Stream.concat(java.util.Arrays.stream(generated.args),
+                    java.util.stream.Stream.of("--out", dir.toString())).toArray(String[]::new);
             if (GenerateModelCommand.run(args, out, spec.commandLine().getErr()) != 0) {
                 throw new CommandFailedException("could not generate the benchmark model in " + dir);
             }

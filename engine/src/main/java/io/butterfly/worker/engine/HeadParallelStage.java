@@ -25,6 +25,12 @@ public final class HeadParallelStage implements PartitionExecutor {
     /** A shard that does not answer a layer's half within this fails the step (retried by the coordinator). */
     static final Duration SHARD_TIMEOUT = Duration.ofSeconds(30);
 
+    /**
+     * How long the stage's thread gives up its core after asking the other shards, before it computes its own part:
+     * long enough for a transport thread to write the requests (50-300 us measured, docs/sharding.md).
+     */
+    static final long HAND_OFF_NANOS = 100_000L;
+
     private final PartitionSpec spec;
     private final HeadPlacement placement;
     private final DjlPartitionExecutor embedding;
@@ -193,6 +199,7 @@ public final class HeadParallelStage implements PartitionExecutor {
         @Override
         public CompletableFuture<float[]> attention(int shard, int layer, List<SequenceChunk> batch, float[] x) {
             if (shard == 0) {
+                letTheRequestsLeave();
                 return here(() -> own.attention(layer, batch, x));
             }
             List<String> released;
@@ -212,7 +219,23 @@ public final class HeadParallelStage implements PartitionExecutor {
 
         @Override
         public CompletableFuture<float[]> mlp(int shard, int layer, float[] x) {
-            return shard == 0 ? here(() -> own.mlp(layer, x)) : remote.mlp(placement.holders().get(shard), layer, rows(x), x);
+            if (shard == 0) {
+                letTheRequestsLeave();
+                return here(() -> own.mlp(layer, x));
+            }
+            return remote.mlp(placement.holders().get(shard), layer, rows(x), x);
+        }
+
+        /*
+         * The other shards were just asked (HeadParallelLayers asks shard 0 last); their requests are written by a
+         * transport thread. Where this worker has one core, that thread waited for this one's time slice to end, so
+         * the requests left only once this shard's own part was computed and the shards computed one after the
+         * other (docs/sharding.md). Giving up the core for a moment lets it write them first.
+         */
+        private void letTheRequestsLeave() {
+            if (placement.holders().size() > 1) {
+                java.util.concurrent.locks.LockSupport.parkNanos(HAND_OFF_NANOS);
+            }
         }
 
         private int rows(float[] x) {
