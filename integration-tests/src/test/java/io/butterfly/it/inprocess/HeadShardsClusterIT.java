@@ -8,12 +8,14 @@ import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.harness.ClusterApi;
 import io.butterfly.harness.InProcessCluster;
+import io.butterfly.cli.http.ResumableStream;
 import io.butterfly.it.SingleProcessReference;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -29,7 +31,8 @@ import tools.jackson.databind.JsonNode;
  * computes slices [0, 2) and asks the other worker for slices [2, 4) of every layer's halves over
  * WorkerService.Heads; greedy generation gives the tokens of one process computing whole layers, alone and four
  * requests at once. Each in-process worker computes on its own engine thread (a bean of its context), so the stage's
- * step waiting for the other shard's answer never waits for its own thread.
+ * step waiting for the other shard's answer never waits for its own thread. Then the worker of shard 1 is killed
+ * mid-stream: the spare takes its slices and the stream ends with the tokens of a run without the failure.
  */
 class HeadShardsClusterIT {
 
@@ -58,13 +61,13 @@ class HeadShardsClusterIT {
         try (InProcessCluster cluster = new InProcessCluster(work)) {
             cluster.startDiscovery();
             cluster.startRegistry(model);
-            for (int i = 0; i < 2; i++) {
+            for (int i = 0; i < 3; i++) { // two head shards and a spare
                 cluster.startWorker(i, cluster.sharedStoreOption());
             }
             cluster.startCoordinator(modelId, 2, "--butterfly.coordinator.planning.head-shards=2",
+                    "--butterfly.coordinator.engine.recovery-timeout=5m",
                     "--butterfly.coordinator.liveness.acceptable-heartbeat-pause=30s");
-            JsonNode state = cluster.awaitState(s -> "READY".equals(s.path("system_state").asString()),
-                    Duration.ofMinutes(8));
+            JsonNode state = cluster.awaitState(s -> ready(s) && s.path("spares").size() == 1, Duration.ofMinutes(8));
             assertThat(state.path("pipeline").size()).as(state.toString()).isEqualTo(1);
             JsonNode shards = currentStage(state).path("expert_groups");
             assertThat(shards.size()).as(state.toString()).isEqualTo(2);
@@ -81,6 +84,39 @@ class HeadShardsClusterIT {
                 assertThat(concurrent.get(i).get(5, TimeUnit.MINUTES)).as("request %d of 4", i)
                         .isEqualTo(expected.get(i));
             }
+
+            // The worker of shard 1 killed mid-generation: the spare takes its slices, the stream finishes.
+            int longest = 0; // the stream must still be generating when the kill lands
+            for (int i = 1; i < expected.size(); i++) {
+                longest = expected.get(i).size() > expected.get(longest).size() ? i : longest;
+            }
+            long[] streamedPrompt = prompts.get(longest);
+            String victim = shards.get(1).path("node_id").asString();
+            String spare = state.path("spares").get(0).asString();
+            CountDownLatch underWay = new CountDownLatch(1);
+            List<Long> streamed = new ArrayList<>();
+            Future<?> stream = clients.submit(() -> {
+                new ResumableStream(List.of(cluster.coordinatorUrl() + "/api/v1/inference/stream"),
+                        Duration.ofMinutes(5), Duration.ofMinutes(5), notice -> { }).post(body(streamedPrompt),
+                        (name, data) -> {
+                            if (name.equals("token")) {
+                                streamed.add(ClusterApi.JSON.readTree(data).path("token_id").asLong());
+                                if (streamed.size() == 5) {
+                                    underWay.countDown();
+                                }
+                            }
+                        });
+                return null;
+            });
+            assertThat(underWay.await(2, TimeUnit.MINUTES)).as("the stream under way").isTrue();
+            cluster.kill(victim);
+            stream.get(6, TimeUnit.MINUTES);
+            assertThat(streamed).as("the tokens of a run without the failure").isEqualTo(expected.get(longest));
+            JsonNode after = cluster.awaitState(s -> ready(s) && s.path("epoch").asLong() >= 2, Duration.ofMinutes(3));
+            JsonNode reshard = currentStage(after).path("expert_groups");
+            assertThat(reshard.get(1).path("node_id").asString()).as(after.toString()).isEqualTo(spare);
+            assertThat(reshard.get(1).path("experts").toString()).isEqualTo("[2,4]");
+            assertThat(generate(cluster, prompts.get(2))).isEqualTo(expected.get(2));
         } finally {
             clients.shutdownNow();
         }
@@ -97,6 +133,10 @@ class HeadShardsClusterIT {
     private static String body(long[] prompt) {
         String ids = java.util.Arrays.stream(prompt).mapToObj(Long::toString).collect(Collectors.joining(", ", "[", "]"));
         return "{\"token_ids\": " + ids + ", \"max_tokens\": " + TOKENS + ", \"temperature\": 0}";
+    }
+
+    private static boolean ready(JsonNode s) {
+        return "READY".equals(s.path("system_state").asString());
     }
 
     private static JsonNode currentStage(JsonNode state) {
