@@ -17,10 +17,12 @@ import java.util.List;
  * @param expertGroup    this worker's group among them (0: the stage's own worker; later: its experts only)
  * @param stepsSinceEpoch the first epoch whose steps the worker runs ({@link ClusterState#stepsEpoch}): the epoch its
  *                        pipeline has been the same since when there are several, else this one
+ * @param audit          a spare's copy of a serving stage for step audits, outside the plan: the worker reports no
+ *                       load progress for it ({@link #forAudit})
  */
 public record Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
                          long epoch, long term, long keptSinceEpoch, List<Group> expertGroups, int expertGroup,
-                         long stepsSinceEpoch) {
+                         long stepsSinceEpoch, boolean audit) {
 
     /** An expert group as a worker reaches it: its worker and its experts {@code [first, end)}. */
     public record Group(NodeInfo node, int firstExpert, int endExpert) {
@@ -28,6 +30,23 @@ public record Assignment(String modelId, int layerStart, int layerEnd, boolean h
 
     public Assignment {
         expertGroups = expertGroups == null ? List.of() : List.copyOf(expertGroups);
+    }
+
+    /** A stage of the plan. */
+    public Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
+                      long epoch, long term, long keptSinceEpoch, List<Group> expertGroups, int expertGroup,
+                      long stepsSinceEpoch) {
+        this(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, keptSinceEpoch, expertGroups,
+                expertGroup, stepsSinceEpoch, false);
+    }
+
+    /**
+     * This stage as a spare's copy for step audits: outside the plan, so the spare reports no load progress (the
+     * control log would refuse every report of a node the plan does not name, each after a commit).
+     */
+    public Assignment forAudit() {
+        return new Assignment(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, keptSinceEpoch,
+                expertGroups, expertGroup, stepsSinceEpoch, true);
     }
 
     /** A stage holding all of its experts. */

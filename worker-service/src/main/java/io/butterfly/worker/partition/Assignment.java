@@ -26,15 +26,27 @@ import java.util.List;
  * @param stepsSinceEpoch     the first epoch from which this worker's whole pipeline has been the same in every
  *                            assignment up to this one: steps of any epoch from it up to this one are of this very
  *                            pipeline and run here (0: this epoch only)
+ * @param audit               a spare's copy of a serving stage for step audits, outside the plan: loaded and served as
+ *                            any, but no load progress is reported for it (the control log has no place for it)
  */
 public record Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead,
                          long epoch, long term, Endpoint registry, Endpoint coordinator,
                          List<Endpoint> coordinatorReplicas, long keptSinceEpoch,
-                         List<ExpertPlacement.Group> expertGroups, int expertGroup, long stepsSinceEpoch) {
+                         List<ExpertPlacement.Group> expertGroups, int expertGroup, long stepsSinceEpoch,
+                         boolean audit) {
 
     public Assignment {
         coordinatorReplicas = List.copyOf(coordinatorReplicas);
         expertGroups = expertGroups == null ? List.of() : List.copyOf(expertGroups);
+    }
+
+    /** A stage of the plan. */
+    public Assignment(String modelId, int layerStart, int layerEnd, boolean hasEmbedding, boolean hasHead, long epoch,
+                      long term, Endpoint registry, Endpoint coordinator, List<Endpoint> coordinatorReplicas,
+                      long keptSinceEpoch, List<ExpertPlacement.Group> expertGroups, int expertGroup,
+                      long stepsSinceEpoch) {
+        this(modelId, layerStart, layerEnd, hasEmbedding, hasHead, epoch, term, registry, coordinator,
+                coordinatorReplicas, keptSinceEpoch, expertGroups, expertGroup, stepsSinceEpoch, false);
     }
 
     /** Steps of this epoch only. */

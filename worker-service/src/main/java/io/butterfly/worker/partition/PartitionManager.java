@@ -58,6 +58,8 @@ public class PartitionManager {
     private final PartitionSettings settings;
     private final ShardSource registry;
     private final Coordinators coordinator;
+    /** The epoch of the latest assignment if it is an audit one (no load reports for it), else -1. */
+    private volatile long auditEpoch = -1;
     private final ManifestVerifier verifier;
     /** Executors replaced by a newer assignment, closed by the next load task (guarded by this). */
     private final List<PartitionExecutor> replaced = new ArrayList<>();
@@ -101,6 +103,7 @@ public class PartitionManager {
      */
     public synchronized void assign(Assignment request) {
         fence("assignment", request.epoch(), request.term());
+        auditEpoch = request.audit() ? request.epoch() : -1;
         if (request.modelId().isBlank()) {
             throw new IllegalArgumentException("model_id is required");
         }
@@ -130,7 +133,7 @@ public class PartitionManager {
             if (keep.reportReady()) {
                 // Said again: the coordinator asks because its state lacks it (e.g. the first report was
                 // refused while it held this node FAILED), and would otherwise wait for ever.
-                coordinator.report(readyReport(status, executor));
+                tell(readyReport(status, executor));
             }
             return;
         }
@@ -192,7 +195,7 @@ public class PartitionManager {
         log.info("partition {} layers [{}, {}) held on from epoch {} into epoch {} without loading; {} KV cache(s) {}",
                 request.modelId(), request.layerStart(), request.layerEnd(), from, request.epoch(), cached,
                 keepCaches ? "kept" : "dropped (the stage was not held since epoch " + request.keptSinceEpoch() + ")");
-        coordinator.report(readyReport(status, executor));
+        tell(readyReport(status, executor));
     }
 
     /** The first epoch whose steps the partition runs; it runs those of every epoch from it up to its own. */
@@ -413,7 +416,7 @@ public class PartitionManager {
                     ByteSize.human(fetch.bytesStreamed()), ByteSize.human(fetch.bytesVerifiedInPlace()),
                     TimeUnit.NANOSECONDS.toMillis(engineLoadedNanos - downloadedNanos), String.format("%.1f", warmupMs),
                     checksum);
-            coordinator.report(readyReport(ready, published));
+            tell(readyReport(ready, published));
         }
 
         void closeUnpublished() {
@@ -494,8 +497,18 @@ public class PartitionManager {
         return true;
     }
 
+    /**
+     * Reports load progress to the coordinator, except for an audit assignment's epoch: a spare's copy of a serving
+     * stage is outside the plan, and the control log would refuse each of its reports after committing it.
+     */
+    private void tell(LoadReport report) {
+        if (report.epoch() != auditEpoch) {
+            coordinator.report(report);
+        }
+    }
+
     private void report(PartitionStatus s, LoadPhase phase) {
-        coordinator.report(LoadReport.progress(s, phase,
+        tell(LoadReport.progress(s, phase,
                 LoadEta.seconds(s.bytesDone(), s.bytesTotal(), System.nanoTime() - loadStartedNanos)));
     }
 
@@ -505,7 +518,7 @@ public class PartitionManager {
             return;
         }
         log.error("partition load failed: {}: {}", code, message);
-        coordinator.report(LoadReport.failed(request, code, message));
+        tell(LoadReport.failed(request, code, message));
     }
 
     public PartitionStatus status() {

@@ -300,6 +300,27 @@ class RepeatedAssignmentTest {
         assertThatThrownBy(() -> manager.dismiss(2, 2)).hasMessageContaining("older than term 3");
     }
 
+    /**
+     * A spare's copy of a serving stage for step audits is outside the plan: it loads and serves as any, but no load
+     * report leaves for it (the control log refused each, after committing it); the next assignment of the plan
+     * reports as before.
+     */
+    @Test
+    void anAuditAssignmentLoadsWithoutReportingAndTheNextPlanAssignmentReports() {
+        Assignment plan = assignment(1);
+        manager.assign(new Assignment(plan.modelId(), plan.layerStart(), plan.layerEnd(), plan.hasEmbedding(),
+                plan.hasHead(), plan.epoch(), plan.term(), plan.registry(), plan.coordinator(),
+                plan.coordinatorReplicas(), plan.keptSinceEpoch(), plan.expertGroups(), plan.expertGroup(),
+                plan.stepsSinceEpoch(), true));
+        await("the audit copy loaded").atMost(Duration.ofSeconds(60))
+                .until(() -> manager.status().phase() == LoadPhase.READY && manager.loadedExecutor() != null);
+        assertThat(coordinator.reports).as("no load report for an audit assignment").isEmpty();
+
+        manager.assign(assignment(2, 1)); // the same stage in the plan of epoch 2: held on, and said READY
+        awaitReports(LoadPhase.READY, 1);
+        assertThat(coordinator.reports).allSatisfy(r -> assertThat(r.getEpoch()).isEqualTo(2));
+    }
+
     private static Assignment assignment() {
         return assignment(1);
     }

@@ -108,6 +108,7 @@ public final class WorkerGateway implements Workers, Pipeline, AutoCloseable {
                         .setFirstExpert(g.firstExpert()).setEndExpert(g.endExpert()).build()).toList())
                 .setExpertGroup(a.expertGroup())
                 .setStepsSinceEpoch(a.stepsSinceEpoch())
+                .setAudit(a.audit())
                 .build();
         call(() -> stub(worker, deadline).assignPartition(request));
     }

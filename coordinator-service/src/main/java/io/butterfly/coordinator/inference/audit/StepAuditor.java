@@ -244,7 +244,7 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
             NodeInfo spare = s.nodes().get(spares.get(i)).info();
             try {
                 workers.assign(spare, new Assignment(s.modelId(), stage.layerStart(), stage.layerEnd(),
-                        stage.hasEmbedding(), stage.hasHead(), s.epoch(), term, s.epoch()), Duration.ofSeconds(10));
+                        stage.hasEmbedding(), stage.hasHead(), s.epoch(), term, s.epoch()).forAudit(), Duration.ofSeconds(10));
             } catch (RuntimeException e) {
                 log.warn("assigning {} to audit layers [{}, {}) failed: {}", spare.nodeId(), stage.layerStart(),
                         stage.layerEnd(), e.toString());

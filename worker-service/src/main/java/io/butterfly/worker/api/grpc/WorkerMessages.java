@@ -46,7 +46,7 @@ final class WorkerMessages {
                 endpoints(r.getCoordinatorReplicasList()), r.getStageKeptSinceEpoch(),
                 r.getExpertGroupsList().stream().map(g -> new ExpertPlacement.Group(g.getNode().getNodeId(),
                         g.getNode().getHost(), g.getNode().getGrpcPort(), g.getFirstExpert(), g.getEndExpert())).toList(),
-                r.getExpertGroup(), r.getStepsSinceEpoch());
+                r.getExpertGroup(), r.getStepsSinceEpoch(), r.getAudit());
     }
 
     /** The step; its input stays the received tensor, decoded only when the stage reads it. */
