@@ -103,7 +103,6 @@ public class PartitionManager {
      */
     public synchronized void assign(Assignment request) {
         fence("assignment", request.epoch(), request.term());
-        auditEpoch = request.audit() ? request.epoch() : -1;
         if (request.modelId().isBlank()) {
             throw new IllegalArgumentException("model_id is required");
         }
@@ -118,6 +117,7 @@ public class PartitionManager {
         for (int i = 0; i < replicas.size(); i++) {
             replicas.get(i).requireValid("coordinator_replicas[" + i + "]");
         }
+        auditEpoch = request.audit() ? request.epoch() : -1;
         PartitionPlan.Step step = PartitionPlan.next(request,
                 new PartitionPlan.Held(current, status.phase(), status.epoch(), executor != null));
         if (step instanceof PartitionPlan.HoldOn holdOn) {
