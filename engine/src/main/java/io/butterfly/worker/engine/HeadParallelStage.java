@@ -230,10 +230,11 @@ public final class HeadParallelStage implements PartitionExecutor {
          * The other shards were just asked (HeadParallelLayers asks shard 0 last); their requests are written by a
          * transport thread. Where this worker has one core, that thread waited for this one's time slice to end, so
          * the requests left only once this shard's own part was computed and the shards computed one after the
-         * other (docs/sharding.md). Giving up the core for a moment lets it write them first.
+         * other (docs/sharding.md). Giving up the core for a moment lets it write them first. With more cores the
+         * transport thread runs beside this one.
          */
         private void letTheRequestsLeave() {
-            if (placement.holders().size() > 1) {
+            if (placement.holders().size() > 1 && Runtime.getRuntime().availableProcessors() == 1) {
                 java.util.concurrent.locks.LockSupport.parkNanos(HAND_OFF_NANOS);
             }
         }
