@@ -237,7 +237,9 @@ class ServletRequestBodyFuzzTest {
         assertThat(problem.path("status").asInt()).as(shown).isEqualTo(status);
         assertThat(problem.path("detail").asString()).as(shown).isNotBlank();
         if (status == 400 || status == 413) {
-            assertThat(problem.path("field").asString()).as("%s: the field named in %s", what, shown).isNotBlank();
+            // Named as the body spells it: an unknown key "\n" is named "\n" (a campaign's input, kept), so named
+            // is a string, not a non-blank one.
+            assertThat(problem.path("field").isString()).as("%s: the field named in %s", what, shown).isTrue();
         }
         if (key == null || !key.equals(USER)) {
             assertThat(status).as("%s: without a valid key, %s", what, shown).isIn(401, 413);
