@@ -2,7 +2,6 @@ package io.butterfly.it.inprocess;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.butterfly.cli.http.ResumableStream;
 import io.butterfly.common.model.Architecture;
 import io.butterfly.common.model.MixtureOfExperts;
 import io.butterfly.common.model.ModelConfig;
@@ -16,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -92,31 +90,10 @@ class ExpertGroupsClusterIT {
             }
 
             // The worker of expert group 1 killed mid-generation: the spare takes its experts, the stream finishes.
-            int longest = 0; // the stream must still be generating when the kill lands
-            for (int i = 1; i < expected.size(); i++) {
-                longest = expected.get(i).size() > expected.get(longest).size() ? i : longest;
-            }
-            long[] streamedPrompt = prompts.get(longest);
+            int longest = MidStreamKill.longest(expected);
             String victim = groups.get(1).path("node_id").asString();
             String spare = state.path("spares").get(0).asString();
-            CountDownLatch underWay = new CountDownLatch(1);
-            List<Long> streamed = new ArrayList<>();
-            Future<?> stream = clients.submit(() -> {
-                new ResumableStream(List.of(cluster.coordinatorUrl() + "/api/v1/inference/stream"),
-                        Duration.ofMinutes(5), Duration.ofMinutes(5), notice -> { }).post(body(streamedPrompt),
-                        (name, data) -> {
-                            if (name.equals("token")) {
-                                streamed.add(ClusterApi.JSON.readTree(data).path("token_id").asLong());
-                                if (streamed.size() == 5) {
-                                    underWay.countDown();
-                                }
-                            }
-                        });
-                return null;
-            });
-            assertThat(underWay.await(2, TimeUnit.MINUTES)).as("the stream under way").isTrue();
-            cluster.kill(victim);
-            stream.get(6, TimeUnit.MINUTES);
+            List<Long> streamed = MidStreamKill.stream(cluster, clients, body(prompts.get(longest)), victim);
             assertThat(streamed).as("the tokens of a run without the failure").isEqualTo(expected.get(longest));
             JsonNode after = cluster.awaitState(s -> ready(s) && s.path("epoch").asLong() >= 2, Duration.ofMinutes(3));
             JsonNode regrouped = currentStage(after).path("expert_groups");

@@ -8,14 +8,12 @@ import io.butterfly.common.model.generate.ModelGenerator;
 import io.butterfly.coordinator.inference.sampling.SamplingParams;
 import io.butterfly.harness.ClusterApi;
 import io.butterfly.harness.InProcessCluster;
-import io.butterfly.cli.http.ResumableStream;
 import io.butterfly.it.SingleProcessReference;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -86,31 +84,10 @@ class HeadShardsClusterIT {
             }
 
             // The worker of shard 1 killed mid-generation: the spare takes its slices, the stream finishes.
-            int longest = 0; // the stream must still be generating when the kill lands
-            for (int i = 1; i < expected.size(); i++) {
-                longest = expected.get(i).size() > expected.get(longest).size() ? i : longest;
-            }
-            long[] streamedPrompt = prompts.get(longest);
+            int longest = MidStreamKill.longest(expected);
             String victim = shards.get(1).path("node_id").asString();
             String spare = state.path("spares").get(0).asString();
-            CountDownLatch underWay = new CountDownLatch(1);
-            List<Long> streamed = new ArrayList<>();
-            Future<?> stream = clients.submit(() -> {
-                new ResumableStream(List.of(cluster.coordinatorUrl() + "/api/v1/inference/stream"),
-                        Duration.ofMinutes(5), Duration.ofMinutes(5), notice -> { }).post(body(streamedPrompt),
-                        (name, data) -> {
-                            if (name.equals("token")) {
-                                streamed.add(ClusterApi.JSON.readTree(data).path("token_id").asLong());
-                                if (streamed.size() == 5) {
-                                    underWay.countDown();
-                                }
-                            }
-                        });
-                return null;
-            });
-            assertThat(underWay.await(2, TimeUnit.MINUTES)).as("the stream under way").isTrue();
-            cluster.kill(victim);
-            stream.get(6, TimeUnit.MINUTES);
+            List<Long> streamed = MidStreamKill.stream(cluster, clients, body(prompts.get(longest)), victim);
             assertThat(streamed).as("the tokens of a run without the failure").isEqualTo(expected.get(longest));
             JsonNode after = cluster.awaitState(s -> ready(s) && s.path("epoch").asLong() >= 2, Duration.ofMinutes(3));
             JsonNode reshard = currentStage(after).path("expert_groups");
