@@ -34,7 +34,9 @@ import jinjava.javax.el.CompositeELResolver;
  *
  * <p>A template is code from the model directory, so it runs in a sandbox: no file it could include, import or extend;
  * no Java method of a value ({@link PythonMethods}); bounded output, strings, lists, dicts, ranges and nesting; and a
- * time budget, checked before each node it renders, so that loops cannot hold the request thread.
+ * time budget, checked before each node it renders, so that loops cannot hold the request thread. Jinjava records a
+ * failure and renders on, where Jinja stops: a render here stops at its first fatal error ({@code raise_exception}, a
+ * syntax error), so that a refused conversation does not run the rest of the template's loops.
  */
 public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
 
@@ -90,7 +92,7 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
                 .withRandomNumberGeneratorStrategy(RandomNumberGeneratorStrategy.CONSTANT_ZERO)
                 .withDateTimeProvider(clock::millis)
                 .withTimeZone(clock.getZone())
-                .withNodePreProcessor((node, interpreter) -> withinBudget())
+                .withNodePreProcessor((node, interpreter) -> beforeNode(interpreter))
                 .build();
         jinjava = new Jinjava(config);
         jinjava.setResourceLocator((name, encoding, interpreter) -> {
@@ -141,10 +143,14 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
         return StrftimeFormatter.format(now.atZone(config.getTimeZone()), format);
     }
 
-    private static void withinBudget() {
+    private static void beforeNode(JinjavaInterpreter interpreter) {
         Long deadline = DEADLINE.get();
         if (deadline != null && System.nanoTime() > deadline) {
             throw new OverBudget();
+        }
+        // The last error suffices: the Stopped each later node throws is fatal too.
+        if (interpreter.getLastError().filter(e -> e.getSeverity() == TemplateError.ErrorType.FATAL).isPresent()) {
+            throw new Stopped();
         }
     }
 
@@ -152,6 +158,13 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
     private static final class Raised extends RuntimeException {
         Raised(String message) {
             super(message, null, false, false);
+        }
+    }
+
+    /** What every node after the render's first fatal error throws; that error is the one reported. */
+    private static final class Stopped extends RuntimeException {
+        Stopped() {
+            super("stopped at an earlier error", null, false, false);
         }
     }
 
@@ -211,7 +224,7 @@ public final class JinjavaChatTemplates implements ChatTemplate.Compiler {
             }
             List<String> problems = new ArrayList<>();
             for (TemplateError error : result.getErrors()) {
-                if (error.getSeverity() != TemplateError.ErrorType.FATAL) {
+                if (error.getSeverity() != TemplateError.ErrorType.FATAL || find(error.getException(), Stopped.class) != null) {
                     continue;
                 }
                 Raised raised = find(error.getException(), Raised.class);

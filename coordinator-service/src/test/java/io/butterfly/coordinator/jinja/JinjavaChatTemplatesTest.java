@@ -263,6 +263,27 @@ class JinjavaChatTemplatesTest {
         }
     }
 
+    /**
+     * Found by {@code TokenizerConfigFuzzTest}'s campaign (its corpus spent 2 s, the budget, on most inputs): Jinjava
+     * records a {@code raise_exception} or a syntax error and renders on, so a refused conversation ran the template's
+     * loops to the time budget before it was refused. Jinja stops there; so does a render now.
+     */
+    @Test
+    void aRenderStopsAtItsFirstFatalError() {
+        String loops = "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}{{ a }}"
+                + "{% endfor %}{% endfor %}{% endfor %}";
+        long t0 = System.nanoTime();
+        assertThatThrownBy(() -> TEMPLATES.compile("{% if messages[0].role != 'system' %}{{ raise_exception('no system"
+                + " message') }}{% endif %}" + loops, null, null).render(List.of(new Message("user", "x"))))
+                .isInstanceOf(ChatTemplateException.class).hasMessage("no system message")
+                .matches(e -> ((ChatTemplateException) e).refused(), "a refusal");
+        assertThatThrownBy(() -> TEMPLATES.compile(loops + "{% endfov %}", null, null)
+                .render(List.of(new Message("user", "x")))).isInstanceOf(ChatTemplateException.class)
+                .hasMessageContaining("endfov").hasMessageNotContaining("stopped");
+        assertThat((System.nanoTime() - t0) / 1_000_000).as("ms: stopped at the error, not at the 5 s budget")
+                .isLessThan(1_000);
+    }
+
     @Test
     void aBrokenTemplateFailsRatherThanRenderingPartly() {
         assertThatThrownBy(() -> TEMPLATES.compile("{{ unknown_function(1) }}{% if %}", null, null)
