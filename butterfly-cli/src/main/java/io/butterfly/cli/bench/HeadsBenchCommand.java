@@ -1,21 +1,13 @@
 package io.butterfly.cli.bench;
 
-import io.butterfly.cli.cluster.Launcher;
-import io.butterfly.cli.cluster.PortLayout;
 import io.butterfly.cli.cluster.UpOptions;
 import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.generate.GenerateModelCommand;
 import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.common.model.ModelConfig;
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.stream.LongStream;
@@ -23,8 +15,6 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code bench-heads}: the decode time a token takes on one worker computing whole layers (k = 1) and on two workers
@@ -37,7 +27,6 @@ import tools.jackson.databind.json.JsonMapper;
         + " head_parallel_ratio last")
 public final class HeadsBenchCommand implements Callable<Integer> {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final int PROMPT_TOKENS = 16;
 
     @Spec
@@ -96,7 +85,6 @@ public final class HeadsBenchCommand implements Callable<Integer> {
         }
         PrintWriter out = spec.commandLine().getOut();
         ButterflyHome home = ButterflyHome.fromEnvironment();
-        int portOffset = PortLayout.fromEnvironment().offset();
         Path dir = model != null ? model.toAbsolutePath() : generated(home, out);
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
         if (config.experts() != null || config.numKvHeads() < 2) {
@@ -109,45 +97,22 @@ public final class HeadsBenchCommand implements Callable<Integer> {
                 config.intermediateSize(), config.parameterCount(), PROMPT_TOKENS, tokens, warmupSeconds, rounds,
                 pin ? "worker-i pinned to core i" : "not pinned");
 
-        Cluster one = new Cluster(new Launcher(home.withState(home.state().resolve("bench-heads/k1")),
-                PortLayout.withOffset(portOffset + 1250)), UpOptions.defaults().withWorkers(1).withPinnedWorkers(pin));
-        Cluster two = new Cluster(new Launcher(home.withState(home.state().resolve("bench-heads/k2")),
-                PortLayout.withOffset(portOffset + 1550)), UpOptions.defaults().withWorkers(2).withPinnedWorkers(pin)
-                .withCoordinatorArgs(List.of("--butterfly.coordinator.planning.head-shards=2")));
-        try {
-            one.start(dir, out);
-            two.start(dir, out);
-            out.printf("k = 2 stages: %s%n", two.stages());
-            String body = BenchCommand.requestBody(prompt, tokens);
-            long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
-            int warmupRounds = 0;
-            while (warmupRounds < 1 || System.nanoTime() < warmupEnd) {
-                one.msPerToken(body);
-                two.msPerToken(body);
-                warmupRounds++;
+        try (PairedClusters clusters = new PairedClusters(home, "bench-heads", 1250,
+                "k1", UpOptions.defaults().withWorkers(1).withPinnedWorkers(pin),
+                "k2", UpOptions.defaults().withWorkers(2).withPinnedWorkers(pin)
+                        .withCoordinatorArgs(List.of("--butterfly.coordinator.planning.head-shards=2")))) {
+            clusters.start(dir, out);
+            out.printf("k = 2 stages' head shards: %s%n", clusters.comparedGroups());
+            PairedClusters.Rounds measured = clusters.measure(BenchCommand.requestBody(prompt, tokens), warmupSeconds,
+                    this.rounds, out, (r, k1, k2) -> out.printf("round %d: k = 1 %.2f ms a token, k = 2 %.2f ms a token%n",
+                            r, 1000 / k1, 1000 / k2));
+            double[] ratio = new double[this.rounds];
+            for (int r = 0; r < ratio.length; r++) {
+                ratio[r] = measured.compared()[r] / measured.baseline()[r]; // k = 1's time a token over k = 2's
             }
-            out.printf("warm-up: %d rounds%n", warmupRounds);
-            double[] k1 = new double[rounds];
-            double[] k2 = new double[rounds];
-            double[] ratio = new double[rounds];
-            for (int r = 0; r < rounds; r++) {
-                boolean oneFirst = r % 2 == 0; // the two take turns going first
-                if (oneFirst) {
-                    k1[r] = one.msPerToken(body);
-                }
-                k2[r] = two.msPerToken(body);
-                if (!oneFirst) {
-                    k1[r] = one.msPerToken(body);
-                }
-                ratio[r] = k1[r] / k2[r];
-                out.printf("round %d: k = 1 %.2f ms a token, k = 2 %.2f ms a token%n", r + 1, k1[r], k2[r]);
-            }
-            out.printf("k=1 (1 worker, whole layers):  %8.2f ms a token%n", Stats.median(k1));
-            out.printf("k=2 (2 workers, head shards):  %8.2f ms a token%n", Stats.median(k2));
+            out.printf("k=1 (1 worker, whole layers):  %8.2f ms a token%n", 1000 / Stats.median(measured.baseline()));
+            out.printf("k=2 (2 workers, head shards):  %8.2f ms a token%n", 1000 / Stats.median(measured.compared()));
             out.printf("head_parallel_ratio=%.2f%n", Stats.median(ratio));
-        } finally {
-            two.launcher.down();
-            one.launcher.down();
         }
         return 0;
     }
@@ -165,43 +130,5 @@ public final class HeadsBenchCommand implements Callable<Integer> {
             }
         }
         return dir;
-    }
-
-    /** A cluster under its own state directory and port offset, without API keys. */
-    private static final class Cluster {
-        private final Launcher launcher;
-        private final UpOptions options;
-        private final HttpClient http = HttpClient.newHttpClient();
-
-        Cluster(Launcher launcher, UpOptions options) {
-            this.launcher = launcher;
-            this.options = options.withApiKeys(UpOptions.ApiKeyFiles.NONE);
-        }
-
-        void start(Path model, PrintWriter progress) {
-            launcher.up(options.withModel(model), progress);
-        }
-
-        /** The plan's stages' head shards as system/state lists them (as expert_groups over slices). */
-        String stages() throws IOException, InterruptedException {
-            URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/system/state");
-            JsonNode state = JSON.readTree(http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET()
-                    .build(), HttpResponse.BodyHandlers.ofString()).body());
-            List<JsonNode> groups = state.findValues("expert_groups");
-            return groups.isEmpty() ? "(no head shards)" : groups.toString();
-        }
-
-        /** Milliseconds a decoded token takes (the coordinator's decode tokens/s of one greedy request). */
-        double msPerToken(String body) throws IOException, InterruptedException {
-            URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/inference");
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri)
-                    .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
-            if (r.statusCode() != 200) {
-                throw new IllegalStateException("inference on " + options.workers() + " worker(s) failed: HTTP "
-                        + r.statusCode() + " " + r.body());
-            }
-            return 1000.0 / JSON.readTree(r.body()).path("timings").path("decode_tokens_per_second").asDouble();
-        }
     }
 }

@@ -1,21 +1,13 @@
 package io.butterfly.cli.bench;
 
-import io.butterfly.cli.cluster.Launcher;
-import io.butterfly.cli.cluster.PortLayout;
 import io.butterfly.cli.cluster.UpOptions;
 import io.butterfly.cli.command.CommandFailedException;
 import io.butterfly.cli.generate.GenerateModelCommand;
 import io.butterfly.cli.home.ButterflyHome;
 import io.butterfly.common.model.ModelConfig;
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.stream.LongStream;
@@ -23,8 +15,6 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code bench-moe}: decode tokens/s of a mixture of experts on one worker holding everything and on N workers with
@@ -36,7 +26,6 @@ import tools.jackson.databind.json.JsonMapper;
         + " with the experts spread")
 public final class MoeBenchCommand implements Callable<Integer> {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final int PROMPT_TOKENS = 16;
 
     @Spec
@@ -70,7 +59,6 @@ public final class MoeBenchCommand implements Callable<Integer> {
         }
         PrintWriter out = spec.commandLine().getOut();
         ButterflyHome home = ButterflyHome.fromEnvironment();
-        int portOffset = PortLayout.fromEnvironment().offset();
         Path dir = model != null ? model.toAbsolutePath() : generated(home, out);
         ModelConfig config = ModelConfig.read(dir.resolve("config.json"));
         if (config.experts() == null) {
@@ -84,39 +72,20 @@ public final class MoeBenchCommand implements Callable<Integer> {
                 dir.getFileName(), moe.kind().modelType(), config.numLayers(), config.hiddenSize(), moe.experts(),
                 moe.expertSize(), moe.perToken(), config.parameterCount(), PROMPT_TOKENS, tokens, warmupSeconds, rounds);
 
-        Cluster one = new Cluster(new Launcher(home.withState(home.state().resolve("bench-moe/one-worker")),
-                PortLayout.withOffset(portOffset + 650)), UpOptions.defaults().withWorkers(1));
-        Cluster spread = new Cluster(new Launcher(home.withState(home.state().resolve("bench-moe/" + workers + "-workers")),
-                PortLayout.withOffset(portOffset + 950)), UpOptions.defaults().withWorkers(workers)
-                .withCoordinatorArgs(List.of("--butterfly.coordinator.planning.expert-groups=" + workers)));
-        try {
-            one.start(dir, out);
-            spread.start(dir, out);
-            out.printf("%d workers' stages: %s%n", workers, spread.stages());
-            String body = BenchCommand.requestBody(prompt, tokens);
-            long warmupEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
-            int warmupRounds = 0;
-            while (warmupRounds < 1 || System.nanoTime() < warmupEnd) {
-                one.decodeTokensPerSecond(body);
-                spread.decodeTokensPerSecond(body);
-                warmupRounds++;
-            }
-            out.printf("warm-up: %d rounds%n", warmupRounds);
-            double[] single = new double[rounds];
-            double[] split = new double[rounds];
-            double[] ratio = new double[rounds];
-            for (int r = 0; r < rounds; r++) {
-                boolean oneFirst = r % 2 == 0; // the two take turns going first
-                if (oneFirst) {
-                    single[r] = one.decodeTokensPerSecond(body);
-                }
-                split[r] = spread.decodeTokensPerSecond(body);
-                if (!oneFirst) {
-                    single[r] = one.decodeTokensPerSecond(body);
-                }
+        try (PairedClusters clusters = new PairedClusters(home, "bench-moe", 650,
+                "one-worker", UpOptions.defaults().withWorkers(1),
+                workers + "-workers", UpOptions.defaults().withWorkers(workers)
+                        .withCoordinatorArgs(List.of("--butterfly.coordinator.planning.expert-groups=" + workers)))) {
+            clusters.start(dir, out);
+            out.printf("%d workers' stages' expert groups: %s%n", workers, clusters.comparedGroups());
+            PairedClusters.Rounds measured = clusters.measure(BenchCommand.requestBody(prompt, tokens), warmupSeconds,
+                    this.rounds, out, (r, one, spread) -> out.printf("round %d: 1 worker %.2f, %d workers (experts"
+                            + " spread) %.2f tokens/s%n", r, one, workers, spread));
+            double[] single = measured.baseline();
+            double[] split = measured.compared();
+            double[] ratio = new double[this.rounds];
+            for (int r = 0; r < ratio.length; r++) {
                 ratio[r] = split[r] / single[r];
-                out.printf("round %d: 1 worker %.2f, %d workers (experts spread) %.2f tokens/s%n", r + 1, single[r],
-                        workers, split[r]);
             }
             double s = Stats.median(single);
             double m = Stats.median(split);
@@ -140,9 +109,6 @@ public final class MoeBenchCommand implements Callable<Integer> {
             out.printf("cluster, %d workers, experts spread: %8.2f tokens/s  (%.2fx one worker)%n", workers, m, m / s);
             out.printf("bytes_per_token=%d%n", bytes.perToken() + kv);
             out.printf("moe_ratio=%.2f%n", Stats.median(ratio));
-        } finally {
-            spread.launcher.down();
-            one.launcher.down();
         }
         return 0;
     }
@@ -165,46 +131,5 @@ public final class MoeBenchCommand implements Callable<Integer> {
             }
         }
         return dir;
-    }
-
-    /** A cluster under its own state directory and port offset, without API keys. */
-    private static final class Cluster {
-        private final Launcher launcher;
-        private final UpOptions options;
-        private final HttpClient http = HttpClient.newHttpClient();
-
-        Cluster(Launcher launcher, UpOptions options) {
-            this.launcher = launcher;
-            this.options = options.withApiKeys(UpOptions.ApiKeyFiles.NONE);
-        }
-
-        void start(Path model, PrintWriter progress) {
-            launcher.up(options.withModel(model), progress);
-        }
-
-        /** The plan's stages as system/state lists them: each stage's worker, layers and expert groups. */
-        String stages() throws IOException, InterruptedException {
-            JsonNode state = JSON.readTree(get("/api/v1/system/state"));
-            List<JsonNode> groups = state.findValues("expert_groups");
-            return groups.isEmpty() ? "(no expert groups)" : groups.toString();
-        }
-
-        double decodeTokensPerSecond(String body) throws IOException, InterruptedException {
-            URI uri = URI.create(launcher.ports().coordinatorUrl() + "/api/v1/inference");
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri)
-                    .header("Content-Type", "application/json").timeout(Duration.ofMinutes(10))
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
-            if (r.statusCode() != 200) {
-                throw new IllegalStateException("inference on " + options.workers() + " worker(s) failed: HTTP "
-                        + r.statusCode() + " " + r.body());
-            }
-            return JSON.readTree(r.body()).path("timings").path("decode_tokens_per_second").asDouble();
-        }
-
-        private String get(String path) throws IOException, InterruptedException {
-            URI uri = URI.create(launcher.ports().coordinatorUrl() + path);
-            return http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).GET().build(),
-                    HttpResponse.BodyHandlers.ofString()).body();
-        }
     }
 }
