@@ -30,7 +30,8 @@ import tools.jackson.databind.JsonNode;
  * WorkerService.Heads; greedy generation gives the tokens of one process computing whole layers, alone and four
  * requests at once. Each in-process worker computes on its own engine thread (a bean of its context), so the stage's
  * step waiting for the other shard's answer never waits for its own thread. Then the worker of shard 1 is killed
- * mid-stream: the spare takes its slices and the stream ends with the tokens of a run without the failure.
+ * mid-stream: the spare takes its slices and the stream ends with the tokens of a run without the failure; then the
+ * spare is killed too, and with no spare left the stage is planned anew on the worker left, whole layers.
  */
 class HeadShardsClusterIT {
 
@@ -94,6 +95,17 @@ class HeadShardsClusterIT {
             assertThat(reshard.get(1).path("node_id").asString()).as(after.toString()).isEqualTo(spare);
             assertThat(reshard.get(1).path("experts").toString()).isEqualTo("[2,4]");
             assertThat(generate(cluster, prompts.get(2))).isEqualTo(expected.get(2));
+
+            // Then the spare, shard 1's worker now, killed too: with no spare left the stage is planned anew on the one
+            // worker left, whole layers without head shards, and the stream finishes all the same.
+            String first = reshard.get(0).path("node_id").asString();
+            List<Long> again = MidStreamKill.stream(cluster, clients, body(prompts.get(longest)), spare);
+            assertThat(again).as("the tokens of a run without either failure").isEqualTo(expected.get(longest));
+            long before = after.path("epoch").asLong();
+            JsonNode alone = cluster.awaitState(s -> ready(s) && s.path("epoch").asLong() > before, Duration.ofMinutes(3));
+            assertThat(alone.path("pipeline").toString()).as(alone.toString()).isEqualTo("[\"" + first + "\"]");
+            assertThat(currentStage(alone).path("expert_groups").isMissingNode()).as(alone.toString()).isTrue();
+            assertThat(generate(cluster, prompts.get(3))).isEqualTo(expected.get(3));
         } finally {
             clients.shutdownNow();
         }
