@@ -58,8 +58,6 @@ public class PartitionManager {
     private final PartitionSettings settings;
     private final ShardSource registry;
     private final Coordinators coordinator;
-    /** The epoch of the latest assignment if it is an audit one (no load reports for it), else -1. */
-    private volatile long auditEpoch = -1;
     private final ManifestVerifier verifier;
     /** Executors replaced by a newer assignment, closed by the next load task (guarded by this). */
     private final List<PartitionExecutor> replaced = new ArrayList<>();
@@ -117,7 +115,6 @@ public class PartitionManager {
         for (int i = 0; i < replicas.size(); i++) {
             replicas.get(i).requireValid("coordinator_replicas[" + i + "]");
         }
-        auditEpoch = request.audit() ? request.epoch() : -1;
         PartitionPlan.Step step = PartitionPlan.next(request,
                 new PartitionPlan.Held(current, status.phase(), status.epoch(), executor != null));
         if (step instanceof PartitionPlan.HoldOn holdOn) {
@@ -133,7 +130,7 @@ public class PartitionManager {
             if (keep.reportReady()) {
                 // Said again: the coordinator asks because its state lacks it (e.g. the first report was
                 // refused while it held this node FAILED), and would otherwise wait for ever.
-                tell(readyReport(status, executor));
+                tell(request, readyReport(status, executor));
             }
             return;
         }
@@ -195,7 +192,7 @@ public class PartitionManager {
         log.info("partition {} layers [{}, {}) held on from epoch {} into epoch {} without loading; {} KV cache(s) {}",
                 request.modelId(), request.layerStart(), request.layerEnd(), from, request.epoch(), cached,
                 keepCaches ? "kept" : "dropped (the stage was not held since epoch " + request.keptSinceEpoch() + ")");
-        tell(readyReport(status, executor));
+        tell(request, readyReport(status, executor));
     }
 
     /** The first epoch whose steps the partition runs; it runs those of every epoch from it up to its own. */
@@ -333,7 +330,7 @@ public class PartitionManager {
                     engineLoadedNanos = System.nanoTime();
                 }
                 case WARM -> {
-                    if (!transition(gen, LoadPhase.LOADED) || !transition(gen, LoadPhase.WARMING)) {
+                    if (!transition(request, gen, LoadPhase.LOADED) || !transition(request, gen, LoadPhase.WARMING)) {
                         superseded = true;
                         return;
                     }
@@ -361,14 +358,14 @@ public class PartitionManager {
                         long now = System.nanoTime();
                         if (s != null && now - lastReport[0] > PROGRESS_REPORT_NANOS) {
                             lastReport[0] = now;
-                            PartitionManager.this.report(s, LoadPhase.DOWNLOADING);
+                            PartitionManager.this.report(request, s, LoadPhase.DOWNLOADING);
                         }
                     });
             downloadedNanos = System.nanoTime();
         }
 
         private void verify() throws IOException {
-            if (!transition(gen, LoadPhase.VALIDATING)) {
+            if (!transition(request, gen, LoadPhase.VALIDATING)) {
                 superseded = true;
                 return;
             }
@@ -416,7 +413,7 @@ public class PartitionManager {
                     ByteSize.human(fetch.bytesStreamed()), ByteSize.human(fetch.bytesVerifiedInPlace()),
                     TimeUnit.NANOSECONDS.toMillis(engineLoadedNanos - downloadedNanos), String.format("%.1f", warmupMs),
                     checksum);
-            tell(readyReport(ready, published));
+            tell(request, readyReport(ready, published));
         }
 
         void closeUnpublished() {
@@ -488,27 +485,29 @@ public class PartitionManager {
     }
 
     /** Moves load {@code gen} to {@code phase} and reports it; false (nothing done) if it was superseded. */
-    private boolean transition(long gen, LoadPhase phase) {
+    private boolean transition(Assignment request, long gen, LoadPhase phase) {
         PartitionStatus s = update(gen, st -> st.withPhase(phase));
         if (s == null) {
             return false;
         }
-        report(s, phase);
+        report(request, s, phase);
         return true;
     }
 
     /**
-     * Reports load progress to the coordinator, except for an audit assignment's epoch: a spare's copy of a serving
-     * stage is outside the plan, and the control log would refuse each of its reports after committing it.
+     * Reports load progress of {@code request} to the coordinator, except for an audit assignment: a spare's copy of a
+     * serving stage is outside the plan, and the control log would refuse each of its reports after committing it.
+     * Asked of the assignment the report is about, not of the latest: a load's last report can come after the next
+     * assignment has arrived.
      */
-    private void tell(LoadReport report) {
-        if (report.epoch() != auditEpoch) {
+    private void tell(Assignment request, LoadReport report) {
+        if (!request.audit()) {
             coordinator.report(report);
         }
     }
 
-    private void report(PartitionStatus s, LoadPhase phase) {
-        tell(LoadReport.progress(s, phase,
+    private void report(Assignment request, PartitionStatus s, LoadPhase phase) {
+        tell(request, LoadReport.progress(s, phase,
                 LoadEta.seconds(s.bytesDone(), s.bytesTotal(), System.nanoTime() - loadStartedNanos)));
     }
 
@@ -518,7 +517,7 @@ public class PartitionManager {
             return;
         }
         log.error("partition load failed: {}: {}", code, message);
-        tell(LoadReport.failed(request, code, message));
+        tell(request, LoadReport.failed(request, code, message));
     }
 
     public PartitionStatus status() {
