@@ -63,8 +63,9 @@ class FloodAdmissionTest {
         }
         RequestHandle shortOne = service.submit(request(1), null, OTHER);
 
-        assertThat(admitted.size()).as("2 running and 4 queued, give or take those that ended meanwhile")
-                .isBetween(6, 12);
+        // Its 4 waiting places, and again as many as the engine's thread started meanwhile (2 running at a time) or
+        // saw end: on a loaded machine that thread may start none before the 300 submissions are over.
+        assertThat(admitted.size()).as("4 queued, plus those started or ended meanwhile").isBetween(4, 12);
         assertThat(refused).isEqualTo(300 - admitted.size());
         assertThat(slowestRefusalNanos).as("a refusal waits for nothing").isLessThan(TimeUnit.MILLISECONDS.toNanos(500));
         shortOne.result().get(30, TimeUnit.SECONDS);
