@@ -22,6 +22,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -126,6 +127,11 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
     private final AtomicLong agreed = new AtomicLong();
     private final AtomicLong disputed = new AtomicLong();
     private final AtomicLong evicted = new AtomicLong();
+    /**
+     * The workers evicted, each with the epoch of the step that showed it: audits run beside the stream, so several
+     * disputes of one fault can end in a verdict, and the fault is one eviction.
+     */
+    private final Set<String> evictedInEpoch = ConcurrentHashMap.newKeySet();
     private final AtomicLong unavailable = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
     /** One per serving pipeline that is audited, in pipeline order. */
@@ -471,7 +477,7 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                     AuditVote.Computation refereedBy = computation(r.hashes().get(stage), chosen, false);
                     AuditVote.Verdict verdict = AuditVote.decide(servedBy, auditedBy, refereedBy, step);
                     if (verdict instanceof AuditVote.Minority m) {
-                        evict(m);
+                        evict(m, input.epoch());
                         if (m.nodeId().equals(servedBy.nodeId())) {
                             throw new ButterflyException(ErrorCode.CHECKSUM_MISMATCH, ErrorKind.UNAVAILABLE,
                                     "an audit found " + m.nodeId() + " computed wrong (" + step
@@ -484,7 +490,11 @@ public final class StepAuditor implements EngineCore.StepAudit, AutoCloseable {
                 }, calls);
     }
 
-    private void evict(AuditVote.Minority m) {
+    private void evict(AuditVote.Minority m, long epoch) {
+        if (!evictedInEpoch.add(m.nodeId() + "@" + epoch)) {
+            log.info("Byzantine again, already evicted for epoch {}: {}", epoch, m.cause());
+            return;
+        }
         evicted.incrementAndGet();
         log.warn("Byzantine: {}", m.cause());
         calls.execute(() -> {
